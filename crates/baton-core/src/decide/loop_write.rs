@@ -1,0 +1,187 @@
+//! Rules on the writes of a ticket loop that come on top of the ownership gate: the key
+//! collision guard, what `loop init` does with an existing file, which transitions a status
+//! allows, and the mid-flight escalation guard.
+
+use jiff::Timestamp;
+
+use super::loop_resume::is_resumable;
+use super::{Decision, Reason};
+use crate::model::{LoopState, LoopStatus, PromotionTier};
+
+/// Verdict of a write refused by a gate (exit 3).
+pub const REFUSED: &str = "refused";
+/// Verdict of a write that waits for a human decision (exit 4).
+pub const ASK: &str = "ask";
+
+/// Two raw ticket ids that sanitize to one key never share the file.
+pub fn check_key_collision(stored: &LoopState, raw_ticket: &str, key: &str) -> Result<(), Decision> {
+    match stored.ticket_id.as_deref() {
+        Some(existing) if existing != raw_ticket => Err(Decision::new(
+            REFUSED,
+            Reason::new(
+                "loop.key-collision",
+                format!("ticket {raw_ticket:?} sanitizes to key {key}, whose file belongs to ticket {existing:?}"),
+            ),
+            Some(format!("refer to the loop as {existing:?}, or finish and archive it before reusing the key")),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// What `loop init` does with the file already at its key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InitPlan {
+    /// Write a new loop (after archiving a terminal one, if `archive_old`).
+    Create { archive_old: bool },
+    /// This session already runs this loop: nothing to write.
+    AlreadyOwned,
+    Refuse(Decision),
+}
+
+pub fn decide_init(existing: Option<&LoopState>, me: Option<&str>, now: Timestamp, t: &str) -> InitPlan {
+    let Some(state) = existing else {
+        return InitPlan::Create { archive_old: false };
+    };
+    if state.status.is_terminal() {
+        return InitPlan::Create { archive_old: true };
+    }
+    if is_resumable(state, now) {
+        return InitPlan::Refuse(Decision::new(
+            ASK,
+            Reason::new(
+                "loop.init-resumable",
+                format!("{t} already has a resumable loop ({}, {})", state.status.as_str(), state.position()),
+            ),
+            Some(format!("run `baton resume {t}` and resume it or start fresh")),
+        ));
+    }
+    let me = me.filter(|s| !s.is_empty());
+    if me.is_some() && state.owner() == me && state.status == LoopStatus::Active {
+        return InitPlan::AlreadyOwned;
+    }
+    // Active and live under another (or no) session: the ownership gate refuses it.
+    InitPlan::Create { archive_old: false }
+}
+
+/// A phase transition is recorded on an active loop only; the refusal says how to get there.
+pub fn check_transition(state: &LoopState, action: Option<&str>, t: &str) -> Result<(), Decision> {
+    match state.status {
+        LoopStatus::Active => {}
+        LoopStatus::Interrupted => {
+            return Err(Decision::new(
+                REFUSED,
+                Reason::new("loop.not-active", format!("the loop for {t} is interrupted")),
+                Some(format!("resume it first: `baton resume {t}`")),
+            ));
+        }
+        status => {
+            return Err(Decision::new(
+                REFUSED,
+                Reason::new("loop.not-active", format!("the loop for {t} is {}", status.as_str())),
+                Some(format!("start a new loop with `baton loop init {t}`")),
+            ));
+        }
+    }
+    if state.brief_owed && action == Some("engineer_spawned") {
+        return Err(Decision::new(
+            REFUSED,
+            Reason::new(
+                "loop.brief-owed",
+                format!(
+                    "the task was promoted to the {} tier with no Brief recorded: a retroactive Brief is owed before the next engineer spawn",
+                    state.promotion_tier.as_deref().unwrap_or("brief")
+                ),
+            ),
+            Some(format!(
+                "author the Brief (goal, scope, constraints, acceptance), then `baton loop artifact {t} --tier {} --brief <PATH>`",
+                state.promotion_tier.as_deref().unwrap_or("brief")
+            )),
+        ));
+    }
+    Ok(())
+}
+
+/// Whether a Brief is owed after an artifact update. Raising the tier with no Brief on record
+/// makes one owed; recording a Brief pays it. Lowering the tier never clears a debt by itself.
+pub fn brief_owed_after(old: &LoopState, new_tier: PromotionTier, brief_recorded: bool) -> bool {
+    if brief_recorded {
+        return false;
+    }
+    let old_tier = PromotionTier::parse_lenient(old.promotion_tier.as_deref());
+    let raised = new_tier > old_tier && new_tier >= PromotionTier::Brief;
+    old.brief_owed || raised
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> Timestamp {
+        "2026-03-01T12:00:00Z".parse().unwrap()
+    }
+
+    fn loop_with(status: LoopStatus, owner: Option<&str>, minutes_ago: i64) -> LoopState {
+        let mut s = LoopState::new("PROJ-1".into(), "PROJ-1".into(), owner.map(String::from));
+        s.status = status;
+        s.last_updated = Some(crate::time::format_ts(now() - jiff::SignedDuration::from_mins(minutes_ago)));
+        s
+    }
+
+    #[test]
+    fn key_collision_table() {
+        let s = loop_with(LoopStatus::Active, Some("A"), 1);
+        assert!(check_key_collision(&s, "PROJ-1", "PROJ-1").is_ok());
+        let err = check_key_collision(&s, "PROJ/1", "PROJ-1").unwrap_err();
+        assert_eq!(err.rules(), ["loop.key-collision"]);
+        let mut legacy = s.clone();
+        legacy.ticket_id = None;
+        assert!(check_key_collision(&legacy, "PROJ/1", "PROJ-1").is_ok());
+    }
+
+    #[test]
+    fn init_table() {
+        use LoopStatus::*;
+        assert_eq!(decide_init(None, Some("A"), now(), "T"), InitPlan::Create { archive_old: false });
+        assert_eq!(decide_init(Some(&loop_with(Complete, Some("A"), 1)), Some("B"), now(), "T"), InitPlan::Create { archive_old: true });
+        assert_eq!(decide_init(Some(&loop_with(Active, Some("A"), 1)), Some("A"), now(), "T"), InitPlan::AlreadyOwned);
+        match decide_init(Some(&loop_with(Interrupted, Some("A"), 1)), Some("A"), now(), "T") {
+            InitPlan::Refuse(d) => assert_eq!((d.verdict, d.rules()), (ASK, vec!["loop.init-resumable"])),
+            other => panic!("{other:?}"),
+        }
+        match decide_init(Some(&loop_with(Active, Some("A"), 30)), Some("B"), now(), "T") {
+            InitPlan::Refuse(d) => assert_eq!(d.rules(), ["loop.init-resumable"]),
+            other => panic!("{other:?}"),
+        }
+        // A live foreign loop is left to the ownership gate.
+        assert_eq!(decide_init(Some(&loop_with(Active, Some("A"), 1)), Some("B"), now(), "T"), InitPlan::Create { archive_old: false });
+    }
+
+    #[test]
+    fn transitions_need_an_active_loop() {
+        for status in [LoopStatus::Interrupted, LoopStatus::Complete, LoopStatus::Stalled] {
+            let err = check_transition(&loop_with(status, Some("A"), 1), Some("returned"), "T").unwrap_err();
+            assert_eq!(err.rules(), ["loop.not-active"]);
+        }
+        assert!(check_transition(&loop_with(LoopStatus::Active, Some("A"), 1), Some("returned"), "T").is_ok());
+    }
+
+    /// Mid-flight escalation: raising the tier with no Brief blocks the next engineer spawn only.
+    #[test]
+    fn escalation_table() {
+        let base = loop_with(LoopStatus::Active, Some("A"), 1);
+        assert!(brief_owed_after(&base, PromotionTier::Brief, false), "none -> brief, no Brief");
+        assert!(brief_owed_after(&base, PromotionTier::Plan, false), "none -> plan, no Brief");
+        assert!(!brief_owed_after(&base, PromotionTier::Brief, true), "Brief recorded with the raise");
+        assert!(!brief_owed_after(&base, PromotionTier::None, false), "no raise");
+        let mut owed = base.clone();
+        owed.brief_owed = true;
+        owed.promotion_tier = Some("brief".into());
+        assert!(brief_owed_after(&owed, PromotionTier::None, false), "lowering keeps the debt");
+        assert!(!brief_owed_after(&owed, PromotionTier::Brief, true), "recording pays it");
+
+        let err = check_transition(&owed, Some("engineer_spawned"), "T").unwrap_err();
+        assert_eq!(err.rules(), ["loop.brief-owed"]);
+        assert!(check_transition(&owed, Some("engineer_returned"), "T").is_ok(), "the in-flight engineer may return");
+        assert!(check_transition(&owed, Some("spawned"), "T").is_ok(), "reviews go on");
+    }
+}

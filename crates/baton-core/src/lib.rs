@@ -1,0 +1,10 @@
+//! The pure core of baton: the shapes of the state files and every decision the four resume
+//! protocols make, as functions of facts. Nothing here touches a disk, a clock, a process or
+//! the environment; the shell in `baton-store` gathers the facts and carries out the verdicts.
+
+pub mod decide;
+pub mod key;
+pub mod model;
+pub mod time;
+
+pub use decide::{Decision, Reason};

@@ -1,0 +1,248 @@
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// `.agentic/loop-state-<LOOP_KEY>.json`: one ticket's Skeptic/QA/engineer loop cursor.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LoopState {
+    #[serde(default = "super::schema_v1")]
+    pub schema_version: u32,
+    /// The owning session; null is legacy state that only `--force` takes over.
+    #[serde(default)]
+    pub session_id: Option<String>,
+    /// The raw ticket id, kept so that two ids sharing a key never share the file.
+    #[serde(default)]
+    pub ticket_id: Option<String>,
+    #[serde(default)]
+    pub loop_key: Option<String>,
+    #[serde(default)]
+    pub branch: Option<String>,
+    #[serde(default)]
+    pub repo: Option<String>,
+    #[serde(default)]
+    pub base_branch: Option<String>,
+    pub status: LoopStatus,
+    #[serde(default)]
+    pub interrupted_at: Option<String>,
+    /// `rate_limit`, `session_expiry`, `unknown` or null.
+    #[serde(default)]
+    pub interrupt_reason: Option<String>,
+    /// The authoritative resume key: `skeptic`, `qa`, `engineer` or `quality_gate`.
+    #[serde(default)]
+    pub last_phase: Option<String>,
+    /// `spawned`, `returned`, `engineer_spawned`, `engineer_returned`, `rerun_pending`; others
+    /// are accepted and kept.
+    #[serde(default)]
+    pub last_phase_action: Option<String>,
+    #[serde(default)]
+    pub loop_state: LoopProgress,
+    /// Liveness: refreshed by every transition and heartbeat, never by an interrupt.
+    #[serde(default)]
+    pub last_updated: Option<String>,
+    #[serde(default)]
+    pub resume_count: u64,
+    #[serde(default)]
+    pub brief_path: Option<String>,
+    #[serde(default)]
+    pub plan_path: Option<String>,
+    /// `none`, `brief` or `plan`.
+    #[serde(default)]
+    pub promotion_tier: Option<String>,
+    /// Fencing token: bumped by every takeover; a writer holding an older one is refused.
+    #[serde(default)]
+    pub owner_epoch: u64,
+    /// When a rate-limited loop may be resumed, if the limit said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_after: Option<String>,
+    /// Set when the tier was raised with no Brief recorded: the next engineer spawn waits for it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub brief_owed: bool,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LoopProgress {
+    #[serde(default)]
+    pub phase: Option<String>,
+    #[serde(default)]
+    pub iteration: u64,
+    #[serde(default)]
+    pub max_iterations: u64,
+    #[serde(default)]
+    pub findings_log: Vec<Value>,
+    #[serde(default)]
+    pub qa_failures_log: Vec<Value>,
+    #[serde(default)]
+    pub last_engineer_summary: Option<String>,
+    #[serde(default)]
+    pub termination_reason: Option<String>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LoopStatus {
+    Active,
+    Interrupted,
+    Complete,
+    Stalled,
+}
+
+impl LoopStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LoopStatus::Active => "active",
+            LoopStatus::Interrupted => "interrupted",
+            LoopStatus::Complete => "complete",
+            LoopStatus::Stalled => "stalled",
+        }
+    }
+
+    pub fn is_terminal(self) -> bool {
+        matches!(self, LoopStatus::Complete | LoopStatus::Stalled)
+    }
+}
+
+/// The phases a loop-state records, with the breadcrumb label of each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Skeptic,
+    Qa,
+    Engineer,
+    QualityGate,
+}
+
+impl Phase {
+    pub const ALL: [Phase; 4] = [Phase::Skeptic, Phase::Qa, Phase::Engineer, Phase::QualityGate];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Skeptic => "skeptic",
+            Phase::Qa => "qa",
+            Phase::Engineer => "engineer",
+            Phase::QualityGate => "quality_gate",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Option<Phase> {
+        Phase::ALL.into_iter().find(|p| p.as_str() == raw)
+    }
+
+    /// The label of the protocol's phase map: 6 and 6b are the Skeptic/QA loop, 7 the gate.
+    pub fn label(self) -> &'static str {
+        match self {
+            Phase::Skeptic => "6 skeptic",
+            Phase::Qa => "6b qa",
+            Phase::Engineer => "6 engineer",
+            Phase::QualityGate => "7 quality gate",
+        }
+    }
+}
+
+/// The governing artifact's tier, ordered so that a raise can be detected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PromotionTier {
+    None,
+    Brief,
+    Plan,
+}
+
+impl PromotionTier {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PromotionTier::None => "none",
+            PromotionTier::Brief => "brief",
+            PromotionTier::Plan => "plan",
+        }
+    }
+
+    /// A missing or unknown tier reads as `none`.
+    pub fn parse_lenient(raw: Option<&str>) -> PromotionTier {
+        match raw {
+            Some("brief") => PromotionTier::Brief,
+            Some("plan") => PromotionTier::Plan,
+            _ => PromotionTier::None,
+        }
+    }
+}
+
+impl LoopState {
+    /// A new loop, as `baton loop init` writes it.
+    pub fn new(ticket_id: String, loop_key: String, session_id: Option<String>) -> LoopState {
+        LoopState {
+            schema_version: super::SCHEMA_VERSION,
+            session_id,
+            ticket_id: Some(ticket_id),
+            loop_key: Some(loop_key),
+            branch: None,
+            repo: None,
+            base_branch: None,
+            status: LoopStatus::Active,
+            interrupted_at: None,
+            interrupt_reason: None,
+            last_phase: None,
+            last_phase_action: None,
+            loop_state: LoopProgress::default(),
+            last_updated: None,
+            resume_count: 0,
+            brief_path: None,
+            plan_path: None,
+            promotion_tier: None,
+            owner_epoch: 0,
+            resume_after: None,
+            brief_owed: false,
+            extra: Map::new(),
+        }
+    }
+
+    /// The session id, with an empty string read as null.
+    pub fn owner(&self) -> Option<&str> {
+        self.session_id.as_deref().filter(|s| !s.is_empty())
+    }
+
+    pub fn phase(&self) -> Option<Phase> {
+        self.last_phase.as_deref().and_then(Phase::parse)
+    }
+
+    /// `qa iteration 2/5 · returned`, for messages.
+    pub fn position(&self) -> String {
+        let phase = self.last_phase.as_deref().unwrap_or("no phase");
+        let mut out = phase.to_string();
+        if self.loop_state.iteration > 0 {
+            out.push_str(&format!(" iteration {}", self.loop_state.iteration));
+            if self.loop_state.max_iterations > 0 {
+                out.push_str(&format!("/{}", self.loop_state.max_iterations));
+            }
+        }
+        if let Some(action) = &self.last_phase_action {
+            out.push_str(&format!(" · {action}"));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_fields_survive_a_round_trip() {
+        let raw = r#"{"schema_version":1,"session_id":null,"status":"interrupted",
+            "custom_top":{"a":1},"loop_state":{"iteration":2,"custom_inner":"x"}}"#;
+        let state: LoopState = serde_json::from_str(raw).unwrap();
+        let back = serde_json::to_value(&state).unwrap();
+        assert_eq!(back["custom_top"]["a"], 1);
+        assert_eq!(back["loop_state"]["custom_inner"], "x");
+        assert_eq!(back["loop_state"]["iteration"], 2);
+        assert!(back.get("brief_owed").is_none(), "baton's flags stay out of files that lack them");
+    }
+
+    #[test]
+    fn tiers_order_for_escalation() {
+        assert!(PromotionTier::Brief > PromotionTier::None);
+        assert!(PromotionTier::Plan > PromotionTier::Brief);
+        assert_eq!(PromotionTier::parse_lenient(None), PromotionTier::None);
+    }
+}

@@ -1,0 +1,17 @@
+//! The files baton reads and writes, in the originating projects' own field names.
+//!
+//! Every struct keeps the fields it does not know in `extra`, so a rewrite by baton never drops
+//! what another tool (or a newer baton) put there.
+
+mod batch_state;
+mod loop_state;
+
+pub use batch_state::{BatchState, BatchTicket, ReplanEntry};
+pub use loop_state::{LoopProgress, LoopState, LoopStatus, Phase, PromotionTier};
+
+/// The newest `schema_version` this build reads and writes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+pub(crate) fn schema_v1() -> u32 {
+    SCHEMA_VERSION
+}

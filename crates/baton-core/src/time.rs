@@ -1,0 +1,80 @@
+//! Timestamps as the state files write them, and ages as people read them.
+
+use jiff::{SignedDuration, Timestamp};
+
+/// Liveness window of the ownership gate and the resume check: a write within it is live.
+pub const LIVENESS_WINDOW: SignedDuration = SignedDuration::from_secs(10 * 60);
+
+/// Formats a timestamp the way the originating tools do (`date -u +%Y-%m-%dT%H:%M:%SZ`).
+pub fn format_ts(ts: Timestamp) -> String {
+    ts.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// Parses an RFC 3339 timestamp; `None` for a missing or unreadable one, which every rule
+/// treats as stale.
+pub fn parse_ts(raw: Option<&str>) -> Option<Timestamp> {
+    raw?.trim().parse().ok()
+}
+
+/// `now - then`, clamped at zero: a timestamp from the future counts as just written.
+pub fn age(now: Timestamp, then: Timestamp) -> SignedDuration {
+    let age = now.duration_since(then);
+    if age.is_negative() { SignedDuration::ZERO } else { age }
+}
+
+/// Whether a liveness timestamp is within the window. A missing one is stale.
+pub fn is_live(now: Timestamp, liveness: Option<Timestamp>) -> bool {
+    liveness.is_some_and(|then| age(now, then) <= LIVENESS_WINDOW)
+}
+
+/// A short human age: `45s`, `12m`, `2h 5m`, `3d 4h`.
+pub fn human_age(age: SignedDuration) -> String {
+    let secs = age.as_secs().max(0);
+    match secs {
+        0..60 => format!("{secs}s"),
+        60..3600 => format!("{}m", secs / 60),
+        3600..86400 => match (secs % 3600) / 60 {
+            0 => format!("{}h", secs / 3600),
+            m => format!("{}h {m}m", secs / 3600),
+        },
+        _ => match (secs % 86400) / 3600 {
+            0 => format!("{}d", secs / 86400),
+            h => format!("{}d {h}h", secs / 86400),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ts(s: &str) -> Timestamp {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn liveness_window_is_ten_minutes_inclusive() {
+        let now = ts("2026-01-01T00:20:00Z");
+        assert!(is_live(now, Some(ts("2026-01-01T00:10:00Z"))));
+        assert!(!is_live(now, Some(ts("2026-01-01T00:09:59Z"))));
+        assert!(is_live(now, Some(ts("2026-01-01T00:30:00Z"))), "future counts as fresh");
+        assert!(!is_live(now, None), "missing counts as stale");
+    }
+
+    #[test]
+    fn parse_accepts_offsets_and_rejects_junk() {
+        assert_eq!(parse_ts(Some("2026-01-01T02:00:00+02:00")), Some(ts("2026-01-01T00:00:00Z")));
+        assert_eq!(parse_ts(Some("yesterday")), None);
+        assert_eq!(parse_ts(None), None);
+    }
+
+    #[test]
+    fn human_ages() {
+        let s = SignedDuration::from_secs;
+        assert_eq!(human_age(s(5)), "5s");
+        assert_eq!(human_age(s(12 * 60 + 3)), "12m");
+        assert_eq!(human_age(s(7200)), "2h");
+        assert_eq!(human_age(s(7500)), "2h 5m");
+        assert_eq!(human_age(s(86400 * 3 + 3600 * 4)), "3d 4h");
+    }
+}
