@@ -1,0 +1,33 @@
+//! The imperative shell of baton: everything that touches the disk, the lock, the clock or git.
+//! The commands gather facts here, hand them to `baton-core` for a decision, and carry the
+//! decision out here.
+
+pub mod atomic;
+pub mod error;
+pub mod git;
+pub mod layout;
+pub mod lock;
+pub mod read;
+pub mod store;
+
+pub use error::StoreError;
+pub use layout::Layout;
+pub use store::{FsStore, StateStore};
+
+/// `n` random bytes as lowercase hex, from the operating system's generator.
+pub fn random_hex(n_bytes: usize) -> String {
+    let mut buf = vec![0u8; n_bytes];
+    // The OS generator failing is not something a CLI can recover from; fall back to the clock
+    // and pid so that a key is still unlikely to collide.
+    if getrandom::fill(&mut buf).is_err() {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default()
+            ^ u128::from(std::process::id());
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = (seed >> ((i % 16) * 8)) as u8;
+        }
+    }
+    buf.iter().map(|b| format!("{b:02x}")).collect()
+}

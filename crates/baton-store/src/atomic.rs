@@ -1,0 +1,75 @@
+//! Crash-safe replace: a reader sees the old file or the new one, never a torn one, and a
+//! transition reported done survives a power cut.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+use crate::StoreError;
+
+/// Writes `bytes` to a temp file in the same directory (mode 0600), fsyncs it, renames it over
+/// `path` and fsyncs the directory. On any error the old file is untouched and the temp file
+/// removed. Never truncates in place.
+pub fn replace(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp-{}-{}", std::process::id(), crate::random_hex(4)));
+    let result = write_synced(&tmp, bytes).and_then(|()| {
+        std::fs::rename(&tmp, path).map_err(StoreError::io("rename into place", path))
+    });
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+        return result;
+    }
+    sync_dir(dir)
+}
+
+fn write_synced(tmp: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(tmp)
+        .map_err(StoreError::io("create", tmp))?;
+    file.write_all(bytes).map_err(StoreError::io("write", tmp))?;
+    file.sync_all().map_err(StoreError::io("fsync", tmp))
+}
+
+/// Makes a rename or an unlink in `dir` durable.
+pub fn sync_dir(dir: &Path) -> Result<(), StoreError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(StoreError::io("fsync directory", dir))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replace_swaps_content_and_leaves_no_temp_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("state.json");
+        replace(&p, b"one").unwrap();
+        replace(&p, b"two").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"two");
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, ["state.json"]);
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
+    }
+
+    /// A failed rename (here: the target is a non-empty directory) leaves the old state alone.
+    #[test]
+    fn a_failed_replace_keeps_the_old_state() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("state.json");
+        std::fs::create_dir(&p).unwrap();
+        std::fs::write(p.join("inside"), b"old").unwrap();
+        assert!(replace(&p, b"new").is_err());
+        assert_eq!(std::fs::read(p.join("inside")).unwrap(), b"old");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "temp file cleaned up");
+    }
+}

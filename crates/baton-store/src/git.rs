@@ -1,0 +1,124 @@
+//! Facts from git, by running `git` itself: one call per fact set, `GIT_OPTIONAL_LOCKS=0` so a
+//! read never contends with the user's own git, and every path or id passed as an argument,
+//! never through a shell.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use crate::StoreError;
+
+fn git(dir: &Path) -> Command {
+    let mut cmd = Command::new("git");
+    cmd.current_dir(dir).env("GIT_OPTIONAL_LOCKS", "0").env("LC_ALL", "C");
+    cmd
+}
+
+fn run(dir: &Path, args: &[&str]) -> Result<Output, StoreError> {
+    git(dir).args(args).output().map_err(|e| StoreError::Git {
+        args: args.join(" "),
+        dir: dir.into(),
+        detail: format!("cannot start git: {e}"),
+    })
+}
+
+fn run_ok(dir: &Path, args: &[&str]) -> Result<String, StoreError> {
+    let out = run(dir, args)?;
+    if !out.status.success() {
+        return Err(StoreError::Git {
+            args: args.join(" "),
+            dir: dir.into(),
+            detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// `git rev-parse --show-toplevel`, `None` outside a repository.
+pub fn toplevel(dir: &Path) -> Result<Option<PathBuf>, StoreError> {
+    let out = run(dir, &["rev-parse", "--show-toplevel"])?;
+    Ok(out
+        .status
+        .success()
+        .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim_end())))
+}
+
+/// The pathspec that keeps baton's own state directory out of a git command.
+fn exclude_pathspec(state_dir: Option<&Path>) -> Vec<String> {
+    let mut spec = vec![".".to_string()];
+    if let Some(dir) = state_dir {
+        spec.push(format!(":(exclude,literal){}", dir.display()));
+    }
+    spec
+}
+
+/// The working tree: its branch and whether anything outside the state directory changed.
+#[derive(Debug, Clone, Default)]
+pub struct TreeStatus {
+    pub branch: Option<String>,
+    pub dirty: bool,
+}
+
+/// One `git status --porcelain=v2 --branch -z` call.
+pub fn tree_status(root: &Path, state_dir: Option<&Path>) -> Result<TreeStatus, StoreError> {
+    let mut args = vec!["status", "--porcelain=v2", "--branch", "-z", "--untracked-files=normal", "--"];
+    let spec = exclude_pathspec(state_dir);
+    args.extend(spec.iter().map(String::as_str));
+    let out = run_ok(root, &args)?;
+    let mut status = TreeStatus::default();
+    for entry in out.split('\0').filter(|e| !e.is_empty()) {
+        if let Some(head) = entry.strip_prefix("# branch.head ") {
+            status.branch = (head != "(detached)").then(|| head.to_string());
+        } else if !entry.starts_with('#') {
+            status.dirty = true;
+        }
+    }
+    Ok(status)
+}
+
+/// Commits on HEAD that `base` lacks; `None` when `base` does not resolve.
+pub fn commits_beyond(root: &Path, base: &str) -> Result<Option<u64>, StoreError> {
+    let range = format!("{base}..HEAD");
+    let out = run(root, &["rev-list", "--count", &range, "--"])?;
+    if !out.status.success() {
+        return Ok(None);
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().parse().ok())
+}
+
+/// The branch new loops are measured against: `origin/HEAD`'s branch, else `main`, else
+/// `master`, when it exists.
+pub fn default_base(root: &Path) -> Option<String> {
+    if let Ok(out) = run_ok(root, &["symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD"]) {
+        let name = out.trim();
+        if !name.is_empty() {
+            return Some(name.to_string());
+        }
+    }
+    ["main", "master"].into_iter().find_map(|name| {
+        let refname = format!("refs/heads/{name}");
+        run(root, &["show-ref", "--verify", "--quiet", &refname])
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|_| name.to_string())
+    })
+}
+
+/// Stashes every change outside the state directory, untracked files included, so that
+/// discarded work stays recoverable with `git stash list`. Returns the stash's commit.
+pub fn stash_push(root: &Path, message: &str, state_dir: Option<&Path>) -> Result<String, StoreError> {
+    let mut args = vec!["stash", "push", "--include-untracked", "--message", message, "--"];
+    let spec = exclude_pathspec(state_dir);
+    args.extend(spec.iter().map(String::as_str));
+    run_ok(root, &args)?;
+    Ok(run_ok(root, &["rev-parse", "--short", "stash@{0}"])?.trim().to_string())
+}
+
+/// Commits every change outside the state directory. Returns the new commit's short id.
+pub fn commit_all(root: &Path, message: &str, state_dir: Option<&Path>) -> Result<String, StoreError> {
+    let mut add = vec!["add", "--all", "--"];
+    let spec = exclude_pathspec(state_dir);
+    add.extend(spec.iter().map(String::as_str));
+    run_ok(root, &add)?;
+    run_ok(root, &["commit", "--quiet", "--message", message])?;
+    Ok(run_ok(root, &["rev-parse", "--short", "HEAD"])?.trim().to_string())
+}

@@ -1,0 +1,120 @@
+//! Where each file lives: the project root, the state directory and the names inside it.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use crate::StoreError;
+use baton_core::key::loop_file_name;
+
+#[derive(Debug, Clone)]
+pub struct Layout {
+    /// The top of the git work tree.
+    pub root: PathBuf,
+    /// `<root>/.agentic`, or `BATON_STATE_DIR`.
+    pub state_dir: PathBuf,
+}
+
+/// Why no project could be found.
+#[derive(Debug, thiserror::Error)]
+pub enum LayoutError {
+    #[error("{0} is not inside a git repository")]
+    NotARepo(PathBuf),
+    #[error("cannot use directory {0}: {1}")]
+    BadDir(PathBuf, std::io::Error),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+pub const LEGACY_LOOP_FILE: &str = "loop-state.json";
+pub const BATCH_FILE: &str = "batch-state.json";
+/// The sidecar of the directory lock; never deleted.
+pub const LOCK_FILE: &str = "baton.lock";
+pub const ARCHIVE_DIR: &str = "archive";
+
+impl Layout {
+    /// Finds the project root from `dir` as `git rev-parse --show-toplevel` would. The common
+    /// case (a `.git` directory or file in `dir` or above) is answered without starting git,
+    /// which keeps hooks fast; `GIT_DIR` and `GIT_WORK_TREE` change git's answer, so with
+    /// either set git itself is asked.
+    pub fn discover(dir: &Path, state_dir_override: Option<OsString>) -> Result<Layout, LayoutError> {
+        let dir = dir.canonicalize().map_err(|e| LayoutError::BadDir(dir.into(), e))?;
+        let root = if std::env::var_os("GIT_DIR").is_some() || std::env::var_os("GIT_WORK_TREE").is_some() {
+            crate::git::toplevel(&dir)?
+        } else {
+            dir.ancestors().find(|d| d.join(".git").exists()).map(Path::to_path_buf)
+        }
+        .ok_or_else(|| LayoutError::NotARepo(dir.clone()))?;
+        let state_dir = match state_dir_override.filter(|s| !s.is_empty()) {
+            Some(custom) => {
+                let custom = PathBuf::from(custom);
+                if custom.is_absolute() { custom } else { root.join(custom) }
+            }
+            None => root.join(".agentic"),
+        };
+        Ok(Layout { root, state_dir })
+    }
+
+    pub fn loop_file(&self, key: &str) -> PathBuf {
+        self.state_dir.join(loop_file_name(key))
+    }
+
+    pub fn legacy_loop_file(&self) -> PathBuf {
+        self.state_dir.join(LEGACY_LOOP_FILE)
+    }
+
+    pub fn batch_file(&self) -> PathBuf {
+        self.state_dir.join(BATCH_FILE)
+    }
+
+    pub fn lock_file(&self) -> PathBuf {
+        self.state_dir.join(LOCK_FILE)
+    }
+
+    pub fn archive_dir(&self) -> PathBuf {
+        self.state_dir.join(ARCHIVE_DIR)
+    }
+
+    /// The state directory relative to the root, when it lies inside the work tree: git
+    /// commands exclude it so that baton's own files never count as work.
+    pub fn state_dir_in_tree(&self) -> Option<PathBuf> {
+        self.state_dir
+            .strip_prefix(&self.root)
+            .ok()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map(Path::to_path_buf)
+    }
+
+    /// Refuses a state directory that is a symlink: it could point anywhere, including into
+    /// another project's state.
+    pub fn check_state_dir(&self) -> Result<bool, StoreError> {
+        check_real_dir(&self.state_dir)
+    }
+
+    /// Creates the state directory (0700) if it is missing.
+    pub fn ensure_state_dir(&self) -> Result<(), StoreError> {
+        if self.check_state_dir()? {
+            return Ok(());
+        }
+        make_dir(&self.state_dir)
+    }
+}
+
+/// `Ok(true)` for a real directory, `Ok(false)` when missing; an error for a link or a file.
+pub fn check_real_dir(path: &Path) -> Result<bool, StoreError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => Err(StoreError::Symlink { path: path.into() }),
+        Ok(meta) if !meta.is_dir() => Err(StoreError::NotRegular { path: path.into() }),
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(StoreError::io("stat", path)(e)),
+    }
+}
+
+pub fn make_dir(path: &Path) -> Result<(), StoreError> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+        .map_err(StoreError::io("create directory", path))
+}

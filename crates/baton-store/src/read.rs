@@ -1,0 +1,106 @@
+//! Reading state files: never through a symlink, never more than a cap, typed on the way in.
+
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+use serde::de::DeserializeOwned;
+
+use crate::StoreError;
+use baton_core::model::SCHEMA_VERSION;
+
+/// No state file baton writes comes near this; anything larger is not one.
+pub const STATE_FILE_CAP: u64 = 4 * 1024 * 1024;
+
+/// The bytes of `path`, or `None` when it does not exist. Refuses a symlink (`O_NOFOLLOW`), a
+/// non-regular file and a file over `cap`.
+pub fn read_capped(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, StoreError> {
+    let file = match File::options()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(StoreError::Symlink { path: path.into() });
+        }
+        Err(e) => return Err(StoreError::io("open", path)(e)),
+    };
+    let meta = file.metadata().map_err(StoreError::io("stat", path))?;
+    if !meta.is_file() {
+        return Err(StoreError::NotRegular { path: path.into() });
+    }
+    if meta.len() > cap {
+        return Err(StoreError::TooLarge { path: path.into(), size: meta.len(), cap });
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    // Read one byte past the cap in case the file grew since the stat.
+    file.take(cap + 1)
+        .read_to_end(&mut bytes)
+        .map_err(StoreError::io("read", path))?;
+    if bytes.len() as u64 > cap {
+        return Err(StoreError::TooLarge { path: path.into(), size: bytes.len() as u64, cap });
+    }
+    Ok(Some(bytes))
+}
+
+/// How a state file may be used after reading it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    ReadWrite,
+    /// Written by a newer baton: shown, never rewritten.
+    ReadOnly { found: u64 },
+}
+
+/// Parses a state file, checking `schema_version` before the typed parse so that a file of a
+/// newer schema gets the upgrade message rather than a confusing field error.
+pub fn parse_state<T: DeserializeOwned>(path: &Path, bytes: &[u8]) -> Result<(T, Access), StoreError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(StoreError::Empty { path: path.into() });
+    }
+    let corrupt = |e: serde_json::Error| StoreError::Corrupt { path: path.into(), detail: e.to_string() };
+    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(corrupt)?;
+    let found = match value.get("schema_version") {
+        None | Some(serde_json::Value::Null) => 1,
+        Some(v) => v.as_u64().ok_or_else(|| StoreError::Corrupt {
+            path: path.into(),
+            detail: format!("schema_version is {v}, not a number"),
+        })?,
+    };
+    let access = if found > u64::from(SCHEMA_VERSION) { Access::ReadOnly { found } } else { Access::ReadWrite };
+    let state = serde_json::from_value(value).map_err(|e| match access {
+        Access::ReadOnly { found } => StoreError::NewerSchema { path: path.into(), found, known: SCHEMA_VERSION },
+        Access::ReadWrite => corrupt(e),
+    })?;
+    Ok((state, access))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baton_core::model::LoopState;
+
+    #[test]
+    fn hostile_files_are_named_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.json");
+        assert!(read_capped(&p, 10).unwrap().is_none());
+        std::fs::write(&p, vec![b' '; 11]).unwrap();
+        assert!(matches!(read_capped(&p, 10), Err(StoreError::TooLarge { .. })));
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&p, &link).unwrap();
+        assert!(matches!(read_capped(&link, 100), Err(StoreError::Symlink { .. })));
+        assert!(matches!(read_capped(dir.path(), 100), Err(StoreError::NotRegular { .. })));
+
+        assert!(matches!(parse_state::<LoopState>(&p, b""), Err(StoreError::Empty { .. })));
+        assert!(matches!(parse_state::<LoopState>(&p, b"{\"status\":\"act"), Err(StoreError::Corrupt { .. })));
+        let (_, access) = parse_state::<LoopState>(&p, br#"{"schema_version":99,"status":"active"}"#).unwrap();
+        assert_eq!(access, Access::ReadOnly { found: 99 });
+        assert!(matches!(
+            parse_state::<LoopState>(&p, br#"{"schema_version":99,"status":7}"#),
+            Err(StoreError::NewerSchema { found: 99, .. })
+        ));
+    }
+}

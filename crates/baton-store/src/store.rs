@@ -1,0 +1,178 @@
+//! The state store: the only way commands reach the files. A trait, so that a backend for
+//! fleets of machines (PostgreSQL, with the lock as a transaction) can replace the files
+//! without touching a decision.
+
+use std::path::{Path, PathBuf};
+
+use jiff::Timestamp;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::layout::{Layout, check_real_dir, make_dir};
+use crate::lock::DirLock;
+use crate::read::{Access, STATE_FILE_CAP, parse_state, read_capped};
+use crate::{StoreError, atomic};
+use baton_core::key::key_from_file_name;
+use baton_core::model::{BatchState, LoopState, SCHEMA_VERSION};
+
+/// A state read from the store, with where it came from and whether it may be rewritten.
+#[derive(Debug, Clone)]
+pub struct Loaded<T> {
+    pub state: T,
+    pub path: PathBuf,
+    pub access: Access,
+}
+
+impl<T> Loaded<T> {
+    /// Errors unless this baton may rewrite the file.
+    pub fn writable(&self) -> Result<(), StoreError> {
+        match self.access {
+            Access::ReadWrite => Ok(()),
+            Access::ReadOnly { found } => Err(StoreError::NewerSchema { path: self.path.clone(), found, known: SCHEMA_VERSION }),
+        }
+    }
+}
+
+/// One keyed loop file found by a scan; an unreadable one is reported, never fatal.
+#[derive(Debug)]
+pub struct Scanned {
+    pub key: String,
+    pub loaded: Result<Loaded<LoopState>, StoreError>,
+}
+
+pub trait StateStore {
+    /// Held for the whole of a read-check-write.
+    type Guard;
+
+    /// Takes the store's exclusive lock, creating the store if it does not exist yet.
+    fn lock(&self) -> Result<Self::Guard, StoreError>;
+
+    fn read_loop(&self, key: &str) -> Result<Option<Loaded<LoopState>>, StoreError>;
+    fn write_loop(&self, key: &str, state: &LoopState) -> Result<(), StoreError>;
+    /// Moves a loop out of the way, keeping it; returns where it went.
+    fn archive_loop(&self, key: &str, now: Timestamp) -> Result<PathBuf, StoreError>;
+    /// Every keyed loop, in key order.
+    fn scan_loops(&self) -> Result<Vec<Scanned>, StoreError>;
+
+    fn read_legacy_loop(&self) -> Result<Option<Loaded<LoopState>>, StoreError>;
+    fn remove_legacy_loop(&self) -> Result<(), StoreError>;
+    fn archive_legacy_loop(&self, now: Timestamp) -> Result<PathBuf, StoreError>;
+
+    fn read_batch(&self) -> Result<Option<Loaded<BatchState>>, StoreError>;
+    fn write_batch(&self, state: &BatchState) -> Result<(), StoreError>;
+    fn archive_batch(&self, now: Timestamp) -> Result<PathBuf, StoreError>;
+}
+
+/// The files under `.agentic/`.
+#[derive(Debug, Clone)]
+pub struct FsStore {
+    pub layout: Layout,
+}
+
+impl FsStore {
+    pub fn new(layout: Layout) -> FsStore {
+        FsStore { layout }
+    }
+
+    fn read<T: DeserializeOwned>(&self, path: &Path) -> Result<Option<Loaded<T>>, StoreError> {
+        if !self.layout.check_state_dir()? {
+            return Ok(None);
+        }
+        let Some(bytes) = read_capped(path, STATE_FILE_CAP)? else {
+            return Ok(None);
+        };
+        let (state, access) = parse_state(path, &bytes)?;
+        Ok(Some(Loaded { state, path: path.into(), access }))
+    }
+
+    fn write<T: Serialize>(&self, path: &Path, state: &T) -> Result<(), StoreError> {
+        let mut bytes = serde_json::to_vec_pretty(state).map_err(|e| StoreError::Corrupt {
+            path: path.into(),
+            detail: format!("cannot serialize: {e}"),
+        })?;
+        bytes.push(b'\n');
+        atomic::replace(path, &bytes)
+    }
+
+    fn archive(&self, path: &Path, stem: &str, now: Timestamp) -> Result<PathBuf, StoreError> {
+        let dir = self.layout.archive_dir();
+        if !check_real_dir(&dir)? {
+            make_dir(&dir)?;
+        }
+        let stamp = now.strftime("%Y%m%dT%H%M%SZ");
+        let mut target = dir.join(format!("{stem}.{stamp}.json"));
+        if target.exists() {
+            target = dir.join(format!("{stem}.{stamp}-{}.json", crate::random_hex(2)));
+        }
+        std::fs::rename(path, &target).map_err(StoreError::io("archive", path))?;
+        atomic::sync_dir(&dir)?;
+        atomic::sync_dir(&self.layout.state_dir)?;
+        Ok(target)
+    }
+}
+
+impl StateStore for FsStore {
+    type Guard = DirLock;
+
+    fn lock(&self) -> Result<DirLock, StoreError> {
+        self.layout.ensure_state_dir()?;
+        DirLock::acquire(&self.layout.lock_file())
+    }
+
+    fn read_loop(&self, key: &str) -> Result<Option<Loaded<LoopState>>, StoreError> {
+        self.read(&self.layout.loop_file(key))
+    }
+
+    fn write_loop(&self, key: &str, state: &LoopState) -> Result<(), StoreError> {
+        self.write(&self.layout.loop_file(key), state)
+    }
+
+    fn archive_loop(&self, key: &str, now: Timestamp) -> Result<PathBuf, StoreError> {
+        self.archive(&self.layout.loop_file(key), &format!("loop-state-{key}"), now)
+    }
+
+    fn scan_loops(&self) -> Result<Vec<Scanned>, StoreError> {
+        let dir = &self.layout.state_dir;
+        if !self.layout.check_state_dir()? {
+            return Ok(Vec::new());
+        }
+        let entries = std::fs::read_dir(dir).map_err(StoreError::io("list", dir))?;
+        let mut found = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(StoreError::io("list", dir))?;
+            let name = entry.file_name();
+            let Some(key) = name.to_str().and_then(key_from_file_name) else { continue };
+            let path = entry.path();
+            let loaded = self.read(&path).and_then(|l| l.ok_or_else(|| StoreError::io("read", &path)(std::io::ErrorKind::NotFound.into())));
+            found.push(Scanned { key: key.to_string(), loaded });
+        }
+        found.sort_by(|a, b| a.key.cmp(&b.key));
+        Ok(found)
+    }
+
+    fn read_legacy_loop(&self) -> Result<Option<Loaded<LoopState>>, StoreError> {
+        self.read(&self.layout.legacy_loop_file())
+    }
+
+    fn remove_legacy_loop(&self) -> Result<(), StoreError> {
+        let path = self.layout.legacy_loop_file();
+        std::fs::remove_file(&path).map_err(StoreError::io("remove", &path))?;
+        atomic::sync_dir(&self.layout.state_dir)
+    }
+
+    fn archive_legacy_loop(&self, now: Timestamp) -> Result<PathBuf, StoreError> {
+        self.archive(&self.layout.legacy_loop_file(), "loop-state.legacy", now)
+    }
+
+    fn read_batch(&self) -> Result<Option<Loaded<BatchState>>, StoreError> {
+        self.read(&self.layout.batch_file())
+    }
+
+    fn write_batch(&self, state: &BatchState) -> Result<(), StoreError> {
+        self.write(&self.layout.batch_file(), state)
+    }
+
+    fn archive_batch(&self, now: Timestamp) -> Result<PathBuf, StoreError> {
+        self.archive(&self.layout.batch_file(), "batch-state", now)
+    }
+}
