@@ -123,7 +123,12 @@ mod tests {
             (&[0xff, 0xfe, b'A'], "A"),
         ];
         for (raw, want) in rows {
-            assert_eq!(sanitize(raw), *want, "sanitize({:?})", String::from_utf8_lossy(raw));
+            assert_eq!(
+                sanitize(raw),
+                *want,
+                "sanitize({:?})",
+                String::from_utf8_lossy(raw)
+            );
         }
     }
 
@@ -150,7 +155,10 @@ mod tests {
         assert_eq!(key(b"", None), "session-nosid-0badcafe");
         // The session is sanitized (and cut) before the prefix is added.
         let long_session = "s".repeat(70);
-        assert_eq!(key(b"", Some(&long_session)), format!("session-{}", "s".repeat(64)));
+        assert_eq!(
+            key(b"", Some(&long_session)),
+            format!("session-{}", "s".repeat(64))
+        );
         // `null` is only special as the whole id.
         assert_eq!(key(b"", Some("nullable")), "session-nullable");
     }

@@ -19,7 +19,11 @@ pub fn parse_ts(raw: Option<&str>) -> Option<Timestamp> {
 /// `now - then`, clamped at zero: a timestamp from the future counts as just written.
 pub fn age(now: Timestamp, then: Timestamp) -> SignedDuration {
     let age = now.duration_since(then);
-    if age.is_negative() { SignedDuration::ZERO } else { age }
+    if age.is_negative() {
+        SignedDuration::ZERO
+    } else {
+        age
+    }
 }
 
 /// Whether a liveness timestamp is within the window. A missing one is stale.
@@ -57,13 +61,19 @@ mod tests {
         let now = ts("2026-01-01T00:20:00Z");
         assert!(is_live(now, Some(ts("2026-01-01T00:10:00Z"))));
         assert!(!is_live(now, Some(ts("2026-01-01T00:09:59Z"))));
-        assert!(is_live(now, Some(ts("2026-01-01T00:30:00Z"))), "future counts as fresh");
+        assert!(
+            is_live(now, Some(ts("2026-01-01T00:30:00Z"))),
+            "future counts as fresh"
+        );
         assert!(!is_live(now, None), "missing counts as stale");
     }
 
     #[test]
     fn parse_accepts_offsets_and_rejects_junk() {
-        assert_eq!(parse_ts(Some("2026-01-01T02:00:00+02:00")), Some(ts("2026-01-01T00:00:00Z")));
+        assert_eq!(
+            parse_ts(Some("2026-01-01T02:00:00+02:00")),
+            Some(ts("2026-01-01T00:00:00Z"))
+        );
         assert_eq!(parse_ts(Some("yesterday")), None);
         assert_eq!(parse_ts(None), None);
     }

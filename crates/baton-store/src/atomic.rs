@@ -12,9 +12,19 @@ use crate::StoreError;
 /// `path` and fsyncs the directory. On any error the old file is untouched and the temp file
 /// removed. Never truncates in place.
 pub fn replace(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}-{}", std::process::id(), crate::random_hex(4)));
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(
+        ".{name}.tmp-{}-{}",
+        std::process::id(),
+        crate::random_hex(4)
+    ));
     let result = write_synced(&tmp, bytes).and_then(|()| {
         std::fs::rename(&tmp, path).map_err(StoreError::io("rename into place", path))
     });
@@ -33,7 +43,8 @@ fn write_synced(tmp: &Path, bytes: &[u8]) -> Result<(), StoreError> {
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(tmp)
         .map_err(StoreError::io("create", tmp))?;
-    file.write_all(bytes).map_err(StoreError::io("write", tmp))?;
+    file.write_all(bytes)
+        .map_err(StoreError::io("write", tmp))?;
     file.sync_all().map_err(StoreError::io("fsync", tmp))
 }
 
@@ -55,10 +66,16 @@ mod tests {
         replace(&p, b"one").unwrap();
         replace(&p, b"two").unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"two");
-        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         assert_eq!(names, ["state.json"]);
         use std::os::unix::fs::PermissionsExt;
-        assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(
+            std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
     }
 
     /// A failed rename (here: the target is a non-empty directory) leaves the old state alone.
@@ -70,6 +87,10 @@ mod tests {
         std::fs::write(p.join("inside"), b"old").unwrap();
         assert!(replace(&p, b"new").is_err());
         assert_eq!(std::fs::read(p.join("inside")).unwrap(), b"old");
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "temp file cleaned up");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "temp file cleaned up"
+        );
     }
 }

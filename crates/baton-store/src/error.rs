@@ -19,8 +19,14 @@ pub enum StoreError {
     Empty { path: PathBuf },
     #[error("{path} is not valid state JSON: {detail}")]
     Corrupt { path: PathBuf, detail: String },
-    #[error("{path} has schema_version {found}; this baton knows up to {known}, so it only reads it")]
-    NewerSchema { path: PathBuf, found: u64, known: u32 },
+    #[error(
+        "{path} has schema_version {found}; this baton knows up to {known}, so it only reads it"
+    )]
+    NewerSchema {
+        path: PathBuf,
+        found: u64,
+        known: u32,
+    },
     #[error("git {args} failed in {dir}: {detail}")]
     Git {
         args: String,
@@ -30,7 +36,10 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    pub fn io(op: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> StoreError {
+    pub fn io(
+        op: &'static str,
+        path: impl Into<PathBuf>,
+    ) -> impl FnOnce(std::io::Error) -> StoreError {
         let path = path.into();
         move |source| StoreError::Io { op, path, source }
     }
@@ -38,22 +47,34 @@ impl StoreError {
     /// The fix to print under the error.
     pub fn hint(&self) -> Option<String> {
         match self {
-            StoreError::Io { path, source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied => Some(format!(
-                "check the ownership and mode of {} and its directory",
-                path.display()
-            )),
+            StoreError::Io { path, source, .. }
+                if source.kind() == std::io::ErrorKind::PermissionDenied =>
+            {
+                Some(format!(
+                    "check the ownership and mode of {} and its directory",
+                    path.display()
+                ))
+            }
             StoreError::Io { .. } => None,
             StoreError::Symlink { path } => Some(format!(
                 "replace the link with the file it points to, or remove it: `rm {}`",
                 path.display()
             )),
-            StoreError::NotRegular { path } => Some(format!("move {} out of the way", path.display())),
-            StoreError::TooLarge { path, .. } | StoreError::Empty { path } | StoreError::Corrupt { path, .. } => Some(format!(
+            StoreError::NotRegular { path } => {
+                Some(format!("move {} out of the way", path.display()))
+            }
+            StoreError::TooLarge { path, .. }
+            | StoreError::Empty { path }
+            | StoreError::Corrupt { path, .. } => Some(format!(
                 "no state was changed; inspect the file, then move it aside to start over: `mv {0} {0}.bad`",
                 path.display()
             )),
-            StoreError::NewerSchema { .. } => Some("upgrade baton to a version that knows this schema; nothing was changed".into()),
-            StoreError::Git { .. } => Some("run the git command yourself to see why it fails".into()),
+            StoreError::NewerSchema { .. } => Some(
+                "upgrade baton to a version that knows this schema; nothing was changed".into(),
+            ),
+            StoreError::Git { .. } => {
+                Some("run the git command yourself to see why it fails".into())
+            }
         }
     }
 }

@@ -9,7 +9,9 @@ use crate::StoreError;
 
 fn git(dir: &Path) -> Command {
     let mut cmd = Command::new("git");
-    cmd.current_dir(dir).env("GIT_OPTIONAL_LOCKS", "0").env("LC_ALL", "C");
+    cmd.current_dir(dir)
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .env("LC_ALL", "C");
     cmd
 }
 
@@ -60,7 +62,14 @@ pub struct TreeStatus {
 
 /// One `git status --porcelain=v2 --branch -z` call.
 pub fn tree_status(root: &Path, state_dir: Option<&Path>) -> Result<TreeStatus, StoreError> {
-    let mut args = vec!["status", "--porcelain=v2", "--branch", "-z", "--untracked-files=normal", "--"];
+    let mut args = vec![
+        "status",
+        "--porcelain=v2",
+        "--branch",
+        "-z",
+        "--untracked-files=normal",
+        "--",
+    ];
     let spec = exclude_pathspec(state_dir);
     args.extend(spec.iter().map(String::as_str));
     let out = run_ok(root, &args)?;
@@ -88,7 +97,15 @@ pub fn commits_beyond(root: &Path, base: &str) -> Result<Option<u64>, StoreError
 /// The branch new loops are measured against: `origin/HEAD`'s branch, else `main`, else
 /// `master`, when it exists.
 pub fn default_base(root: &Path) -> Option<String> {
-    if let Ok(out) = run_ok(root, &["symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD"]) {
+    if let Ok(out) = run_ok(
+        root,
+        &[
+            "symbolic-ref",
+            "--quiet",
+            "--short",
+            "refs/remotes/origin/HEAD",
+        ],
+    ) {
         let name = out.trim();
         if !name.is_empty() {
             return Some(name.to_string());
@@ -105,20 +122,39 @@ pub fn default_base(root: &Path) -> Option<String> {
 
 /// Stashes every change outside the state directory, untracked files included, so that
 /// discarded work stays recoverable with `git stash list`. Returns the stash's commit.
-pub fn stash_push(root: &Path, message: &str, state_dir: Option<&Path>) -> Result<String, StoreError> {
-    let mut args = vec!["stash", "push", "--include-untracked", "--message", message, "--"];
+pub fn stash_push(
+    root: &Path,
+    message: &str,
+    state_dir: Option<&Path>,
+) -> Result<String, StoreError> {
+    let mut args = vec![
+        "stash",
+        "push",
+        "--include-untracked",
+        "--message",
+        message,
+        "--",
+    ];
     let spec = exclude_pathspec(state_dir);
     args.extend(spec.iter().map(String::as_str));
     run_ok(root, &args)?;
-    Ok(run_ok(root, &["rev-parse", "--short", "stash@{0}"])?.trim().to_string())
+    Ok(run_ok(root, &["rev-parse", "--short", "stash@{0}"])?
+        .trim()
+        .to_string())
 }
 
 /// Commits every change outside the state directory. Returns the new commit's short id.
-pub fn commit_all(root: &Path, message: &str, state_dir: Option<&Path>) -> Result<String, StoreError> {
+pub fn commit_all(
+    root: &Path,
+    message: &str,
+    state_dir: Option<&Path>,
+) -> Result<String, StoreError> {
     let mut add = vec!["add", "--all", "--"];
     let spec = exclude_pathspec(state_dir);
     add.extend(spec.iter().map(String::as_str));
     run_ok(root, &add)?;
     run_ok(root, &["commit", "--quiet", "--message", message])?;
-    Ok(run_ok(root, &["rev-parse", "--short", "HEAD"])?.trim().to_string())
+    Ok(run_ok(root, &["rev-parse", "--short", "HEAD"])?
+        .trim()
+        .to_string())
 }

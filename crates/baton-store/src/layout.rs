@@ -36,18 +36,31 @@ impl Layout {
     /// case (a `.git` directory or file in `dir` or above) is answered without starting git,
     /// which keeps hooks fast; `GIT_DIR` and `GIT_WORK_TREE` change git's answer, so with
     /// either set git itself is asked.
-    pub fn discover(dir: &Path, state_dir_override: Option<OsString>) -> Result<Layout, LayoutError> {
-        let dir = dir.canonicalize().map_err(|e| LayoutError::BadDir(dir.into(), e))?;
-        let root = if std::env::var_os("GIT_DIR").is_some() || std::env::var_os("GIT_WORK_TREE").is_some() {
+    pub fn discover(
+        dir: &Path,
+        state_dir_override: Option<OsString>,
+    ) -> Result<Layout, LayoutError> {
+        let dir = dir
+            .canonicalize()
+            .map_err(|e| LayoutError::BadDir(dir.into(), e))?;
+        let root = if std::env::var_os("GIT_DIR").is_some()
+            || std::env::var_os("GIT_WORK_TREE").is_some()
+        {
             crate::git::toplevel(&dir)?
         } else {
-            dir.ancestors().find(|d| d.join(".git").exists()).map(Path::to_path_buf)
+            dir.ancestors()
+                .find(|d| d.join(".git").exists())
+                .map(Path::to_path_buf)
         }
         .ok_or_else(|| LayoutError::NotARepo(dir.clone()))?;
         let state_dir = match state_dir_override.filter(|s| !s.is_empty()) {
             Some(custom) => {
                 let custom = PathBuf::from(custom);
-                if custom.is_absolute() { custom } else { root.join(custom) }
+                if custom.is_absolute() {
+                    custom
+                } else {
+                    root.join(custom)
+                }
             }
             None => root.join(".agentic"),
         };

@@ -33,7 +33,11 @@ pub fn read_capped(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, StoreError>
         return Err(StoreError::NotRegular { path: path.into() });
     }
     if meta.len() > cap {
-        return Err(StoreError::TooLarge { path: path.into(), size: meta.len(), cap });
+        return Err(StoreError::TooLarge {
+            path: path.into(),
+            size: meta.len(),
+            cap,
+        });
     }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
     // Read one byte past the cap in case the file grew since the stat.
@@ -41,7 +45,11 @@ pub fn read_capped(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, StoreError>
         .read_to_end(&mut bytes)
         .map_err(StoreError::io("read", path))?;
     if bytes.len() as u64 > cap {
-        return Err(StoreError::TooLarge { path: path.into(), size: bytes.len() as u64, cap });
+        return Err(StoreError::TooLarge {
+            path: path.into(),
+            size: bytes.len() as u64,
+            cap,
+        });
     }
     Ok(Some(bytes))
 }
@@ -51,16 +59,24 @@ pub fn read_capped(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, StoreError>
 pub enum Access {
     ReadWrite,
     /// Written by a newer baton: shown, never rewritten.
-    ReadOnly { found: u64 },
+    ReadOnly {
+        found: u64,
+    },
 }
 
 /// Parses a state file, checking `schema_version` before the typed parse so that a file of a
 /// newer schema gets the upgrade message rather than a confusing field error.
-pub fn parse_state<T: DeserializeOwned>(path: &Path, bytes: &[u8]) -> Result<(T, Access), StoreError> {
+pub fn parse_state<T: DeserializeOwned>(
+    path: &Path,
+    bytes: &[u8],
+) -> Result<(T, Access), StoreError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(StoreError::Empty { path: path.into() });
     }
-    let corrupt = |e: serde_json::Error| StoreError::Corrupt { path: path.into(), detail: e.to_string() };
+    let corrupt = |e: serde_json::Error| StoreError::Corrupt {
+        path: path.into(),
+        detail: e.to_string(),
+    };
     let value: serde_json::Value = serde_json::from_slice(bytes).map_err(corrupt)?;
     let found = match value.get("schema_version") {
         None | Some(serde_json::Value::Null) => 1,
@@ -69,9 +85,17 @@ pub fn parse_state<T: DeserializeOwned>(path: &Path, bytes: &[u8]) -> Result<(T,
             detail: format!("schema_version is {v}, not a number"),
         })?,
     };
-    let access = if found > u64::from(SCHEMA_VERSION) { Access::ReadOnly { found } } else { Access::ReadWrite };
+    let access = if found > u64::from(SCHEMA_VERSION) {
+        Access::ReadOnly { found }
+    } else {
+        Access::ReadWrite
+    };
     let state = serde_json::from_value(value).map_err(|e| match access {
-        Access::ReadOnly { found } => StoreError::NewerSchema { path: path.into(), found, known: SCHEMA_VERSION },
+        Access::ReadOnly { found } => StoreError::NewerSchema {
+            path: path.into(),
+            found,
+            known: SCHEMA_VERSION,
+        },
         Access::ReadWrite => corrupt(e),
     })?;
     Ok((state, access))
@@ -88,15 +112,31 @@ mod tests {
         let p = dir.path().join("s.json");
         assert!(read_capped(&p, 10).unwrap().is_none());
         std::fs::write(&p, vec![b' '; 11]).unwrap();
-        assert!(matches!(read_capped(&p, 10), Err(StoreError::TooLarge { .. })));
+        assert!(matches!(
+            read_capped(&p, 10),
+            Err(StoreError::TooLarge { .. })
+        ));
         let link = dir.path().join("link.json");
         std::os::unix::fs::symlink(&p, &link).unwrap();
-        assert!(matches!(read_capped(&link, 100), Err(StoreError::Symlink { .. })));
-        assert!(matches!(read_capped(dir.path(), 100), Err(StoreError::NotRegular { .. })));
+        assert!(matches!(
+            read_capped(&link, 100),
+            Err(StoreError::Symlink { .. })
+        ));
+        assert!(matches!(
+            read_capped(dir.path(), 100),
+            Err(StoreError::NotRegular { .. })
+        ));
 
-        assert!(matches!(parse_state::<LoopState>(&p, b""), Err(StoreError::Empty { .. })));
-        assert!(matches!(parse_state::<LoopState>(&p, b"{\"status\":\"act"), Err(StoreError::Corrupt { .. })));
-        let (_, access) = parse_state::<LoopState>(&p, br#"{"schema_version":99,"status":"active"}"#).unwrap();
+        assert!(matches!(
+            parse_state::<LoopState>(&p, b""),
+            Err(StoreError::Empty { .. })
+        ));
+        assert!(matches!(
+            parse_state::<LoopState>(&p, b"{\"status\":\"act"),
+            Err(StoreError::Corrupt { .. })
+        ));
+        let (_, access) =
+            parse_state::<LoopState>(&p, br#"{"schema_version":99,"status":"active"}"#).unwrap();
         assert_eq!(access, Access::ReadOnly { found: 99 });
         assert!(matches!(
             parse_state::<LoopState>(&p, br#"{"schema_version":99,"status":7}"#),

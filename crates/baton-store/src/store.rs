@@ -28,7 +28,11 @@ impl<T> Loaded<T> {
     pub fn writable(&self) -> Result<(), StoreError> {
         match self.access {
             Access::ReadWrite => Ok(()),
-            Access::ReadOnly { found } => Err(StoreError::NewerSchema { path: self.path.clone(), found, known: SCHEMA_VERSION }),
+            Access::ReadOnly { found } => Err(StoreError::NewerSchema {
+                path: self.path.clone(),
+                found,
+                known: SCHEMA_VERSION,
+            }),
         }
     }
 }
@@ -82,7 +86,11 @@ impl FsStore {
             return Ok(None);
         };
         let (state, access) = parse_state(path, &bytes)?;
-        Ok(Some(Loaded { state, path: path.into(), access }))
+        Ok(Some(Loaded {
+            state,
+            path: path.into(),
+            access,
+        }))
     }
 
     fn write<T: Serialize>(&self, path: &Path, state: &T) -> Result<(), StoreError> {
@@ -128,7 +136,11 @@ impl StateStore for FsStore {
     }
 
     fn archive_loop(&self, key: &str, now: Timestamp) -> Result<PathBuf, StoreError> {
-        self.archive(&self.layout.loop_file(key), &format!("loop-state-{key}"), now)
+        self.archive(
+            &self.layout.loop_file(key),
+            &format!("loop-state-{key}"),
+            now,
+        )
     }
 
     fn scan_loops(&self) -> Result<Vec<Scanned>, StoreError> {
@@ -141,10 +153,17 @@ impl StateStore for FsStore {
         for entry in entries {
             let entry = entry.map_err(StoreError::io("list", dir))?;
             let name = entry.file_name();
-            let Some(key) = name.to_str().and_then(key_from_file_name) else { continue };
+            let Some(key) = name.to_str().and_then(key_from_file_name) else {
+                continue;
+            };
             let path = entry.path();
-            let loaded = self.read(&path).and_then(|l| l.ok_or_else(|| StoreError::io("read", &path)(std::io::ErrorKind::NotFound.into())));
-            found.push(Scanned { key: key.to_string(), loaded });
+            let loaded = self.read(&path).and_then(|l| {
+                l.ok_or_else(|| StoreError::io("read", &path)(std::io::ErrorKind::NotFound.into()))
+            });
+            found.push(Scanned {
+                key: key.to_string(),
+                loaded,
+            });
         }
         found.sort_by(|a, b| a.key.cmp(&b.key));
         Ok(found)

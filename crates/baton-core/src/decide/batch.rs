@@ -18,20 +18,32 @@ fn foreign_live(existing: &BatchState, me: Option<&str>, now: Timestamp) -> bool
 }
 
 fn owner_age(existing: &BatchState, now: Timestamp) -> String {
-    parse_ts(existing.updated_at.as_deref())
-        .map_or_else(|| "never".into(), |t| format!("{} ago", human_age(age(now, t))))
+    parse_ts(existing.updated_at.as_deref()).map_or_else(
+        || "never".into(),
+        |t| format!("{} ago", human_age(age(now, t))),
+    )
 }
 
 /// `batch start` with `n` tickets against the batch already on disk.
-pub fn decide_batch_start(existing: Option<&BatchState>, n: usize, me: Option<&str>, now: Timestamp) -> Result<(), Decision> {
+pub fn decide_batch_start(
+    existing: Option<&BatchState>,
+    n: usize,
+    me: Option<&str>,
+    now: Timestamp,
+) -> Result<(), Decision> {
     if n < 2 {
         return Err(Decision::new(
             "invalid",
-            Reason::new("batch.single-ticket", "a batch needs 2 or more tickets; a single ticket never creates batch-state"),
+            Reason::new(
+                "batch.single-ticket",
+                "a batch needs 2 or more tickets; a single ticket never creates batch-state",
+            ),
             Some("run the ticket alone with `baton loop init <TICKET>`".into()),
         ));
     }
-    let Some(existing) = existing else { return Ok(()) };
+    let Some(existing) = existing else {
+        return Ok(());
+    };
     if foreign_live(existing, me, now) {
         return Err(Decision::new(
             REFUSED,
@@ -51,15 +63,25 @@ pub fn decide_batch_start(existing: Option<&BatchState>, n: usize, me: Option<&s
     if existing.is_active() && me_session.is_some() && existing.owner() == me_session {
         return Err(Decision::new(
             REFUSED,
-            Reason::new("batch.own-active", format!("this session already runs batch {}", existing.batch_id)),
-            Some("finish it first with `baton batch finish`, or carry on with `baton batch show`".into()),
+            Reason::new(
+                "batch.own-active",
+                format!("this session already runs batch {}", existing.batch_id),
+            ),
+            Some(
+                "finish it first with `baton batch finish`, or carry on with `baton batch show`"
+                    .into(),
+            ),
         ));
     }
     Ok(())
 }
 
 /// A single-ticket `loop init` beside a foreign active batch warns and proceeds.
-pub fn single_ticket_warning(existing: Option<&BatchState>, me: Option<&str>, now: Timestamp) -> Option<Reason> {
+pub fn single_ticket_warning(
+    existing: Option<&BatchState>,
+    me: Option<&str>,
+    now: Timestamp,
+) -> Option<Reason> {
     let existing = existing?;
     foreign_live(existing, me, now).then(|| {
         Reason::new(
@@ -94,12 +116,49 @@ mod tests {
     #[test]
     fn batch_start_table() {
         let rule = |r: Result<(), Decision>| r.err().map(|d| d.reasons[0].rule);
-        assert_eq!(rule(decide_batch_start(None, 1, Some("B"), now())), Some("batch.single-ticket"));
+        assert_eq!(
+            rule(decide_batch_start(None, 1, Some("B"), now())),
+            Some("batch.single-ticket")
+        );
         assert_eq!(rule(decide_batch_start(None, 2, Some("B"), now())), None);
-        assert_eq!(rule(decide_batch_start(Some(&batch("A", "active", 2)), 2, Some("B"), now())), Some("batch.foreign-active"));
-        assert_eq!(rule(decide_batch_start(Some(&batch("A", "active", 20)), 2, Some("B"), now())), None, "stale foreign");
-        assert_eq!(rule(decide_batch_start(Some(&batch("A", "complete", 1)), 2, Some("B"), now())), None, "finished foreign");
-        assert_eq!(rule(decide_batch_start(Some(&batch("B", "active", 1)), 3, Some("B"), now())), Some("batch.own-active"));
+        assert_eq!(
+            rule(decide_batch_start(
+                Some(&batch("A", "active", 2)),
+                2,
+                Some("B"),
+                now()
+            )),
+            Some("batch.foreign-active")
+        );
+        assert_eq!(
+            rule(decide_batch_start(
+                Some(&batch("A", "active", 20)),
+                2,
+                Some("B"),
+                now()
+            )),
+            None,
+            "stale foreign"
+        );
+        assert_eq!(
+            rule(decide_batch_start(
+                Some(&batch("A", "complete", 1)),
+                2,
+                Some("B"),
+                now()
+            )),
+            None,
+            "finished foreign"
+        );
+        assert_eq!(
+            rule(decide_batch_start(
+                Some(&batch("B", "active", 1)),
+                3,
+                Some("B"),
+                now()
+            )),
+            Some("batch.own-active")
+        );
     }
 
     #[test]
@@ -112,7 +171,12 @@ mod tests {
 
     #[test]
     fn foreign_active_message_is_the_protocols() {
-        let d = decide_batch_start(Some(&batch("A", "active", 2)), 2, Some("B"), now()).unwrap_err();
-        assert!(d.reasons[0].message.starts_with("Another batch session is active"));
+        let d =
+            decide_batch_start(Some(&batch("A", "active", 2)), 2, Some("B"), now()).unwrap_err();
+        assert!(
+            d.reasons[0]
+                .message
+                .starts_with("Another batch session is active")
+        );
     }
 }

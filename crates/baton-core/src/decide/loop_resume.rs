@@ -94,7 +94,9 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
             Decision::new(
                 "none",
                 Reason::new("loop.no-state", format!("no loop-state for {t}")),
-                Some(format!("start the loop with `baton loop init {t}` when Phase 6 begins")),
+                Some(format!(
+                    "start the loop with `baton loop init {t}` when Phase 6 begins"
+                )),
             ),
             false,
         );
@@ -112,9 +114,14 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
                 "none",
                 Reason::new(
                     "loop.terminal",
-                    format!("the loop for {t} is {}; it is archived out of the way", state.status.as_str()),
+                    format!(
+                        "the loop for {t} is {}; it is archived out of the way",
+                        state.status.as_str()
+                    ),
                 ),
-                Some(format!("start a new loop with `baton loop init {t}` if there is more to do")),
+                Some(format!(
+                    "start a new loop with `baton loop init {t}` if there is more to do"
+                )),
             ),
             true,
         );
@@ -123,8 +130,16 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
         return plain(
             Decision::new(
                 "own",
-                Reason::new("loop.own", format!("this session owns the active loop for {t} ({})", state.position())),
-                Some(format!("carry on; record the next transition with `baton loop set {t}`")),
+                Reason::new(
+                    "loop.own",
+                    format!(
+                        "this session owns the active loop for {t} ({})",
+                        state.position()
+                    ),
+                ),
+                Some(format!(
+                    "carry on; record the next transition with `baton loop set {t}`"
+                )),
             ),
             false,
         );
@@ -148,11 +163,16 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
         let when = parse_ts(state.interrupted_at.as_deref())
             .map(|ts| format!(" {} ago", human_age(age(now, ts))))
             .unwrap_or_default();
-        Reason::new("loop.interrupted", format!("the loop for {t} was interrupted{when} ({reason})"))
+        Reason::new(
+            "loop.interrupted",
+            format!("the loop for {t} was interrupted{when} ({reason})"),
+        )
     } else {
         Reason::new(
             "loop.stale-active",
-            format!("the loop for {t} is active but its last write was {seen}, past the 10-minute liveness window"),
+            format!(
+                "the loop for {t} is active but its last write was {seen}, past the 10-minute liveness window"
+            ),
         )
     };
     let (mode, mode_reason) = offer_mode(state, facts.tree_dirty);
@@ -162,8 +182,14 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
         .then(|| state.resume_after.clone())
         .flatten();
     let mut next = match mode {
-        Mode::Automatic => format!("`baton resume accept {t}`, then continue from {}", state.position()),
-        Mode::Respawn => format!("`baton resume accept {t}`, then spawn the in-flight worker again ({})", state.position()),
+        Mode::Automatic => format!(
+            "`baton resume accept {t}`, then continue from {}",
+            state.position()
+        ),
+        Mode::Respawn => format!(
+            "`baton resume accept {t}`, then spawn the in-flight worker again ({})",
+            state.position()
+        ),
         Mode::Confirm => format!(
             "ask the human: discard the partial work (`baton resume accept {t} --discard`, kept in `git stash`) or commit it (`baton resume accept {t} --commit`)"
         ),
@@ -179,7 +205,10 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
     {
         reasons.push(Reason::new(
             "loop.rate-limit-wait",
-            format!("the rate limit resets at {after}, in {}", human_age(age(after, now))),
+            format!(
+                "the rate limit resets at {after}, in {}",
+                human_age(age(after, now))
+            ),
         ));
         next = format!("wait until {after}, then {next}");
     }
@@ -203,27 +232,42 @@ fn offer_mode(state: &LoopState, tree_dirty: Option<bool>) -> (Mode, Reason) {
     if progress.max_iterations > 0 && progress.iteration > progress.max_iterations {
         return (
             Mode::Never,
-            Reason::new("loop.mode-never-over-cap", format!("iteration {} is over the cap of {}", progress.iteration, progress.max_iterations)),
+            Reason::new(
+                "loop.mode-never-over-cap",
+                format!(
+                    "iteration {} is over the cap of {}",
+                    progress.iteration, progress.max_iterations
+                ),
+            ),
         );
     }
     let Some(phase) = state.phase() else {
         let raw = state.last_phase.as_deref().unwrap_or("null");
         return (
             Mode::Never,
-            Reason::new("loop.mode-never-unknown-phase", format!("last_phase is {raw}, which no resume rule covers")),
+            Reason::new(
+                "loop.mode-never-unknown-phase",
+                format!("last_phase is {raw}, which no resume rule covers"),
+            ),
         );
     };
     let Some(dirty) = tree_dirty else {
         return (
             Mode::Never,
-            Reason::new("loop.mode-never-tree-unknown", "git could not say whether the working tree is clean"),
+            Reason::new(
+                "loop.mode-never-tree-unknown",
+                "git could not say whether the working tree is clean",
+            ),
         );
     };
     let action = state.last_phase_action.as_deref();
     let dirty_confirm = |what: &str| {
         (
             Mode::Confirm,
-            Reason::new("loop.mode-confirm-dirty", format!("{what} ({pos}) with uncommitted changes in the tree")),
+            Reason::new(
+                "loop.mode-confirm-dirty",
+                format!("{what} ({pos}) with uncommitted changes in the tree"),
+            ),
         )
     };
     let in_flight = match (phase, action) {
@@ -235,26 +279,48 @@ fn offer_mode(state: &LoopState, tree_dirty: Option<bool>) -> (Mode, Reason) {
         return if dirty {
             dirty_confirm(what)
         } else {
-            (Mode::Respawn, Reason::new("loop.mode-respawn", format!("{what} ({pos}) with a clean tree: nothing was left behind")))
+            (
+                Mode::Respawn,
+                Reason::new(
+                    "loop.mode-respawn",
+                    format!("{what} ({pos}) with a clean tree: nothing was left behind"),
+                ),
+            )
         };
     }
     let boundary = match phase {
         Phase::Skeptic | Phase::Qa | Phase::Engineer => {
-            matches!(action, None | Some("returned" | "engineer_returned" | "rerun_pending"))
+            matches!(
+                action,
+                None | Some("returned" | "engineer_returned" | "rerun_pending")
+            )
         }
         Phase::QualityGate => matches!(action, Some("engineer_returned" | "rerun_pending")),
     };
     if !boundary {
         return (
             Mode::Never,
-            Reason::new("loop.mode-never-uncovered", format!("{pos} is a state no resume rule covers")),
+            Reason::new(
+                "loop.mode-never-uncovered",
+                format!("{pos} is a state no resume rule covers"),
+            ),
         );
     }
-    let what = if phase == Phase::QualityGate { "quality gate after the engineer committed" } else { "iteration boundary" };
+    let what = if phase == Phase::QualityGate {
+        "quality gate after the engineer committed"
+    } else {
+        "iteration boundary"
+    };
     if dirty {
         return dirty_confirm(what);
     }
-    (Mode::Automatic, Reason::new("loop.mode-automatic", format!("{what} ({pos}) with a clean tree")))
+    (
+        Mode::Automatic,
+        Reason::new(
+            "loop.mode-automatic",
+            format!("{what} ({pos}) with a clean tree"),
+        ),
+    )
 }
 
 fn others_line(others: &[OtherLoop], now: Timestamp) -> Option<String> {
@@ -265,16 +331,20 @@ fn others_line(others: &[OtherLoop], now: Timestamp) -> Option<String> {
         .iter()
         .take(OTHERS_CAP)
         .map(|o| {
-            let seen = o
-                .last_updated
-                .map_or_else(|| "never written".into(), |t| format!("{} ago", human_age(age(now, t))));
+            let seen = o.last_updated.map_or_else(
+                || "never written".into(),
+                |t| format!("{} ago", human_age(age(now, t))),
+            );
             format!("{} ({}, {seen})", o.key, o.status.as_str())
         })
         .collect();
     if others.len() > OTHERS_CAP {
         named.push(format!("and {} more", others.len() - OTHERS_CAP));
     }
-    Some(format!("other tickets have resumable loops, not offered here: {}", named.join(", ")))
+    Some(format!(
+        "other tickets have resumable loops, not offered here: {}",
+        named.join(", ")
+    ))
 }
 
 #[cfg(test)]
@@ -288,10 +358,18 @@ mod tests {
         NOW.parse().unwrap()
     }
 
-    fn state(status: LoopStatus, owner: Option<&str>, minutes_ago: i64, phase: Option<&str>, action: Option<&str>) -> LoopState {
+    fn state(
+        status: LoopStatus,
+        owner: Option<&str>,
+        minutes_ago: i64,
+        phase: Option<&str>,
+        action: Option<&str>,
+    ) -> LoopState {
         let mut s = LoopState::new("PROJ-1".into(), "PROJ-1".into(), owner.map(String::from));
         s.status = status;
-        s.last_updated = Some(crate::time::format_ts(now() - jiff::SignedDuration::from_mins(minutes_ago)));
+        s.last_updated = Some(crate::time::format_ts(
+            now() - jiff::SignedDuration::from_mins(minutes_ago),
+        ));
         s.last_phase = phase.map(String::from);
         s.last_phase_action = action.map(String::from);
         s.loop_state.iteration = 2;
@@ -300,61 +378,299 @@ mod tests {
     }
 
     fn decide(s: Option<&LoopState>, me: Option<&str>, dirty: bool) -> ResumeDecision {
-        decide_loop_resume(&ResumeFacts { ticket_arg: "PROJ-1", state: s, me, now: now(), tree_dirty: Some(dirty), others: &[] })
+        decide_loop_resume(&ResumeFacts {
+            ticket_arg: "PROJ-1",
+            state: s,
+            me,
+            now: now(),
+            tree_dirty: Some(dirty),
+            others: &[],
+        })
     }
 
     /// One row per rule of the resume check (SPEC §1, seed 000).
     #[test]
     fn resume_check_table() {
         use LoopStatus::*;
-        type Row = (&'static str, Option<LoopState>, Option<&'static str>, bool, &'static str, Option<Mode>, &'static str);
+        type Row = (
+            &'static str,
+            Option<LoopState>,
+            Option<&'static str>,
+            bool,
+            &'static str,
+            Option<Mode>,
+            &'static str,
+        );
         let rows: Vec<Row> = vec![
-            ("no file", None, Some("B"), false, "none", None, "loop.no-state"),
-            ("complete is archived", Some(state(Complete, Some("A"), 1, Some("qa"), None)), Some("B"), false, "none", None, "loop.terminal"),
-            ("stalled is archived", Some(state(Stalled, Some("A"), 90, Some("qa"), None)), Some("B"), false, "none", None, "loop.terminal"),
-            ("own active", Some(state(Active, Some("B"), 1, Some("qa"), Some("returned"))), Some("B"), false, "own", None, "loop.own"),
-            ("foreign active 5 min", Some(state(Active, Some("A"), 5, Some("qa"), Some("returned"))), Some("B"), false, "live", None, "loop.live-foreign"),
-            ("foreign active 12 min, qa boundary", Some(state(Active, Some("A"), 12, Some("qa"), Some("returned"))), Some("B"), false, "offer", Some(Mode::Automatic), "loop.mode-automatic"),
-            ("interrupted skeptic boundary", Some(state(Interrupted, Some("A"), 1, Some("skeptic"), Some("engineer_returned"))), Some("B"), false, "offer", Some(Mode::Automatic), "loop.mode-automatic"),
-            ("quality gate, engineer_returned", Some(state(Interrupted, Some("A"), 1, Some("quality_gate"), Some("engineer_returned"))), Some("B"), false, "offer", Some(Mode::Automatic), "loop.mode-automatic"),
-            ("quality gate, rerun_pending", Some(state(Interrupted, Some("A"), 1, Some("quality_gate"), Some("rerun_pending"))), Some("B"), false, "offer", Some(Mode::Automatic), "loop.mode-automatic"),
-            ("quality gate, spawned is uncovered", Some(state(Interrupted, Some("A"), 1, Some("quality_gate"), Some("spawned"))), Some("B"), false, "offer", Some(Mode::Never), "loop.mode-never-uncovered"),
-            ("mid-engineer, dirty", Some(state(Interrupted, Some("A"), 1, Some("qa"), Some("engineer_spawned"))), Some("B"), true, "offer", Some(Mode::Confirm), "loop.mode-confirm-dirty"),
-            ("mid-engineer, clean", Some(state(Interrupted, Some("A"), 1, Some("qa"), Some("engineer_spawned"))), Some("B"), false, "offer", Some(Mode::Respawn), "loop.mode-respawn"),
-            ("mid-review, clean", Some(state(Interrupted, Some("A"), 1, Some("skeptic"), Some("spawned"))), Some("B"), false, "offer", Some(Mode::Respawn), "loop.mode-respawn"),
-            ("boundary, dirty", Some(state(Interrupted, Some("A"), 1, Some("qa"), Some("returned"))), Some("B"), true, "offer", Some(Mode::Confirm), "loop.mode-confirm-dirty"),
-            ("unknown phase", Some(state(Interrupted, Some("A"), 1, Some("phase3"), None)), Some("B"), false, "offer", Some(Mode::Never), "loop.mode-never-unknown-phase"),
-            ("own interrupted is offered", Some(state(Interrupted, Some("B"), 1, Some("qa"), Some("returned"))), Some("B"), false, "offer", Some(Mode::Automatic), "loop.mode-automatic"),
-            ("null owner fresh active is live", Some(state(Active, None, 2, Some("qa"), None)), Some("B"), false, "live", None, "loop.live-foreign"),
+            (
+                "no file",
+                None,
+                Some("B"),
+                false,
+                "none",
+                None,
+                "loop.no-state",
+            ),
+            (
+                "complete is archived",
+                Some(state(Complete, Some("A"), 1, Some("qa"), None)),
+                Some("B"),
+                false,
+                "none",
+                None,
+                "loop.terminal",
+            ),
+            (
+                "stalled is archived",
+                Some(state(Stalled, Some("A"), 90, Some("qa"), None)),
+                Some("B"),
+                false,
+                "none",
+                None,
+                "loop.terminal",
+            ),
+            (
+                "own active",
+                Some(state(Active, Some("B"), 1, Some("qa"), Some("returned"))),
+                Some("B"),
+                false,
+                "own",
+                None,
+                "loop.own",
+            ),
+            (
+                "foreign active 5 min",
+                Some(state(Active, Some("A"), 5, Some("qa"), Some("returned"))),
+                Some("B"),
+                false,
+                "live",
+                None,
+                "loop.live-foreign",
+            ),
+            (
+                "foreign active 12 min, qa boundary",
+                Some(state(Active, Some("A"), 12, Some("qa"), Some("returned"))),
+                Some("B"),
+                false,
+                "offer",
+                Some(Mode::Automatic),
+                "loop.mode-automatic",
+            ),
+            (
+                "interrupted skeptic boundary",
+                Some(state(
+                    Interrupted,
+                    Some("A"),
+                    1,
+                    Some("skeptic"),
+                    Some("engineer_returned"),
+                )),
+                Some("B"),
+                false,
+                "offer",
+                Some(Mode::Automatic),
+                "loop.mode-automatic",
+            ),
+            (
+                "quality gate, engineer_returned",
+                Some(state(
+                    Interrupted,
+                    Some("A"),
+                    1,
+                    Some("quality_gate"),
+                    Some("engineer_returned"),
+                )),
+                Some("B"),
+                false,
+                "offer",
+                Some(Mode::Automatic),
+                "loop.mode-automatic",
+            ),
+            (
+                "quality gate, rerun_pending",
+                Some(state(
+                    Interrupted,
+                    Some("A"),
+                    1,
+                    Some("quality_gate"),
+                    Some("rerun_pending"),
+                )),
+                Some("B"),
+                false,
+                "offer",
+                Some(Mode::Automatic),
+                "loop.mode-automatic",
+            ),
+            (
+                "quality gate, spawned is uncovered",
+                Some(state(
+                    Interrupted,
+                    Some("A"),
+                    1,
+                    Some("quality_gate"),
+                    Some("spawned"),
+                )),
+                Some("B"),
+                false,
+                "offer",
+                Some(Mode::Never),
+                "loop.mode-never-uncovered",
+            ),
+            (
+                "mid-engineer, dirty",
+                Some(state(
+                    Interrupted,
+                    Some("A"),
+                    1,
+                    Some("qa"),
+                    Some("engineer_spawned"),
+                )),
+                Some("B"),
+                true,
+                "offer",
+                Some(Mode::Confirm),
+                "loop.mode-confirm-dirty",
+            ),
+            (
+                "mid-engineer, clean",
+                Some(state(
+                    Interrupted,
+                    Some("A"),
+                    1,
+                    Some("qa"),
+                    Some("engineer_spawned"),
+                )),
+                Some("B"),
+                false,
+                "offer",
+                Some(Mode::Respawn),
+                "loop.mode-respawn",
+            ),
+            (
+                "mid-review, clean",
+                Some(state(
+                    Interrupted,
+                    Some("A"),
+                    1,
+                    Some("skeptic"),
+                    Some("spawned"),
+                )),
+                Some("B"),
+                false,
+                "offer",
+                Some(Mode::Respawn),
+                "loop.mode-respawn",
+            ),
+            (
+                "boundary, dirty",
+                Some(state(
+                    Interrupted,
+                    Some("A"),
+                    1,
+                    Some("qa"),
+                    Some("returned"),
+                )),
+                Some("B"),
+                true,
+                "offer",
+                Some(Mode::Confirm),
+                "loop.mode-confirm-dirty",
+            ),
+            (
+                "unknown phase",
+                Some(state(Interrupted, Some("A"), 1, Some("phase3"), None)),
+                Some("B"),
+                false,
+                "offer",
+                Some(Mode::Never),
+                "loop.mode-never-unknown-phase",
+            ),
+            (
+                "own interrupted is offered",
+                Some(state(
+                    Interrupted,
+                    Some("B"),
+                    1,
+                    Some("qa"),
+                    Some("returned"),
+                )),
+                Some("B"),
+                false,
+                "offer",
+                Some(Mode::Automatic),
+                "loop.mode-automatic",
+            ),
+            (
+                "null owner fresh active is live",
+                Some(state(Active, None, 2, Some("qa"), None)),
+                Some("B"),
+                false,
+                "live",
+                None,
+                "loop.live-foreign",
+            ),
         ];
         for (name, s, me, dirty, verdict, mode, rule) in rows {
             let d = decide(s.as_ref(), me, dirty);
             assert_eq!(d.decision.verdict, verdict, "{name}");
             assert_eq!(d.mode, mode, "{name}");
-            assert!(d.decision.rules().contains(&rule), "{name}: {:?}", d.decision.rules());
+            assert!(
+                d.decision.rules().contains(&rule),
+                "{name}: {:?}",
+                d.decision.rules()
+            );
         }
     }
 
     #[test]
     fn over_the_cap_is_never() {
-        let mut s = state(LoopStatus::Interrupted, Some("A"), 1, Some("qa"), Some("returned"));
+        let mut s = state(
+            LoopStatus::Interrupted,
+            Some("A"),
+            1,
+            Some("qa"),
+            Some("returned"),
+        );
         s.loop_state.iteration = 6;
         let d = decide(Some(&s), Some("B"), false);
         assert_eq!(d.mode, Some(Mode::Never));
-        assert_eq!(d.decision.rules(), ["loop.interrupted", "loop.mode-never-over-cap"]);
+        assert_eq!(
+            d.decision.rules(),
+            ["loop.interrupted", "loop.mode-never-over-cap"]
+        );
     }
 
     #[test]
     fn stale_active_is_offered_with_the_stale_reason() {
-        let s = state(LoopStatus::Active, Some("A"), 12, Some("qa"), Some("returned"));
+        let s = state(
+            LoopStatus::Active,
+            Some("A"),
+            12,
+            Some("qa"),
+            Some("returned"),
+        );
         let d = decide(Some(&s), Some("B"), false);
-        assert_eq!(d.decision.rules(), ["loop.stale-active", "loop.mode-automatic"]);
-        assert!(d.decision.next.unwrap().contains("baton resume accept PROJ-1"));
+        assert_eq!(
+            d.decision.rules(),
+            ["loop.stale-active", "loop.mode-automatic"]
+        );
+        assert!(
+            d.decision
+                .next
+                .unwrap()
+                .contains("baton resume accept PROJ-1")
+        );
     }
 
     #[test]
     fn rate_limit_carries_resume_after_and_waits_for_it() {
-        let mut s = state(LoopStatus::Interrupted, Some("A"), 1, Some("qa"), Some("returned"));
+        let mut s = state(
+            LoopStatus::Interrupted,
+            Some("A"),
+            1,
+            Some("qa"),
+            Some("returned"),
+        );
         s.interrupt_reason = Some("rate_limit".into());
         s.resume_after = Some("2026-03-01T13:00:00Z".into());
         let d = decide(Some(&s), Some("B"), false);
@@ -366,9 +682,20 @@ mod tests {
     #[test]
     fn other_tickets_get_one_capped_line_and_no_offer() {
         let others: Vec<OtherLoop> = (1..=5)
-            .map(|i| OtherLoop { key: format!("PROJ-{i}0"), status: LoopStatus::Interrupted, last_updated: None })
+            .map(|i| OtherLoop {
+                key: format!("PROJ-{i}0"),
+                status: LoopStatus::Interrupted,
+                last_updated: None,
+            })
             .collect();
-        let d = decide_loop_resume(&ResumeFacts { ticket_arg: "PROJ-1", state: None, me: Some("B"), now: now(), tree_dirty: None, others: &others });
+        let d = decide_loop_resume(&ResumeFacts {
+            ticket_arg: "PROJ-1",
+            state: None,
+            me: Some("B"),
+            now: now(),
+            tree_dirty: None,
+            others: &others,
+        });
         assert_eq!(d.decision.verdict, "none");
         let line = d.others.unwrap();
         assert!(!line.contains('\n'));

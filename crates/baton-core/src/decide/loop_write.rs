@@ -14,15 +14,23 @@ pub const REFUSED: &str = "refused";
 pub const ASK: &str = "ask";
 
 /// Two raw ticket ids that sanitize to one key never share the file.
-pub fn check_key_collision(stored: &LoopState, raw_ticket: &str, key: &str) -> Result<(), Decision> {
+pub fn check_key_collision(
+    stored: &LoopState,
+    raw_ticket: &str,
+    key: &str,
+) -> Result<(), Decision> {
     match stored.ticket_id.as_deref() {
         Some(existing) if existing != raw_ticket => Err(Decision::new(
             REFUSED,
             Reason::new(
                 "loop.key-collision",
-                format!("ticket {raw_ticket:?} sanitizes to key {key}, whose file belongs to ticket {existing:?}"),
+                format!(
+                    "ticket {raw_ticket:?} sanitizes to key {key}, whose file belongs to ticket {existing:?}"
+                ),
             ),
-            Some(format!("refer to the loop as {existing:?}, or finish and archive it before reusing the key")),
+            Some(format!(
+                "refer to the loop as {existing:?}, or finish and archive it before reusing the key"
+            )),
         )),
         _ => Ok(()),
     }
@@ -32,13 +40,20 @@ pub fn check_key_collision(stored: &LoopState, raw_ticket: &str, key: &str) -> R
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InitPlan {
     /// Write a new loop (after archiving a terminal one, if `archive_old`).
-    Create { archive_old: bool },
+    Create {
+        archive_old: bool,
+    },
     /// This session already runs this loop: nothing to write.
     AlreadyOwned,
     Refuse(Decision),
 }
 
-pub fn decide_init(existing: Option<&LoopState>, me: Option<&str>, now: Timestamp, t: &str) -> InitPlan {
+pub fn decide_init(
+    existing: Option<&LoopState>,
+    me: Option<&str>,
+    now: Timestamp,
+    t: &str,
+) -> InitPlan {
     let Some(state) = existing else {
         return InitPlan::Create { archive_old: false };
     };
@@ -50,9 +65,15 @@ pub fn decide_init(existing: Option<&LoopState>, me: Option<&str>, now: Timestam
             ASK,
             Reason::new(
                 "loop.init-resumable",
-                format!("{t} already has a resumable loop ({}, {})", state.status.as_str(), state.position()),
+                format!(
+                    "{t} already has a resumable loop ({}, {})",
+                    state.status.as_str(),
+                    state.position()
+                ),
             ),
-            Some(format!("run `baton resume {t}` and resume it or start fresh")),
+            Some(format!(
+                "run `baton resume {t}` and resume it or start fresh"
+            )),
         ));
     }
     let me = me.filter(|s| !s.is_empty());
@@ -70,14 +91,20 @@ pub fn check_transition(state: &LoopState, action: Option<&str>, t: &str) -> Res
         LoopStatus::Interrupted => {
             return Err(Decision::new(
                 REFUSED,
-                Reason::new("loop.not-active", format!("the loop for {t} is interrupted")),
+                Reason::new(
+                    "loop.not-active",
+                    format!("the loop for {t} is interrupted"),
+                ),
                 Some(format!("resume it first: `baton resume {t}`")),
             ));
         }
         status => {
             return Err(Decision::new(
                 REFUSED,
-                Reason::new("loop.not-active", format!("the loop for {t} is {}", status.as_str())),
+                Reason::new(
+                    "loop.not-active",
+                    format!("the loop for {t} is {}", status.as_str()),
+                ),
                 Some(format!("start a new loop with `baton loop init {t}`")),
             ));
         }
@@ -123,7 +150,9 @@ mod tests {
     fn loop_with(status: LoopStatus, owner: Option<&str>, minutes_ago: i64) -> LoopState {
         let mut s = LoopState::new("PROJ-1".into(), "PROJ-1".into(), owner.map(String::from));
         s.status = status;
-        s.last_updated = Some(crate::time::format_ts(now() - jiff::SignedDuration::from_mins(minutes_ago)));
+        s.last_updated = Some(crate::time::format_ts(
+            now() - jiff::SignedDuration::from_mins(minutes_ago),
+        ));
         s
     }
 
@@ -141,47 +170,122 @@ mod tests {
     #[test]
     fn init_table() {
         use LoopStatus::*;
-        assert_eq!(decide_init(None, Some("A"), now(), "T"), InitPlan::Create { archive_old: false });
-        assert_eq!(decide_init(Some(&loop_with(Complete, Some("A"), 1)), Some("B"), now(), "T"), InitPlan::Create { archive_old: true });
-        assert_eq!(decide_init(Some(&loop_with(Active, Some("A"), 1)), Some("A"), now(), "T"), InitPlan::AlreadyOwned);
-        match decide_init(Some(&loop_with(Interrupted, Some("A"), 1)), Some("A"), now(), "T") {
-            InitPlan::Refuse(d) => assert_eq!((d.verdict, d.rules()), (ASK, vec!["loop.init-resumable"])),
+        assert_eq!(
+            decide_init(None, Some("A"), now(), "T"),
+            InitPlan::Create { archive_old: false }
+        );
+        assert_eq!(
+            decide_init(
+                Some(&loop_with(Complete, Some("A"), 1)),
+                Some("B"),
+                now(),
+                "T"
+            ),
+            InitPlan::Create { archive_old: true }
+        );
+        assert_eq!(
+            decide_init(
+                Some(&loop_with(Active, Some("A"), 1)),
+                Some("A"),
+                now(),
+                "T"
+            ),
+            InitPlan::AlreadyOwned
+        );
+        match decide_init(
+            Some(&loop_with(Interrupted, Some("A"), 1)),
+            Some("A"),
+            now(),
+            "T",
+        ) {
+            InitPlan::Refuse(d) => {
+                assert_eq!((d.verdict, d.rules()), (ASK, vec!["loop.init-resumable"]))
+            }
             other => panic!("{other:?}"),
         }
-        match decide_init(Some(&loop_with(Active, Some("A"), 30)), Some("B"), now(), "T") {
+        match decide_init(
+            Some(&loop_with(Active, Some("A"), 30)),
+            Some("B"),
+            now(),
+            "T",
+        ) {
             InitPlan::Refuse(d) => assert_eq!(d.rules(), ["loop.init-resumable"]),
             other => panic!("{other:?}"),
         }
         // A live foreign loop is left to the ownership gate.
-        assert_eq!(decide_init(Some(&loop_with(Active, Some("A"), 1)), Some("B"), now(), "T"), InitPlan::Create { archive_old: false });
+        assert_eq!(
+            decide_init(
+                Some(&loop_with(Active, Some("A"), 1)),
+                Some("B"),
+                now(),
+                "T"
+            ),
+            InitPlan::Create { archive_old: false }
+        );
     }
 
     #[test]
     fn transitions_need_an_active_loop() {
-        for status in [LoopStatus::Interrupted, LoopStatus::Complete, LoopStatus::Stalled] {
-            let err = check_transition(&loop_with(status, Some("A"), 1), Some("returned"), "T").unwrap_err();
+        for status in [
+            LoopStatus::Interrupted,
+            LoopStatus::Complete,
+            LoopStatus::Stalled,
+        ] {
+            let err = check_transition(&loop_with(status, Some("A"), 1), Some("returned"), "T")
+                .unwrap_err();
             assert_eq!(err.rules(), ["loop.not-active"]);
         }
-        assert!(check_transition(&loop_with(LoopStatus::Active, Some("A"), 1), Some("returned"), "T").is_ok());
+        assert!(
+            check_transition(
+                &loop_with(LoopStatus::Active, Some("A"), 1),
+                Some("returned"),
+                "T"
+            )
+            .is_ok()
+        );
     }
 
     /// Mid-flight escalation: raising the tier with no Brief blocks the next engineer spawn only.
     #[test]
     fn escalation_table() {
         let base = loop_with(LoopStatus::Active, Some("A"), 1);
-        assert!(brief_owed_after(&base, PromotionTier::Brief, false), "none -> brief, no Brief");
-        assert!(brief_owed_after(&base, PromotionTier::Plan, false), "none -> plan, no Brief");
-        assert!(!brief_owed_after(&base, PromotionTier::Brief, true), "Brief recorded with the raise");
-        assert!(!brief_owed_after(&base, PromotionTier::None, false), "no raise");
+        assert!(
+            brief_owed_after(&base, PromotionTier::Brief, false),
+            "none -> brief, no Brief"
+        );
+        assert!(
+            brief_owed_after(&base, PromotionTier::Plan, false),
+            "none -> plan, no Brief"
+        );
+        assert!(
+            !brief_owed_after(&base, PromotionTier::Brief, true),
+            "Brief recorded with the raise"
+        );
+        assert!(
+            !brief_owed_after(&base, PromotionTier::None, false),
+            "no raise"
+        );
         let mut owed = base.clone();
         owed.brief_owed = true;
         owed.promotion_tier = Some("brief".into());
-        assert!(brief_owed_after(&owed, PromotionTier::None, false), "lowering keeps the debt");
-        assert!(!brief_owed_after(&owed, PromotionTier::Brief, true), "recording pays it");
+        assert!(
+            brief_owed_after(&owed, PromotionTier::None, false),
+            "lowering keeps the debt"
+        );
+        assert!(
+            !brief_owed_after(&owed, PromotionTier::Brief, true),
+            "recording pays it"
+        );
 
         let err = check_transition(&owed, Some("engineer_spawned"), "T").unwrap_err();
         assert_eq!(err.rules(), ["loop.brief-owed"]);
-        assert!(check_transition(&owed, Some("engineer_returned"), "T").is_ok(), "the in-flight engineer may return");
-        assert!(check_transition(&owed, Some("spawned"), "T").is_ok(), "reviews go on");
+        assert!(
+            check_transition(&owed, Some("engineer_returned"), "T").is_ok(),
+            "the in-flight engineer may return"
+        );
+        assert!(
+            check_transition(&owed, Some("spawned"), "T").is_ok(),
+            "reviews go on"
+        );
     }
 }

@@ -34,7 +34,10 @@ pub enum GateOutcome {
     /// The writer already owns the file.
     Owner,
     /// The writer takes the file over; it must be written with this epoch and its session.
-    Takeover { epoch: u64, reason: Reason },
+    Takeover {
+        epoch: u64,
+        reason: Reason,
+    },
     Refused(Decision),
 }
 
@@ -54,7 +57,9 @@ pub fn gate(file: OwnerRecord, me: Writer, now: Timestamp, what: &str) -> GateOu
                     file.epoch
                 ),
             ),
-            Some(format!("re-read the state (`baton loop show`) and resume it deliberately; never write with epoch {held} again")),
+            Some(format!(
+                "re-read the state (`baton loop show`) and resume it deliberately; never write with epoch {held} again"
+            )),
         ));
     }
     let Some(owner) = file_session else {
@@ -92,9 +97,13 @@ pub fn gate(file: OwnerRecord, me: Writer, now: Timestamp, what: &str) -> GateOu
             "refused",
             Reason::new(
                 "gate.foreign-live-owner",
-                format!("{what} is owned by live session {owner} (last write {seen}, within the 10-minute liveness window)"),
+                format!(
+                    "{what} is owned by live session {owner} (last write {seen}, within the 10-minute liveness window)"
+                ),
             ),
-            Some(format!("leave it to session {owner}; if that session is gone, retry after its last write is 10 minutes old")),
+            Some(format!(
+                "leave it to session {owner}; if that session is gone, retry after its last write is 10 minutes old"
+            )),
         ));
     }
     let why = if file.liveness.is_none() {
@@ -151,25 +160,174 @@ mod tests {
             want: &'static str,
         }
         let rows = [
-            Row { name: "own file", file_session: Some("A"), liveness: at(1), batch_active: None, file_epoch: 0, me: Some("A"), held: None, force: false, want: "owner" },
-            Row { name: "foreign, 5 min", file_session: Some("A"), liveness: at(5), batch_active: None, file_epoch: 0, me: Some("B"), held: None, force: false, want: "gate.foreign-live-owner" },
-            Row { name: "foreign, exactly 10 min is live", file_session: Some("A"), liveness: at(10), batch_active: None, file_epoch: 0, me: Some("B"), held: None, force: false, want: "gate.foreign-live-owner" },
-            Row { name: "foreign, 11 min", file_session: Some("A"), liveness: at(11), batch_active: None, file_epoch: 0, me: Some("B"), held: None, force: false, want: "gate.stale-takeover" },
-            Row { name: "foreign, no timestamp is stale", file_session: Some("A"), liveness: None, batch_active: None, file_epoch: 0, me: Some("B"), held: None, force: false, want: "gate.stale-takeover" },
-            Row { name: "foreign loop, fresh, force does not override", file_session: Some("A"), liveness: at(1), batch_active: None, file_epoch: 0, me: Some("B"), held: None, force: true, want: "gate.foreign-live-owner" },
-            Row { name: "batch: fresh but not active", file_session: Some("A"), liveness: at(1), batch_active: Some(false), file_epoch: 0, me: Some("B"), held: None, force: false, want: "gate.stale-takeover" },
-            Row { name: "batch: fresh and active", file_session: Some("A"), liveness: at(1), batch_active: Some(true), file_epoch: 0, me: Some("B"), held: None, force: false, want: "gate.foreign-live-owner" },
-            Row { name: "null owner refuses", file_session: None, liveness: at(60), batch_active: None, file_epoch: 0, me: Some("B"), held: None, force: false, want: "gate.null-owner" },
-            Row { name: "empty owner is null", file_session: Some(""), liveness: at(60), batch_active: None, file_epoch: 0, me: Some("B"), held: None, force: false, want: "gate.null-owner" },
-            Row { name: "null owner, force", file_session: None, liveness: at(60), batch_active: None, file_epoch: 0, me: Some("B"), held: None, force: true, want: "gate.forced-takeover" },
-            Row { name: "null owner, null me", file_session: None, liveness: at(0), batch_active: None, file_epoch: 0, me: None, held: None, force: false, want: "owner" },
-            Row { name: "old epoch refused though fresh and mine", file_session: Some("A"), liveness: at(0), batch_active: None, file_epoch: 2, me: Some("A"), held: Some(1), force: false, want: "gate.stale-epoch" },
-            Row { name: "current epoch", file_session: Some("A"), liveness: at(0), batch_active: None, file_epoch: 2, me: Some("A"), held: Some(2), force: false, want: "owner" },
+            Row {
+                name: "own file",
+                file_session: Some("A"),
+                liveness: at(1),
+                batch_active: None,
+                file_epoch: 0,
+                me: Some("A"),
+                held: None,
+                force: false,
+                want: "owner",
+            },
+            Row {
+                name: "foreign, 5 min",
+                file_session: Some("A"),
+                liveness: at(5),
+                batch_active: None,
+                file_epoch: 0,
+                me: Some("B"),
+                held: None,
+                force: false,
+                want: "gate.foreign-live-owner",
+            },
+            Row {
+                name: "foreign, exactly 10 min is live",
+                file_session: Some("A"),
+                liveness: at(10),
+                batch_active: None,
+                file_epoch: 0,
+                me: Some("B"),
+                held: None,
+                force: false,
+                want: "gate.foreign-live-owner",
+            },
+            Row {
+                name: "foreign, 11 min",
+                file_session: Some("A"),
+                liveness: at(11),
+                batch_active: None,
+                file_epoch: 0,
+                me: Some("B"),
+                held: None,
+                force: false,
+                want: "gate.stale-takeover",
+            },
+            Row {
+                name: "foreign, no timestamp is stale",
+                file_session: Some("A"),
+                liveness: None,
+                batch_active: None,
+                file_epoch: 0,
+                me: Some("B"),
+                held: None,
+                force: false,
+                want: "gate.stale-takeover",
+            },
+            Row {
+                name: "foreign loop, fresh, force does not override",
+                file_session: Some("A"),
+                liveness: at(1),
+                batch_active: None,
+                file_epoch: 0,
+                me: Some("B"),
+                held: None,
+                force: true,
+                want: "gate.foreign-live-owner",
+            },
+            Row {
+                name: "batch: fresh but not active",
+                file_session: Some("A"),
+                liveness: at(1),
+                batch_active: Some(false),
+                file_epoch: 0,
+                me: Some("B"),
+                held: None,
+                force: false,
+                want: "gate.stale-takeover",
+            },
+            Row {
+                name: "batch: fresh and active",
+                file_session: Some("A"),
+                liveness: at(1),
+                batch_active: Some(true),
+                file_epoch: 0,
+                me: Some("B"),
+                held: None,
+                force: false,
+                want: "gate.foreign-live-owner",
+            },
+            Row {
+                name: "null owner refuses",
+                file_session: None,
+                liveness: at(60),
+                batch_active: None,
+                file_epoch: 0,
+                me: Some("B"),
+                held: None,
+                force: false,
+                want: "gate.null-owner",
+            },
+            Row {
+                name: "empty owner is null",
+                file_session: Some(""),
+                liveness: at(60),
+                batch_active: None,
+                file_epoch: 0,
+                me: Some("B"),
+                held: None,
+                force: false,
+                want: "gate.null-owner",
+            },
+            Row {
+                name: "null owner, force",
+                file_session: None,
+                liveness: at(60),
+                batch_active: None,
+                file_epoch: 0,
+                me: Some("B"),
+                held: None,
+                force: true,
+                want: "gate.forced-takeover",
+            },
+            Row {
+                name: "null owner, null me",
+                file_session: None,
+                liveness: at(0),
+                batch_active: None,
+                file_epoch: 0,
+                me: None,
+                held: None,
+                force: false,
+                want: "owner",
+            },
+            Row {
+                name: "old epoch refused though fresh and mine",
+                file_session: Some("A"),
+                liveness: at(0),
+                batch_active: None,
+                file_epoch: 2,
+                me: Some("A"),
+                held: Some(1),
+                force: false,
+                want: "gate.stale-epoch",
+            },
+            Row {
+                name: "current epoch",
+                file_session: Some("A"),
+                liveness: at(0),
+                batch_active: None,
+                file_epoch: 2,
+                me: Some("A"),
+                held: Some(2),
+                force: false,
+                want: "owner",
+            },
         ];
         for row in rows {
             let out = gate(
-                OwnerRecord { session: row.file_session, liveness: row.liveness, batch_active: row.batch_active, epoch: row.file_epoch },
-                Writer { session: row.me, epoch: row.held, force: row.force },
+                OwnerRecord {
+                    session: row.file_session,
+                    liveness: row.liveness,
+                    batch_active: row.batch_active,
+                    epoch: row.file_epoch,
+                },
+                Writer {
+                    session: row.me,
+                    epoch: row.held,
+                    force: row.force,
+                },
                 now,
                 "loop-state-X.json",
             );
@@ -180,13 +338,37 @@ mod tests {
     #[test]
     fn takeover_bumps_the_epoch_and_refusal_names_owner_and_age() {
         let now: Timestamp = NOW.parse().unwrap();
-        let stale = OwnerRecord { session: Some("A"), liveness: at(30), batch_active: None, epoch: 4 };
-        match gate(stale, Writer { session: Some("B"), ..Writer::default() }, now, "f") {
+        let stale = OwnerRecord {
+            session: Some("A"),
+            liveness: at(30),
+            batch_active: None,
+            epoch: 4,
+        };
+        match gate(
+            stale,
+            Writer {
+                session: Some("B"),
+                ..Writer::default()
+            },
+            now,
+            "f",
+        ) {
             GateOutcome::Takeover { epoch, .. } => assert_eq!(epoch, 5),
             other => panic!("{other:?}"),
         }
-        let live = OwnerRecord { liveness: at(5), ..stale };
-        match gate(live, Writer { session: Some("B"), ..Writer::default() }, now, "f") {
+        let live = OwnerRecord {
+            liveness: at(5),
+            ..stale
+        };
+        match gate(
+            live,
+            Writer {
+                session: Some("B"),
+                ..Writer::default()
+            },
+            now,
+            "f",
+        ) {
             GateOutcome::Refused(d) => {
                 assert!(d.reasons[0].message.contains("session A"));
                 assert!(d.reasons[0].message.contains("5m ago"));

@@ -115,7 +115,12 @@ pub enum Phase {
 }
 
 impl Phase {
-    pub const ALL: [Phase; 4] = [Phase::Skeptic, Phase::Qa, Phase::Engineer, Phase::QualityGate];
+    pub const ALL: [Phase; 4] = [
+        Phase::Skeptic,
+        Phase::Qa,
+        Phase::Engineer,
+        Phase::QualityGate,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -236,7 +241,10 @@ mod tests {
         assert_eq!(back["custom_top"]["a"], 1);
         assert_eq!(back["loop_state"]["custom_inner"], "x");
         assert_eq!(back["loop_state"]["iteration"], 2);
-        assert!(back.get("brief_owed").is_none(), "baton's flags stay out of files that lack them");
+        assert!(
+            back.get("brief_owed").is_none(),
+            "baton's flags stay out of files that lack them"
+        );
     }
 
     #[test]

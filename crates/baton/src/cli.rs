@@ -1,0 +1,122 @@
+//! The command tree and its one flat dispatch.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::commands::{batch, demo, resume, schema, ticket_loop};
+use crate::context::Ctx;
+use crate::error::{CommandError, ExitStatus};
+use crate::output::Report;
+
+/// Durable state for coding-agent runs: resume an interrupted run exactly where it stopped.
+///
+/// Agents call baton at every phase transition and at session start. Every decision prints a
+/// verdict, the rules that fired and the next step; `--json` prints the same as one object.
+///
+/// Exit status: 0 done (including any computed verdict), 1 error, 2 invalid input,
+/// 3 refused by a gate, 4 a human must decide first.
+///
+/// Start with `baton demo`.
+#[derive(Debug, Parser)]
+#[command(name = "baton", version, max_term_width = 100)]
+struct Cli {
+    /// Run as if started in DIR (the project root is the git top level above it).
+    #[arg(short = 'C', global = true, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// The session id [default: $BATON_SESSION, else $CLAUDE_CODE_SESSION_ID, else none].
+    #[arg(long, global = true, value_name = "ID")]
+    session: Option<String>,
+    /// Print exactly one JSON object on stdout.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    #[command(subcommand, name = "loop")]
+    Loop(ticket_loop::LoopCommand),
+    Resume(resume::ResumeArgs),
+    #[command(subcommand)]
+    Batch(batch::BatchCommand),
+    Demo(demo::DemoArgs),
+    Schema(schema::SchemaArgs),
+}
+
+pub fn run() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            let code = match err.kind() {
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => 0,
+                _ => ExitStatus::Usage as u8,
+            };
+            return ExitCode::from(code);
+        }
+    };
+    let json = cli.json;
+    let result = Ctx::from_env(cli.dir, cli.session).and_then(|ctx| dispatch(&ctx, cli.command));
+    let (status, stdout, stderr) = match result {
+        Ok(report) => {
+            let out = if json {
+                serde_json::Value::Object(report.json).to_string()
+            } else {
+                report.text
+            };
+            (report.status, out, String::new())
+        }
+        Err(err) => render_error(&err, json),
+    };
+    print_and_exit(status, &stdout, &stderr)
+}
+
+fn dispatch(ctx: &Ctx, command: Command) -> Result<Report, CommandError> {
+    match command {
+        Command::Loop(cmd) => ticket_loop::dispatch(ctx, cmd),
+        Command::Resume(args) => resume::cmd_resume(ctx, args),
+        Command::Batch(cmd) => batch::dispatch(ctx, cmd),
+        Command::Demo(args) => demo::cmd_demo(ctx, args),
+        Command::Schema(args) => schema::cmd_schema(ctx, args),
+    }
+}
+
+fn render_error(err: &CommandError, json: bool) -> (ExitStatus, String, String) {
+    if json {
+        let obj = serde_json::json!({
+            "error": { "kind": err.status.kind(), "message": err.message, "hints": err.hints },
+        });
+        return (err.status, obj.to_string(), String::new());
+    }
+    let mut text = format!("error: {}\n", err.message);
+    for hint in &err.hints {
+        text.push_str(&format!("hint: {hint}\n"));
+    }
+    (err.status, String::new(), text)
+}
+
+/// Prints both streams; a closed stdout (`baton … | head`) is not an error.
+fn print_and_exit(status: ExitStatus, stdout: &str, stderr: &str) -> ExitCode {
+    let mut out = std::io::stdout().lock();
+    let written = if stdout.is_empty() {
+        Ok(())
+    } else {
+        out.write_all(stdout.trim_end().as_bytes())
+            .and_then(|()| out.write_all(b"\n"))
+            .and_then(|()| out.flush())
+    };
+    if let Err(e) = written
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        eprintln!("error: cannot write to stdout: {e}");
+        return ExitCode::from(ExitStatus::Failure as u8);
+    }
+    if !stderr.is_empty() {
+        eprint!("{stderr}");
+    }
+    ExitCode::from(status as u8)
+}

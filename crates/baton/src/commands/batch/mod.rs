@@ -1,0 +1,96 @@
+//! `baton batch`: the cursor over a run of 2 or more tickets (`.agentic/batch-state.json`).
+//! Each ticket keeps its own loop-state; the batch only says which ticket is next.
+
+mod finish;
+mod show;
+mod start;
+mod ticket;
+
+use clap::Subcommand;
+
+use crate::context::Ctx;
+use crate::error::CommandError;
+use crate::output::Report;
+use baton_core::decide::ownership::{GateOutcome, OwnerRecord, Writer, gate};
+use baton_core::model::BatchState;
+use baton_core::time::{format_ts, parse_ts};
+use baton_store::layout::BATCH_FILE;
+use baton_store::{FsStore, StateStore};
+
+/// Run several tickets as one batch, one per project root.
+#[derive(Debug, Subcommand)]
+pub enum BatchCommand {
+    Start(start::StartArgs),
+    Ticket(ticket::TicketArgs),
+    Show(show::ShowArgs),
+    Finish(finish::FinishArgs),
+}
+
+pub fn dispatch(ctx: &Ctx, cmd: BatchCommand) -> Result<Report, CommandError> {
+    match cmd {
+        BatchCommand::Start(args) => start::cmd_batch_start(ctx, args),
+        BatchCommand::Ticket(args) => ticket::cmd_batch_ticket(ctx, args),
+        BatchCommand::Show(args) => show::cmd_batch_show(ctx, args),
+        BatchCommand::Finish(args) => finish::cmd_batch_finish(ctx, args),
+    }
+}
+
+pub fn owner_record(state: &BatchState) -> OwnerRecord<'_> {
+    OwnerRecord {
+        session: state.session_id.as_deref(),
+        liveness: parse_ts(state.updated_at.as_deref()),
+        batch_active: Some(state.is_active()),
+        epoch: state.owner_epoch,
+    }
+}
+
+fn no_batch() -> CommandError {
+    CommandError::usage(format!("no {BATCH_FILE} in this project"))
+        .hint("start one with `baton batch start <T1> <T2>…`")
+}
+
+/// The shared write path of `batch ticket` and `batch finish`: under the lock, read, gate,
+/// apply, write.
+fn update(
+    ctx: &Ctx,
+    force: bool,
+    epoch: Option<u64>,
+    apply: impl FnOnce(&mut BatchState) -> Result<String, CommandError>,
+) -> Result<Report, CommandError> {
+    let store: FsStore = ctx.store()?;
+    let _guard = store.lock()?;
+    let loaded = store.read_batch()?.ok_or_else(no_batch)?;
+    loaded.writable()?;
+    let mut state = loaded.state.clone();
+    let mut reasons = Vec::new();
+    match gate(
+        owner_record(&state),
+        Writer {
+            session: ctx.session(),
+            epoch,
+            force,
+        },
+        ctx.now,
+        BATCH_FILE,
+    ) {
+        GateOutcome::Owner => {}
+        GateOutcome::Takeover { epoch, reason } => {
+            state.session_id = ctx.session.clone();
+            state.owner_epoch = epoch;
+            reasons.push(reason);
+        }
+        GateOutcome::Refused(d) => return Ok(Report::decision(&d)),
+    }
+    let message = apply(&mut state)?;
+    state.updated_at = Some(format_ts(ctx.now));
+    store.write_batch(&state)?;
+    let decision = baton_core::Decision {
+        verdict: "ok",
+        reasons,
+        next: show::next_step(&state),
+    };
+    Ok(Report::decision(&decision)
+        .with("batch_id", state.batch_id.clone())
+        .with("epoch", state.owner_epoch)
+        .text_before(&message))
+}

@@ -1,0 +1,67 @@
+use clap::Args;
+use serde_json::json;
+
+use super::no_batch;
+use crate::context::Ctx;
+use crate::error::CommandError;
+use crate::output::{Report, shell_quote};
+use baton_core::model::BatchState;
+use baton_core::time::{age, human_age, is_live, parse_ts};
+use baton_store::StateStore;
+
+/// Show the batch and the ticket a batch resume picks next.
+#[derive(Debug, Args)]
+pub struct ShowArgs {}
+
+/// The batch picks the ticket; the ticket's own loop resume picks the phase.
+pub fn next_step(state: &BatchState) -> Option<String> {
+    if !state.is_active() {
+        return None;
+    }
+    Some(match state.next_ticket() {
+        Some(t) => format!(
+            "ticket {}: `baton resume {}`",
+            t.ticket_id,
+            shell_quote(&t.ticket_id)
+        ),
+        None => "every ticket is done: `baton batch finish --status complete`".into(),
+    })
+}
+
+pub fn cmd_batch_show(ctx: &Ctx, _args: ShowArgs) -> Result<Report, CommandError> {
+    let store = ctx.store()?;
+    let loaded = store.read_batch()?.ok_or_else(no_batch)?;
+    let s = &loaded.state;
+    let last = parse_ts(s.updated_at.as_deref());
+    let seen = last.map_or_else(
+        || "never".into(),
+        |t| format!("{} ago", human_age(age(ctx.now, t))),
+    );
+    let mut text = format!(
+        "batch {} ({}, {})\n  owner: {} (epoch {}, {}, last write {seen})\n",
+        s.batch_id,
+        s.status,
+        s.mode.as_deref().unwrap_or("sequential"),
+        s.owner().unwrap_or("none"),
+        s.owner_epoch,
+        if is_live(ctx.now, last) {
+            "live"
+        } else {
+            "stale"
+        },
+    );
+    for t in &s.tickets {
+        text.push_str(&format!("  {:<12} {}\n", t.status, t.ticket_id));
+    }
+    if !s.replan_log.is_empty() {
+        text.push_str(&format!("  replans: {}\n", s.replan_log.len()));
+    }
+    let next = next_step(s);
+    if let Some(next) = &next {
+        text.push_str(&format!("next: {next}\n"));
+    }
+    Ok(Report::ok(
+        json!({ "path": loaded.path.display().to_string(), "next": next, "state": s }),
+        text,
+    ))
+}

@@ -1,0 +1,117 @@
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+
+use clap::Args;
+use serde_json::Map;
+
+use super::owner_record;
+use crate::context::Ctx;
+use crate::error::CommandError;
+use crate::output::Report;
+use baton_core::decide::batch::decide_batch_start;
+use baton_core::decide::ownership::{GateOutcome, Writer, gate};
+use baton_core::key::{batch_prefix, loop_key};
+use baton_core::model::{BatchState, BatchTicket, SCHEMA_VERSION};
+use baton_core::time::format_ts;
+use baton_core::{Decision, Reason};
+use baton_store::layout::BATCH_FILE;
+use baton_store::{StateStore, random_hex};
+
+/// Start a batch of 2 or more tickets, owned by this session.
+///
+/// One batch per project root: refused (exit 3) while another session's batch is active and
+/// live. A finished or stale batch is archived first.
+#[derive(Debug, Args)]
+pub struct StartArgs {
+    /// The tickets, in the order to run them.
+    #[arg(required = true, num_args = 1..)]
+    tickets: Vec<OsString>,
+    /// How the batch runs.
+    #[arg(long, default_value = "sequential")]
+    mode: String,
+    /// Take over a batch that records no owner session.
+    #[arg(long)]
+    force: bool,
+}
+
+pub fn cmd_batch_start(ctx: &Ctx, args: StartArgs) -> Result<Report, CommandError> {
+    let store = ctx.store()?;
+    let _guard = store.lock()?;
+    let existing = store.read_batch()?;
+    if let Some(existing) = &existing {
+        existing.writable()?;
+    }
+    let old = existing.as_ref().map(|l| &l.state);
+    if let Err(d) = decide_batch_start(old, args.tickets.len(), ctx.session(), ctx.now) {
+        return Ok(Report::decision(&d));
+    }
+    let mut reasons = Vec::new();
+    if let Some(old) = old {
+        if old.is_active()
+            && let GateOutcome::Refused(d) = gate(
+                owner_record(old),
+                Writer {
+                    session: ctx.session(),
+                    epoch: None,
+                    force: args.force,
+                },
+                ctx.now,
+                BATCH_FILE,
+            )
+        {
+            return Ok(Report::decision(&d));
+        }
+        let to = store.archive_batch(ctx.now)?;
+        reasons.push(Reason::new(
+            "batch.previous-archived",
+            format!(
+                "batch {} ({}) was moved to {}",
+                old.batch_id,
+                old.status,
+                to.display()
+            ),
+        ));
+    }
+    let tickets: Vec<BatchTicket> = args
+        .tickets
+        .iter()
+        .map(|raw| BatchTicket {
+            ticket_id: raw.to_string_lossy().into_owned(),
+            loop_key: Some(loop_key(raw.as_bytes(), ctx.session(), || random_hex(4)).0),
+            status: "pending".into(),
+            extra: Map::new(),
+        })
+        .collect();
+    let stamp = ctx.now.strftime("%Y%m%dT%H%M%SZ");
+    let batch_id = format!(
+        "{}-batch-{stamp}-{}",
+        batch_prefix(args.tickets[0].as_bytes()),
+        random_hex(2)
+    );
+    let state = BatchState {
+        schema_version: SCHEMA_VERSION,
+        session_id: ctx.session.clone(),
+        batch_id: batch_id.clone(),
+        status: "active".into(),
+        mode: Some(args.mode),
+        created_at: Some(format_ts(ctx.now)),
+        updated_at: Some(format_ts(ctx.now)),
+        tickets,
+        replan_log: Vec::new(),
+        owner_epoch: old.map_or(0, |o| o.owner_epoch + 1),
+        extra: Map::new(),
+    };
+    store.write_batch(&state)?;
+    let decision = Decision {
+        verdict: "ok",
+        reasons,
+        next: super::show::next_step(&state),
+    };
+    Ok(Report::decision(&decision)
+        .with("batch_id", batch_id.clone())
+        .with("epoch", state.owner_epoch)
+        .text_before(&format!(
+            "started batch {batch_id} with {} tickets",
+            state.tickets.len()
+        )))
+}

@@ -1,0 +1,56 @@
+use std::ffi::OsString;
+
+use clap::Args;
+use serde_json::json;
+
+use super::gather;
+use crate::context::Ctx;
+use crate::error::CommandError;
+use crate::output::Report;
+use baton_core::decide::loop_write::{REFUSED, check_key_collision};
+use baton_core::{Decision, Reason};
+use baton_store::StateStore;
+
+/// Start over: archive the ticket's loop (kept under `.agentic/archive/`, never deleted) so
+/// that `baton loop init` can begin a fresh one. Refused while another live session runs it.
+#[derive(Debug, Args)]
+pub struct FreshArgs {
+    /// The ticket id.
+    ticket: OsString,
+}
+
+pub fn cmd_resume_fresh(ctx: &Ctx, args: FreshArgs) -> Result<Report, CommandError> {
+    let g = gather(ctx, &args.ticket)?;
+    let notes = g.notes.join("\n");
+    let t = g.target.arg();
+    let Some(loaded) = &g.loaded else {
+        return Ok(Report::ok(
+            json!({ "verdict": "none", "archived": null }),
+            format!("no loop-state for {t}; nothing to archive\nnext: `baton loop init {t}`"),
+        )
+        .text_before(&notes));
+    };
+    if let Err(d) = check_key_collision(&loaded.state, &g.target.raw, &g.target.key) {
+        return Ok(Report::decision(&d).text_before(&notes));
+    }
+    if g.decision.decision.verdict == "live" {
+        let d = Decision {
+            verdict: REFUSED,
+            reasons: g.decision.decision.reasons.clone(),
+            next: g.decision.decision.next.clone(),
+        };
+        return Ok(Report::decision(&d).text_before(&notes));
+    }
+    let to = g.store.archive_loop(&g.target.key, ctx.now)?;
+    let d = Decision::new(
+        "archived",
+        Reason::new(
+            "loop.fresh-archived",
+            format!("the loop for {t} was moved to {}", to.display()),
+        ),
+        Some(format!("start the new loop with `baton loop init {t}`")),
+    );
+    Ok(Report::decision(&d)
+        .with("archived", to.display().to_string())
+        .text_before(&notes))
+}

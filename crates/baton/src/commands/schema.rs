@@ -1,0 +1,20 @@
+use clap::Args;
+use serde_json::json;
+
+use crate::context::Ctx;
+use crate::error::CommandError;
+use crate::output::Report;
+use baton_core::model::{BatchState, LoopState};
+
+/// Print the JSON Schemas of the files baton writes: loop-state and batch-state.
+#[derive(Debug, Args)]
+pub struct SchemaArgs {}
+
+pub fn cmd_schema(_ctx: &Ctx, _args: SchemaArgs) -> Result<Report, CommandError> {
+    let schemas = json!({
+        "loop-state": schemars::schema_for!(LoopState),
+        "batch-state": schemars::schema_for!(BatchState),
+    });
+    let text = serde_json::to_string_pretty(&schemas).unwrap_or_default();
+    Ok(Report::ok(schemas, text))
+}

@@ -1,0 +1,140 @@
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use super::{Applied, WriteFlags, transition};
+use crate::context::Ctx;
+use crate::error::CommandError;
+use crate::output::Report;
+use baton_core::Reason;
+use baton_core::decide::loop_write::brief_owed_after;
+use baton_core::model::PromotionTier;
+use baton_core::time::format_ts;
+
+/// Record the governing Brief or Plan and the promotion tier.
+///
+/// Paths are stored absolute and must exist inside the project. Raising the tier to brief or
+/// plan with no Brief recorded makes a retroactive Brief owed: the next `engineer_spawned` is
+/// refused until `--brief` is recorded. The in-flight engineer may still return.
+#[derive(Debug, Args)]
+pub struct ArtifactArgs {
+    /// The ticket id.
+    ticket: OsString,
+    /// The promotion tier.
+    #[arg(long, value_parser = ["none", "brief", "plan"])]
+    tier: String,
+    /// The Brief file.
+    #[arg(long, value_name = "PATH")]
+    brief: Option<PathBuf>,
+    /// The Plan directory.
+    #[arg(long, value_name = "DIR")]
+    plan: Option<PathBuf>,
+    #[command(flatten)]
+    flags: WriteFlags,
+}
+
+pub fn cmd_loop_artifact(ctx: &Ctx, args: ArtifactArgs) -> Result<Report, CommandError> {
+    let root = ctx.layout()?.root;
+    let brief = args
+        .brief
+        .as_deref()
+        .map(|p| inside_project(ctx, &root, p, "--brief", false))
+        .transpose()?;
+    let plan = args
+        .plan
+        .as_deref()
+        .map(|p| inside_project(ctx, &root, p, "--plan", true))
+        .transpose()?;
+    let tier = PromotionTier::parse_lenient(Some(&args.tier));
+    transition(ctx, &args.ticket, &args.flags, |state, target| {
+        let owed = brief_owed_after(state, tier, brief.is_some());
+        let mut warnings = Vec::new();
+        let mut next = None;
+        if owed {
+            warnings.push(Reason::new(
+                "loop.brief-owed",
+                format!("the {} tier has no Brief recorded: the next engineer spawn is refused until one is", tier.as_str()),
+            ));
+            next = Some(format!(
+                "author the retroactive Brief, then `baton loop artifact {} --tier {} --brief <PATH>`",
+                target.arg(),
+                tier.as_str()
+            ));
+        }
+        state.brief_owed = owed;
+        state.promotion_tier = Some(tier.as_str().to_string());
+        if let Some(brief) = &brief {
+            state.brief_path = Some(brief.display().to_string());
+        }
+        if let Some(plan) = &plan {
+            state.plan_path = Some(plan.display().to_string());
+        }
+        state.last_updated = Some(format_ts(ctx.now));
+        let message = format!(
+            "recorded tier {}{}{}",
+            tier.as_str(),
+            state
+                .brief_path
+                .as_deref()
+                .map(|b| format!(", brief {b}"))
+                .unwrap_or_default(),
+            state
+                .plan_path
+                .as_deref()
+                .map(|p| format!(", plan {p}"))
+                .unwrap_or_default()
+        );
+        Ok(Applied {
+            changed: true,
+            message,
+            next,
+            warnings,
+        })
+    })
+}
+
+/// Resolves a path argument, which must exist inside the project root.
+fn inside_project(
+    ctx: &Ctx,
+    root: &Path,
+    raw: &Path,
+    flag: &str,
+    want_dir: bool,
+) -> Result<PathBuf, CommandError> {
+    let joined = if raw.is_absolute() {
+        raw.to_path_buf()
+    } else {
+        ctx.dir.join(raw)
+    };
+    let resolved = joined.canonicalize().map_err(|e| {
+        CommandError::usage(format!("{flag} {}: {e}", raw.display())).hint(format!(
+            "pass an existing {} inside the project",
+            if want_dir { "directory" } else { "file" }
+        ))
+    })?;
+    if !resolved.starts_with(root) {
+        return Err(CommandError::usage(format!(
+            "{flag} {} resolves to {}, outside the project root {}",
+            raw.display(),
+            resolved.display(),
+            root.display()
+        ))
+        .hint(
+            "keep Briefs and Plans inside the project, so every session and machine finds them",
+        ));
+    }
+    if want_dir != resolved.is_dir() {
+        return Err(CommandError::usage(format!(
+            "{flag} {} is not a {}",
+            raw.display(),
+            if want_dir { "directory" } else { "file" }
+        ))
+        .hint(if want_dir {
+            "--plan takes the Plan's directory"
+        } else {
+            "--brief takes the Brief's file"
+        }));
+    }
+    Ok(resolved)
+}

@@ -1,0 +1,82 @@
+use std::ffi::OsString;
+
+use clap::Args;
+use serde_json::json;
+
+use super::{Target, WriteFlags};
+use crate::context::Ctx;
+use crate::error::CommandError;
+use crate::output::Report;
+use baton_core::model::LoopStatus;
+use baton_core::time::format_ts;
+use baton_store::StateStore;
+
+/// Refresh `last_updated` of a loop this session owns and is running.
+///
+/// Anything else (another owner, not active, no such loop, an older `--epoch`) is a no-op that
+/// exits 0, so a per-turn hook can call it blindly.
+#[derive(Debug, Args)]
+pub struct HeartbeatArgs {
+    /// The ticket id.
+    ticket: OsString,
+    #[command(flatten)]
+    flags: WriteFlags,
+}
+
+pub fn cmd_loop_heartbeat(ctx: &Ctx, args: HeartbeatArgs) -> Result<Report, CommandError> {
+    let store = ctx.store()?;
+    let target = Target::derive(ctx, &args.ticket);
+    let noop = |why: String| {
+        Ok(Report::ok(
+            json!({ "refreshed": false, "key": target.key, "why": why }),
+            format!("no heartbeat: {why}"),
+        ))
+    };
+    if !store.layout.check_state_dir()? {
+        return noop("no state directory".into());
+    }
+    let _guard = store.lock()?;
+    let Some(mut loaded) = store.read_loop(&target.key)? else {
+        return noop(format!("no loop-state for {}", target.raw));
+    };
+    let state = &mut loaded.state;
+    let me = ctx.session();
+    if me.is_none() || state.owner() != me {
+        return noop(format!(
+            "the loop for {} is owned by {}",
+            target.raw,
+            state.owner().unwrap_or("no session")
+        ));
+    }
+    if state.status != LoopStatus::Active {
+        return noop(format!(
+            "the loop for {} is {}",
+            target.raw,
+            state.status.as_str()
+        ));
+    }
+    if args
+        .flags
+        .epoch
+        .is_some_and(|held| held != state.owner_epoch)
+    {
+        return noop(format!(
+            "owner epoch is {}, not the one held",
+            state.owner_epoch
+        ));
+    }
+    if state.ticket_id.as_deref().is_some_and(|t| t != target.raw) {
+        return noop(format!(
+            "key {} belongs to ticket {:?}",
+            target.key,
+            state.ticket_id.as_deref().unwrap_or_default()
+        ));
+    }
+    loaded.writable()?;
+    loaded.state.last_updated = Some(format_ts(ctx.now));
+    store.write_loop(&target.key, &loaded.state)?;
+    Ok(Report::ok(
+        json!({ "refreshed": true, "key": target.key, "last_updated": loaded.state.last_updated }),
+        format!("heartbeat: {} at {}", target.raw, format_ts(ctx.now)),
+    ))
+}

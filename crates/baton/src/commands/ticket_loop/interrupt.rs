@@ -1,0 +1,104 @@
+use std::ffi::OsString;
+
+use clap::Args;
+use jiff::Timestamp;
+
+use super::{Applied, WriteFlags, transition};
+use crate::context::Ctx;
+use crate::error::CommandError;
+use crate::output::Report;
+use baton_core::Decision;
+use baton_core::Reason;
+use baton_core::decide::loop_write::REFUSED;
+use baton_core::model::LoopStatus;
+use baton_core::time::format_ts;
+
+/// Mark a loop interrupted, as a rate limit or an ending session would.
+///
+/// `last_updated` is left alone, so a just-interrupted loop never looks live.
+#[derive(Debug, Args)]
+pub struct InterruptArgs {
+    /// The ticket id.
+    ticket: OsString,
+    #[arg(long, default_value = "unknown", value_parser = ["rate_limit", "session_expiry", "unknown"])]
+    reason: String,
+    /// When the rate limit resets: an RFC 3339 time, or a delay such as `15m` or `2h`.
+    #[arg(long, value_name = "WHEN")]
+    resume_after: Option<String>,
+    #[command(flatten)]
+    flags: WriteFlags,
+}
+
+pub fn cmd_loop_interrupt(ctx: &Ctx, args: InterruptArgs) -> Result<Report, CommandError> {
+    let resume_after = args
+        .resume_after
+        .as_deref()
+        .map(|raw| parse_when(ctx.now, raw))
+        .transpose()?;
+    transition(ctx, &args.ticket, &args.flags, |state, target| {
+        match state.status {
+            LoopStatus::Interrupted => {
+                return Ok(Applied {
+                    changed: false,
+                    message: format!("{} is already interrupted; nothing changed", target.raw),
+                    next: Some(format!(
+                        "`baton resume {}` in the next session",
+                        target.arg()
+                    )),
+                    warnings: Vec::new(),
+                });
+            }
+            LoopStatus::Complete | LoopStatus::Stalled => {
+                return Err(Decision::new(
+                    REFUSED,
+                    Reason::new(
+                        "loop.not-active",
+                        format!("the loop for {} is {}", target.raw, state.status.as_str()),
+                    ),
+                    None,
+                ));
+            }
+            LoopStatus::Active => {}
+        }
+        state.status = LoopStatus::Interrupted;
+        state.interrupted_at = Some(format_ts(ctx.now));
+        state.interrupt_reason = Some(args.reason.clone());
+        state.resume_after = resume_after.map(format_ts);
+        Ok(Applied {
+            changed: true,
+            message: format!(
+                "interrupted {} ({}) at {}",
+                target.raw,
+                args.reason,
+                state.position()
+            ),
+            next: Some(format!(
+                "in the next session, `baton resume {}`",
+                target.arg()
+            )),
+            warnings: Vec::new(),
+        })
+    })
+}
+
+/// An RFC 3339 time, or a delay from now (`90s`, `15m`, `2h`, `1d`).
+pub fn parse_when(now: Timestamp, raw: &str) -> Result<Timestamp, CommandError> {
+    if let Ok(ts) = raw.parse::<Timestamp>() {
+        return Ok(ts);
+    }
+    let (num, unit) = raw.split_at(raw.trim_end_matches(char::is_alphabetic).len());
+    let secs = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86400,
+        _ => 0,
+    };
+    match num.parse::<i64>() {
+        Ok(n) if secs > 0 && n >= 0 => Ok(now + jiff::SignedDuration::from_secs(n * secs)),
+        _ => Err(CommandError::usage(format!(
+            "--resume-after {raw:?} is neither an RFC 3339 time nor a delay"
+        ))
+        .hint("pass `2026-01-31T14:00:00Z` or a delay such as `45m`")),
+    }
+}

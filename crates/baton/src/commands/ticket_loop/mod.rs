@@ -1,0 +1,302 @@
+//! `baton loop`: the per-ticket loop state of the ticket-loop protocol (SPEC §1).
+
+mod artifact;
+mod finish;
+mod heartbeat;
+mod init;
+mod interrupt;
+mod key;
+mod set;
+mod show;
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use clap::{Args, Subcommand};
+use serde_json::{Value, json};
+
+use crate::context::Ctx;
+use crate::error::{CommandError, ExitStatus};
+use crate::output::{Report, shell_quote};
+use baton_core::decide::loop_write::check_key_collision;
+use baton_core::decide::ownership::{GateOutcome, OwnerRecord, Writer, gate};
+use baton_core::key::{KeySource, loop_file_name, loop_key};
+use baton_core::model::{LoopState, SCHEMA_VERSION};
+use baton_core::time::parse_ts;
+use baton_core::{Decision, Reason};
+use baton_store::{FsStore, StateStore, random_hex};
+
+/// Record and inspect one ticket's loop state (`.agentic/loop-state-<KEY>.json`).
+#[derive(Debug, Subcommand)]
+pub enum LoopCommand {
+    Key(key::KeyArgs),
+    Init(init::InitArgs),
+    Set(set::SetArgs),
+    Artifact(artifact::ArtifactArgs),
+    Heartbeat(heartbeat::HeartbeatArgs),
+    Interrupt(interrupt::InterruptArgs),
+    Finish(finish::FinishArgs),
+    Show(show::ShowArgs),
+}
+
+pub fn dispatch(ctx: &Ctx, cmd: LoopCommand) -> Result<Report, CommandError> {
+    match cmd {
+        LoopCommand::Key(args) => key::cmd_loop_key(ctx, args),
+        LoopCommand::Init(args) => init::cmd_loop_init(ctx, args),
+        LoopCommand::Set(args) => set::cmd_loop_set(ctx, args),
+        LoopCommand::Artifact(args) => artifact::cmd_loop_artifact(ctx, args),
+        LoopCommand::Heartbeat(args) => heartbeat::cmd_loop_heartbeat(ctx, args),
+        LoopCommand::Interrupt(args) => interrupt::cmd_loop_interrupt(ctx, args),
+        LoopCommand::Finish(args) => finish::cmd_loop_finish(ctx, args),
+        LoopCommand::Show(args) => show::cmd_loop_show(ctx, args),
+    }
+}
+
+/// The ownership options of every loop write.
+#[derive(Debug, Clone, Default, Args)]
+pub struct WriteFlags {
+    /// Take over legacy state that records no owner session.
+    #[arg(long)]
+    pub force: bool,
+    /// The owner epoch this caller was handed (by `loop init` or `resume accept`); a write
+    /// holding an older epoch than the file's is refused.
+    #[arg(long, value_name = "N")]
+    pub epoch: Option<u64>,
+}
+
+/// A ticket as typed, and the key it maps to.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// The raw ticket id (lossy UTF-8 for display and for the stored `ticket_id`).
+    pub raw: String,
+    pub key: String,
+    pub source: KeySource,
+}
+
+impl Target {
+    pub fn derive(ctx: &Ctx, ticket: &OsStr) -> Target {
+        let (key, source) = loop_key(ticket.as_bytes(), ctx.session(), || random_hex(4));
+        Target {
+            raw: ticket.to_string_lossy().into_owned(),
+            key,
+            source,
+        }
+    }
+
+    /// The ticket quoted for a suggested command.
+    pub fn arg(&self) -> String {
+        shell_quote(&self.raw)
+    }
+
+    pub fn file_name(&self) -> String {
+        loop_file_name(&self.key)
+    }
+}
+
+pub fn missing_loop(target: &Target) -> CommandError {
+    CommandError::usage(format!(
+        "no loop-state for {} (file {})",
+        target.raw,
+        target.file_name()
+    ))
+    .hint(format!(
+        "start it with `baton loop init {}`, or check the ticket id with `baton loop key {}`",
+        target.arg(),
+        target.arg()
+    ))
+}
+
+pub fn owner_record(state: &LoopState) -> OwnerRecord<'_> {
+    OwnerRecord {
+        session: state.session_id.as_deref(),
+        liveness: parse_ts(state.last_updated.as_deref()),
+        batch_active: None,
+        epoch: state.owner_epoch,
+    }
+}
+
+pub fn writer<'a>(ctx: &'a Ctx, flags: &WriteFlags) -> Writer<'a> {
+    Writer {
+        session: ctx.session(),
+        epoch: flags.epoch,
+        force: flags.force,
+    }
+}
+
+/// `[phase: 6b qa · iteration 2/5 · returned]`.
+pub fn breadcrumb(state: &LoopState) -> String {
+    let label = state.phase().map_or_else(
+        || state.last_phase.clone().unwrap_or_else(|| "?".into()),
+        |p| p.label().to_string(),
+    );
+    let mut crumb = format!("[phase: {label}");
+    let progress = &state.loop_state;
+    if progress.iteration > 0 {
+        crumb.push_str(&format!(" · iteration {}", progress.iteration));
+        if progress.max_iterations > 0 {
+            crumb.push_str(&format!("/{}", progress.max_iterations));
+        }
+    }
+    if let Some(action) = &state.last_phase_action {
+        crumb.push_str(&format!(" · {action}"));
+    }
+    crumb.push(']');
+    crumb
+}
+
+/// Adopts a legacy `.agentic/loop-state.json` onto its keyed file, under the store lock.
+///
+/// The keyed file is written first and the legacy one removed second, so a crash in between
+/// leaves both; the next run sees the keyed file equal to what adoption would write and only
+/// removes the legacy one. A keyed file that differs wins, and the legacy file is archived
+/// rather than deleted. An unreadable legacy file is reported and left alone.
+pub fn adopt_legacy(store: &FsStore, ctx: &Ctx) -> Result<Vec<String>, CommandError> {
+    let legacy = match store.read_legacy_loop() {
+        Ok(None) => return Ok(Vec::new()),
+        Ok(Some(loaded)) => loaded,
+        Err(e) => return Ok(vec![format!("warning: legacy state skipped: {e}")]),
+    };
+    if let Err(e) = legacy.writable() {
+        return Ok(vec![format!("warning: legacy state skipped: {e}")]);
+    }
+    let mut adopted = legacy.state;
+    let ticket = adopted.ticket_id.clone().unwrap_or_default();
+    let session = adopted.session_id.clone();
+    let (mut key, source) = loop_key(ticket.as_bytes(), session.as_deref(), String::new);
+    if source == KeySource::NoSession {
+        key = "legacy".to_string();
+    }
+    adopted.loop_key = Some(key.clone());
+    adopted.schema_version = SCHEMA_VERSION;
+    let legacy_name = store.layout.legacy_loop_file();
+    let note = match store.read_loop(&key) {
+        Err(e) => {
+            return Ok(vec![format!(
+                "warning: legacy state not adopted, its keyed file is unreadable: {e}"
+            )]);
+        }
+        Ok(Some(keyed)) if keyed.state == adopted => {
+            store.remove_legacy_loop()?;
+            format!(
+                "note: finished adopting legacy {} onto {} (removed the leftover)",
+                legacy_name.display(),
+                loop_file_name(&key)
+            )
+        }
+        Ok(Some(_)) => {
+            let archived = store.archive_legacy_loop(ctx.now)?;
+            format!(
+                "note: {} already exists and wins over legacy {}; the legacy file was moved to {}",
+                loop_file_name(&key),
+                legacy_name.display(),
+                archived.display()
+            )
+        }
+        Ok(None) => {
+            store.write_loop(&key, &adopted)?;
+            store.remove_legacy_loop()?;
+            format!(
+                "note: adopted legacy {} onto {}",
+                legacy_name.display(),
+                loop_file_name(&key)
+            )
+        }
+    };
+    Ok(vec![note])
+}
+
+/// The result of applying a transition to a loop.
+pub struct Applied {
+    pub changed: bool,
+    pub message: String,
+    pub next: Option<String>,
+    pub warnings: Vec<Reason>,
+}
+
+/// The shared write path of `loop set`, `artifact`, `interrupt` and `finish`: under the lock,
+/// adopt legacy state, read the keyed file, refuse a key collision, pass the ownership gate,
+/// apply the change and write it atomically. A refusal changes nothing.
+pub fn transition(
+    ctx: &Ctx,
+    ticket: &OsStr,
+    flags: &WriteFlags,
+    apply: impl FnOnce(&mut LoopState, &Target) -> Result<Applied, Decision>,
+) -> Result<Report, CommandError> {
+    let store = ctx.store()?;
+    let target = Target::derive(ctx, ticket);
+    let _guard = store.lock()?;
+    let notes = adopt_legacy(&store, ctx)?.join("\n");
+    let loaded = store
+        .read_loop(&target.key)?
+        .ok_or_else(|| missing_loop(&target))?;
+    loaded.writable()?;
+    if let Err(d) = check_key_collision(&loaded.state, &target.raw, &target.key) {
+        return Ok(Report::decision(&d).text_before(&notes));
+    }
+    let mut state = loaded.state.clone();
+    let takeover = match gate(
+        owner_record(&state),
+        writer(ctx, flags),
+        ctx.now,
+        &target.file_name(),
+    ) {
+        GateOutcome::Owner => None,
+        GateOutcome::Takeover { epoch, reason } => Some((epoch, reason)),
+        GateOutcome::Refused(d) => return Ok(Report::decision(&d).text_before(&notes)),
+    };
+    let applied = match apply(&mut state, &target) {
+        Ok(applied) => applied,
+        Err(d) => return Ok(Report::decision(&d).text_before(&notes)),
+    };
+    let mut reasons = Vec::new();
+    if let Some((epoch, reason)) = takeover.clone() {
+        state.session_id = ctx.session.clone();
+        state.owner_epoch = epoch;
+        reasons.push(reason);
+    }
+    reasons.extend(applied.warnings);
+    if applied.changed || takeover.is_some() {
+        store.write_loop(&target.key, &state)?;
+    }
+    let decision = Decision {
+        verdict: "ok",
+        reasons,
+        next: applied.next,
+    };
+    Ok(loop_report(&decision, &target, &loaded.path, &state, &applied.message).text_before(&notes))
+}
+
+/// The report of a loop write: the message, the rules that fired, the next step.
+pub fn loop_report(
+    decision: &Decision,
+    target: &Target,
+    path: &Path,
+    state: &LoopState,
+    message: &str,
+) -> Report {
+    let mut text = format!("{message}\n");
+    for reason in &decision.reasons {
+        text.push_str(&format!("  {}: {}\n", reason.rule, reason.message));
+    }
+    if let Some(next) = &decision.next {
+        text.push_str(&format!("next: {next}\n"));
+    }
+    Report::new(
+        ExitStatus::Success,
+        crate::output::decision_json(decision),
+        text,
+    )
+    .with("ticket", target.raw.clone())
+    .with("key", target.key.clone())
+    .with("path", path.display().to_string())
+    .with("status", state.status.as_str())
+    .with("owner", state.session_id.clone())
+    .with("epoch", state.owner_epoch)
+    .with("breadcrumb", breadcrumb(state))
+}
+
+/// The state as JSON, for `--json` outputs that include it.
+pub fn state_json(state: &LoopState) -> Value {
+    serde_json::to_value(state).unwrap_or_else(|e| json!({ "error": e.to_string() }))
+}

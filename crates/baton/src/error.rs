@@ -1,0 +1,82 @@
+//! Errors as users see them: what went wrong (naming the file or argument), the fix, and an
+//! exit status from the contract.
+
+use baton_store::StoreError;
+use baton_store::layout::LayoutError;
+
+/// The exit statuses of the contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// Done, including every query that computed a verdict.
+    Success = 0,
+    /// I/O, a corrupt or unsupported file, an internal error.
+    Failure = 1,
+    /// Invalid input or usage.
+    Usage = 2,
+    /// Refused by a gate.
+    Refused = 3,
+    /// A human must decide first.
+    AskHuman = 4,
+}
+
+impl ExitStatus {
+    pub fn kind(self) -> &'static str {
+        match self {
+            ExitStatus::Success => "ok",
+            ExitStatus::Failure => "error",
+            ExitStatus::Usage => "usage",
+            ExitStatus::Refused => "refused",
+            ExitStatus::AskHuman => "ask-human",
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct CommandError {
+    pub status: ExitStatus,
+    pub message: String,
+    pub hints: Vec<String>,
+}
+
+impl CommandError {
+    pub fn new(status: ExitStatus, message: impl Into<String>) -> CommandError {
+        CommandError {
+            status,
+            message: message.into(),
+            hints: Vec::new(),
+        }
+    }
+
+    pub fn usage(message: impl Into<String>) -> CommandError {
+        CommandError::new(ExitStatus::Usage, message)
+    }
+
+    pub fn hint(mut self, hint: impl Into<String>) -> CommandError {
+        self.hints.push(hint.into());
+        self
+    }
+}
+
+impl From<StoreError> for CommandError {
+    fn from(err: StoreError) -> CommandError {
+        let hint = err.hint();
+        CommandError {
+            status: ExitStatus::Failure,
+            message: err.to_string(),
+            hints: hint.into_iter().collect(),
+        }
+    }
+}
+
+impl From<LayoutError> for CommandError {
+    fn from(err: LayoutError) -> CommandError {
+        match err {
+            LayoutError::Store(e) => e.into(),
+            LayoutError::NotARepo(_) => CommandError::usage(err.to_string())
+                .hint("run baton inside the project's git work tree, or pass `-C <DIR>`"),
+            LayoutError::BadDir(..) => {
+                CommandError::usage(err.to_string()).hint("check the `-C` argument")
+            }
+        }
+    }
+}

@@ -1,0 +1,10 @@
+//! The `baton` command line: parses arguments, gathers facts through `baton-store`, asks
+//! `baton-core` for decisions and prints them for people (text) or programs (`--json`).
+
+mod cli;
+mod commands;
+mod context;
+mod error;
+mod output;
+
+pub use cli::run;

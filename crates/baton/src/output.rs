@@ -1,0 +1,105 @@
+//! What a command prints: text for agents and people, or exactly one JSON object.
+
+use serde_json::{Map, Value, json};
+
+use crate::error::ExitStatus;
+use baton_core::Decision;
+
+/// A finished command: its exit status, its JSON object and its text.
+#[derive(Debug)]
+pub struct Report {
+    pub status: ExitStatus,
+    pub json: Map<String, Value>,
+    pub text: String,
+}
+
+impl Report {
+    pub fn new(status: ExitStatus, json: Value, text: impl Into<String>) -> Report {
+        let json = match json {
+            Value::Object(map) => map,
+            other => Map::from_iter([("value".to_string(), other)]),
+        };
+        Report {
+            status,
+            json,
+            text: text.into(),
+        }
+    }
+
+    pub fn ok(json: Value, text: impl Into<String>) -> Report {
+        Report::new(ExitStatus::Success, json, text)
+    }
+
+    /// A decision: `verdict`, `reasons` and `next`, with the exit status its verdict implies.
+    pub fn decision(decision: &Decision) -> Report {
+        let status = match decision.verdict {
+            "refused" => ExitStatus::Refused,
+            "ask" => ExitStatus::AskHuman,
+            "invalid" => ExitStatus::Usage,
+            _ => ExitStatus::Success,
+        };
+        Report::new(
+            status,
+            decision_json(decision),
+            render_decision(decision, None),
+        )
+    }
+
+    /// Adds a field to the JSON object.
+    pub fn with(mut self, key: &str, value: impl Into<Value>) -> Report {
+        self.json.insert(key.to_string(), value.into());
+        self
+    }
+
+    /// Adds lines to the text, before what is there.
+    pub fn text_before(mut self, lines: &str) -> Report {
+        if !lines.is_empty() {
+            self.text = format!("{}\n{}", lines.trim_end(), self.text);
+        }
+        self
+    }
+
+    /// Adds lines to the text, after what is there.
+    pub fn text_after(mut self, lines: &str) -> Report {
+        if !lines.is_empty() {
+            self.text = format!("{}\n{}", self.text.trim_end(), lines.trim_end());
+        }
+        self
+    }
+}
+
+pub fn decision_json(decision: &Decision) -> Value {
+    json!({
+        "verdict": decision.verdict,
+        "reasons": decision.reasons,
+        "next": decision.next,
+    })
+}
+
+/// `verdict: offer (automatic)`, one indented line per rule, then `next:`.
+pub fn render_decision(decision: &Decision, qualifier: Option<&str>) -> String {
+    let mut out = match qualifier {
+        Some(q) => format!("verdict: {} ({q})\n", decision.verdict),
+        None => format!("verdict: {}\n", decision.verdict),
+    };
+    for reason in &decision.reasons {
+        out.push_str(&format!("  {}: {}\n", reason.rule, reason.message));
+    }
+    if let Some(next) = &decision.next {
+        out.push_str(&format!("next: {next}\n"));
+    }
+    out
+}
+
+/// Quotes an argument for a command line shown to the user, only when it needs it.
+pub fn shell_quote(arg: &str) -> String {
+    let plain = !arg.is_empty()
+        && arg
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-/:=@+,".contains(&b));
+    if plain {
+        arg.to_string()
+    } else {
+        format!("'{}'", arg.replace('\'', r"'\''"))
+    }
+}
