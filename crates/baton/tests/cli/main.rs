@@ -1,0 +1,25 @@
+//! All CLI tests, in one binary (one link step, one place to look). Every module here must be
+//! listed below; `every_test_file_is_listed` fails when one is forgotten.
+
+mod common;
+mod crash;
+mod hostile;
+mod races;
+mod scenarios;
+
+#[test]
+fn every_test_file_is_listed() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli");
+    let main = std::fs::read_to_string(dir.join("main.rs")).unwrap();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        if let Some(module) = name.strip_suffix(".rs")
+            && module != "main"
+        {
+            assert!(
+                main.contains(&format!("mod {module};")),
+                "tests/cli/{name} is not listed in main.rs"
+            );
+        }
+    }
+}
