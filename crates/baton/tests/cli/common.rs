@@ -141,6 +141,8 @@ impl TestEnv {
     }
 
     /// Every file under the state directory with its bytes, to prove a command changed nothing.
+    /// The lock sidecar `baton.lock` is left out: it is created empty on first use and holds no
+    /// state.
     pub fn snapshot(&self) -> Vec<(PathBuf, Vec<u8>)> {
         fn walk(dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
             let Ok(entries) = std::fs::read_dir(dir) else {
@@ -149,6 +151,9 @@ impl TestEnv {
             for entry in entries {
                 let path = entry.unwrap().path();
                 let meta = std::fs::symlink_metadata(&path).unwrap();
+                if path.file_name().is_some_and(|n| n == "baton.lock") {
+                    continue;
+                }
                 if meta.is_dir() {
                     walk(&path, out);
                 } else if meta.is_file() {
