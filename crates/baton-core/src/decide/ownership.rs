@@ -376,4 +376,24 @@ mod tests {
             other => panic!("{other:?}"),
         }
     }
+
+    proptest::proptest! {
+        /// Whatever the flags, a live foreign owner of a loop is never written over, and every
+        /// takeover moves the epoch forward by exactly one.
+        #[test]
+        fn a_live_foreign_owner_always_wins(
+            minutes_ago in 0i64..=10, epoch in 0u64..1000, held in proptest::option::of(0u64..1000),
+            force: bool, me in "[a-z]{1,4}",
+        ) {
+            let now: Timestamp = NOW.parse().unwrap();
+            let owner = format!("{me}-owner");
+            let file = OwnerRecord { session: Some(&owner), liveness: at(minutes_ago), batch_active: None, epoch };
+            let out = gate(file, Writer { session: Some(&me), epoch: held, force }, now, "f");
+            proptest::prop_assert!(matches!(out, GateOutcome::Refused(_)), "{:?}", out);
+            let stale = OwnerRecord { liveness: at(11 + minutes_ago), ..file };
+            if let GateOutcome::Takeover { epoch: next, .. } = gate(stale, Writer { session: Some(&me), epoch: held, force }, now, "f") {
+                proptest::prop_assert_eq!(next, epoch + 1);
+            }
+        }
+    }
 }

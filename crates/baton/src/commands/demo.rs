@@ -10,9 +10,11 @@ use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::time::format_ts;
 
-/// Walk through a ticket loop in a throwaway git repository: start it, advance it, interrupt it
-/// as a rate limit would, then see what the next session's `baton resume` says and what
-/// accepting it prints.
+/// Walk through a ticket loop interrupted by a rate limit, in a throwaway repository.
+///
+/// Starts a loop, advances it, interrupts it as a rate limit would, then shows what the next
+/// session's `baton resume` says, what accepting it prints, and the gate refusing the old
+/// session.
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Keep the demo repository and print where it is.
