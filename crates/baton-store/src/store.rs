@@ -50,6 +50,8 @@ pub trait StateStore {
 
     /// Takes the store's exclusive lock, creating the store if it does not exist yet.
     fn lock(&self) -> Result<Self::Guard, StoreError>;
+    /// Whether the store exists; queries on a missing store create nothing.
+    fn exists(&self) -> Result<bool, StoreError>;
 
     fn read_loop(&self, key: &str) -> Result<Option<Loaded<LoopState>>, StoreError>;
     fn write_loop(&self, key: &str, state: &LoopState) -> Result<(), StoreError>;
@@ -125,6 +127,10 @@ impl StateStore for FsStore {
     fn lock(&self) -> Result<DirLock, StoreError> {
         self.layout.ensure_state_dir()?;
         DirLock::acquire(&self.layout.lock_file())
+    }
+
+    fn exists(&self) -> Result<bool, StoreError> {
+        self.layout.check_state_dir()
     }
 
     fn read_loop(&self, key: &str) -> Result<Option<Loaded<LoopState>>, StoreError> {

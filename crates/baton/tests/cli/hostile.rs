@@ -224,3 +224,31 @@ fn unknown_loops_and_bad_arguments_are_usage_errors() {
     out.assert_code(2);
     assert!(out.stderr.contains("--phase"));
 }
+
+#[test]
+fn queries_and_refusals_on_a_project_without_state_create_nothing() {
+    let env = TestEnv::new();
+    env.baton("A", 0, &["resume", "PROJ-1"]).assert_code(0);
+    env.baton("A", 0, &["resume"]).assert_code(0);
+    env.baton("A", 0, &["resume", "accept", "PROJ-1"])
+        .assert_code(2);
+    env.baton(
+        "A",
+        0,
+        &[
+            "loop", "set", "PROJ-1", "--phase", "qa", "--action", "returned",
+        ],
+    )
+    .assert_code(2);
+    env.baton("A", 0, &["loop", "heartbeat", "PROJ-1"])
+        .assert_code(0);
+    env.baton(
+        "A",
+        0,
+        &["batch", "ticket", "PROJ-1", "--status", "complete"],
+    )
+    .assert_code(2);
+    env.baton("A", 0, &["loop", "show", "PROJ-1"])
+        .assert_code(2);
+    assert!(!env.state_dir().exists(), "no state directory was created");
+}

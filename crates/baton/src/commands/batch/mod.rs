@@ -58,6 +58,9 @@ fn update(
     apply: impl FnOnce(&mut BatchState) -> Result<String, CommandError>,
 ) -> Result<Report, CommandError> {
     let store: FsStore = ctx.store()?;
+    if !store.exists()? {
+        return Err(no_batch());
+    }
     let _guard = store.lock()?;
     let loaded = store.read_batch()?.ok_or_else(no_batch)?;
     loaded.writable()?;

@@ -67,6 +67,12 @@ pub fn cmd_resume_check(ctx: &Ctx, ticket: &OsStr) -> Result<Report, CommandErro
 /// `baton resume` with no ticket: every loop in the project and its verdict, read-only.
 pub fn cmd_resume_all(ctx: &Ctx) -> Result<Report, CommandError> {
     let store = ctx.store()?;
+    if !store.exists()? {
+        return Ok(Report::ok(
+            json!({ "loops": [], "notes": [] }),
+            "no loops in this project",
+        ));
+    }
     let _guard = store.lock()?;
     let mut notes = adopt_legacy(&store, ctx)?;
     let layout = &store.layout;

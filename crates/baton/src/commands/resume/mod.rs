@@ -59,7 +59,7 @@ pub fn cmd_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandError> {
 /// Everything the resume check needs, read under the store lock.
 pub struct Gathered {
     pub store: FsStore,
-    pub _guard: DirLock,
+    pub _guard: Option<DirLock>,
     pub target: Target,
     pub loaded: Option<Loaded<LoopState>>,
     pub decision: ResumeDecision,
@@ -72,8 +72,17 @@ pub struct Gathered {
 pub fn gather(ctx: &Ctx, ticket: &std::ffi::OsStr) -> Result<Gathered, CommandError> {
     let store = ctx.store()?;
     let target = Target::derive(ctx, ticket);
-    let guard = store.lock()?;
-    let mut notes = adopt_legacy(&store, ctx)?;
+    // A query on a project without state creates nothing, not even the lock's sidecar.
+    let guard = if store.exists()? {
+        Some(store.lock()?)
+    } else {
+        None
+    };
+    let mut notes = if guard.is_some() {
+        adopt_legacy(&store, ctx)?
+    } else {
+        Vec::new()
+    };
     let loaded = store.read_loop(&target.key)?;
     let mut others = Vec::new();
     for scanned in store.scan_loops()? {

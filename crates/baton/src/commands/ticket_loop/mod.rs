@@ -225,6 +225,9 @@ pub fn transition(
 ) -> Result<Report, CommandError> {
     let store = ctx.store()?;
     let target = Target::derive(ctx, ticket);
+    if !store.exists()? {
+        return Err(missing_loop(&target));
+    }
     let _guard = store.lock()?;
     let notes = adopt_legacy(&store, ctx)?.join("\n");
     let loaded = store
