@@ -1,1 +1,264 @@
+//! Races: many processes contend on one gate at the same moment, and exactly one wins, in every
+//! trial (ENGINEERING.md, "Tests that prove it").
+//!
+//! Each trial builds a fresh project whose loop was last written 30 minutes ago (stale: the
+//! liveness window is 10 minutes), then starts 16 `baton` processes with 16 session ids against
+//! it. The first to get the store lock takes the loop over and makes it live again, so every
+//! later one must be refused by the ownership gate (exit 3). A gate evaluated outside the lock,
+//! or a lock that does not exclude, lets two of them win.
+//!
+//! Even trials hold every process at a barrier (a shell waiting on its stdin) until all 16 are
+//! started, then release them together; odd trials let them race as they start. The number of
+//! trials is `BATON_RACE_TRIALS` (default 20; `scripts/long-tests.sh` runs 500).
 
+use std::io::Write;
+use std::process::{Child, Command, Stdio};
+
+use serde_json::Value;
+
+use crate::common::{Run, TestEnv, at, to_run};
+
+const TICKET: &str = "PROJ-1";
+const CONTENDERS: usize = 16;
+/// Minutes after the owner's last write when the contenders arrive: well past the window.
+const STALE_MINUTE: i64 = 30;
+
+fn trials() -> usize {
+    match std::env::var("BATON_RACE_TRIALS") {
+        Ok(raw) => raw
+            .parse()
+            .unwrap_or_else(|_| panic!("BATON_RACE_TRIALS={raw:?} is not a number")),
+        Err(_) => 20,
+    }
+}
+
+/// A project with one loop, owned by session `owner` and last written at minute 0, and the
+/// file as it was before the race.
+fn stale_loop() -> (TestEnv, Value) {
+    let env = TestEnv::new();
+    env.baton("owner", 0, &["loop", "init", TICKET])
+        .assert_code(0);
+    env.baton(
+        "owner",
+        0,
+        &[
+            "loop",
+            "set",
+            TICKET,
+            "--phase",
+            "qa",
+            "--action",
+            "returned",
+            "--iteration",
+            "2",
+        ],
+    )
+    .assert_code(0);
+    let before = env.read_json(&env.loop_file(TICKET));
+    (env, before)
+}
+
+/// `baton` as `session`, wrapped in a shell that waits for one line on stdin before it `exec`s
+/// baton: the barrier. The wrapper gets exactly the hermetic environment of `env.command`, and
+/// the arguments travel as argv, never spliced into the script.
+fn behind_barrier(env: &TestEnv, session: &str, args: &[&str]) -> Command {
+    let inner = env.command(Some(session), &at(STALE_MINUTE));
+    let mut cmd = Command::new("sh");
+    cmd.env_clear();
+    for (key, value) in inner.get_envs() {
+        if let Some(value) = value {
+            cmd.env(key, value);
+        }
+    }
+    if let Some(dir) = inner.get_current_dir() {
+        cmd.current_dir(dir);
+    }
+    // On EOF (the test gave up before releasing) `read` fails and baton never runs.
+    cmd.arg("-c")
+        .arg(r#"read go && exec "$0" "$@""#)
+        .arg(inner.get_program())
+        .args(args);
+    cmd
+}
+
+/// Starts all contenders, then waits for all; returns each session id with how its run ended.
+fn race(env: &TestEnv, args: &[&str], barrier: bool) -> Vec<(String, Run)> {
+    let sessions: Vec<String> = (0..CONTENDERS).map(|n| format!("s{n}")).collect();
+    let mut children: Vec<Child> = sessions
+        .iter()
+        .map(|session| {
+            let mut cmd = if barrier {
+                behind_barrier(env, session, args)
+            } else {
+                let mut cmd = env.command(Some(session), &at(STALE_MINUTE));
+                cmd.args(args);
+                cmd
+            };
+            cmd.stdin(if barrier {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn a contender")
+        })
+        .collect();
+    if barrier {
+        // Release them as close together as one loop of writes allows; dropping each stdin
+        // right after also means no contender can wait forever.
+        for child in &mut children {
+            let mut stdin = child.stdin.take().expect("piped stdin");
+            stdin.write_all(b"go\n").expect("release a contender");
+        }
+    }
+    sessions
+        .into_iter()
+        .zip(children)
+        .map(|(session, child)| (session, to_run(child.wait_with_output().unwrap())))
+        .collect()
+}
+
+/// Every contender's outcome, for a failure message.
+fn describe(runs: &[(String, Run)]) -> String {
+    runs.iter()
+        .map(|(session, run)| {
+            format!(
+                "  {session}: exit {}\n    stdout: {}\n    stderr: {}",
+                run.code,
+                run.stdout.trim(),
+                run.stderr.trim()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Exactly one contender exited 0 and every other one 3 (refused by a gate, with the
+/// `refused` verdict); returns the winner's session id and output.
+fn single_winner<'a>(runs: &'a [(String, Run)], trial: &str) -> (&'a str, &'a Run) {
+    let winners: Vec<_> = runs.iter().filter(|(_, run)| run.code == 0).collect();
+    let losers_ok = runs
+        .iter()
+        .filter(|(_, run)| run.code != 0)
+        .all(|(_, run)| run.code == 3);
+    assert!(
+        winners.len() == 1 && losers_ok,
+        "{trial}: {} contenders exited 0 (want exactly 1, the others 3):\n{}",
+        winners.len(),
+        describe(runs)
+    );
+    for (session, run) in runs.iter().filter(|(_, run)| run.code == 3) {
+        assert_eq!(
+            run.json()["verdict"],
+            "refused",
+            "{trial}: loser {session} exited 3 without a refusal:\n{}",
+            describe(runs)
+        );
+    }
+    let (session, run) = winners[0];
+    (session.as_str(), run)
+}
+
+/// The loop file after the race: owned by the winner, one epoch past the old owner's, and no
+/// file left behind but the lock sidecar and the loop itself (no contender was killed).
+fn assert_taken_over_once(env: &TestEnv, before: &Value, winner: &str, trial: &str) -> Value {
+    let after = env.read_json(&env.loop_file(TICKET));
+    assert_eq!(after["session_id"], winner, "{trial}: owner on disk");
+    let epoch = |v: &Value| {
+        v["owner_epoch"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{trial}: owner_epoch is {}", v["owner_epoch"]))
+    };
+    assert_eq!(
+        epoch(&after),
+        epoch(before) + 1,
+        "{trial}: owner_epoch must move exactly once"
+    );
+    assert_eq!(after["status"], "active", "{trial}");
+    assert_eq!(after["last_updated"], at(STALE_MINUTE), "{trial}");
+    let mut names: Vec<String> = std::fs::read_dir(env.state_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["baton.lock", "loop-state-PROJ-1.json"],
+        "{trial}: files in the state directory"
+    );
+    after
+}
+
+fn trial_label(trial: usize, trials: usize, barrier: bool) -> String {
+    let start = if barrier {
+        "released together from a barrier"
+    } else {
+        "racing as they start"
+    };
+    format!(
+        "trial {}/{trials} ({CONTENDERS} processes {start})",
+        trial + 1
+    )
+}
+
+#[test]
+fn sixteen_resume_accepts_on_one_stale_loop_make_exactly_one_owner() {
+    let trials = trials();
+    for trial in 0..trials {
+        let barrier = trial % 2 == 0;
+        let label = trial_label(trial, trials, barrier);
+        let (env, before) = stale_loop();
+        let runs = race(&env, &["--json", "resume", "accept", TICKET], barrier);
+        let (winner, run) = single_winner(&runs, &label);
+        let out = run.json();
+        assert_eq!(out["verdict"], "accepted", "{label}: {out}");
+        assert_eq!(out["owner"], winner, "{label}: {out}");
+        let after = assert_taken_over_once(&env, &before, winner, &label);
+        assert_eq!(
+            after["resume_count"].as_u64(),
+            before["resume_count"].as_u64().map(|n| n + 1),
+            "{label}: resume_count must move exactly once"
+        );
+        assert_eq!(out["epoch"], after["owner_epoch"], "{label}: {out}");
+    }
+}
+
+#[test]
+fn sixteen_loop_sets_on_one_stale_loop_make_exactly_one_takeover() {
+    let trials = trials();
+    for trial in 0..trials {
+        let barrier = trial % 2 == 0;
+        let label = trial_label(trial, trials, barrier);
+        let (env, before) = stale_loop();
+        let runs = race(
+            &env,
+            &[
+                "--json", "loop", "set", TICKET, "--phase", "qa", "--action", "spawned",
+            ],
+            barrier,
+        );
+        let (winner, run) = single_winner(&runs, &label);
+        let out = run.json();
+        assert_eq!(out["verdict"], "ok", "{label}: {out}");
+        assert_eq!(out["owner"], winner, "{label}: {out}");
+        let rules: Vec<&str> = out["reasons"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r["rule"].as_str())
+            .collect();
+        assert!(
+            rules.contains(&"gate.stale-takeover"),
+            "{label}: the winner must report the takeover: {out}"
+        );
+        let after = assert_taken_over_once(&env, &before, winner, &label);
+        assert_eq!(after["last_phase_action"], "spawned", "{label}");
+        assert_eq!(
+            after["resume_count"], before["resume_count"],
+            "{label}: a takeover by `loop set` is not a resume"
+        );
+        assert_eq!(out["epoch"], after["owner_epoch"], "{label}: {out}");
+    }
+}
