@@ -13,7 +13,7 @@
 # Each test prints its seed and tally (kills before/after the write landed, temp files left).
 #
 # Override with BATON_RACE_TRIALS, BATON_CRASH_TRIALS, and BATON_CRASH_SEED to replay a crash
-# plan. Measured on the 2-core development machine, release build already there: 49 s when
+# plan. Measured on a 2-core machine with the release build already there: 49 s when
 # the disk was idle, 108 s and 110 s while other builds and benchmarks ran (fsync latency
 # dominates: the 5000-kill test alone took 16 s to 73 s; the two race tests ~16 s each). The
 # release build adds about a minute when it is not cached.

@@ -57,7 +57,8 @@ pub trait StateStore {
     fn write_loop(&self, key: &str, state: &LoopState) -> Result<(), StoreError>;
     /// Moves a loop out of the way, keeping it; returns where it went.
     fn archive_loop(&self, key: &str, now: Timestamp) -> Result<PathBuf, StoreError>;
-    /// Every keyed loop, in key order.
+    /// Every keyed loop, in key order. Called under the lock; it also removes the temp files
+    /// of writers killed mid-replace.
     fn scan_loops(&self) -> Result<Vec<Scanned>, StoreError>;
 
     fn read_legacy_loop(&self) -> Result<Option<Loaded<LoopState>>, StoreError>;
@@ -159,6 +160,12 @@ impl StateStore for FsStore {
         for entry in entries {
             let entry = entry.map_err(StoreError::io("list", dir))?;
             let name = entry.file_name();
+            if is_orphan_temp(&name) {
+                // Every replace writes its temp file under the store lock, which the scan holds:
+                // a temp file seen now belongs to a writer that was killed mid-write.
+                let _ = std::fs::remove_file(entry.path());
+                continue;
+            }
             let Some(key) = name.to_str().and_then(key_from_file_name) else {
                 continue;
             };
@@ -200,4 +207,10 @@ impl StateStore for FsStore {
     fn archive_batch(&self, now: Timestamp) -> Result<PathBuf, StoreError> {
         self.archive(&self.layout.batch_file(), "batch-state", now)
     }
+}
+
+/// `.<name>.tmp-<pid>-<hex>`, as `atomic::replace` names its temp files.
+fn is_orphan_temp(name: &std::ffi::OsStr) -> bool {
+    name.to_str()
+        .is_some_and(|n| n.starts_with('.') && n.contains(".tmp-"))
 }

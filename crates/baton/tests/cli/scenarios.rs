@@ -915,3 +915,14 @@ fn demo_teaches_the_loop_in_one_screen() {
     assert!(out.stdout.contains("(exit 3)"));
     assert!(out.stdout.lines().count() < 60, "fits a screen or two");
 }
+
+#[test]
+fn the_resume_scan_removes_temp_files_of_killed_writers() {
+    let env = TestEnv::new();
+    init_qa_returned(&env, "A");
+    let orphan = env.state_dir().join(".loop-state-PROJ-1.json.tmp-999-abcd");
+    std::fs::write(&orphan, b"{\"half").unwrap();
+    env.baton("B", 1, &["resume", "PROJ-1"]).assert_code(0);
+    assert!(!orphan.exists());
+    assert!(env.loop_file("PROJ-1").exists());
+}
