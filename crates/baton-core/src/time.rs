@@ -10,10 +10,17 @@ pub fn format_ts(ts: Timestamp) -> String {
     ts.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
-/// Parses an RFC 3339 timestamp; `None` for a missing or unreadable one, which every rule
-/// treats as stale.
+/// Parses a timestamp: RFC 3339, or a date-time with no offset, read as UTC (what Python's
+/// `datetime.utcnow().isoformat()` writes). `None` for a missing or unreadable one, which every
+/// rule treats as stale, like the protocol's missing timestamp.
 pub fn parse_ts(raw: Option<&str>) -> Option<Timestamp> {
-    raw?.trim().parse().ok()
+    let raw = raw?.trim();
+    raw.parse::<Timestamp>().ok().or_else(|| {
+        raw.parse::<jiff::civil::DateTime>()
+            .ok()
+            .and_then(|dt| dt.to_zoned(jiff::tz::TimeZone::UTC).ok())
+            .map(|z| z.timestamp())
+    })
 }
 
 /// `now - then`, clamped at zero: a timestamp from the future counts as just written.
@@ -26,9 +33,14 @@ pub fn age(now: Timestamp, then: Timestamp) -> SignedDuration {
     }
 }
 
-/// Whether a liveness timestamp is within the window. A missing one is stale.
+/// Whether a liveness timestamp is within the window. A missing one is stale, and so is one
+/// further in the future than the window: clock skew explains minutes, not a file that would
+/// otherwise stay live for ever.
 pub fn is_live(now: Timestamp, liveness: Option<Timestamp>) -> bool {
-    liveness.is_some_and(|then| age(now, then) <= LIVENESS_WINDOW)
+    liveness.is_some_and(|then| {
+        let age = now.duration_since(then);
+        age <= LIVENESS_WINDOW && age >= -LIVENESS_WINDOW
+    })
 }
 
 /// A short human age: `45s`, `12m`, `2h 5m`, `3d 4h`.
@@ -63,7 +75,11 @@ mod tests {
         assert!(!is_live(now, Some(ts("2026-01-01T00:09:59Z"))));
         assert!(
             is_live(now, Some(ts("2026-01-01T00:30:00Z"))),
-            "future counts as fresh"
+            "skew within the window is fresh"
+        );
+        assert!(
+            !is_live(now, Some(ts("2099-01-01T00:00:00Z"))),
+            "the far future is not trusted"
         );
         assert!(!is_live(now, None), "missing counts as stale");
     }
@@ -75,6 +91,11 @@ mod tests {
             Some(ts("2026-01-01T00:00:00Z"))
         );
         assert_eq!(parse_ts(Some("yesterday")), None);
+        assert_eq!(
+            parse_ts(Some("2026-01-01T00:00:00.123456")),
+            Some(ts("2026-01-01T00:00:00.123456Z")),
+            "no offset reads as UTC"
+        );
         assert_eq!(parse_ts(None), None);
     }
 

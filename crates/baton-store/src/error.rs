@@ -57,7 +57,7 @@ impl StoreError {
             }
             StoreError::Io { .. } => None,
             StoreError::Symlink { path } => Some(format!(
-                "replace the link with the file it points to, or remove it: `rm {}`",
+                "replace the link with the real file or directory it points to, or remove it: `rm {}`",
                 path.display()
             )),
             StoreError::NotRegular { path } => {

@@ -26,10 +26,16 @@ fn run(dir: &Path, args: &[&str]) -> Result<Output, StoreError> {
 fn run_ok(dir: &Path, args: &[&str]) -> Result<String, StoreError> {
     let out = run(dir, args)?;
     if !out.status.success() {
+        // Hooks and some porcelain report on stdout; show whichever said something.
+        let detail = [&out.stderr, &out.stdout]
+            .into_iter()
+            .map(|b| String::from_utf8_lossy(b).trim().to_string())
+            .find(|s| !s.is_empty())
+            .unwrap_or_else(|| format!("exit status {}", out.status));
         return Err(StoreError::Git {
             args: args.join(" "),
             dir: dir.into(),
-            detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            detail,
         });
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
@@ -143,17 +149,34 @@ pub fn stash_push(
         .to_string())
 }
 
-/// Commits every change outside the state directory. Returns the new commit's short id.
+/// Commits every change outside the state directory. Returns the new commit's short id. When
+/// the commit fails (a hook refuses it, no identity is set), the index is put back as it was,
+/// so a failed command leaves the user's staging untouched.
 pub fn commit_all(
     root: &Path,
     message: &str,
     state_dir: Option<&Path>,
 ) -> Result<String, StoreError> {
+    let index = root.join(run_ok(root, &["rev-parse", "--git-path", "index"])?.trim_end());
+    let saved = match std::fs::read(&index) {
+        Ok(bytes) => Some(bytes),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(StoreError::io("read", &index)(e)),
+    };
     let mut add = vec!["add", "--all", "--"];
     let spec = exclude_pathspec(state_dir);
     add.extend(spec.iter().map(String::as_str));
-    run_ok(root, &add)?;
-    run_ok(root, &["commit", "--quiet", "--message", message])?;
+    let committed =
+        run_ok(root, &add).and_then(|_| run_ok(root, &["commit", "--quiet", "--message", message]));
+    if let Err(e) = committed {
+        match saved {
+            Some(bytes) => crate::atomic::replace(&index, &bytes)?,
+            None => {
+                let _ = std::fs::remove_file(&index);
+            }
+        }
+        return Err(e);
+    }
     Ok(run_ok(root, &["rev-parse", "--short", "HEAD"])?
         .trim()
         .to_string())

@@ -51,12 +51,33 @@ pub fn run() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {
-            let _ = err.print();
-            let code = match err.kind() {
-                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => 0,
-                _ => ExitStatus::Usage as u8,
+            use clap::error::ErrorKind::{
+                DisplayHelp, DisplayHelpOnMissingArgumentOrSubcommand, DisplayVersion,
             };
-            return ExitCode::from(code);
+            if matches!(err.kind(), DisplayHelp | DisplayVersion) {
+                let _ = err.print();
+                return ExitCode::SUCCESS;
+            }
+            // `--json` promises one JSON object whatever happens, a bad command line included.
+            let wants_json = std::env::args_os()
+                .skip(1)
+                .take_while(|a| a != "--")
+                .any(|a| a == "--json");
+            if wants_json && err.kind() != DisplayHelpOnMissingArgumentOrSubcommand {
+                let message = err.render().to_string();
+                let summary: Vec<&str> = message
+                    .lines()
+                    .take_while(|l| !l.is_empty() && !l.starts_with("Usage:"))
+                    .map(str::trim)
+                    .collect();
+                let summary = summary.join(" ").trim_start_matches("error: ").to_string();
+                let usage = CommandError::usage(summary)
+                    .hint("run the command with `--help` to see its arguments");
+                let (status, stdout, _) = render_error(&usage, true);
+                return print_and_exit(status, &stdout, "");
+            }
+            let _ = err.print();
+            return ExitCode::from(ExitStatus::Usage as u8);
         }
     };
     let json = cli.json;

@@ -26,7 +26,8 @@ impl Ctx {
         let session = session
             .or_else(|| std::env::var("BATON_SESSION").ok())
             .or_else(|| std::env::var("CLAUDE_CODE_SESSION_ID").ok())
-            .filter(|s| !s.is_empty());
+            // The originating shell writes the literal `null` for a missing session id.
+            .filter(|s| !s.is_empty() && s != "null");
         let now = match std::env::var("BATON_NOW") {
             Ok(raw) if !raw.is_empty() => raw.parse::<Timestamp>().map_err(|e| {
                 CommandError::usage(format!(

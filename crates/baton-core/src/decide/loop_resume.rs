@@ -181,17 +181,26 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
         && state.status == LoopStatus::Interrupted)
         .then(|| state.resume_after.clone())
         .flatten();
+    // Ownerless (legacy) state is taken over only with `--force`; say so up front.
+    let ownerless = state.owner().is_none() && me.is_some();
+    if ownerless {
+        reasons.push(Reason::new(
+            "loop.ownerless",
+            "the loop records no owner session (legacy state): accepting it needs `--force`",
+        ));
+    }
+    let accept = format!(
+        "baton resume accept {t}{}",
+        if ownerless { " --force" } else { "" }
+    );
     let mut next = match mode {
-        Mode::Automatic => format!(
-            "`baton resume accept {t}`, then continue from {}",
-            state.position()
-        ),
+        Mode::Automatic => format!("`{accept}`, then continue from {}", state.position()),
         Mode::Respawn => format!(
-            "`baton resume accept {t}`, then spawn the in-flight worker again ({})",
+            "`{accept}`, then spawn the in-flight worker again ({})",
             state.position()
         ),
         Mode::Confirm => format!(
-            "ask the human: discard the partial work (`baton resume accept {t} --discard`, kept in `git stash`) or commit it (`baton resume accept {t} --commit`)"
+            "ask the human: discard the partial work (`{accept} --discard`, kept in `git stash`) or commit it (`{accept} --commit`)"
         ),
         Mode::Never => format!(
             "ask the human: resume anyway (`baton resume accept {t} --force`) or start over (`baton resume fresh {t}`)"
@@ -620,6 +629,47 @@ mod tests {
                 d.decision.rules()
             );
         }
+    }
+
+    #[test]
+    fn an_unknown_tree_is_never_guessed_clean() {
+        let s = state(
+            LoopStatus::Interrupted,
+            Some("A"),
+            1,
+            Some("qa"),
+            Some("returned"),
+        );
+        let d = decide_loop_resume(&ResumeFacts {
+            ticket_arg: "PROJ-1",
+            state: Some(&s),
+            me: Some("B"),
+            now: now(),
+            tree_dirty: None,
+            others: &[],
+        });
+        assert_eq!(d.mode, Some(Mode::Never));
+        assert!(d.decision.rules().contains(&"loop.mode-never-tree-unknown"));
+    }
+
+    #[test]
+    fn ownerless_state_is_offered_with_force() {
+        let s = state(
+            LoopStatus::Interrupted,
+            None,
+            30,
+            Some("qa"),
+            Some("returned"),
+        );
+        let d = decide(Some(&s), Some("B"), false);
+        assert_eq!(d.mode, Some(Mode::Automatic));
+        assert!(d.decision.rules().contains(&"loop.ownerless"));
+        assert!(
+            d.decision
+                .next
+                .unwrap()
+                .contains("baton resume accept PROJ-1 --force")
+        );
     }
 
     #[test]

@@ -29,7 +29,7 @@ pub fn check_key_collision(
                 ),
             ),
             Some(format!(
-                "refer to the loop as {existing:?}, or finish and archive it before reusing the key"
+                "refer to the loop as {existing:?}; to reuse the key, archive that loop first with `baton resume fresh` on it"
             )),
         )),
         _ => Ok(()),
@@ -60,6 +60,11 @@ pub fn decide_init(
     if state.status.is_terminal() {
         return InitPlan::Create { archive_old: true };
     }
+    let me = me.filter(|s| !s.is_empty());
+    // This session's own active loop, however quiet it has been, is already running.
+    if me.is_some() && state.owner() == me && state.status == LoopStatus::Active {
+        return InitPlan::AlreadyOwned;
+    }
     if is_resumable(state, now) {
         return InitPlan::Refuse(Decision::new(
             ASK,
@@ -76,16 +81,17 @@ pub fn decide_init(
             )),
         ));
     }
-    let me = me.filter(|s| !s.is_empty());
-    if me.is_some() && state.owner() == me && state.status == LoopStatus::Active {
-        return InitPlan::AlreadyOwned;
-    }
     // Active and live under another (or no) session: the ownership gate refuses it.
     InitPlan::Create { archive_old: false }
 }
 
 /// A phase transition is recorded on an active loop only; the refusal says how to get there.
-pub fn check_transition(state: &LoopState, action: Option<&str>, t: &str) -> Result<(), Decision> {
+pub fn check_transition(
+    state: &LoopState,
+    phase: &str,
+    action: Option<&str>,
+    t: &str,
+) -> Result<(), Decision> {
     match state.status {
         LoopStatus::Active => {}
         LoopStatus::Interrupted => {
@@ -109,7 +115,8 @@ pub fn check_transition(state: &LoopState, action: Option<&str>, t: &str) -> Res
             ));
         }
     }
-    if state.brief_owed && action == Some("engineer_spawned") {
+    let spawns_engineer = action.is_some_and(|a| is_engineer_spawn(phase, a));
+    if state.brief_owed && spawns_engineer {
         return Err(Decision::new(
             REFUSED,
             Reason::new(
@@ -128,10 +135,16 @@ pub fn check_transition(state: &LoopState, action: Option<&str>, t: &str) -> Res
     Ok(())
 }
 
+/// Whether a transition spawns an engineer: `engineer_spawned` in any phase, or `spawned` in
+/// the engineer phase.
+pub fn is_engineer_spawn(phase: &str, action: &str) -> bool {
+    action == "engineer_spawned" || (phase == "engineer" && action == "spawned")
+}
+
 /// Whether a Brief is owed after an artifact update. Raising the tier with no Brief on record
 /// makes one owed; recording a Brief pays it. Lowering the tier never clears a debt by itself.
-pub fn brief_owed_after(old: &LoopState, new_tier: PromotionTier, brief_recorded: bool) -> bool {
-    if brief_recorded {
+pub fn brief_owed_after(old: &LoopState, new_tier: PromotionTier, new_brief: bool) -> bool {
+    if new_brief || old.brief_path.is_some() {
         return false;
     }
     let old_tier = PromotionTier::parse_lenient(old.promotion_tier.as_deref());
@@ -192,6 +205,16 @@ mod tests {
             ),
             InitPlan::AlreadyOwned
         );
+        assert_eq!(
+            decide_init(
+                Some(&loop_with(Active, Some("A"), 30)),
+                Some("A"),
+                now(),
+                "T"
+            ),
+            InitPlan::AlreadyOwned,
+            "own and quiet is still own"
+        );
         match decide_init(
             Some(&loop_with(Interrupted, Some("A"), 1)),
             Some("A"),
@@ -231,13 +254,19 @@ mod tests {
             LoopStatus::Complete,
             LoopStatus::Stalled,
         ] {
-            let err = check_transition(&loop_with(status, Some("A"), 1), Some("returned"), "T")
-                .unwrap_err();
+            let err = check_transition(
+                &loop_with(status, Some("A"), 1),
+                "qa",
+                Some("returned"),
+                "T",
+            )
+            .unwrap_err();
             assert_eq!(err.rules(), ["loop.not-active"]);
         }
         assert!(
             check_transition(
                 &loop_with(LoopStatus::Active, Some("A"), 1),
+                "qa",
                 Some("returned"),
                 "T"
             )
@@ -277,15 +306,29 @@ mod tests {
             "recording pays it"
         );
 
-        let err = check_transition(&owed, Some("engineer_spawned"), "T").unwrap_err();
+        let err = check_transition(&owed, "qa", Some("engineer_spawned"), "T").unwrap_err();
         assert_eq!(err.rules(), ["loop.brief-owed"]);
         assert!(
-            check_transition(&owed, Some("engineer_returned"), "T").is_ok(),
+            check_transition(&owed, "qa", Some("engineer_returned"), "T").is_ok(),
             "the in-flight engineer may return"
         );
         assert!(
-            check_transition(&owed, Some("spawned"), "T").is_ok(),
+            check_transition(&owed, "qa", Some("spawned"), "T").is_ok(),
             "reviews go on"
+        );
+        let err = check_transition(&owed, "engineer", Some("spawned"), "T").unwrap_err();
+        assert_eq!(
+            err.rules(),
+            ["loop.brief-owed"],
+            "an engineer spawn by another name"
+        );
+
+        let mut with_brief = base.clone();
+        with_brief.brief_path = Some("/p/brief.md".into());
+        with_brief.promotion_tier = Some("brief".into());
+        assert!(
+            !brief_owed_after(&with_brief, PromotionTier::Plan, false),
+            "brief -> plan with a Brief already on record owes nothing"
         );
     }
 }

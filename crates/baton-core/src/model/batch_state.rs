@@ -26,7 +26,7 @@ pub struct BatchState {
     /// Append-only.
     #[serde(default)]
     pub replan_log: Vec<ReplanEntry>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::null_as_default")]
     pub owner_epoch: u64,
     #[serde(flatten)]
     pub extra: Map<String, Value>,

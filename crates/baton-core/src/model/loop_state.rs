@@ -39,7 +39,7 @@ pub struct LoopState {
     /// Liveness: refreshed by every transition and heartbeat, never by an interrupt.
     #[serde(default)]
     pub last_updated: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::null_as_default")]
     pub resume_count: u64,
     #[serde(default)]
     pub brief_path: Option<String>,
@@ -49,7 +49,7 @@ pub struct LoopState {
     #[serde(default)]
     pub promotion_tier: Option<String>,
     /// Fencing token: bumped by every takeover; a writer holding an older one is refused.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::null_as_default")]
     pub owner_epoch: u64,
     /// When a rate-limited loop may be resumed, if the limit said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -65,13 +65,13 @@ pub struct LoopState {
 pub struct LoopProgress {
     #[serde(default)]
     pub phase: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::null_as_default")]
     pub iteration: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::null_as_default")]
     pub max_iterations: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::null_as_default")]
     pub findings_log: Vec<Value>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::null_as_default")]
     pub qa_failures_log: Vec<Value>,
     #[serde(default)]
     pub last_engineer_summary: Option<String>,
@@ -245,6 +245,14 @@ mod tests {
             back.get("brief_owed").is_none(),
             "baton's flags stay out of files that lack them"
         );
+    }
+
+    #[test]
+    fn null_counters_read_as_zero() {
+        let raw = r#"{"status":"active","resume_count":null,"owner_epoch":null,
+            "loop_state":{"iteration":null,"max_iterations":null,"findings_log":null}}"#;
+        let state: LoopState = serde_json::from_str(raw).unwrap();
+        assert_eq!((state.loop_state.max_iterations, state.owner_epoch), (0, 0));
     }
 
     #[test]

@@ -15,3 +15,13 @@ pub const SCHEMA_VERSION: u32 = 1;
 pub(crate) fn schema_v1() -> u32 {
     SCHEMA_VERSION
 }
+
+/// Reads `null` as the default, so a file written by a tool that nulls its counters (for
+/// example `"max_iterations": null`) still parses.
+pub(crate) fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + serde::Deserialize<'de>,
+{
+    Ok(<Option<T> as serde::Deserialize>::deserialize(d)?.unwrap_or_default())
+}

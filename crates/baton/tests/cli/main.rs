@@ -5,6 +5,7 @@ mod common;
 mod crash;
 mod hostile;
 mod races;
+mod regressions;
 mod scenarios;
 
 #[test]

@@ -721,7 +721,12 @@ fn finished_loops_are_archived_by_the_resume_check_and_fresh_archives_on_request
         &["loop", "finish", "PROJ-1", "--status", "complete"],
     )
     .assert_code(0);
-    let v = env.baton("B", 2, &["--json", "resume", "PROJ-1"]).json();
+    // A live session may hold a finished loop: another session leaves it in place.
+    let early = env.baton("B", 2, &["resume", "PROJ-1"]);
+    assert!(early.stdout.contains("left in place"), "{}", early.stdout);
+    assert!(env.loop_file("PROJ-1").exists());
+    // Its own session archives it at once.
+    let v = env.baton("A", 2, &["--json", "resume", "PROJ-1"]).json();
     assert_eq!(v["verdict"], "none");
     assert!(
         v["archived"]

@@ -35,6 +35,24 @@ pub struct StartArgs {
 }
 
 pub fn cmd_batch_start(ctx: &Ctx, args: StartArgs) -> Result<Report, CommandError> {
+    let keys: Vec<String> = args
+        .tickets
+        .iter()
+        .map(|raw| loop_key(raw.as_bytes(), ctx.session(), || random_hex(4)).0)
+        .collect();
+    for (i, key) in keys.iter().enumerate() {
+        if let Some(j) = keys[..i].iter().position(|k| k == key) {
+            return Err(CommandError::usage(format!(
+                "tickets {:?} and {:?} share the key {key}, so they would share one loop-state file",
+                args.tickets[j].to_string_lossy(),
+                args.tickets[i].to_string_lossy()
+            ))
+            .hint("list each ticket once, under ids that differ after sanitizing (`baton loop key <TICKET>`)"));
+        }
+    }
+    if let Err(d) = decide_batch_start(None, args.tickets.len(), ctx.session(), ctx.now) {
+        return Ok(Report::decision(&d));
+    }
     let store = ctx.store()?;
     let _guard = store.lock()?;
     let existing = store.read_batch()?;
@@ -75,9 +93,10 @@ pub fn cmd_batch_start(ctx: &Ctx, args: StartArgs) -> Result<Report, CommandErro
     let tickets: Vec<BatchTicket> = args
         .tickets
         .iter()
-        .map(|raw| BatchTicket {
+        .zip(keys)
+        .map(|(raw, key)| BatchTicket {
             ticket_id: raw.to_string_lossy().into_owned(),
-            loop_key: Some(loop_key(raw.as_bytes(), ctx.session(), || random_hex(4)).0),
+            loop_key: Some(key),
             status: "pending".into(),
             extra: Map::new(),
         })

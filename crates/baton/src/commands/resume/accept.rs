@@ -112,12 +112,7 @@ pub fn cmd_resume_accept(ctx: &Ctx, args: AcceptArgs) -> Result<Report, CommandE
         );
     }
     let mut reasons = offer.decision.reasons.clone();
-    // An interrupt is the owner's own release of the loop: its last write no longer makes it
-    // live, or the offer the resume check just made could not be accepted for 10 minutes.
-    let mut record = owner_record(&loaded.state);
-    if loaded.state.status == LoopStatus::Interrupted {
-        record.liveness = None;
-    }
+    let record = owner_record(&loaded.state);
     if let GateOutcome::Refused(d) = gate(
         record,
         writer(ctx, &args.flags),
@@ -160,21 +155,19 @@ pub fn cmd_resume_accept(ctx: &Ctx, args: AcceptArgs) -> Result<Report, CommandE
     state.resume_after = None;
     state.last_updated = Some(format_ts(ctx.now));
     g.store.write_loop(&g.target.key, &state)?;
-    if let Some(warning) = lost_work(layout.root.as_path(), &state) {
-        reasons.push(warning);
-    }
-    let next = match mode {
-        Mode::Respawn => format!(
-            "spawn the in-flight worker again ({}); pass `--epoch {}` on later writes",
-            state.position(),
-            state.owner_epoch
-        ),
-        _ => format!(
-            "continue from {}; pass `--epoch {}` on later writes",
-            state.position(),
-            state.owner_epoch
-        ),
+    let lost = lost_work(layout.root.as_path(), &state);
+    let epoch = state.owner_epoch;
+    let pos = state.position();
+    let next = if lost.is_some() {
+        format!(
+            "before spawning anything, find the lost work (`git log --all`, `git stash list`, `git reflog`); then continue from {pos}; pass `--epoch {epoch}` on later writes"
+        )
+    } else if mode == Mode::Respawn || (mode == Mode::Confirm && args.discard) {
+        format!("spawn the in-flight worker again ({pos}); pass `--epoch {epoch}` on later writes")
+    } else {
+        format!("continue from {pos}; pass `--epoch {epoch}` on later writes")
     };
+    reasons.extend(lost);
     let decision = Decision {
         verdict: "accepted",
         reasons,

@@ -3,7 +3,7 @@ use std::ffi::OsStr;
 use serde_json::{Value, json};
 
 use super::gather;
-use crate::commands::ticket_loop::{adopt_legacy, breadcrumb};
+use crate::commands::ticket_loop::{WriteFlags, adopt_legacy, breadcrumb, may_replace};
 use crate::context::Ctx;
 use crate::error::{CommandError, ExitStatus};
 use crate::output::{Report, decision_json, render_decision, shell_quote};
@@ -22,8 +22,12 @@ pub fn cmd_resume_check(ctx: &Ctx, ticket: &OsStr) -> Result<Report, CommandErro
     }
     let d = &g.decision;
     let mut archived = None;
-    if d.archive {
-        archived = Some(g.store.archive_loop(&g.target.key, ctx.now)?);
+    let mut kept = None;
+    if let Some(loaded) = g.loaded.as_ref().filter(|_| d.archive) {
+        match may_replace(ctx, &loaded.state, &WriteFlags::default(), &g.target) {
+            Ok(()) => archived = Some(g.store.archive_loop(&g.target.key, ctx.now)?),
+            Err(refusal) => kept = refusal.reasons.first().map(|r| r.message.clone()),
+        }
     }
     let mut text = render_decision(&d.decision, d.mode.map(|m| m.as_str()));
     if let Some(loaded) = &g.loaded
@@ -40,6 +44,9 @@ pub fn cmd_resume_check(ctx: &Ctx, ticket: &OsStr) -> Result<Report, CommandErro
     }
     if let Some(to) = &archived {
         text.push_str(&format!("archived: {}\n", to.display()));
+    }
+    if let Some(why) = &kept {
+        text.push_str(&format!("left in place: {why}\n"));
     }
     if let Some(others) = &d.others {
         text.push_str(&format!("info: {others}\n"));

@@ -4,10 +4,11 @@ use clap::Args;
 use serde_json::json;
 
 use super::gather;
+use crate::commands::ticket_loop::{WriteFlags, may_replace};
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
-use baton_core::decide::loop_write::{REFUSED, check_key_collision};
+use baton_core::decide::loop_write::check_key_collision;
 use baton_core::{Decision, Reason};
 use baton_store::StateStore;
 
@@ -17,6 +18,8 @@ use baton_store::StateStore;
 pub struct FreshArgs {
     /// The ticket id.
     ticket: OsString,
+    #[command(flatten)]
+    flags: WriteFlags,
 }
 
 pub fn cmd_resume_fresh(ctx: &Ctx, args: FreshArgs) -> Result<Report, CommandError> {
@@ -30,15 +33,11 @@ pub fn cmd_resume_fresh(ctx: &Ctx, args: FreshArgs) -> Result<Report, CommandErr
         )
         .text_before(&notes));
     };
+    loaded.writable()?;
     if let Err(d) = check_key_collision(&loaded.state, &g.target.raw, &g.target.key) {
         return Ok(Report::decision(&d).text_before(&notes));
     }
-    if g.decision.decision.verdict == "live" {
-        let d = Decision {
-            verdict: REFUSED,
-            reasons: g.decision.decision.reasons.clone(),
-            next: g.decision.decision.next.clone(),
-        };
+    if let Err(d) = may_replace(ctx, &loaded.state, &args.flags, &g.target) {
         return Ok(Report::decision(&d).text_before(&notes));
     }
     let to = g.store.archive_loop(&g.target.key, ctx.now)?;

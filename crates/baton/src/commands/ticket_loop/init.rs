@@ -2,14 +2,13 @@ use std::ffi::OsString;
 
 use clap::Args;
 
-use super::{Target, WriteFlags, adopt_legacy, breadcrumb, loop_report, owner_record, writer};
+use super::{Target, WriteFlags, adopt_legacy, breadcrumb, loop_report, may_replace};
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::Decision;
 use baton_core::decide::batch::single_ticket_warning;
 use baton_core::decide::loop_write::{InitPlan, check_key_collision, decide_init};
-use baton_core::decide::ownership::{GateOutcome, gate};
 use baton_core::model::{LoopState, Phase};
 use baton_core::time::format_ts;
 use baton_store::{StateStore, git};
@@ -80,31 +79,22 @@ pub fn cmd_loop_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> 
             )
             .text_before(&notes));
         }
-        InitPlan::Create { archive_old: true } => {
-            let to = store.archive_loop(&target.key, ctx.now)?;
-            reasons.push(baton_core::Reason::new(
-                "loop.terminal-archived",
-                format!("the finished loop was moved to {}", to.display()),
-            ));
-        }
-        InitPlan::Create { archive_old: false } => {
+        InitPlan::Create { archive_old } => {
             if let Some(old) = &existing {
-                // A live loop of another (or no) session: the ownership gate decides.
-                match gate(
-                    owner_record(&old.state),
-                    writer(ctx, &args.flags),
-                    ctx.now,
-                    &target.file_name(),
-                ) {
-                    GateOutcome::Refused(d) => return Ok(Report::decision(&d).text_before(&notes)),
-                    GateOutcome::Owner | GateOutcome::Takeover { .. } => {
-                        let to = store.archive_loop(&target.key, ctx.now)?;
-                        reasons.push(baton_core::Reason::new(
-                            "loop.replaced-archived",
-                            format!("the previous loop was moved to {}", to.display()),
-                        ));
-                    }
+                // A finished loop of a live foreign session, or any live foreign loop, stays.
+                if let Err(d) = may_replace(ctx, &old.state, &args.flags, &target) {
+                    return Ok(Report::decision(&d).text_before(&notes));
                 }
+                let to = store.archive_loop(&target.key, ctx.now)?;
+                let (rule, what) = if archive_old {
+                    ("loop.terminal-archived", "the finished loop")
+                } else {
+                    ("loop.replaced-archived", "the previous loop")
+                };
+                reasons.push(baton_core::Reason::new(
+                    rule,
+                    format!("{what} was moved to {}", to.display()),
+                ));
             }
         }
     }

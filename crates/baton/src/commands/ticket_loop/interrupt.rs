@@ -94,9 +94,15 @@ pub fn parse_when(now: Timestamp, raw: &str) -> Result<Timestamp, CommandError> 
         "d" => 86400,
         _ => 0,
     };
-    match num.parse::<i64>() {
-        Ok(n) if secs > 0 && n >= 0 => Ok(now + jiff::SignedDuration::from_secs(n * secs)),
-        _ => Err(CommandError::usage(format!(
+    let later = num
+        .parse::<i64>()
+        .ok()
+        .filter(|&n| secs > 0 && n >= 0)
+        .and_then(|n| n.checked_mul(secs))
+        .and_then(|s| now.checked_add(jiff::SignedDuration::from_secs(s)).ok());
+    match later {
+        Some(ts) => Ok(ts),
+        None => Err(CommandError::usage(format!(
             "--resume-after {raw:?} is neither an RFC 3339 time nor a delay"
         ))
         .hint("pass `2026-01-31T14:00:00Z` or a delay such as `45m`")),

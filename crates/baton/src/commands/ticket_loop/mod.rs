@@ -107,10 +107,34 @@ pub fn missing_loop(target: &Target) -> CommandError {
     ))
 }
 
+/// Refuses to move a loop out of the way (archive or replace it) when the ownership gate would
+/// refuse a write: a live session may hold a loop that is not active, and a foreign session
+/// must not clobber it.
+pub fn may_replace(
+    ctx: &Ctx,
+    state: &LoopState,
+    flags: &WriteFlags,
+    target: &Target,
+) -> Result<(), Decision> {
+    match gate(
+        owner_record(state),
+        writer(ctx, flags),
+        ctx.now,
+        &target.file_name(),
+    ) {
+        GateOutcome::Refused(d) => Err(d),
+        GateOutcome::Owner | GateOutcome::Takeover { .. } => Ok(()),
+    }
+}
+
+/// What the gate sees of a loop's owner. An interrupt is the owner's own release of the loop, so
+/// an interrupted loop's last write no longer makes it live: otherwise the offer of the resume
+/// check could not be accepted for 10 minutes after the owner's last transition.
 pub fn owner_record(state: &LoopState) -> OwnerRecord<'_> {
+    let released = state.status == baton_core::model::LoopStatus::Interrupted;
     OwnerRecord {
         session: state.session_id.as_deref(),
-        liveness: parse_ts(state.last_updated.as_deref()),
+        liveness: parse_ts(state.last_updated.as_deref()).filter(|_| !released),
         batch_active: None,
         epoch: state.owner_epoch,
     }
@@ -184,6 +208,18 @@ pub fn adopt_legacy(store: &FsStore, ctx: &Ctx) -> Result<Vec<String>, CommandEr
                 loop_file_name(&key)
             )
         }
+        Ok(Some(keyed)) if keyed.state.status.is_terminal() => {
+            // Only a resumable (or live) keyed file wins; a finished one gives way.
+            let archived = store.archive_loop(&key, ctx.now)?;
+            store.write_loop(&key, &adopted)?;
+            store.remove_legacy_loop()?;
+            format!(
+                "note: adopted legacy {} onto {}; the finished keyed loop was moved to {}",
+                legacy_name.display(),
+                loop_file_name(&key),
+                archived.display()
+            )
+        }
         Ok(Some(_)) => {
             let archived = store.archive_legacy_loop(ctx.now)?;
             format!(
@@ -229,10 +265,13 @@ pub fn transition(
         return Err(missing_loop(&target));
     }
     let _guard = store.lock()?;
-    let notes = adopt_legacy(&store, ctx)?.join("\n");
-    let loaded = store
-        .read_loop(&target.key)?
-        .ok_or_else(|| missing_loop(&target))?;
+    let notes = adopt_legacy(&store, ctx)?;
+    let Some(loaded) = store.read_loop(&target.key)? else {
+        return Err(notes
+            .into_iter()
+            .fold(missing_loop(&target), CommandError::hint));
+    };
+    let notes = notes.join("\n");
     loaded.writable()?;
     if let Err(d) = check_key_collision(&loaded.state, &target.raw, &target.key) {
         return Ok(Report::decision(&d).text_before(&notes));
@@ -259,7 +298,21 @@ pub fn transition(
         reasons.push(reason);
     }
     reasons.extend(applied.warnings);
-    if applied.changed || takeover.is_some() {
+    let mut changed = applied.changed || takeover.is_some();
+    if changed && state.loop_key.as_deref() != Some(target.key.as_str()) {
+        // The file name wins over a disagreeing field.
+        reasons.push(Reason::new(
+            "loop.key-field-mismatch",
+            format!(
+                "the file's loop_key was {:?}; set to {} from its name",
+                state.loop_key.as_deref().unwrap_or("null"),
+                target.key
+            ),
+        ));
+        state.loop_key = Some(target.key.clone());
+        changed = true;
+    }
+    if changed {
         store.write_loop(&target.key, &state)?;
     }
     let decision = Decision {
@@ -267,7 +320,14 @@ pub fn transition(
         reasons,
         next: applied.next,
     };
-    Ok(loop_report(&decision, &target, &loaded.path, &state, &applied.message).text_before(&notes))
+    // Every transition prints its breadcrumb first.
+    let crumb = breadcrumb(&state);
+    let message = if applied.message.starts_with(&crumb) {
+        applied.message
+    } else {
+        format!("{crumb}\n{}", applied.message)
+    };
+    Ok(loop_report(&decision, &target, &loaded.path, &state, &message).text_before(&notes))
 }
 
 /// The report of a loop write: the message, the rules that fired, the next step.

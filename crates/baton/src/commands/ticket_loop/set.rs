@@ -52,7 +52,7 @@ pub fn cmd_loop_set(ctx: &Ctx, args: SetArgs) -> Result<Report, CommandError> {
             .hint("pass what happened, for example `--action returned`"));
     }
     transition(ctx, &args.ticket, &args.flags, |state, target| {
-        check_transition(state, Some(&args.action), &target.arg())?;
+        check_transition(state, &args.phase, Some(&args.action), &target.arg())?;
         state.last_phase = Some(args.phase.clone());
         state.last_phase_action = Some(args.action.clone());
         state.loop_state.phase = Phase::parse(&args.phase).map(|p| p.as_str().to_string());

@@ -24,6 +24,11 @@ pub fn cmd_loop_show(ctx: &Ctx, args: ShowArgs) -> Result<Report, CommandError> 
     let loaded = store
         .read_loop(&target.key)?
         .ok_or_else(|| missing_loop(&target))?;
+    if let Err(d) =
+        baton_core::decide::loop_write::check_key_collision(&loaded.state, &target.raw, &target.key)
+    {
+        return Ok(Report::decision(&d));
+    }
     let s = &loaded.state;
     let last = parse_ts(s.last_updated.as_deref());
     let liveness = match last {
