@@ -143,4 +143,20 @@ mod tests {
             Err(StoreError::NewerSchema { found: 99, .. })
         ));
     }
+
+    proptest::proptest! {
+        /// Any bytes at all give a state or a named error, never a panic.
+        #[test]
+        fn parse_never_panics(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..512)) {
+            let _ = parse_state::<LoopState>(Path::new("x.json"), &bytes);
+        }
+
+        /// Truncating a valid file anywhere is always detected.
+        #[test]
+        fn every_truncation_is_an_error(cut in 0usize..200) {
+            let full = br#"{"schema_version":1,"session_id":"A","ticket_id":"PROJ-1","status":"active","loop_state":{"iteration":2}}"#;
+            let cut = cut.min(full.len() - 1);
+            proptest::prop_assert!(parse_state::<LoopState>(Path::new("x.json"), &full[..cut]).is_err());
+        }
+    }
 }

@@ -1,0 +1,241 @@
+#!/usr/bin/env bash
+# Whole-process and in-process benchmarks of baton's hot paths, with the floors measured in the
+# same run, for docs/performance.md.
+#
+#   scripts/bench.sh            the full run: hyperfine --warmup 20 --runs 300, criterion defaults
+#   scripts/bench.sh --quick    far fewer runs, for CI: under a minute once the bench is built
+#   scripts/bench.sh --out DIR  write the hyperfine JSON and the summary to DIR
+#                               (default: a new directory under $TMPDIR, printed at the end)
+#
+# Needs hyperfine and jq (Debian packages); installs nothing. The temp repositories are made
+# under $TMPDIR (default /tmp), and the criterion bench writes its temp files there too, so the
+# fsync floor and the commands measure the same filesystem.
+#
+# Timings are only worth comparing on a quiet machine: a concurrent build that writes many files
+# makes every fsync wait for that writeback (ext4 commits one journal for everyone), so the share
+# of CPU time not idle is printed before and after, with a warning above 10%.
+
+set -euo pipefail
+
+quick=0
+out=""
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --quick) quick=1 ;;
+        --out)
+            out="${2:?--out needs a directory}"
+            shift
+            ;;
+        -h | --help)
+            sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+            exit 0
+            ;;
+        *)
+            echo "bench.sh: unknown argument \`$1\` (try --help)" >&2
+            exit 2
+            ;;
+    esac
+    shift
+done
+
+missing=()
+for tool in hyperfine jq git cargo; do
+    command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
+done
+if [[ ${#missing[@]} -gt 0 ]]; then
+    echo "bench.sh: missing ${missing[*]}" >&2
+    for tool in "${missing[@]}"; do
+        case "$tool" in
+            hyperfine | jq | git) echo "  apt-get install $tool" >&2 ;;
+            cargo) echo "  install Rust with rustup (https://rustup.rs)" >&2 ;;
+        esac
+    done
+    exit 1
+fi
+
+if [[ $quick -eq 1 ]]; then
+    warmup=3
+    runs=30
+    # Criterion's smallest sample is 10; a short measurement keeps the whole bench near 10 s.
+    criterion_args=(--warm-up-time 0.5 --measurement-time 2 --sample-size 10)
+else
+    warmup=20
+    runs=300
+    criterion_args=()
+fi
+
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo_root"
+
+tmp_base="${TMPDIR:-/tmp}"
+work="$(mktemp -d "$tmp_base/baton-bench.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+# hyperfine -N splits each command on whitespace, so the repository paths must have none.
+if [[ "$work" =~ [[:space:]] ]]; then
+    echo "bench.sh: the temp directory \`$work\` contains whitespace; set TMPDIR elsewhere" >&2
+    exit 1
+fi
+if [[ -z "$out" ]]; then
+    out="$(mktemp -d "$tmp_base/baton-bench-results.XXXXXX")"
+else
+    mkdir -p "$out"
+fi
+out="$(cd "$out" && pwd)"
+
+echo "== build (release)"
+cargo build --release --quiet -p baton
+target_dir="$(cargo metadata --format-version 1 --no-deps | jq -r .target_directory)"
+baton="$target_dir/release/baton"
+"$baton" --version
+
+# A hermetic environment: no user or system git config, a fixed clock, one session id.
+export GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1
+export BATON_SESSION=bench BATON_NOW=2026-01-31T09:30:00Z
+unset CLAUDE_CODE_SESSION_ID BATON_STATE_DIR GIT_DIR GIT_WORK_TREE
+
+new_repo() {
+    git init -q --initial-branch=main "$1"
+}
+
+echo "== setup in $work"
+one="$work/one"
+new_repo "$one"
+"$baton" -C "$one" loop init PROJ-1 >/dev/null
+
+# The same loop, with 100 other loops (owned by other sessions) beside it in .agentic.
+many="$work/many"
+new_repo "$many"
+"$baton" -C "$many" loop init PROJ-1 >/dev/null
+for i in $(seq 2 101); do
+    BATON_SESSION="other-$i" "$baton" -C "$many" loop init "PROJ-$i" >/dev/null
+done
+n_loops="$(find "$many/.agentic" -maxdepth 1 -name 'loop-state-*.json' | wc -l)"
+if [[ "$n_loops" -ne 101 ]]; then
+    echo "bench.sh: expected 101 loop files in $many/.agentic, found $n_loops" >&2
+    exit 1
+fi
+
+# Each command must succeed before it is timed: a refusal is fast and would flatter the figures.
+"$baton" -C "$one" loop heartbeat PROJ-1 | grep -q '^heartbeat:' ||
+    { echo "bench.sh: the heartbeat did not refresh" >&2; exit 1; }
+"$baton" -C "$one" loop set PROJ-1 --phase qa --action returned --iteration 2 >/dev/null
+"$baton" -C "$many" loop heartbeat PROJ-1 | grep -q '^heartbeat:' ||
+    { echo "bench.sh: the heartbeat (100 other loops) did not refresh" >&2; exit 1; }
+
+{
+    echo "nproc: $(nproc)"
+    echo "uname -a: $(uname -a)"
+    echo "free -h:"
+    free -h
+    echo "df -T $work:"
+    df -T "$work"
+    echo "hyperfine: $(hyperfine --version); rustc: $(rustc --version)"
+} >"$out/machine.txt"
+cat "$out/machine.txt"
+
+# The share of CPU time not idle over one second, from /proc/stat: unlike the load average it
+# does not count this script's own build and setup of a moment ago.
+cpu_busy_pct() {
+    local a b
+    read -ra a < <(grep '^cpu ' /proc/stat)
+    sleep 1
+    read -ra b < <(grep '^cpu ' /proc/stat)
+    awk -v a="${a[*]}" -v b="${b[*]}" 'BEGIN {
+        # Fields: cpu user nice system idle iowait irq softirq steal (guest time is inside
+        # user). Waiting on the disk counts as busy: it is what slows an fsync down.
+        split(a, x, " "); split(b, y, " ")
+        for (i = 2; i <= 9; i++) total += y[i] - x[i]
+        idle = y[5] - x[5]
+        printf "%.0f", (total > 0 ? 100 * (total - idle) / total : 0)
+    }'
+}
+busy_before="$(cpu_busy_pct)"
+echo "== CPU busy before: ${busy_before}%"
+if [[ "$busy_before" -gt 10 ]]; then
+    echo "warning: the machine is busy (${busy_before}% CPU); the timings, fsync above all, will be inflated" >&2
+fi
+
+# `true` shows what starting any process costs on this machine, below baton's own start.
+true_bin=/bin/true
+[[ -x "$true_bin" ]] || true_bin=/usr/bin/true
+
+echo "== hyperfine -N --warmup $warmup --runs $runs"
+# -N: no intermediate shell, so shell start-up is not part of any figure.
+hyperfine -N --warmup "$warmup" --runs "$runs" --style basic \
+    --export-json "$out/hyperfine.json" \
+    --export-markdown "$out/hyperfine.md" \
+    -n 'true' "$true_bin" \
+    -n 'baton --version' "$baton --version" \
+    -n 'loop heartbeat' "$baton -C $one loop heartbeat PROJ-1" \
+    -n 'loop set' "$baton -C $one loop set PROJ-1 --phase qa --action returned --iteration 2" \
+    -n 'loop heartbeat, 100 other loops' "$baton -C $many loop heartbeat PROJ-1"
+
+echo "== cargo bench -p baton-store --bench replace ${criterion_args[*]}"
+# The criterion temp files go to the same filesystem as the repositories above.
+BATON_BENCH_DIR="$work" cargo bench --quiet -p baton-store --bench replace -- \
+    "${criterion_args[@]}"
+
+busy_after="$(cpu_busy_pct)"
+
+criterion_median_ms() {
+    jq '.median.point_estimate / 1e6' "$target_dir/criterion/$1/new/estimates.json"
+}
+hyperfine_median_ms() {
+    jq --arg name "$1" '.results[] | select(.command == $name) | .median * 1e3' "$out/hyperfine.json"
+}
+
+true_ms="$(hyperfine_median_ms 'true')"
+start_ms="$(hyperfine_median_ms 'baton --version')"
+heartbeat_ms="$(hyperfine_median_ms 'loop heartbeat')"
+set_ms="$(hyperfine_median_ms 'loop set')"
+heartbeat100_ms="$(hyperfine_median_ms 'loop heartbeat, 100 other loops')"
+replace_ms="$(criterion_median_ms atomic_replace/1KiB)"
+replace_nofsync_ms="$(criterion_median_ms atomic_replace/1KiB-no-fsync)"
+read_parse_ms="$(criterion_median_ms read_parse/loop-state)"
+heartbeat_path_ms="$(criterion_median_ms heartbeat_path/in-process)"
+
+mkdir -p "$out/criterion"
+for bench in atomic_replace/1KiB atomic_replace/1KiB-no-fsync read_parse/loop-state \
+    heartbeat_path/in-process; do
+    mkdir -p "$out/criterion/$bench"
+    cp "$target_dir/criterion/$bench/new/estimates.json" "$out/criterion/$bench/"
+done
+
+# The floor of a loop write is one process start plus one fsync'd replace: nothing baton does
+# can go below it without giving up durability.
+summary="$out/summary.md"
+awk -v exec_floor="$true_ms" -v start="$start_ms" -v replace="$replace_ms" \
+    -v nofsync="$replace_nofsync_ms" -v readparse="$read_parse_ms" -v hbpath="$heartbeat_path_ms" \
+    -v hb="$heartbeat_ms" -v set="$set_ms" -v hb100="$heartbeat100_ms" -v quick="$quick" -v runs="$runs" \
+    -v before="$busy_before" -v after="$busy_after" '
+function row(name, median, target,   floor) {
+    floor = start + replace
+    printf "| %s | %.3f | %d | %s | %.3f | %.2fx | %.2fx | %+.3f |\n", name, median, target,
+        (median <= target ? "yes" : "**no**"), floor, median / start, median / floor,
+        median - floor
+}
+BEGIN {
+    printf "Mode: %s (hyperfine runs per command: %d). CPU busy before: %s%%; after: %s%%.\n\n",
+        (quick ? "quick" : "full"), runs, before, after
+    print "Floors, measured in this run (medians, ms):"
+    print ""
+    print "| floor | median ms |"
+    print "|---|---:|"
+    printf "| starting any process: `true` (hyperfine), for reference | %.3f |\n", exec_floor
+    printf "| process start: `baton --version` (hyperfine) | %.3f |\n", start
+    printf "| one fsync'"'"'d replace of 1 KiB: `atomic::replace` (criterion) | %.3f |\n", replace
+    printf "| the same replace without its two fsyncs (criterion) | %.3f |\n", nofsync
+    printf "| read_capped + parse_state::<LoopState>, 1.2 KiB (criterion) | %.3f |\n", readparse
+    printf "| a heartbeat in process: discover, lock, read, parse, replace (criterion) | %.3f |\n", hbpath
+    print ""
+    print "Commands (medians, ms; floor = process start + one fsync'"'"'d replace):"
+    print ""
+    print "| command | median ms | target ms | met | floor ms | / start | / floor | above floor ms |"
+    print "|---|---:|---:|:-:|---:|---:|---:|---:|"
+    row("`baton loop heartbeat PROJ-1`", hb, 2)
+    row("`baton loop set PROJ-1 --phase qa --action returned --iteration 2`", set, 3)
+    row("`baton loop heartbeat PROJ-1`, 100 other loop files", hb100, 2)
+}' | tee "$summary"
+
+echo
+echo "results: $out (machine.txt, hyperfine.json, hyperfine.md, criterion/*/estimates.json, summary.md)"
