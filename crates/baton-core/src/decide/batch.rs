@@ -112,7 +112,7 @@ mod tests {
         .unwrap()
     }
 
-    /// One row per batch rule (SPEC §1, "Concurrency limits").
+    /// One row per batch rule (docs/ticket-loop.md, "Batches").
     #[test]
     fn batch_start_table() {
         let rule = |r: Result<(), Decision>| r.err().map(|d| d.reasons[0].rule);

@@ -234,7 +234,7 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
     }
 }
 
-/// The mode rules of the seed, plus the cases it leaves to a human.
+/// The mode rules of the ticket-loop protocol, plus the cases it leaves to a human.
 fn offer_mode(state: &LoopState, tree_dirty: Option<bool>) -> (Mode, Reason) {
     let pos = state.position();
     let progress = &state.loop_state;
@@ -397,7 +397,7 @@ mod tests {
         })
     }
 
-    /// One row per rule of the resume check (SPEC §1, seed 000).
+    /// One row per rule of the resume check (docs/ticket-loop.md).
     #[test]
     fn resume_check_table() {
         use LoopStatus::*;

@@ -144,7 +144,7 @@ mod tests {
         }
     }
 
-    /// One row per rule of the ownership gate (SPEC §1).
+    /// One row per rule of the ownership gate (docs/ticket-loop.md).
     #[test]
     fn ownership_gate_table() {
         let now: Timestamp = NOW.parse().unwrap();

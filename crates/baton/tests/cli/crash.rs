@@ -1,6 +1,6 @@
 //! Crash safety: `baton` killed with SIGKILL at random moments of repeated transitions never
-//! leaves a torn file, and never loses a transition it acknowledged (ENGINEERING.md, "Tests that
-//! prove it"; reliability rule 1).
+//! leaves a torn file, and never loses a transition it acknowledged (docs/reliability.md, the
+//! crash harness).
 //!
 //! One checker, [`check_state_dir`], judges every run; a deliberately naive writer that
 //! truncates in place must fail it, which proves the harness can see a torn file at all.

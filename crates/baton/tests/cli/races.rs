@@ -1,5 +1,5 @@
 //! Races: many processes contend on one gate at the same moment, and exactly one wins, in every
-//! trial (ENGINEERING.md, "Tests that prove it").
+//! trial (docs/reliability.md, the race harness).
 //!
 //! Each trial builds a fresh project whose loop was last written 30 minutes ago (stale: the
 //! liveness window is 10 minutes), then starts 16 `baton` processes with 16 session ids against

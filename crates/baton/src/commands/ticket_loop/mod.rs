@@ -1,4 +1,4 @@
-//! `baton loop`: the per-ticket loop state of the ticket-loop protocol (SPEC §1).
+//! `baton loop`: the per-ticket loop state of the ticket-loop protocol (docs/ticket-loop.md).
 
 mod artifact;
 mod finish;
