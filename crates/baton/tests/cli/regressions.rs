@@ -367,3 +367,33 @@ fn every_transition_prints_its_breadcrumb() {
         );
     }
 }
+
+#[test]
+fn a_second_interrupt_can_say_when_the_rate_limit_resets() {
+    let env = TestEnv::new();
+    env.baton("A", 0, &["loop", "init", "PROJ-1"])
+        .assert_code(0);
+    env.baton(
+        "A",
+        1,
+        &["loop", "interrupt", "PROJ-1", "--reason", "rate_limit"],
+    )
+    .assert_code(0);
+    env.baton(
+        "A",
+        1,
+        &[
+            "loop",
+            "interrupt",
+            "PROJ-1",
+            "--reason",
+            "rate_limit",
+            "--resume-after",
+            "1h",
+        ],
+    )
+    .assert_code(0);
+    let state = env.read_json(&env.loop_file("PROJ-1"));
+    assert_eq!(state["resume_after"], at(61));
+    assert_eq!(state["interrupted_at"], at(1));
+}

@@ -38,9 +38,22 @@ pub fn cmd_loop_interrupt(ctx: &Ctx, args: InterruptArgs) -> Result<Report, Comm
     transition(ctx, &args.ticket, &args.flags, |state, target| {
         match state.status {
             LoopStatus::Interrupted => {
+                // A later word on when the rate limit resets is news; anything else is a repeat.
+                let after = resume_after.map(format_ts);
+                let changed = after.is_some() && after != state.resume_after;
+                let message = if changed {
+                    state.resume_after = after;
+                    format!(
+                        "{} is already interrupted; resume after {}",
+                        target.raw,
+                        state.resume_after.as_deref().unwrap_or_default()
+                    )
+                } else {
+                    format!("{} is already interrupted; nothing changed", target.raw)
+                };
                 return Ok(Applied {
-                    changed: false,
-                    message: format!("{} is already interrupted; nothing changed", target.raw),
+                    changed,
+                    message,
                     next: Some(format!(
                         "`baton resume {}` in the next session",
                         target.arg()
