@@ -3,8 +3,11 @@
 //! the environment; the shell in `baton-store` gathers the facts and carries out the verdicts.
 
 pub mod decide;
+pub mod glob;
 pub mod key;
 pub mod model;
+pub mod run_id;
+pub mod sections;
 pub mod time;
 
 pub use decide::{Decision, Reason};

@@ -2,9 +2,11 @@
 //! rule id so that a verdict explains itself and a table test can pin each rule.
 
 pub mod batch;
+pub mod lease;
 pub mod loop_resume;
 pub mod loop_write;
 pub mod ownership;
+pub mod run_resume;
 
 use serde::Serialize;
 

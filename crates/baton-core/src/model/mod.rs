@@ -5,9 +5,14 @@
 
 mod batch_state;
 mod loop_state;
+mod run_state;
 
 pub use batch_state::{BatchState, BatchTicket, ReplanEntry};
 pub use loop_state::{LoopProgress, LoopState, LoopStatus, Phase, PromotionTier};
+pub use run_state::{
+    AlignmentRecord, Completion, Lease, PlanRecord, RunPolicy, RunState, SectionRecord, StepRecord,
+    run_is_finished,
+};
 
 /// The newest `schema_version` this build reads and writes.
 pub const SCHEMA_VERSION: u32 = 1;

@@ -1,0 +1,251 @@
+//! The run lock as a lease: who holds it, and whether that holder is provably gone.
+
+use jiff::{SignedDuration, Timestamp};
+
+use crate::model::Lease;
+use crate::time::{age, human_age, parse_ts};
+
+/// Where this command runs, and the agent process it acts for.
+#[derive(Debug, Clone, Default)]
+pub struct Here {
+    pub host: String,
+    pub boot_id: Option<String>,
+    pub session: Option<String>,
+    /// The holder process this caller would record: pid and start time.
+    pub pid: Option<(u32, u64)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LeaseState {
+    Free,
+    /// Held by this caller (same session, or same process on this host and boot).
+    Mine,
+    /// Held by a holder not provably gone.
+    Live(String),
+    /// Provably gone: taken over with epoch + 1.
+    Stale(String),
+}
+
+/// Decides the lease. `holder_alive` is the shell's look at the holder's process: `Some` only
+/// when the lease was taken on this host and boot with a known pid.
+pub fn lease_state(
+    lease: Option<&Lease>,
+    here: &Here,
+    holder_alive: Option<bool>,
+    now: Timestamp,
+    ttl: SignedDuration,
+) -> LeaseState {
+    let Some(lease) = lease else {
+        return LeaseState::Free;
+    };
+    let same_machine =
+        lease.host == here.host && lease.boot_id.is_some() && lease.boot_id == here.boot_id;
+    let same_session = here.session.is_some() && lease.session == here.session;
+    let same_process =
+        same_machine && here.pid.is_some() && lease.pid.zip(lease.pid_start) == here.pid;
+    if same_session || same_process {
+        return LeaseState::Mine;
+    }
+    let holder = describe(lease);
+    let beat = parse_ts(Some(&lease.heartbeat_at));
+    let beat_age = beat.map(|t| age(now, t));
+    match beat_age {
+        Some(a) if a <= ttl => {}
+        Some(a) => {
+            return LeaseState::Stale(format!(
+                "{holder} has not sent a heartbeat for {}, past the {} TTL",
+                human_age(a),
+                human_age(ttl)
+            ));
+        }
+        None => return LeaseState::Stale(format!("{holder} has no readable heartbeat")),
+    }
+    if lease.host == here.host
+        && lease.boot_id.is_some()
+        && here.boot_id.is_some()
+        && lease.boot_id != here.boot_id
+    {
+        return LeaseState::Stale(format!("{holder} was taken before this machine rebooted"));
+    }
+    match holder_alive {
+        Some(false) => LeaseState::Stale(format!("{holder}: that process is gone")),
+        Some(true) => LeaseState::Live(format!("{holder} is running")),
+        None => LeaseState::Live(format!(
+            "{holder} sent a heartbeat {} ago, within the {} TTL",
+            human_age(beat_age.unwrap_or_default()),
+            human_age(ttl)
+        )),
+    }
+}
+
+fn describe(lease: &Lease) -> String {
+    let who = lease
+        .session
+        .as_deref()
+        .map_or_else(|| "no session".to_string(), |s| format!("session {s}"));
+    let pid = lease
+        .pid
+        .map_or_else(|| "pid unknown".to_string(), |p| format!("pid {p}"));
+    format!("the lock holder ({who}, {pid} on {})", lease.host)
+}
+
+/// The default TTL of the lease.
+pub const DEFAULT_TTL: SignedDuration = SignedDuration::from_secs(600);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> Timestamp {
+        "2026-03-01T12:00:00Z".parse().unwrap()
+    }
+
+    fn lease(host: &str, session: &str, beat_minutes_ago: i64) -> Lease {
+        let t = crate::time::format_ts(now() - SignedDuration::from_mins(beat_minutes_ago));
+        Lease {
+            session: Some(session.into()),
+            host: host.into(),
+            boot_id: Some("boot-1".into()),
+            pid: Some(42),
+            pid_start: Some(1000),
+            pid_source: "flag".into(),
+            acquired_at: t.clone(),
+            heartbeat_at: t,
+            epoch: 3,
+        }
+    }
+
+    fn here(session: &str) -> Here {
+        Here {
+            host: "h1".into(),
+            boot_id: Some("boot-1".into()),
+            session: Some(session.into()),
+            pid: Some((7, 70)),
+        }
+    }
+
+    /// One row per liveness rule of the run lock.
+    #[test]
+    fn lease_table() {
+        let ttl = DEFAULT_TTL;
+        let kind = |s: LeaseState| match s {
+            LeaseState::Free => "free",
+            LeaseState::Mine => "mine",
+            LeaseState::Live(_) => "live",
+            LeaseState::Stale(_) => "stale",
+        };
+        assert_eq!(
+            kind(lease_state(None, &here("B"), None, now(), ttl)),
+            "free"
+        );
+        assert_eq!(
+            kind(lease_state(
+                Some(&lease("h1", "B", 1)),
+                &here("B"),
+                Some(false),
+                now(),
+                ttl
+            )),
+            "mine"
+        );
+        assert_eq!(
+            kind(lease_state(
+                Some(&lease("h1", "A", 1)),
+                &here("B"),
+                Some(true),
+                now(),
+                ttl
+            )),
+            "live",
+            "holder running"
+        );
+        assert_eq!(
+            kind(lease_state(
+                Some(&lease("h1", "A", 1)),
+                &here("B"),
+                Some(false),
+                now(),
+                ttl
+            )),
+            "stale",
+            "holder killed"
+        );
+        assert_eq!(
+            kind(lease_state(
+                Some(&lease("h1", "A", 11)),
+                &here("B"),
+                Some(true),
+                now(),
+                ttl
+            )),
+            "stale",
+            "heartbeat past TTL"
+        );
+        assert_eq!(
+            kind(lease_state(
+                Some(&lease("h2", "A", 1)),
+                &here("B"),
+                None,
+                now(),
+                ttl
+            )),
+            "live",
+            "other host, fresh"
+        );
+        assert_eq!(
+            kind(lease_state(
+                Some(&lease("h2", "A", 11)),
+                &here("B"),
+                None,
+                now(),
+                ttl
+            )),
+            "stale",
+            "other host, expired"
+        );
+        assert_eq!(
+            kind(lease_state(
+                Some(&lease("h1", "A", 1)),
+                &here("B"),
+                None,
+                now(),
+                ttl
+            )),
+            "live",
+            "no pid: heartbeat decides"
+        );
+        let mut rebooted = lease("h1", "A", 1);
+        rebooted.boot_id = Some("boot-0".into());
+        assert_eq!(
+            kind(lease_state(Some(&rebooted), &here("B"), None, now(), ttl)),
+            "stale",
+            "rebooted"
+        );
+        let mut same_process = lease("h1", "A", 1);
+        same_process.pid = Some(7);
+        same_process.pid_start = Some(70);
+        assert_eq!(
+            kind(lease_state(
+                Some(&same_process),
+                &here("B"),
+                Some(true),
+                now(),
+                ttl
+            )),
+            "mine",
+            "same agent process"
+        );
+        same_process.pid_start = Some(71);
+        assert_eq!(
+            kind(lease_state(
+                Some(&same_process),
+                &here("B"),
+                Some(false),
+                now(),
+                ttl
+            )),
+            "stale",
+            "pid reused by another process"
+        );
+    }
+}

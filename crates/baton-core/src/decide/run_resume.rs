@@ -1,0 +1,737 @@
+//! The single-run resume protocol: four ordered checks, the plan staleness gate, and what to
+//! restore. `ratify` (hand the cached plan straight to the implementer) is reachable only when
+//! HEAD, alignment and the lock all pass and the plan is at most 4 hours old.
+
+use jiff::{SignedDuration, Timestamp};
+use serde::Serialize;
+
+use super::lease::LeaseState;
+use super::{Decision, Reason};
+use crate::model::{Completion, RunState};
+use crate::time::human_age;
+
+pub const RATIFY_MAX: SignedDuration = SignedDuration::from_secs(4 * 3600);
+pub const REPLAN_OVER: SignedDuration = SignedDuration::from_secs(24 * 3600);
+
+/// The cached plan as it is now.
+#[derive(Debug, Clone)]
+pub struct PlanNow {
+    pub sha256: String,
+    pub mtime: Timestamp,
+    /// The security-sensitive paths it names.
+    pub sensitive: Vec<String>,
+}
+
+/// One alignment section as it is now.
+#[derive(Debug, Clone)]
+pub struct SectionNow {
+    pub name: String,
+    pub sha256: Option<String>,
+    pub text: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct RunFacts<'a> {
+    pub run: &'a RunState,
+    /// `git rev-parse HEAD`; `None` before the first commit.
+    pub head: Option<String>,
+    /// `git diff --cached --name-only`.
+    pub staged: Vec<String>,
+    /// `None` when the run recorded no alignment.
+    pub sections: Option<Vec<SectionNow>>,
+    pub lease: LeaseState,
+    /// `None` when the recorded plan file is missing now (or none was recorded).
+    pub plan: Option<PlanNow>,
+    pub now: Timestamp,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    pub check: &'static str,
+    pub pass: bool,
+    pub evidence: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SectionDrift {
+    pub section: String,
+    /// A line diff when the old text is known.
+    pub diff: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Restoration {
+    pub completed_agents: Vec<String>,
+    /// The last completed agent or hard gate.
+    pub last: Option<String>,
+    pub next_step: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RunDecision {
+    #[serde(flatten)]
+    pub decision: Decision,
+    pub checks: Vec<Check>,
+    pub drift: Vec<SectionDrift>,
+    /// `now - mtime(plan)`, in seconds.
+    pub gap_secs: Option<i64>,
+    pub restore: Restoration,
+    /// Whether the caller proceeds with work, and so takes the run lock.
+    pub acquire: bool,
+}
+
+pub fn decide_run_resume(f: &RunFacts) -> RunDecision {
+    let run = f.run;
+    let id = &run.run_id;
+    let base = run.base_commit.as_deref();
+    let head_pass = base.is_some() && base == f.head.as_deref();
+    let head = Check {
+        check: "head",
+        pass: head_pass,
+        evidence: format!(
+            "base_commit {} vs HEAD {}",
+            base.map(short).unwrap_or("(none recorded)"),
+            f.head.as_deref().map(short).unwrap_or("(no commits)")
+        ),
+    };
+    let staging = Check {
+        check: "staging",
+        pass: f.staged.is_empty(),
+        evidence: if f.staged.is_empty() {
+            "`git diff --cached --name-only` is empty".into()
+        } else {
+            format!("staged: {}", f.staged.join(", "))
+        },
+    };
+    let drift = alignment_drift(run, f.sections.as_deref());
+    let alignment = Check {
+        check: "alignment",
+        pass: drift.is_empty(),
+        evidence: match (&run.alignment, drift.is_empty()) {
+            (None, _) => "no alignment was recorded for this run".into(),
+            (Some(a), true) => format!("GOALS, SCOPE and CONSTRAINTS of {} unchanged", a.path),
+            (Some(a), false) => format!(
+                "changed in {}: {}",
+                a.path,
+                drift
+                    .iter()
+                    .map(|d| d.section.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        },
+    };
+    let (lock_pass, lock_evidence) = match &f.lease {
+        LeaseState::Free => (true, "the run lock is free".to_string()),
+        LeaseState::Mine => (
+            true,
+            "the run lock is already held by this caller".to_string(),
+        ),
+        LeaseState::Stale(why) => (true, format!("stale, taken over: {why}")),
+        LeaseState::Live(why) => (false, why.clone()),
+    };
+    let lock = Check {
+        check: "lock",
+        pass: lock_pass,
+        evidence: lock_evidence,
+    };
+
+    let lock_refusal = || {
+        Reason::new(
+            "run.lock-held",
+            format!(
+                "Another /implement is active on run_id {id}; wait for it to complete or use a fresh run_id."
+            ),
+        )
+    };
+    let mut reasons = Vec::new();
+    let (verdict, next): (&'static str, String) = if !head.pass {
+        reasons.push(Reason::new(
+            "run.head-moved",
+            format!("HEAD moved since the run was planned ({}): the cached plan's files and lines may be stale", head.evidence),
+        ));
+        if lock.pass {
+            ("replan", "re-invoke the planner from STEP 5 against the current HEAD; never pass the cached plan to the implementer".into())
+        } else {
+            // A re-plan is work too: it never runs beside a live holder of the lock.
+            reasons.push(lock_refusal());
+            ("blocked", "wait for the other run to finish, or start a fresh run with `baton run new`; then re-plan".into())
+        }
+    } else if !staging.pass {
+        reasons.push(Reason::new(
+            "run.staged-files",
+            format!(
+                "staged changes would ride along into the run: {}",
+                f.staged.join(", ")
+            ),
+        ));
+        (
+            "blocked",
+            "choose one: (1) commit the staged files and restart the run; (2) unstage them (`git restore --staged :/`) and restart; (3) operator escape hatch: a human decides explicitly to go on with them staged".into(),
+        )
+    } else if !alignment.pass {
+        reasons.push(Reason::new(
+            "run.alignment-drift",
+            format!(
+                "the project's alignment changed since the run was planned: {}",
+                drift
+                    .iter()
+                    .map(|d| d.section.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
+        (
+            "confirm",
+            format!(
+                "show the user the changed sections and ask whether run {id} still fits them; if it does, `baton run resume {id} --confirm-alignment`"
+            ),
+        )
+    } else if !lock.pass {
+        reasons.push(lock_refusal());
+        (
+            "blocked",
+            "wait for the other run to complete, or start a fresh run with `baton run new`".into(),
+        )
+    } else {
+        staleness_gate(f, &mut reasons)
+    };
+    let acquire = matches!(verdict, "replan" | "critic" | "ratify");
+    let gap_secs = f
+        .plan
+        .as_ref()
+        .map(|p| f.now.duration_since(p.mtime).as_secs());
+    RunDecision {
+        decision: Decision {
+            verdict,
+            reasons,
+            next: Some(next),
+        },
+        checks: vec![head, staging, alignment, lock],
+        drift,
+        gap_secs,
+        restore: restoration(run),
+        acquire,
+    }
+}
+
+/// The staleness gate, reached only when all four checks pass.
+fn staleness_gate(f: &RunFacts, reasons: &mut Vec<Reason>) -> (&'static str, String) {
+    let replan = "re-invoke the planner from STEP 5; never pass the cached plan to the implementer"
+        .to_string();
+    let critic =
+        "run one plan-critic round on the cached plan, all axes, before implementing".to_string();
+    let Some(recorded) = &f.run.plan else {
+        reasons.push(Reason::new(
+            "run.no-plan",
+            "the run recorded no cached plan, so there is nothing to ratify",
+        ));
+        return ("replan", replan);
+    };
+    let Some(plan) = &f.plan else {
+        reasons.push(Reason::new(
+            "run.plan-missing",
+            format!("the cached plan {} is gone", recorded.path),
+        ));
+        return ("replan", replan);
+    };
+    let gap = f.now.duration_since(plan.mtime);
+    let gap_text = human_age(gap.max(SignedDuration::ZERO));
+    if gap > REPLAN_OVER {
+        reasons.push(Reason::new("run.gap-over-24h", format!("the plan was last written {gap_text} ago, over 24 hours: dependencies, specs and APIs may have drifted")));
+        return ("replan", replan);
+    }
+    if gap > RATIFY_MAX {
+        if !plan.sensitive.is_empty() {
+            reasons.push(Reason::new(
+                "run.gap-security",
+                format!(
+                    "the plan is {gap_text} old and names security-sensitive paths: {}",
+                    plan.sensitive.join(", ")
+                ),
+            ));
+            return ("critic", critic);
+        }
+        let to_replan = f.run.policy.mid_gap == "replan";
+        reasons.push(Reason::new(
+            "run.gap-unsanctioned",
+            format!(
+                "the plan is {gap_text} old: over 4 hours, where the protocol no longer sanctions ratify; the policy for 4 to 24 hours says {}",
+                if to_replan { "replan" } else { "critic" }
+            ),
+        ));
+        return if to_replan {
+            ("replan", replan)
+        } else {
+            ("critic", critic)
+        };
+    }
+    if recorded.sha256.as_deref().is_some_and(|s| s != plan.sha256) {
+        reasons.push(Reason::new(
+            "run.plan-changed",
+            format!(
+                "the cached plan {} was edited since it was validated",
+                recorded.path
+            ),
+        ));
+        return ("critic", critic);
+    }
+    reasons.push(Reason::new(
+        "run.ratify",
+        format!("HEAD, staging, alignment and the lock pass, and the plan is {gap_text} old (at most 4 hours)"),
+    ));
+    (
+        "ratify",
+        "pass the pre-validated plan to the implementer (STEP 8); do not re-invoke the planner"
+            .into(),
+    )
+}
+
+fn alignment_drift(run: &RunState, now: Option<&[SectionNow]>) -> Vec<SectionDrift> {
+    let (Some(recorded), Some(now)) = (&run.alignment, now) else {
+        return Vec::new();
+    };
+    recorded
+        .sections
+        .iter()
+        .filter_map(|old| {
+            let new = now.iter().find(|s| s.name == old.name);
+            let new_sha = new.and_then(|s| s.sha256.as_deref());
+            (old.sha256.as_deref() != new_sha).then(|| SectionDrift {
+                section: old.name.clone(),
+                diff: old.text.as_ref().map(|before| {
+                    let after = new.and_then(|s| s.text.as_deref()).unwrap_or("");
+                    crate::sections::line_diff(before, after, 400)
+                }),
+            })
+        })
+        .collect()
+}
+
+/// Completed agents in order, the last agent or hard gate, and the step to continue at.
+pub fn restoration(run: &RunState) -> Restoration {
+    let last = |list: &[Completion]| list.last().cloned();
+    let last = match (last(&run.completed_agents), last(&run.hard_gates)) {
+        (Some(a), Some(g)) => {
+            let gate_later =
+                crate::time::parse_ts(g.at.as_deref()) >= crate::time::parse_ts(a.at.as_deref());
+            Some(if gate_later {
+                format!("gate {}", g.name)
+            } else {
+                format!("agent {}", a.name)
+            })
+        }
+        (Some(a), None) => Some(format!("agent {}", a.name)),
+        (None, Some(g)) => Some(format!("gate {}", g.name)),
+        (None, None) => None,
+    };
+    let done = |s: &str| matches!(s, "done" | "complete" | "completed" | "passed" | "skipped");
+    let next_step = run
+        .steps
+        .iter()
+        .find(|s| !done(&s.status))
+        .map(|s| format!("{} ({})", s.name, s.status))
+        .or_else(|| last.as_ref().map(|l| format!("the step after {l}")));
+    Restoration {
+        completed_agents: run
+            .completed_agents
+            .iter()
+            .map(|c| c.name.clone())
+            .collect(),
+        last,
+        next_step,
+    }
+}
+
+fn short(sha: &str) -> &str {
+    &sha[..sha.len().min(12)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{AlignmentRecord, PlanRecord, SectionRecord};
+    use proptest::prelude::*;
+
+    fn now() -> Timestamp {
+        "2026-03-01T12:00:00Z".parse().unwrap()
+    }
+
+    fn run() -> RunState {
+        let mut run: RunState =
+            serde_json::from_value(serde_json::json!({ "run_id": "0123456789abcdef" })).unwrap();
+        run.base_commit = Some("a".repeat(40));
+        run.plan = Some(PlanRecord {
+            path: "/p/plan.md".into(),
+            sha256: Some("p1".into()),
+            mtime: None,
+            extra: Default::default(),
+        });
+        run.alignment = Some(AlignmentRecord {
+            path: ".claude/PROJECT.md".into(),
+            sections: ["GOALS", "SCOPE", "CONSTRAINTS"]
+                .iter()
+                .map(|n| SectionRecord {
+                    name: n.to_string(),
+                    sha256: Some(format!("{n}-1")),
+                    text: Some(format!("{n} text")),
+                })
+                .collect(),
+            extra: Default::default(),
+        });
+        run
+    }
+
+    fn sections(changed: Option<&str>) -> Vec<SectionNow> {
+        ["GOALS", "SCOPE", "CONSTRAINTS"]
+            .iter()
+            .map(|n| {
+                let v = if Some(*n) == changed { 2 } else { 1 };
+                SectionNow {
+                    name: n.to_string(),
+                    sha256: Some(format!("{n}-{v}")),
+                    text: Some(format!("{n} text v{v}")),
+                }
+            })
+            .collect()
+    }
+
+    struct Input {
+        head_moved: bool,
+        staged: bool,
+        drifted: Option<&'static str>,
+        lease: LeaseState,
+        gap_hours: Option<f64>,
+        sensitive: bool,
+        plan_edited: bool,
+    }
+
+    fn ok_input() -> Input {
+        Input {
+            head_moved: false,
+            staged: false,
+            drifted: None,
+            lease: LeaseState::Free,
+            gap_hours: Some(0.5),
+            sensitive: false,
+            plan_edited: false,
+        }
+    }
+
+    fn decide(i: &Input, run: &RunState) -> RunDecision {
+        decide_run_resume(&RunFacts {
+            run,
+            head: Some(if i.head_moved {
+                "b".repeat(40)
+            } else {
+                "a".repeat(40)
+            }),
+            staged: if i.staged {
+                vec!["src/x.rs".into()]
+            } else {
+                vec![]
+            },
+            sections: Some(sections(i.drifted)),
+            lease: i.lease.clone(),
+            plan: i.gap_hours.map(|h| PlanNow {
+                sha256: if i.plan_edited {
+                    "p2".into()
+                } else {
+                    "p1".into()
+                },
+                mtime: now() - SignedDuration::from_secs_f64(h * 3600.0),
+                sensitive: if i.sensitive {
+                    vec!["hooks/guard.py".into()]
+                } else {
+                    vec![]
+                },
+            }),
+            now: now(),
+        })
+    }
+
+    /// One row per check and gate rule of the single-run protocol.
+    #[test]
+    fn run_resume_table() {
+        let live = LeaseState::Live("held".into());
+        let rows: Vec<(&str, Input, &str, &str)> = vec![
+            ("all pass, 30 min", ok_input(), "ratify", "run.ratify"),
+            (
+                "head moved, short gap",
+                Input {
+                    head_moved: true,
+                    ..ok_input()
+                },
+                "replan",
+                "run.head-moved",
+            ),
+            (
+                "head moved and staged: head decides",
+                Input {
+                    head_moved: true,
+                    staged: true,
+                    ..ok_input()
+                },
+                "replan",
+                "run.head-moved",
+            ),
+            (
+                "head moved, lock held",
+                Input {
+                    head_moved: true,
+                    lease: live.clone(),
+                    ..ok_input()
+                },
+                "blocked",
+                "run.lock-held",
+            ),
+            (
+                "staged",
+                Input {
+                    staged: true,
+                    ..ok_input()
+                },
+                "blocked",
+                "run.staged-files",
+            ),
+            (
+                "staged and drifted: staging decides",
+                Input {
+                    staged: true,
+                    drifted: Some("SCOPE"),
+                    ..ok_input()
+                },
+                "blocked",
+                "run.staged-files",
+            ),
+            (
+                "scope drifted",
+                Input {
+                    drifted: Some("SCOPE"),
+                    ..ok_input()
+                },
+                "confirm",
+                "run.alignment-drift",
+            ),
+            (
+                "lock held",
+                Input {
+                    lease: live.clone(),
+                    ..ok_input()
+                },
+                "blocked",
+                "run.lock-held",
+            ),
+            (
+                "stale lock taken over",
+                Input {
+                    lease: LeaseState::Stale("gone".into()),
+                    ..ok_input()
+                },
+                "ratify",
+                "run.ratify",
+            ),
+            (
+                "25 h",
+                Input {
+                    gap_hours: Some(25.0),
+                    ..ok_input()
+                },
+                "replan",
+                "run.gap-over-24h",
+            ),
+            (
+                "5 h, security path",
+                Input {
+                    gap_hours: Some(5.0),
+                    sensitive: true,
+                    ..ok_input()
+                },
+                "critic",
+                "run.gap-security",
+            ),
+            (
+                "5 h, nothing sensitive",
+                Input {
+                    gap_hours: Some(5.0),
+                    ..ok_input()
+                },
+                "critic",
+                "run.gap-unsanctioned",
+            ),
+            (
+                "3 h, security path: ratify",
+                Input {
+                    gap_hours: Some(3.0),
+                    sensitive: true,
+                    ..ok_input()
+                },
+                "ratify",
+                "run.ratify",
+            ),
+            (
+                "exactly 4 h",
+                Input {
+                    gap_hours: Some(4.0),
+                    ..ok_input()
+                },
+                "ratify",
+                "run.ratify",
+            ),
+            (
+                "plan gone",
+                Input {
+                    gap_hours: None,
+                    ..ok_input()
+                },
+                "replan",
+                "run.plan-missing",
+            ),
+            (
+                "plan edited",
+                Input {
+                    plan_edited: true,
+                    ..ok_input()
+                },
+                "critic",
+                "run.plan-changed",
+            ),
+        ];
+        for (name, input, verdict, rule) in rows {
+            let d = decide(&input, &run());
+            assert_eq!(d.decision.verdict, verdict, "{name}");
+            assert!(
+                d.decision.rules().contains(&rule),
+                "{name}: {:?}",
+                d.decision.rules()
+            );
+            assert_eq!(
+                d.checks.iter().map(|c| c.check).collect::<Vec<_>>(),
+                ["head", "staging", "alignment", "lock"]
+            );
+        }
+    }
+
+    #[test]
+    fn the_mid_gap_policy_can_require_a_replan() {
+        let mut r = run();
+        r.policy.mid_gap = "replan".into();
+        let d = decide(
+            &Input {
+                gap_hours: Some(5.0),
+                ..ok_input()
+            },
+            &r,
+        );
+        assert_eq!(d.decision.verdict, "replan");
+    }
+
+    #[test]
+    fn drift_shows_which_section_and_how() {
+        let d = decide(
+            &Input {
+                drifted: Some("SCOPE"),
+                ..ok_input()
+            },
+            &run(),
+        );
+        assert_eq!(d.drift.len(), 1);
+        assert_eq!(d.drift[0].section, "SCOPE");
+        assert_eq!(
+            d.drift[0].diff.as_deref(),
+            Some("- SCOPE text\n+ SCOPE text v2\n")
+        );
+    }
+
+    #[test]
+    fn the_lock_message_is_the_protocols() {
+        let d = decide(
+            &Input {
+                lease: LeaseState::Live("x".into()),
+                ..ok_input()
+            },
+            &run(),
+        );
+        assert_eq!(
+            d.decision.reasons[0].message,
+            "Another /implement is active on run_id 0123456789abcdef; wait for it to complete or use a fresh run_id."
+        );
+        assert!(!d.acquire);
+    }
+
+    #[test]
+    fn restoration_names_the_last_agent_or_gate_and_the_next_step() {
+        let mut r = run();
+        r.completed_agents = vec![
+            Completion {
+                name: "planner".into(),
+                at: Some("2026-03-01T10:00:00Z".into()),
+            },
+            Completion {
+                name: "implementer".into(),
+                at: Some("2026-03-01T11:00:00Z".into()),
+            },
+        ];
+        r.hard_gates = vec![Completion {
+            name: "tests-green".into(),
+            at: Some("2026-03-01T11:30:00Z".into()),
+        }];
+        r.steps = vec![
+            crate::model::StepRecord {
+                name: "implement".into(),
+                status: "done".into(),
+                at: None,
+            },
+            crate::model::StepRecord {
+                name: "review".into(),
+                status: "pending".into(),
+                at: None,
+            },
+        ];
+        let rest = restoration(&r);
+        assert_eq!(rest.completed_agents, ["planner", "implementer"]);
+        assert_eq!(rest.last.as_deref(), Some("gate tests-green"));
+        assert_eq!(rest.next_step.as_deref(), Some("review (pending)"));
+    }
+
+    fn lease_strategy() -> impl Strategy<Value = LeaseState> {
+        prop_oneof![
+            Just(LeaseState::Free),
+            Just(LeaseState::Mine),
+            Just(LeaseState::Live("held".into())),
+            Just(LeaseState::Stale("gone".into())),
+        ]
+    }
+
+    proptest! {
+        /// The FORBIDDEN list: no input reaches ratify when HEAD moved, alignment drifted, the
+        /// gap exceeds 24 hours (or 4), files are staged, or a live holder has the lock; and no
+        /// verdict that dispatches work is given while a live holder has the lock.
+        #[test]
+        fn ratify_only_when_everything_passes(
+            head_moved: bool, staged: bool, drift in proptest::option::of(prop_oneof![Just("GOALS"), Just("SCOPE"), Just("CONSTRAINTS")]),
+            lease in lease_strategy(), gap in proptest::option::of(-2.0f64..100.0), sensitive: bool, plan_edited: bool, mid_replan: bool,
+        ) {
+            let mut r = run();
+            if mid_replan { r.policy.mid_gap = "replan".into(); }
+            let input = Input { head_moved, staged, drifted: drift, lease: lease.clone(), gap_hours: gap, sensitive, plan_edited };
+            let d = decide(&input, &r);
+            let live = matches!(lease, LeaseState::Live(_));
+            if d.decision.verdict == "ratify" {
+                prop_assert!(!head_moved && !staged && drift.is_none() && !live && !plan_edited);
+                prop_assert!(gap.is_some_and(|g| g <= 4.0));
+            }
+            if live {
+                prop_assert!(!d.acquire);
+                prop_assert!(matches!(d.decision.verdict, "blocked" | "confirm"));
+            }
+            if head_moved && !live {
+                prop_assert_eq!(d.decision.verdict, "replan");
+            }
+            if gap.is_some_and(|g| g > 24.0) {
+                prop_assert_ne!(d.decision.verdict, "ratify");
+                prop_assert_ne!(d.decision.verdict, "critic");
+            }
+        }
+    }
+}

@@ -1,0 +1,165 @@
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// `.agentic/runs/<run_id>.json`: one single-run pipeline, what it was planned against, how far
+/// it got, and who holds its lock.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunState {
+    #[serde(default = "super::schema_v1")]
+    pub schema_version: u32,
+    pub run_id: String,
+    /// `active`, `complete` or `abandoned`.
+    #[serde(default = "active")]
+    pub status: String,
+    #[serde(default)]
+    pub created_at: Option<String>,
+    #[serde(default)]
+    pub updated_at: Option<String>,
+    #[serde(default)]
+    pub feature: Option<String>,
+    #[serde(default)]
+    pub mode: Option<String>,
+    /// `PIPELINE_BASE_COMMIT`: HEAD when the run was planned.
+    #[serde(default)]
+    pub base_commit: Option<String>,
+    #[serde(default)]
+    pub branch: Option<String>,
+    #[serde(default)]
+    pub plan: Option<PlanRecord>,
+    #[serde(default)]
+    pub alignment: Option<AlignmentRecord>,
+    /// The settings this run is resumed under.
+    #[serde(default)]
+    pub policy: RunPolicy,
+    #[serde(default, deserialize_with = "super::null_as_default")]
+    pub steps: Vec<StepRecord>,
+    /// Completed agents, in order; never re-dispatched.
+    #[serde(default, deserialize_with = "super::null_as_default")]
+    pub completed_agents: Vec<Completion>,
+    #[serde(default, deserialize_with = "super::null_as_default")]
+    pub hard_gates: Vec<Completion>,
+    /// The run lock. `None` when released.
+    #[serde(default)]
+    pub lease: Option<Lease>,
+    /// Bumped by every lease takeover; survives a release so that a stale holder stays fenced.
+    #[serde(default, deserialize_with = "super::null_as_default")]
+    pub lease_epoch: u64,
+    /// Where an imported run came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported_from: Option<String>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+fn active() -> String {
+    "active".into()
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PlanRecord {
+    /// Absolute path of the cached plan.
+    pub path: String,
+    pub sha256: Option<String>,
+    /// The plan's mtime when recorded (RFC 3339).
+    pub mtime: Option<String>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AlignmentRecord {
+    /// The project file, relative to the project root.
+    pub path: String,
+    /// One entry per section: GOALS, SCOPE, CONSTRAINTS.
+    pub sections: Vec<SectionRecord>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SectionRecord {
+    pub name: String,
+    /// `None` when the section was absent.
+    pub sha256: Option<String>,
+    /// The text, so that a drift can be shown as a diff.
+    #[serde(default)]
+    pub text: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunPolicy {
+    /// The verdict for a gap over 4 hours and at most 24 with no security-sensitive path:
+    /// `critic` (the default) or `replan`. The protocol sanctions `ratify` only at 4 hours or
+    /// less.
+    #[serde(default = "critic")]
+    pub mid_gap: String,
+    /// Security-sensitive path globs; the protocol's list by default.
+    #[serde(default = "default_globs")]
+    pub security_globs: Vec<String>,
+    /// Seconds without a heartbeat after which the run lock is stale.
+    #[serde(default = "default_ttl")]
+    pub lease_ttl_secs: u64,
+}
+
+fn critic() -> String {
+    "critic".into()
+}
+
+fn default_globs() -> Vec<String> {
+    crate::glob::DEFAULT_SECURITY_GLOBS
+        .iter()
+        .map(|g| g.to_string())
+        .collect()
+}
+
+fn default_ttl() -> u64 {
+    600
+}
+
+impl Default for RunPolicy {
+    fn default() -> RunPolicy {
+        RunPolicy {
+            mid_gap: critic(),
+            security_globs: default_globs(),
+            lease_ttl_secs: default_ttl(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StepRecord {
+    pub name: String,
+    pub status: String,
+    pub at: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Completion {
+    pub name: String,
+    pub at: Option<String>,
+}
+
+/// The run lock: a lease that outlives the command that took it. Its holder is the long-lived
+/// agent process, never baton's own.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Lease {
+    pub session: Option<String>,
+    pub host: String,
+    pub boot_id: Option<String>,
+    /// The holder process, when known.
+    pub pid: Option<u32>,
+    /// Its start time in clock ticks after boot (`/proc/<pid>/stat` field 22): a pid alone
+    /// never proves liveness, since pids are reused.
+    pub pid_start: Option<u64>,
+    /// How the pid was found: `flag`, `CLAUDE_PID`, `ancestor`, or `none`.
+    pub pid_source: String,
+    pub acquired_at: String,
+    pub heartbeat_at: String,
+    pub epoch: u64,
+}
+
+/// A finished run is complete or abandoned; anything else is live work.
+pub fn run_is_finished(status: &str) -> bool {
+    matches!(status, "complete" | "abandoned")
+}
