@@ -13,6 +13,8 @@ pub enum StoreError {
     Symlink { path: PathBuf },
     #[error("{path} is not a regular file")]
     NotRegular { path: PathBuf },
+    #[error("{path} belongs to uid {owner}, not to this user (uid {me})")]
+    NotOwned { path: PathBuf, owner: u32, me: u32 },
     #[error("{path} is {size} bytes, over the {cap}-byte cap for a state file")]
     TooLarge { path: PathBuf, size: u64, cap: u64 },
     #[error("{path} is empty")]
@@ -58,6 +60,10 @@ impl StoreError {
             StoreError::Io { .. } => None,
             StoreError::Symlink { path } => Some(format!(
                 "replace the link with the real file or directory it points to, or remove it: `rm {}`",
+                path.display()
+            )),
+            StoreError::NotOwned { path, .. } => Some(format!(
+                "baton imports only a file this user wrote; if you trust it, copy it (`cp {} ./mine.json`) and pass `--from ./mine.json`",
                 path.display()
             )),
             StoreError::NotRegular { path } => {

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::StoreError;
 use baton_core::key::loop_file_name;
+use baton_core::run_id::RunId;
 
 #[derive(Debug, Clone)]
 pub struct Layout {
@@ -30,6 +31,7 @@ pub const BATCH_FILE: &str = "batch-state.json";
 /// The sidecar of the directory lock; never deleted.
 pub const LOCK_FILE: &str = "baton.lock";
 pub const ARCHIVE_DIR: &str = "archive";
+pub const RUNS_DIR: &str = "runs";
 
 impl Layout {
     /// Finds the project root from `dir` as `git rev-parse --show-toplevel` would. The common
@@ -85,6 +87,15 @@ impl Layout {
 
     pub fn archive_dir(&self) -> PathBuf {
         self.state_dir.join(ARCHIVE_DIR)
+    }
+
+    /// `.agentic/runs/`, mode 0700: run state names no other user may read or plant.
+    pub fn runs_dir(&self) -> PathBuf {
+        self.state_dir.join(RUNS_DIR)
+    }
+
+    pub fn run_file(&self, id: &RunId) -> PathBuf {
+        self.runs_dir().join(format!("{id}.json"))
     }
 
     /// The state directory relative to the root, when it lies inside the work tree: git

@@ -7,12 +7,22 @@ pub mod error;
 pub mod git;
 pub mod layout;
 pub mod lock;
+pub mod process;
 pub mod read;
 pub mod store;
 
 pub use error::StoreError;
 pub use layout::Layout;
 pub use store::{FsStore, StateStore};
+
+/// The SHA-256 of `bytes`, as lowercase hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
 
 /// `n` random bytes as lowercase hex, from the operating system's generator.
 pub fn random_hex(n_bytes: usize) -> String {

@@ -16,6 +16,13 @@ pub const STATE_FILE_CAP: u64 = 4 * 1024 * 1024;
 /// The bytes of `path`, or `None` when it does not exist. Refuses a symlink (`O_NOFOLLOW`), a
 /// non-regular file and a file over `cap`.
 pub fn read_capped(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, StoreError> {
+    read_checked(path, cap, false)
+}
+
+/// `read_capped`, and with `owned_only` also refuses a file another user owns, checked on the
+/// opened file so that a swap between the check and the read cannot slip through.
+fn read_checked(path: &Path, cap: u64, owned_only: bool) -> Result<Option<Vec<u8>>, StoreError> {
+    use std::os::unix::fs::MetadataExt;
     let file = match File::options()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
@@ -31,6 +38,15 @@ pub fn read_capped(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, StoreError>
     let meta = file.metadata().map_err(StoreError::io("stat", path))?;
     if !meta.is_file() {
         return Err(StoreError::NotRegular { path: path.into() });
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if owned_only && meta.uid() != me {
+        return Err(StoreError::NotOwned {
+            path: path.into(),
+            owner: meta.uid(),
+            me,
+        });
     }
     if meta.len() > cap {
         return Err(StoreError::TooLarge {
@@ -52,6 +68,12 @@ pub fn read_capped(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, StoreError>
         });
     }
     Ok(Some(bytes))
+}
+
+/// Reads a file that this user owns: another user's file in a shared directory such as `/tmp`
+/// could be planted to steer a run.
+pub fn read_owned(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, StoreError> {
+    read_checked(path, cap, true)
 }
 
 /// How a state file may be used after reading it.

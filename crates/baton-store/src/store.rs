@@ -13,7 +13,8 @@ use crate::lock::DirLock;
 use crate::read::{Access, STATE_FILE_CAP, parse_state, read_capped};
 use crate::{StoreError, atomic};
 use baton_core::key::key_from_file_name;
-use baton_core::model::{BatchState, LoopState, SCHEMA_VERSION};
+use baton_core::model::{BatchState, LoopState, RunState, SCHEMA_VERSION};
+use baton_core::run_id::RunId;
 
 /// A state read from the store, with where it came from and whether it may be rewritten.
 #[derive(Debug, Clone)]
@@ -36,6 +37,9 @@ impl<T> Loaded<T> {
         }
     }
 }
+
+/// A run found by a listing: its id and its state, or why it could not be read.
+pub type ListedRun = (String, Result<Loaded<RunState>, StoreError>);
 
 /// One keyed loop file found by a scan; an unreadable one is reported, never fatal.
 #[derive(Debug)]
@@ -68,6 +72,13 @@ pub trait StateStore {
     fn read_batch(&self) -> Result<Option<Loaded<BatchState>>, StoreError>;
     fn write_batch(&self, state: &BatchState) -> Result<(), StoreError>;
     fn archive_batch(&self, now: Timestamp) -> Result<PathBuf, StoreError>;
+
+    fn read_run(&self, id: &RunId) -> Result<Option<Loaded<RunState>>, StoreError>;
+    fn write_run(&self, state: &RunState) -> Result<(), StoreError>;
+    /// Every run, in id order; an unreadable one is reported, never fatal.
+    fn list_runs(&self) -> Result<Vec<ListedRun>, StoreError>;
+    /// Deletes a run's state: only `baton run prune` calls it, for finished runs.
+    fn remove_run(&self, id: &RunId) -> Result<(), StoreError>;
 }
 
 /// The files under `.agentic/`.
@@ -206,6 +217,57 @@ impl StateStore for FsStore {
 
     fn archive_batch(&self, now: Timestamp) -> Result<PathBuf, StoreError> {
         self.archive(&self.layout.batch_file(), "batch-state", now)
+    }
+
+    fn read_run(&self, id: &RunId) -> Result<Option<Loaded<RunState>>, StoreError> {
+        if !check_real_dir(&self.layout.runs_dir())? {
+            return Ok(None);
+        }
+        self.read(&self.layout.run_file(id))
+    }
+
+    fn write_run(&self, state: &RunState) -> Result<(), StoreError> {
+        let id = RunId::parse(&state.run_id).map_err(|e| StoreError::Corrupt {
+            path: self.layout.runs_dir(),
+            detail: e.to_string(),
+        })?;
+        let dir = self.layout.runs_dir();
+        if !check_real_dir(&dir)? {
+            make_dir(&dir)?;
+        }
+        self.write(&self.layout.run_file(&id), state)
+    }
+
+    fn list_runs(&self) -> Result<Vec<ListedRun>, StoreError> {
+        let dir = self.layout.runs_dir();
+        if !check_real_dir(&dir)? {
+            return Ok(Vec::new());
+        }
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir(&dir).map_err(StoreError::io("list", &dir))? {
+            let entry = entry.map_err(StoreError::io("list", &dir))?;
+            let name = entry.file_name();
+            let Some(id) = name
+                .to_str()
+                .and_then(|n| n.strip_suffix(".json"))
+                .and_then(|n| RunId::parse(n).ok())
+            else {
+                continue;
+            };
+            let path = entry.path();
+            let loaded = self.read(&path).and_then(|l| {
+                l.ok_or_else(|| StoreError::io("read", &path)(std::io::ErrorKind::NotFound.into()))
+            });
+            found.push((id.to_string(), loaded));
+        }
+        found.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(found)
+    }
+
+    fn remove_run(&self, id: &RunId) -> Result<(), StoreError> {
+        let path = self.layout.run_file(id);
+        std::fs::remove_file(&path).map_err(StoreError::io("remove", &path))?;
+        atomic::sync_dir(&self.layout.runs_dir())
     }
 }
 

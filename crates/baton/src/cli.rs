@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::commands::{batch, demo, resume, schema, ticket_loop};
+use crate::commands::{batch, demo, resume, run, schema, ticket_loop};
 use crate::context::Ctx;
 use crate::error::{CommandError, ExitStatus};
 use crate::output::Report;
@@ -41,6 +41,8 @@ enum Command {
     #[command(subcommand, name = "loop")]
     Loop(ticket_loop::LoopCommand),
     Resume(resume::ResumeArgs),
+    #[command(subcommand)]
+    Run(run::RunCommand),
     #[command(subcommand)]
     Batch(batch::BatchCommand),
     Demo(demo::DemoArgs),
@@ -100,6 +102,7 @@ fn dispatch(ctx: &Ctx, command: Command) -> Result<Report, CommandError> {
     match command {
         Command::Loop(cmd) => ticket_loop::dispatch(ctx, cmd),
         Command::Resume(args) => resume::cmd_resume(ctx, args),
+        Command::Run(cmd) => run::dispatch(ctx, cmd),
         Command::Batch(cmd) => batch::dispatch(ctx, cmd),
         Command::Demo(args) => demo::cmd_demo(ctx, args),
         Command::Schema(args) => schema::cmd_schema(ctx, args),

@@ -33,8 +33,8 @@ impl Report {
     /// A decision: `verdict`, `reasons` and `next`, with the exit status its verdict implies.
     pub fn decision(decision: &Decision) -> Report {
         let status = match decision.verdict {
-            "refused" => ExitStatus::Refused,
-            "ask" => ExitStatus::AskHuman,
+            "refused" | "blocked" => ExitStatus::Refused,
+            "ask" | "confirm" => ExitStatus::AskHuman,
             "invalid" => ExitStatus::Usage,
             _ => ExitStatus::Success,
         };

@@ -159,6 +159,14 @@ pub struct Lease {
     pub epoch: u64,
 }
 
+impl RunState {
+    /// An empty run, for listing baton's own field names.
+    pub fn placeholder() -> RunState {
+        serde_json::from_value(serde_json::json!({ "run_id": "" }))
+            .expect("every field has a default")
+    }
+}
+
 /// A finished run is complete or abandoned; anything else is live work.
 pub fn run_is_finished(status: &str) -> bool {
     matches!(status, "complete" | "abandoned")

@@ -3,5 +3,6 @@
 pub mod batch;
 pub mod demo;
 pub mod resume;
+pub mod run;
 pub mod schema;
 pub mod ticket_loop;

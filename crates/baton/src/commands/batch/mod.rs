@@ -35,6 +35,11 @@ pub fn dispatch(ctx: &Ctx, cmd: BatchCommand) -> Result<Report, CommandError> {
     }
 }
 
+/// `baton batch show`, for the batch resume that `baton run resume batch-*` routes to.
+pub fn show_batch(ctx: &Ctx) -> Result<Report, CommandError> {
+    show::cmd_batch_show(ctx, show::ShowArgs {})
+}
+
 pub fn owner_record(state: &BatchState) -> OwnerRecord<'_> {
     OwnerRecord {
         session: state.session_id.as_deref(),

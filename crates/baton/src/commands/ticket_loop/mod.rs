@@ -4,7 +4,7 @@ mod artifact;
 mod finish;
 mod heartbeat;
 mod init;
-mod interrupt;
+pub mod interrupt;
 mod key;
 mod set;
 mod show;

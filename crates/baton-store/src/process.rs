@@ -1,0 +1,153 @@
+//! Facts about processes and this machine, for the run lease: a pid alone never proves
+//! liveness, so a holder is named by host, boot id, pid and the process's start time.
+
+use std::path::Path;
+
+/// This machine's host name.
+pub fn host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+/// The kernel's boot id: differs after every reboot, so pids of an earlier boot mean nothing.
+pub fn boot_id() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// `/proc/<pid>/stat`, split after the command name (which may hold spaces and parentheses).
+fn stat_fields(pid: u32) -> Option<Vec<String>> {
+    let stat =
+        std::fs::read_to_string(Path::new("/proc").join(pid.to_string()).join("stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 1..];
+    Some(after.split_whitespace().map(String::from).collect())
+}
+
+/// A process's start time in clock ticks after boot (field 22 of `/proc/<pid>/stat`).
+pub fn start_time(pid: u32) -> Option<u64> {
+    // Fields after the name start at field 3 (state); field 22 is index 19 here.
+    stat_fields(pid)?.get(19)?.parse().ok()
+}
+
+/// The parent pid (field 4).
+fn parent(pid: u32) -> Option<u32> {
+    stat_fields(pid)?.get(1)?.parse().ok()
+}
+
+/// Whether the process that had `start` as its start time is still running. A reused pid has
+/// another start time, and a zombie has finished.
+pub fn is_alive(pid: u32, start: u64) -> bool {
+    match stat_fields(pid) {
+        Some(fields) => {
+            fields.first().is_none_or(|state| state != "Z")
+                && fields.get(19).and_then(|s| s.parse().ok()) == Some(start)
+        }
+        None => false,
+    }
+}
+
+fn comm(pid: u32) -> Option<String> {
+    std::fs::read_to_string(Path::new("/proc").join(pid.to_string()).join("comm"))
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+fn cmdline(pid: u32) -> Vec<String> {
+    std::fs::read(Path::new("/proc").join(pid.to_string()).join("cmdline"))
+        .map(|b| {
+            b.split(|&c| c == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Agent programs recognised among baton's ancestors.
+const AGENTS: [&str; 3] = ["claude", "codex", "gemini"];
+
+fn is_agent(pid: u32) -> bool {
+    let base = |s: &str| s.rsplit('/').next().unwrap_or(s).to_string();
+    if comm(pid).is_some_and(|c| AGENTS.contains(&c.as_str())) {
+        return true;
+    }
+    // `node /…/bin/claude …`: the script, not the interpreter, names the agent.
+    cmdline(pid)
+        .iter()
+        .take(2)
+        .any(|arg| AGENTS.contains(&base(arg).as_str()))
+}
+
+/// The nearest ancestor of this process that is an agent (Claude Code, Codex CLI, Gemini CLI).
+pub fn agent_ancestor() -> Option<u32> {
+    let mut pid = parent(std::process::id())?;
+    for _ in 0..64 {
+        if pid <= 1 {
+            return None;
+        }
+        if is_agent(pid) {
+            return Some(pid);
+        }
+        pid = parent(pid)?;
+    }
+    None
+}
+
+/// The process a lease is held for, and how it was found: the pid the caller names, else
+/// `CLAUDE_PID`, else an agent among baton's ancestors; never baton's own short-lived process.
+pub fn resolve_holder(
+    flag: Option<u32>,
+    claude_pid: Option<&str>,
+) -> (Option<(u32, u64)>, &'static str) {
+    let with_start = |pid: u32| start_time(pid).map(|s| (pid, s));
+    if let Some(pid) = flag {
+        return (with_start(pid), "flag");
+    }
+    if let Some(pid) = claude_pid.and_then(|p| p.trim().parse().ok()) {
+        return (with_start(pid), "CLAUDE_PID");
+    }
+    match agent_ancestor().and_then(with_start) {
+        Some(found) => (Some(found), "ancestor"),
+        None => (None, "none"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_is_alive_and_a_killed_child_is_not() {
+        let me = std::process::id();
+        let start = start_time(me).expect("own start time");
+        assert!(is_alive(me, start));
+        assert!(
+            !is_alive(me, start + 1),
+            "another start time is another process"
+        );
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let child_start = start_time(pid).unwrap();
+        assert!(is_alive(pid, child_start));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(!is_alive(pid, child_start));
+    }
+
+    #[test]
+    fn the_holder_is_never_baton_itself_unless_named() {
+        let (holder, source) = resolve_holder(None, Some("1"));
+        assert_eq!(source, "CLAUDE_PID");
+        assert_eq!(holder.map(|h| h.0), Some(1));
+        assert!(boot_id().is_some_and(|b| !b.is_empty()));
+        assert!(!host().is_empty());
+    }
+}

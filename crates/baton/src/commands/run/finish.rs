@@ -1,0 +1,21 @@
+use clap::Args;
+
+use super::HolderArgs;
+use super::release::end_lease;
+use crate::context::Ctx;
+use crate::error::CommandError;
+use crate::output::Report;
+
+/// End a run (`complete` or `abandoned`) and release its lock. Finished runs can be pruned.
+#[derive(Debug, Args)]
+pub struct FinishArgs {
+    run_id: String,
+    #[arg(long, default_value = "complete", value_parser = ["complete", "abandoned"])]
+    status: String,
+    #[command(flatten)]
+    holder: HolderArgs,
+}
+
+pub fn cmd_run_finish(ctx: &Ctx, args: FinishArgs) -> Result<Report, CommandError> {
+    end_lease(ctx, &args.run_id, &args.holder, Some(&args.status))
+}

@@ -1,0 +1,54 @@
+use clap::Args;
+use serde_json::json;
+
+use super::{HolderArgs, here, parse_run_id, require_holder};
+use crate::context::Ctx;
+use crate::error::CommandError;
+use crate::output::Report;
+use baton_core::time::format_ts;
+use baton_store::StateStore;
+
+/// Refresh the run lock's heartbeat, when this caller holds it; anything else is a no-op that
+/// exits 0, so a per-turn hook can call it blindly.
+#[derive(Debug, Args)]
+pub struct HeartbeatArgs {
+    run_id: String,
+    #[command(flatten)]
+    holder: HolderArgs,
+}
+
+pub fn cmd_run_heartbeat(ctx: &Ctx, args: HeartbeatArgs) -> Result<Report, CommandError> {
+    let id = parse_run_id(&args.run_id)?;
+    let store = ctx.store()?;
+    let noop = |why: String| {
+        Ok(Report::ok(
+            json!({ "refreshed": false, "run_id": id.to_string(), "why": why }),
+            format!("no heartbeat: {why}"),
+        ))
+    };
+    if !store.exists()? {
+        return noop("no state directory".into());
+    }
+    let _guard = store.lock()?;
+    let Some(mut loaded) = store.read_run(&id)? else {
+        return noop(format!("no run {id}"));
+    };
+    let (here, _) = here(ctx, &args.holder);
+    if let Err(d) = require_holder(&loaded.state, &here, &args.holder, ctx.now) {
+        return noop(
+            d.reasons
+                .first()
+                .map(|r| r.message.clone())
+                .unwrap_or_default(),
+        );
+    }
+    loaded.writable()?;
+    if let Some(lease) = loaded.state.lease.as_mut() {
+        lease.heartbeat_at = format_ts(ctx.now);
+    }
+    store.write_run(&loaded.state)?;
+    Ok(Report::ok(
+        json!({ "refreshed": true, "run_id": id.to_string() }),
+        format!("heartbeat: run {id} at {}", format_ts(ctx.now)),
+    ))
+}

@@ -1,0 +1,161 @@
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use serde_json::{Map, Value, json};
+
+use super::{parse_run_id, state_file_line};
+use crate::context::Ctx;
+use crate::error::CommandError;
+use crate::output::Report;
+use baton_core::model::{Completion, PlanRecord, RunPolicy, RunState, SCHEMA_VERSION};
+use baton_core::run_id::RunId;
+use baton_core::time::format_ts;
+use baton_store::read::{STATE_FILE_CAP, read_owned};
+use baton_store::{FsStore, StateStore};
+
+/// Import an originating `/tmp/pipeline_state_<run_id>.json` into `.agentic/runs/`.
+///
+/// Only a regular file owned by this user is read (never a link, never another user's file in
+/// the shared `/tmp`). Every field is kept; the known ones (`PIPELINE_BASE_COMMIT`, the plan
+/// file, completed agents) are mapped. `baton run resume` imports on its own when the run is
+/// not in `.agentic/runs/` yet.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    run_id: String,
+    /// The file to import [default: /tmp/pipeline_state_<run_id>.json].
+    #[arg(long, value_name = "PATH")]
+    from: Option<PathBuf>,
+}
+
+pub fn cmd_run_import(ctx: &Ctx, args: ImportArgs) -> Result<Report, CommandError> {
+    let id = parse_run_id(&args.run_id)?;
+    let store = ctx.store()?;
+    let _guard = store.lock()?;
+    if store.read_run(&id)?.is_some() {
+        return Err(
+            CommandError::usage(format!("run {id} is already in .agentic/runs/"))
+                .hint(format!("see it with `baton run show {id}`")),
+        );
+    }
+    let run = import_into(ctx, &store, &id, args.from.as_deref())?;
+    let path = store.layout.run_file(&id);
+    Ok(Report::ok(
+        json!({ "run_id": id.to_string(), "imported_from": run.imported_from, "state_file": path.display().to_string() }),
+        format!(
+            "imported run {id} from {}\n{}",
+            run.imported_from.as_deref().unwrap_or_default(),
+            state_file_line(&path)
+        ),
+    ))
+}
+
+/// Where the originating pipeline keeps a run's state.
+fn default_source(id: &RunId) -> PathBuf {
+    let dir = std::env::var_os("BATON_PIPELINE_STATE_DIR")
+        .map_or_else(|| PathBuf::from("/tmp"), PathBuf::from);
+    dir.join(format!("pipeline_state_{id}.json"))
+}
+
+/// Reads the originating state and writes it as baton run state; the caller holds the lock.
+pub fn import_into(
+    ctx: &Ctx,
+    store: &FsStore,
+    id: &RunId,
+    from: Option<&Path>,
+) -> Result<RunState, CommandError> {
+    let source = from.map_or_else(|| default_source(id), Path::to_path_buf);
+    let bytes = read_owned(&source, STATE_FILE_CAP)?.ok_or_else(|| {
+        CommandError::usage(format!("no originating state at {}", source.display()))
+            .hint("pass the file with `--from <PATH>`")
+    })?;
+    let original: Map<String, Value> = serde_json::from_slice(&bytes).map_err(|e| {
+        CommandError::new(
+            crate::error::ExitStatus::Failure,
+            format!("{} is not a JSON object: {e}", source.display()),
+        )
+        .hint("nothing was imported; check the file")
+    })?;
+    let text = |keys: &[&str]| {
+        keys.iter()
+            .find_map(|k| original.get(*k).and_then(Value::as_str))
+            .map(String::from)
+    };
+    let plan = text(&["plan_file", "plan_path", "plan"]).map(|p| {
+        let path = Path::new(&p);
+        let abs = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            store.layout.root.join(path)
+        };
+        PlanRecord {
+            path: abs.display().to_string(),
+            sha256: None,
+            mtime: None,
+            extra: Map::new(),
+        }
+    });
+    let completed = original
+        .get("completed_agents")
+        .and_then(Value::as_array)
+        .map(|agents| {
+            agents
+                .iter()
+                .filter_map(|a| match a {
+                    Value::String(name) => Some(Completion {
+                        name: name.clone(),
+                        at: None,
+                    }),
+                    Value::Object(o) => {
+                        let get = |k: &str| o.get(k).and_then(Value::as_str).map(String::from);
+                        let name = get("name").or_else(|| get("agent"))?;
+                        Some(Completion {
+                            name,
+                            at: get("at")
+                                .or_else(|| get("completed_at"))
+                                .or_else(|| get("timestamp")),
+                        })
+                    }
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    // Everything is kept; fields that share a name with baton's own are mapped, not duplicated.
+    let own: Vec<String> = match serde_json::to_value(RunState::placeholder()) {
+        Ok(Value::Object(o)) => o.keys().cloned().collect(),
+        _ => Vec::new(),
+    };
+    let extra: Map<String, Value> = original
+        .iter()
+        .filter(|(k, _)| !own.contains(k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let now = format_ts(ctx.now);
+    let run = RunState {
+        schema_version: SCHEMA_VERSION,
+        run_id: id.to_string(),
+        status: "active".into(),
+        created_at: text(&["created_at", "started_at"]).or_else(|| Some(now.clone())),
+        updated_at: Some(now),
+        feature: text(&["feature", "feature_description"]),
+        mode: text(&["mode"]),
+        base_commit: text(&[
+            "base_commit",
+            "PIPELINE_BASE_COMMIT",
+            "pipeline_base_commit",
+        ]),
+        branch: text(&["branch"]),
+        plan,
+        alignment: None,
+        policy: RunPolicy::default(),
+        steps: Vec::new(),
+        completed_agents: completed,
+        hard_gates: Vec::new(),
+        lease: None,
+        lease_epoch: 0,
+        imported_from: Some(source.display().to_string()),
+        extra,
+    };
+    store.write_run(&run)?;
+    Ok(run)
+}

@@ -1,0 +1,198 @@
+//! `baton run`: the single-run pipeline protocol (docs/single-run.md): run state under
+//! `.agentic/runs/`, the ordered resume checks, and the run lock as a lease.
+
+mod facts;
+mod finish;
+mod heartbeat;
+mod import;
+mod new;
+mod prune;
+mod record;
+mod release;
+mod resume;
+mod show;
+
+use clap::{Args, Subcommand};
+use jiff::SignedDuration;
+
+use crate::context::Ctx;
+use crate::error::CommandError;
+use crate::output::Report;
+use baton_core::decide::lease::{Here, LeaseState, lease_state};
+use baton_core::model::{Lease, RunState};
+use baton_core::run_id::{RunId, RunTarget};
+use baton_core::time::format_ts;
+use baton_store::process;
+
+/// Track a single-run pipeline and resume it safely: `baton run new`, `record`, `resume`.
+#[derive(Debug, Subcommand)]
+pub enum RunCommand {
+    New(new::NewArgs),
+    Record(record::RecordArgs),
+    Resume(resume::ResumeArgs),
+    Show(show::ShowArgs),
+    Heartbeat(heartbeat::HeartbeatArgs),
+    Release(release::ReleaseArgs),
+    Finish(finish::FinishArgs),
+    Import(import::ImportArgs),
+    Prune(prune::PruneArgs),
+}
+
+pub fn dispatch(ctx: &Ctx, cmd: RunCommand) -> Result<Report, CommandError> {
+    match cmd {
+        RunCommand::New(args) => new::cmd_run_new(ctx, args),
+        RunCommand::Record(args) => record::cmd_run_record(ctx, args),
+        RunCommand::Resume(args) => resume::cmd_run_resume(ctx, args),
+        RunCommand::Show(args) => show::cmd_run_show(ctx, args),
+        RunCommand::Heartbeat(args) => heartbeat::cmd_run_heartbeat(ctx, args),
+        RunCommand::Release(args) => release::cmd_run_release(ctx, args),
+        RunCommand::Finish(args) => finish::cmd_run_finish(ctx, args),
+        RunCommand::Import(args) => import::cmd_run_import(ctx, args),
+        RunCommand::Prune(args) => prune::cmd_run_prune(ctx, args),
+    }
+}
+
+/// Who holds the run lock: the long-lived agent process, never baton's own.
+#[derive(Debug, Clone, Default, Args)]
+pub struct HolderArgs {
+    /// The agent process the lock is held for [default: $CLAUDE_PID, else an agent
+    /// (claude, codex, gemini) among baton's ancestors, else none: the heartbeat alone decides].
+    #[arg(long, value_name = "PID")]
+    pub pid: Option<u32>,
+    /// The lease epoch this caller was handed; a write holding another epoch is refused.
+    #[arg(long, value_name = "N")]
+    pub epoch: Option<u64>,
+}
+
+/// Parses a run id argument; anything off the allowlist is invalid input that never reaches a
+/// path.
+pub fn parse_run_id(raw: &str) -> Result<RunId, CommandError> {
+    RunId::parse(raw).map_err(|e| {
+        CommandError::usage(e.to_string())
+            .hint("list runs with `ls .agentic/runs/`, or start one with `baton run new`")
+    })
+}
+
+pub fn parse_target(raw: &str) -> Result<RunTarget, CommandError> {
+    RunTarget::parse(raw).map_err(|e| {
+        CommandError::usage(e.to_string())
+            .hint("list runs with `ls .agentic/runs/`, or start one with `baton run new`")
+    })
+}
+
+/// This machine, this session, and the holder process this caller stands for.
+pub fn here(ctx: &Ctx, holder: &HolderArgs) -> (Here, &'static str) {
+    let claude_pid = std::env::var("CLAUDE_PID").ok();
+    let (pid, source) = process::resolve_holder(holder.pid, claude_pid.as_deref());
+    (
+        Here {
+            host: process::host(),
+            boot_id: process::boot_id(),
+            session: ctx.session.clone(),
+            pid,
+        },
+        source,
+    )
+}
+
+/// Looks at the lease holder's process when it is on this host and boot.
+pub fn lease_state_of(run: &RunState, here: &Here, now: jiff::Timestamp) -> LeaseState {
+    let alive = run.lease.as_ref().and_then(|l| {
+        let same_machine = l.host == here.host && l.boot_id.is_some() && l.boot_id == here.boot_id;
+        let (pid, start) = (l.pid?, l.pid_start?);
+        same_machine.then(|| process::is_alive(pid, start))
+    });
+    let ttl =
+        SignedDuration::from_secs(i64::try_from(run.policy.lease_ttl_secs).unwrap_or(i64::MAX));
+    lease_state(run.lease.as_ref(), here, alive, now, ttl)
+}
+
+/// Takes (or refreshes) the lease for this caller: a new holder gets epoch + 1.
+pub fn take_lease(
+    run: &mut RunState,
+    here: &Here,
+    source: &str,
+    state: &LeaseState,
+    now: jiff::Timestamp,
+) {
+    let now_s = format_ts(now);
+    if let (LeaseState::Mine, Some(lease)) = (state, run.lease.as_mut()) {
+        lease.heartbeat_at = now_s;
+        lease.session = here.session.clone();
+        return;
+    }
+    run.lease_epoch += 1;
+    run.lease = Some(Lease {
+        session: here.session.clone(),
+        host: here.host.clone(),
+        boot_id: here.boot_id.clone(),
+        pid: here.pid.map(|p| p.0),
+        pid_start: here.pid.map(|p| p.1),
+        pid_source: source.to_string(),
+        acquired_at: now_s.clone(),
+        heartbeat_at: now_s,
+        epoch: run.lease_epoch,
+    });
+}
+
+/// Refuses a write by anyone but the lease holder, and by a holder of an older epoch.
+pub fn require_holder(
+    run: &RunState,
+    here: &Here,
+    holder: &HolderArgs,
+    now: jiff::Timestamp,
+) -> Result<(), baton_core::Decision> {
+    use baton_core::{Decision, Reason};
+    let id = &run.run_id;
+    if let (Some(held), Some(lease)) = (holder.epoch, &run.lease)
+        && held != lease.epoch
+    {
+        return Err(Decision::new(
+            "refused",
+            Reason::new(
+                "run.stale-epoch",
+                format!(
+                    "run {id}'s lock is at epoch {}, this writer holds epoch {held}: it was taken over",
+                    lease.epoch
+                ),
+            ),
+            Some(format!(
+                "stop writing to run {id}; check it with `baton run show {id}`"
+            )),
+        ));
+    }
+    match lease_state_of(run, here, now) {
+        LeaseState::Mine => Ok(()),
+        LeaseState::Live(why) => Err(Decision::new(
+            "refused",
+            Reason::new(
+                "run.lock-held",
+                format!(
+                    "Another /implement is active on run_id {id}; wait for it to complete or use a fresh run_id. ({why})"
+                ),
+            ),
+            Some(format!(
+                "wait for the holder, or start a fresh run with `baton run new`; see `baton run show {id}`"
+            )),
+        )),
+        LeaseState::Free | LeaseState::Stale(_) => Err(Decision::new(
+            "refused",
+            Reason::new(
+                "run.lock-not-held",
+                format!("this caller does not hold run {id}'s lock"),
+            ),
+            Some(format!("take it with `baton run resume {id}` first")),
+        )),
+    }
+}
+
+/// `PIPELINE_STATE_FILE=<path>`, for the caller's environment.
+pub fn state_file_line(path: &std::path::Path) -> String {
+    format!("PIPELINE_STATE_FILE={}", path.display())
+}
+
+/// A missing run: never a path built from an unchecked id.
+pub fn missing_run(id: &RunId) -> CommandError {
+    CommandError::usage(format!("no run {id} in this project (.agentic/runs/{id}.json)"))
+        .hint(format!("import an originating one with `baton run import {id}`, or start a new run with `baton run new`"))
+}

@@ -1,0 +1,154 @@
+use std::path::PathBuf;
+
+use clap::Args;
+use serde_json::{Map, json};
+
+use super::facts::{file_in_project, plan_now, sections_now};
+use super::{HolderArgs, here, state_file_line, take_lease};
+use crate::context::Ctx;
+use crate::error::CommandError;
+use crate::output::Report;
+use baton_core::decide::lease::LeaseState;
+use baton_core::model::{
+    AlignmentRecord, PlanRecord, RunPolicy, RunState, SCHEMA_VERSION, SectionRecord,
+};
+use baton_core::run_id::RunId;
+use baton_core::time::format_ts;
+use baton_store::{StateStore, git, random_hex};
+
+/// Start a single run: print a new run id and record what it is planned against (HEAD, the
+/// plan, the project's alignment sections), holding the run lock.
+#[derive(Debug, Args)]
+pub struct NewArgs {
+    /// What the run implements.
+    #[arg(long, value_name = "TEXT")]
+    feature: Option<String>,
+    /// The pre-validated plan file.
+    #[arg(long, value_name = "FILE")]
+    plan: Option<PathBuf>,
+    /// The pipeline mode, as your conductor names it.
+    #[arg(long)]
+    mode: Option<String>,
+    /// The project file with the GOALS, SCOPE and CONSTRAINTS sections.
+    #[arg(long, value_name = "PATH", default_value = ".claude/PROJECT.md")]
+    project_file: String,
+    /// The verdict for a plan over 4 and at most 24 hours old that names no security-sensitive
+    /// path: one critic round, or a full re-plan.
+    #[arg(long, value_name = "VERDICT", default_value = "critic", value_parser = ["critic", "replan"])]
+    mid_gap: String,
+    /// A security-sensitive path glob (repeatable; replaces the default list).
+    #[arg(long = "security-glob", value_name = "GLOB")]
+    security_globs: Vec<String>,
+    /// Seconds without a heartbeat after which the run lock is stale.
+    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    lease_ttl: u64,
+    #[command(flatten)]
+    holder: HolderArgs,
+}
+
+pub fn cmd_run_new(ctx: &Ctx, args: NewArgs) -> Result<Report, CommandError> {
+    let store = ctx.store()?;
+    let root = store.layout.root.clone();
+    if args.project_file.starts_with('/') || args.project_file.split('/').any(|c| c == "..") {
+        return Err(CommandError::usage(format!(
+            "--project-file {} must be a path inside the project",
+            args.project_file
+        ))
+        .hint("pass it relative to the project root, like `.claude/PROJECT.md`"));
+    }
+    let plan_path = args
+        .plan
+        .as_deref()
+        .map(|p| file_in_project(&ctx.dir, &root, p, "--plan"))
+        .transpose()?;
+    let mut policy = RunPolicy {
+        mid_gap: args.mid_gap,
+        lease_ttl_secs: args.lease_ttl,
+        ..RunPolicy::default()
+    };
+    if !args.security_globs.is_empty() {
+        policy.security_globs = args.security_globs;
+    }
+    let plan = match &plan_path {
+        Some(path) => {
+            let now = plan_now(path, &policy.security_globs)?;
+            Some(PlanRecord {
+                path: path.display().to_string(),
+                sha256: now.as_ref().map(|p| p.sha256.clone()),
+                mtime: now.as_ref().map(|p| format_ts(p.mtime)),
+                extra: Map::new(),
+            })
+        }
+        None => None,
+    };
+    let sections = sections_now(&root, &args.project_file)?
+        .into_iter()
+        .map(|s| SectionRecord {
+            name: s.name,
+            sha256: s.sha256,
+            text: s.text,
+        })
+        .collect();
+    let repo = git::head_and_index(&root)?;
+    let id = RunId::parse(&random_hex(8)).expect("16 lowercase hex digits");
+    let now = format_ts(ctx.now);
+    let mut run = RunState {
+        schema_version: SCHEMA_VERSION,
+        run_id: id.to_string(),
+        status: "active".into(),
+        created_at: Some(now.clone()),
+        updated_at: Some(now),
+        feature: args.feature,
+        mode: args.mode,
+        base_commit: repo.head.clone(),
+        branch: repo.branch,
+        plan,
+        alignment: Some(AlignmentRecord {
+            path: args.project_file,
+            sections,
+            extra: Map::new(),
+        }),
+        policy,
+        steps: Vec::new(),
+        completed_agents: Vec::new(),
+        hard_gates: Vec::new(),
+        lease: None,
+        lease_epoch: 0,
+        imported_from: None,
+        extra: Map::new(),
+    };
+    let (here, source) = here(ctx, &args.holder);
+    take_lease(&mut run, &here, source, &LeaseState::Free, ctx.now);
+    let _guard = store.lock()?;
+    store.write_run(&run)?;
+    let path = store.layout.run_file(&id);
+    let mut text = format!("{id}\n{}\n", state_file_line(&path));
+    text.push_str(&format!(
+        "run lock held for {} (epoch {}); pass `--epoch {}` on later writes\n",
+        holder_text(&run),
+        run.lease_epoch,
+        run.lease_epoch
+    ));
+    if repo.head.is_none() {
+        text.push_str("warning: the repository has no commit yet, so `baton run resume` will ask for a re-plan\n");
+    }
+    Ok(Report::ok(
+        json!({ "run_id": id.to_string(), "state_file": path.display().to_string(), "epoch": run.lease_epoch, "lease": run.lease }),
+        text,
+    ))
+}
+
+/// `session S, pid P (CLAUDE_PID)`.
+pub fn holder_text(run: &RunState) -> String {
+    let Some(lease) = &run.lease else {
+        return "nobody".into();
+    };
+    let session = lease
+        .session
+        .as_deref()
+        .map_or_else(|| "no session".into(), |s| format!("session {s}"));
+    match lease.pid {
+        Some(pid) => format!("{session}, pid {pid} ({})", lease.pid_source),
+        None => format!("{session}, no holder process known: the heartbeat alone decides"),
+    }
+}

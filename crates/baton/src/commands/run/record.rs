@@ -1,0 +1,97 @@
+use clap::{ArgGroup, Args};
+use serde_json::json;
+
+use super::{HolderArgs, here, missing_run, parse_run_id, require_holder};
+use crate::context::Ctx;
+use crate::error::CommandError;
+use crate::output::Report;
+use baton_core::model::{Completion, StepRecord};
+use baton_core::time::format_ts;
+use baton_core::{Decision, Reason};
+use baton_store::StateStore;
+
+/// Record progress of a run: a completed agent, a passed hard gate, or a step's status. Only
+/// the run lock's holder may record; a completed agent is never recorded (or dispatched) twice.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("what").required(true).args(["agent", "gate", "step"])))]
+pub struct RecordArgs {
+    run_id: String,
+    /// An agent that completed.
+    #[arg(long, value_name = "NAME")]
+    agent: Option<String>,
+    /// A hard gate that passed.
+    #[arg(long, value_name = "NAME")]
+    gate: Option<String>,
+    /// A pipeline step, with `--status`.
+    #[arg(long, value_name = "NAME", requires = "status")]
+    step: Option<String>,
+    /// The step's status: pending, in_progress, done, skipped, failed.
+    #[arg(long, value_name = "S")]
+    status: Option<String>,
+    #[command(flatten)]
+    holder: HolderArgs,
+}
+
+pub fn cmd_run_record(ctx: &Ctx, args: RecordArgs) -> Result<Report, CommandError> {
+    let id = parse_run_id(&args.run_id)?;
+    let store = ctx.store()?;
+    if !store.exists()? {
+        return Err(missing_run(&id));
+    }
+    let _guard = store.lock()?;
+    let loaded = store.read_run(&id)?.ok_or_else(|| missing_run(&id))?;
+    loaded.writable()?;
+    let mut run = loaded.state.clone();
+    let (here, _) = here(ctx, &args.holder);
+    if let Err(d) = require_holder(&run, &here, &args.holder, ctx.now) {
+        return Ok(Report::decision(&d));
+    }
+    let at = Some(format_ts(ctx.now));
+    let message = if let Some(agent) = &args.agent {
+        if run.completed_agents.iter().any(|c| &c.name == agent) {
+            let d = Decision::new(
+                "refused",
+                Reason::new("run.agent-already-complete", format!("agent {agent} already has a completion entry in run {id}")),
+                Some("completed agents are never re-dispatched; a deliberate second round needs its own name (for example `reviewer-2`)".into()),
+            );
+            return Ok(Report::decision(&d));
+        }
+        run.completed_agents.push(Completion {
+            name: agent.clone(),
+            at,
+        });
+        format!("agent {agent} completed")
+    } else if let Some(gate) = &args.gate {
+        run.hard_gates.push(Completion {
+            name: gate.clone(),
+            at,
+        });
+        format!("hard gate {gate} passed")
+    } else {
+        let (step, status) = (
+            args.step.clone().unwrap_or_default(),
+            args.status.clone().unwrap_or_default(),
+        );
+        match run.steps.iter_mut().find(|s| s.name == step) {
+            Some(existing) => {
+                existing.status = status.clone();
+                existing.at = at;
+            }
+            None => run.steps.push(StepRecord {
+                name: step.clone(),
+                status: status.clone(),
+                at,
+            }),
+        }
+        format!("step {step}: {status}")
+    };
+    if let Some(lease) = run.lease.as_mut() {
+        lease.heartbeat_at = format_ts(ctx.now);
+    }
+    run.updated_at = Some(format_ts(ctx.now));
+    store.write_run(&run)?;
+    Ok(Report::ok(
+        json!({ "verdict": "ok", "run_id": id.to_string(), "recorded": message, "completed_agents": run.completed_agents }),
+        format!("run {id}: {message}"),
+    ))
+}

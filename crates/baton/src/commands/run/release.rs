@@ -1,0 +1,81 @@
+use clap::Args;
+use serde_json::json;
+
+use super::{HolderArgs, here, lease_state_of, missing_run, parse_run_id};
+use crate::context::Ctx;
+use crate::error::CommandError;
+use crate::output::Report;
+use baton_core::decide::lease::LeaseState;
+use baton_core::time::format_ts;
+use baton_core::{Decision, Reason};
+use baton_store::StateStore;
+use baton_store::store::FsStore;
+
+/// Release the run lock. Refused (exit 3) while another live holder has it.
+#[derive(Debug, Args)]
+pub struct ReleaseArgs {
+    run_id: String,
+    #[command(flatten)]
+    holder: HolderArgs,
+}
+
+pub fn cmd_run_release(ctx: &Ctx, args: ReleaseArgs) -> Result<Report, CommandError> {
+    end_lease(ctx, &args.run_id, &args.holder, None)
+}
+
+/// Drops the lease (and, with `status`, ends the run) unless a live foreign holder has it.
+pub fn end_lease(
+    ctx: &Ctx,
+    raw_id: &str,
+    holder: &HolderArgs,
+    status: Option<&str>,
+) -> Result<Report, CommandError> {
+    let id = parse_run_id(raw_id)?;
+    let store: FsStore = ctx.store()?;
+    if !store.exists()? {
+        return Err(missing_run(&id));
+    }
+    let _guard = store.lock()?;
+    let loaded = store.read_run(&id)?.ok_or_else(|| missing_run(&id))?;
+    loaded.writable()?;
+    let mut run = loaded.state.clone();
+    let (here, _) = here(ctx, holder);
+    if let (Some(held), Some(lease)) = (holder.epoch, &run.lease)
+        && held != lease.epoch
+    {
+        let d = Decision::new(
+            "refused",
+            Reason::new(
+                "run.stale-epoch",
+                format!(
+                    "run {id}'s lock is at epoch {}, this caller holds epoch {held}",
+                    lease.epoch
+                ),
+            ),
+            Some(format!("check the run with `baton run show {id}`")),
+        );
+        return Ok(Report::decision(&d));
+    }
+    if let LeaseState::Live(why) = lease_state_of(&run, &here, ctx.now) {
+        let d = Decision::new(
+            "refused",
+            Reason::new("run.lock-held", format!("Another /implement is active on run_id {id}; wait for it to complete or use a fresh run_id. ({why})")),
+            Some("only the holder releases a live lock; a dead one is taken over by `baton run resume`".into()),
+        );
+        return Ok(Report::decision(&d));
+    }
+    run.lease = None;
+    if let Some(status) = status {
+        run.status = status.to_string();
+    }
+    run.updated_at = Some(format_ts(ctx.now));
+    store.write_run(&run)?;
+    let what = match status {
+        Some(s) => format!("run {id} is {s}; its lock is released"),
+        None => format!("run {id}'s lock is released"),
+    };
+    Ok(Report::ok(
+        json!({ "verdict": "ok", "run_id": id.to_string(), "status": run.status }),
+        what,
+    ))
+}

@@ -1,0 +1,204 @@
+use std::path::Path;
+
+use clap::Args;
+use serde_json::json;
+
+use super::facts::{plan_now, sections_now};
+use super::{HolderArgs, here, lease_state_of, parse_target, state_file_line, take_lease};
+use crate::context::Ctx;
+use crate::error::CommandError;
+use crate::output::{Report, decision_json, render_decision};
+use baton_core::decide::run_resume::{RunDecision, RunFacts, decide_run_resume};
+use baton_core::model::SectionRecord;
+use baton_core::run_id::RunTarget;
+use baton_core::time::{format_ts, human_age};
+use baton_store::{StateStore, git};
+
+/// Resume a single run: four ordered checks (HEAD, staging, alignment, lock), the plan
+/// staleness gate, then what to restore.
+///
+/// Verdicts: `replan` (HEAD moved, or the plan is over 24 hours old or gone), `critic` (one
+/// plan-critic round first), `ratify` (hand the cached plan to the implementer: only with HEAD,
+/// alignment and the lock unchanged and the plan at most 4 hours old), `blocked` (exit 3:
+/// staged files, or the lock is held), `confirm` (exit 4: the alignment changed). A verdict that
+/// proceeds takes the run lock. A `batch-*` id shows the batch instead.
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// The run id: 16 lowercase hex digits, a legacy `YYYYMMDD-HHMMSS`, or `batch-<id>`.
+    run_id: String,
+    /// The user confirmed that the run still fits the changed GOALS, SCOPE or CONSTRAINTS:
+    /// record the sections as they are now and go on.
+    #[arg(long)]
+    confirm_alignment: bool,
+    #[command(flatten)]
+    holder: HolderArgs,
+}
+
+pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandError> {
+    let id = match parse_target(&args.run_id)? {
+        RunTarget::Run(id) => id,
+        RunTarget::Batch(raw) => return batch_resume(ctx, &raw),
+    };
+    let store = ctx.store()?;
+    let root = store.layout.root.clone();
+    let _guard = store.lock()?;
+    let mut notes = Vec::new();
+    let loaded = match store.read_run(&id)? {
+        Some(loaded) => loaded,
+        None => {
+            let imported = super::import::import_into(ctx, &store, &id, None).map_err(|e| {
+                if e.message.contains("no originating state") {
+                    super::missing_run(&id)
+                } else {
+                    e
+                }
+            })?;
+            notes.push(format!(
+                "note: imported {}",
+                imported.imported_from.as_deref().unwrap_or_default()
+            ));
+            store
+                .read_run(&id)?
+                .ok_or_else(|| super::missing_run(&id))?
+        }
+    };
+    loaded.writable()?;
+    let mut run = loaded.state.clone();
+    let (here, source) = here(ctx, &args.holder);
+    let sections = match &run.alignment {
+        Some(a) => Some(sections_now(&root, &a.path)?),
+        None => None,
+    };
+    if args.confirm_alignment
+        && let (Some(record), Some(now)) = (run.alignment.as_mut(), &sections)
+    {
+        record.sections = now
+            .iter()
+            .map(|s| SectionRecord {
+                name: s.name.clone(),
+                sha256: s.sha256.clone(),
+                text: s.text.clone(),
+            })
+            .collect();
+        notes.push(
+            "note: the alignment sections were re-recorded as the user confirmed them".into(),
+        );
+    }
+    let plan = match &run.plan {
+        Some(p) => plan_now(Path::new(&p.path), &run.policy.security_globs)?,
+        None => None,
+    };
+    let repo = git::head_and_index(&root)?;
+    let lease = lease_state_of(&run, &here, ctx.now);
+    let d = decide_run_resume(&RunFacts {
+        run: &run,
+        head: repo.head,
+        staged: repo.staged,
+        sections,
+        lease: lease.clone(),
+        plan,
+        now: ctx.now,
+    });
+    if d.acquire {
+        take_lease(&mut run, &here, source, &lease, ctx.now);
+        run.updated_at = Some(format_ts(ctx.now));
+        store.write_run(&run)?;
+    }
+    let path = store.layout.run_file(&id);
+    let text = render(&d, &run, &path, &notes);
+    let mut json = decision_json(&d.decision);
+    json["run_id"] = json!(id.to_string());
+    json["checks"] = json!(d.checks);
+    json["drift"] = json!(d.drift);
+    json["gap_secs"] = json!(d.gap_secs);
+    json["restore"] = json!(d.restore);
+    json["state_file"] = json!(path.display().to_string());
+    json["lock_acquired"] = json!(d.acquire);
+    json["epoch"] = json!(run.lease.as_ref().filter(|_| d.acquire).map(|l| l.epoch));
+    json["notes"] = json!(notes);
+    let mut report = Report::decision(&d.decision);
+    report.json = json.as_object().cloned().unwrap_or_default();
+    report.text = text;
+    Ok(report)
+}
+
+fn render(
+    d: &RunDecision,
+    run: &baton_core::model::RunState,
+    path: &Path,
+    notes: &[String],
+) -> String {
+    let mut out = String::new();
+    for note in notes {
+        out.push_str(&format!("{note}\n"));
+    }
+    for (n, check) in d.checks.iter().enumerate() {
+        out.push_str(&format!(
+            "check {} {:<9} {}  {}\n",
+            n + 1,
+            check.check,
+            if check.pass { "PASS" } else { "FAIL" },
+            check.evidence
+        ));
+    }
+    if let Some(gap) = d.gap_secs {
+        out.push_str(&format!(
+            "plan gap: {}\n",
+            human_age(jiff::SignedDuration::from_secs(gap.max(0)))
+        ));
+    }
+    out.push_str(&render_decision(&d.decision, None));
+    for drift in &d.drift {
+        out.push_str(&format!("--- {} changed ---\n", drift.section));
+        if let Some(diff) = &drift.diff {
+            out.push_str(diff);
+        }
+    }
+    let r = &d.restore;
+    out.push_str(&format!(
+        "completed agents (never re-dispatch): {}\n",
+        if r.completed_agents.is_empty() {
+            "none".to_string()
+        } else {
+            r.completed_agents.join(", ")
+        }
+    ));
+    if let Some(last) = &r.last {
+        out.push_str(&format!("last completed: {last}\n"));
+    }
+    if let Some(step) = &r.next_step {
+        out.push_str(&format!("next step: {step}\n"));
+    }
+    if d.acquire
+        && let Some(lease) = &run.lease
+    {
+        out.push_str(&format!(
+            "run lock held (epoch {}); pass `--epoch {}` on later writes\n",
+            lease.epoch, lease.epoch
+        ));
+    }
+    out.push_str(&format!("{}\n", state_file_line(path)));
+    out
+}
+
+/// `batch-*` ids name the batch of the ticket loop: the batch picks the ticket, and that
+/// ticket's own `baton resume` picks the phase.
+fn batch_resume(ctx: &Ctx, raw: &str) -> Result<Report, CommandError> {
+    let report = crate::commands::batch::show_batch(ctx)?;
+    let known = report
+        .json
+        .get("state")
+        .and_then(|s| s.get("batch_id"))
+        .and_then(|b| b.as_str())
+        .map(String::from);
+    let note = match known.as_deref() {
+        Some(b) if b == raw => format!(
+            "{raw} is a batch: the batch picks the ticket, the ticket's own `baton resume` picks the phase"
+        ),
+        Some(b) => format!("{raw} is a batch id; this project's batch is {b}, shown below"),
+        None => String::new(),
+    };
+    Ok(report
+        .with("routed_from", raw.to_string())
+        .text_before(&note))
+}
