@@ -115,12 +115,25 @@ if [[ "$n_loops" -ne 101 ]]; then
     exit 1
 fi
 
+# A single run, resumed by its own holder: one git call, the plan and project file read and
+# hashed, the lease refreshed with an fsync'd replace. Its floor is that git call.
+runs_repo="$work/run"
+new_repo "$runs_repo"
+mkdir -p "$runs_repo/.claude" "$runs_repo/plans"
+printf '# Project\n\n## GOALS\nShip.\n\n## SCOPE\nThe CLI.\n\n## CONSTRAINTS\nNo daemon.\n' >"$runs_repo/.claude/PROJECT.md"
+printf '# Plan\n\n1. Edit src/limiter.rs.\n2. Test it.\n' >"$runs_repo/plans/plan.md"
+git -C "$runs_repo" add . && git -C "$runs_repo" -c user.name=bench -c user.email=bench@example.invalid commit -q -m plan
+run_id="$("$baton" -C "$runs_repo" run new --plan plans/plan.md | head -n 1)"
+export GIT_OPTIONAL_LOCKS=0
+
 # Each command must succeed before it is timed: a refusal is fast and would flatter the figures.
 "$baton" -C "$one" loop heartbeat PROJ-1 | grep -q '^heartbeat:' ||
     { echo "bench.sh: the heartbeat did not refresh" >&2; exit 1; }
 "$baton" -C "$one" loop set PROJ-1 --phase qa --action returned --iteration 2 >/dev/null
 "$baton" -C "$many" loop heartbeat PROJ-1 | grep -q '^heartbeat:' ||
     { echo "bench.sh: the heartbeat (100 other loops) did not refresh" >&2; exit 1; }
+"$baton" -C "$runs_repo" run resume "$run_id" | grep -q '^verdict: ratify' ||
+    { echo "bench.sh: run resume did not ratify" >&2; exit 1; }
 
 {
     echo "nproc: $(nproc)"
@@ -168,7 +181,9 @@ hyperfine -N --warmup "$warmup" --runs "$runs" --style basic \
     -n 'baton --version' "$baton --version" \
     -n 'loop heartbeat' "$baton -C $one loop heartbeat PROJ-1" \
     -n 'loop set' "$baton -C $one loop set PROJ-1 --phase qa --action returned --iteration 2" \
-    -n 'loop heartbeat, 100 other loops' "$baton -C $many loop heartbeat PROJ-1"
+    -n 'loop heartbeat, 100 other loops' "$baton -C $many loop heartbeat PROJ-1" \
+    -n 'git status (run resume floor)' "git -C $runs_repo status --porcelain=v2 --branch -z --untracked-files=no" \
+    -n 'run resume' "$baton -C $runs_repo run resume $run_id"
 
 echo "== cargo bench -p baton-store --bench replace ${criterion_args[*]}"
 # The criterion temp files go to the same filesystem as the repositories above.
@@ -189,6 +204,8 @@ start_ms="$(hyperfine_median_ms 'baton --version')"
 heartbeat_ms="$(hyperfine_median_ms 'loop heartbeat')"
 set_ms="$(hyperfine_median_ms 'loop set')"
 heartbeat100_ms="$(hyperfine_median_ms 'loop heartbeat, 100 other loops')"
+git_ms="$(hyperfine_median_ms 'git status (run resume floor)')"
+resume_ms="$(hyperfine_median_ms 'run resume')"
 replace_ms="$(criterion_median_ms atomic_replace/1KiB)"
 replace_nofsync_ms="$(criterion_median_ms atomic_replace/1KiB-no-fsync)"
 read_parse_ms="$(criterion_median_ms read_parse/loop-state)"
@@ -207,7 +224,7 @@ summary="$out/summary.md"
 awk -v exec_floor="$true_ms" -v start="$start_ms" -v replace="$replace_ms" \
     -v nofsync="$replace_nofsync_ms" -v readparse="$read_parse_ms" -v hbpath="$heartbeat_path_ms" \
     -v hb="$heartbeat_ms" -v set="$set_ms" -v hb100="$heartbeat100_ms" -v quick="$quick" -v runs="$runs" \
-    -v before="$busy_before" -v after="$busy_after" '
+    -v before="$busy_before" -v after="$busy_after" -v git="$git_ms" -v resume="$resume_ms" '
 function row(name, median, target,   floor) {
     floor = start + replace
     printf "| %s | %.3f | %d | %s | %.3f | %.2fx | %.2fx | %+.3f |\n", name, median, target,
@@ -235,6 +252,14 @@ BEGIN {
     row("`baton loop heartbeat PROJ-1`", hb, 2)
     row("`baton loop set PROJ-1 --phase qa --action returned --iteration 2`", set, 3)
     row("`baton loop heartbeat PROJ-1`, 100 other loop files", hb100, 2)
+    print ""
+    print "Single-run resume (medians, ms; floor = process start + its git call + one fsync'"'"'d replace):"
+    print ""
+    print "| command | median ms | floor ms | / git call | / floor |"
+    print "|---|---:|---:|---:|---:|"
+    printf "| `git status --porcelain=v2 --branch -z --untracked-files=no` (its one git call) | %.3f | | | |\n", git
+    printf "| `baton run resume <id>` (ratify, lease refreshed) | %.3f | %.3f | %.2fx | %.2fx |\n", resume,
+        start + git + replace, resume / git, resume / (start + git + replace)
 }' | tee "$summary"
 
 echo
