@@ -63,6 +63,10 @@ pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandErro
         }
     };
     loaded.writable()?;
+    if baton_core::model::run_is_finished(&loaded.state.status) {
+        return Err(CommandError::usage(format!("run {id} is {}: there is nothing to resume", loaded.state.status))
+            .hint("start a new run with `baton run new`"));
+    }
     let mut run = loaded.state.clone();
     let (here, source) = here(ctx, &args.holder);
     let sections = match &run.alignment {
