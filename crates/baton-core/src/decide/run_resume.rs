@@ -106,9 +106,10 @@ pub fn decide_run_resume(f: &RunFacts) -> RunDecision {
     let drift = alignment_drift(run, f.sections.as_deref());
     let alignment = Check {
         check: "alignment",
-        pass: drift.is_empty(),
+        // With no recorded baseline nothing shows the alignment unchanged, so it cannot pass.
+        pass: run.alignment.is_some() && drift.is_empty(),
         evidence: match (&run.alignment, drift.is_empty()) {
-            (None, _) => "no alignment was recorded for this run".into(),
+            (None, _) => "no alignment was recorded for this run (an imported run): nothing shows it unchanged".into(),
             (Some(a), true) => format!("GOALS, SCOPE and CONSTRAINTS of {} unchanged", a.path),
             (Some(a), false) => format!(
                 "changed in {}: {}",
@@ -168,6 +169,17 @@ pub fn decide_run_resume(f: &RunFacts) -> RunDecision {
         (
             "blocked",
             "choose one: (1) commit the staged files and restart the run; (2) unstage them (`git restore --staged :/`) and restart; (3) operator escape hatch: a human decides explicitly to go on with them staged".into(),
+        )
+    } else if !alignment.pass && run.alignment.is_none() {
+        reasons.push(Reason::new(
+            "run.alignment-unknown",
+            "the run recorded no GOALS, SCOPE and CONSTRAINTS to compare against",
+        ));
+        (
+            "confirm",
+            format!(
+                "show the user the project's GOALS, SCOPE and CONSTRAINTS and ask whether run {id} fits them; if it does, `baton run resume {id} --confirm-alignment`"
+            ),
         )
     } else if !alignment.pass {
         reasons.push(Reason::new(
@@ -613,6 +625,15 @@ mod tests {
     }
 
     #[test]
+    fn a_run_without_an_alignment_baseline_is_never_ratified() {
+        let mut r = run();
+        r.alignment = None;
+        let d = decide(&ok_input(), &r);
+        assert_eq!(d.decision.verdict, "confirm");
+        assert_eq!(d.decision.rules(), ["run.alignment-unknown"]);
+    }
+
+    #[test]
     fn the_mid_gap_policy_can_require_a_replan() {
         let mut r = run();
         r.policy.mid_gap = "replan".into();
@@ -666,26 +687,31 @@ mod tests {
             Completion {
                 name: "planner".into(),
                 at: Some("2026-03-01T10:00:00Z".into()),
+                extra: Default::default(),
             },
             Completion {
                 name: "implementer".into(),
                 at: Some("2026-03-01T11:00:00Z".into()),
+                extra: Default::default(),
             },
         ];
         r.hard_gates = vec![Completion {
             name: "tests-green".into(),
             at: Some("2026-03-01T11:30:00Z".into()),
+            extra: Default::default(),
         }];
         r.steps = vec![
             crate::model::StepRecord {
                 name: "implement".into(),
                 status: "done".into(),
                 at: None,
+                extra: Default::default(),
             },
             crate::model::StepRecord {
                 name: "review".into(),
                 status: "pending".into(),
                 at: None,
+                extra: Default::default(),
             },
         ];
         let rest = restoration(&r);

@@ -132,12 +132,16 @@ pub struct StepRecord {
     pub name: String,
     pub status: String,
     pub at: Option<String>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Completion {
     pub name: String,
     pub at: Option<String>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 /// The run lock: a lease that outlives the command that took it. Its holder is the long-lived

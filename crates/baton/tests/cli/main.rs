@@ -6,6 +6,7 @@ mod crash;
 mod hostile;
 mod races;
 mod regressions;
+mod runs;
 mod scenarios;
 
 #[test]

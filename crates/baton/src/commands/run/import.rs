@@ -7,7 +7,7 @@ use super::{parse_run_id, state_file_line};
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
-use baton_core::model::{Completion, PlanRecord, RunPolicy, RunState, SCHEMA_VERSION};
+use baton_core::model::{Completion, PlanRecord, RunPolicy, RunState, SCHEMA_VERSION, StepRecord};
 use baton_core::run_id::RunId;
 use baton_core::time::format_ts;
 use baton_store::read::{STATE_FILE_CAP, read_owned};
@@ -94,47 +94,38 @@ pub fn import_into(
             extra: Map::new(),
         }
     });
-    let completed = original
-        .get("completed_agents")
-        .and_then(Value::as_array)
-        .map(|agents| {
-            agents
-                .iter()
-                .filter_map(|a| match a {
-                    Value::String(name) => Some(Completion {
-                        name: name.clone(),
-                        at: None,
-                    }),
-                    Value::Object(o) => {
-                        let get = |k: &str| o.get(k).and_then(Value::as_str).map(String::from);
-                        let name = get("name").or_else(|| get("agent"))?;
-                        Some(Completion {
-                            name,
-                            at: get("at")
-                                .or_else(|| get("completed_at"))
-                                .or_else(|| get("timestamp")),
-                        })
-                    }
-                    _ => None,
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    // Everything is kept; fields that share a name with baton's own are mapped, not duplicated.
+    let completions = |key: &str| {
+        original
+            .get(key)
+            .and_then(Value::as_array)
+            .map(|list| list.iter().filter_map(completion).collect())
+            .unwrap_or_default()
+    };
+    // Fields baton knows under other names stay at the top level; the whole original is kept
+    // too, so values that share a name with baton's own (`status`, `steps`) are never lost.
     let own: Vec<String> = match serde_json::to_value(RunState::placeholder()) {
         Ok(Value::Object(o)) => o.keys().cloned().collect(),
         _ => Vec::new(),
     };
-    let extra: Map<String, Value> = original
+    let mut extra: Map<String, Value> = original
         .iter()
         .filter(|(k, _)| !own.contains(k))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
+    extra.insert("originating_state".into(), Value::Object(original.clone()));
+    let finished = matches!(
+        text(&["status"]).as_deref(),
+        Some("complete" | "completed" | "done")
+    );
     let now = format_ts(ctx.now);
     let run = RunState {
         schema_version: SCHEMA_VERSION,
         run_id: id.to_string(),
-        status: "active".into(),
+        status: if finished {
+            "complete".into()
+        } else {
+            "active".into()
+        },
         created_at: text(&["created_at", "started_at"]).or_else(|| Some(now.clone())),
         updated_at: Some(now),
         feature: text(&["feature", "feature_description"]),
@@ -148,9 +139,9 @@ pub fn import_into(
         plan,
         alignment: None,
         policy: RunPolicy::default(),
-        steps: Vec::new(),
-        completed_agents: completed,
-        hard_gates: Vec::new(),
+        steps: steps(original.get("steps")),
+        completed_agents: completions("completed_agents"),
+        hard_gates: completions("hard_gates"),
         lease: None,
         lease_epoch: 0,
         imported_from: Some(source.display().to_string()),
@@ -158,4 +149,64 @@ pub fn import_into(
     };
     store.write_run(&run)?;
     Ok(run)
+}
+
+/// A completion as the originating pipeline writes it: a name, or an object with `name` or
+/// `agent` and a time; other keys are kept.
+fn completion(value: &Value) -> Option<Completion> {
+    match value {
+        Value::String(name) => Some(Completion {
+            name: name.clone(),
+            at: None,
+            extra: Map::new(),
+        }),
+        Value::Object(o) => {
+            let get = |k: &str| o.get(k).and_then(Value::as_str).map(String::from);
+            let name = get("name")
+                .or_else(|| get("agent"))
+                .or_else(|| get("gate"))?;
+            let at = get("at")
+                .or_else(|| get("completed_at"))
+                .or_else(|| get("timestamp"));
+            let known = ["name", "agent", "gate", "at", "completed_at", "timestamp"];
+            let extra = o
+                .iter()
+                .filter(|(k, _)| !known.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            Some(Completion { name, at, extra })
+        }
+        _ => None,
+    }
+}
+
+/// Steps as `{"name": "status"}` or as a list of `{name, status, at}`.
+fn steps(value: Option<&Value>) -> Vec<StepRecord> {
+    let step = |name: String, status: &Value| StepRecord {
+        name,
+        status: status
+            .as_str()
+            .map_or_else(|| status.to_string(), String::from),
+        at: None,
+        extra: Map::new(),
+    };
+    match value {
+        Some(Value::Object(map)) => map
+            .iter()
+            .map(|(name, status)| step(name.clone(), status))
+            .collect(),
+        Some(Value::Array(list)) => list
+            .iter()
+            .filter_map(|s| {
+                let o = s.as_object()?;
+                let mut record = step(
+                    o.get("name")?.as_str()?.to_string(),
+                    o.get("status").unwrap_or(&Value::Null),
+                );
+                record.at = o.get("at").and_then(Value::as_str).map(String::from);
+                Some(record)
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
 }

@@ -1,19 +1,21 @@
 use clap::{ArgGroup, Args};
 use serde_json::json;
 
+use super::facts::{file_in_project, plan_now, sections_now};
 use super::{HolderArgs, here, missing_run, parse_run_id, require_holder};
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
-use baton_core::model::{Completion, StepRecord};
+use baton_core::model::{AlignmentRecord, Completion, PlanRecord, SectionRecord, StepRecord};
 use baton_core::time::format_ts;
 use baton_core::{Decision, Reason};
-use baton_store::StateStore;
+use baton_store::{StateStore, git};
 
-/// Record progress of a run: a completed agent, a passed hard gate, or a step's status. Only
-/// the run lock's holder may record; a completed agent is never recorded (or dispatched) twice.
+/// Record progress of a run: a completed agent, a passed hard gate, a step's status, or a new
+/// plan. Only the run lock's holder may record; a completed agent is never recorded (or
+/// dispatched) twice.
 #[derive(Debug, Args)]
-#[command(group(ArgGroup::new("what").required(true).args(["agent", "gate", "step"])))]
+#[command(group(ArgGroup::new("what").required(true).args(["agent", "gate", "step", "plan"])))]
 pub struct RecordArgs {
     run_id: String,
     /// An agent that completed.
@@ -28,6 +30,10 @@ pub struct RecordArgs {
     /// The step's status: pending, in_progress, done, skipped, failed.
     #[arg(long, value_name = "S")]
     status: Option<String>,
+    /// A new plan after a re-plan: the run is then measured against this plan, the current
+    /// HEAD and the project's alignment as they are now.
+    #[arg(long, value_name = "FILE")]
+    plan: Option<std::path::PathBuf>,
     #[command(flatten)]
     holder: HolderArgs,
 }
@@ -59,12 +65,47 @@ pub fn cmd_run_record(ctx: &Ctx, args: RecordArgs) -> Result<Report, CommandErro
         run.completed_agents.push(Completion {
             name: agent.clone(),
             at,
+            extra: Default::default(),
         });
         format!("agent {agent} completed")
+    } else if let Some(plan) = &args.plan {
+        let root = store.layout.root.clone();
+        let path = file_in_project(&ctx.dir, &root, plan, "--plan")?;
+        let now = plan_now(&path, &run.policy.security_globs)?;
+        run.plan = Some(PlanRecord {
+            path: path.display().to_string(),
+            sha256: now.as_ref().map(|p| p.sha256.clone()),
+            mtime: now.as_ref().map(|p| format_ts(p.mtime)),
+            extra: Default::default(),
+        });
+        run.base_commit = git::head_and_index(&root)?.head;
+        let project = run.alignment.as_ref().map_or_else(
+            || super::resume::DEFAULT_PROJECT_FILE.to_string(),
+            |a| a.path.clone(),
+        );
+        let sections = sections_now(&root, &project)?
+            .into_iter()
+            .map(|s| SectionRecord {
+                name: s.name,
+                sha256: s.sha256,
+                text: s.text,
+            })
+            .collect();
+        run.alignment = Some(AlignmentRecord {
+            path: project,
+            sections,
+            extra: Default::default(),
+        });
+        format!(
+            "new plan {} against HEAD {}",
+            path.display(),
+            run.base_commit.as_deref().unwrap_or("(none)")
+        )
     } else if let Some(gate) = &args.gate {
         run.hard_gates.push(Completion {
             name: gate.clone(),
             at,
+            extra: Default::default(),
         });
         format!("hard gate {gate} passed")
     } else {
@@ -81,6 +122,7 @@ pub fn cmd_run_record(ctx: &Ctx, args: RecordArgs) -> Result<Report, CommandErro
                 name: step.clone(),
                 status: status.clone(),
                 at,
+                extra: Default::default(),
             }),
         }
         format!("step {step}: {status}")

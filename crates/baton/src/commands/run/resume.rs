@@ -14,6 +14,9 @@ use baton_core::run_id::RunTarget;
 use baton_core::time::{format_ts, human_age};
 use baton_store::{StateStore, git};
 
+/// Where the alignment sections live unless `run new --project-file` said otherwise.
+pub const DEFAULT_PROJECT_FILE: &str = ".claude/PROJECT.md";
+
 /// Resume a single run: four ordered checks (HEAD, staging, alignment, lock), the plan
 /// staleness gate, then what to restore.
 ///
@@ -64,14 +67,29 @@ pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandErro
     };
     loaded.writable()?;
     if baton_core::model::run_is_finished(&loaded.state.status) {
-        return Err(CommandError::usage(format!("run {id} is {}: there is nothing to resume", loaded.state.status))
-            .hint("start a new run with `baton run new`"));
+        return Err(CommandError::usage(format!(
+            "run {id} is {}: there is nothing to resume",
+            loaded.state.status
+        ))
+        .hint("start a new run with `baton run new`"));
     }
     let mut run = loaded.state.clone();
     let (here, source) = here(ctx, &args.holder);
     let sections = match &run.alignment {
         Some(a) => Some(sections_now(&root, &a.path)?),
         None => None,
+    };
+    if args.confirm_alignment && run.alignment.is_none() {
+        // An imported run has no baseline: the user's confirmation makes one.
+        run.alignment = Some(baton_core::model::AlignmentRecord {
+            path: DEFAULT_PROJECT_FILE.into(),
+            sections: Vec::new(),
+            extra: Default::default(),
+        });
+    }
+    let sections = match (&run.alignment, sections) {
+        (Some(a), None) => Some(sections_now(&root, &a.path)?),
+        (_, s) => s,
     };
     if args.confirm_alignment
         && let (Some(record), Some(now)) = (run.alignment.as_mut(), &sections)
