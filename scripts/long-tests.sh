@@ -10,6 +10,7 @@
 #   crash::sigkill_during_loop_transitions_never_tears_a_file_or_loses_an_acknowledged_one
 #                                                                             5000 SIGKILLs
 #   crash::the_crash_checker_catches_a_writer_that_truncates_in_place         200 SIGKILLs
+#   runs::sixteen_sessions_racing_for_a_free_run_lock_make_exactly_one_holder 500 trials
 # Each test prints its seed and tally (kills before/after the write landed, temp files left).
 #
 # Override with BATON_RACE_TRIALS, BATON_CRASH_TRIALS, and BATON_CRASH_SEED to replay a crash
@@ -26,4 +27,4 @@ export BATON_CRASH_TRIALS="${BATON_CRASH_TRIALS:-5000}"
 
 # `races::` and `crash::` name the two modules; a bare `crash` would also pick up unrelated
 # scenario tests.
-time cargo test --release -p baton --test cli -- races:: crash:: --test-threads=1 --nocapture
+time cargo test --release -p baton --test cli -- races:: crash:: runs::sixteen --test-threads=1 --nocapture
