@@ -5,6 +5,7 @@
 pub mod decide;
 pub mod glob;
 pub mod key;
+pub mod ledger;
 pub mod model;
 pub mod run_id;
 pub mod sections;

@@ -233,3 +233,50 @@ pub fn head_and_index(root: &Path) -> Result<HeadAndIndex, StoreError> {
     }
     Ok(facts)
 }
+
+/// Whether `commit` is reachable from HEAD; an unknown commit is not.
+pub fn is_ancestor_of_head(root: &Path, commit: &str) -> Result<bool, StoreError> {
+    let out = run(root, &["merge-base", "--is-ancestor", commit, "HEAD"])?;
+    Ok(out.status.success())
+}
+
+/// `git log --oneline <base>..HEAD`, newest first; empty when `base` is unknown.
+pub fn log_since(root: &Path, base: &str) -> Result<Vec<String>, StoreError> {
+    let range = format!("{base}..HEAD");
+    let out = run(root, &["log", "--oneline", "--no-decorate", &range, "--"])?;
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(String::from)
+        .collect())
+}
+
+/// `git check-ignore`: whether git would ignore `path`.
+pub fn is_ignored(root: &Path, path: &Path) -> Result<bool, StoreError> {
+    let path = path.to_string_lossy();
+    let out = run(
+        root,
+        &["check-ignore", "--quiet", "--no-index", "--", &path],
+    )?;
+    Ok(out.status.success())
+}
+
+/// Commits only `path`, whatever else is staged.
+pub fn commit_path(root: &Path, path: &Path, message: &str) -> Result<String, StoreError> {
+    let path = path.to_string_lossy();
+    run_ok(root, &["add", "--", &path])?;
+    run_ok(
+        root,
+        &[
+            "commit",
+            "--quiet",
+            "--message",
+            message,
+            "--only",
+            "--",
+            &path,
+        ],
+    )?;
+    Ok(run_ok(root, &["rev-parse", "--short", "HEAD"])?
+        .trim()
+        .to_string())
+}

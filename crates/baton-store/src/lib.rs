@@ -4,8 +4,10 @@
 
 pub mod atomic;
 pub mod error;
+pub mod gate;
 pub mod git;
 pub mod layout;
+pub mod ledger;
 pub mod lock;
 pub mod process;
 pub mod read;

@@ -1,0 +1,300 @@
+//! Re-deriving a run's true position from its ledger, git and re-run gates. The ledger's claims
+//! are never trusted: a phase is CONFIRMED only when its commits are still on HEAD and its
+//! gates pass now.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::grammar::{Event, Ledger};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum PhaseVerdict {
+    /// Claimed complete, commits reachable, every declared gate passes now.
+    Confirmed,
+    /// Claimed complete, but nothing can confirm or refute it (no gates declared, or gates not
+    /// re-run).
+    Stale,
+    /// Claimed complete, but a gate fails now or its commits are gone: re-opened.
+    Contradicted,
+    /// Never claimed complete: the work is still open.
+    Open,
+}
+
+impl PhaseVerdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PhaseVerdict::Confirmed => "CONFIRMED",
+            PhaseVerdict::Stale => "STALE",
+            PhaseVerdict::Contradicted => "CONTRADICTED",
+            PhaseVerdict::Open => "OPEN",
+        }
+    }
+}
+
+/// What the shell found out about one phase.
+#[derive(Debug, Clone, Default)]
+pub struct PhaseFacts {
+    /// Whether the `complete` event's last commit is reachable from HEAD; `None` if unknown.
+    pub commits_reachable: Option<bool>,
+    /// Gate re-runs (name, passed, evidence); `None` when gates were not re-run or none are
+    /// declared.
+    pub gates: Option<Vec<(String, bool, String)>>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct DeriveFacts {
+    pub phases: BTreeMap<String, PhaseFacts>,
+    pub tree_dirty: bool,
+    /// `git log --oneline <base>..HEAD`, newest first.
+    pub commits_since_base: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PhaseRow {
+    pub phase: String,
+    /// The ledger's last word on the phase.
+    pub claim: String,
+    /// The gate re-run, as shown in the table.
+    pub gates: String,
+    pub verdict: PhaseVerdict,
+    pub why: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Derived {
+    pub rows: Vec<PhaseRow>,
+    /// The first phase not CONFIRMED; `None` when every phase is.
+    pub resume_at: Option<String>,
+    pub confirmed: u64,
+    /// The claimed position: the ledger's last event.
+    pub claimed: Option<String>,
+    pub tree_dirty: bool,
+}
+
+/// The phases in the order the ledger first names them, with the ledger's claim for each.
+pub fn phase_claims(ledger: &Ledger) -> Vec<(String, Option<&Event>, String)> {
+    let mut order: Vec<String> = Vec::new();
+    let mut complete: BTreeMap<&str, &Event> = BTreeMap::new();
+    let mut last: BTreeMap<&str, String> = BTreeMap::new();
+    for (_, line) in &ledger.events {
+        let Some(phase) = line.event.phase() else {
+            continue;
+        };
+        if !order.iter().any(|p| p == phase) {
+            order.push(phase.to_string());
+        }
+        match &line.event {
+            Event::Complete { .. } => {
+                complete.insert(phase, &line.event);
+                last.insert(phase, "complete".into());
+            }
+            // A gate or a resume after `complete` does not take the claim back; a block does.
+            Event::Gate { .. }
+            | Event::Resumed { .. }
+            | Event::Parked { .. }
+            | Event::Waiver { .. } => {}
+            Event::Blocked { .. } => {
+                complete.remove(phase);
+                last.insert(phase, "BLOCKED".into());
+            }
+            other => {
+                if !complete.contains_key(phase) {
+                    last.insert(phase, other.kind().into());
+                }
+            }
+        }
+    }
+    order
+        .into_iter()
+        .map(|p| {
+            let claim = last
+                .get(p.as_str())
+                .cloned()
+                .unwrap_or_else(|| "started".into());
+            let event = complete.get(p.as_str()).copied();
+            (p, event, claim)
+        })
+        .collect()
+}
+
+pub fn decide_ledger(ledger: &Ledger, facts: &DeriveFacts) -> Derived {
+    let mut rows = Vec::new();
+    for (phase, complete, claim) in phase_claims(ledger) {
+        let f = facts.phases.get(&phase).cloned().unwrap_or_default();
+        let gates_text = match &f.gates {
+            None => "not run".to_string(),
+            Some(g) if g.is_empty() => "none declared".to_string(),
+            Some(g) => g
+                .iter()
+                .map(|(n, pass, _)| format!("{n} {}", if *pass { "PASS" } else { "FAIL" }))
+                .collect::<Vec<_>>()
+                .join(", "),
+        };
+        let (verdict, why) = match complete {
+            None => (
+                PhaseVerdict::Open,
+                format!("the ledger says {claim}, not complete"),
+            ),
+            Some(Event::Complete { to, .. }) => {
+                let failing: Vec<&str> = f
+                    .gates
+                    .iter()
+                    .flatten()
+                    .filter(|g| !g.1)
+                    .map(|g| g.0.as_str())
+                    .collect();
+                if f.commits_reachable == Some(false) {
+                    (
+                        PhaseVerdict::Contradicted,
+                        format!(
+                            "commit {to} is not reachable from HEAD: the history was rewritten"
+                        ),
+                    )
+                } else if !failing.is_empty() {
+                    (
+                        PhaseVerdict::Contradicted,
+                        format!("gate {} fails now", failing.join(", ")),
+                    )
+                } else {
+                    match &f.gates {
+                        Some(g) if !g.is_empty() && f.commits_reachable == Some(true) => (
+                            PhaseVerdict::Confirmed,
+                            "its commits are on HEAD and every gate passes now".into(),
+                        ),
+                        Some(g) if !g.is_empty() => (
+                            PhaseVerdict::Stale,
+                            "its gates pass but its commits could not be checked".into(),
+                        ),
+                        Some(_) => (
+                            PhaseVerdict::Stale,
+                            "no gates declared: the claim can be neither confirmed nor refuted"
+                                .into(),
+                        ),
+                        None => (
+                            PhaseVerdict::Stale,
+                            "gates not re-run: the claim can be neither confirmed nor refuted"
+                                .into(),
+                        ),
+                    }
+                }
+            }
+            Some(_) => (PhaseVerdict::Open, String::new()),
+        };
+        rows.push(PhaseRow {
+            phase,
+            claim,
+            gates: gates_text,
+            verdict,
+            why,
+        });
+    }
+    let confirmed = rows
+        .iter()
+        .filter(|r| r.verdict == PhaseVerdict::Confirmed)
+        .count() as u64;
+    let resume_at = rows
+        .iter()
+        .find(|r| r.verdict != PhaseVerdict::Confirmed)
+        .map(|r| r.phase.clone());
+    let claimed = ledger
+        .events
+        .last()
+        .map(|(_, l)| super::grammar::render_line(l));
+    Derived {
+        rows,
+        resume_at,
+        confirmed,
+        claimed,
+        tree_dirty: facts.tree_dirty,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger::parse_ledger;
+
+    const LEDGER: &str = "# run-state — plan: plans/x\n\
+phase 1: started (base aaaaaaa)\n\
+phase 1: complete (commits aaaaaaa..bbbbbbb, tests 3/3, review clean)\n\
+phase 2: started (base bbbbbbb)\n\
+phase 2: complete (commits bbbbbbb..ccccccc, tests 4/4, review clean)\n\
+phase 3: started (base ccccccc)\n";
+
+    fn facts(p1: PhaseFacts, p2: PhaseFacts) -> DeriveFacts {
+        DeriveFacts {
+            phases: BTreeMap::from([("1".into(), p1), ("2".into(), p2)]),
+            ..Default::default()
+        }
+    }
+
+    fn passing() -> PhaseFacts {
+        PhaseFacts {
+            commits_reachable: Some(true),
+            gates: Some(vec![("tests".into(), true, "exit 0".into())]),
+        }
+    }
+
+    /// One row per verdict rule of the derivation.
+    #[test]
+    fn derive_table() {
+        let l = parse_ledger(LEDGER);
+        let verdicts = |d: &Derived| d.rows.iter().map(|r| r.verdict).collect::<Vec<_>>();
+        use PhaseVerdict::*;
+
+        let all_good = decide_ledger(&l, &facts(passing(), passing()));
+        assert_eq!(verdicts(&all_good), [Confirmed, Confirmed, Open]);
+        assert_eq!(
+            (all_good.resume_at.as_deref(), all_good.confirmed),
+            (Some("3"), 2)
+        );
+
+        let gate_fails = PhaseFacts {
+            gates: Some(vec![("tests".into(), false, "exit 1".into())]),
+            ..passing()
+        };
+        let d = decide_ledger(&l, &facts(passing(), gate_fails));
+        assert_eq!(verdicts(&d), [Confirmed, Contradicted, Open]);
+        assert_eq!(d.resume_at.as_deref(), Some("2"));
+
+        let rewritten = PhaseFacts {
+            commits_reachable: Some(false),
+            ..passing()
+        };
+        assert_eq!(
+            verdicts(&decide_ledger(&l, &facts(passing(), rewritten))),
+            [Confirmed, Contradicted, Open]
+        );
+
+        let no_gates = PhaseFacts {
+            gates: Some(vec![]),
+            ..passing()
+        };
+        assert_eq!(
+            verdicts(&decide_ledger(&l, &facts(passing(), no_gates))),
+            [Confirmed, Stale, Open]
+        );
+
+        let not_run = PhaseFacts {
+            gates: None,
+            ..passing()
+        };
+        let d = decide_ledger(&l, &facts(not_run.clone(), not_run));
+        assert_eq!(verdicts(&d), [Stale, Stale, Open]);
+        assert_eq!(
+            d.resume_at.as_deref(),
+            Some("1"),
+            "nothing confirmed: resume at the first phase"
+        );
+    }
+
+    #[test]
+    fn a_block_after_complete_reopens_the_claim() {
+        let l = parse_ledger(&format!("{LEDGER}phase 2: BLOCKED — reverted\n"));
+        let d = decide_ledger(&l, &facts(passing(), passing()));
+        assert_eq!(d.rows[1].verdict, PhaseVerdict::Open);
+        assert_eq!(d.rows[1].claim, "BLOCKED");
+    }
+}

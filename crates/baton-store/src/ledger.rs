@@ -1,0 +1,157 @@
+//! Appending to a plan ledger so that concurrent sessions never tear or interleave a line, and
+//! a line reported written survives a crash.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::Path;
+
+use crate::StoreError;
+use crate::read::read_capped;
+
+/// The largest ledger read whole (about a million events).
+pub const LEDGER_CAP: u64 = 128 * 1024 * 1024;
+
+/// Why an append did not happen.
+#[derive(Debug)]
+pub enum AppendError {
+    /// The first line names another plan: another run's record.
+    ForeignPlan {
+        found: String,
+    },
+    NoHeader,
+    Store(StoreError),
+}
+
+impl From<StoreError> for AppendError {
+    fn from(e: StoreError) -> AppendError {
+        AppendError::Store(e)
+    }
+}
+
+/// Appends one line: under an exclusive `flock` on the ledger itself, after checking the header
+/// with `header_ok`, sealing a torn tail (a last line without its newline, left by a writer
+/// killed mid-write) with a newline, the whole line in one `write`, then `fdatasync` before
+/// success is reported. Returns whether a torn tail was sealed.
+pub fn append(
+    path: &Path,
+    line: &str,
+    header_ok: impl Fn(&str) -> Result<(), AppendError>,
+) -> Result<bool, AppendError> {
+    let io = |op: &'static str| StoreError::io(op, path);
+    let mut file = File::options()
+        .read(true)
+        .append(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| {
+            if e.raw_os_error() == Some(libc::ELOOP) {
+                StoreError::Symlink { path: path.into() }
+            } else {
+                io("open")(e)
+            }
+        })?;
+    file.lock().map_err(io("lock"))?;
+    let meta = file.metadata().map_err(io("stat"))?;
+    if !meta.is_file() {
+        return Err(StoreError::NotRegular { path: path.into() }.into());
+    }
+    let mut head = vec![0u8; 4096.min(meta.len() as usize)];
+    file.read_exact_at(&mut head, 0).map_err(io("read"))?;
+    let first = String::from_utf8_lossy(&head);
+    header_ok(first.lines().next().unwrap_or_default())?;
+    let mut sealed = false;
+    let mut buf = Vec::with_capacity(line.len() + 2);
+    if meta.len() > 0 {
+        let mut last = [0u8; 1];
+        file.read_exact_at(&mut last, meta.len() - 1)
+            .map_err(io("read"))?;
+        if last[0] != b'\n' {
+            buf.push(b'\n');
+            sealed = true;
+        }
+    }
+    buf.extend_from_slice(line.as_bytes());
+    buf.push(b'\n');
+    // One write: O_APPEND puts it at the end as one piece, and the lock keeps other writers out.
+    let written = file.write(&buf).map_err(io("append to"))?;
+    if written != buf.len() {
+        // A short write to a regular file means the disk is full; finish it so no line is torn.
+        file.write_all(&buf[written..]).map_err(io("append to"))?;
+    }
+    file.sync_data().map_err(io("fdatasync"))?;
+    Ok(sealed)
+}
+
+/// Creates a ledger with its header, refusing to replace one that exists.
+pub fn create(path: &Path, header: &str) -> Result<(), StoreError> {
+    let mut file = File::options()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(StoreError::io("create", path))?;
+    file.write_all(format!("{header}\n").as_bytes())
+        .map_err(StoreError::io("write", path))?;
+    file.sync_all().map_err(StoreError::io("fsync", path))?;
+    if let Some(dir) = path.parent() {
+        crate::atomic::sync_dir(dir)?;
+    }
+    Ok(())
+}
+
+/// The whole ledger as text (invalid UTF-8 replaced), or `None` when there is none.
+pub fn read(path: &Path) -> Result<Option<String>, StoreError> {
+    Ok(read_capped(path, LEDGER_CAP)?.map(|b| String::from_utf8_lossy(&b).into_owned()))
+}
+
+/// Reads the end of a file without reading all of it (for `tail`-like views).
+pub fn tail(path: &Path, bytes: u64) -> Result<String, StoreError> {
+    let mut file = File::open(path).map_err(StoreError::io("open", path))?;
+    let len = file.metadata().map_err(StoreError::io("stat", path))?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(bytes)))
+        .map_err(StoreError::io("seek", path))?;
+    let mut out = String::new();
+    file.read_to_string(&mut out)
+        .map_err(StoreError::io("read", path))?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_torn_tail_is_sealed_before_the_next_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("STATE.md");
+        create(&p, "# run-state — plan: plans/x").unwrap();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&p)
+            .unwrap()
+            .write_all(b"phase 1: star")
+            .unwrap();
+        assert!(append(&p, "phase 1: started (base abc1234)", |_| Ok(())).unwrap());
+        assert!(!append(&p, "phase 1: BLOCKED — x", |_| Ok(())).unwrap());
+        assert_eq!(
+            std::fs::read_to_string(&p).unwrap(),
+            "# run-state — plan: plans/x\nphase 1: star\nphase 1: started (base abc1234)\nphase 1: BLOCKED — x\n"
+        );
+    }
+
+    #[test]
+    fn the_header_check_can_refuse_and_nothing_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("STATE.md");
+        create(&p, "# run-state — plan: plans/other").unwrap();
+        let before = std::fs::read(&p).unwrap();
+        let r = append(&p, "phase 1: BLOCKED — x", |h| {
+            Err(AppendError::ForeignPlan { found: h.into() })
+        });
+        assert!(matches!(r, Err(AppendError::ForeignPlan { .. })));
+        assert_eq!(std::fs::read(&p).unwrap(), before);
+        assert!(create(&p, "again").is_err(), "never replaces a ledger");
+    }
+}
