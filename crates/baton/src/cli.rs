@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::commands::{batch, demo, resume, run, schema, ticket_loop};
+use crate::commands::{batch, demo, gate, ledger, resume, run, schema, ticket_loop};
 use crate::context::Ctx;
 use crate::error::{CommandError, ExitStatus};
 use crate::output::Report;
@@ -43,6 +43,10 @@ enum Command {
     Resume(resume::ResumeArgs),
     #[command(subcommand)]
     Run(run::RunCommand),
+    #[command(subcommand)]
+    Ledger(ledger::LedgerCommand),
+    #[command(subcommand)]
+    Gate(gate::GateCommand),
     #[command(subcommand)]
     Batch(batch::BatchCommand),
     Demo(demo::DemoArgs),
@@ -103,6 +107,8 @@ fn dispatch(ctx: &Ctx, command: Command) -> Result<Report, CommandError> {
         Command::Loop(cmd) => ticket_loop::dispatch(ctx, cmd),
         Command::Resume(args) => resume::cmd_resume(ctx, args),
         Command::Run(cmd) => run::dispatch(ctx, cmd),
+        Command::Ledger(cmd) => ledger::dispatch(ctx, cmd),
+        Command::Gate(cmd) => gate::dispatch(ctx, cmd),
         Command::Batch(cmd) => batch::dispatch(ctx, cmd),
         Command::Demo(args) => demo::cmd_demo(ctx, args),
         Command::Schema(args) => schema::cmd_schema(ctx, args),

@@ -2,6 +2,8 @@
 
 pub mod batch;
 pub mod demo;
+pub mod gate;
+pub mod ledger;
 pub mod resume;
 pub mod run;
 pub mod schema;

@@ -1,0 +1,97 @@
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use serde_json::json;
+
+use super::{declared_gates, run_declared};
+use crate::commands::ledger::{Plan, append_line};
+use crate::context::Ctx;
+use crate::error::{CommandError, ExitStatus};
+use crate::output::Report;
+use baton_core::ledger::{Event, Line};
+use baton_core::time::format_ts;
+
+/// Run a phase's declared exit gates and append each result to the ledger, with its evidence
+/// verbatim: `phase <N>: gate <name> → PASS|FAIL (evidence: <cmd> → exit <code>: <last line>)`.
+///
+/// Gates are declared in `plans/<plan>/phase-<N>*.md`, in a fenced block with the info string
+/// `gates`, one a line: `<name>: <command> → exit <code>`. Each runs through `sh -c` from the
+/// project root, with BATON_PROJECT_ROOT, BATON_PLAN_DIR, BATON_PHASE and BATON_GATE set.
+/// Exit 0 when every gate passed, 3 when one failed.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The plan directory.
+    pub plan: PathBuf,
+    #[arg(long)]
+    pub phase: String,
+    /// Run only this gate.
+    #[arg(long, value_name = "NAME")]
+    pub gate: Option<String>,
+    /// Seconds before a gate is killed and recorded as failed.
+    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    pub timeout: u64,
+}
+
+pub fn cmd_gate_run(ctx: &Ctx, args: RunArgs) -> Result<Report, CommandError> {
+    let plan = Plan::resolve(ctx, &args.plan)?;
+    if !plan.ledger.exists() {
+        return Err(crate::commands::ledger::missing(&plan));
+    }
+    let (mut gates, bad) = declared_gates(&plan, &args.phase)?;
+    if let Some(only) = &args.gate {
+        gates.retain(|g| &g.name == only);
+    }
+    if gates.is_empty() {
+        return Err(CommandError::usage(format!(
+            "no gates{} declared for phase {} in {}/phase-{}*.md",
+            args.gate
+                .as_deref()
+                .map(|g| format!(" named {g}"))
+                .unwrap_or_default(),
+            args.phase,
+            plan.rel,
+            args.phase
+        ))
+        .hint("declare them in a ```gates block: `<name>: <command> → exit <code>`"));
+    }
+    let timeout = Duration::from_secs(args.timeout);
+    let (mut text, mut results, mut failed) = (String::new(), Vec::new(), false);
+    for line in &bad {
+        text.push_str(&format!("warning: not a gate line: {line}\n"));
+    }
+    for gate in &gates {
+        let run = run_declared(&plan, &args.phase, gate, timeout)?;
+        let pass = !run.timed_out && run.exit == Some(gate.expect_exit);
+        failed |= !pass;
+        let event = Event::Gate {
+            phase: args.phase.clone(),
+            name: gate.name.clone(),
+            pass,
+            cmd: gate.command.clone(),
+            result: run.result_text(timeout),
+        };
+        let report = append_line(
+            &plan,
+            &Line {
+                event,
+                at: Some(format_ts(ctx.now)),
+            },
+        )?;
+        if report.status != ExitStatus::Success {
+            return Ok(report);
+        }
+        text.push_str(&format!("{}\n", report.text));
+        results.push(json!({ "gate": gate.name, "pass": pass, "exit": run.exit, "timed_out": run.timed_out, "expected": gate.expect_exit, "seconds": run.seconds }));
+    }
+    let status = if failed {
+        ExitStatus::Refused
+    } else {
+        ExitStatus::Success
+    };
+    Ok(Report::new(
+        status,
+        json!({ "verdict": if failed { "fail" } else { "pass" }, "gates": results }),
+        text,
+    ))
+}

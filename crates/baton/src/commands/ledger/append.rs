@@ -1,0 +1,28 @@
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::{Plan, append_line};
+use crate::context::Ctx;
+use crate::error::CommandError;
+use crate::output::Report;
+use baton_core::ledger::parse_line;
+
+/// Append one raw line after validating it against the grammar (invalid: exit 2, nothing
+/// written). Prefer the structured writers (`baton ledger start`, `gate`, …).
+#[derive(Debug, Args)]
+pub struct AppendArgs {
+    /// The plan directory.
+    pub plan: PathBuf,
+    /// The event line, like `phase 2: BLOCKED — waiting for the API key`.
+    pub line: String,
+}
+
+pub fn cmd_ledger_append(ctx: &Ctx, args: AppendArgs) -> Result<Report, CommandError> {
+    let plan = Plan::resolve(ctx, &args.plan)?;
+    let line = parse_line(&args.line).map_err(|e| {
+        CommandError::usage(format!("not a ledger event: {e}: {:?}", args.line))
+            .hint("see `baton ledger --help` for the writers, or docs/ledger.md for the grammar; nothing was written")
+    })?;
+    append_line(&plan, &line)
+}

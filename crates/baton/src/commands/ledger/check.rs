@@ -1,0 +1,61 @@
+use std::path::PathBuf;
+
+use clap::Args;
+use serde_json::json;
+
+use super::init::ignored_warning;
+use super::{Plan, missing};
+use crate::context::Ctx;
+use crate::error::CommandError;
+use crate::output::Report;
+use baton_core::ledger::parse_ledger;
+use baton_store::{git, ledger};
+
+/// Lint a ledger: every line against the grammar (bad lines counted and shown, never fatal),
+/// the header, and whether git ignores it.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The plan directory.
+    pub plan: PathBuf,
+}
+
+pub fn cmd_ledger_check(ctx: &Ctx, args: CheckArgs) -> Result<Report, CommandError> {
+    let plan = Plan::resolve(ctx, &args.plan)?;
+    let text = ledger::read(&plan.ledger)?.ok_or_else(|| missing(&plan))?;
+    let l = parse_ledger(&text);
+    let mut out = format!(
+        "{}: {} events, {} bad lines\n",
+        plan.ledger.display(),
+        l.events.len(),
+        l.bad.len()
+    );
+    let header = match &l.plan {
+        None => {
+            out.push_str("warning: the first line is not `# run-state — plan: <plan>`\n");
+            "missing"
+        }
+        Some(named) if !plan.owns_header(named) => {
+            out.push_str(&format!(
+                "warning: the header names {named:?}: this is another run's record\n"
+            ));
+            "foreign"
+        }
+        Some(_) => "ok",
+    };
+    for (n, raw, e) in &l.bad {
+        out.push_str(&format!("line {n}: {e}: {raw:?}\n"));
+    }
+    let ignored = git::is_ignored(&plan.root, &plan.ledger)?;
+    if ignored {
+        out.push_str(&ignored_warning(&plan));
+    }
+    let bad: Vec<_> = l
+        .bad
+        .iter()
+        .map(|(n, raw, e)| json!({ "line": n, "text": raw, "error": e.to_string() }))
+        .collect();
+    Ok(Report::ok(
+        json!({ "events": l.events.len(), "bad": bad, "header": header, "ignored": ignored }),
+        out,
+    ))
+}

@@ -1,0 +1,325 @@
+//! One writer per event kind, so that nobody hand-types the grammar. Each builds the event,
+//! stamps it with the time, and appends it under the ledger's lock.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::{Plan, append_line};
+use crate::context::Ctx;
+use crate::error::CommandError;
+use crate::output::Report;
+use baton_core::ledger::{Event, FinishOutcome, Line, Review};
+use baton_core::time::format_ts;
+use baton_store::git;
+
+/// Appends `event` to the ledger of `plan`.
+pub fn write(ctx: &Ctx, plan: &PathBuf, event: Event) -> Result<Report, CommandError> {
+    let plan = Plan::resolve(ctx, plan)?;
+    append_line(
+        &plan,
+        &Line {
+            event,
+            at: Some(format_ts(ctx.now)),
+        },
+    )
+}
+
+fn short_head(ctx: &Ctx) -> Result<String, CommandError> {
+    let root = ctx.layout()?.root;
+    let head = git::head_and_index(&root)?.head.ok_or_else(|| {
+        CommandError::usage("the repository has no commit yet").hint("pass the commit explicitly")
+    })?;
+    Ok(head[..7].to_string())
+}
+
+fn text(value: &str, flag: &str) -> Result<String, CommandError> {
+    let v = value.trim();
+    if v.is_empty() || v.contains('\n') {
+        return Err(CommandError::usage(format!(
+            "{flag} must be one non-empty line"
+        )));
+    }
+    Ok(v.to_string())
+}
+
+/// Record that a phase started: `phase <N>: started (base <sha7>)`.
+#[derive(Debug, Args)]
+pub struct StartArgs {
+    /// The plan directory.
+    pub plan: PathBuf,
+    #[arg(long)]
+    pub phase: String,
+    /// The commit the phase starts from [default: HEAD].
+    #[arg(long, value_name = "SHA")]
+    pub base: Option<String>,
+}
+
+impl StartArgs {
+    pub fn event(&self, ctx: &Ctx) -> Result<Event, CommandError> {
+        let base = match &self.base {
+            Some(b) => b.clone(),
+            None => short_head(ctx)?,
+        };
+        Ok(Event::Started {
+            phase: self.phase.clone(),
+            base,
+        })
+    }
+}
+
+/// Record a gate result with its evidence: `phase <N>: gate <name> → PASS|FAIL (evidence: <cmd> → <result>)`.
+/// `baton gate run` runs declared gates and records them itself.
+#[derive(Debug, Args)]
+pub struct GateArgs {
+    pub plan: PathBuf,
+    #[arg(long)]
+    pub phase: String,
+    #[arg(long)]
+    pub name: String,
+    /// The gate passed.
+    #[arg(long, conflicts_with = "fail", required_unless_present = "fail")]
+    pub pass: bool,
+    /// The gate failed.
+    #[arg(long)]
+    pub fail: bool,
+    /// The command that was run, verbatim: a gate without its command is a claim, not a record.
+    #[arg(long)]
+    pub cmd: String,
+    /// What it printed or returned, verbatim.
+    #[arg(long)]
+    pub result: String,
+}
+
+impl GateArgs {
+    pub fn event(&self) -> Result<Event, CommandError> {
+        Ok(Event::Gate {
+            phase: self.phase.clone(),
+            name: self.name.clone(),
+            pass: self.pass,
+            cmd: text(&self.cmd, "--cmd")?,
+            result: text(&self.result, "--result")?,
+        })
+    }
+}
+
+/// Record a completed phase: `phase <N>: complete (commits <a>..<b>, tests <X/Y>, review clean|<K> parked)`.
+#[derive(Debug, Args)]
+pub struct CompleteArgs {
+    pub plan: PathBuf,
+    #[arg(long)]
+    pub phase: String,
+    /// The phase's commits, `<first>..<last>` [default: the phase's base..HEAD].
+    #[arg(long, value_name = "A..B")]
+    pub commits: Option<String>,
+    /// Tests passing over tests run, like `41/42`.
+    #[arg(long, value_name = "X/Y")]
+    pub tests: String,
+    /// `clean`, or the number of findings parked.
+    #[arg(long, default_value = "clean")]
+    pub review: String,
+}
+
+impl CompleteArgs {
+    pub fn event(&self, ctx: &Ctx) -> Result<Event, CommandError> {
+        let (from, to) = match &self.commits {
+            Some(range) => {
+                let (a, b) = range.split_once("..").ok_or_else(|| {
+                    CommandError::usage(format!("--commits {range:?} is not `<a>..<b>`"))
+                })?;
+                (a.to_string(), b.to_string())
+            }
+            None => {
+                let plan = Plan::resolve(ctx, &self.plan)?;
+                let base = started_base(&plan, &self.phase)?;
+                (base, short_head(ctx)?)
+            }
+        };
+        let review = if self.review == "clean" {
+            Review::Clean
+        } else {
+            Review::Parked(self.review.parse().map_err(|_| {
+                CommandError::usage(format!(
+                    "--review {:?} is not `clean` or a count",
+                    self.review
+                ))
+            })?)
+        };
+        Ok(Event::Complete {
+            phase: self.phase.clone(),
+            from,
+            to,
+            tests: self.tests.clone(),
+            review,
+        })
+    }
+}
+
+/// The base of the last `started` event of a phase.
+fn started_base(plan: &Plan, phase: &str) -> Result<String, CommandError> {
+    let text = baton_store::ledger::read(&plan.ledger)?.ok_or_else(|| super::missing(plan))?;
+    baton_core::ledger::parse_ledger(&text)
+        .events
+        .iter()
+        .rev()
+        .find_map(|(_, l)| match &l.event {
+            Event::Started { phase: p, base } if p == phase => Some(base.clone()),
+            _ => None,
+        })
+        .ok_or_else(|| {
+            CommandError::usage(format!(
+                "phase {phase} has no `started` event to take its base from"
+            ))
+            .hint("pass `--commits <a>..<b>`")
+        })
+}
+
+/// Record a parked finding: `phase <N>: parked — <finding> — ruling: <why>`.
+#[derive(Debug, Args)]
+pub struct ParkArgs {
+    pub plan: PathBuf,
+    #[arg(long)]
+    pub phase: String,
+    #[arg(long)]
+    pub finding: String,
+    #[arg(long)]
+    pub ruling: String,
+}
+
+impl ParkArgs {
+    pub fn event(&self) -> Event {
+        Event::Parked {
+            phase: self.phase.clone(),
+            finding: self.finding.clone(),
+            ruling: self.ruling.clone(),
+        }
+    }
+}
+
+/// Record a blocked phase: `phase <N>: BLOCKED — <reason>`.
+#[derive(Debug, Args)]
+pub struct BlockArgs {
+    pub plan: PathBuf,
+    #[arg(long)]
+    pub phase: String,
+    #[arg(long)]
+    pub reason: String,
+}
+
+impl BlockArgs {
+    pub fn event(&self) -> Event {
+        Event::Blocked {
+            phase: self.phase.clone(),
+            reason: self.reason.clone(),
+        }
+    }
+}
+
+/// Record an agent that died without a diff: `phase <N>: agent died (no diff) — redispatch`.
+#[derive(Debug, Args)]
+pub struct DiedArgs {
+    pub plan: PathBuf,
+    #[arg(long)]
+    pub phase: String,
+}
+
+impl DiedArgs {
+    pub fn event(&self) -> Event {
+        Event::AgentDied {
+            phase: self.phase.clone(),
+        }
+    }
+}
+
+/// Record a waiver: `phase <N>: waiver — <rule> — <who approved / why>`.
+#[derive(Debug, Args)]
+pub struct WaiverArgs {
+    pub plan: PathBuf,
+    #[arg(long)]
+    pub phase: String,
+    #[arg(long)]
+    pub rule: String,
+    /// Who approved it, and why.
+    #[arg(long)]
+    pub who: String,
+}
+
+impl WaiverArgs {
+    pub fn event(&self) -> Event {
+        Event::Waiver {
+            phase: self.phase.clone(),
+            rule: self.rule.clone(),
+            who: self.who.clone(),
+        }
+    }
+}
+
+/// Record the pre-edit test baseline: `baseline: <X/Y> (<sha7>)`.
+#[derive(Debug, Args)]
+pub struct BaselineArgs {
+    pub plan: PathBuf,
+    #[arg(long, value_name = "X/Y")]
+    pub tests: String,
+    /// The commit measured [default: HEAD].
+    #[arg(long, value_name = "SHA")]
+    pub sha: Option<String>,
+}
+
+impl BaselineArgs {
+    pub fn event(&self, ctx: &Ctx) -> Result<Event, CommandError> {
+        let sha = match &self.sha {
+            Some(s) => s.clone(),
+            None => short_head(ctx)?,
+        };
+        Ok(Event::Baseline {
+            tests: self.tests.clone(),
+            sha,
+        })
+    }
+}
+
+/// Record a model substitution: `env: model fallback <from>→<to> — <reason>`.
+#[derive(Debug, Args)]
+pub struct EnvArgs {
+    pub plan: PathBuf,
+    #[arg(long)]
+    pub from: String,
+    #[arg(long)]
+    pub to: String,
+    #[arg(long)]
+    pub reason: String,
+}
+
+impl EnvArgs {
+    pub fn event(&self) -> Event {
+        Event::Env {
+            from: self.from.clone(),
+            to: self.to.clone(),
+            reason: self.reason.clone(),
+        }
+    }
+}
+
+/// Record a tail step of the finish: `finish: tail <step> → DONE|SKIPPED (idempotent)|FAILED (paste-ready emitted)`.
+#[derive(Debug, Args)]
+pub struct FinishArgs {
+    pub plan: PathBuf,
+    #[arg(long)]
+    pub step: String,
+    #[arg(long, value_parser = ["done", "skipped", "failed"])]
+    pub outcome: String,
+}
+
+impl FinishArgs {
+    pub fn event(&self) -> Event {
+        let outcome = match self.outcome.as_str() {
+            "done" => FinishOutcome::Done,
+            "skipped" => FinishOutcome::Skipped,
+            _ => FinishOutcome::Failed,
+        };
+        Event::Finish {
+            step: self.step.clone(),
+            outcome,
+        }
+    }
+}

@@ -1,0 +1,67 @@
+use std::path::PathBuf;
+
+use clap::Args;
+use serde_json::json;
+
+use super::{Plan, REINCLUDE_STANZA, foreign};
+use crate::context::Ctx;
+use crate::error::CommandError;
+use crate::output::Report;
+use baton_core::ledger::{parse_header, render_header};
+use baton_store::{git, ledger};
+
+/// Start a plan's ledger: `plans/<plan>/STATE.md` with its header line. Warns once when git
+/// ignores it, with the re-include stanza that fixes it.
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The plan directory, like `plans/auth`.
+    pub plan: PathBuf,
+}
+
+pub fn cmd_ledger_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> {
+    let plan = Plan::resolve(ctx, &args.plan)?;
+    let mut text = String::new();
+    let created = match ledger::read(&plan.ledger)? {
+        Some(existing) => {
+            let first = existing.lines().next().unwrap_or_default();
+            match parse_header(first) {
+                Some(named) if plan.owns_header(named) => {
+                    text.push_str(&format!(
+                        "{} already exists for this plan\n",
+                        plan.ledger.display()
+                    ));
+                    false
+                }
+                Some(named) => return Ok(Report::decision(&foreign(&plan, named))),
+                None => {
+                    return Err(CommandError::usage(format!("{} exists without a `# run-state — plan:` header", plan.ledger.display()))
+                        .hint("it is not a ledger baton wrote; move it aside, then run `baton ledger init` again"));
+                }
+            }
+        }
+        None => {
+            ledger::create(&plan.ledger, &render_header(&plan.header_name()))?;
+            text.push_str(&format!("started {}\n", plan.ledger.display()));
+            true
+        }
+    };
+    let ignored = git::is_ignored(&plan.root, &plan.ledger)?;
+    if ignored {
+        text.push_str(&ignored_warning(&plan));
+    }
+    Ok(Report::ok(
+        json!({ "verdict": "ok", "ledger": plan.ledger.display().to_string(), "created": created, "ignored": ignored }),
+        text,
+    ))
+}
+
+/// The one warning for an ignored ledger, naming the fix.
+pub fn ignored_warning(plan: &Plan) -> String {
+    format!(
+        "warning: git ignores {}: it can be neither committed nor survive `git clean -fdx`.\nAdd this stanza to .gitignore (the directory re-include must come before the files):\n{REINCLUDE_STANZA}\n",
+        plan.ledger
+            .strip_prefix(&plan.root)
+            .unwrap_or(&plan.ledger)
+            .display()
+    )
+}

@@ -1,0 +1,224 @@
+//! `baton ledger`: the append-only run ledger of a plan (`plans/<plan>/STATE.md`,
+//! docs/ledger.md): structured writers for every event, a validating raw append, a lint, the
+//! derivation of the true position from git and re-run gates, and committing the ledger.
+
+mod append;
+mod check;
+mod commit;
+mod derive;
+mod events;
+mod init;
+
+use std::path::{Path, PathBuf};
+
+use clap::Subcommand;
+
+use crate::context::Ctx;
+use crate::error::{CommandError, ExitStatus};
+use crate::output::Report;
+use baton_core::ledger::{Line, parse_header, parse_line, render_line};
+use baton_core::{Decision, Reason};
+use baton_store::ledger::{AppendError, append};
+
+/// Keep a plan's run ledger: `init`, one writer per event, `append`, `check`, `derive`,
+/// `commit`.
+#[derive(Debug, Subcommand)]
+pub enum LedgerCommand {
+    Init(init::InitArgs),
+    Append(append::AppendArgs),
+    Check(check::CheckArgs),
+    Derive(derive::DeriveArgs),
+    Commit(commit::CommitArgs),
+    Start(events::StartArgs),
+    Gate(events::GateArgs),
+    Complete(events::CompleteArgs),
+    Park(events::ParkArgs),
+    Block(events::BlockArgs),
+    Died(events::DiedArgs),
+    Waiver(events::WaiverArgs),
+    Baseline(events::BaselineArgs),
+    Env(events::EnvArgs),
+    Finish(events::FinishArgs),
+}
+
+pub fn dispatch(ctx: &Ctx, cmd: LedgerCommand) -> Result<Report, CommandError> {
+    use LedgerCommand as C;
+    match cmd {
+        C::Init(a) => init::cmd_ledger_init(ctx, a),
+        C::Append(a) => append::cmd_ledger_append(ctx, a),
+        C::Check(a) => check::cmd_ledger_check(ctx, a),
+        C::Derive(a) => derive::cmd_ledger_derive(ctx, a),
+        C::Commit(a) => commit::cmd_ledger_commit(ctx, a),
+        C::Start(a) => events::write(ctx, &a.plan, a.event(ctx)?),
+        C::Gate(a) => events::write(ctx, &a.plan.clone(), a.event()?),
+        C::Complete(a) => events::write(ctx, &a.plan.clone(), a.event(ctx)?),
+        C::Park(a) => events::write(ctx, &a.plan.clone(), a.event()),
+        C::Block(a) => events::write(ctx, &a.plan.clone(), a.event()),
+        C::Died(a) => events::write(ctx, &a.plan.clone(), a.event()),
+        C::Waiver(a) => events::write(ctx, &a.plan.clone(), a.event()),
+        C::Baseline(a) => events::write(ctx, &a.plan.clone(), a.event(ctx)?),
+        C::Env(a) => events::write(ctx, &a.plan.clone(), a.event()),
+        C::Finish(a) => events::write(ctx, &a.plan.clone(), a.event()),
+    }
+}
+
+/// A plan directory inside the project, and its ledger.
+pub struct Plan {
+    pub root: PathBuf,
+    /// Relative to the root, `/`-separated: what the header names.
+    pub rel: String,
+    pub dir: PathBuf,
+    pub ledger: PathBuf,
+}
+
+impl Plan {
+    pub fn resolve(ctx: &Ctx, raw: &Path) -> Result<Plan, CommandError> {
+        let root = ctx.layout()?.root;
+        let joined = if raw.is_absolute() {
+            raw.to_path_buf()
+        } else {
+            ctx.dir.join(raw)
+        };
+        let dir = joined.canonicalize().map_err(|e| {
+            CommandError::usage(format!("plan directory {}: {e}", raw.display()))
+                .hint("pass the plan's directory, like `plans/auth`")
+        })?;
+        if !dir.is_dir() {
+            return Err(
+                CommandError::usage(format!("{} is not a directory", raw.display()))
+                    .hint("pass the plan's directory, like `plans/auth`"),
+            );
+        }
+        let rel = dir.strip_prefix(&root).map_err(|_| {
+            CommandError::usage(format!(
+                "plan directory {} resolves to {}, outside the project root {}",
+                raw.display(),
+                dir.display(),
+                root.display()
+            ))
+            .hint(
+                "ledgers live beside their plans inside the project, so they are committed with it",
+            )
+        })?;
+        let rel = rel.to_string_lossy().into_owned();
+        let ledger = dir.join("STATE.md");
+        Ok(Plan {
+            root,
+            rel,
+            dir,
+            ledger,
+        })
+    }
+
+    /// What a header names: the plan file when there is one, else the directory.
+    pub fn header_name(&self) -> String {
+        if self.dir.join("plan.md").is_file() {
+            format!("{}/plan.md", self.rel)
+        } else {
+            self.rel.clone()
+        }
+    }
+
+    /// Whether a header names this plan (as its directory or its `plan.md`, relative or
+    /// absolute).
+    pub fn owns_header(&self, named: &str) -> bool {
+        let root = self.root.to_string_lossy();
+        let named = named
+            .strip_prefix(root.as_ref())
+            .map_or(named, |n| n.trim_start_matches('/'));
+        let named = named.trim_start_matches("./");
+        let named = named
+            .strip_suffix("/plan.md")
+            .or_else(|| named.strip_suffix("/STATE.md"))
+            .unwrap_or(named);
+        named.trim_end_matches('/') == self.rel
+    }
+
+    pub fn ledger_arg(&self) -> String {
+        crate::output::shell_quote(&self.rel)
+    }
+}
+
+/// The refusal of a write to another plan's ledger (exit 3).
+pub fn foreign(plan: &Plan, found: &str) -> Decision {
+    Decision::new(
+        "refused",
+        Reason::new(
+            "ledger.foreign-plan",
+            format!(
+                "{} names {found:?}: it is another run's record",
+                plan.ledger.display()
+            ),
+        ),
+        Some("leave it alone; keep this plan's ledger in its own plan directory".into()),
+    )
+}
+
+/// Appends a line (already validated) with the header check, and reports it.
+pub fn append_line(plan: &Plan, line: &Line) -> Result<Report, CommandError> {
+    let text = render_line(line);
+    // A value that would not read back as written (a phase id with a space, a finding holding
+    // ` — `) is refused here rather than written as a line nobody can parse.
+    match parse_line(&text) {
+        Ok(back) if &back == line => {}
+        Ok(_) => {
+            return Err(
+                CommandError::usage(format!("`{text}` would not read back as written"))
+                    .hint("avoid ` — `, ` -> ` and `→` inside free text, and spaces in names"),
+            );
+        }
+        Err(e) => {
+            return Err(
+                CommandError::usage(format!("`{text}` is not a valid ledger line: {e}"))
+                    .hint("check the values passed; nothing was written"),
+            );
+        }
+    }
+    if !plan.ledger.exists() {
+        return Err(missing(plan));
+    }
+    let sealed = append(&plan.ledger, &text, |first| match parse_header(first) {
+        Some(named) if plan.owns_header(named) => Ok(()),
+        Some(named) => Err(AppendError::ForeignPlan {
+            found: named.to_string(),
+        }),
+        None => Err(AppendError::NoHeader),
+    });
+    match sealed {
+        Ok(sealed) => {
+            let mut out = text.clone();
+            if sealed {
+                out.push_str(
+                    "\nnote: the ledger ended in a torn line; it was sealed with a newline first",
+                );
+            }
+            Ok(Report::ok(
+                serde_json::json!({ "verdict": "ok", "appended": text, "sealed_torn_tail": sealed, "ledger": plan.ledger.display().to_string() }),
+                out,
+            ))
+        }
+        Err(AppendError::ForeignPlan { found }) => Ok(Report::decision(&foreign(plan, &found))),
+        Err(AppendError::NoHeader) => Err(CommandError::new(
+            ExitStatus::Failure,
+            format!(
+                "{} has no `# run-state — plan: <plan>` header line",
+                plan.ledger.display()
+            ),
+        )
+        .hint(
+            "nothing was written; if it is this plan's ledger, add the header as its first line",
+        )),
+        Err(AppendError::Store(e)) => Err(e.into()),
+    }
+}
+
+pub fn missing(plan: &Plan) -> CommandError {
+    CommandError::usage(format!("{} does not exist", plan.ledger.display())).hint(format!(
+        "start it with `baton ledger init {}`",
+        plan.ledger_arg()
+    ))
+}
+
+/// The exact re-include stanza an ignored ledger needs, the directory line first.
+pub const REINCLUDE_STANZA: &str =
+    "plans/**/*\n!plans/**/\n!plans/**/plan.md\n!plans/**/phase-*.md\n!plans/**/STATE.md";
