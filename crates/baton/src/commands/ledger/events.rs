@@ -14,7 +14,7 @@ use baton_core::time::format_ts;
 use baton_store::git;
 
 /// Appends `event` to the ledger of `plan`.
-pub fn write(ctx: &Ctx, plan: &PathBuf, event: Event) -> Result<Report, CommandError> {
+pub fn write(ctx: &Ctx, plan: &std::path::Path, event: Event) -> Result<Report, CommandError> {
     let plan = Plan::resolve(ctx, plan)?;
     append_line(
         &plan,
