@@ -100,21 +100,38 @@ pub fn agent_ancestor() -> Option<u32> {
 
 /// The process a lease is held for, and how it was found: the pid the caller names, else
 /// `CLAUDE_PID`, else an agent among baton's ancestors; never baton's own short-lived process.
+/// A process named by its pid and start time.
+pub type ProcessId = (u32, u64);
+
 pub fn resolve_holder(
     flag: Option<u32>,
     claude_pid: Option<&str>,
-) -> (Option<(u32, u64)>, &'static str) {
+) -> Result<(Option<ProcessId>, &'static str), String> {
     let with_start = |pid: u32| start_time(pid).map(|s| (pid, s));
+    let me = std::process::id();
     if let Some(pid) = flag {
-        return (with_start(pid), "flag");
+        if pid == me {
+            return Err(format!(
+                "--pid {pid} is baton's own process, which exits at once: name the long-lived agent process"
+            ));
+        }
+        return match with_start(pid) {
+            Some(found) => Ok((Some(found), "flag")),
+            None => Err(format!("--pid {pid}: no such process on this machine")),
+        };
     }
-    if let Some(pid) = claude_pid.and_then(|p| p.trim().parse().ok()) {
-        return (with_start(pid), "CLAUDE_PID");
+    // A CLAUDE_PID that names no live process (or baton itself) is ignored, not trusted.
+    if let Some(found) = claude_pid
+        .and_then(|p| p.trim().parse().ok())
+        .filter(|&p| p != me)
+        .and_then(with_start)
+    {
+        return Ok((Some(found), "CLAUDE_PID"));
     }
-    match agent_ancestor().and_then(with_start) {
+    Ok(match agent_ancestor().and_then(with_start) {
         Some(found) => (Some(found), "ancestor"),
         None => (None, "none"),
-    }
+    })
 }
 
 #[cfg(test)]
@@ -144,9 +161,17 @@ mod tests {
 
     #[test]
     fn the_holder_is_never_baton_itself_unless_named() {
-        let (holder, source) = resolve_holder(None, Some("1"));
+        let (holder, source) = resolve_holder(None, Some("1")).unwrap();
         assert_eq!(source, "CLAUDE_PID");
         assert_eq!(holder.map(|h| h.0), Some(1));
+        assert!(
+            resolve_holder(Some(std::process::id()), None).is_err(),
+            "never baton's own pid"
+        );
+        assert!(
+            resolve_holder(Some(u32::MAX - 1), None).is_err(),
+            "a named pid must exist"
+        );
         assert!(boot_id().is_some_and(|b| !b.is_empty()));
         assert!(!host().is_empty());
     }

@@ -223,7 +223,17 @@ impl StateStore for FsStore {
         if !check_real_dir(&self.layout.runs_dir())? {
             return Ok(None);
         }
-        self.read(&self.layout.run_file(id))
+        let loaded: Option<Loaded<RunState>> = self.read(&self.layout.run_file(id))?;
+        // A file that names another run would be written back over that run's file.
+        if let Some(l) = &loaded
+            && l.state.run_id != id.as_str()
+        {
+            return Err(StoreError::Corrupt {
+                path: l.path.clone(),
+                detail: format!("it names run {:?}, not {id}", l.state.run_id),
+            });
+        }
+        Ok(loaded)
     }
 
     fn write_run(&self, state: &RunState) -> Result<(), StoreError> {

@@ -13,6 +13,9 @@ pub struct Here {
     pub session: Option<String>,
     /// The holder process this caller would record: pid and start time.
     pub pid: Option<(u32, u64)>,
+    /// The lease epoch this caller was handed, if it passes one: a fencing token that also
+    /// identifies a holder with no session and no known process.
+    pub epoch: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,7 +46,8 @@ pub fn lease_state(
     let same_session = here.session.is_some() && lease.session == here.session;
     let same_process =
         same_machine && here.pid.is_some() && lease.pid.zip(lease.pid_start) == here.pid;
-    if same_session || same_process {
+    let same_token = here.epoch == Some(lease.epoch);
+    if same_session || same_process || same_token {
         return LeaseState::Mine;
     }
     let holder = describe(lease);
@@ -121,6 +125,7 @@ mod tests {
             boot_id: Some("boot-1".into()),
             session: Some(session.into()),
             pid: Some((7, 70)),
+            epoch: None,
         }
     }
 
@@ -234,6 +239,23 @@ mod tests {
             )),
             "mine",
             "same agent process"
+        );
+        let token = Here {
+            epoch: Some(3),
+            session: None,
+            pid: None,
+            ..here("B")
+        };
+        assert_eq!(
+            kind(lease_state(
+                Some(&lease("h1", "A", 1)),
+                &token,
+                Some(true),
+                now(),
+                ttl
+            )),
+            "mine",
+            "the holder's epoch identifies it"
         );
         same_process.pid_start = Some(71);
         assert_eq!(

@@ -278,6 +278,19 @@ fn staleness_gate(f: &RunFacts, reasons: &mut Vec<Reason>) -> (&'static str, Str
             ("critic", critic)
         };
     }
+    if f.run.critic_owed {
+        reasons.push(Reason::new(
+            "run.critic-owed",
+            "the user confirmed the run against changed GOALS, SCOPE or CONSTRAINTS, and the cached plan was validated against the old ones: one critic round is owed",
+        ));
+        return (
+            "critic",
+            format!(
+                "{critic}; then `baton run record {} --agent plan-critic`",
+                f.run.run_id
+            ),
+        );
+    }
     if recorded.sha256.as_deref().is_some_and(|s| s != plan.sha256) {
         reasons.push(Reason::new(
             "run.plan-changed",
@@ -631,6 +644,27 @@ mod tests {
         let d = decide(&ok_input(), &r);
         assert_eq!(d.decision.verdict, "confirm");
         assert_eq!(d.decision.rules(), ["run.alignment-unknown"]);
+    }
+
+    #[test]
+    fn a_confirmed_drift_is_never_ratified() {
+        let mut r = run();
+        r.critic_owed = true;
+        let d = decide_run_resume(&RunFacts {
+            run: &r,
+            head: Some("a".repeat(40)),
+            staged: vec![],
+            sections: Some(sections(None)),
+            lease: LeaseState::Free,
+            plan: Some(PlanNow {
+                sha256: "p1".into(),
+                mtime: now(),
+                sensitive: vec![],
+            }),
+            now: now(),
+        });
+        assert_eq!(d.decision.verdict, "critic");
+        assert_eq!(d.decision.rules(), ["run.critic-owed"]);
     }
 
     #[test]

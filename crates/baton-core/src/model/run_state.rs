@@ -45,6 +45,10 @@ pub struct RunState {
     /// Bumped by every lease takeover; survives a release so that a stale holder stays fenced.
     #[serde(default, deserialize_with = "super::null_as_default")]
     pub lease_epoch: u64,
+    /// Set when the user confirmed the run against changed alignment: the cached plan owes one
+    /// plan-critic round, recorded as an agent or gate whose name holds `critic`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub critic_owed: bool,
     /// Where an imported run came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub imported_from: Option<String>,

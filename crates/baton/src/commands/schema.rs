@@ -6,7 +6,7 @@ use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::model::{BatchState, LoopState};
 
-/// Print the JSON Schemas of the files baton writes: loop-state and batch-state.
+/// Print the JSON Schemas of the files baton writes: loop-state, batch-state and run-state.
 #[derive(Debug, Args)]
 pub struct SchemaArgs {}
 
@@ -14,6 +14,7 @@ pub fn cmd_schema(_ctx: &Ctx, _args: SchemaArgs) -> Result<Report, CommandError>
     let schemas = json!({
         "loop-state": schemars::schema_for!(LoopState),
         "batch-state": schemars::schema_for!(BatchState),
+        "run-state": schemars::schema_for!(baton_core::model::RunState),
     });
     let text = serde_json::to_string_pretty(&schemas).unwrap_or_default();
     Ok(Report::ok(schemas, text))

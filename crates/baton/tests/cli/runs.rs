@@ -316,12 +316,28 @@ fn an_edited_scope_asks_for_confirmation_with_a_diff_then_confirm_alignment_proc
     let confirmed = resume(&env, "A", 1, &id, &["--confirm-alignment"]);
     confirmed.assert_code(0);
     let confirmed = confirmed.json();
-    assert_eq!(confirmed["verdict"], "ratify", "{confirmed}");
+    // The plan was validated against the old SCOPE: never ratified as it is, a critic round is
+    // owed, and stays owed until one is recorded.
+    assert_eq!(confirmed["verdict"], "critic", "{confirmed}");
+    assert_eq!(rules(&confirmed), ["run.critic-owed"], "{confirmed}");
     assert_eq!(confirmed["lock_acquired"], true, "{confirmed}");
-    // The confirmed sections are the new baseline: the next resume does not ask again.
     let again = resume(&env, "A", 2, &id, &[]);
     again.assert_code(0);
-    assert_eq!(again.json()["verdict"], "ratify", "{}", again.stdout);
+    assert_eq!(
+        again.json()["verdict"],
+        "critic",
+        "the confirmed sections are the baseline, the critic is still owed: {}",
+        again.stdout
+    );
+    env.baton("A", 2, &["run", "record", &id, "--agent", "plan-critic"])
+        .assert_code(0);
+    let after_critic = resume(&env, "A", 3, &id, &[]);
+    assert_eq!(
+        after_critic.json()["verdict"],
+        "ratify",
+        "{}",
+        after_critic.stdout
+    );
     let scope = env.read_json(&run_file(&env, &id))["alignment"]["sections"]
         .as_array()
         .unwrap()
@@ -1315,10 +1331,17 @@ fn an_imported_run_without_an_alignment_baseline_asks_before_it_ratifies() {
     confirmed.assert_code(0);
     assert_eq!(
         confirmed.json()["verdict"],
-        "ratify",
+        "critic",
         "{}",
         confirmed.stdout
     );
+    with_pipeline_dir(
+        &env,
+        dir.path(),
+        "B",
+        &["run", "record", IMPORT_ID, "--agent", "plan-critic"],
+    )
+    .assert_code(0);
     let again = with_pipeline_dir(
         &env,
         dir.path(),
@@ -1357,4 +1380,165 @@ fn a_finished_run_has_nothing_to_resume() {
     let out = env.baton("A", 1, &["run", "resume", &id]);
     out.assert_code(2);
     assert!(out.stderr.contains("nothing to resume"), "{}", out.stderr);
+}
+
+// Regressions, each named after the defect it pins.
+
+#[test]
+fn a_holder_resuming_in_a_new_process_moves_the_lease_so_no_second_agent_gets_it() {
+    let env = project();
+    let mut first = Holder::start();
+    let id = planned_run(&env, SAFE_PLAN, 30, &["--pid", &first.pid()]);
+    first.kill();
+    let second = Holder::start();
+    assert_eq!(
+        resume(&env, "A", 0, &id, &["--pid", &second.pid()]).json()["verdict"],
+        "ratify"
+    );
+    let third = Holder::start();
+    let other = resume(&env, "B", 1, &id, &["--pid", &third.pid()]);
+    other.assert_code(3);
+    assert_eq!(rules(&other.json()), ["run.lock-held"], "{}", other.stdout);
+}
+
+#[test]
+fn the_holder_is_never_batons_own_pid_nor_a_pid_that_does_not_exist() {
+    let env = project();
+    write_plan(&env, SAFE_PLAN, 30);
+    let out = env
+        .command(Some("A"), &at(-30))
+        .args(["run", "new", "--plan", PLAN, "--pid", "4294967294"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    // `sh -c 'exec baton … --pid $$'` names baton's own process.
+    let own = Command::new("sh")
+        .current_dir(&env.repo)
+        .env("BATON_NOW", at(-30))
+        .env("BATON_SESSION", "A")
+        .args([
+            "-c",
+            &format!(
+                "exec {} run new --plan {PLAN} --pid $$",
+                env!("CARGO_BIN_EXE_baton")
+            ),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        own.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&own.stderr)
+    );
+    assert!(String::from_utf8_lossy(&own.stderr).contains("baton's own process"));
+    assert!(!env.state_dir().join("runs").exists());
+}
+
+#[test]
+fn a_caller_with_no_session_and_no_pid_keeps_its_lock_through_its_epoch() {
+    let env = project();
+    write_plan(&env, SAFE_PLAN, 30);
+    let out = env.run(None, &at(-30), &["--json", "run", "new", "--plan", PLAN]);
+    out.assert_code(0);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    env.run(
+        None,
+        &at(-29),
+        &["run", "record", &id, "--agent", "planner", "--epoch", "1"],
+    )
+    .assert_code(0);
+    env.run(
+        None,
+        &at(-29),
+        &["run", "record", &id, "--agent", "implementer"],
+    )
+    .assert_code(3);
+    env.run(None, &at(-28), &["run", "release", &id, "--epoch", "1"])
+        .assert_code(0);
+}
+
+#[test]
+fn recording_the_cached_plan_again_is_not_a_replan() {
+    let env = project();
+    let id = planned_run(&env, SAFE_PLAN, 30, &[]);
+    let out = env.baton("A", 0, &["--json", "run", "record", &id, "--plan", PLAN]);
+    out.assert_code(3);
+    assert_eq!(rules(&out.json()), ["run.plan-unchanged"]);
+}
+
+#[test]
+fn resume_of_an_unknown_run_creates_nothing() {
+    let env = project();
+    env.baton("A", 0, &["run", "resume", "0123456789abcdef"])
+        .assert_code(2);
+    assert!(!env.state_dir().exists());
+}
+
+#[test]
+fn an_import_that_asks_first_writes_nothing() {
+    let env = project();
+    write_plan(&env, SAFE_PLAN, 30);
+    let (dir, file) = pipeline_dir(IMPORT_ID);
+    std::fs::write(
+        &file,
+        serde_json::to_vec(&originating(&head(&env))).unwrap(),
+    )
+    .unwrap();
+    with_pipeline_dir(&env, dir.path(), "B", &["run", "resume", IMPORT_ID]).assert_code(4);
+    assert!(!run_file(&env, IMPORT_ID).exists());
+}
+
+#[test]
+fn another_holders_stale_lock_is_ended_only_with_force() {
+    let env = project();
+    let id = planned_run(&env, SAFE_PLAN, 30, &[]);
+    let before = env.snapshot();
+    env.baton("B", 15, &["run", "finish", &id, "--status", "abandoned"])
+        .assert_code(3);
+    env.baton("B", 15, &["run", "release", &id]).assert_code(3);
+    assert_eq!(env.snapshot(), before);
+    env.baton(
+        "B",
+        15,
+        &["run", "finish", &id, "--status", "abandoned", "--force"],
+    )
+    .assert_code(0);
+}
+
+#[test]
+fn a_run_file_naming_another_run_is_refused() {
+    let env = project();
+    let a = planned_run(&env, SAFE_PLAN, 30, &[]);
+    let (b, _) = new_run(&env, "A", 0, &[]);
+    let mut state = env.read_json(&run_file(&env, &a));
+    state["run_id"] = json!(b);
+    env.write_json(&run_file(&env, &a), &state);
+    let before = env.snapshot();
+    let out = env.baton("A", 1, &["run", "resume", &a]);
+    out.assert_code(1);
+    assert!(
+        out.stderr.contains(&format!("names run \"{b}\"")),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(env.snapshot(), before);
+}
+
+#[test]
+fn a_batch_id_must_name_the_projects_batch() {
+    let env = project();
+    env.baton("A", 0, &["batch", "start", "T-1", "T-2"])
+        .assert_code(0);
+    env.baton("A", 0, &["run", "resume", "batch-nonexistent"])
+        .assert_code(2);
+}
+
+#[test]
+fn a_plan_re_touched_without_a_change_keeps_its_age() {
+    let env = project();
+    let id = planned_run(&env, SAFE_PLAN, 25 * 60, &[]);
+    set_mtime(&env.repo.join(PLAN), 10);
+    let out = resume(&env, "A", 0, &id, &[]);
+    assert_eq!(out.json()["verdict"], "replan", "{}", out.stdout);
 }

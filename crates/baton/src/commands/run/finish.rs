@@ -12,10 +12,19 @@ pub struct FinishArgs {
     run_id: String,
     #[arg(long, default_value = "complete", value_parser = ["complete", "abandoned"])]
     status: String,
+    /// End a run whose stale lock another holder had.
+    #[arg(long)]
+    force: bool,
     #[command(flatten)]
     holder: HolderArgs,
 }
 
 pub fn cmd_run_finish(ctx: &Ctx, args: FinishArgs) -> Result<Report, CommandError> {
-    end_lease(ctx, &args.run_id, &args.holder, Some(&args.status))
+    end_lease(
+        ctx,
+        &args.run_id,
+        &args.holder,
+        Some(&args.status),
+        args.force,
+    )
 }

@@ -33,7 +33,7 @@ pub fn cmd_run_heartbeat(ctx: &Ctx, args: HeartbeatArgs) -> Result<Report, Comma
     let Some(mut loaded) = store.read_run(&id)? else {
         return noop(format!("no run {id}"));
     };
-    let (here, _) = here(ctx, &args.holder);
+    let (here, _) = here(ctx, &args.holder, false)?;
     if let Err(d) = require_holder(&loaded.state, &here, &args.holder, ctx.now) {
         return noop(
             d.reasons

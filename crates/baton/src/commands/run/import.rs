@@ -50,7 +50,7 @@ pub fn cmd_run_import(ctx: &Ctx, args: ImportArgs) -> Result<Report, CommandErro
 }
 
 /// Where the originating pipeline keeps a run's state.
-fn default_source(id: &RunId) -> PathBuf {
+pub fn default_source(id: &RunId) -> PathBuf {
     let dir = std::env::var_os("BATON_PIPELINE_STATE_DIR")
         .map_or_else(|| PathBuf::from("/tmp"), PathBuf::from);
     dir.join(format!("pipeline_state_{id}.json"))
@@ -58,6 +58,18 @@ fn default_source(id: &RunId) -> PathBuf {
 
 /// Reads the originating state and writes it as baton run state; the caller holds the lock.
 pub fn import_into(
+    ctx: &Ctx,
+    store: &FsStore,
+    id: &RunId,
+    from: Option<&Path>,
+) -> Result<RunState, CommandError> {
+    let run = build_import(ctx, store, id, from)?;
+    store.write_run(&run)?;
+    Ok(run)
+}
+
+/// The baton run state an originating file maps to, not yet written.
+pub fn build_import(
     ctx: &Ctx,
     store: &FsStore,
     id: &RunId,
@@ -80,19 +92,30 @@ pub fn import_into(
             .find_map(|k| original.get(*k).and_then(Value::as_str))
             .map(String::from)
     };
-    let plan = text(&["plan_file", "plan_path", "plan"]).map(|p| {
+    // The plan is pinned as it is now, so a later edit is seen; a plan outside the project is
+    // not trusted at all (the run then has no cached plan, and resumes with a re-plan).
+    let root = &store.layout.root;
+    let plan = text(&["plan_file", "plan_path", "plan"]).and_then(|p| {
         let path = Path::new(&p);
         let abs = if path.is_absolute() {
             path.to_path_buf()
         } else {
-            store.layout.root.join(path)
+            root.join(path)
         };
-        PlanRecord {
+        let abs = abs.canonicalize().ok().filter(|a| a.starts_with(root))?;
+        let bytes = baton_store::read::read_capped(&abs, STATE_FILE_CAP)
+            .ok()
+            .flatten();
+        let mtime = std::fs::metadata(&abs)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| jiff::Timestamp::try_from(t).ok());
+        Some(PlanRecord {
             path: abs.display().to_string(),
-            sha256: None,
-            mtime: None,
+            sha256: bytes.map(|b| baton_store::sha256_hex(&b)),
+            mtime: mtime.map(format_ts),
             extra: Map::new(),
-        }
+        })
     });
     let completions = |key: &str| {
         original
@@ -144,10 +167,10 @@ pub fn import_into(
         hard_gates: completions("hard_gates"),
         lease: None,
         lease_epoch: 0,
+        critic_owed: false,
         imported_from: Some(source.display().to_string()),
         extra,
     };
-    store.write_run(&run)?;
     Ok(run)
 }
 

@@ -81,18 +81,34 @@ pub fn parse_target(raw: &str) -> Result<RunTarget, CommandError> {
 }
 
 /// This machine, this session, and the holder process this caller stands for.
-pub fn here(ctx: &Ctx, holder: &HolderArgs) -> (Here, &'static str) {
+/// `records` is true for the commands that record the holder in the lease (`run new`, `run
+/// resume`): there a named pid must be a live process other than baton. Elsewhere the pid only
+/// identifies the caller, and a dead one identifies nobody.
+pub fn here(
+    ctx: &Ctx,
+    holder: &HolderArgs,
+    records: bool,
+) -> Result<(Here, &'static str), CommandError> {
     let claude_pid = std::env::var("CLAUDE_PID").ok();
-    let (pid, source) = process::resolve_holder(holder.pid, claude_pid.as_deref());
-    (
+    let (pid, source) = match process::resolve_holder(holder.pid, claude_pid.as_deref()) {
+        Ok(found) => found,
+        Err(e) if records => {
+            return Err(CommandError::usage(e).hint(
+                "pass the pid of the agent process that runs the pipeline, or leave `--pid` out",
+            ));
+        }
+        Err(_) => (None, "none"),
+    };
+    Ok((
         Here {
             host: process::host(),
             boot_id: process::boot_id(),
             session: ctx.session.clone(),
             pid,
+            epoch: holder.epoch,
         },
         source,
-    )
+    ))
 }
 
 /// Looks at the lease holder's process when it is on this host and boot.
@@ -117,8 +133,17 @@ pub fn take_lease(
 ) {
     let now_s = format_ts(now);
     if let (LeaseState::Mine, Some(lease)) = (state, run.lease.as_mut()) {
+        // The same holder, perhaps in a new agent process: the lease follows it, or a second
+        // agent could later find the first one's dead pid and take the lock beside it.
         lease.heartbeat_at = now_s;
-        lease.session = here.session.clone();
+        lease.session = here.session.clone().or(lease.session.take());
+        if here.pid.is_some() {
+            lease.pid = here.pid.map(|p| p.0);
+            lease.pid_start = here.pid.map(|p| p.1);
+            lease.pid_source = source.to_string();
+            lease.host = here.host.clone();
+            lease.boot_id = here.boot_id.clone();
+        }
         return;
     }
     run.lease_epoch += 1;

@@ -114,10 +114,11 @@ pub fn cmd_run_new(ctx: &Ctx, args: NewArgs) -> Result<Report, CommandError> {
         hard_gates: Vec::new(),
         lease: None,
         lease_epoch: 0,
+        critic_owed: false,
         imported_from: None,
         extra: Map::new(),
     };
-    let (here, source) = here(ctx, &args.holder);
+    let (here, source) = here(ctx, &args.holder, true)?;
     take_lease(&mut run, &here, source, &LeaseState::Free, ctx.now);
     let _guard = store.lock()?;
     store.write_run(&run)?;
@@ -129,6 +130,16 @@ pub fn cmd_run_new(ctx: &Ctx, args: NewArgs) -> Result<Report, CommandError> {
         run.lease_epoch,
         run.lease_epoch
     ));
+    if run
+        .alignment
+        .as_ref()
+        .is_some_and(|a| a.sections.iter().all(|s| s.sha256.is_none()))
+    {
+        text.push_str(&format!(
+            "warning: no `## GOALS`, `## SCOPE` or `## CONSTRAINTS` heading found in {}: the alignment check cannot see a drift (pass `--project-file` to name the right file)\n",
+            run.alignment.as_ref().map(|a| a.path.as_str()).unwrap_or_default()
+        ));
+    }
     if repo.head.is_none() {
         text.push_str("warning: the repository has no commit yet, so `baton run resume` will ask for a re-plan\n");
     }

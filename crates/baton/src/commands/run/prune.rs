@@ -40,7 +40,7 @@ pub fn cmd_run_prune(ctx: &Ctx, args: PruneArgs) -> Result<Report, CommandError>
         ));
     }
     let _guard = store.lock()?;
-    let (here, _) = here(ctx, &HolderArgs::default());
+    let (here, _) = here(ctx, &HolderArgs::default(), false)?;
     let (mut removed, mut kept, mut lines) = (Vec::new(), 0usize, String::new());
     for (id, loaded) in store.list_runs()? {
         let loaded = match loaded {

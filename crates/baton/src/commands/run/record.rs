@@ -1,12 +1,12 @@
 use clap::{ArgGroup, Args};
 use serde_json::json;
 
-use super::facts::{file_in_project, plan_now, sections_now};
+use super::facts::{file_in_project, plan_now};
 use super::{HolderArgs, here, missing_run, parse_run_id, require_holder};
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
-use baton_core::model::{AlignmentRecord, Completion, PlanRecord, SectionRecord, StepRecord};
+use baton_core::model::{Completion, PlanRecord, StepRecord};
 use baton_core::time::format_ts;
 use baton_core::{Decision, Reason};
 use baton_store::{StateStore, git};
@@ -48,7 +48,7 @@ pub fn cmd_run_record(ctx: &Ctx, args: RecordArgs) -> Result<Report, CommandErro
     let loaded = store.read_run(&id)?.ok_or_else(|| missing_run(&id))?;
     loaded.writable()?;
     let mut run = loaded.state.clone();
-    let (here, _) = here(ctx, &args.holder);
+    let (here, _) = here(ctx, &args.holder, false)?;
     if let Err(d) = require_holder(&run, &here, &args.holder, ctx.now) {
         return Ok(Report::decision(&d));
     }
@@ -62,6 +62,9 @@ pub fn cmd_run_record(ctx: &Ctx, args: RecordArgs) -> Result<Report, CommandErro
             );
             return Ok(Report::decision(&d));
         }
+        if agent.contains("critic") {
+            run.critic_owed = false;
+        }
         run.completed_agents.push(Completion {
             name: agent.clone(),
             at,
@@ -72,36 +75,40 @@ pub fn cmd_run_record(ctx: &Ctx, args: RecordArgs) -> Result<Report, CommandErro
         let root = store.layout.root.clone();
         let path = file_in_project(&ctx.dir, &root, plan, "--plan")?;
         let now = plan_now(&path, &run.policy.security_globs)?;
+        let sha = now.as_ref().map(|p| p.sha256.clone());
+        if sha.is_some() && run.plan.as_ref().and_then(|p| p.sha256.as_ref()) == sha.as_ref() {
+            let d = Decision::new(
+                "refused",
+                Reason::new(
+                    "run.plan-unchanged",
+                    format!(
+                        "{} is the cached plan, byte for byte: a re-plan records the planner's new plan",
+                        path.display()
+                    ),
+                ),
+                Some("re-invoke the planner, then record the plan it writes".into()),
+            );
+            return Ok(Report::decision(&d));
+        }
         run.plan = Some(PlanRecord {
             path: path.display().to_string(),
-            sha256: now.as_ref().map(|p| p.sha256.clone()),
+            sha256: sha,
             mtime: now.as_ref().map(|p| format_ts(p.mtime)),
             extra: Default::default(),
         });
+        // The new plan is made against today's HEAD; the alignment baseline stays as recorded,
+        // so a drift since still needs the user's confirmation.
         run.base_commit = git::head_and_index(&root)?.head;
-        let project = run.alignment.as_ref().map_or_else(
-            || super::resume::DEFAULT_PROJECT_FILE.to_string(),
-            |a| a.path.clone(),
-        );
-        let sections = sections_now(&root, &project)?
-            .into_iter()
-            .map(|s| SectionRecord {
-                name: s.name,
-                sha256: s.sha256,
-                text: s.text,
-            })
-            .collect();
-        run.alignment = Some(AlignmentRecord {
-            path: project,
-            sections,
-            extra: Default::default(),
-        });
+        run.critic_owed = false;
         format!(
             "new plan {} against HEAD {}",
             path.display(),
             run.base_commit.as_deref().unwrap_or("(none)")
         )
     } else if let Some(gate) = &args.gate {
+        if gate.contains("critic") {
+            run.critic_owed = false;
+        }
         run.hard_gates.push(Completion {
             name: gate.clone(),
             at,

@@ -11,16 +11,20 @@ use baton_core::{Decision, Reason};
 use baton_store::StateStore;
 use baton_store::store::FsStore;
 
-/// Release the run lock. Refused (exit 3) while another live holder has it.
+/// Release the run lock. Refused (exit 3) while another live holder has it, and for another
+/// holder's stale lock without `--force`.
 #[derive(Debug, Args)]
 pub struct ReleaseArgs {
     run_id: String,
+    /// End another holder\'s stale lock.
+    #[arg(long)]
+    force: bool,
     #[command(flatten)]
     holder: HolderArgs,
 }
 
 pub fn cmd_run_release(ctx: &Ctx, args: ReleaseArgs) -> Result<Report, CommandError> {
-    end_lease(ctx, &args.run_id, &args.holder, None)
+    end_lease(ctx, &args.run_id, &args.holder, None, args.force)
 }
 
 /// Drops the lease (and, with `status`, ends the run) unless a live foreign holder has it.
@@ -29,6 +33,7 @@ pub fn end_lease(
     raw_id: &str,
     holder: &HolderArgs,
     status: Option<&str>,
+    force: bool,
 ) -> Result<Report, CommandError> {
     let id = parse_run_id(raw_id)?;
     let store: FsStore = ctx.store()?;
@@ -39,7 +44,7 @@ pub fn end_lease(
     let loaded = store.read_run(&id)?.ok_or_else(|| missing_run(&id))?;
     loaded.writable()?;
     let mut run = loaded.state.clone();
-    let (here, _) = here(ctx, holder);
+    let (here, _) = here(ctx, holder, false)?;
     if let (Some(held), Some(lease)) = (holder.epoch, &run.lease)
         && held != lease.epoch
     {
@@ -56,13 +61,31 @@ pub fn end_lease(
         );
         return Ok(Report::decision(&d));
     }
-    if let LeaseState::Live(why) = lease_state_of(&run, &here, ctx.now) {
-        let d = Decision::new(
-            "refused",
-            Reason::new("run.lock-held", format!("Another /implement is active on run_id {id}; wait for it to complete or use a fresh run_id. ({why})")),
-            Some("only the holder releases a live lock; a dead one is taken over by `baton run resume`".into()),
-        );
-        return Ok(Report::decision(&d));
+    match lease_state_of(&run, &here, ctx.now) {
+        LeaseState::Live(why) => {
+            let d = Decision::new(
+                "refused",
+                Reason::new("run.lock-held", format!("Another /implement is active on run_id {id}; wait for it to complete or use a fresh run_id. ({why})")),
+                Some("only the holder releases a live lock; a dead one is taken over by `baton run resume`".into()),
+            );
+            return Ok(Report::decision(&d));
+        }
+        // Another holder's lock that went stale: its run may still be going, so ending it
+        // for that holder is a deliberate act.
+        LeaseState::Stale(why) if !force => {
+            let d = Decision::new(
+                "refused",
+                Reason::new(
+                    "run.lock-not-held",
+                    format!("this caller does not hold run {id}'s lock ({why})"),
+                ),
+                Some(format!(
+                    "resume the run with `baton run resume {id}`, or repeat with `--force` to end another holder's stale lock"
+                )),
+            );
+            return Ok(Report::decision(&d));
+        }
+        LeaseState::Free | LeaseState::Mine | LeaseState::Stale(_) => {}
     }
     run.lease = None;
     if let Some(status) = status {

@@ -44,12 +44,21 @@ pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandErro
     };
     let store = ctx.store()?;
     let root = store.layout.root.clone();
+    // An unknown run in a project without state creates nothing, not even the lock's sidecar.
+    if !store.exists()? && !super::import::default_source(&id).exists() {
+        return Err(super::missing_run(&id));
+    }
     let _guard = store.lock()?;
     let mut notes = Vec::new();
-    let loaded = match store.read_run(&id)? {
-        Some(loaded) => loaded,
+    // An import stays in memory until the verdict lets the run go on: a refused or finished
+    // resume writes nothing.
+    let mut run = match store.read_run(&id)? {
+        Some(loaded) => {
+            loaded.writable()?;
+            loaded.state
+        }
         None => {
-            let imported = super::import::import_into(ctx, &store, &id, None).map_err(|e| {
+            let imported = super::import::build_import(ctx, &store, &id, None).map_err(|e| {
                 if e.message.contains("no originating state") {
                     super::missing_run(&id)
                 } else {
@@ -60,25 +69,17 @@ pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandErro
                 "note: imported {}",
                 imported.imported_from.as_deref().unwrap_or_default()
             ));
-            store
-                .read_run(&id)?
-                .ok_or_else(|| super::missing_run(&id))?
+            imported
         }
     };
-    loaded.writable()?;
-    if baton_core::model::run_is_finished(&loaded.state.status) {
+    if baton_core::model::run_is_finished(&run.status) {
         return Err(CommandError::usage(format!(
             "run {id} is {}: there is nothing to resume",
-            loaded.state.status
+            run.status
         ))
         .hint("start a new run with `baton run new`"));
     }
-    let mut run = loaded.state.clone();
-    let (here, source) = here(ctx, &args.holder);
-    let sections = match &run.alignment {
-        Some(a) => Some(sections_now(&root, &a.path)?),
-        None => None,
-    };
+    let (here, source) = here(ctx, &args.holder, true)?;
     if args.confirm_alignment && run.alignment.is_none() {
         // An imported run has no baseline: the user's confirmation makes one.
         run.alignment = Some(baton_core::model::AlignmentRecord {
@@ -87,14 +88,14 @@ pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandErro
             extra: Default::default(),
         });
     }
-    let sections = match (&run.alignment, sections) {
-        (Some(a), None) => Some(sections_now(&root, &a.path)?),
-        (_, s) => s,
+    let sections = match &run.alignment {
+        Some(a) => Some(sections_now(&root, &a.path)?),
+        None => None,
     };
     if args.confirm_alignment
         && let (Some(record), Some(now)) = (run.alignment.as_mut(), &sections)
     {
-        record.sections = now
+        let confirmed: Vec<SectionRecord> = now
             .iter()
             .map(|s| SectionRecord {
                 name: s.name.clone(),
@@ -102,12 +103,27 @@ pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandErro
                 text: s.text.clone(),
             })
             .collect();
-        notes.push(
-            "note: the alignment sections were re-recorded as the user confirmed them".into(),
-        );
+        let realigned = record.sections != confirmed;
+        record.sections = confirmed;
+        if realigned {
+            run.critic_owed = true;
+            notes.push(
+                "note: the alignment sections were re-recorded as the user confirmed them".into(),
+            );
+        }
     }
+    // A plan re-touched without a change is as old as when it was recorded: the gap runs from
+    // the older of the two mtimes while the content is the same.
     let plan = match &run.plan {
-        Some(p) => plan_now(Path::new(&p.path), &run.policy.security_globs)?,
+        Some(p) => plan_now(Path::new(&p.path), &run.policy.security_globs)?.map(|mut now| {
+            let recorded = baton_core::time::parse_ts(p.mtime.as_deref());
+            if p.sha256.as_deref() == Some(now.sha256.as_str())
+                && let Some(recorded) = recorded
+            {
+                now.mtime = now.mtime.min(recorded);
+            }
+            now
+        }),
         None => None,
     };
     let repo = git::head_and_index(&root)?;
@@ -213,14 +229,21 @@ fn batch_resume(ctx: &Ctx, raw: &str) -> Result<Report, CommandError> {
         .and_then(|s| s.get("batch_id"))
         .and_then(|b| b.as_str())
         .map(String::from);
-    let note = match known.as_deref() {
-        Some(b) if b == raw => format!(
-            "{raw} is a batch: the batch picks the ticket, the ticket's own `baton resume` picks the phase"
-        ),
-        Some(b) => format!("{raw} is a batch id; this project's batch is {b}, shown below"),
-        None => String::new(),
-    };
+    if known.as_deref() != Some(raw) {
+        return Err(CommandError::usage(format!(
+            "no batch {raw} in this project{}",
+            known
+                .map(|b| format!(" (its batch is {b})"))
+                .unwrap_or_default()
+        ))
+        .hint("see the project's batch with `baton batch show`"));
+    }
+    let next = report.json.get("next").cloned().unwrap_or_default();
+    let reason = serde_json::json!([{ "rule": "run.batch-routed", "message": format!("{raw} is a batch: the batch picks the ticket, the ticket's own `baton resume` picks the phase") }]);
     Ok(report
+        .with("verdict", "batch")
+        .with("reasons", reason)
+        .with("next", next)
         .with("routed_from", raw.to_string())
-        .text_before(&note))
+        .text_before(&format!("{raw} is a batch: the batch picks the ticket, the ticket's own `baton resume` picks the phase")))
 }

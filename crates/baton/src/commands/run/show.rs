@@ -21,7 +21,7 @@ pub fn cmd_run_show(ctx: &Ctx, args: ShowArgs) -> Result<Report, CommandError> {
     let store = ctx.store()?;
     let loaded = store.read_run(&id)?.ok_or_else(|| missing_run(&id))?;
     let run = &loaded.state;
-    let (here, _) = here(ctx, &HolderArgs::default());
+    let (here, _) = here(ctx, &HolderArgs::default(), false)?;
     let lock = match lease_state_of(run, &here, ctx.now) {
         LeaseState::Free => "free".to_string(),
         LeaseState::Mine => format!("held by this caller: {}", holder_text(run)),
