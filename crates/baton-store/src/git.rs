@@ -240,6 +240,25 @@ pub fn is_ancestor_of_head(root: &Path, commit: &str) -> Result<bool, StoreError
     Ok(out.status.success())
 }
 
+/// Which of `commits` are reachable from HEAD, in one git call when all are (the usual case):
+/// `git rev-list ^HEAD <commits>` lists nothing exactly then. Otherwise each is asked alone.
+pub fn reachable_from_head(root: &Path, commits: &[String]) -> Result<Vec<bool>, StoreError> {
+    if commits.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut args = vec!["rev-list", "--max-count=1", "^HEAD"];
+    args.extend(commits.iter().map(String::as_str));
+    args.push("--");
+    let out = run(root, &args)?;
+    if out.status.success() && out.stdout.is_empty() {
+        return Ok(vec![true; commits.len()]);
+    }
+    commits
+        .iter()
+        .map(|c| is_ancestor_of_head(root, c))
+        .collect()
+}
+
 /// `git log --oneline <base>..HEAD`, newest first; empty when `base` is unknown.
 pub fn log_since(root: &Path, base: &str) -> Result<Vec<String>, StoreError> {
     let range = format!("{base}..HEAD");

@@ -103,7 +103,10 @@ pub fn create(path: &Path, header: &str) -> Result<(), StoreError> {
 
 /// The whole ledger as text (invalid UTF-8 replaced), or `None` when there is none.
 pub fn read(path: &Path) -> Result<Option<String>, StoreError> {
-    Ok(read_capped(path, LEDGER_CAP)?.map(|b| String::from_utf8_lossy(&b).into_owned()))
+    // Valid UTF-8 (the usual case) is taken as it is, without the copy a lossy read makes.
+    Ok(read_capped(path, LEDGER_CAP)?.map(|b| {
+        String::from_utf8(b).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    }))
 }
 
 /// Reads the end of a file without reading all of it (for `tail`-like views).

@@ -146,10 +146,32 @@ fn err<T>(msg: impl Into<String>) -> Result<T, ParseError> {
     Err(ParseError(msg.into()))
 }
 
+/// The first `needle` in `hay`. Ledgers run to a hundred thousand lines, and `str::find` with a
+/// string pattern builds a searcher on every call; anchoring on the needle's first byte that is
+/// not a space (a rare one: `→`, `—`, `>`, `:`) keeps a line's scan to a memchr or two.
+fn find_str(hay: &str, needle: &str) -> Option<usize> {
+    let (h, n) = (hay.as_bytes(), needle.as_bytes());
+    let anchor = n.iter().position(|&b| b != b' ').unwrap_or(0);
+    let mut from = anchor;
+    while from < h.len() {
+        let hit = from + h[from..].iter().position(|&b| b == n[anchor])?;
+        let start = hit - anchor;
+        if hit >= anchor && h[start..].starts_with(n) {
+            return Some(start);
+        }
+        from = hit + 1;
+    }
+    None
+}
+
+fn split_str<'a>(hay: &'a str, needle: &str) -> Option<(&'a str, &'a str)> {
+    find_str(hay, needle).map(|i| (&hay[..i], &hay[i + needle.len()..]))
+}
+
 /// Splits at the first arrow (`→` or `->`, with a space on each side).
 fn split_arrow(s: &str) -> Option<(&str, &str)> {
-    let a = s.find(" → ").map(|i| (i, " → ".len()));
-    let b = s.find(" -> ").map(|i| (i, " -> ".len()));
+    let a = find_str(s, " → ").map(|i| (i, " → ".len()));
+    let b = find_str(s, " -> ").map(|i| (i, " -> ".len()));
     let (i, len) = match (a, b) {
         (Some(x), Some(y)) => {
             if x.0 <= y.0 {
@@ -166,12 +188,12 @@ fn split_arrow(s: &str) -> Option<(&str, &str)> {
 /// Splits at the first tight arrow (`from→to`, `from->to`).
 fn split_tight_arrow(s: &str) -> Option<(&str, &str)> {
     s.split_once(ARROW)
-        .or_else(|| s.split_once("->"))
+        .or_else(|| split_str(s, "->"))
         .map(|(a, b)| (a.trim(), b.trim()))
 }
 
 fn split_dash(s: &str) -> Option<(&str, &str)> {
-    s.split_once(" — ").or_else(|| s.split_once(" -- "))
+    split_str(s, " — ").or_else(|| split_str(s, " -- "))
 }
 
 /// A trailing timestamp: ` @ <RFC 3339>`, or a bare RFC 3339 token.
@@ -254,7 +276,7 @@ pub fn parse_line(raw: &str) -> Result<Line, ParseError> {
 fn parse_event(body: &str) -> Result<Event, ParseError> {
     if let Some(rest) = body.strip_prefix("baseline: ") {
         let (tests, sha_part) = rest
-            .split_once(" (")
+            .rsplit_once(" (")
             .ok_or_else(|| ParseError("baseline needs `<X/Y> (<sha>)`".into()))?;
         let sha_part = sha_part
             .strip_suffix(')')
@@ -301,8 +323,11 @@ fn parse_event(body: &str) -> Result<Event, ParseError> {
         ParseError("an event starts with `phase <N>:`, `baseline:`, `env:` or `finish:`".into())
     })?;
     let (phase, rest) = rest
-        .split_once(": ")
+        .split_once(':')
         .ok_or_else(|| ParseError("missing `:` after the phase".into()))?;
+    let rest = rest
+        .strip_prefix(' ')
+        .ok_or_else(|| ParseError("missing the space after `phase <N>:`".into()))?;
     let phase = phase_id(phase)?.to_string();
     if let Some(base) = rest
         .strip_prefix("started (base ")
@@ -321,7 +346,7 @@ fn parse_event(body: &str) -> Result<Event, ParseError> {
         if name.contains(' ') {
             return err("a gate name has no spaces");
         }
-        let (verdict, evidence) = outcome.split_once(" (evidence: ").ok_or_else(|| {
+        let (verdict, evidence) = split_str(outcome, " (evidence: ").ok_or_else(|| {
             ParseError("a gate line carries its evidence: `(evidence: <cmd> → <result>)`".into())
         })?;
         let pass = match verdict {

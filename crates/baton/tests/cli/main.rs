@@ -4,6 +4,7 @@
 mod common;
 mod crash;
 mod hostile;
+mod ledgers;
 mod races;
 mod regressions;
 mod runs;

@@ -41,11 +41,16 @@ pub fn cmd_ledger_derive(ctx: &Ctx, args: DeriveArgs) -> Result<Report, CommandE
     let text = ledger::read(&plan.ledger)?.ok_or_else(|| missing(&plan))?;
     let l = parse_ledger(&text);
     let mut facts = DeriveFacts::default();
-    for (phase, complete, _) in phase_claims(&l) {
-        let Some(Event::Complete { to, .. }) = complete else {
-            continue;
-        };
-        let reachable = git::is_ancestor_of_head(&plan.root, to)?;
+    let claimed: Vec<(String, String)> = phase_claims(&l)
+        .into_iter()
+        .filter_map(|(phase, complete, _)| match complete {
+            Some(Event::Complete { to, .. }) => Some((phase, to.clone())),
+            _ => None,
+        })
+        .collect();
+    let tos: Vec<String> = claimed.iter().map(|(_, to)| to.clone()).collect();
+    let reachable = git::reachable_from_head(&plan.root, &tos)?;
+    for ((phase, _), reachable) in claimed.into_iter().zip(reachable) {
         let gates = if args.no_gates {
             None
         } else {
