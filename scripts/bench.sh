@@ -126,6 +126,34 @@ git -C "$runs_repo" add . && git -C "$runs_repo" -c user.name=bench -c user.emai
 run_id="$("$baton" -C "$runs_repo" run new --plan plans/plan.md | head -n 1)"
 export GIT_OPTIONAL_LOCKS=0
 
+# A plan ledger of 100,000 events over 20 phases (gates, parked findings, waivers, each phase
+# started and completed), for `ledger derive --no-gates`; and a small one for single appends.
+ledger_repo="$work/ledger"
+new_repo "$ledger_repo"
+git -C "$ledger_repo" -c user.name=bench -c user.email=bench@example.invalid commit -q --allow-empty -m base
+mkdir -p "$ledger_repo/plans/big" "$ledger_repo/plans/small"
+echo "# Plan" >"$ledger_repo/plans/big/plan.md"
+echo "# Plan" >"$ledger_repo/plans/small/plan.md"
+base="$(git -C "$ledger_repo" rev-parse --short=7 HEAD)"
+awk -v h="$base" 'BEGIN {
+    print "# run-state — plan: plans/big/plan.md"
+    t = " @ 2026-01-31T09:30:00Z"
+    for (p = 1; p <= 20; p++) {
+        printf "phase %d: started (base %s)%s\n", p, h, t
+        for (i = 0; i < 4998; i++) {
+            if (i % 3 == 0) printf "phase %d: gate tests-%d → PASS (evidence: cargo test -p crate%d → exit 0: test result: ok. 12 passed)%s\n", p, i, i, t
+            else if (i % 3 == 1) printf "phase %d: parked — finding %d in module m%d — ruling: out of scope for this phase%s\n", p, i, i, t
+            else printf "phase %d: waiver — rule-%d — approved by alice / vendored%s\n", p, i, t
+        }
+        printf "phase %d: complete (commits %s..%s, tests 41/42, review clean)%s\n", p, h, h, t
+    }
+}' >"$ledger_repo/plans/big/STATE.md"
+"$baton" -C "$ledger_repo" ledger init plans/small >/dev/null
+"$baton" -C "$ledger_repo" ledger derive plans/big --no-gates | grep -q 'phase · ledger claim' ||
+    { echo "bench.sh: ledger derive failed" >&2; exit 1; }
+[[ "$(grep -c '' "$ledger_repo/plans/big/STATE.md")" -eq 100001 ]] ||
+    { echo "bench.sh: the big ledger does not hold 100,000 events" >&2; exit 1; }
+
 # Each command must succeed before it is timed: a refusal is fast and would flatter the figures.
 "$baton" -C "$one" loop heartbeat PROJ-1 | grep -q '^heartbeat:' ||
     { echo "bench.sh: the heartbeat did not refresh" >&2; exit 1; }
@@ -183,7 +211,9 @@ hyperfine -N --warmup "$warmup" --runs "$runs" --style basic \
     -n 'loop set' "$baton -C $one loop set PROJ-1 --phase qa --action returned --iteration 2" \
     -n 'loop heartbeat, 100 other loops' "$baton -C $many loop heartbeat PROJ-1" \
     -n 'git status (run resume floor)' "git -C $runs_repo status --porcelain=v2 --branch -z --untracked-files=no" \
-    -n 'run resume' "$baton -C $runs_repo run resume $run_id"
+    -n 'run resume' "$baton -C $runs_repo run resume $run_id" \
+    -n 'ledger append' "$baton -C $ledger_repo ledger block plans/small --phase 1 --reason benchmark" \
+    -n 'ledger derive, 100k events' "$baton -C $ledger_repo ledger derive plans/big --no-gates"
 
 echo "== cargo bench -p baton-store --bench replace ${criterion_args[*]}"
 # The criterion temp files go to the same filesystem as the repositories above.
@@ -206,6 +236,8 @@ set_ms="$(hyperfine_median_ms 'loop set')"
 heartbeat100_ms="$(hyperfine_median_ms 'loop heartbeat, 100 other loops')"
 git_ms="$(hyperfine_median_ms 'git status (run resume floor)')"
 resume_ms="$(hyperfine_median_ms 'run resume')"
+append_ms="$(hyperfine_median_ms 'ledger append')"
+derive_ms="$(hyperfine_median_ms 'ledger derive, 100k events')"
 replace_ms="$(criterion_median_ms atomic_replace/1KiB)"
 replace_nofsync_ms="$(criterion_median_ms atomic_replace/1KiB-no-fsync)"
 read_parse_ms="$(criterion_median_ms read_parse/loop-state)"
@@ -224,7 +256,8 @@ summary="$out/summary.md"
 awk -v exec_floor="$true_ms" -v start="$start_ms" -v replace="$replace_ms" \
     -v nofsync="$replace_nofsync_ms" -v readparse="$read_parse_ms" -v hbpath="$heartbeat_path_ms" \
     -v hb="$heartbeat_ms" -v set="$set_ms" -v hb100="$heartbeat100_ms" -v quick="$quick" -v runs="$runs" \
-    -v before="$busy_before" -v after="$busy_after" -v git="$git_ms" -v resume="$resume_ms" '
+    -v before="$busy_before" -v after="$busy_after" -v git="$git_ms" -v resume="$resume_ms" \
+    -v append="$append_ms" -v derive="$derive_ms" '
 function row(name, median, target,   floor) {
     floor = start + replace
     printf "| %s | %.3f | %d | %s | %.3f | %.2fx | %.2fx | %+.3f |\n", name, median, target,
@@ -260,6 +293,13 @@ BEGIN {
     printf "| `git status --porcelain=v2 --branch -z --untracked-files=no` (its one git call) | %.3f | | | |\n", git
     printf "| `baton run resume <id>` (ratify, lease refreshed) | %.3f | %.3f | %.2fx | %.2fx |\n", resume,
         start + git + replace, resume / git, resume / (start + git + replace)
+    print ""
+    print "Plan ledger (medians, ms):"
+    print ""
+    print "| command | median ms | target ms | met | floor ms | / floor |"
+    print "|---|---:|---:|:-:|---:|---:|"
+    printf "| `baton ledger block <plan> …` (one locked, sealed, synced append) | %.3f | | | %.3f | %.2fx |\n", append, start + replace, append / (start + replace)
+    printf "| `baton ledger derive <plan> --no-gates`, 100,000 events | %.3f | 100 | %s | | |\n", derive, (derive <= 100 ? "yes" : "**no**")
 }' | tee "$summary"
 
 echo
