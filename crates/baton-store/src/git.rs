@@ -279,6 +279,22 @@ pub fn is_ignored(root: &Path, path: &Path) -> Result<bool, StoreError> {
     Ok(out.status.success())
 }
 
+/// Whether `path` differs from HEAD or is untracked.
+pub fn has_changes(root: &Path, path: &Path) -> Result<bool, StoreError> {
+    let path = path.to_string_lossy();
+    let out = run_ok(
+        root,
+        &[
+            "status",
+            "--porcelain",
+            "--untracked-files=all",
+            "--",
+            &path,
+        ],
+    )?;
+    Ok(!out.trim().is_empty())
+}
+
 /// Commits only `path`, whatever else is staged.
 pub fn commit_path(root: &Path, path: &Path, message: &str) -> Result<String, StoreError> {
     let path = path.to_string_lossy();

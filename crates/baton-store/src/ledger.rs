@@ -2,7 +2,7 @@
 //! a line reported written survives a crash.
 
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Read, Write};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 
@@ -109,16 +109,25 @@ pub fn read(path: &Path) -> Result<Option<String>, StoreError> {
     }))
 }
 
-/// Reads the end of a file without reading all of it (for `tail`-like views).
-pub fn tail(path: &Path, bytes: u64) -> Result<String, StoreError> {
-    let mut file = File::open(path).map_err(StoreError::io("open", path))?;
-    let len = file.metadata().map_err(StoreError::io("stat", path))?.len();
-    file.seek(SeekFrom::Start(len.saturating_sub(bytes)))
-        .map_err(StoreError::io("seek", path))?;
-    let mut out = String::new();
-    file.read_to_string(&mut out)
+/// The first 4 KiB of a ledger (enough for its header), or `None` when there is none.
+pub fn read_head(path: &Path) -> Result<Option<String>, StoreError> {
+    let file = match File::options()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(StoreError::Symlink { path: path.into() });
+        }
+        Err(e) => return Err(StoreError::io("open", path)(e)),
+    };
+    let mut head = Vec::new();
+    file.take(4096)
+        .read_to_end(&mut head)
         .map_err(StoreError::io("read", path))?;
-    Ok(out)
+    Ok(Some(String::from_utf8_lossy(&head).into_owned()))
 }
 
 #[cfg(test)]

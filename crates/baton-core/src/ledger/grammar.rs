@@ -185,6 +185,24 @@ fn split_arrow(s: &str) -> Option<(&str, &str)> {
     Some((&s[..i], &s[i + len..]))
 }
 
+/// Splits gate evidence into its command and its result. Either may hold an arrow itself, so the
+/// split prefers the arrow after which a result as `baton gate run` writes it begins (`exit N`,
+/// `timed out`, `killed by a signal`), and falls back to the first arrow.
+fn split_evidence(s: &str) -> Option<(&str, &str)> {
+    let mut from = 0;
+    while let Some((cmd, result)) = split_arrow(&s[from..]) {
+        if ["exit ", "timed out", "killed by a signal"]
+            .iter()
+            .any(|p| result.starts_with(p))
+        {
+            let cut = from + cmd.len();
+            return Some((&s[..cut], result));
+        }
+        from = s.len() - result.len();
+    }
+    split_arrow(s)
+}
+
 /// Splits at the first tight arrow (`from→to`, `from->to`).
 fn split_tight_arrow(s: &str) -> Option<(&str, &str)> {
     s.split_once(ARROW)
@@ -357,7 +375,7 @@ fn parse_event(body: &str) -> Result<Event, ParseError> {
         let evidence = evidence
             .strip_suffix(')')
             .ok_or_else(|| ParseError("gate: missing the closing `)`".into()))?;
-        let (cmd, result) = split_arrow(evidence)
+        let (cmd, result) = split_evidence(evidence)
             .ok_or_else(|| ParseError("gate evidence needs `<cmd> → <result>`".into()))?;
         return Ok(Event::Gate {
             phase,
@@ -620,6 +638,19 @@ mod tests {
         for (raw, kind) in rows {
             let line = parse_line(raw).unwrap_or_else(|e| panic!("{raw}: {e}"));
             assert_eq!(line.event.kind(), kind, "{raw}");
+        }
+    }
+
+    #[test]
+    fn gate_evidence_splits_before_the_result_even_around_arrows() {
+        let line =
+            parse_line("phase 1: gate flow → PASS (evidence: echo a → b → exit 0: a → b)").unwrap();
+        match line.event {
+            Event::Gate { cmd, result, .. } => assert_eq!(
+                (cmd.as_str(), result.as_str()),
+                ("echo a → b", "exit 0: a → b")
+            ),
+            other => panic!("{other:?}"),
         }
     }
 

@@ -1508,7 +1508,6 @@ fn gate_run_honours_the_timeout() {
 /// itself", and `gate run` appends each result verbatim. A declared gate whose command holds an
 /// arrow must therefore be recorded, and read back as the same command and result.
 #[test]
-#[ignore = "defect: `baton gate run` refuses (exit 2, nothing recorded) a declared gate whose command holds ` → `: the evidence does not read back as written"]
 fn gate_run_records_a_gate_whose_command_holds_an_arrow() {
     let (env, ledger) = ledger_env();
     env.write(

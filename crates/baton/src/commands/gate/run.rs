@@ -38,6 +38,16 @@ pub fn cmd_gate_run(ctx: &Ctx, args: RunArgs) -> Result<Report, CommandError> {
     if !plan.ledger.exists() {
         return Err(crate::commands::ledger::missing(&plan));
     }
+    // Another run's ledger is refused before any gate command runs.
+    if let Some(text) = baton_store::ledger::read_head(&plan.ledger)?
+        && let Some(named) =
+            baton_core::ledger::parse_header(text.lines().next().unwrap_or_default())
+        && !plan.owns_header(named)
+    {
+        return Ok(Report::decision(&crate::commands::ledger::foreign(
+            &plan, named,
+        )));
+    }
     let (mut gates, bad) = declared_gates(&plan, &args.phase)?;
     if let Some(only) = &args.gate {
         gates.retain(|g| &g.name == only);

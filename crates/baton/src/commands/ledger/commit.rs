@@ -42,6 +42,12 @@ pub fn cmd_ledger_commit(ctx: &Ctx, args: CommitArgs) -> Result<Report, CommandE
         .strip_prefix(&plan.root)
         .unwrap_or(&plan.ledger)
         .to_path_buf();
+    if !git::has_changes(&plan.root, &rel)? {
+        return Ok(Report::ok(
+            json!({ "verdict": "ok", "commit": null, "message": null }),
+            format!("{} has nothing new to commit", rel.display()),
+        ));
+    }
     let commit = git::commit_path(&plan.root, &rel, &message)?;
     Ok(Report::ok(
         json!({ "verdict": "ok", "commit": commit, "message": message }),

@@ -148,6 +148,8 @@ pub fn cmd_ledger_derive(ctx: &Ctx, args: DeriveArgs) -> Result<Report, CommandE
             }
             out.push_str(&format!("appended: {}\n", report.text));
             appended = Some(report.text);
+        } else {
+            out.push_str("nothing appended: the ledger names no phase yet\n");
         }
     }
     Ok(Report::ok(

@@ -58,7 +58,7 @@ pub fn cmd_ledger_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError
 /// The one warning for an ignored ledger, naming the fix.
 pub fn ignored_warning(plan: &Plan) -> String {
     format!(
-        "warning: git ignores {}: it can be neither committed nor survive `git clean -fdx`.\nAdd this stanza to .gitignore (the directory re-include must come before the files):\n{REINCLUDE_STANZA}\n",
+        "warning: git ignores {}: it can be neither committed nor survive `git clean -fdx`.\nIn .gitignore, put this stanza in place of the line that ignores `plans/` (a re-include cannot undo an excluded parent directory, so the directory re-include comes before the files):\n{REINCLUDE_STANZA}\n",
         plan.ledger
             .strip_prefix(&plan.root)
             .unwrap_or(&plan.ledger)
