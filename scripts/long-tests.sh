@@ -11,6 +11,9 @@
 #                                                                             5000 SIGKILLs
 #   crash::the_crash_checker_catches_a_writer_that_truncates_in_place         200 SIGKILLs
 #   runs::sixteen_sessions_racing_for_a_free_run_lock_make_exactly_one_holder 500 trials
+#   ledgers::eight_concurrent_appenders_never_tear_interleave_or_lose_a_line  8 x 10,000 lines
+#   ledgers::sigkilled_appenders_leave_only_sealed_fragments_and_the_survivor_loses_nothing
+#                                                                             2000 SIGKILLs
 # Each test prints its seed and tally (kills before/after the write landed, temp files left).
 #
 # Override with BATON_RACE_TRIALS, BATON_CRASH_TRIALS, and BATON_CRASH_SEED to replay a crash
@@ -24,7 +27,9 @@ cd "$(dirname "$0")/.."
 
 export BATON_RACE_TRIALS="${BATON_RACE_TRIALS:-500}"
 export BATON_CRASH_TRIALS="${BATON_CRASH_TRIALS:-5000}"
+export BATON_LEDGER_KILLS="${BATON_LEDGER_KILLS:-2000}"
+export BATON_LEDGER_LINES="${BATON_LEDGER_LINES:-10000}"
 
 # `races::` and `crash::` name the two modules; a bare `crash` would also pick up unrelated
 # scenario tests.
-time cargo test --release -p baton --test cli -- races:: crash:: runs::sixteen --test-threads=1 --nocapture
+time cargo test --release -p baton --test cli -- races:: crash:: runs::sixteen ledgers::eight ledgers::sigkilled --test-threads=1 --nocapture
