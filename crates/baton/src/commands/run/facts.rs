@@ -62,29 +62,5 @@ pub fn file_in_project(
     raw: &Path,
     flag: &str,
 ) -> Result<PathBuf, CommandError> {
-    let joined = if raw.is_absolute() {
-        raw.to_path_buf()
-    } else {
-        dir.join(raw)
-    };
-    let resolved = joined.canonicalize().map_err(|e| {
-        CommandError::usage(format!("{flag} {}: {e}", raw.display()))
-            .hint("pass an existing file inside the project")
-    })?;
-    if !resolved.starts_with(root) {
-        return Err(CommandError::usage(format!(
-            "{flag} {} resolves to {}, outside the project root {}",
-            raw.display(),
-            resolved.display(),
-            root.display()
-        ))
-        .hint("keep the plan inside the project, so every session and machine finds it"));
-    }
-    if !resolved.is_file() {
-        return Err(
-            CommandError::usage(format!("{flag} {} is not a file", raw.display()))
-                .hint("pass the plan's file"),
-        );
-    }
-    Ok(resolved)
+    crate::commands::path_in_project(dir, root, raw, flag, false)
 }

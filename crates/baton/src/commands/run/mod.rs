@@ -22,7 +22,8 @@ use baton_core::decide::lease::{Here, LeaseState, lease_state};
 use baton_core::model::{Lease, RunState};
 use baton_core::run_id::{RunId, RunTarget};
 use baton_core::time::format_ts;
-use baton_store::process;
+use baton_store::lock::DirLock;
+use baton_store::{FsStore, StateStore, process};
 
 /// Track a single-run pipeline and resume it safely: `baton run new`, `record`, `resume`.
 #[derive(Debug, Subcommand)]
@@ -214,6 +215,23 @@ pub fn require_holder(
 /// `PIPELINE_STATE_FILE=<path>`, for the caller's environment.
 pub fn state_file_line(path: &std::path::Path) -> String {
     format!("PIPELINE_STATE_FILE={}", path.display())
+}
+
+/// Opens a run for a write under the store's lock: the id checked, the file read, a newer schema
+/// refused. A project without state is told so without creating any.
+pub fn open_for_write(
+    ctx: &Ctx,
+    raw_id: &str,
+) -> Result<(RunId, FsStore, DirLock, RunState), CommandError> {
+    let id = parse_run_id(raw_id)?;
+    let store = ctx.store()?;
+    if !store.exists()? {
+        return Err(missing_run(&id));
+    }
+    let guard = store.lock()?;
+    let loaded = store.read_run(&id)?.ok_or_else(|| missing_run(&id))?;
+    loaded.writable()?;
+    Ok((id, store, guard, loaded.state))
 }
 
 /// A missing run: never a path built from an unchecked id.

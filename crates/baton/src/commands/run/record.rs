@@ -2,7 +2,7 @@ use clap::{ArgGroup, Args};
 use serde_json::json;
 
 use super::facts::{file_in_project, plan_now};
-use super::{HolderArgs, here, missing_run, parse_run_id, require_holder};
+use super::{HolderArgs, here, open_for_write, require_holder};
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
@@ -39,15 +39,7 @@ pub struct RecordArgs {
 }
 
 pub fn cmd_run_record(ctx: &Ctx, args: RecordArgs) -> Result<Report, CommandError> {
-    let id = parse_run_id(&args.run_id)?;
-    let store = ctx.store()?;
-    if !store.exists()? {
-        return Err(missing_run(&id));
-    }
-    let _guard = store.lock()?;
-    let loaded = store.read_run(&id)?.ok_or_else(|| missing_run(&id))?;
-    loaded.writable()?;
-    let mut run = loaded.state.clone();
+    let (id, store, _guard, mut run) = open_for_write(ctx, &args.run_id)?;
     let (here, _) = here(ctx, &args.holder, false)?;
     if let Err(d) = require_holder(&run, &here, &args.holder, ctx.now) {
         return Ok(Report::decision(&d));

@@ -1,7 +1,7 @@
 use clap::Args;
 use serde_json::json;
 
-use super::{HolderArgs, here, lease_state_of, missing_run, parse_run_id};
+use super::{HolderArgs, here, lease_state_of, open_for_write};
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
@@ -9,7 +9,6 @@ use baton_core::decide::lease::LeaseState;
 use baton_core::time::format_ts;
 use baton_core::{Decision, Reason};
 use baton_store::StateStore;
-use baton_store::store::FsStore;
 
 /// Release the run lock. Refused (exit 3) while another live holder has it, and for another
 /// holder's stale lock without `--force`.
@@ -35,15 +34,7 @@ pub fn end_lease(
     status: Option<&str>,
     force: bool,
 ) -> Result<Report, CommandError> {
-    let id = parse_run_id(raw_id)?;
-    let store: FsStore = ctx.store()?;
-    if !store.exists()? {
-        return Err(missing_run(&id));
-    }
-    let _guard = store.lock()?;
-    let loaded = store.read_run(&id)?.ok_or_else(|| missing_run(&id))?;
-    loaded.writable()?;
-    let mut run = loaded.state.clone();
+    let (id, store, _guard, mut run) = open_for_write(ctx, raw_id)?;
     let (here, _) = here(ctx, holder, false)?;
     if let (Some(held), Some(lease)) = (holder.epoch, &run.lease)
         && held != lease.epoch

@@ -1,5 +1,5 @@
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::Args;
 
@@ -39,12 +39,12 @@ pub fn cmd_loop_artifact(ctx: &Ctx, args: ArtifactArgs) -> Result<Report, Comman
     let brief = args
         .brief
         .as_deref()
-        .map(|p| inside_project(ctx, &root, p, "--brief", false))
+        .map(|p| crate::commands::path_in_project(&ctx.dir, &root, p, "--brief", false))
         .transpose()?;
     let plan = args
         .plan
         .as_deref()
-        .map(|p| inside_project(ctx, &root, p, "--plan", true))
+        .map(|p| crate::commands::path_in_project(&ctx.dir, &root, p, "--plan", true))
         .transpose()?;
     let tier = PromotionTier::parse_lenient(Some(&args.tier));
     transition(ctx, &args.ticket, &args.flags, |state, target| {
@@ -92,49 +92,4 @@ pub fn cmd_loop_artifact(ctx: &Ctx, args: ArtifactArgs) -> Result<Report, Comman
             warnings,
         })
     })
-}
-
-/// Resolves a path argument, which must exist inside the project root.
-fn inside_project(
-    ctx: &Ctx,
-    root: &Path,
-    raw: &Path,
-    flag: &str,
-    want_dir: bool,
-) -> Result<PathBuf, CommandError> {
-    let joined = if raw.is_absolute() {
-        raw.to_path_buf()
-    } else {
-        ctx.dir.join(raw)
-    };
-    let resolved = joined.canonicalize().map_err(|e| {
-        CommandError::usage(format!("{flag} {}: {e}", raw.display())).hint(format!(
-            "pass an existing {} inside the project",
-            if want_dir { "directory" } else { "file" }
-        ))
-    })?;
-    if !resolved.starts_with(root) {
-        return Err(CommandError::usage(format!(
-            "{flag} {} resolves to {}, outside the project root {}",
-            raw.display(),
-            resolved.display(),
-            root.display()
-        ))
-        .hint(
-            "keep Briefs and Plans inside the project, so every session and machine finds them",
-        ));
-    }
-    if want_dir != resolved.is_dir() {
-        return Err(CommandError::usage(format!(
-            "{flag} {} is not a {}",
-            raw.display(),
-            if want_dir { "directory" } else { "file" }
-        ))
-        .hint(if want_dir {
-            "--plan takes the Plan's directory"
-        } else {
-            "--brief takes the Brief's file"
-        }));
-    }
-    Ok(resolved)
 }
