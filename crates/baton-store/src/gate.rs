@@ -79,11 +79,15 @@ pub fn run_gate(
         }
         std::thread::sleep(Duration::from_millis(5));
     };
-    let mut text = String::new();
+    // The last line is at the end: read the tail, and decode it lossily so that one bad byte
+    // in the output does not lose the evidence.
     let mut reader = out;
     use std::io::Seek;
-    let _ = reader.seek(std::io::SeekFrom::Start(0));
-    let _ = reader.take(1 << 20).read_to_string(&mut text);
+    let len = reader.seek(std::io::SeekFrom::End(0)).unwrap_or(0);
+    let _ = reader.seek(std::io::SeekFrom::Start(len.saturating_sub(64 * 1024)));
+    let mut tail = Vec::new();
+    let _ = reader.read_to_end(&mut tail);
+    let text = String::from_utf8_lossy(&tail);
     let last_line = text
         .lines()
         .rev()
@@ -140,6 +144,19 @@ mod tests {
             (Some(3), false, "id=2")
         );
         assert_eq!(run.result_text(Duration::from_secs(10)), "exit 3: id=2");
+    }
+
+    #[test]
+    fn the_last_line_survives_long_and_invalid_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = run_gate(
+            "seq 1 300000; printf 'ok\\377\\nlast line\\n'",
+            dir.path(),
+            &[],
+            Duration::from_secs(30),
+        )
+        .unwrap();
+        assert_eq!(run.last_line, "last line");
     }
 
     #[test]

@@ -52,11 +52,39 @@ pub fn toplevel(dir: &Path) -> Result<Option<PathBuf>, StoreError> {
 
 /// The pathspec that keeps baton's own state directory out of a git command.
 fn exclude_pathspec(state_dir: Option<&Path>) -> Vec<String> {
+    exclude_all(state_dir.as_slice())
+}
+
+fn exclude_all(paths: &[&Path]) -> Vec<String> {
     let mut spec = vec![".".to_string()];
-    if let Some(dir) = state_dir {
-        spec.push(format!(":(exclude,literal){}", dir.display()));
-    }
+    spec.extend(
+        paths
+            .iter()
+            .map(|p| format!(":(exclude,literal){}", p.display())),
+    );
     spec
+}
+
+/// Whether anything in the work tree changed, leaving out `excluded` paths (baton's own files).
+pub fn tree_dirty(root: &Path, excluded: &[&Path]) -> Result<bool, StoreError> {
+    let mut args = vec![
+        "status",
+        "--porcelain",
+        "-z",
+        "--untracked-files=normal",
+        "--",
+    ];
+    let spec = exclude_all(excluded);
+    args.extend(spec.iter().map(String::as_str));
+    Ok(!run_ok(root, &args)?.is_empty())
+}
+
+/// Whether `commit` names a commit of this repository.
+pub fn commit_exists(root: &Path, commit: &str) -> Result<bool, StoreError> {
+    let spec = format!("{commit}^{{commit}}");
+    Ok(run(root, &["rev-parse", "--verify", "--quiet", &spec])?
+        .status
+        .success())
 }
 
 /// The working tree: its branch and whether anything outside the state directory changed.
@@ -157,18 +185,29 @@ pub fn commit_all(
     message: &str,
     state_dir: Option<&Path>,
 ) -> Result<String, StoreError> {
+    let mut add = vec!["add", "--all", "--"];
+    let spec = exclude_pathspec(state_dir);
+    add.extend(spec.iter().map(String::as_str));
+    committing(root, || {
+        run_ok(root, &add)?;
+        run_ok(root, &["commit", "--quiet", "--message", message])
+    })
+}
+
+/// Runs a staging-and-commit sequence; when it fails (a hook refuses it, no identity is set)
+/// the index is put back as it was, so a failed command leaves the user's staging untouched.
+/// Returns the new commit's short id.
+fn committing(
+    root: &Path,
+    stage_and_commit: impl FnOnce() -> Result<String, StoreError>,
+) -> Result<String, StoreError> {
     let index = root.join(run_ok(root, &["rev-parse", "--git-path", "index"])?.trim_end());
     let saved = match std::fs::read(&index) {
         Ok(bytes) => Some(bytes),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(StoreError::io("read", &index)(e)),
     };
-    let mut add = vec!["add", "--all", "--"];
-    let spec = exclude_pathspec(state_dir);
-    add.extend(spec.iter().map(String::as_str));
-    let committed =
-        run_ok(root, &add).and_then(|_| run_ok(root, &["commit", "--quiet", "--message", message]));
-    if let Err(e) = committed {
+    if let Err(e) = stage_and_commit() {
         match saved {
             Some(bytes) => crate::atomic::replace(&index, &bytes)?,
             None => {
@@ -274,7 +313,8 @@ pub fn is_ignored(root: &Path, path: &Path) -> Result<bool, StoreError> {
     let path = path.to_string_lossy();
     let out = run(
         root,
-        &["check-ignore", "--quiet", "--no-index", "--", &path],
+        // Without `--no-index`: a ledger already tracked is committed whatever .gitignore says.
+        &["check-ignore", "--quiet", "--", &path],
     )?;
     Ok(out.status.success())
 }
@@ -298,20 +338,21 @@ pub fn has_changes(root: &Path, path: &Path) -> Result<bool, StoreError> {
 /// Commits only `path`, whatever else is staged.
 pub fn commit_path(root: &Path, path: &Path, message: &str) -> Result<String, StoreError> {
     let path = path.to_string_lossy();
-    run_ok(root, &["add", "--", &path])?;
-    run_ok(
-        root,
-        &[
-            "commit",
-            "--quiet",
-            "--message",
-            message,
-            "--only",
-            "--",
-            &path,
-        ],
-    )?;
-    Ok(run_ok(root, &["rev-parse", "--short", "HEAD"])?
-        .trim()
-        .to_string())
+    committing(root, || {
+        // The caller has checked that git does not ignore it; a tracked file under an ignored
+        // directory still needs `--force` to be staged.
+        run_ok(root, &["add", "--force", "--", &path])?;
+        run_ok(
+            root,
+            &[
+                "commit",
+                "--quiet",
+                "--message",
+                message,
+                "--only",
+                "--",
+                &path,
+            ],
+        )
+    })
 }

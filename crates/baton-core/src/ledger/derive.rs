@@ -38,14 +38,19 @@ impl PhaseVerdict {
 pub struct PhaseFacts {
     /// Whether the `complete` event's last commit is reachable from HEAD; `None` if unknown.
     pub commits_reachable: Option<bool>,
-    /// Gate re-runs (name, passed, evidence); `None` when gates were not re-run or none are
-    /// declared.
+    /// Whether that commit exists in the repository at all.
+    pub commit_known: Option<bool>,
+    /// Gate re-runs (name, passed, evidence); `None` when gates were not re-run. An empty list
+    /// means none are declared.
     pub gates: Option<Vec<(String, bool, String)>>,
 }
 
 #[derive(Debug, Clone, Default)]
 pub struct DeriveFacts {
     pub phases: BTreeMap<String, PhaseFacts>,
+    /// Phases the plan's phase files declare, in order; those the ledger never names are open
+    /// work too, and may be the resume point.
+    pub declared: Vec<String>,
     pub tree_dirty: bool,
     /// `git log --oneline <base>..HEAD`, newest first.
     pub commits_since_base: Vec<String>,
@@ -59,6 +64,8 @@ pub struct PhaseRow {
     /// The gate re-run, as shown in the table.
     pub gates: String,
     pub verdict: PhaseVerdict,
+    /// The rule that decided the verdict.
+    pub rule: &'static str,
     pub why: String,
 }
 
@@ -73,56 +80,62 @@ pub struct Derived {
     pub tree_dirty: bool,
 }
 
-/// The phases in the order the ledger first names them, with the ledger's claim for each.
+/// The phases in the order the ledger first names them, with the ledger's claim for each and
+/// its standing `complete` event, if any.
 pub fn phase_claims(ledger: &Ledger) -> Vec<(String, Option<&Event>, String)> {
-    let mut order: Vec<String> = Vec::new();
+    let mut order: Vec<&str> = Vec::new();
     let mut complete: BTreeMap<&str, &Event> = BTreeMap::new();
-    let mut last: BTreeMap<&str, String> = BTreeMap::new();
+    let mut last: BTreeMap<&str, &'static str> = BTreeMap::new();
     for (_, line) in &ledger.events {
         let Some(phase) = line.event.phase() else {
             continue;
         };
-        if !order.iter().any(|p| p == phase) {
-            order.push(phase.to_string());
+        if !last.contains_key(phase) {
+            order.push(phase);
         }
         match &line.event {
             Event::Complete { .. } => {
                 complete.insert(phase, &line.event);
-                last.insert(phase, "complete".into());
+                last.insert(phase, "complete");
             }
-            // A gate or a resume after `complete` does not take the claim back; a block does.
+            // Evidence, findings, waivers and resumes do not change what is claimed.
             Event::Gate { .. }
             | Event::Resumed { .. }
             | Event::Parked { .. }
-            | Event::Waiver { .. } => {}
-            Event::Blocked { .. } => {
-                complete.remove(phase);
-                last.insert(phase, "BLOCKED".into());
+            | Event::Waiver { .. } => {
+                last.entry(phase).or_insert("started");
             }
+            // A block, a new start or a dead agent after `complete` re-opens the phase.
             other => {
-                if !complete.contains_key(phase) {
-                    last.insert(phase, other.kind().into());
-                }
+                complete.remove(phase);
+                last.insert(
+                    phase,
+                    if matches!(other, Event::Blocked { .. }) {
+                        "BLOCKED"
+                    } else {
+                        other.kind()
+                    },
+                );
             }
         }
     }
     order
         .into_iter()
         .map(|p| {
-            let claim = last
-                .get(p.as_str())
-                .cloned()
-                .unwrap_or_else(|| "started".into());
-            let event = complete.get(p.as_str()).copied();
-            (p, event, claim)
+            (
+                p.to_string(),
+                complete.get(p).copied(),
+                last.get(p).copied().unwrap_or("started").to_string(),
+            )
         })
         .collect()
 }
 
 pub fn decide_ledger(ledger: &Ledger, facts: &DeriveFacts) -> Derived {
     let mut rows = Vec::new();
-    for (phase, complete, claim) in phase_claims(ledger) {
-        let f = facts.phases.get(&phase).cloned().unwrap_or_default();
+    let claims = phase_claims(ledger);
+    for (phase, complete, claim) in &claims {
+        let f = facts.phases.get(phase).cloned().unwrap_or_default();
         let gates_text = match &f.gates {
             None => "not run".to_string(),
             Some(g) if g.is_empty() => "none declared".to_string(),
@@ -132,11 +145,7 @@ pub fn decide_ledger(ledger: &Ledger, facts: &DeriveFacts) -> Derived {
                 .collect::<Vec<_>>()
                 .join(", "),
         };
-        let (verdict, why) = match complete {
-            None => (
-                PhaseVerdict::Open,
-                format!("the ledger says {claim}, not complete"),
-            ),
+        let (verdict, rule, why) = match complete {
             Some(Event::Complete { to, .. }) => {
                 let failing: Vec<&str> = f
                     .gates
@@ -145,9 +154,16 @@ pub fn decide_ledger(ledger: &Ledger, facts: &DeriveFacts) -> Derived {
                     .filter(|g| !g.1)
                     .map(|g| g.0.as_str())
                     .collect();
-                if f.commits_reachable == Some(false) {
+                if f.commit_known == Some(false) {
                     (
                         PhaseVerdict::Contradicted,
+                        "ledger.unknown-commit",
+                        format!("commit {to} does not exist in this repository"),
+                    )
+                } else if f.commits_reachable == Some(false) {
+                    (
+                        PhaseVerdict::Contradicted,
+                        "ledger.commits-unreachable",
                         format!(
                             "commit {to} is not reachable from HEAD: the history was rewritten"
                         ),
@@ -155,40 +171,62 @@ pub fn decide_ledger(ledger: &Ledger, facts: &DeriveFacts) -> Derived {
                 } else if !failing.is_empty() {
                     (
                         PhaseVerdict::Contradicted,
+                        "ledger.gate-fails",
                         format!("gate {} fails now", failing.join(", ")),
                     )
                 } else {
                     match &f.gates {
                         Some(g) if !g.is_empty() && f.commits_reachable == Some(true) => (
                             PhaseVerdict::Confirmed,
+                            "ledger.confirmed",
                             "its commits are on HEAD and every gate passes now".into(),
                         ),
                         Some(g) if !g.is_empty() => (
                             PhaseVerdict::Stale,
+                            "ledger.commits-unchecked",
                             "its gates pass but its commits could not be checked".into(),
                         ),
                         Some(_) => (
                             PhaseVerdict::Stale,
+                            "ledger.no-gates",
                             "no gates declared: the claim can be neither confirmed nor refuted"
                                 .into(),
                         ),
                         None => (
                             PhaseVerdict::Stale,
+                            "ledger.gates-not-run",
                             "gates not re-run: the claim can be neither confirmed nor refuted"
                                 .into(),
                         ),
                     }
                 }
             }
-            Some(_) => (PhaseVerdict::Open, String::new()),
+            _ => (
+                PhaseVerdict::Open,
+                "ledger.open",
+                format!("the ledger says {claim}, not complete"),
+            ),
         };
         rows.push(PhaseRow {
-            phase,
-            claim,
+            phase: phase.clone(),
+            claim: claim.clone(),
             gates: gates_text,
             verdict,
+            rule,
             why,
         });
+    }
+    for phase in &facts.declared {
+        if !claims.iter().any(|(p, _, _)| p == phase) {
+            rows.push(PhaseRow {
+                phase: phase.clone(),
+                claim: "not started".into(),
+                gates: "not run".into(),
+                verdict: PhaseVerdict::Open,
+                rule: "ledger.not-started",
+                why: "a phase file declares it; the ledger never names it".into(),
+            });
+        }
     }
     let confirmed = rows
         .iter()
@@ -233,6 +271,7 @@ phase 3: started (base ccccccc)\n";
     fn passing() -> PhaseFacts {
         PhaseFacts {
             commits_reachable: Some(true),
+            commit_known: Some(true),
             gates: Some(vec![("tests".into(), true, "exit 0".into())]),
         }
     }
@@ -287,6 +326,38 @@ phase 3: started (base ccccccc)\n";
             d.resume_at.as_deref(),
             Some("1"),
             "nothing confirmed: resume at the first phase"
+        );
+    }
+
+    #[test]
+    fn declared_phases_the_ledger_never_names_are_open_and_can_be_the_resume_point() {
+        let l = parse_ledger(LEDGER.trim_end_matches("phase 3: started (base ccccccc)\n"));
+        let mut f = facts(passing(), passing());
+        f.declared = vec!["1".into(), "2".into(), "3".into()];
+        let d = decide_ledger(&l, &f);
+        assert_eq!(d.resume_at.as_deref(), Some("3"));
+        assert_eq!(d.rows[2].rule, "ledger.not-started");
+    }
+
+    #[test]
+    fn an_unknown_commit_is_not_called_a_rewrite() {
+        let l = parse_ledger(LEDGER);
+        let unknown = PhaseFacts {
+            commit_known: Some(false),
+            commits_reachable: Some(false),
+            ..passing()
+        };
+        let d = decide_ledger(&l, &facts(unknown, passing()));
+        assert_eq!(d.rows[0].rule, "ledger.unknown-commit");
+    }
+
+    #[test]
+    fn a_new_start_after_complete_reopens_the_claim() {
+        let l = parse_ledger(&format!("{LEDGER}phase 1: started (base bbbbbbb)\n"));
+        let d = decide_ledger(&l, &facts(passing(), passing()));
+        assert_eq!(
+            (d.rows[0].verdict, d.rows[0].claim.as_str()),
+            (PhaseVerdict::Open, "started")
         );
     }
 

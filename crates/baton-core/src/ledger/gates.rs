@@ -59,6 +59,13 @@ fn parse_gate(line: &str) -> Option<GateDecl> {
     })
 }
 
+/// The phase a phase file declares: `phase-<N>.md` or `phase-<N>-<name>.md`.
+pub fn phase_of_file(file_name: &str) -> Option<&str> {
+    let rest = file_name.strip_prefix("phase-")?.strip_suffix(".md")?;
+    let id = rest.split('-').next()?;
+    (!id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.')).then_some(id)
+}
+
 /// Whether `file_name` is a phase file of `phase`: `phase-<N>.md` or `phase-<N>-<anything>.md`,
 /// never `phase-<N><more digits>`.
 pub fn is_phase_file(file_name: &str, phase: &str) -> bool {
@@ -68,7 +75,8 @@ pub fn is_phase_file(file_name: &str, phase: &str) -> bool {
     else {
         return false;
     };
-    rest.ends_with(".md") && !rest.starts_with(|c: char| c.is_ascii_alphanumeric())
+    // Phase ids hold dots (`1.5`), so only `-` separates the id from a name.
+    rest == ".md" || (rest.starts_with('-') && rest.ends_with(".md"))
 }
 
 #[cfg(test)]
@@ -109,5 +117,7 @@ mod tests {
         assert!(!is_phase_file("phase-10.md", "1"));
         assert!(!is_phase_file("phase-1.txt", "1"));
         assert!(is_phase_file("phase-2b-auth.md", "2b"));
+        assert!(!is_phase_file("phase-1.5.md", "1"), "1.5 is another phase");
+        assert!(is_phase_file("phase-1.5.md", "1.5"));
     }
 }

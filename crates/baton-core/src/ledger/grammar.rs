@@ -214,30 +214,39 @@ fn split_dash(s: &str) -> Option<(&str, &str)> {
     split_str(s, " — ").or_else(|| split_str(s, " -- "))
 }
 
-/// A trailing timestamp: ` @ <RFC 3339>`, or a bare RFC 3339 token.
-fn strip_timestamp(line: &str) -> (&str, Option<String>) {
-    let Some((head, last)) = line.rsplit_once(' ') else {
-        return (line, None);
-    };
-    let token = last.trim_matches(|c| c == '[' || c == ']');
+fn is_timestamp(token: &str) -> bool {
     let looks = token.len() >= 16
         && token.as_bytes()[..4].iter().all(u8::is_ascii_digit)
         && token.contains('T');
-    if !looks
-        || token.parse::<jiff::Timestamp>().is_err()
-            && token.parse::<jiff::civil::DateTime>().is_err()
-    {
-        return (line, None);
-    }
-    let head = head.trim_end();
-    let head = head
-        .strip_suffix(" @")
-        .or_else(|| head.strip_suffix('@'))
-        .unwrap_or(head)
-        .trim_end();
-    (head, Some(token.to_string()))
+    looks
+        && (token.parse::<jiff::Timestamp>().is_ok()
+            || token.parse::<jiff::civil::DateTime>().is_ok())
 }
 
+/// A trailing timestamp: `<body> @ <time>`, `<body> [<time>]` or a bare `<body> <time>`, where
+/// the time is RFC 3339 (a space between date and time allowed). Returns the body, the time,
+/// and whether it was marked (`@` or brackets).
+fn split_timestamp(line: &str) -> Option<(&str, String, bool)> {
+    let (head, last) = line.rsplit_once(' ')?;
+    let (head, token) = match head.rsplit_once(' ') {
+        // `2026-03-01 12:00:00+00:00`: a date and a time as two words.
+        Some((before, date)) if date.len() == 10 && is_timestamp(&format!("{date}T{last}")) => {
+            (before, format!("{date}T{last}"))
+        }
+        _ => (head, last.to_string()),
+    };
+    let bracketed = token.starts_with('[') && token.ends_with(']');
+    let token = token.trim_matches(|c| c == '[' || c == ']').to_string();
+    if !is_timestamp(&token) {
+        return None;
+    }
+    let head = head.trim_end();
+    let (head, marked) = match head.strip_suffix(" @").or_else(|| head.strip_suffix('@')) {
+        Some(h) => (h.trim_end(), true),
+        None => (head, bracketed),
+    };
+    Some((head, token, marked))
+}
 fn non_empty<'a>(s: &'a str, what: &str) -> Result<&'a str, ParseError> {
     let s = s.trim();
     if s.is_empty() {
@@ -286,9 +295,26 @@ pub fn parse_line(raw: &str) -> Result<Line, ParseError> {
     if raw.contains('\n') {
         return err("an event is one line");
     }
-    let (body, at) = strip_timestamp(raw.trim_end());
-    let event = parse_event(body)?;
-    Ok(Line { event, at })
+    let line = raw.trim_end();
+    // A marked time (`@`, brackets) is always the event's; a bare one only when the line does
+    // not read as an event with it, so `BLOCKED — wait till 2026-03-02T09:00:00Z` keeps its date.
+    match split_timestamp(line) {
+        Some((body, at, true)) => Ok(Line {
+            event: parse_event(body)?,
+            at: Some(at),
+        }),
+        Some((body, at, false)) => match parse_event(line) {
+            Ok(event) => Ok(Line { event, at: None }),
+            Err(_) => Ok(Line {
+                event: parse_event(body)?,
+                at: Some(at),
+            }),
+        },
+        None => Ok(Line {
+            event: parse_event(line)?,
+            at: None,
+        }),
+    }
 }
 
 fn parse_event(body: &str) -> Result<Event, ParseError> {
@@ -652,6 +678,36 @@ mod tests {
             ),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn timestamps_marked_bare_and_spaced() {
+        let at = |raw: &str| parse_line(raw).map(|l| l.at);
+        assert_eq!(
+            at("phase 1: started (base abc1234) @ 2026-03-01T12:00:00Z"),
+            Ok(Some("2026-03-01T12:00:00Z".into()))
+        );
+        assert_eq!(
+            at("phase 1: started (base abc1234) [2026-03-01T12:00:00Z]"),
+            Ok(Some("2026-03-01T12:00:00Z".into()))
+        );
+        assert_eq!(
+            at("phase 1: started (base abc1234) 2026-03-01T12:00:00Z"),
+            Ok(Some("2026-03-01T12:00:00Z".into()))
+        );
+        assert_eq!(
+            at("phase 1: started (base abc1234) 2026-03-01 12:00:00+00:00"),
+            Ok(Some("2026-03-01T12:00:00+00:00".into()))
+        );
+        let blocked = parse_line("phase 1: BLOCKED — wait till 2026-03-02T09:00:00Z").unwrap();
+        assert_eq!(blocked.at, None);
+        assert_eq!(
+            blocked.event,
+            Event::Blocked {
+                phase: "1".into(),
+                reason: "wait till 2026-03-02T09:00:00Z".into()
+            }
+        );
     }
 
     #[test]

@@ -18,7 +18,7 @@ use baton_core::time::format_ts;
 /// Gates are declared in `plans/<plan>/phase-<N>*.md`, in a fenced block with the info string
 /// `gates`, one a line: `<name>: <command> → exit <code>`. Each runs through `sh -c` from the
 /// project root, with BATON_PROJECT_ROOT, BATON_PLAN_DIR, BATON_PHASE and BATON_GATE set.
-/// Exit 0 when every gate passed, 3 when one failed.
+/// Prints `verdict: pass` or `verdict: fail`; both exit 0, since the result is recorded.
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The plan directory.
@@ -39,14 +39,8 @@ pub fn cmd_gate_run(ctx: &Ctx, args: RunArgs) -> Result<Report, CommandError> {
         return Err(crate::commands::ledger::missing(&plan));
     }
     // Another run's ledger is refused before any gate command runs.
-    if let Some(text) = baton_store::ledger::read_head(&plan.ledger)?
-        && let Some(named) =
-            baton_core::ledger::parse_header(text.lines().next().unwrap_or_default())
-        && !plan.owns_header(named)
-    {
-        return Ok(Report::decision(&crate::commands::ledger::foreign(
-            &plan, named,
-        )));
+    if let Some(refusal) = crate::commands::ledger::refuse_foreign(&plan)? {
+        return Ok(refusal);
     }
     let (mut gates, bad) = declared_gates(&plan, &args.phase)?;
     if let Some(only) = &args.gate {
@@ -64,6 +58,30 @@ pub fn cmd_gate_run(ctx: &Ctx, args: RunArgs) -> Result<Report, CommandError> {
             args.phase
         ))
         .hint("declare them in a ```gates block: `<name>: <command> → exit <code>`"));
+    }
+    // Every line must be recordable before any gate runs: a gate's side effects with no record
+    // of them is what the ledger exists to prevent.
+    for gate in &gates {
+        let probe = Event::Gate {
+            phase: args.phase.clone(),
+            name: gate.name.clone(),
+            pass: true,
+            cmd: gate.command.clone(),
+            result: "exit 0".into(),
+        };
+        let line = Line {
+            event: probe,
+            at: None,
+        };
+        if baton_core::ledger::parse_line(&baton_core::ledger::render_line(&line)).as_ref()
+            != Ok(&line)
+        {
+            return Err(CommandError::usage(format!(
+                "gate {} of phase {} cannot be recorded as declared (`{}`); nothing was run",
+                gate.name, args.phase, gate.command
+            ))
+            .hint("a phase is letters, digits and dots; a command may not hold ` → exit`"));
+        }
     }
     let timeout = Duration::from_secs(args.timeout);
     let (mut text, mut results, mut failed) = (String::new(), Vec::new(), false);
@@ -94,13 +112,14 @@ pub fn cmd_gate_run(ctx: &Ctx, args: RunArgs) -> Result<Report, CommandError> {
         text.push_str(&format!("{}\n", report.text));
         results.push(json!({ "gate": gate.name, "pass": pass, "exit": run.exit, "timed_out": run.timed_out, "expected": gate.expect_exit, "seconds": run.seconds }));
     }
-    let status = if failed {
-        ExitStatus::Refused
+    // A failed gate is a computed verdict, and it is recorded: exit 0, the verdict says so.
+    text.push_str(if failed {
+        "verdict: fail\n"
     } else {
-        ExitStatus::Success
-    };
+        "verdict: pass\n"
+    });
     Ok(Report::new(
-        status,
+        ExitStatus::Success,
         json!({ "verdict": if failed { "fail" } else { "pass" }, "gates": results }),
         text,
     ))

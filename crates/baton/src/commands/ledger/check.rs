@@ -42,8 +42,17 @@ pub fn cmd_ledger_check(ctx: &Ctx, args: CheckArgs) -> Result<Report, CommandErr
         }
         Some(_) => "ok",
     };
+    // A bad line is shown, but never more than a screenful of it.
+    let shown = |raw: &str| -> String {
+        let cut: String = raw.chars().take(200).collect();
+        if cut.len() < raw.len() {
+            format!("{cut}…")
+        } else {
+            cut
+        }
+    };
     for (n, raw, e) in &l.bad {
-        out.push_str(&format!("line {n}: {e}: {raw:?}\n"));
+        out.push_str(&format!("line {n}: {e}: {:?}\n", shown(raw)));
     }
     let ignored = git::is_ignored(&plan.root, &plan.ledger)?;
     if ignored {
@@ -52,7 +61,7 @@ pub fn cmd_ledger_check(ctx: &Ctx, args: CheckArgs) -> Result<Report, CommandErr
     let bad: Vec<_> = l
         .bad
         .iter()
-        .map(|(n, raw, e)| json!({ "line": n, "text": raw, "error": e.to_string() }))
+        .map(|(n, raw, e)| json!({ "line": n, "text": shown(raw), "error": e.to_string() }))
         .collect();
     Ok(Report::ok(
         json!({ "events": l.events.len(), "bad": bad, "header": header, "ignored": ignored }),

@@ -28,7 +28,11 @@ pub fn cmd_ledger_commit(ctx: &Ctx, args: CommitArgs) -> Result<Report, CommandE
         ))
         .hint(ignored_warning(&plan)));
     }
-    let phase = parse_ledger(&text)
+    let parsed = parse_ledger(&text);
+    if let Some(named) = parsed.plan.as_deref().filter(|n| !plan.owns_header(n)) {
+        return Ok(Report::decision(&super::foreign(&plan, named)));
+    }
+    let phase = parsed
         .events
         .iter()
         .rev()

@@ -4,15 +4,18 @@ use std::time::Duration;
 use clap::Args;
 use serde_json::json;
 
-use super::{Plan, append_line, missing};
+use super::{Plan, append_line, foreign, missing};
 use crate::commands::gate::{declared_gates, run_declared};
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
+use baton_core::ledger::PhaseVerdict;
+use baton_core::ledger::gates::phase_of_file;
 use baton_core::ledger::{
     DeriveFacts, Event, Line, PhaseFacts, decide_ledger, parse_ledger, phase_claims,
 };
 use baton_core::time::format_ts;
+use baton_core::{Decision, Reason};
 use baton_store::{git, ledger};
 
 /// Re-derive where a run really is, trusting nothing the ledger claims: the commits of each
@@ -40,7 +43,26 @@ pub fn cmd_ledger_derive(ctx: &Ctx, args: DeriveArgs) -> Result<Report, CommandE
     let plan = Plan::resolve(ctx, &args.plan)?;
     let text = ledger::read(&plan.ledger)?.ok_or_else(|| missing(&plan))?;
     let l = parse_ledger(&text);
-    let mut facts = DeriveFacts::default();
+    let mut out = String::new();
+    // Another run's record: never appended to, and its claims are not this plan's.
+    let foreign_plan = l
+        .plan
+        .as_deref()
+        .filter(|named| !plan.owns_header(named))
+        .map(String::from);
+    if let Some(named) = &foreign_plan {
+        if args.append {
+            return Ok(Report::decision(&foreign(&plan, named)));
+        }
+        out.push_str(&format!(
+            "warning: the header names {named:?}: this is another run's record\n"
+        ));
+    }
+    let timeout = Duration::from_secs(args.timeout);
+    let mut facts = DeriveFacts {
+        declared: declared_phases(&plan)?,
+        ..DeriveFacts::default()
+    };
     let claimed: Vec<(String, String)> = phase_claims(&l)
         .into_iter()
         .filter_map(|(phase, complete, _)| match complete {
@@ -50,20 +72,24 @@ pub fn cmd_ledger_derive(ctx: &Ctx, args: DeriveArgs) -> Result<Report, CommandE
         .collect();
     let tos: Vec<String> = claimed.iter().map(|(_, to)| to.clone()).collect();
     let reachable = git::reachable_from_head(&plan.root, &tos)?;
-    for ((phase, _), reachable) in claimed.into_iter().zip(reachable) {
+    for ((phase, to), reachable) in claimed.into_iter().zip(reachable) {
+        let commit_known = if reachable {
+            true
+        } else {
+            git::commit_exists(&plan.root, &to)?
+        };
         let gates = if args.no_gates {
             None
         } else {
-            let (declared, _) = declared_gates(&plan, &phase)?;
+            let (declared, bad) = declared_gates(&plan, &phase)?;
+            for line in bad {
+                out.push_str(&format!("warning: not a gate line: {line}\n"));
+            }
             let mut runs = Vec::new();
             for gate in &declared {
-                let run = run_declared(&plan, &phase, gate, Duration::from_secs(args.timeout))?;
+                let run = run_declared(&plan, &phase, gate, timeout)?;
                 let pass = !run.timed_out && run.exit == Some(gate.expect_exit);
-                runs.push((
-                    gate.name.clone(),
-                    pass,
-                    run.result_text(Duration::from_secs(args.timeout)),
-                ));
+                runs.push((gate.name.clone(), pass, run.result_text(timeout)));
             }
             Some(runs)
         };
@@ -71,21 +97,36 @@ pub fn cmd_ledger_derive(ctx: &Ctx, args: DeriveArgs) -> Result<Report, CommandE
             phase,
             PhaseFacts {
                 commits_reachable: Some(reachable),
+                commit_known: Some(commit_known),
                 gates,
             },
         );
     }
+    // The ledger's own appends are not half-done work.
     let layout = ctx.layout()?;
-    facts.tree_dirty = git::tree_status(&plan.root, layout.state_dir_in_tree().as_deref())?.dirty;
+    let state_dir = layout.state_dir_in_tree();
+    let ledger_rel = plan
+        .ledger
+        .strip_prefix(&plan.root)
+        .unwrap_or(&plan.ledger)
+        .to_path_buf();
+    let mut excluded = vec![ledger_rel.as_path()];
+    excluded.extend(state_dir.as_deref());
+    facts.tree_dirty = git::tree_dirty(&plan.root, &excluded)?;
     let first_base = l.events.iter().find_map(|(_, line)| match &line.event {
         Event::Started { base, .. } => Some(base.clone()),
         _ => None,
     });
     if let Some(base) = &first_base {
-        facts.commits_since_base = git::log_since(&plan.root, base)?;
+        if git::commit_exists(&plan.root, base)? {
+            facts.commits_since_base = git::log_since(&plan.root, base)?;
+        } else {
+            out.push_str(&format!(
+                "warning: the first phase's base {base} is not a commit of this repository\n"
+            ));
+        }
     }
     let d = decide_ledger(&l, &facts);
-    let mut out = String::new();
     if let Some(claimed) = &d.claimed {
         out.push_str(&format!("ledger claims: {claimed}\n"));
     }
@@ -115,45 +156,100 @@ pub fn cmd_ledger_derive(ctx: &Ctx, args: DeriveArgs) -> Result<Report, CommandE
             row.gates,
             row.verdict.as_str()
         ));
-        if !row.why.is_empty() && row.verdict != baton_core::ledger::PhaseVerdict::Open {
+        if row.verdict != PhaseVerdict::Open {
             out.push_str(&format!("    {}\n", row.why));
         }
     }
-    match &d.resume_at {
-        Some(p) => out.push_str(&format!(
-            "resume at phase {p} ({} phases confirmed; nothing confirmed is redone)\n",
-            d.confirmed
-        )),
-        None => out.push_str(&format!("every phase is confirmed ({})\n", d.confirmed)),
-    }
+    let next = match &d.resume_at {
+        Some(p) => {
+            out.push_str(&format!(
+                "resume at phase {p} ({} phases confirmed; nothing confirmed is redone)\n",
+                d.confirmed
+            ));
+            Some(format!("resume at phase {p}; redo nothing confirmed"))
+        }
+        None => {
+            out.push_str(&format!("every phase is confirmed ({})\n", d.confirmed));
+            None
+        }
+    };
     let mut appended = None;
     if args.append {
-        let phase = d
+        match d
             .resume_at
             .clone()
-            .or_else(|| d.rows.last().map(|r| r.phase.clone()));
-        if let Some(phase) = phase {
-            let report = append_line(
-                &plan,
-                &Line {
-                    event: Event::Resumed {
-                        phase,
-                        confirmed: d.confirmed,
+            .or_else(|| d.rows.last().map(|r| r.phase.clone()))
+        {
+            Some(phase) => {
+                let report = append_line(
+                    &plan,
+                    &Line {
+                        event: Event::Resumed {
+                            phase,
+                            confirmed: d.confirmed,
+                        },
+                        at: Some(format_ts(ctx.now)),
                     },
-                    at: Some(format_ts(ctx.now)),
-                },
-            )?;
-            if report.status != crate::error::ExitStatus::Success {
-                return Ok(report);
+                )?;
+                if report.status != crate::error::ExitStatus::Success {
+                    return Ok(report);
+                }
+                out.push_str(&format!("appended: {}\n", report.text));
+                appended = Some(report.text);
             }
-            out.push_str(&format!("appended: {}\n", report.text));
-            appended = Some(report.text);
-        } else {
-            out.push_str("nothing appended: the ledger names no phase yet\n");
+            None => {
+                out.push_str("nothing appended: the ledger and the phase files name no phase yet\n")
+            }
         }
     }
-    Ok(Report::ok(
-        json!({ "rows": d.rows, "resume_at": d.resume_at, "confirmed": d.confirmed, "claimed": d.claimed, "tree_dirty": d.tree_dirty, "commits_since_base": facts.commits_since_base, "bad_lines": l.bad.len(), "appended": appended }),
-        out,
-    ))
+    let reasons: Vec<Reason> = d
+        .rows
+        .iter()
+        .map(|r| {
+            Reason::new(
+                r.rule,
+                format!("phase {}: {} ({})", r.phase, r.verdict.as_str(), r.why),
+            )
+        })
+        .collect();
+    let decision = Decision {
+        verdict: if d.resume_at.is_some() {
+            "resume"
+        } else {
+            "confirmed"
+        },
+        reasons,
+        next,
+    };
+    let mut json = crate::output::decision_json(&decision);
+    json["rows"] = json!(d.rows);
+    json["resume_at"] = json!(d.resume_at);
+    json["confirmed"] = json!(d.confirmed);
+    json["claimed"] = json!(d.claimed);
+    json["tree_dirty"] = json!(d.tree_dirty);
+    json["commits_since_base"] = json!(facts.commits_since_base);
+    json["bad_lines"] = json!(l.bad.len());
+    json["appended"] = json!(appended);
+    Ok(Report::ok(json, out))
+}
+
+/// The phases the plan's phase files declare, in natural order (`2` before `10`).
+fn declared_phases(plan: &Plan) -> Result<Vec<String>, CommandError> {
+    let mut phases: Vec<String> = std::fs::read_dir(&plan.dir)
+        .map_err(|e| {
+            CommandError::new(
+                crate::error::ExitStatus::Failure,
+                format!("cannot list {}: {e}", plan.dir.display()),
+            )
+        })?
+        .filter_map(Result::ok)
+        .filter_map(|e| phase_of_file(&e.file_name().to_string_lossy()).map(String::from))
+        .collect();
+    let key = |p: &String| {
+        let digits: String = p.chars().take_while(char::is_ascii_digit).collect();
+        (digits.parse::<u64>().unwrap_or(u64::MAX), p.clone())
+    };
+    phases.sort_by_key(key);
+    phases.dedup();
+    Ok(phases)
 }

@@ -13,9 +13,28 @@ use baton_core::ledger::{Event, FinishOutcome, Line, Review};
 use baton_core::time::format_ts;
 use baton_store::git;
 
-/// Appends `event` to the ledger of `plan`.
+/// Appends `event` to the ledger of `plan`, its values trimmed and its commits checked.
 pub fn write(ctx: &Ctx, plan: &std::path::Path, event: Event) -> Result<Report, CommandError> {
     let plan = Plan::resolve(ctx, plan)?;
+    // Another run's ledger is refused before anything else is looked at.
+    if let Some(refusal) = super::refuse_foreign(&plan)? {
+        return Ok(refusal);
+    }
+    let event = trimmed(event);
+    let commits: Vec<&String> = match &event {
+        Event::Started { base, .. } => vec![base],
+        Event::Complete { from, to, .. } => vec![from, to],
+        Event::Baseline { sha, .. } => vec![sha],
+        _ => Vec::new(),
+    };
+    for commit in commits {
+        if !git::commit_exists(&plan.root, commit)? {
+            return Err(CommandError::usage(format!(
+                "{commit} is not a commit of this repository"
+            ))
+            .hint("pass a commit id that `git rev-parse` knows; nothing was written"));
+        }
+    }
     append_line(
         &plan,
         &Line {
@@ -321,5 +340,78 @@ impl FinishArgs {
             step: self.step.clone(),
             outcome,
         }
+    }
+}
+
+/// The event with every free-text value trimmed, as the grammar reads it back.
+fn trimmed(event: Event) -> Event {
+    let t = |s: String| s.trim().to_string();
+    match event {
+        Event::Started { phase, base } => Event::Started {
+            phase: t(phase),
+            base: t(base),
+        },
+        Event::Gate {
+            phase,
+            name,
+            pass,
+            cmd,
+            result,
+        } => Event::Gate {
+            phase: t(phase),
+            name: t(name),
+            pass,
+            cmd: t(cmd),
+            result: t(result),
+        },
+        Event::Complete {
+            phase,
+            from,
+            to,
+            tests,
+            review,
+        } => Event::Complete {
+            phase: t(phase),
+            from: t(from),
+            to: t(to),
+            tests: t(tests),
+            review,
+        },
+        Event::Parked {
+            phase,
+            finding,
+            ruling,
+        } => Event::Parked {
+            phase: t(phase),
+            finding: t(finding),
+            ruling: t(ruling),
+        },
+        Event::Blocked { phase, reason } => Event::Blocked {
+            phase: t(phase),
+            reason: t(reason),
+        },
+        Event::Resumed { phase, confirmed } => Event::Resumed {
+            phase: t(phase),
+            confirmed,
+        },
+        Event::AgentDied { phase } => Event::AgentDied { phase: t(phase) },
+        Event::Waiver { phase, rule, who } => Event::Waiver {
+            phase: t(phase),
+            rule: t(rule),
+            who: t(who),
+        },
+        Event::Baseline { tests, sha } => Event::Baseline {
+            tests: t(tests),
+            sha: t(sha),
+        },
+        Event::Env { from, to, reason } => Event::Env {
+            from: t(from),
+            to: t(to),
+            reason: t(reason),
+        },
+        Event::Finish { step, outcome } => Event::Finish {
+            step: t(step),
+            outcome,
+        },
     }
 }

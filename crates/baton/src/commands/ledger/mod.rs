@@ -101,6 +101,12 @@ impl Plan {
             )
         })?;
         let rel = rel.to_string_lossy().into_owned();
+        let first = rel.split('/').next().unwrap_or_default();
+        let state_dir = ctx.layout()?.state_dir;
+        if rel.is_empty() || first == ".git" || dir.starts_with(&state_dir) || rel != rel.trim() {
+            return Err(CommandError::usage(format!("{} is not a plan directory", raw.display()))
+                .hint("pass the plan's own directory inside the project, like `plans/auth` (not the project root, `.git` or baton's state directory)"));
+        }
         let ledger = dir.join("STATE.md");
         Ok(Plan {
             root,
@@ -152,6 +158,16 @@ pub fn foreign(plan: &Plan, found: &str) -> Decision {
         ),
         Some("leave it alone; keep this plan's ledger in its own plan directory".into()),
     )
+}
+
+/// The refusal for a ledger whose header names another plan, read from its first line.
+pub fn refuse_foreign(plan: &Plan) -> Result<Option<Report>, CommandError> {
+    let Some(head) = baton_store::ledger::read_head(&plan.ledger)? else {
+        return Ok(None);
+    };
+    Ok(parse_header(head.lines().next().unwrap_or_default())
+        .filter(|named| !plan.owns_header(named))
+        .map(|named| Report::decision(&foreign(plan, named))))
 }
 
 /// Appends a line (already validated) with the header check, and reports it.
