@@ -183,3 +183,34 @@ pub fn to_run(out: Output) -> Run {
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
 }
+
+/// A command for `program` with the environment and working directory of `inner`.
+pub fn like(inner: &Command, program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.env_clear();
+    for (key, value) in inner.get_envs() {
+        if let Some(value) = value {
+            cmd.env(key, value);
+        }
+    }
+    if let Some(dir) = inner.get_current_dir() {
+        cmd.current_dir(dir);
+    }
+    cmd
+}
+
+/// `inner`'s program with `args`, started by `sh` after `prelude` (`read go` for a barrier that
+/// waits for a line on stdin, `umask 000`), with `inner`'s environment. The arguments travel as
+/// argv, never spliced into the script.
+pub fn in_shell<I, A>(inner: &Command, prelude: &str, args: I) -> Command
+where
+    I: IntoIterator<Item = A>,
+    A: AsRef<std::ffi::OsStr>,
+{
+    let mut cmd = like(inner, "sh");
+    cmd.arg("-c")
+        .arg(format!(r#"{prelude} && exec "$0" "$@""#))
+        .arg(inner.get_program())
+        .args(args);
+    cmd
+}

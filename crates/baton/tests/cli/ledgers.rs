@@ -175,16 +175,7 @@ fn appender(
     control: &Path,
 ) -> Command {
     let inner = env.command(None, &at(0));
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.env_clear();
-    for (key, value) in inner.get_envs() {
-        if let Some(value) = value {
-            cmd.env(key, value);
-        }
-    }
-    if let Some(dir) = inner.get_current_dir() {
-        cmd.current_dir(dir);
-    }
+    let mut cmd = crate::common::like(&inner, std::env::current_exe().unwrap());
     cmd.env(
         "BATON_TEST_APPENDER",
         format!("{role},{writer},{count},{}", ledger.display()),

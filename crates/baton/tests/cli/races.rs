@@ -62,23 +62,12 @@ fn stale_loop() -> (TestEnv, Value) {
 /// baton: the barrier. The wrapper gets exactly the hermetic environment of `env.command`, and
 /// the arguments travel as argv, never spliced into the script.
 fn behind_barrier(env: &TestEnv, session: &str, args: &[&str]) -> Command {
-    let inner = env.command(Some(session), &at(STALE_MINUTE));
-    let mut cmd = Command::new("sh");
-    cmd.env_clear();
-    for (key, value) in inner.get_envs() {
-        if let Some(value) = value {
-            cmd.env(key, value);
-        }
-    }
-    if let Some(dir) = inner.get_current_dir() {
-        cmd.current_dir(dir);
-    }
     // On EOF (the test gave up before releasing) `read` fails and baton never runs.
-    cmd.arg("-c")
-        .arg(r#"read go && exec "$0" "$@""#)
-        .arg(inner.get_program())
-        .args(args);
-    cmd
+    crate::common::in_shell(
+        &env.command(Some(session), &at(STALE_MINUTE)),
+        "read go",
+        args,
+    )
 }
 
 /// Starts all contenders, then waits for all; returns each session id with how its run ended.

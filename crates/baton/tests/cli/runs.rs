@@ -746,21 +746,7 @@ fn race_trials() -> usize {
 /// `command`, wrapped in a shell that waits for one line on stdin before it `exec`s it, with
 /// the same environment and directory.
 fn behind_barrier(inner: &Command) -> Command {
-    let mut cmd = Command::new("sh");
-    cmd.env_clear();
-    for (key, value) in inner.get_envs() {
-        if let Some(value) = value {
-            cmd.env(key, value);
-        }
-    }
-    if let Some(dir) = inner.get_current_dir() {
-        cmd.current_dir(dir);
-    }
-    cmd.arg("-c")
-        .arg(r#"read go && exec "$0" "$@""#)
-        .arg(inner.get_program())
-        .args(inner.get_args());
-    cmd
+    crate::common::in_shell(inner, "read go", inner.get_args())
 }
 
 #[test]
@@ -1246,21 +1232,11 @@ fn prune_removes_only_finished_runs_older_than_the_threshold() {
 
 /// `baton` under `umask 000`, so that the modes are baton's own choice, not the umask's.
 fn under_open_umask(inner: &Command, args: &[&str]) -> Run {
-    let mut cmd = Command::new("sh");
-    cmd.env_clear();
-    for (key, value) in inner.get_envs() {
-        if let Some(value) = value {
-            cmd.env(key, value);
-        }
-    }
-    if let Some(dir) = inner.get_current_dir() {
-        cmd.current_dir(dir);
-    }
-    cmd.arg("-c")
-        .arg(r#"umask 000 && exec "$0" "$@""#)
-        .arg(inner.get_program())
-        .args(args);
-    to_run(cmd.output().unwrap())
+    to_run(
+        crate::common::in_shell(inner, "umask 000", args)
+            .output()
+            .unwrap(),
+    )
 }
 
 fn mode(path: &Path) -> u32 {
