@@ -36,7 +36,8 @@ pub fn cmd_loop_finish(ctx: &Ctx, args: FinishArgs) -> Result<Report, CommandErr
         state.last_updated = Some(format_ts(ctx.now));
         Ok(Applied {
             changed: true,
-            message: format!("{} is {} at {}", target.raw, args.status, state.position()),
+            // The breadcrumb above says where it ended.
+            message: format!("{} is {}", target.raw, args.status),
             next: None,
             warnings: Vec::new(),
         })

@@ -79,12 +79,7 @@ pub fn cmd_loop_interrupt(ctx: &Ctx, args: InterruptArgs) -> Result<Report, Comm
         state.resume_after = resume_after.map(format_ts);
         Ok(Applied {
             changed: true,
-            message: format!(
-                "interrupted {} ({}) at {}",
-                target.raw,
-                args.reason,
-                state.position()
-            ),
+            message: format!("interrupted {} ({})", target.raw, args.reason),
             next: Some(format!(
                 "in the next session, `baton resume {}`",
                 target.arg()
