@@ -107,6 +107,22 @@ impl TestEnv {
         self.run(Some(session), &at(minutes), args)
     }
 
+    /// `baton loop set <ticket> --phase <phase> --action <action>` as `session`.
+    pub fn set_phase(
+        &self,
+        session: &str,
+        minutes: i64,
+        ticket: &str,
+        phase: &str,
+        action: &str,
+    ) -> Run {
+        self.baton(
+            session,
+            minutes,
+            &["loop", "set", ticket, "--phase", phase, "--action", action],
+        )
+    }
+
     pub fn git(&self, args: &[&str]) -> String {
         let out = self.base_command("git").args(args).output().unwrap();
         assert!(

@@ -216,11 +216,7 @@ fn unknown_loops_and_bad_arguments_are_usage_errors() {
         "no loop-state for NOPE-1",
         "baton loop init NOPE-1",
     );
-    let out = env.baton(
-        "A",
-        1,
-        &["loop", "set", "PROJ-1", "--phase", "warp", "--action", "x"],
-    );
+    let out = env.set_phase("A", 1, "PROJ-1", "warp", "x");
     out.assert_code(2);
     assert!(out.stderr.contains("--phase"));
 }
@@ -232,14 +228,8 @@ fn queries_and_refusals_on_a_project_without_state_create_nothing() {
     env.baton("A", 0, &["resume"]).assert_code(0);
     env.baton("A", 0, &["resume", "accept", "PROJ-1"])
         .assert_code(2);
-    env.baton(
-        "A",
-        0,
-        &[
-            "loop", "set", "PROJ-1", "--phase", "qa", "--action", "returned",
-        ],
-    )
-    .assert_code(2);
+    env.set_phase("A", 0, "PROJ-1", "qa", "returned")
+        .assert_code(2);
     env.baton("A", 0, &["loop", "heartbeat", "PROJ-1"])
         .assert_code(0);
     env.baton(

@@ -20,20 +20,8 @@ fn json_holds_for_command_line_errors_and_every_exit_code() {
     }
     env.baton("A", 0, &["loop", "init", "PROJ-1"])
         .assert_code(0);
-    env.baton(
-        "A",
-        1,
-        &[
-            "loop",
-            "set",
-            "PROJ-1",
-            "--phase",
-            "qa",
-            "--action",
-            "engineer_spawned",
-        ],
-    )
-    .assert_code(0);
+    env.set_phase("A", 1, "PROJ-1", "qa", "engineer_spawned")
+        .assert_code(0);
     env.write("wip.txt", "half\n");
     let ask = env.baton("B", 30, &["--json", "resume", "accept", "PROJ-1"]);
     ask.assert_code(4);
@@ -88,20 +76,8 @@ fn a_refused_commit_leaves_the_index_as_it_was() {
     let env = TestEnv::new();
     env.baton("A", 0, &["loop", "init", "PROJ-1"])
         .assert_code(0);
-    env.baton(
-        "A",
-        1,
-        &[
-            "loop",
-            "set",
-            "PROJ-1",
-            "--phase",
-            "qa",
-            "--action",
-            "engineer_spawned",
-        ],
-    )
-    .assert_code(0);
+    env.set_phase("A", 1, "PROJ-1", "qa", "engineer_spawned")
+        .assert_code(0);
     env.write("README.md", "# changed\n");
     env.write("new.txt", "untracked\n");
     let hook = env.repo.join(".git/hooks/pre-commit");
@@ -152,20 +128,8 @@ fn a_brief_on_record_pays_for_a_later_raise_to_plan() {
     );
     raised.assert_code(0);
     assert!(!raised.stdout.contains("brief-owed"), "{}", raised.stdout);
-    env.baton(
-        "A",
-        3,
-        &[
-            "loop",
-            "set",
-            "PROJ-1",
-            "--phase",
-            "qa",
-            "--action",
-            "engineer_spawned",
-        ],
-    )
-    .assert_code(0);
+    env.set_phase("A", 3, "PROJ-1", "qa", "engineer_spawned")
+        .assert_code(0);
 }
 
 #[test]
@@ -175,14 +139,8 @@ fn the_engineer_phase_spawn_is_an_engineer_spawn_for_the_escalation_guard() {
         .assert_code(0);
     env.baton("A", 1, &["loop", "artifact", "PROJ-1", "--tier", "brief"])
         .assert_code(0);
-    env.baton(
-        "A",
-        2,
-        &[
-            "loop", "set", "PROJ-1", "--phase", "engineer", "--action", "spawned",
-        ],
-    )
-    .assert_code(3);
+    env.set_phase("A", 2, "PROJ-1", "engineer", "spawned")
+        .assert_code(3);
 }
 
 #[test]
@@ -251,14 +209,8 @@ fn a_timestamp_without_an_offset_is_read_as_utc_not_as_stale() {
         env.baton("B", 1, &["--json", "resume", "PROJ-1"]).json()["verdict"],
         "live"
     );
-    env.baton(
-        "B",
-        1,
-        &[
-            "loop", "set", "PROJ-1", "--phase", "qa", "--action", "spawned",
-        ],
-    )
-    .assert_code(3);
+    env.set_phase("B", 1, "PROJ-1", "qa", "spawned")
+        .assert_code(3);
 }
 
 #[test]
@@ -318,20 +270,8 @@ fn never_mode_needs_force_to_accept() {
     let env = TestEnv::new();
     env.baton("A", 0, &["loop", "init", "PROJ-1"])
         .assert_code(0);
-    env.baton(
-        "A",
-        1,
-        &[
-            "loop",
-            "set",
-            "PROJ-1",
-            "--phase",
-            "quality_gate",
-            "--action",
-            "spawned",
-        ],
-    )
-    .assert_code(0);
+    env.set_phase("A", 1, "PROJ-1", "quality_gate", "spawned")
+        .assert_code(0);
     let check = env.baton("B", 30, &["--json", "resume", "PROJ-1"]).json();
     assert_eq!(check["mode"], "never");
     let before = env.snapshot();

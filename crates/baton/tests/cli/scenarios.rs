@@ -48,13 +48,7 @@ fn stale_loop_is_offered_live_loop_is_not_and_refuses_foreign_writes() {
     assert_eq!(live.json()["verdict"], "live");
 
     let before = env.snapshot();
-    let refused = env.baton(
-        "B",
-        5,
-        &[
-            "loop", "set", "PROJ-1", "--phase", "qa", "--action", "spawned",
-        ],
-    );
+    let refused = env.set_phase("B", 5, "PROJ-1", "qa", "spawned");
     refused.assert_code(3);
     assert!(
         refused.stdout.contains("session A"),
@@ -107,19 +101,7 @@ fn breadcrumb_on_every_transition() {
         set.stdout.lines().next().unwrap(),
         "[phase: 6b qa · iteration 2/5 · returned]"
     );
-    let gate = env.baton(
-        "A",
-        2,
-        &[
-            "loop",
-            "set",
-            "PROJ-1",
-            "--phase",
-            "quality_gate",
-            "--action",
-            "engineer_returned",
-        ],
-    );
+    let gate = env.set_phase("A", 2, "PROJ-1", "quality_gate", "engineer_returned");
     assert!(
         gate.stdout.starts_with("[phase: 7 quality gate"),
         "{}",
@@ -282,13 +264,7 @@ fn null_owner_needs_force_and_the_takeover_fences_the_old_epoch() {
                  "status": "active", "last_phase": "qa", "last_updated": at(0), "owner_epoch": 0 }),
     );
     let before = env.snapshot();
-    let refused = env.baton(
-        "B",
-        1,
-        &[
-            "loop", "set", "PROJ-1", "--phase", "qa", "--action", "spawned",
-        ],
-    );
+    let refused = env.set_phase("B", 1, "PROJ-1", "qa", "spawned");
     refused.assert_code(3);
     assert!(refused.stdout.contains("gate.null-owner") && refused.stdout.contains("--force"));
     assert_eq!(env.snapshot(), before);
@@ -334,20 +310,8 @@ fn mid_engineer_with_a_dirty_tree_needs_a_human_choice_and_discard_keeps_the_wor
     let env = TestEnv::new();
     env.baton("A", 0, &["loop", "init", "PROJ-1"])
         .assert_code(0);
-    env.baton(
-        "A",
-        1,
-        &[
-            "loop",
-            "set",
-            "PROJ-1",
-            "--phase",
-            "qa",
-            "--action",
-            "engineer_spawned",
-        ],
-    )
-    .assert_code(0);
+    env.set_phase("A", 1, "PROJ-1", "qa", "engineer_spawned")
+        .assert_code(0);
     env.write("src/partial.rs", "fn half_done() {}\n");
     env.write("README.md", "# test project\nedited\n");
 
@@ -404,20 +368,8 @@ fn commit_keeps_the_partial_work_on_the_branch() {
     let env = TestEnv::new();
     env.baton("A", 0, &["loop", "init", "PROJ-1"])
         .assert_code(0);
-    env.baton(
-        "A",
-        1,
-        &[
-            "loop",
-            "set",
-            "PROJ-1",
-            "--phase",
-            "qa",
-            "--action",
-            "engineer_spawned",
-        ],
-    )
-    .assert_code(0);
+    env.set_phase("A", 1, "PROJ-1", "qa", "engineer_spawned")
+        .assert_code(0);
     env.write("src/partial.rs", "fn half_done() {}\n");
     env.baton("B", 20, &["resume", "accept", "PROJ-1", "--commit"])
         .assert_code(0);
@@ -436,20 +388,8 @@ fn mid_engineer_with_a_clean_tree_is_respawned() {
     let env = TestEnv::new();
     env.baton("A", 0, &["loop", "init", "PROJ-1"])
         .assert_code(0);
-    env.baton(
-        "A",
-        1,
-        &[
-            "loop",
-            "set",
-            "PROJ-1",
-            "--phase",
-            "qa",
-            "--action",
-            "engineer_spawned",
-        ],
-    )
-    .assert_code(0);
+    env.set_phase("A", 1, "PROJ-1", "qa", "engineer_spawned")
+        .assert_code(0);
     let v = env.baton("B", 20, &["--json", "resume", "PROJ-1"]).json();
     assert_eq!(v["mode"], "respawn");
 }
@@ -517,52 +457,16 @@ fn raising_the_tier_without_a_brief_blocks_the_next_engineer_spawn() {
     let env = TestEnv::new();
     env.baton("A", 0, &["loop", "init", "PROJ-1"])
         .assert_code(0);
-    env.baton(
-        "A",
-        1,
-        &[
-            "loop",
-            "set",
-            "PROJ-1",
-            "--phase",
-            "qa",
-            "--action",
-            "engineer_spawned",
-        ],
-    )
-    .assert_code(0);
+    env.set_phase("A", 1, "PROJ-1", "qa", "engineer_spawned")
+        .assert_code(0);
     let raised = env.baton("A", 2, &["loop", "artifact", "PROJ-1", "--tier", "brief"]);
     raised.assert_code(0);
     assert!(raised.stdout.contains("loop.brief-owed"));
     // The in-flight engineer may still return.
-    env.baton(
-        "A",
-        3,
-        &[
-            "loop",
-            "set",
-            "PROJ-1",
-            "--phase",
-            "qa",
-            "--action",
-            "engineer_returned",
-        ],
-    )
-    .assert_code(0);
+    env.set_phase("A", 3, "PROJ-1", "qa", "engineer_returned")
+        .assert_code(0);
     let before = env.snapshot();
-    let refused = env.baton(
-        "A",
-        4,
-        &[
-            "loop",
-            "set",
-            "PROJ-1",
-            "--phase",
-            "qa",
-            "--action",
-            "engineer_spawned",
-        ],
-    );
+    let refused = env.set_phase("A", 4, "PROJ-1", "qa", "engineer_spawned");
     refused.assert_code(3);
     assert!(
         refused.stdout.contains("retroactive Brief"),
@@ -580,20 +484,8 @@ fn raising_the_tier_without_a_brief_blocks_the_next_engineer_spawn() {
         ],
     )
     .assert_code(0);
-    env.baton(
-        "A",
-        6,
-        &[
-            "loop",
-            "set",
-            "PROJ-1",
-            "--phase",
-            "qa",
-            "--action",
-            "engineer_spawned",
-        ],
-    )
-    .assert_code(0);
+    env.set_phase("A", 6, "PROJ-1", "qa", "engineer_spawned")
+        .assert_code(0);
 }
 
 #[test]
@@ -798,14 +690,8 @@ fn unknown_fields_survive_every_rewrite() {
     state["their_field"] = json!({ "nested": true });
     state["loop_state"]["their_inner"] = json!(7);
     env.write_json(&env.loop_file("PROJ-1"), &state);
-    env.baton(
-        "A",
-        1,
-        &[
-            "loop", "set", "PROJ-1", "--phase", "qa", "--action", "returned",
-        ],
-    )
-    .assert_code(0);
+    env.set_phase("A", 1, "PROJ-1", "qa", "returned")
+        .assert_code(0);
     let after = env.read_json(&env.loop_file("PROJ-1"));
     assert_eq!(after["their_field"], json!({ "nested": true }));
     assert_eq!(after["loop_state"]["their_inner"], 7);
