@@ -9,6 +9,7 @@ pub mod ledger;
 pub mod model;
 pub mod run_id;
 pub mod sections;
+pub mod text;
 pub mod time;
 
 pub use decide::{Decision, Reason};

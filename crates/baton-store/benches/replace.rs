@@ -142,7 +142,7 @@ fn heartbeat_path(c: &mut Criterion) {
         .expect("fixture parses");
     let store = FsStore::new(Layout::discover(&work_dir, None).expect("discover"));
     {
-        let _guard = store.lock().expect("lock");
+        let _guard = store.lock(baton_store::LockScope::Loop(key)).expect("lock");
         state.repo = Some(root.display().to_string());
         store.write_loop(key, &state).expect("first write");
     }
@@ -152,7 +152,7 @@ fn heartbeat_path(c: &mut Criterion) {
         b.iter(|| {
             let store =
                 FsStore::new(Layout::discover(black_box(&work_dir), None).expect("discover"));
-            let _guard = store.lock().expect("lock");
+            let _guard = store.lock(baton_store::LockScope::Loop(key)).expect("lock");
             let mut loaded = store.read_loop(key).expect("read").expect("present");
             loaded.state.last_updated = Some("2026-01-31T09:30:00Z".to_string());
             store.write_loop(key, &loaded.state).expect("write");

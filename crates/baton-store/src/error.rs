@@ -13,6 +13,8 @@ pub enum StoreError {
     Symlink { path: PathBuf },
     #[error("{path} is not a regular file")]
     NotRegular { path: PathBuf },
+    #[error("{path} is a file where baton needs a directory")]
+    NotADirectory { path: PathBuf },
     #[error("{path} belongs to uid {owner}, not to this user (uid {me})")]
     NotOwned { path: PathBuf, owner: u32, me: u32 },
     #[error("{path} is {size} bytes, over the {cap}-byte cap for a state file")]
@@ -29,6 +31,17 @@ pub enum StoreError {
         found: u64,
         known: u32,
     },
+    #[error(
+        "{path} is locked by {} and was not released within {waited:.1?}",
+        holder.map_or_else(|| "another process".to_string(), |pid| format!("pid {pid}"))
+    )]
+    LockBusy {
+        path: PathBuf,
+        holder: Option<u32>,
+        waited: std::time::Duration,
+    },
+    #[error("writing {path} would make it {size} bytes, over the {cap}-byte cap baton reads back")]
+    TooLargeToWrite { path: PathBuf, size: u64, cap: u64 },
     #[error("git {args} failed in {dir}: {detail}")]
     Git {
         args: String,
@@ -69,6 +82,20 @@ impl StoreError {
             StoreError::NotRegular { path } => {
                 Some(format!("move {} out of the way", path.display()))
             }
+            StoreError::NotADirectory { path } => Some(format!(
+                "move {} out of the way (baton creates the directory), or point `BATON_STATE_DIR` elsewhere",
+                path.display()
+            )),
+            StoreError::LockBusy { holder, .. } => Some(match holder {
+                Some(pid) => format!(
+                    "nothing was changed; retry when pid {pid} is done (`ps -p {pid}` shows it); if it hangs, stop it"
+                ),
+                None => "nothing was changed; retry in a moment".into(),
+            }),
+            StoreError::TooLargeToWrite { .. } => Some(
+                "nothing was written; shorten what you are recording (a summary, a finding, a note)"
+                    .into(),
+            ),
             StoreError::TooLarge { path, .. }
             | StoreError::Empty { path }
             | StoreError::Corrupt { path, .. } => Some(format!(

@@ -50,11 +50,6 @@ pub fn toplevel(dir: &Path) -> Result<Option<PathBuf>, StoreError> {
         .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim_end())))
 }
 
-/// The pathspec that keeps baton's own state directory out of a git command.
-fn exclude_pathspec(state_dir: Option<&Path>) -> Vec<String> {
-    exclude_all(state_dir.as_slice())
-}
-
 fn exclude_all(paths: &[&Path]) -> Vec<String> {
     let mut spec = vec![".".to_string()];
     spec.extend(
@@ -94,8 +89,9 @@ pub struct TreeStatus {
     pub dirty: bool,
 }
 
-/// One `git status --porcelain=v2 --branch -z` call.
-pub fn tree_status(root: &Path, state_dir: Option<&Path>) -> Result<TreeStatus, StoreError> {
+/// One `git status --porcelain=v2 --branch -z` call, leaving out `excluded` paths (baton's own
+/// files, and the artifacts a loop points to).
+pub fn tree_status(root: &Path, excluded: &[&Path]) -> Result<TreeStatus, StoreError> {
     let mut args = vec![
         "status",
         "--porcelain=v2",
@@ -104,7 +100,7 @@ pub fn tree_status(root: &Path, state_dir: Option<&Path>) -> Result<TreeStatus, 
         "--untracked-files=normal",
         "--",
     ];
-    let spec = exclude_pathspec(state_dir);
+    let spec = exclude_all(excluded);
     args.extend(spec.iter().map(String::as_str));
     let out = run_ok(root, &args)?;
     let mut status = TreeStatus::default();
@@ -118,9 +114,9 @@ pub fn tree_status(root: &Path, state_dir: Option<&Path>) -> Result<TreeStatus, 
     Ok(status)
 }
 
-/// Commits on HEAD that `base` lacks; `None` when `base` does not resolve.
-pub fn commits_beyond(root: &Path, base: &str) -> Result<Option<u64>, StoreError> {
-    let range = format!("{base}..HEAD");
+/// Commits on `tip` that `base` lacks; `None` when either does not resolve.
+pub fn commits_beyond(root: &Path, base: &str, tip: &str) -> Result<Option<u64>, StoreError> {
+    let range = format!("{base}..{tip}");
     let out = run(root, &["rev-list", "--count", &range, "--"])?;
     if !out.status.success() {
         return Ok(None);
@@ -128,8 +124,34 @@ pub fn commits_beyond(root: &Path, base: &str) -> Result<Option<u64>, StoreError
     Ok(String::from_utf8_lossy(&out.stdout).trim().parse().ok())
 }
 
-/// The branch new loops are measured against: `origin/HEAD`'s branch, else `main`, else
-/// `master`, when it exists.
+/// A base branch as the originating protocol records it: the branch name (`main`), never a
+/// remote-tracking name (`origin/main`).
+pub fn branch_name(raw: &str) -> &str {
+    let raw = raw.strip_prefix("refs/heads/").unwrap_or(raw);
+    let raw = raw.strip_prefix("refs/remotes/").unwrap_or(raw);
+    raw.strip_prefix("origin/").unwrap_or(raw)
+}
+
+/// What a recorded base branch is compared against: `origin/<base>` when that exists (the
+/// protocol diffs against it), else the local branch. A base recorded as `origin/main` by an
+/// earlier writer resolves to the same.
+pub fn base_ref(root: &Path, base: &str) -> String {
+    let name = branch_name(base);
+    let remote = format!("refs/remotes/origin/{name}");
+    if ref_exists(root, &remote) {
+        format!("origin/{name}")
+    } else {
+        name.to_string()
+    }
+}
+
+/// Whether `refname` (fully qualified) exists.
+pub fn ref_exists(root: &Path, refname: &str) -> bool {
+    run(root, &["show-ref", "--verify", "--quiet", refname]).is_ok_and(|o| o.status.success())
+}
+
+/// The branch new loops are measured against, as a branch name: the branch of `origin/HEAD`,
+/// else `main`, else `master`, when it exists.
 pub fn default_base(root: &Path) -> Option<String> {
     if let Ok(out) = run_ok(
         root,
@@ -140,27 +162,21 @@ pub fn default_base(root: &Path) -> Option<String> {
             "refs/remotes/origin/HEAD",
         ],
     ) {
-        let name = out.trim();
+        let name = branch_name(out.trim());
         if !name.is_empty() {
             return Some(name.to_string());
         }
     }
-    ["main", "master"].into_iter().find_map(|name| {
-        let refname = format!("refs/heads/{name}");
-        run(root, &["show-ref", "--verify", "--quiet", &refname])
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|_| name.to_string())
-    })
+    ["main", "master"]
+        .into_iter()
+        .find(|name| ref_exists(root, &format!("refs/heads/{name}")))
+        .map(str::to_string)
 }
 
-/// Stashes every change outside the state directory, untracked files included, so that
-/// discarded work stays recoverable with `git stash list`. Returns the stash's commit.
-pub fn stash_push(
-    root: &Path,
-    message: &str,
-    state_dir: Option<&Path>,
-) -> Result<String, StoreError> {
+/// Stashes every change outside `excluded` (baton's own files, the artifacts a loop points
+/// to), untracked files included, so that discarded work stays recoverable with
+/// `git stash list`. Returns the stash's commit.
+pub fn stash_push(root: &Path, message: &str, excluded: &[&Path]) -> Result<String, StoreError> {
     let mut args = vec![
         "stash",
         "push",
@@ -169,7 +185,7 @@ pub fn stash_push(
         message,
         "--",
     ];
-    let spec = exclude_pathspec(state_dir);
+    let spec = exclude_all(excluded);
     args.extend(spec.iter().map(String::as_str));
     run_ok(root, &args)?;
     Ok(run_ok(root, &["rev-parse", "--short", "stash@{0}"])?
@@ -177,16 +193,12 @@ pub fn stash_push(
         .to_string())
 }
 
-/// Commits every change outside the state directory. Returns the new commit's short id. When
-/// the commit fails (a hook refuses it, no identity is set), the index is put back as it was,
-/// so a failed command leaves the user's staging untouched.
-pub fn commit_all(
-    root: &Path,
-    message: &str,
-    state_dir: Option<&Path>,
-) -> Result<String, StoreError> {
+/// Commits every change outside `excluded`. Returns the new commit's short id. When the commit
+/// fails (a hook refuses it, no identity is set), the index is put back as it was, so a failed
+/// command leaves the user's staging untouched.
+pub fn commit_all(root: &Path, message: &str, excluded: &[&Path]) -> Result<String, StoreError> {
     let mut add = vec!["add", "--all", "--"];
-    let spec = exclude_pathspec(state_dir);
+    let spec = exclude_all(excluded);
     add.extend(spec.iter().map(String::as_str));
     committing(root, || {
         run_ok(root, &add)?;

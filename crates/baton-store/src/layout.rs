@@ -7,6 +7,18 @@ use crate::StoreError;
 use baton_core::key::loop_file_name;
 use baton_core::run_id::RunId;
 
+/// What a lock protects: one state file, so that work on different files never contends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockScope<'a> {
+    /// One ticket's `loop-state-<KEY>.json`.
+    Loop(&'a str),
+    /// The legacy `loop-state.json`.
+    LegacyLoop,
+    Batch,
+    /// Every run under `runs/`.
+    Runs,
+}
+
 #[derive(Debug, Clone)]
 pub struct Layout {
     /// The top of the git work tree.
@@ -28,8 +40,8 @@ pub enum LayoutError {
 
 pub const LEGACY_LOOP_FILE: &str = "loop-state.json";
 pub const BATCH_FILE: &str = "batch-state.json";
-/// The sidecar of the directory lock; never deleted.
-pub const LOCK_FILE: &str = "baton.lock";
+/// The directory of the lock sidecars; they are never deleted.
+pub const LOCKS_DIR: &str = "locks";
 pub const ARCHIVE_DIR: &str = "archive";
 pub const RUNS_DIR: &str = "runs";
 
@@ -81,8 +93,15 @@ impl Layout {
         self.state_dir.join(BATCH_FILE)
     }
 
-    pub fn lock_file(&self) -> PathBuf {
-        self.state_dir.join(LOCK_FILE)
+    /// The lock sidecar of one state file, named after it.
+    pub fn lock_file(&self, scope: LockScope) -> PathBuf {
+        let name = match scope {
+            LockScope::Loop(key) => format!("{}.lock", loop_file_name(key)),
+            LockScope::LegacyLoop => format!("{LEGACY_LOOP_FILE}.lock"),
+            LockScope::Batch => format!("{BATCH_FILE}.lock"),
+            LockScope::Runs => "runs.lock".into(),
+        };
+        self.state_dir.join(LOCKS_DIR).join(name)
     }
 
     pub fn archive_dir(&self) -> PathBuf {
@@ -127,7 +146,7 @@ impl Layout {
 pub fn check_real_dir(path: &Path) -> Result<bool, StoreError> {
     match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_symlink() => Err(StoreError::Symlink { path: path.into() }),
-        Ok(meta) if !meta.is_dir() => Err(StoreError::NotRegular { path: path.into() }),
+        Ok(meta) if !meta.is_dir() => Err(StoreError::NotADirectory { path: path.into() }),
         Ok(_) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(StoreError::io("stat", path)(e)),

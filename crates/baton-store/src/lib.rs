@@ -14,7 +14,7 @@ pub mod read;
 pub mod store;
 
 pub use error::StoreError;
-pub use layout::Layout;
+pub use layout::{Layout, LockScope};
 pub use store::{FsStore, StateStore};
 
 /// The SHA-256 of `bytes`, as lowercase hex.

@@ -1,14 +1,25 @@
-//! The one exclusive lock under which every read-check-write of a state directory runs.
+//! The exclusive locks under which every read-check-write of a state file runs.
 //!
-//! It is an `flock` on a sidecar file that is never deleted: deleting a lock file while another
-//! process waits on it lets two processes hold "the" lock at once. The lock dies with the
-//! process holding it, so a crash never leaves it stuck.
+//! Each lock is an `flock` on a sidecar file under `.agentic/locks/` that is never deleted:
+//! deleting a lock file while another process waits on it lets two processes hold "the" lock
+//! at once. A lock dies with the process holding it, so a crash never leaves it stuck.
+//!
+//! There is one lock per state file (per ticket's loop, the batch, the legacy loop file), so
+//! sessions working on different tickets never wait for each other. Nobody waits for ever
+//! either: a lock not had within the wait bound is an error that names the holder's pid, which
+//! every holder writes into the sidecar once it has the lock.
 
 use std::fs::File;
-use std::os::unix::fs::OpenOptionsExt;
+use std::io::{Read, Seek};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use crate::StoreError;
+
+/// How long a command waits for a lock by default. Locks are held for milliseconds (no git,
+/// no user hook ever runs under one), so a wait this long means a holder is stuck.
+pub const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(5);
 
 /// Held until dropped.
 #[derive(Debug)]
@@ -17,23 +28,94 @@ pub struct DirLock {
 }
 
 impl DirLock {
-    pub fn acquire(path: &Path) -> Result<DirLock, StoreError> {
-        let file = File::options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(path)
-            .map_err(|e| {
-                if e.raw_os_error() == Some(libc::ELOOP) {
-                    StoreError::Symlink { path: path.into() }
-                } else {
-                    StoreError::io("open lock file", path)(e)
+    /// Takes the lock on `path`, waiting at most `wait`.
+    pub fn acquire(path: &Path, wait: Duration) -> Result<DirLock, StoreError> {
+        let mut file = open(path)?;
+        let start = Instant::now();
+        let mut pause = Duration::from_millis(1);
+        loop {
+            match file.try_lock() {
+                Ok(()) => break,
+                Err(std::fs::TryLockError::WouldBlock) => {}
+                Err(std::fs::TryLockError::Error(e)) => {
+                    return Err(StoreError::io("lock", path)(e));
                 }
-            })?;
-        file.lock().map_err(StoreError::io("lock", path))?;
+            }
+            let waited = start.elapsed();
+            if waited >= wait {
+                return Err(StoreError::LockBusy {
+                    path: path.into(),
+                    holder: holder_pid(&mut file),
+                    waited,
+                });
+            }
+            std::thread::sleep(pause.min(wait - waited));
+            pause = (pause * 2).min(Duration::from_millis(20));
+        }
+        // Name the holder for anyone who waits in vain: the pid first, then the file cut to it,
+        // so a holder killed in between still leaves its pid on the first line. A failure here
+        // costs only that name.
+        let line = format!("{}\n", std::process::id());
+        let _ = file
+            .write_all_at(line.as_bytes(), 0)
+            .and_then(|()| file.set_len(line.len() as u64));
         Ok(DirLock { _file: file })
+    }
+
+    /// Takes the lock on `path` only if nobody holds it.
+    pub fn try_acquire(path: &Path) -> Result<Option<DirLock>, StoreError> {
+        let file = open(path)?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(DirLock { _file: file })),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+            Err(std::fs::TryLockError::Error(e)) => Err(StoreError::io("lock", path)(e)),
+        }
+    }
+}
+
+fn open(path: &Path) -> Result<File, StoreError> {
+    File::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| {
+            if e.raw_os_error() == Some(libc::ELOOP) {
+                StoreError::Symlink { path: path.into() }
+            } else {
+                StoreError::io("open lock file", path)(e)
+            }
+        })
+}
+
+/// The pid the current holder wrote into the sidecar.
+fn holder_pid(file: &mut File) -> Option<u32> {
+    let mut text = String::new();
+    file.rewind().ok()?;
+    file.take(32).read_to_string(&mut text).ok()?;
+    text.trim().parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_held_lock_times_out_naming_its_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.lock");
+        let held = DirLock::acquire(&path, DEFAULT_LOCK_WAIT).unwrap();
+        match DirLock::acquire(&path, Duration::from_millis(30)) {
+            Err(StoreError::LockBusy { holder, .. }) => {
+                assert_eq!(holder, Some(std::process::id()))
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(DirLock::try_acquire(&path).unwrap().is_none());
+        drop(held);
+        assert!(DirLock::try_acquire(&path).unwrap().is_some());
     }
 }

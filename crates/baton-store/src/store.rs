@@ -3,13 +3,14 @@
 //! without touching a decision.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use jiff::Timestamp;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::layout::{Layout, check_real_dir, make_dir};
-use crate::lock::DirLock;
+use crate::layout::{BATCH_FILE, LEGACY_LOOP_FILE, Layout, LockScope, check_real_dir, make_dir};
+use crate::lock::{DEFAULT_LOCK_WAIT, DirLock};
 use crate::read::{Access, STATE_FILE_CAP, parse_state, read_capped};
 use crate::{StoreError, atomic};
 use baton_core::key::key_from_file_name;
@@ -52,8 +53,9 @@ pub trait StateStore {
     /// Held for the whole of a read-check-write.
     type Guard;
 
-    /// Takes the store's exclusive lock, creating the store if it does not exist yet.
-    fn lock(&self) -> Result<Self::Guard, StoreError>;
+    /// Takes the exclusive lock of one state file, creating the store if it does not exist
+    /// yet. Gives up with `StoreError::LockBusy` after the store's wait bound.
+    fn lock(&self, scope: LockScope) -> Result<Self::Guard, StoreError>;
     /// Whether the store exists; queries on a missing store create nothing.
     fn exists(&self) -> Result<bool, StoreError>;
 
@@ -85,11 +87,16 @@ pub trait StateStore {
 #[derive(Debug, Clone)]
 pub struct FsStore {
     pub layout: Layout,
+    /// How long to wait for a lock before giving up.
+    pub lock_wait: Duration,
 }
 
 impl FsStore {
     pub fn new(layout: Layout) -> FsStore {
-        FsStore { layout }
+        FsStore {
+            layout,
+            lock_wait: DEFAULT_LOCK_WAIT,
+        }
     }
 
     fn read<T: DeserializeOwned>(&self, path: &Path) -> Result<Option<Loaded<T>>, StoreError> {
@@ -113,6 +120,14 @@ impl FsStore {
             detail: format!("cannot serialize: {e}"),
         })?;
         bytes.push(b'\n');
+        // A file baton could not read back would stop every later command on it.
+        if bytes.len() as u64 > STATE_FILE_CAP {
+            return Err(StoreError::TooLargeToWrite {
+                path: path.into(),
+                size: bytes.len() as u64,
+                cap: STATE_FILE_CAP,
+            });
+        }
         atomic::replace(path, &bytes)
     }
 
@@ -136,9 +151,15 @@ impl FsStore {
 impl StateStore for FsStore {
     type Guard = DirLock;
 
-    fn lock(&self) -> Result<DirLock, StoreError> {
+    fn lock(&self, scope: LockScope) -> Result<DirLock, StoreError> {
         self.layout.ensure_state_dir()?;
-        DirLock::acquire(&self.layout.lock_file())
+        let path = self.layout.lock_file(scope);
+        if let Some(dir) = path.parent()
+            && !check_real_dir(dir)?
+        {
+            make_dir(dir)?;
+        }
+        DirLock::acquire(&path, self.lock_wait)
     }
 
     fn exists(&self) -> Result<bool, StoreError> {
@@ -171,10 +192,21 @@ impl StateStore for FsStore {
         for entry in entries {
             let entry = entry.map_err(StoreError::io("list", dir))?;
             let name = entry.file_name();
-            if is_orphan_temp(&name) {
-                // Every replace writes its temp file under the store lock, which the scan holds:
-                // a temp file seen now belongs to a writer that was killed mid-write.
-                let _ = std::fs::remove_file(entry.path());
+            if let Some(target) = orphan_temp_target(&name) {
+                // Every replace writes its temp file under the lock of the file it replaces: a
+                // temp file whose lock is free belongs to a writer that was killed mid-write.
+                let scope = match target {
+                    t if t == LEGACY_LOOP_FILE => Some(LockScope::LegacyLoop),
+                    t if t == BATCH_FILE => Some(LockScope::Batch),
+                    t => key_from_file_name(t).map(LockScope::Loop),
+                };
+                if let Some(scope) = scope {
+                    // A writer creates its lock file before its temp file.
+                    let lock = self.layout.lock_file(scope);
+                    if !lock.exists() || matches!(DirLock::try_acquire(&lock), Ok(Some(_))) {
+                        let _ = std::fs::remove_file(entry.path());
+                    }
+                }
                 continue;
             }
             let Some(key) = name.to_str().and_then(key_from_file_name) else {
@@ -281,8 +313,9 @@ impl StateStore for FsStore {
     }
 }
 
-/// `.<name>.tmp-<pid>-<hex>`, as `atomic::replace` names its temp files.
-fn is_orphan_temp(name: &std::ffi::OsStr) -> bool {
-    name.to_str()
-        .is_some_and(|n| n.starts_with('.') && n.contains(".tmp-"))
+/// The file a temp file `.<name>.tmp-<pid>-<hex>` (as `atomic::replace` names them) was to
+/// replace.
+fn orphan_temp_target(name: &std::ffi::OsStr) -> Option<&str> {
+    let rest = name.to_str()?.strip_prefix('.')?;
+    rest.rfind(".tmp-").map(|at| &rest[..at])
 }

@@ -89,13 +89,30 @@ pub fn run() -> ExitCode {
     let json = cli.json;
     let result = Ctx::from_env(cli.dir, cli.session).and_then(|ctx| dispatch(&ctx, cli.command));
     let (status, stdout, stderr) = match result {
-        Ok(report) => {
-            let out = if json {
-                serde_json::Value::Object(report.json).to_string()
+        Ok(mut report) => {
+            if json {
+                for (key, lines) in [("warnings", report.warnings), ("notes", report.notes)] {
+                    if lines.is_empty() {
+                        continue;
+                    }
+                    match report.json.get_mut(key) {
+                        Some(serde_json::Value::Array(existing)) => {
+                            existing.extend(lines.into_iter().map(Into::into));
+                        }
+                        _ => {
+                            report.json.insert(key.into(), lines.into());
+                        }
+                    }
+                }
+                let out = serde_json::Value::Object(report.json).to_string();
+                (report.status, out, String::new())
             } else {
-                report.text
-            };
-            (report.status, out, String::new())
+                let mut stderr: String = report.notes.iter().map(|n| format!("{n}\n")).collect();
+                for w in &report.warnings {
+                    stderr.push_str(&format!("warning: {w}\n"));
+                }
+                (report.status, report.text, stderr)
+            }
         }
         Err(err) => render_error(&err, json),
     };

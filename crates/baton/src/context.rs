@@ -3,15 +3,20 @@
 
 use std::path::PathBuf;
 
+use std::time::Duration;
+
 use jiff::Timestamp;
 
 use crate::error::CommandError;
+use baton_store::lock::DEFAULT_LOCK_WAIT;
 use baton_store::{FsStore, Layout};
 
 pub struct Ctx {
     pub dir: PathBuf,
     pub session: Option<String>,
     pub now: Timestamp,
+    /// How long to wait for a state file's lock (`BATON_LOCK_WAIT`) before giving up, exit 3.
+    pub lock_wait: Duration,
 }
 
 impl Ctx {
@@ -23,11 +28,13 @@ impl Ctx {
                 CommandError::usage(format!("cannot read the working directory: {e}"))
             })?,
         };
+        // The originating shell writes the literal `null` for a missing session id; an empty or
+        // `null` value is no session, and hides nothing behind it.
+        let given = |s: &String| !s.is_empty() && s != "null";
         let session = session
-            .or_else(|| std::env::var("BATON_SESSION").ok())
-            .or_else(|| std::env::var("CLAUDE_CODE_SESSION_ID").ok())
-            // The originating shell writes the literal `null` for a missing session id.
-            .filter(|s| !s.is_empty() && s != "null");
+            .filter(given)
+            .or_else(|| std::env::var("BATON_SESSION").ok().filter(given))
+            .or_else(|| std::env::var("CLAUDE_CODE_SESSION_ID").ok().filter(given));
         let now = match std::env::var("BATON_NOW") {
             Ok(raw) if !raw.is_empty() => raw.parse::<Timestamp>().map_err(|e| {
                 CommandError::usage(format!(
@@ -37,7 +44,21 @@ impl Ctx {
             })?,
             _ => Timestamp::now(),
         };
-        Ok(Ctx { dir, session, now })
+        let lock_wait = match std::env::var("BATON_LOCK_WAIT") {
+            Ok(raw) if !raw.is_empty() => parse_wait(&raw).ok_or_else(|| {
+                CommandError::usage(format!(
+                    "BATON_LOCK_WAIT={raw:?} is not a duration"
+                ))
+                .hint("set it like `BATON_LOCK_WAIT=5s` or `BATON_LOCK_WAIT=250ms`, or unset it for the default 5s")
+            })?,
+            _ => DEFAULT_LOCK_WAIT,
+        };
+        Ok(Ctx {
+            dir,
+            session,
+            now,
+            lock_wait,
+        })
     }
 
     pub fn session(&self) -> Option<&str> {
@@ -52,6 +73,25 @@ impl Ctx {
     }
 
     pub fn store(&self) -> Result<FsStore, CommandError> {
-        Ok(FsStore::new(self.layout()?))
+        let mut store = FsStore::new(self.layout()?);
+        store.lock_wait = self.lock_wait;
+        Ok(store)
     }
+}
+
+/// `250ms`, `5s`, `1m`, or bare seconds.
+fn parse_wait(raw: &str) -> Option<Duration> {
+    let raw = raw.trim();
+    let (num, unit) = raw.split_at(raw.trim_end_matches(char::is_alphabetic).len());
+    let n: f64 = num
+        .parse()
+        .ok()
+        .filter(|n: &f64| n.is_finite() && *n >= 0.0)?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "" | "s" => n,
+        "m" => n * 60.0,
+        _ => return None,
+    };
+    Duration::try_from_secs_f64(secs).ok()
 }

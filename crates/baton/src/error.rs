@@ -60,8 +60,15 @@ impl CommandError {
 impl From<StoreError> for CommandError {
     fn from(err: StoreError) -> CommandError {
         let hint = err.hint();
+        // A lock another process will not let go of is a gate (exit 3), not an I/O error; a
+        // write over the read cap is input baton refuses (exit 2), not a broken file.
+        let status = match err {
+            StoreError::LockBusy { .. } => ExitStatus::Refused,
+            StoreError::TooLargeToWrite { .. } => ExitStatus::Usage,
+            _ => ExitStatus::Failure,
+        };
         CommandError {
-            status: ExitStatus::Failure,
+            status,
             message: err.to_string(),
             hints: hint.into_iter().collect(),
         }

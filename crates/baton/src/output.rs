@@ -11,6 +11,12 @@ pub struct Report {
     pub status: ExitStatus,
     pub json: Map<String, Value>,
     pub text: String,
+    /// Warnings: on stderr in text mode, so that stdout stays what a shell captures; under
+    /// `--json`, the object's `warnings` array.
+    pub warnings: Vec<String>,
+    /// Notes beside a value that stdout prints alone: stderr in text mode, `notes` under
+    /// `--json`.
+    pub notes: Vec<String>,
 }
 
 impl Report {
@@ -23,7 +29,21 @@ impl Report {
             status,
             json,
             text: text.into(),
+            warnings: Vec::new(),
+            notes: Vec::new(),
         }
+    }
+
+    /// Adds a note (stderr in text mode, `notes` under `--json`).
+    pub fn note(mut self, note: impl Into<String>) -> Report {
+        self.notes.push(note.into());
+        self
+    }
+
+    /// Adds a warning (stderr in text mode, `warnings` under `--json`).
+    pub fn warn(mut self, warning: impl Into<String>) -> Report {
+        self.warnings.push(warning.into());
+        self
     }
 
     pub fn ok(json: Value, text: impl Into<String>) -> Report {

@@ -6,7 +6,8 @@ use jiff::Timestamp;
 use super::loop_write::REFUSED;
 use super::{Decision, Reason};
 use crate::model::BatchState;
-use crate::time::{age, human_age, is_live, parse_ts};
+use crate::text::esc;
+use crate::time::{age, human_age, is_live};
 
 /// Whether `existing` is an active batch whose live owner is another session.
 fn foreign_live(existing: &BatchState, me: Option<&str>, now: Timestamp) -> bool {
@@ -14,13 +15,13 @@ fn foreign_live(existing: &BatchState, me: Option<&str>, now: Timestamp) -> bool
     existing.is_active()
         && existing.owner().is_some()
         && existing.owner() != me
-        && is_live(now, parse_ts(existing.updated_at.as_deref()))
+        && is_live(now, existing.liveness())
 }
 
 fn owner_age(existing: &BatchState, now: Timestamp) -> String {
-    parse_ts(existing.updated_at.as_deref()).map_or_else(
-        || "never".into(),
-        |t| format!("{} ago", human_age(age(now, t))),
+    existing.liveness().map_or_else(
+        || "no last-write time".into(),
+        |t| format!("last write {} ago", human_age(age(now, t))),
     )
 }
 
@@ -50,13 +51,13 @@ pub fn decide_batch_start(
             Reason::new(
                 "batch.foreign-active",
                 format!(
-                    "Another batch session is active in this project: batch {} owned by session {} (last write {}). Only one batch per project root is supported.",
-                    existing.batch_id,
-                    existing.owner().unwrap_or_default(),
+                    "Another batch session is active in this project: batch {} owned by session {} ({}). Only one batch per project root is supported.",
+                    esc(&existing.batch_id),
+                    esc(existing.owner().unwrap_or_default()),
                     owner_age(existing, now)
                 ),
             ),
-            Some("wait for it to finish, or run these tickets one at a time with `baton loop init <TICKET>`".into()),
+            Some("see it with `baton batch show`; wait for it to finish, or run these tickets one at a time with `baton loop init <TICKET>`".into()),
         ));
     }
     let me_session = me.filter(|s| !s.is_empty());
@@ -65,7 +66,10 @@ pub fn decide_batch_start(
             REFUSED,
             Reason::new(
                 "batch.own-active",
-                format!("this session already runs batch {}", existing.batch_id),
+                format!(
+                    "this session already runs batch {}",
+                    esc(&existing.batch_id)
+                ),
             ),
             Some(
                 "finish it first with `baton batch finish`, or carry on with `baton batch show`"
@@ -87,9 +91,9 @@ pub fn single_ticket_warning(
         Reason::new(
             "batch.foreign-active-warning",
             format!(
-                "batch {} of session {} is active in this project (last write {}); this single ticket proceeds beside it",
-                existing.batch_id,
-                existing.owner().unwrap_or_default(),
+                "batch {} of session {} is active in this project ({}); this single ticket proceeds beside it (`baton batch show`)",
+                esc(&existing.batch_id),
+                esc(existing.owner().unwrap_or_default()),
                 owner_age(existing, now)
             ),
         )

@@ -6,7 +6,8 @@ use serde::Serialize;
 
 use super::{Decision, Reason};
 use crate::model::{LoopState, LoopStatus, Phase};
-use crate::time::{age, human_age, is_live, parse_ts};
+use crate::text::{esc, esc_or};
+use crate::time::{age, format_ts, human_age, is_live, parse_ts};
 
 /// How a resumable loop may be resumed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -49,9 +50,11 @@ pub struct ResumeFacts<'a> {
     pub state: Option<&'a LoopState>,
     pub me: Option<&'a str>,
     pub now: Timestamp,
-    /// Whether the working tree has changes outside the state directory; only consulted for
-    /// an offer, and `None` when git could not say.
+    /// Whether the working tree has changes outside baton's own files and the governing
+    /// artifacts; only consulted for an offer, and `None` when git could not say.
     pub tree_dirty: Option<bool>,
+    /// The branch checked out now (`None`: detached, or git could not say).
+    pub checked_out: Option<&'a str>,
     pub others: &'a [OtherLoop],
 }
 
@@ -70,12 +73,86 @@ pub struct ResumeDecision {
 /// At most this many other tickets are named in the informational line.
 pub const OTHERS_CAP: usize = 3;
 
+/// How long a rate-limited loop waits when the limit named no reset time: the originating
+/// protocol's wait strategy sleeps until 60 seconds after the interrupt.
+pub const RATE_LIMIT_WAIT: jiff::SignedDuration = jiff::SignedDuration::from_secs(60);
+
 /// Interrupted, or active with its last write outside the liveness window.
 pub fn is_resumable(state: &LoopState, now: Timestamp) -> bool {
     match state.status {
         LoopStatus::Interrupted => true,
-        LoopStatus::Active => !is_live(now, parse_ts(state.last_updated.as_deref())),
+        LoopStatus::Active => !is_live(now, state.liveness()),
         _ => false,
+    }
+}
+
+/// When a rate-limited loop may resume: the reset time recorded with the interrupt, else 60
+/// seconds after the interrupt. `None` for any other interrupt.
+pub fn resume_after(state: &LoopState) -> Option<Timestamp> {
+    if state.status != LoopStatus::Interrupted
+        || state.interrupt_reason.as_deref() != Some("rate_limit")
+    {
+        return None;
+    }
+    parse_ts(state.resume_after.as_deref()).or_else(|| {
+        parse_ts(state.interrupted_at.as_deref())
+            .and_then(|at| at.checked_add(RATE_LIMIT_WAIT).ok())
+    })
+}
+
+/// `last write 4m ago`, or what is true when there is no readable time.
+pub fn last_write(state: &LoopState, now: Timestamp) -> String {
+    match state.liveness() {
+        Some(ts) => format!("last write {} ago", human_age(age(now, ts))),
+        None => "no last-write time".into(),
+    }
+}
+
+/// The step a retroactive Brief owes before any spawn, when one is owed.
+pub fn brief_step(state: &LoopState, t: &str) -> Option<String> {
+    state.brief_owed.then(|| {
+        format!(
+            "author the retroactive Brief and record it (`baton loop artifact {t} --tier {} --brief <PATH>`) before any engineer spawn",
+            esc_or(state.promotion_tier.as_deref(), "brief")
+        )
+    })
+}
+
+/// The branch step when the loop ran on another branch than the one checked out.
+pub fn branch_step(state: &LoopState, checked_out: Option<&str>) -> Option<(Reason, String)> {
+    let ran_on = state.branch.as_deref().filter(|b| !b.is_empty())?;
+    if checked_out == Some(ran_on) {
+        return None;
+    }
+    let now_on = checked_out.map_or_else(
+        || "a detached HEAD".into(),
+        |b| format!("branch {}", esc(b)),
+    );
+    Some((
+        Reason::new(
+            "loop.other-branch",
+            format!(
+                "the loop ran on branch {}, but {now_on} is checked out: the tree seen here is not the loop's",
+                esc(ran_on)
+            ),
+        ),
+        format!(
+            "switch to its branch first (`git switch {}`)",
+            shell_word(ran_on)
+        ),
+    ))
+}
+
+/// A branch name for a suggested command, quoted when it needs it.
+fn shell_word(raw: &str) -> String {
+    let plain = !raw.is_empty()
+        && raw
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-/".contains(&b));
+    if plain {
+        raw.to_string()
+    } else {
+        format!("'{}'", esc(raw).replace('\'', r"'\''"))
     }
 }
 
@@ -102,11 +179,7 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
         );
     };
     let now = facts.now;
-    let last = parse_ts(state.last_updated.as_deref());
-    let seen = last.map_or_else(
-        || "never".to_string(),
-        |ts| format!("{} ago", human_age(age(now, ts))),
-    );
+    let seen = last_write(state, now);
     let me = facts.me.filter(|s| !s.is_empty());
     if state.status.is_terminal() {
         return plain(
@@ -126,32 +199,43 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
             true,
         );
     }
-    if state.status == LoopStatus::Active && me.is_some() && state.owner() == me {
-        return plain(
-            Decision::new(
-                "own",
-                Reason::new(
-                    "loop.own",
-                    format!(
-                        "this session owns the active loop for {t} ({})",
-                        state.position()
-                    ),
-                ),
-                Some(format!(
-                    "carry on; record the next transition with `baton loop set {t}`"
-                )),
+    // A caller with no session owns state with no session: the protocol's carve-out for
+    // sessionless conductors. Nothing then tells two of them apart, and the reason says so.
+    let mine = match me {
+        Some(me) => state.owner() == Some(me),
+        None => state.owner().is_none(),
+    };
+    if state.status == LoopStatus::Active && mine {
+        let mut reasons = vec![Reason::new(
+            "loop.own",
+            format!(
+                "this session owns the active loop for {t} ({})",
+                state.position()
             ),
+        )];
+        if me.is_none() {
+            reasons.push(no_session_reason());
+        }
+        let next = brief_step(state, t).unwrap_or_else(|| {
+            format!("carry on; record the next transition with `baton loop set {t}`")
+        });
+        return plain(
+            Decision {
+                verdict: "own",
+                reasons,
+                next: Some(next),
+            },
             false,
         );
     }
-    if state.status == LoopStatus::Active && is_live(now, last) {
-        let owner = state.owner().unwrap_or("(no session id)");
+    if state.status == LoopStatus::Active && is_live(now, state.liveness()) {
+        let owner = esc_or(state.owner(), "(no session id)");
         return plain(
             Decision::new(
                 "live",
                 Reason::new(
                     "loop.live-foreign",
-                    format!("session {owner} is working on {t} (last write {seen}, within 10 minutes)"),
+                    format!("session {owner} is working on {t} ({seen}, within 10 minutes)"),
                 ),
                 Some("do not touch this ticket; work on another, or check again after 10 minutes without writes".into()),
             ),
@@ -159,7 +243,7 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
         );
     }
     let why = if state.status == LoopStatus::Interrupted {
-        let reason = state.interrupt_reason.as_deref().unwrap_or("unknown");
+        let reason = esc_or(state.interrupt_reason.as_deref(), "unknown");
         let when = parse_ts(state.interrupted_at.as_deref())
             .map(|ts| format!(" {} ago", human_age(age(now, ts))))
             .unwrap_or_default();
@@ -168,19 +252,17 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
             format!("the loop for {t} was interrupted{when} ({reason})"),
         )
     } else {
+        let seen = match state.liveness() {
+            Some(ts) => format!("its last write was {} ago", human_age(age(now, ts))),
+            None => "it has no last-write time".into(),
+        };
         Reason::new(
             "loop.stale-active",
-            format!(
-                "the loop for {t} is active but its last write was {seen}, past the 10-minute liveness window"
-            ),
+            format!("the loop for {t} is active but {seen}, past the 10-minute liveness window"),
         )
     };
-    let (mode, mode_reason) = offer_mode(state, facts.tree_dirty);
+    let (mode, mode_reason, step) = offer_mode(state, facts.tree_dirty);
     let mut reasons = vec![why, mode_reason];
-    let resume_after = (state.interrupt_reason.as_deref() == Some("rate_limit")
-        && state.status == LoopStatus::Interrupted)
-        .then(|| state.resume_after.clone())
-        .flatten();
     // Ownerless (legacy) state is taken over only with `--force`; say so up front.
     let ownerless = state.owner().is_none() && me.is_some();
     if ownerless {
@@ -194,11 +276,8 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
         if ownerless { " --force" } else { "" }
     );
     let mut next = match mode {
-        Mode::Automatic => format!("`{accept}`, then continue from {}", state.position()),
-        Mode::Respawn => format!(
-            "`{accept}`, then spawn the in-flight worker again ({})",
-            state.position()
-        ),
+        Mode::Automatic => format!("`{accept}`, then {step}"),
+        Mode::Respawn => format!("`{accept}`, then {step}"),
         Mode::Confirm => format!(
             "ask the human: discard the partial work (`{accept} --discard`, kept in `git stash`) or commit it (`{accept} --commit`)"
         ),
@@ -209,17 +288,28 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
     if mode != Mode::Never {
         next.push_str(&format!("; or start over with `baton resume fresh {t}`"));
     }
-    if let Some(after) = parse_ts(resume_after.as_deref())
-        && after > now
-    {
+    if let Some(brief) = brief_step(state, t) {
+        reasons.push(Reason::new(
+            "loop.brief-owed",
+            "a retroactive Brief is owed: the task was promoted with no Brief recorded",
+        ));
+        next = format!("{next}; after accepting and before any spawn, {brief}");
+    }
+    if let Some((reason, switch)) = branch_step(state, facts.checked_out) {
+        reasons.push(reason);
+        next = format!("{switch}, then {next}");
+    }
+    let after = resume_after(state);
+    if let Some(after) = after.filter(|a| *a > now) {
         reasons.push(Reason::new(
             "loop.rate-limit-wait",
             format!(
-                "the rate limit resets at {after}, in {}",
+                "the rate limit resets at {}, in {}",
+                format_ts(after),
                 human_age(age(after, now))
             ),
         ));
-        next = format!("wait until {after}, then {next}");
+        next = format!("wait until {}, then {next}", format_ts(after));
     }
     ResumeDecision {
         decision: Decision {
@@ -229,99 +319,164 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
         },
         mode: Some(mode),
         archive: false,
-        resume_after,
+        resume_after: after.map(format_ts),
         others,
     }
 }
 
-/// The mode rules of the ticket-loop protocol, plus the cases it leaves to a human.
-fn offer_mode(state: &LoopState, tree_dirty: Option<bool>) -> (Mode, Reason) {
+/// The warning every sessionless write and check carries.
+pub fn no_session_reason() -> Reason {
+    Reason::new(
+        "loop.no-session",
+        "no session id (`--session`, `BATON_SESSION` or `CLAUDE_CODE_SESSION_ID`): nothing protects this loop from another session without one",
+    )
+}
+
+/// What the originating resume entry table says about a `last_phase`/`last_phase_action` pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Entry {
+    /// A worker was in flight: spawn it again on a clean tree.
+    InFlight(&'static str, &'static str),
+    /// Between workers: carry on from the next step on a clean tree.
+    Boundary(&'static str, &'static str),
+    /// The table says a human decides.
+    Human(&'static str),
+    Uncovered,
+}
+
+/// One row per line of the originating resume entry table, plus the pairs baton itself writes
+/// (no action yet; `engineer_returned`/`rerun_pending` inside the loop). Each row carries what
+/// the next session does, in the table's words.
+fn entry(phase: Phase, action: Option<&str>) -> Entry {
+    use Entry::*;
+    use Phase::*;
+    match (phase, action) {
+        (_, Some("engineer_spawned")) if phase != CiLoop => InFlight(
+            "mid-engineer",
+            "spawn the engineer again with the same brief",
+        ),
+        (Skeptic, Some("spawned")) => InFlight(
+            "mid-review",
+            "spawn the Skeptic again on the current diff, with the prior iteration's findings",
+        ),
+        (Qa, Some("spawned")) => InFlight(
+            "mid-review",
+            "spawn the QA engineer again with the prior brief",
+        ),
+        (Engineer, Some("spawned")) => InFlight(
+            "mid-engineer",
+            "spawn the engineer again with the same open-findings brief",
+        ),
+        (QualityGate, Some("debugger_spawned")) => InFlight(
+            "mid-debugger",
+            "spawn the Debugger again from scratch with the captured gate failure output",
+        ),
+        (CiLoop, Some("fix_engineer_spawned")) => InFlight(
+            "mid-fix-engineer",
+            "spawn the CI fix engineer again from the branch's latest commit",
+        ),
+        (Skeptic, Some("returned")) => Boundary(
+            "iteration boundary",
+            "classify the open findings and spawn the engineer's fix pass",
+        ),
+        (Engineer, Some("returned")) => Boundary(
+            "iteration boundary",
+            "spawn the Skeptic again with the recorded engineer summary",
+        ),
+        (Qa, Some("returned")) => Boundary(
+            "iteration boundary",
+            "spawn the engineer's fix pass for the QA failures",
+        ),
+        (Skeptic | Qa | Engineer, None | Some("engineer_returned" | "rerun_pending")) => {
+            Boundary("iteration boundary", "continue the loop from its next step")
+        }
+        (QualityGate, Some("engineer_returned")) => Boundary(
+            "quality gate after the engineer committed",
+            "verify the engineer's quality gate results (re-run the quality command on the Trivial path)",
+        ),
+        (QualityGate, Some("rerun_pending")) => Boundary(
+            "quality gate re-run pending",
+            "verify the fix engineer's quality gate results (re-run the quality command on the Trivial path)",
+        ),
+        (QualityGate, Some("debugger_returned")) => Boundary(
+            "quality gate after the Debugger returned",
+            "spawn the next engineer fix pass with the Debugger's fix brief",
+        ),
+        (CiWait, Some("timeout")) => Boundary(
+            "CI wait timed out",
+            "poll CI once more; if it still times out, escalate",
+        ),
+        (CiLoop, Some("fix_engineer_returned")) => {
+            Boundary("CI fix engineer returned", "poll CI for the fix's result")
+        }
+        (CiLoop, Some("ci_poll_pending")) => {
+            Boundary("CI poll pending", "poll CI again from the current cycle")
+        }
+        (CiLoop, Some("cap_exceeded")) => Human(
+            "the CI fix loop exceeded its cap: show the escalation summary and wait for a human",
+        ),
+        _ => Uncovered,
+    }
+}
+
+/// The mode rules of the ticket-loop protocol, plus the cases it leaves to a human; with the
+/// step that follows an accept.
+fn offer_mode(state: &LoopState, tree_dirty: Option<bool>) -> (Mode, Reason, &'static str) {
     let pos = state.position();
     let progress = &state.loop_state;
+    let never = |rule, message: String| (Mode::Never, Reason::new(rule, message), "");
     if progress.max_iterations > 0 && progress.iteration > progress.max_iterations {
-        return (
-            Mode::Never,
-            Reason::new(
-                "loop.mode-never-over-cap",
-                format!(
-                    "iteration {} is over the cap of {}",
-                    progress.iteration, progress.max_iterations
-                ),
+        return never(
+            "loop.mode-never-over-cap",
+            format!(
+                "iteration {} is over the cap of {}",
+                progress.iteration, progress.max_iterations
             ),
         );
     }
     let Some(phase) = state.phase() else {
-        let raw = state.last_phase.as_deref().unwrap_or("null");
-        return (
-            Mode::Never,
-            Reason::new(
-                "loop.mode-never-unknown-phase",
-                format!("last_phase is {raw}, which no resume rule covers"),
-            ),
-        );
+        let message = match &state.last_phase {
+            Some(raw) => format!("last_phase is {:?}, which no resume rule covers", esc(raw)),
+            None => "the loop records no last_phase, so no resume rule covers it".into(),
+        };
+        return never("loop.mode-never-unknown-phase", message);
+    };
+    let (what, step, in_flight) = match entry(phase, state.last_phase_action.as_deref()) {
+        Entry::InFlight(what, step) => (what, step, true),
+        Entry::Boundary(what, step) => (what, step, false),
+        Entry::Human(why) => return never("loop.mode-never-human", format!("{pos}: {why}")),
+        Entry::Uncovered => {
+            return never(
+                "loop.mode-never-uncovered",
+                format!("{pos} is a state no resume rule covers"),
+            );
+        }
     };
     let Some(dirty) = tree_dirty else {
-        return (
-            Mode::Never,
-            Reason::new(
-                "loop.mode-never-tree-unknown",
-                "git could not say whether the working tree is clean",
-            ),
+        return never(
+            "loop.mode-never-tree-unknown",
+            "git could not say whether the working tree is clean".into(),
         );
     };
-    let action = state.last_phase_action.as_deref();
-    let dirty_confirm = |what: &str| {
-        (
+    if dirty {
+        return (
             Mode::Confirm,
             Reason::new(
                 "loop.mode-confirm-dirty",
                 format!("{what} ({pos}) with uncommitted changes in the tree"),
             ),
-        )
-    };
-    let in_flight = match (phase, action) {
-        (_, Some("engineer_spawned")) | (Phase::Engineer, Some("spawned")) => Some("mid-engineer"),
-        (Phase::Skeptic | Phase::Qa, Some("spawned")) => Some("mid-review"),
-        _ => None,
-    };
-    if let Some(what) = in_flight {
-        return if dirty {
-            dirty_confirm(what)
-        } else {
-            (
-                Mode::Respawn,
-                Reason::new(
-                    "loop.mode-respawn",
-                    format!("{what} ({pos}) with a clean tree: nothing was left behind"),
-                ),
-            )
-        };
-    }
-    let boundary = match phase {
-        Phase::Skeptic | Phase::Qa | Phase::Engineer => {
-            matches!(
-                action,
-                None | Some("returned" | "engineer_returned" | "rerun_pending")
-            )
-        }
-        Phase::QualityGate => matches!(action, Some("engineer_returned" | "rerun_pending")),
-    };
-    if !boundary {
-        return (
-            Mode::Never,
-            Reason::new(
-                "loop.mode-never-uncovered",
-                format!("{pos} is a state no resume rule covers"),
-            ),
+            step,
         );
     }
-    let what = if phase == Phase::QualityGate {
-        "quality gate after the engineer committed"
-    } else {
-        "iteration boundary"
-    };
-    if dirty {
-        return dirty_confirm(what);
+    if in_flight {
+        return (
+            Mode::Respawn,
+            Reason::new(
+                "loop.mode-respawn",
+                format!("{what} ({pos}) with a clean tree: nothing was left behind"),
+            ),
+            step,
+        );
     }
     (
         Mode::Automatic,
@@ -329,7 +484,19 @@ fn offer_mode(state: &LoopState, tree_dirty: Option<bool>) -> (Mode, Reason) {
             "loop.mode-automatic",
             format!("{what} ({pos}) with a clean tree"),
         ),
+        step,
     )
+}
+
+/// The step after an accept, for a loop in `mode`.
+pub fn resume_step(state: &LoopState) -> &'static str {
+    match state.phase() {
+        Some(phase) => match entry(phase, state.last_phase_action.as_deref()) {
+            Entry::InFlight(_, step) | Entry::Boundary(_, step) => step,
+            Entry::Human(_) | Entry::Uncovered => "continue as the human decided",
+        },
+        None => "continue as the human decided",
+    }
 }
 
 fn others_line(others: &[OtherLoop], now: Timestamp) -> Option<String> {
@@ -341,7 +508,7 @@ fn others_line(others: &[OtherLoop], now: Timestamp) -> Option<String> {
         .take(OTHERS_CAP)
         .map(|o| {
             let seen = o.last_updated.map_or_else(
-                || "never written".into(),
+                || "no last-write time".into(),
                 |t| format!("{} ago", human_age(age(now, t))),
             );
             format!("{} ({}, {seen})", o.key, o.status.as_str())
@@ -393,6 +560,7 @@ mod tests {
             me,
             now: now(),
             tree_dirty: Some(dirty),
+            checked_out: None,
             others: &[],
         })
     }
@@ -646,6 +814,7 @@ mod tests {
             me: Some("B"),
             now: now(),
             tree_dirty: None,
+            checked_out: None,
             others: &[],
         });
         assert_eq!(d.mode, Some(Mode::Never));
@@ -744,6 +913,7 @@ mod tests {
             me: Some("B"),
             now: now(),
             tree_dirty: None,
+            checked_out: None,
             others: &others,
         });
         assert_eq!(d.decision.verdict, "none");

@@ -61,8 +61,9 @@ pub fn decide_init(
         return InitPlan::Create { archive_old: true };
     }
     let me = me.filter(|s| !s.is_empty());
-    // This session's own active loop, however quiet it has been, is already running.
-    if me.is_some() && state.owner() == me && state.status == LoopStatus::Active {
+    // This session's own active loop, however quiet it has been, is already running; so is a
+    // sessionless loop for a sessionless caller (the protocol's carve-out).
+    if state.owner() == me && state.status == LoopStatus::Active {
         return InitPlan::AlreadyOwned;
     }
     if is_resumable(state, now) {
@@ -142,9 +143,10 @@ pub fn is_engineer_spawn(phase: &str, action: &str) -> bool {
 }
 
 /// Whether a Brief is owed after an artifact update. Raising the tier with no Brief on record
-/// makes one owed; recording a Brief pays it. Lowering the tier never clears a debt by itself.
+/// makes one owed; recording a Brief pays it, and so does demoting the task to tier `none`
+/// (a trivial task governs itself). Lowering plan to brief keeps the debt.
 pub fn brief_owed_after(old: &LoopState, new_tier: PromotionTier, new_brief: bool) -> bool {
-    if new_brief || old.brief_path.is_some() {
+    if new_brief || old.brief_path.is_some() || new_tier == PromotionTier::None {
         return false;
     }
     let old_tier = PromotionTier::parse_lenient(old.promotion_tier.as_deref());
@@ -298,8 +300,14 @@ mod tests {
         owed.brief_owed = true;
         owed.promotion_tier = Some("brief".into());
         assert!(
-            brief_owed_after(&owed, PromotionTier::None, false),
-            "lowering keeps the debt"
+            !brief_owed_after(&owed, PromotionTier::None, false),
+            "tier none clears the debt"
+        );
+        let mut owed_plan = owed.clone();
+        owed_plan.promotion_tier = Some("plan".into());
+        assert!(
+            brief_owed_after(&owed_plan, PromotionTier::Brief, false),
+            "plan -> brief keeps the debt"
         );
         assert!(
             !brief_owed_after(&owed, PromotionTier::Brief, true),

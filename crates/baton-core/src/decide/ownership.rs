@@ -5,6 +5,7 @@
 use jiff::Timestamp;
 
 use super::{Decision, Reason};
+use crate::text::esc;
 use crate::time::{age, human_age, is_live};
 
 /// What the file on disk says about its owner.
@@ -45,6 +46,11 @@ pub enum GateOutcome {
 pub fn gate(file: OwnerRecord, me: Writer, now: Timestamp, what: &str) -> GateOutcome {
     let me_session = me.session.filter(|s| !s.is_empty());
     let file_session = file.session.filter(|s| !s.is_empty());
+    let show = if file.batch_active.is_some() {
+        "baton batch show"
+    } else {
+        "baton loop show"
+    };
     if let Some(held) = me.epoch
         && held != file.epoch
     {
@@ -58,7 +64,7 @@ pub fn gate(file: OwnerRecord, me: Writer, now: Timestamp, what: &str) -> GateOu
                 ),
             ),
             Some(format!(
-                "re-read the state (`baton loop show`) and resume it deliberately; never write with epoch {held} again"
+                "re-read the state (`{show}`) and resume it deliberately; never write with epoch {held} again"
             )),
         ));
     }
@@ -79,15 +85,20 @@ pub fn gate(file: OwnerRecord, me: Writer, now: Timestamp, what: &str) -> GateOu
             "refused",
             Reason::new(
                 "gate.null-owner",
-                format!("{what} has no owner session (legacy state): a write could clobber a session that never recorded its id"),
+                format!(
+                    "{what} has no owner session (legacy state): a write could clobber a session that never recorded its id"
+                ),
             ),
-            Some("if no other session is working on it, repeat the command with `--force` to take it over".into()),
+            Some(format!(
+                "check it with `{show}`; if no other session is working on it, repeat the command with `--force` to take it over"
+            )),
         ));
     };
     if me_session == Some(owner) {
         return GateOutcome::Owner;
     }
     let live = is_live(now, file.liveness);
+    let owner = esc(owner);
     if live && file.batch_active.unwrap_or(true) {
         let seen = file
             .liveness
@@ -102,7 +113,7 @@ pub fn gate(file: OwnerRecord, me: Writer, now: Timestamp, what: &str) -> GateOu
                 ),
             ),
             Some(format!(
-                "leave it to session {owner}; if that session is gone, retry after its last write is 10 minutes old"
+                "leave it to session {owner} (`{show}`); if that session is gone, retry after its last write is 10 minutes old"
             )),
         ));
     }

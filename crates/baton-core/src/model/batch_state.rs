@@ -1,6 +1,9 @@
+use jiff::Timestamp;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
+
+use crate::time::parse_ts;
 
 /// `.agentic/batch-state.json`: the cursor over the tickets of a batch run. Each ticket keeps
 /// its own loop-state; this file only says which ticket is next.
@@ -12,9 +15,9 @@ pub struct BatchState {
     pub session_id: Option<String>,
     /// `<first-ticket-prefix>-batch-<ISO8601>-<4hex>`.
     pub batch_id: String,
-    /// `active`, `complete` or `abandoned`.
+    /// One of `BATCH_STATUSES`: `active`, `paused`, `interrupted`, `complete` or `stalled`.
     pub status: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
     #[serde(default)]
     pub created_at: Option<String>,
@@ -23,9 +26,10 @@ pub struct BatchState {
     pub updated_at: Option<String>,
     #[serde(default)]
     pub tickets: Vec<BatchTicket>,
-    /// Append-only.
-    #[serde(default)]
-    pub replan_log: Vec<ReplanEntry>,
+    /// Append-only. Entries are `{ts, action, ticket_id, detail}`; entries of any other shape
+    /// are kept as they are.
+    #[serde(default, deserialize_with = "super::null_as_default")]
+    pub replan_log: Vec<Value>,
     #[serde(default, deserialize_with = "super::null_as_default")]
     pub owner_epoch: u64,
     #[serde(flatten)]
@@ -35,26 +39,33 @@ pub struct BatchState {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct BatchTicket {
     pub ticket_id: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loop_key: Option<String>,
-    /// `pending`, `in_progress`, `complete`, `stalled` or `skipped`.
+    /// One of `TICKET_STATUSES`.
     pub status: String,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct ReplanEntry {
-    pub at: String,
-    #[serde(default)]
-    pub ticket_id: Option<String>,
-    pub note: String,
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
-}
+/// The batch statuses of the originating schema.
+pub const BATCH_STATUSES: [&str; 5] = ["active", "paused", "interrupted", "complete", "stalled"];
 
-/// Per-ticket statuses after which a batch moves on.
-pub const TICKET_DONE: [&str; 3] = ["complete", "stalled", "skipped"];
+/// The per-ticket statuses of the originating schema.
+pub const TICKET_STATUSES: [&str; 5] = [
+    "pending",
+    "in_progress",
+    "complete",
+    "blocked",
+    "skipped_already_merged",
+];
+
+/// Per-ticket statuses the cursor still has to run.
+const TICKET_OPEN: [&str; 2] = ["pending", "in_progress"];
+
+/// A `replan_log` entry in the originating shape.
+pub fn replan_entry(ts: &str, action: &str, ticket_id: Option<&str>, detail: &str) -> Value {
+    json!({ "ts": ts, "action": action, "ticket_id": ticket_id, "detail": detail })
+}
 
 impl BatchState {
     pub fn owner(&self) -> Option<&str> {
@@ -65,10 +76,82 @@ impl BatchState {
         self.status == "active"
     }
 
-    /// The ticket a batch resume picks: the first one not yet done.
+    /// Whether the batch ended. Besides the schema's `complete` and `stalled`, the `abandoned`
+    /// that earlier baton versions wrote counts as ended.
+    pub fn is_finished(&self) -> bool {
+        matches!(self.status.as_str(), "complete" | "stalled" | "abandoned")
+    }
+
+    /// Liveness: the newer of `updated_at` (what the schema names) and `last_updated` (what the
+    /// originating batch-refusal text reads), so a file carrying either is read as written.
+    pub fn liveness(&self) -> Option<Timestamp> {
+        let last_updated = self.extra.get("last_updated").and_then(Value::as_str);
+        match (parse_ts(self.updated_at.as_deref()), parse_ts(last_updated)) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Records a write: `updated_at`, and `last_updated` too when the file carries it.
+    pub fn touch(&mut self, stamp: &str) {
+        if self.extra.contains_key("last_updated") {
+            self.extra
+                .insert("last_updated".into(), Value::String(stamp.into()));
+        }
+        self.updated_at = Some(stamp.into());
+    }
+
+    /// The ticket a batch resume picks: the first one, in array order, still to run.
     pub fn next_ticket(&self) -> Option<&BatchTicket> {
         self.tickets
             .iter()
-            .find(|t| !TICKET_DONE.contains(&t.status.as_str()))
+            .find(|t| TICKET_OPEN.contains(&t.status.as_str()))
+    }
+
+    /// Tickets that cannot run until something changes (a replan, a human).
+    pub fn blocked(&self) -> impl Iterator<Item = &BatchTicket> {
+        self.tickets.iter().filter(|t| t.status == "blocked")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A batch-state exactly as the originating conductor writes it: replan entries in its
+    /// shape, its extra fields, its ticket fields.
+    #[test]
+    fn the_originating_shape_loads_and_round_trips() {
+        let raw = json!({
+            "schema_version": 1, "session_id": "A", "batch_id": "ABC-batch-2026-03-01T12:00:00Z-1a2b",
+            "status": "interrupted", "created_at": "2026-03-01T11:00:00Z", "updated_at": "2026-03-01T12:00:00Z",
+            "last_updated_phase": "phase-6", "interrupted_at": "2026-03-01T12:00:00Z", "interrupt_reason": "unknown",
+            "paused_at": null, "pause_reason": null, "wallclock_cap_min": 90,
+            "wallclock_started_at": "2026-03-01T11:00:00Z",
+            "tickets": [{"ticket_id": "ABC-1", "status": "skipped_already_merged", "cluster_id": "c1",
+                         "depends_on": [], "started_at": null, "ended_at": null, "branch": null,
+                         "pr_number": null, "last_summary": null},
+                        {"ticket_id": "ABC-2", "status": "blocked", "cluster_id": "c1", "depends_on": ["ABC-1"]},
+                        {"ticket_id": "ABC-3", "status": "pending"}],
+            "replan_log": [{"ts": "2026-03-01T11:30:00Z", "action": "drop_merged", "ticket_id": "ABC-1", "detail": "merged in #12"}],
+            "resume_invocation_hint": "/implement-ticket"
+        });
+        let state: BatchState = serde_json::from_value(raw.clone()).unwrap();
+        assert_eq!(state.next_ticket().unwrap().ticket_id, "ABC-3");
+        assert_eq!(state.blocked().count(), 1);
+        let back = serde_json::to_value(&state).unwrap();
+        for (k, v) in raw.as_object().unwrap() {
+            assert_eq!(&back[k], v, "{k} survives");
+        }
+    }
+
+    #[test]
+    fn liveness_is_the_newer_of_both_fields() {
+        let state: BatchState = serde_json::from_value(json!({
+            "batch_id": "b", "status": "active", "updated_at": "2026-03-01T11:00:00Z",
+            "last_updated": "2026-03-01T12:00:00Z"
+        }))
+        .unwrap();
+        assert_eq!(state.liveness(), parse_ts(Some("2026-03-01T12:00:00Z")));
     }
 }

@@ -1,6 +1,10 @@
+use jiff::Timestamp;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+use crate::text::{esc, esc_or};
+use crate::time::{format_ts, parse_ts};
 
 /// `.agentic/loop-state-<LOOP_KEY>.json`: one ticket's Skeptic/QA/engineer loop cursor.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -57,12 +61,29 @@ pub struct LoopState {
     /// Set when the tier was raised with no Brief recorded: the next engineer spawn waits for it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub brief_owed: bool,
+    /// Partial work that `resume accept --discard` set aside in a git stash. Written before the
+    /// stash is made, so a kill in between still leaves the next session a pointer to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discarded_work: Option<DiscardedWork>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
 
+/// Where `resume accept --discard` put the partial work.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DiscardedWork {
+    /// The stash's message, unique to this resume: `git stash list` finds it by this.
+    pub message: String,
+    /// The stash commit, once made; null while (or if) the stash was never confirmed.
+    #[serde(default)]
+    pub stash: Option<String>,
+    pub at: String,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LoopProgress {
+    /// Which loop runs: `skeptic` (Phase 6) or `qa` (Phase 6b). The engineer runs inside it and
+    /// the quality gate after it, so neither ever replaces it; `last_phase` says where it is.
     #[serde(default)]
     pub phase: Option<String>,
     #[serde(default, deserialize_with = "super::null_as_default")]
@@ -112,14 +133,30 @@ pub enum Phase {
     Qa,
     Engineer,
     QualityGate,
+    /// Phase 10: the CI fix loop.
+    CiLoop,
+    /// Phase 10: waiting for CI.
+    CiWait,
 }
 
 impl Phase {
-    pub const ALL: [Phase; 4] = [
+    pub const ALL: [Phase; 6] = [
         Phase::Skeptic,
         Phase::Qa,
         Phase::Engineer,
         Phase::QualityGate,
+        Phase::CiLoop,
+        Phase::CiWait,
+    ];
+
+    /// The names `loop set --phase` takes.
+    pub const NAMES: [&'static str; 6] = [
+        "skeptic",
+        "qa",
+        "engineer",
+        "quality_gate",
+        "ci_loop",
+        "ci_wait",
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -128,6 +165,8 @@ impl Phase {
             Phase::Qa => "qa",
             Phase::Engineer => "engineer",
             Phase::QualityGate => "quality_gate",
+            Phase::CiLoop => "ci_loop",
+            Phase::CiWait => "ci_wait",
         }
     }
 
@@ -135,16 +174,28 @@ impl Phase {
         Phase::ALL.into_iter().find(|p| p.as_str() == raw)
     }
 
-    /// The label of the protocol's phase map: 6 and 6b are the Skeptic/QA loop, 7 the gate.
-    pub fn label(self) -> &'static str {
+    /// The label of the protocol's phase map: 6 and 6b are the Skeptic and QA loops (the
+    /// engineer's fix pass belongs to whichever of them runs), 7 the quality gate, 10 CI.
+    pub fn label(self, loop_phase: Option<&str>) -> &'static str {
         match self {
             Phase::Skeptic => "6 skeptic",
             Phase::Qa => "6b qa",
+            Phase::Engineer if loop_phase == Some("qa") => "6b engineer",
             Phase::Engineer => "6 engineer",
             Phase::QualityGate => "7 quality gate",
+            Phase::CiLoop => "10 ci loop",
+            Phase::CiWait => "10 ci wait",
         }
     }
+
+    /// Whether this phase names one of the two loops that `loop_state.phase` records.
+    pub fn is_loop(self) -> bool {
+        matches!(self, Phase::Skeptic | Phase::Qa)
+    }
 }
+
+/// The `status` values of a `findings_log` entry that still need work.
+pub const OPEN_FINDING: [&str; 2] = ["open", "addressed"];
 
 /// The governing artifact's tier, ordered so that a raise can be detected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -198,6 +249,7 @@ impl LoopState {
             owner_epoch: 0,
             resume_after: None,
             brief_owed: false,
+            discarded_work: None,
             extra: Map::new(),
         }
     }
@@ -211,10 +263,65 @@ impl LoopState {
         self.last_phase.as_deref().and_then(Phase::parse)
     }
 
+    /// Liveness: the newer of `last_updated` and `updated_at`. The originating protocol names
+    /// both fields for the loop-state (its resume check reads `last_updated`, its write contract
+    /// sets `updated_at`), so a file that carries only one is still read as written.
+    pub fn liveness(&self) -> Option<Timestamp> {
+        let updated_at = self.extra.get("updated_at").and_then(Value::as_str);
+        match (parse_ts(self.last_updated.as_deref()), parse_ts(updated_at)) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Records a write at `now`: `last_updated`, and `updated_at` too when the file carries it,
+    /// so that a reader of either field sees the same liveness.
+    pub fn touch(&mut self, now: Timestamp) {
+        let stamp = format_ts(now);
+        if self.extra.contains_key("updated_at") {
+            self.extra
+                .insert("updated_at".into(), Value::String(stamp.clone()));
+        }
+        self.last_updated = Some(stamp);
+    }
+
+    /// The findings that still need work: entries whose `status` is open or addressed, and
+    /// entries with no status at all (a bare string, as older writers recorded them).
+    pub fn open_findings(&self) -> usize {
+        self.loop_state
+            .findings_log
+            .iter()
+            .filter(|f| match f.get("status").and_then(Value::as_str) {
+                Some(status) => OPEN_FINDING.contains(&status),
+                None => true,
+            })
+            .count()
+    }
+
+    /// `[phase: 6b qa · iteration 2/5 · returned]`: the breadcrumb of every transition.
+    pub fn breadcrumb(&self) -> String {
+        let label = match self.phase() {
+            Some(p) => p.label(self.loop_state.phase.as_deref()).into(),
+            None => esc_or(self.last_phase.as_deref(), "no phase"),
+        };
+        let mut crumb = format!("[phase: {label}");
+        let progress = &self.loop_state;
+        if progress.iteration > 0 {
+            crumb.push_str(&format!(" · iteration {}", progress.iteration));
+            if progress.max_iterations > 0 {
+                crumb.push_str(&format!("/{}", progress.max_iterations));
+            }
+        }
+        if let Some(action) = &self.last_phase_action {
+            crumb.push_str(&format!(" · {}", esc(action)));
+        }
+        crumb.push(']');
+        crumb
+    }
+
     /// `qa iteration 2/5 · returned`, for messages.
     pub fn position(&self) -> String {
-        let phase = self.last_phase.as_deref().unwrap_or("no phase");
-        let mut out = phase.to_string();
+        let mut out = esc_or(self.last_phase.as_deref(), "no phase").into_owned();
         if self.loop_state.iteration > 0 {
             out.push_str(&format!(" iteration {}", self.loop_state.iteration));
             if self.loop_state.max_iterations > 0 {
@@ -222,7 +329,7 @@ impl LoopState {
             }
         }
         if let Some(action) = &self.last_phase_action {
-            out.push_str(&format!(" · {action}"));
+            out.push_str(&format!(" · {}", esc(action)));
         }
         out
     }

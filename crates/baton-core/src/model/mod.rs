@@ -7,8 +7,10 @@ mod batch_state;
 mod loop_state;
 mod run_state;
 
-pub use batch_state::{BatchState, BatchTicket, ReplanEntry};
-pub use loop_state::{LoopProgress, LoopState, LoopStatus, Phase, PromotionTier};
+pub use batch_state::{BATCH_STATUSES, BatchState, BatchTicket, TICKET_STATUSES, replan_entry};
+pub use loop_state::{
+    DiscardedWork, LoopProgress, LoopState, LoopStatus, OPEN_FINDING, Phase, PromotionTier,
+};
 pub use run_state::{
     AlignmentRecord, Completion, Lease, PlanRecord, RunPolicy, RunState, SectionRecord, StepRecord,
     run_is_finished,

@@ -50,3 +50,40 @@ pub fn path_in_project(
     }
     Ok(resolved)
 }
+
+/// Checks a path read from a state file the way `path_in_project` checks one on its way in:
+/// baton stores such paths absolute and resolved, so one that is relative, leads through a
+/// link, leaves the project or is of the wrong kind was not written by baton, and is refused
+/// before anything reads what it names.
+pub fn stored_path_in_project(
+    root: &Path,
+    stored: &str,
+    what: &str,
+    want_dir: bool,
+) -> Result<PathBuf, String> {
+    let shown = baton_core::text::esc(stored);
+    let path = Path::new(stored);
+    let kind = if want_dir { "directory" } else { "file" };
+    if !path.is_absolute() {
+        return Err(format!("{what} {shown:?} is not an absolute path"));
+    }
+    let resolved = path
+        .canonicalize()
+        .map_err(|e| format!("{what} {shown:?}: {e}"))?;
+    if resolved != path {
+        return Err(format!(
+            "{what} {shown:?} leads through a link (it resolves to {})",
+            resolved.display()
+        ));
+    }
+    if !resolved.starts_with(root) {
+        return Err(format!(
+            "{what} {shown:?} is outside the project root {}",
+            root.display()
+        ));
+    }
+    if want_dir != resolved.is_dir() {
+        return Err(format!("{what} {shown:?} is not a {kind}"));
+    }
+    Ok(resolved)
+}

@@ -72,7 +72,7 @@ fn is_temp_file(name: &str) -> bool {
 }
 
 /// The crash checker: every file under `dir` (recursively) is non-empty, valid JSON, except the
-/// lock sidecar `baton.lock` and leftover temp files. Returns what is wrong, naming the file.
+/// lock sidecars under `locks/` and leftover temp files. Returns what is wrong, naming the file.
 fn check_state_dir(dir: &Path) -> Result<(), String> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
@@ -85,11 +85,11 @@ fn check_state_dir(dir: &Path) -> Result<(), String> {
         let name = entry.file_name().to_string_lossy().into_owned();
         let meta = std::fs::symlink_metadata(&path)
             .map_err(|e| format!("cannot stat {}: {e}", path.display()))?;
-        if meta.is_dir() {
-            check_state_dir(&path)?;
+        if name == "locks" || is_temp_file(&name) {
             continue;
         }
-        if name == "baton.lock" || is_temp_file(&name) {
+        if meta.is_dir() {
+            check_state_dir(&path)?;
             continue;
         }
         if !meta.is_file() {

@@ -546,7 +546,10 @@ fn a_second_batch_against_a_live_foreign_batch_is_refused_but_a_single_ticket_pr
             .unwrap()
             .contains("baton resume PROJ-2")
     );
-    assert_eq!(show["state"]["replan_log"][0]["note"], "split PROJ-2");
+    let entry = &show["state"]["replan_log"][0];
+    assert_eq!(entry["detail"], "split PROJ-2");
+    assert_eq!(entry["action"], "re_sequence");
+    assert_eq!(entry["ticket_id"], "PROJ-1");
 
     // Once the foreign batch is stale, a new one may start; the old one is archived.
     env.baton("B", 30, &["batch", "start", "PROJ-3", "PROJ-4"])

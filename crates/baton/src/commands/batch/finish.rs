@@ -1,26 +1,24 @@
 use clap::Args;
 
-use super::update;
+use super::{BatchFlags, update};
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
+use baton_core::text::esc;
 
-/// End the batch: `complete`, or `abandoned`.
+/// End the batch: `complete` when every ticket is done, `stalled` when it cannot go on.
 #[derive(Debug, Args)]
 pub struct FinishArgs {
-    #[arg(long, value_parser = ["complete", "abandoned"])]
+    /// How the batch ended (the originating schema's terminal statuses).
+    #[arg(long, value_parser = ["complete", "stalled"])]
     status: String,
-    /// Take over a batch that records no owner session.
-    #[arg(long)]
-    force: bool,
-    /// The owner epoch this caller holds.
-    #[arg(long, value_name = "N")]
-    epoch: Option<u64>,
+    #[command(flatten)]
+    flags: BatchFlags,
 }
 
 pub fn cmd_batch_finish(ctx: &Ctx, args: FinishArgs) -> Result<Report, CommandError> {
-    update(ctx, args.force, args.epoch, |state| {
+    update(ctx, &args.flags, |state| {
         state.status = args.status.clone();
-        Ok(format!("batch {} is {}", state.batch_id, args.status))
+        Ok(format!("batch {} is {}", esc(&state.batch_id), args.status))
     })
 }

@@ -2,6 +2,7 @@
 //! Each ticket keeps its own loop-state; the batch only says which ticket is next.
 
 mod finish;
+mod resume;
 mod show;
 mod start;
 mod ticket;
@@ -13,9 +14,10 @@ use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::decide::ownership::{GateOutcome, OwnerRecord, Writer, gate};
 use baton_core::model::BatchState;
-use baton_core::time::{format_ts, parse_ts};
+use baton_core::text::esc;
+use baton_core::time::format_ts;
 use baton_store::layout::BATCH_FILE;
-use baton_store::{FsStore, StateStore};
+use baton_store::{FsStore, LockScope, StateStore};
 
 /// Run several tickets as one batch, one per project root.
 #[derive(Debug, Subcommand)]
@@ -23,6 +25,7 @@ pub enum BatchCommand {
     Start(start::StartArgs),
     Ticket(ticket::TicketArgs),
     Show(show::ShowArgs),
+    Resume(resume::ResumeArgs),
     Finish(finish::FinishArgs),
 }
 
@@ -31,6 +34,7 @@ pub fn dispatch(ctx: &Ctx, cmd: BatchCommand) -> Result<Report, CommandError> {
         BatchCommand::Start(args) => start::cmd_batch_start(ctx, args),
         BatchCommand::Ticket(args) => ticket::cmd_batch_ticket(ctx, args),
         BatchCommand::Show(args) => show::cmd_batch_show(ctx, args),
+        BatchCommand::Resume(args) => resume::cmd_batch_resume(ctx, args),
         BatchCommand::Finish(args) => finish::cmd_batch_finish(ctx, args),
     }
 }
@@ -43,7 +47,7 @@ pub fn show_batch(ctx: &Ctx) -> Result<Report, CommandError> {
 pub fn owner_record(state: &BatchState) -> OwnerRecord<'_> {
     OwnerRecord {
         session: state.session_id.as_deref(),
-        liveness: parse_ts(state.updated_at.as_deref()),
+        liveness: state.liveness(),
         batch_active: Some(state.is_active()),
         epoch: state.owner_epoch,
     }
@@ -54,19 +58,31 @@ fn no_batch() -> CommandError {
         .hint("start one with `baton batch start <T1> <T2>…`")
 }
 
-/// The shared write path of `batch ticket` and `batch finish`: under the lock, read, gate,
-/// apply, write.
+/// The ownership options of every batch write.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct BatchFlags {
+    /// Take over a batch that records no owner session.
+    #[arg(long)]
+    pub force: bool,
+    /// The owner epoch this caller holds (printed by `batch start` and `batch resume`); a write
+    /// holding an older epoch than the file's is refused.
+    #[arg(long, value_name = "N")]
+    pub epoch: Option<u64>,
+}
+
+/// The shared write path of `batch ticket`, `batch resume` and `batch finish`: under the
+/// batch's lock, read, gate, apply, write. A batch that was interrupted or paused is running
+/// again once its owner (or the session that takes it over) writes to it.
 fn update(
     ctx: &Ctx,
-    force: bool,
-    epoch: Option<u64>,
+    flags: &BatchFlags,
     apply: impl FnOnce(&mut BatchState) -> Result<String, CommandError>,
 ) -> Result<Report, CommandError> {
     let store: FsStore = ctx.store()?;
     if !store.exists()? {
         return Err(no_batch());
     }
-    let _guard = store.lock()?;
+    let _guard = store.lock(LockScope::Batch)?;
     let loaded = store.read_batch()?.ok_or_else(no_batch)?;
     loaded.writable()?;
     let mut state = loaded.state.clone();
@@ -75,8 +91,8 @@ fn update(
         owner_record(&state),
         Writer {
             session: ctx.session(),
-            epoch,
-            force,
+            epoch: flags.epoch,
+            force: flags.force,
         },
         ctx.now,
         BATCH_FILE,
@@ -90,7 +106,10 @@ fn update(
         GateOutcome::Refused(d) => return Ok(Report::decision(&d)),
     }
     let message = apply(&mut state)?;
-    state.updated_at = Some(format_ts(ctx.now));
+    if matches!(state.status.as_str(), "interrupted" | "paused") {
+        resume_batch(&mut state, &mut reasons);
+    }
+    state.touch(&format_ts(ctx.now));
     store.write_batch(&state)?;
     let decision = baton_core::Decision {
         verdict: "ok",
@@ -99,6 +118,31 @@ fn update(
     };
     Ok(Report::decision(&decision)
         .with("batch_id", state.batch_id.clone())
+        .with("status", state.status.clone())
         .with("epoch", state.owner_epoch)
         .text_before(&message))
+}
+
+/// The batch runs again: `active`, its interrupt and pause marks cleared, its wall clock and
+/// `replan_log` kept (the originating resume's last step).
+fn resume_batch(state: &mut BatchState, reasons: &mut Vec<baton_core::Reason>) {
+    reasons.push(baton_core::Reason::new(
+        "batch.resumed",
+        format!(
+            "batch {} was {}; it is active again",
+            esc(&state.batch_id),
+            esc(&state.status)
+        ),
+    ));
+    state.status = "active".into();
+    for field in [
+        "interrupted_at",
+        "interrupt_reason",
+        "paused_at",
+        "pause_reason",
+    ] {
+        if state.extra.contains_key(field) {
+            state.extra.insert(field.into(), serde_json::Value::Null);
+        }
+    }
 }

@@ -6,7 +6,8 @@ use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::{Report, shell_quote};
 use baton_core::model::BatchState;
-use baton_core::time::{age, human_age, is_live, parse_ts};
+use baton_core::text::{esc, esc_or};
+use baton_core::time::{age, human_age, is_live};
 use baton_store::StateStore;
 
 /// Show the batch and the ticket a batch resume picks next.
@@ -15,14 +16,27 @@ pub struct ShowArgs {}
 
 /// The batch picks the ticket; the ticket's own loop resume picks the phase.
 pub fn next_step(state: &BatchState) -> Option<String> {
-    if !state.is_active() {
+    if state.is_finished() {
         return None;
     }
+    let resume = if state.is_active() {
+        ""
+    } else {
+        "resume the batch with `baton batch resume`, then "
+    };
+    let blocked: Vec<String> = state
+        .blocked()
+        .map(|t| esc(&t.ticket_id).into_owned())
+        .collect();
     Some(match state.next_ticket() {
         Some(t) => format!(
-            "ticket {}: `baton resume {}`",
-            t.ticket_id,
-            shell_quote(&t.ticket_id)
+            "{resume}ticket {}: `baton resume {}`",
+            esc(&t.ticket_id),
+            shell_quote(&esc(&t.ticket_id))
+        ),
+        None if !blocked.is_empty() => format!(
+            "only blocked tickets are left ({}): replan them (`baton batch ticket <T> --status pending --replan <DETAIL>`), or end the batch with `baton batch finish --status stalled`",
+            blocked.join(", ")
         ),
         None => "every ticket is done: `baton batch finish --status complete`".into(),
     })
@@ -32,17 +46,17 @@ pub fn cmd_batch_show(ctx: &Ctx, _args: ShowArgs) -> Result<Report, CommandError
     let store = ctx.store()?;
     let loaded = store.read_batch()?.ok_or_else(no_batch)?;
     let s = &loaded.state;
-    let last = parse_ts(s.updated_at.as_deref());
+    let last = s.liveness();
     let seen = last.map_or_else(
-        || "never".into(),
-        |t| format!("{} ago", human_age(age(ctx.now, t))),
+        || "no last-write time".into(),
+        |t| format!("last write {} ago", human_age(age(ctx.now, t))),
     );
     let mut text = format!(
-        "batch {} ({}, {})\n  owner: {} (epoch {}, {}, last write {seen})\n",
-        s.batch_id,
-        s.status,
-        s.mode.as_deref().unwrap_or("sequential"),
-        s.owner().unwrap_or("none"),
+        "batch {} ({}, {})\n  owner: {} (epoch {}, {}, {seen})\n",
+        esc(&s.batch_id),
+        esc(&s.status),
+        esc_or(s.mode.as_deref(), "sequential"),
+        esc_or(s.owner(), "none"),
         s.owner_epoch,
         if is_live(ctx.now, last) {
             "live"
@@ -51,7 +65,7 @@ pub fn cmd_batch_show(ctx: &Ctx, _args: ShowArgs) -> Result<Report, CommandError
         },
     );
     for t in &s.tickets {
-        text.push_str(&format!("  {:<12} {}\n", t.status, t.ticket_id));
+        text.push_str(&format!("  {:<12} {}\n", esc(&t.status), esc(&t.ticket_id)));
     }
     if !s.replan_log.is_empty() {
         text.push_str(&format!("  replans: {}\n", s.replan_log.len()));

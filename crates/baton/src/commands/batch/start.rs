@@ -2,7 +2,7 @@ use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 
 use clap::Args;
-use serde_json::Map;
+use serde_json::{Map, Value};
 
 use super::owner_record;
 use crate::context::Ctx;
@@ -12,21 +12,23 @@ use baton_core::decide::batch::decide_batch_start;
 use baton_core::decide::ownership::{GateOutcome, Writer, gate};
 use baton_core::key::{batch_prefix, loop_key};
 use baton_core::model::{BatchState, BatchTicket, SCHEMA_VERSION};
+use baton_core::text::esc;
 use baton_core::time::format_ts;
 use baton_core::{Decision, Reason};
 use baton_store::layout::BATCH_FILE;
-use baton_store::{StateStore, random_hex};
+use baton_store::{LockScope, StateStore, random_hex};
 
 /// Start a batch of 2 or more tickets, owned by this session.
 ///
 /// One batch per project root: refused (exit 3) while another session's batch is active and
-/// live. A finished or stale batch is archived first.
+/// live, and while a batch that records no owner session exists, in any status (`--force`
+/// takes it over). A finished or stale batch is archived first.
 #[derive(Debug, Args)]
 pub struct StartArgs {
     /// The tickets, in the order to run them.
     #[arg(required = true, num_args = 1..)]
     tickets: Vec<OsString>,
-    /// How the batch runs.
+    /// How the batch runs (recorded as `mode`).
     #[arg(long, default_value = "sequential")]
     mode: String,
     /// Take over a batch that records no owner session.
@@ -54,7 +56,7 @@ pub fn cmd_batch_start(ctx: &Ctx, args: StartArgs) -> Result<Report, CommandErro
         return Ok(Report::decision(&d));
     }
     let store = ctx.store()?;
-    let _guard = store.lock()?;
+    let _guard = store.lock(LockScope::Batch)?;
     let existing = store.read_batch()?;
     if let Some(existing) = &existing {
         existing.writable()?;
@@ -65,18 +67,18 @@ pub fn cmd_batch_start(ctx: &Ctx, args: StartArgs) -> Result<Report, CommandErro
     }
     let mut reasons = Vec::new();
     if let Some(old) = old {
-        if old.is_active()
-            && let GateOutcome::Refused(d) = gate(
-                owner_record(old),
-                Writer {
-                    session: ctx.session(),
-                    epoch: None,
-                    force: args.force,
-                },
-                ctx.now,
-                BATCH_FILE,
-            )
-        {
+        // The ownership gate, in any status: an ownerless batch is another session's until
+        // `--force` says otherwise, and a live owner's active batch is never archived.
+        if let GateOutcome::Refused(d) = gate(
+            owner_record(old),
+            Writer {
+                session: ctx.session(),
+                epoch: None,
+                force: args.force,
+            },
+            ctx.now,
+            BATCH_FILE,
+        ) {
             return Ok(Report::decision(&d));
         }
         let to = store.archive_batch(ctx.now)?;
@@ -84,8 +86,8 @@ pub fn cmd_batch_start(ctx: &Ctx, args: StartArgs) -> Result<Report, CommandErro
             "batch.previous-archived",
             format!(
                 "batch {} ({}) was moved to {}",
-                old.batch_id,
-                old.status,
+                esc(&old.batch_id),
+                esc(&old.status),
                 to.display()
             ),
         ));
@@ -98,7 +100,10 @@ pub fn cmd_batch_start(ctx: &Ctx, args: StartArgs) -> Result<Report, CommandErro
             ticket_id: raw.to_string_lossy().into_owned(),
             loop_key: Some(key),
             status: "pending".into(),
-            extra: Map::new(),
+            extra: ["started_at", "ended_at", "last_summary"]
+                .into_iter()
+                .map(|k| (k.to_string(), Value::Null))
+                .collect(),
         })
         .collect();
     let stamp = ctx.now.strftime("%Y%m%dT%H%M%SZ");
@@ -107,18 +112,26 @@ pub fn cmd_batch_start(ctx: &Ctx, args: StartArgs) -> Result<Report, CommandErro
         batch_prefix(args.tickets[0].as_bytes()),
         random_hex(2)
     );
+    let now = format_ts(ctx.now);
     let state = BatchState {
         schema_version: SCHEMA_VERSION,
         session_id: ctx.session.clone(),
         batch_id: batch_id.clone(),
         status: "active".into(),
         mode: Some(args.mode),
-        created_at: Some(format_ts(ctx.now)),
-        updated_at: Some(format_ts(ctx.now)),
+        created_at: Some(now.clone()),
+        updated_at: Some(now.clone()),
         tickets,
         replan_log: Vec::new(),
         owner_epoch: old.map_or(0, |o| o.owner_epoch + 1),
-        extra: Map::new(),
+        // The originating schema's envelope, so its own readers find every field they expect.
+        extra: Map::from_iter([
+            ("interrupted_at".into(), Value::Null),
+            ("interrupt_reason".into(), Value::Null),
+            ("paused_at".into(), Value::Null),
+            ("pause_reason".into(), Value::Null),
+            ("wallclock_started_at".into(), now.into()),
+        ]),
     };
     store.write_batch(&state)?;
     let decision = Decision {

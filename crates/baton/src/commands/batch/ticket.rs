@@ -1,57 +1,88 @@
 use clap::Args;
-use serde_json::Map;
 
-use super::update;
+use super::{BatchFlags, update};
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
-use baton_core::model::ReplanEntry;
+use baton_core::model::{TICKET_STATUSES, replan_entry};
+use baton_core::text::esc;
 use baton_core::time::format_ts;
 
-/// Record a ticket's progress in the batch, and optionally a replan note.
+/// Record a ticket's progress in the batch, and optionally a `replan_log` entry.
+///
+/// Starting a ticket (`in_progress`) sets its `started_at`; ending it (`complete`, `blocked`,
+/// `skipped_already_merged`) sets its `ended_at`.
 #[derive(Debug, Args)]
 pub struct TicketArgs {
     /// The ticket id, as given to `batch start`.
     ticket: String,
-    #[arg(long, value_parser = ["pending", "in_progress", "complete", "stalled", "skipped"])]
+    /// The ticket's new status (the originating schema's per-ticket statuses).
+    #[arg(long, value_parser = TICKET_STATUSES)]
     status: String,
-    /// Append a note to the append-only `replan_log`.
+    /// What the ticket did, or why it is blocked (stored as its `last_summary`).
     #[arg(long, value_name = "TEXT")]
+    summary: Option<String>,
+    /// Append a `replan_log` entry `{ts, action, ticket_id, detail}` with this detail.
+    #[arg(long, value_name = "DETAIL")]
     replan: Option<String>,
-    /// Take over a batch that records no owner session.
-    #[arg(long)]
-    force: bool,
-    /// The owner epoch this caller holds.
-    #[arg(long, value_name = "N")]
-    epoch: Option<u64>,
+    /// The action of that `replan_log` entry, for example drop_merged, investigator_rerun or
+    /// re_sequence [default: drop_merged for skipped_already_merged, else re_sequence].
+    #[arg(long, value_name = "ACTION", requires = "replan")]
+    replan_action: Option<String>,
+    #[command(flatten)]
+    flags: BatchFlags,
 }
 
 pub fn cmd_batch_ticket(ctx: &Ctx, args: TicketArgs) -> Result<Report, CommandError> {
-    update(ctx, args.force, args.epoch, |state| {
-        let known: Vec<String> = state.tickets.iter().map(|t| t.ticket_id.clone()).collect();
+    let now = format_ts(ctx.now);
+    update(ctx, &args.flags, |state| {
+        let known: Vec<String> = state
+            .tickets
+            .iter()
+            .map(|t| esc(&t.ticket_id).into_owned())
+            .collect();
+        let batch_id = esc(&state.batch_id).into_owned();
         let entry = state
             .tickets
             .iter_mut()
             .find(|t| t.ticket_id == args.ticket)
             .ok_or_else(|| {
                 CommandError::usage(format!(
-                    "ticket {:?} is not in batch {}",
-                    args.ticket, state.batch_id
+                    "ticket {:?} is not in batch {batch_id}",
+                    esc(&args.ticket)
                 ))
                 .hint(format!("the batch holds: {}", known.join(", ")))
             })?;
         entry.status = args.status.clone();
-        if let Some(note) = &args.replan {
-            state.replan_log.push(ReplanEntry {
-                at: format_ts(ctx.now),
-                ticket_id: Some(args.ticket.clone()),
-                note: note.clone(),
-                extra: Map::new(),
-            });
+        let stamp = match args.status.as_str() {
+            "in_progress" => Some("started_at"),
+            "complete" | "blocked" | "skipped_already_merged" => Some("ended_at"),
+            _ => None,
+        };
+        if let Some(field) = stamp {
+            entry.extra.insert(field.into(), now.clone().into());
+        }
+        if let Some(summary) = &args.summary {
+            entry
+                .extra
+                .insert("last_summary".into(), summary.clone().into());
+        }
+        if let Some(detail) = &args.replan {
+            let action = args.replan_action.as_deref().unwrap_or(
+                if args.status == "skipped_already_merged" {
+                    "drop_merged"
+                } else {
+                    "re_sequence"
+                },
+            );
+            state
+                .replan_log
+                .push(replan_entry(&now, action, Some(&args.ticket), detail));
         }
         Ok(format!(
-            "{} is {} in batch {}",
-            args.ticket, args.status, state.batch_id
+            "{} is {} in batch {batch_id}",
+            esc(&args.ticket),
+            args.status
         ))
     })
 }

@@ -1,35 +1,43 @@
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use super::gather;
-use crate::commands::ticket_loop::{WriteFlags, breadcrumb, loop_report, owner_record, writer};
+use super::check::discarded_line;
+use super::{Gathered, gather, not_work};
+use crate::commands::stored_path_in_project;
+use crate::commands::ticket_loop::{
+    Target, WriteFlags, loop_report, no_session_warning, owner_record, writer,
+};
 use crate::context::Ctx;
-use crate::error::CommandError;
+use crate::error::{CommandError, ExitStatus};
 use crate::output::Report;
-use baton_core::decide::loop_resume::Mode;
+use baton_core::decide::loop_resume::{Mode, branch_step, brief_step, resume_after, resume_step};
 use baton_core::decide::loop_write::{ASK, REFUSED, check_key_collision};
 use baton_core::decide::ownership::{GateOutcome, gate};
-use baton_core::model::{LoopState, LoopStatus};
+use baton_core::model::{DiscardedWork, LoopState, LoopStatus, Phase};
+use baton_core::text::esc;
 use baton_core::time::format_ts;
 use baton_core::{Decision, Reason};
+use baton_store::lock::DirLock;
 use baton_store::read::read_capped;
-use baton_store::{StateStore, git};
+use baton_store::{FsStore, LockScope, StateStore, git, random_hex};
 
 /// Accept a resume offer: take ownership (owner epoch + 1, `resume_count` + 1, status active)
 /// and print the governing Brief or Plan, so it is in context before the next worker spawns.
 ///
 /// In `confirm` mode (partial work in the tree) one of `--discard` or `--commit` is required;
-/// in `never` mode, `--force`.
+/// in `never` mode, `--force`. git runs outside the loop's lock: the loop is claimed first (so
+/// no other session can accept it meanwhile), and the accept is finished once git is done.
 #[derive(Debug, Args)]
 pub struct AcceptArgs {
     /// The ticket id.
     ticket: OsString,
-    /// Move the partial work into a git stash (recoverable with `git stash list`).
+    /// Move the partial work into a git stash (recoverable with `git stash list`); the
+    /// governing Brief and Plan and baton's own files stay where they are.
     #[arg(long, conflicts_with = "commit")]
     discard: bool,
-    /// Commit the partial work on the current branch.
+    /// Commit the partial work on the loop's branch (which must be checked out).
     #[arg(long)]
     commit: bool,
     #[command(flatten)]
@@ -64,17 +72,17 @@ pub fn cmd_resume_accept(ctx: &Ctx, args: AcceptArgs) -> Result<Report, CommandE
         .text_before(&notes))
     };
     match (offer.decision.verdict, offer.mode) {
-        ("offer", Some(_)) => {}
+        ("offer", Some(_)) if !g.held_legacy => {}
         ("own", _) => {
             return Ok(Report::ok(
                 serde_json::json!({ "verdict": "own", "reasons": offer.decision.reasons, "next": offer.decision.next }),
                 format!(
-                    "this session already owns {t}; nothing to accept\nnext: carry on from {}",
-                    breadcrumb(&loaded.state)
+                    "this session already owns {t}; nothing to accept\nnext: {}",
+                    offer.decision.next.as_deref().unwrap_or("carry on")
                 ),
             ));
         }
-        ("live", _) => {
+        ("live", _) | ("offer", _) => {
             let mut d = offer.decision.clone();
             d.verdict = REFUSED;
             return Ok(Report::decision(&d).text_before(&notes));
@@ -111,63 +119,253 @@ pub fn cmd_resume_accept(ctx: &Ctx, args: AcceptArgs) -> Result<Report, CommandE
             ),
         );
     }
-    let mut reasons = offer.decision.reasons.clone();
-    let record = owner_record(&loaded.state);
+    let checked_out = g.tree.as_ref().and_then(|t| t.branch.as_deref());
+    if args.commit
+        && let Some((reason, switch)) = branch_step(&loaded.state, checked_out)
+    {
+        // Committing here would put the loop's partial work on another branch.
+        return Ok(Report::decision(&Decision {
+            verdict: ASK,
+            reasons: vec![reason],
+            next: Some(format!(
+                "{switch}, then `baton resume accept {t} --commit`; or set the work aside with `--discard`"
+            )),
+        })
+        .text_before(&notes));
+    }
     if let GateOutcome::Refused(d) = gate(
-        record,
+        owner_record(&loaded.state),
         writer(ctx, &args.flags),
         ctx.now,
         &g.target.file_name(),
     ) {
         return Ok(Report::decision(&d).text_before(&notes));
     }
-    let layout = &g.store.layout;
-    let state_dir = layout.state_dir_in_tree();
-    if args.discard || args.commit {
-        let dirty = git::tree_status(&layout.root, state_dir.as_deref())?.dirty;
-        if dirty && args.discard {
-            let msg = format!(
-                "baton: partial work of {} set aside on resume at {}",
-                g.target.raw,
-                format_ts(ctx.now)
+    let offered = offer.decision.reasons.clone();
+    let dirty = g.tree.as_ref().is_some_and(|t| t.dirty);
+    let done = if dirty && (args.discard || args.commit) {
+        set_aside_work(ctx, g, &args)?
+    } else {
+        // Without git work, the accept is one step under the lock `gather` took.
+        let Gathered {
+            store,
+            _guard: guard,
+            target,
+            loaded,
+            ..
+        } = g;
+        let loaded = loaded.expect("an offer has a loop");
+        let mut claimed = loaded.state.clone();
+        claim(ctx, &mut claimed);
+        Claimed {
+            store,
+            _guard: guard,
+            target,
+            original: loaded.state,
+            path: loaded.path,
+            claimed,
+            set_aside: None,
+        }
+    };
+    finish_accept(ctx, done, offered, mode, &args, notes)
+}
+
+/// The loop claimed by this session, ready to be finished under its lock.
+struct Claimed {
+    store: FsStore,
+    _guard: Option<DirLock>,
+    target: Target,
+    original: LoopState,
+    path: PathBuf,
+    claimed: LoopState,
+    /// What `--discard` or `--commit` did with the partial work.
+    set_aside: Option<Reason>,
+}
+
+/// Claims the loop under its lock, runs git (and the user's hooks) with the lock released, and
+/// takes the lock again. A failed git call gives the loop back exactly as it was; a takeover
+/// in the meantime is caught by the epoch.
+fn set_aside_work(ctx: &Ctx, g: Gathered, args: &AcceptArgs) -> Result<Claimed, CommandError> {
+    let Gathered {
+        store,
+        _guard: guard,
+        target,
+        loaded,
+        ..
+    } = g;
+    let loaded = loaded.expect("an offer has a loop");
+    let original = loaded.state.clone();
+    let mut claimed = loaded.state.clone();
+    claim(ctx, &mut claimed);
+    let message = format!(
+        "baton: partial work of {} set aside on resume at {} ({})",
+        target.shown(),
+        format_ts(ctx.now),
+        random_hex(3)
+    );
+    if args.discard {
+        // Recorded before the stash exists, so a kill between the two still leaves a pointer.
+        claimed.discarded_work = Some(DiscardedWork {
+            message: message.clone(),
+            stash: None,
+            at: format_ts(ctx.now),
+        });
+    }
+    store.write_loop(&target.key, &claimed)?;
+    drop(guard);
+
+    let layout = &store.layout;
+    let excluded = not_work(layout, &original);
+    let refs: Vec<&Path> = excluded.iter().map(PathBuf::as_path).collect();
+    let outcome = if args.discard {
+        git::stash_push(&layout.root, &message, &refs).map(|stash| {
+            let reason = Reason::new(
+                "loop.partial-work-stashed",
+                format!(
+                    "the partial work is in stash {stash} (`git stash list`; restore with `git stash apply {stash}`)"
+                ),
             );
-            let stash = git::stash_push(&layout.root, &msg, state_dir.as_deref())?;
-            reasons.push(Reason::new("loop.partial-work-stashed", format!("the partial work is in stash {stash} (`git stash list`; restore with `git stash apply {stash}`)")));
-        } else if dirty {
-            let msg = format!(
-                "wip({}): partial engineer work kept on resume",
-                g.target.raw
-            );
-            let commit = git::commit_all(&layout.root, &msg, state_dir.as_deref())?;
-            reasons.push(Reason::new(
+            (reason, Some(stash))
+        })
+    } else {
+        let msg = format!(
+            "wip({}): partial engineer work kept on resume",
+            target.shown()
+        );
+        git::commit_all(&layout.root, &msg, &refs).map(|commit| {
+            let reason = Reason::new(
                 "loop.partial-work-committed",
                 format!("the partial work is committed as {commit}"),
-            ));
+            );
+            (reason, None)
+        })
+    };
+
+    let guard = store.lock(LockScope::Loop(&target.key))?;
+    let current = store.read_loop(&target.key)?.filter(|c| {
+        c.state.owner_epoch == claimed.owner_epoch && c.state.session_id == claimed.session_id
+    });
+    let Some(current) = current else {
+        let kept = match &outcome {
+            Ok((reason, _)) => format!("; {}", reason.message),
+            Err(e) => format!("; git failed as well: {e}"),
+        };
+        return Err(CommandError::new(
+            ExitStatus::Refused,
+            format!(
+                "another session took the loop for {} over while git ran{kept}",
+                target.shown()
+            ),
+        )
+        .hint(format!(
+            "see who holds it with `baton loop show {}`",
+            target.arg()
+        )));
+    };
+    let (reason, stash) = match outcome {
+        Ok(done) => done,
+        Err(e) => {
+            // Give the loop back as it was: a failed command changes nothing.
+            store.write_loop(&target.key, &original)?;
+            return Err(e.into());
         }
+    };
+    let mut claimed = current.state;
+    if let Some(work) = claimed.discarded_work.as_mut().filter(|_| args.discard) {
+        work.stash = stash;
     }
-    let mut state = loaded.state.clone();
+    Ok(Claimed {
+        store,
+        _guard: Some(guard),
+        target,
+        original,
+        path: current.path,
+        claimed,
+        set_aside: Some(reason),
+    })
+}
+
+/// Ownership moves to this session: the next epoch, active, fresh.
+fn claim(ctx: &Ctx, state: &mut LoopState) {
     state.session_id = ctx.session.clone();
     state.owner_epoch += 1;
-    state.resume_count += 1;
     state.status = LoopStatus::Active;
+    state.touch(ctx.now);
+}
+
+fn finish_accept(
+    ctx: &Ctx,
+    done: Claimed,
+    offered: Vec<Reason>,
+    mode: Mode,
+    args: &AcceptArgs,
+    notes: String,
+) -> Result<Report, CommandError> {
+    let Claimed {
+        store,
+        _guard,
+        target,
+        original,
+        path,
+        claimed: mut state,
+        set_aside,
+    } = done;
+    let mut reasons = offered;
+    reasons.extend(set_aside);
+    // A pointer left by an earlier, unfinished discard is shown once more, then dropped.
+    let earlier_stash = original
+        .discarded_work
+        .as_ref()
+        .filter(|w| state.discarded_work.as_ref() == Some(*w))
+        .map(discarded_line);
+    if earlier_stash.is_some() {
+        state.discarded_work = None;
+    }
+    state.resume_count += 1;
     state.interrupted_at = None;
     state.interrupt_reason = None;
     state.resume_after = None;
-    state.last_updated = Some(format_ts(ctx.now));
-    g.store.write_loop(&g.target.key, &state)?;
-    let lost = lost_work(layout.root.as_path(), &state);
-    let epoch = state.owner_epoch;
-    let pos = state.position();
-    let next = if lost.is_some() {
-        format!(
-            "before spawning anything, find the lost work (`git log --all`, `git stash list`, `git reflog`); then continue from {pos}; pass `--epoch {epoch}` on later writes"
-        )
-    } else if mode == Mode::Respawn || (mode == Mode::Confirm && args.discard) {
-        format!("spawn the in-flight worker again ({pos}); pass `--epoch {epoch}` on later writes")
+    state.touch(ctx.now);
+    store.write_loop(&target.key, &state)?;
+
+    let layout = &store.layout;
+    let t = target.arg();
+    let checked_out = git::tree_status(&layout.root, &[])
+        .ok()
+        .and_then(|s| s.branch);
+    let mut steps = Vec::new();
+    if let Some(after) = resume_after(&original).filter(|a| *a > ctx.now) {
+        steps.push(format!(
+            "wait until {} (the rate limit's reset)",
+            format_ts(after)
+        ));
+    }
+    if let Some(lost) = lost_work(&layout.root, &state) {
+        reasons.push(lost);
+        steps.push(
+            "before spawning anything, find the lost work (`git log --all`, `git stash list`, `git reflog`)"
+                .into(),
+        );
+    }
+    if let Some((_, switch)) = branch_step(&state, checked_out.as_deref()) {
+        steps.push(switch);
+    }
+    if let Some(brief) = brief_step(&state, &t) {
+        steps.push(brief);
+    }
+    steps.push(if args.commit && mode == Mode::Confirm {
+        match state.phase() {
+            Some(Phase::QualityGate) => "re-run the quality command on the committed work".into(),
+            _ => "spawn the Skeptic on the committed work".into(),
+        }
     } else {
-        format!("continue from {pos}; pass `--epoch {epoch}` on later writes")
-    };
-    reasons.extend(lost);
+        resume_step(&state).to_string()
+    });
+    let epoch = state.owner_epoch;
+    let next = format!(
+        "{}; pass `--epoch {epoch}` on later writes",
+        steps.join(", then ")
+    );
     let decision = Decision {
         verdict: "accepted",
         reasons,
@@ -175,69 +373,97 @@ pub fn cmd_resume_accept(ctx: &Ctx, args: AcceptArgs) -> Result<Report, CommandE
     };
     let message = format!(
         "resumed {} {} (resume #{}, owner epoch {})",
-        g.target.raw,
-        breadcrumb(&state),
+        target.shown(),
+        state.breadcrumb(),
         state.resume_count,
         state.owner_epoch
     );
-    let (artifact_text, artifact) = governing_artifact(&state);
-    Ok(
-        loop_report(&decision, &g.target, &loaded.path, &state, &message)
-            .with("mode", mode.as_str())
-            .with("artifact", artifact)
-            .text_after(&artifact_text)
-            .text_before(&notes),
-    )
+    let (artifact_text, artifact) = governing_artifact(&layout.root, &state);
+    let mut report = loop_report(&decision, &target, &path, &state, &message)
+        .with("mode", mode.as_str())
+        .with("artifact", artifact)
+        .text_after(earlier_stash.as_deref().unwrap_or_default())
+        .text_after(&artifact_text)
+        .text_before(&notes);
+    if let Some(w) = no_session_warning(ctx) {
+        report = report.warn(w);
+    }
+    Ok(report)
 }
 
 /// A branch with no commits beyond its base while the state claims engineer output or open
-/// findings: the work was lost somewhere, and re-spawning blindly would hide it.
+/// findings: the work was lost somewhere, and re-spawning blindly would hide it. It is judged
+/// on the loop's own branch, whatever is checked out.
 fn lost_work(root: &Path, state: &LoopState) -> Option<Reason> {
     let base = state.base_branch.as_deref()?;
-    let claims_output = matches!(
-        state.last_phase_action.as_deref(),
-        Some("engineer_returned" | "rerun_pending")
-    ) || state
-        .loop_state
-        .last_engineer_summary
-        .as_deref()
-        .is_some_and(|s| !s.is_empty());
-    let open_findings = !state.loop_state.findings_log.is_empty();
-    if !claims_output && !open_findings {
+    let action = state.last_phase_action.as_deref();
+    let engineer_returned = matches!(
+        (state.phase(), action),
+        (Some(Phase::Engineer), Some("returned"))
+            | (_, Some("engineer_returned" | "rerun_pending"))
+            | (Some(Phase::CiLoop), Some("fix_engineer_returned"))
+    );
+    let claims_output = engineer_returned
+        || state
+            .loop_state
+            .last_engineer_summary
+            .as_deref()
+            .is_some_and(|s| !s.is_empty());
+    let open = state.open_findings();
+    if !claims_output && open == 0 {
         return None;
     }
-    if git::commits_beyond(root, base).ok()?? != 0 {
+    let branch = state
+        .branch
+        .as_deref()
+        .filter(|b| git::ref_exists(root, &format!("refs/heads/{b}")));
+    let tip = branch.unwrap_or("HEAD");
+    let base = git::base_ref(root, base);
+    if git::commits_beyond(root, &base, tip).ok()?? != 0 {
         return None;
     }
     let claim = if claims_output {
-        "engineer output"
+        "engineer output".to_string()
     } else {
-        "open findings"
+        format!("{open} open findings")
     };
+    let on = branch.map_or_else(|| "the branch".into(), |b| format!("branch {}", esc(b)));
     Some(Reason::new(
         "loop.lost-work",
         format!(
-            "the state claims {claim}, but the branch has no commits beyond {base}: the work may be lost; find it before re-spawning anything"
+            "the state claims {claim}, but {on} has no commits beyond {base}: the work may be lost; find it before re-spawning anything"
         ),
     ))
 }
 
 /// The Brief (whole, up to a cap) or the Plan (its files, and its index), as text and JSON.
-fn governing_artifact(state: &LoopState) -> (String, serde_json::Value) {
+/// Their paths come from the state file, so they are checked as a path argument would be
+/// before anything is read: a refused path is named, its content never printed.
+fn governing_artifact(root: &Path, state: &LoopState) -> (String, serde_json::Value) {
     if let Some(brief) = &state.brief_path {
-        return match read_capped(Path::new(brief), ARTIFACT_CAP) {
+        let shown = esc(brief);
+        let path = match stored_path_in_project(root, brief, "brief_path", false) {
+            Ok(path) => path,
+            Err(why) => {
+                return (
+                    format!("warning: the recorded Brief is not read: {why}"),
+                    serde_json::json!({ "kind": "brief", "path": brief, "refused": why }),
+                );
+            }
+        };
+        return match read_capped(&path, ARTIFACT_CAP) {
             Ok(Some(bytes)) => {
                 let body = String::from_utf8_lossy(&bytes).into_owned();
                 (
                     format!(
-                        "\n--- governing Brief: {brief} ---\n{}\n--- end of Brief ---",
+                        "\n--- governing Brief: {shown} ---\n{}\n--- end of Brief ---",
                         body.trim_end()
                     ),
                     serde_json::json!({ "kind": "brief", "path": brief, "text": body }),
                 )
             }
             Ok(None) => (
-                format!("warning: the recorded Brief {brief} is missing"),
+                format!("warning: the recorded Brief {shown} is missing"),
                 serde_json::json!({ "kind": "brief", "path": brief, "missing": true }),
             ),
             Err(e) => (
@@ -247,7 +473,17 @@ fn governing_artifact(state: &LoopState) -> (String, serde_json::Value) {
         };
     }
     if let Some(plan) = &state.plan_path {
-        let mut files: Vec<String> = std::fs::read_dir(plan)
+        let shown = esc(plan);
+        let dir = match stored_path_in_project(root, plan, "plan_path", true) {
+            Ok(dir) => dir,
+            Err(why) => {
+                return (
+                    format!("warning: the recorded Plan is not read: {why}"),
+                    serde_json::json!({ "kind": "plan", "path": plan, "refused": why }),
+                );
+            }
+        };
+        let mut files: Vec<String> = std::fs::read_dir(&dir)
             .map(|rd| {
                 rd.filter_map(|e| e.ok())
                     .map(|e| e.file_name().to_string_lossy().into_owned())
@@ -258,12 +494,13 @@ fn governing_artifact(state: &LoopState) -> (String, serde_json::Value) {
         let index = ["PLAN.md", "README.md", "plan.md"]
             .into_iter()
             .find(|f| files.iter().any(|x| x == f));
+        let listed: Vec<String> = files.iter().map(|f| esc(f).into_owned()).collect();
         let mut text = format!(
-            "\n--- governing Plan: {plan} ---\nfiles: {}\n",
-            files.join(", ")
+            "\n--- governing Plan: {shown} ---\nfiles: {}\n",
+            listed.join(", ")
         );
         if let Some(index) = index
-            && let Ok(Some(bytes)) = read_capped(&Path::new(plan).join(index), ARTIFACT_CAP)
+            && let Ok(Some(bytes)) = read_capped(&dir.join(index), ARTIFACT_CAP)
         {
             text.push_str(&format!("{}\n", String::from_utf8_lossy(&bytes).trim_end()));
         }

@@ -1,14 +1,20 @@
+use std::collections::HashMap;
 use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::gather;
-use crate::commands::ticket_loop::{WriteFlags, adopt_legacy, breadcrumb, may_replace};
+use super::{gather, not_work};
+use crate::commands::ticket_loop::{WriteFlags, adopt_legacy, may_replace};
 use crate::context::Ctx;
 use crate::error::{CommandError, ExitStatus};
 use crate::output::{Report, decision_json, render_decision, shell_quote};
-use baton_core::decide::loop_resume::{ResumeFacts, decide_loop_resume};
+use baton_core::Reason;
+use baton_core::decide::loop_resume::{ResumeFacts, decide_loop_resume, is_resumable, last_write};
 use baton_core::decide::loop_write::check_key_collision;
+use baton_core::model::DiscardedWork;
+use baton_core::text::{esc, esc_or};
+use baton_store::git::TreeStatus;
 use baton_store::{StateStore, git};
 
 pub fn cmd_resume_check(ctx: &Ctx, ticket: &OsStr) -> Result<Report, CommandError> {
@@ -20,13 +26,29 @@ pub fn cmd_resume_check(ctx: &Ctx, ticket: &OsStr) -> Result<Report, CommandErro
             return Ok(Report::decision(&d).text_before(&notes));
         }
     }
-    let d = &g.decision;
+    let mut d = g.decision.clone();
     let mut archived = None;
-    let mut kept = None;
-    if let Some(loaded) = g.loaded.as_ref().filter(|_| d.archive) {
+    let mut left_in_place = None;
+    if let Some(loaded) = g.loaded.as_ref().filter(|_| d.archive && !g.held_legacy) {
         match may_replace(ctx, &loaded.state, &WriteFlags::default(), &g.target) {
             Ok(()) => archived = Some(g.store.archive_loop(&g.target.key, ctx.now)?),
-            Err(refusal) => kept = refusal.reasons.first().map(|r| r.message.clone()),
+            Err(refusal) => {
+                // A finished loop that a live session still holds is that session's to clear:
+                // `loop init` would be refused too, so the next step waits instead.
+                let owner = esc_or(loaded.state.owner(), "(no session id)");
+                left_in_place = refusal.reasons.first().map(|r| r.message.clone());
+                d.decision.reasons.push(Reason::new(
+                    "loop.terminal-held",
+                    format!(
+                        "session {owner} finished this loop {} and still holds it: it is left in place",
+                        last_write(&loaded.state, ctx.now)
+                    ),
+                ));
+                d.decision.next = Some(format!(
+                    "leave it to session {owner}; a new loop for {} can start once that session's last write is 10 minutes old",
+                    g.target.arg()
+                ));
+            }
         }
     }
     let mut text = render_decision(&d.decision, d.mode.map(|m| m.as_str()));
@@ -35,8 +57,8 @@ pub fn cmd_resume_check(ctx: &Ctx, ticket: &OsStr) -> Result<Report, CommandErro
     {
         text.push_str(&format!(
             "loop: {} {}\n",
-            g.target.raw,
-            breadcrumb(&loaded.state)
+            g.target.shown(),
+            loaded.state.breadcrumb()
         ));
     }
     if let Some(after) = &d.resume_after {
@@ -45,8 +67,15 @@ pub fn cmd_resume_check(ctx: &Ctx, ticket: &OsStr) -> Result<Report, CommandErro
     if let Some(to) = &archived {
         text.push_str(&format!("archived: {}\n", to.display()));
     }
-    if let Some(why) = &kept {
+    if let Some(why) = &left_in_place {
         text.push_str(&format!("left in place: {why}\n"));
+    }
+    if let Some(work) = g
+        .loaded
+        .as_ref()
+        .and_then(|l| l.state.discarded_work.as_ref())
+    {
+        text.push_str(&format!("{}\n", discarded_line(work)));
     }
     if let Some(others) = &d.others {
         text.push_str(&format!("info: {others}\n"));
@@ -56,19 +85,39 @@ pub fn cmd_resume_check(ctx: &Ctx, ticket: &OsStr) -> Result<Report, CommandErro
         .with("ticket", g.target.raw.clone())
         .with("key", g.target.key.clone())
         .with("resume_after", d.resume_after.clone())
-        .with("archived", archived.map(|p| p.display().to_string()))
+        .with(
+            "archived",
+            archived.as_ref().map(|p| p.display().to_string()),
+        )
+        .with("left_in_place", left_in_place)
+        .with("legacy_held", g.held_legacy)
         .with("others", d.others.clone())
         .with("notes", g.notes.clone())
         .with(
             "state",
             g.loaded
                 .as_ref()
-                .filter(|_| d.decision.verdict != "none")
+                .filter(|_| d.decision.verdict != "none" || archived.is_none())
                 .map_or(Value::Null, |l| {
                     crate::commands::ticket_loop::state_json(&l.state)
                 }),
         );
     Ok(report.text_before(&notes))
+}
+
+/// Where an earlier `resume accept --discard` put the partial work.
+pub fn discarded_line(work: &DiscardedWork) -> String {
+    match &work.stash {
+        Some(stash) => format!(
+            "set aside: partial work of an earlier resume is in git stash {} ({:?}; `git stash list`)",
+            esc(stash),
+            esc(&work.message)
+        ),
+        None => format!(
+            "set aside: an earlier resume was stashing partial work as {:?} and did not confirm it; look for it with `git stash list`",
+            esc(&work.message)
+        ),
+    }
 }
 
 /// `baton resume` with no ticket: every loop in the project and its verdict, read-only.
@@ -80,10 +129,10 @@ pub fn cmd_resume_all(ctx: &Ctx) -> Result<Report, CommandError> {
             "no loops in this project",
         ));
     }
-    let _guard = store.lock()?;
-    let mut notes = adopt_legacy(&store, ctx)?;
+    let mut notes = adopt_legacy(&store, ctx)?.notes;
     let layout = &store.layout;
-    let mut dirty = None;
+    // One git call per distinct set of paths that do not count as work (usually one).
+    let mut trees: HashMap<Vec<PathBuf>, Option<TreeStatus>> = HashMap::new();
     let mut rows = Vec::new();
     let mut text = String::new();
     for scanned in store.scan_loops()? {
@@ -99,21 +148,26 @@ pub fn cmd_resume_all(ctx: &Ctx) -> Result<Report, CommandError> {
             .ticket_id
             .clone()
             .unwrap_or_else(|| scanned.key.clone());
-        if dirty.is_none() && baton_core::decide::loop_resume::is_resumable(&loaded.state, ctx.now)
-        {
-            dirty = Some(
-                git::tree_status(&layout.root, layout.state_dir_in_tree().as_deref())
-                    .ok()
-                    .map(|t| t.dirty),
-            );
-        }
-        let arg = shell_quote(&ticket);
+        let tree = if is_resumable(&loaded.state, ctx.now) {
+            let excluded = not_work(layout, &loaded.state);
+            trees
+                .entry(excluded)
+                .or_insert_with_key(|excluded| {
+                    let refs: Vec<&Path> = excluded.iter().map(PathBuf::as_path).collect();
+                    git::tree_status(&layout.root, &refs).ok()
+                })
+                .clone()
+        } else {
+            None
+        };
+        let arg = shell_quote(&esc(&ticket));
         let d = decide_loop_resume(&ResumeFacts {
             ticket_arg: &arg,
             state: Some(&loaded.state),
             me: ctx.session(),
             now: ctx.now,
-            tree_dirty: dirty.flatten(),
+            tree_dirty: tree.as_ref().map(|t| t.dirty),
+            checked_out: tree.as_ref().and_then(|t| t.branch.as_deref()),
             others: &[],
         });
         let mode = d
@@ -128,7 +182,7 @@ pub fn cmd_resume_all(ctx: &Ctx) -> Result<Report, CommandError> {
         text.push_str(&format!(
             "{}: {verdict}{mode} {}\n",
             scanned.key,
-            breadcrumb(&loaded.state)
+            loaded.state.breadcrumb()
         ));
         if let Some(next) = &d.decision.next
             && d.decision.verdict == "offer"

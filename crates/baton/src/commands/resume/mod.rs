@@ -6,10 +6,11 @@ mod check;
 mod fresh;
 
 use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 
-use crate::commands::ticket_loop::{Target, adopt_legacy};
+use crate::commands::ticket_loop::{Adoption, Target, adopt_legacy};
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
@@ -17,10 +18,10 @@ use baton_core::decide::loop_resume::{
     OtherLoop, ResumeDecision, ResumeFacts, decide_loop_resume, is_resumable,
 };
 use baton_core::model::LoopState;
-use baton_core::time::parse_ts;
+use baton_store::git::TreeStatus;
 use baton_store::lock::DirLock;
 use baton_store::store::Loaded;
-use baton_store::{FsStore, StateStore, git};
+use baton_store::{FsStore, Layout, LockScope, StateStore, git};
 
 /// Check, before anything else in a session, whether a ticket's loop can be resumed.
 ///
@@ -56,34 +57,37 @@ pub fn cmd_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandError> {
     }
 }
 
-/// Everything the resume check needs, read under the store lock.
+/// Everything the resume check needs, read under the loop's lock.
 pub struct Gathered {
     pub store: FsStore,
     pub _guard: Option<DirLock>,
     pub target: Target,
     pub loaded: Option<Loaded<LoopState>>,
+    /// `loaded` is a legacy `loop-state.json` that a live session still writes, not the keyed
+    /// file: it is only ever read.
+    pub held_legacy: bool,
+    /// The working tree, asked only when the verdict depends on it.
+    pub tree: Option<TreeStatus>,
     pub decision: ResumeDecision,
     /// Notes of legacy adoption and of unreadable candidates, printed first.
     pub notes: Vec<String>,
 }
 
-/// Locks the store, adopts legacy state, reads the ticket's keyed file, scans the others and
+/// Adopts legacy state, locks the ticket's loop, reads its keyed file, scans the others and
 /// decides. Git is asked about the tree only when the verdict depends on it.
 pub fn gather(ctx: &Ctx, ticket: &std::ffi::OsStr) -> Result<Gathered, CommandError> {
     let store = ctx.store()?;
     let target = Target::derive(ctx, ticket);
-    // A query on a project without state creates nothing, not even the lock's sidecar.
-    let guard = if store.exists()? {
-        Some(store.lock()?)
-    } else {
-        None
-    };
-    let mut notes = if guard.is_some() {
+    // A query on a project without state creates nothing, not even a lock's sidecar.
+    let exists = store.exists()?;
+    let adoption = if exists {
         adopt_legacy(&store, ctx)?
     } else {
-        Vec::new()
+        Adoption::default()
     };
-    let loaded = store.read_loop(&target.key)?;
+    let mut notes = adoption.notes.clone();
+    // The scan runs before this ticket's lock is taken: it clears the temp files of killed
+    // writers only when their file's lock is free, and this process must not hold one of them.
     let mut others = Vec::new();
     for scanned in store.scan_loops()? {
         if scanned.key == target.key {
@@ -93,19 +97,27 @@ pub fn gather(ctx: &Ctx, ticket: &std::ffi::OsStr) -> Result<Gathered, CommandEr
             Ok(l) if is_resumable(&l.state, ctx.now) => others.push(OtherLoop {
                 key: scanned.key,
                 status: l.state.status,
-                last_updated: parse_ts(l.state.last_updated.as_deref()),
+                last_updated: l.state.liveness(),
             }),
             Ok(_) => {}
             Err(e) => notes.push(format!("warning: skipped an unreadable candidate: {e}")),
         }
     }
-    let tree_dirty = match &loaded {
-        Some(l) if is_resumable(&l.state, ctx.now) => {
-            let layout = &store.layout;
-            git::tree_status(&layout.root, layout.state_dir_in_tree().as_deref())
-                .ok()
-                .map(|t| t.dirty)
-        }
+    let guard = if exists {
+        Some(store.lock(LockScope::Loop(&target.key))?)
+    } else {
+        None
+    };
+    let mut loaded = store.read_loop(&target.key)?;
+    let mut held_legacy = false;
+    if loaded.is_none()
+        && let Some(held) = adoption.held_for(&target.key)
+    {
+        loaded = Some(held.clone());
+        held_legacy = true;
+    }
+    let tree = match &loaded {
+        Some(l) if is_resumable(&l.state, ctx.now) => loop_tree(&store.layout, &l.state).ok(),
         _ => None,
     };
     let arg = target.arg();
@@ -114,7 +126,8 @@ pub fn gather(ctx: &Ctx, ticket: &std::ffi::OsStr) -> Result<Gathered, CommandEr
         state: loaded.as_ref().map(|l| &l.state),
         me: ctx.session(),
         now: ctx.now,
-        tree_dirty,
+        tree_dirty: tree.as_ref().map(|t| t.dirty),
+        checked_out: tree.as_ref().and_then(|t| t.branch.as_deref()),
         others: &others,
     });
     Ok(Gathered {
@@ -122,7 +135,32 @@ pub fn gather(ctx: &Ctx, ticket: &std::ffi::OsStr) -> Result<Gathered, CommandEr
         _guard: guard,
         target,
         loaded,
+        held_legacy,
+        tree,
         decision,
         notes,
     })
+}
+
+/// What never counts as a loop's partial work: baton's state directory, and the governing
+/// Brief and Plan the loop points to (a conductor authors them; setting them aside in a stash
+/// would take them out of the next worker's context).
+pub fn not_work(layout: &Layout, state: &LoopState) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = layout.state_dir_in_tree().into_iter().collect();
+    for path in [&state.brief_path, &state.plan_path].into_iter().flatten() {
+        if let Ok(rel) = Path::new(path).strip_prefix(&layout.root)
+            && !rel.as_os_str().is_empty()
+        {
+            out.push(rel.to_path_buf());
+        }
+    }
+    out
+}
+
+/// The working tree as a loop sees it: its branch, and whether anything that counts as work
+/// changed.
+pub fn loop_tree(layout: &Layout, state: &LoopState) -> Result<TreeStatus, CommandError> {
+    let excluded = not_work(layout, state);
+    let refs: Vec<&Path> = excluded.iter().map(PathBuf::as_path).collect();
+    Ok(git::tree_status(&layout.root, &refs)?)
 }

@@ -1,3 +1,4 @@
+use baton_store::LockScope;
 use clap::Args;
 use serde_json::json;
 
@@ -29,7 +30,7 @@ pub fn cmd_run_heartbeat(ctx: &Ctx, args: HeartbeatArgs) -> Result<Report, Comma
     if !store.exists()? {
         return noop("no state directory".into());
     }
-    let _guard = store.lock()?;
+    let _guard = store.lock(LockScope::Runs)?;
     let Some(mut loaded) = store.read_run(&id)? else {
         return noop(format!("no run {id}"));
     };

@@ -11,7 +11,7 @@ use baton_core::model::{Completion, PlanRecord, RunPolicy, RunState, SCHEMA_VERS
 use baton_core::run_id::RunId;
 use baton_core::time::format_ts;
 use baton_store::read::{STATE_FILE_CAP, read_owned};
-use baton_store::{FsStore, StateStore};
+use baton_store::{FsStore, LockScope, StateStore};
 
 /// Import an originating `/tmp/pipeline_state_<run_id>.json` into `.agentic/runs/`.
 ///
@@ -30,7 +30,7 @@ pub struct ImportArgs {
 pub fn cmd_run_import(ctx: &Ctx, args: ImportArgs) -> Result<Report, CommandError> {
     let id = parse_run_id(&args.run_id)?;
     let store = ctx.store()?;
-    let _guard = store.lock()?;
+    let _guard = store.lock(LockScope::Runs)?;
     if store.read_run(&id)?.is_some() {
         return Err(
             CommandError::usage(format!("run {id} is already in .agentic/runs/"))

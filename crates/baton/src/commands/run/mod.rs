@@ -23,7 +23,7 @@ use baton_core::model::{Lease, RunState};
 use baton_core::run_id::{RunId, RunTarget};
 use baton_core::time::format_ts;
 use baton_store::lock::DirLock;
-use baton_store::{FsStore, StateStore, process};
+use baton_store::{FsStore, LockScope, StateStore, process};
 
 /// Track a single-run pipeline and resume it safely: `baton run new`, `record`, `resume`.
 #[derive(Debug, Subcommand)]
@@ -228,7 +228,7 @@ pub fn open_for_write(
     if !store.exists()? {
         return Err(missing_run(&id));
     }
-    let guard = store.lock()?;
+    let guard = store.lock(LockScope::Runs)?;
     let loaded = store.read_run(&id)?.ok_or_else(|| missing_run(&id))?;
     loaded.writable()?;
     Ok((id, store, guard, loaded.state))

@@ -14,7 +14,7 @@ use baton_core::model::{
 };
 use baton_core::run_id::RunId;
 use baton_core::time::format_ts;
-use baton_store::{StateStore, git, random_hex};
+use baton_store::{LockScope, StateStore, git, random_hex};
 
 /// Start a single run: print a new run id and record what it is planned against (HEAD, the
 /// plan, the project's alignment sections), holding the run lock.
@@ -120,12 +120,17 @@ pub fn cmd_run_new(ctx: &Ctx, args: NewArgs) -> Result<Report, CommandError> {
     };
     let (here, source) = here(ctx, &args.holder, true)?;
     take_lease(&mut run, &here, source, &LeaseState::Free, ctx.now);
-    let _guard = store.lock()?;
+    let _guard = store.lock(LockScope::Runs)?;
     store.write_run(&run)?;
     let path = store.layout.run_file(&id);
-    let mut text = format!("{id}\n{}\n", state_file_line(&path));
-    text.push_str(&format!(
-        "run lock held for {} (epoch {}); pass `--epoch {}` on later writes\n",
+    // stdout is the run id alone, so that `RUN=$(baton run new …)` captures just it.
+    let mut report = Report::ok(
+        json!({ "run_id": id.to_string(), "state_file": path.display().to_string(), "epoch": run.lease_epoch, "lease": run.lease }),
+        id.to_string(),
+    )
+    .note(state_file_line(&path))
+    .note(format!(
+        "run lock held for {} (epoch {}); pass `--epoch {}` on later writes",
         holder_text(&run),
         run.lease_epoch,
         run.lease_epoch
@@ -135,18 +140,16 @@ pub fn cmd_run_new(ctx: &Ctx, args: NewArgs) -> Result<Report, CommandError> {
         .as_ref()
         .is_some_and(|a| a.sections.iter().all(|s| s.sha256.is_none()))
     {
-        text.push_str(&format!(
-            "warning: no `## GOALS`, `## SCOPE` or `## CONSTRAINTS` heading found in {}: the alignment check cannot see a drift (pass `--project-file` to name the right file)\n",
+        report = report.warn(format!(
+            "no `## GOALS`, `## SCOPE` or `## CONSTRAINTS` heading found in {}: the alignment check cannot see a drift (pass `--project-file` to name the right file)",
             run.alignment.as_ref().map(|a| a.path.as_str()).unwrap_or_default()
         ));
     }
     if repo.head.is_none() {
-        text.push_str("warning: the repository has no commit yet, so `baton run resume` will ask for a re-plan\n");
+        report = report
+            .warn("the repository has no commit yet, so `baton run resume` will ask for a re-plan");
     }
-    Ok(Report::ok(
-        json!({ "run_id": id.to_string(), "state_file": path.display().to_string(), "epoch": run.lease_epoch, "lease": run.lease }),
-        text,
-    ))
+    Ok(report)
 }
 
 /// `session S, pid P (CLAUDE_PID)`.

@@ -1,3 +1,4 @@
+use baton_store::LockScope;
 use clap::Args;
 use serde_json::json;
 
@@ -39,7 +40,7 @@ pub fn cmd_run_prune(ctx: &Ctx, args: PruneArgs) -> Result<Report, CommandError>
             "no runs in this project",
         ));
     }
-    let _guard = store.lock()?;
+    let _guard = store.lock(LockScope::Runs)?;
     let (here, _) = here(ctx, &HolderArgs::default(), false)?;
     let (mut removed, mut kept, mut lines) = (Vec::new(), 0usize, String::new());
     for (id, loaded) in store.list_runs()? {

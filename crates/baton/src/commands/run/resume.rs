@@ -12,7 +12,7 @@ use baton_core::decide::run_resume::{RunDecision, RunFacts, decide_run_resume};
 use baton_core::model::SectionRecord;
 use baton_core::run_id::RunTarget;
 use baton_core::time::{format_ts, human_age};
-use baton_store::{StateStore, git};
+use baton_store::{LockScope, StateStore, git};
 
 /// Where the alignment sections live unless `run new --project-file` said otherwise.
 pub const DEFAULT_PROJECT_FILE: &str = ".claude/PROJECT.md";
@@ -48,7 +48,7 @@ pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandErro
     if !store.exists()? && !super::import::default_source(&id).exists() {
         return Err(super::missing_run(&id));
     }
-    let _guard = store.lock()?;
+    let _guard = store.lock(LockScope::Runs)?;
     let mut notes = Vec::new();
     // An import stays in memory until the verdict lets the run go on: a refused or finished
     // resume writes nothing.

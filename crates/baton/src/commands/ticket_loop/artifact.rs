@@ -10,7 +10,6 @@ use crate::output::Report;
 use baton_core::Reason;
 use baton_core::decide::loop_write::brief_owed_after;
 use baton_core::model::PromotionTier;
-use baton_core::time::format_ts;
 
 /// Record the governing Brief or Plan and the promotion tier.
 ///
@@ -21,13 +20,14 @@ use baton_core::time::format_ts;
 pub struct ArtifactArgs {
     /// The ticket id.
     ticket: OsString,
-    /// The promotion tier.
+    /// The promotion tier: `none` (trivial: no governing artifact, and no Brief owed),
+    /// `brief` or `plan`.
     #[arg(long, value_parser = ["none", "brief", "plan"])]
     tier: String,
-    /// The Brief file.
+    /// The Brief file (inside the project).
     #[arg(long, value_name = "PATH")]
     brief: Option<PathBuf>,
-    /// The Plan directory.
+    /// The Plan directory (inside the project).
     #[arg(long, value_name = "DIR")]
     plan: Option<PathBuf>,
     #[command(flatten)]
@@ -49,8 +49,22 @@ pub fn cmd_loop_artifact(ctx: &Ctx, args: ArtifactArgs) -> Result<Report, Comman
     let tier = PromotionTier::parse_lenient(Some(&args.tier));
     transition(ctx, &args.ticket, &args.flags, |state, target| {
         let owed = brief_owed_after(state, tier, brief.is_some());
+        let was_owed = state.brief_owed;
         let mut warnings = Vec::new();
         let mut next = None;
+        if was_owed && !owed {
+            warnings.push(Reason::new(
+                "loop.brief-paid",
+                if brief.is_some() {
+                    "the retroactive Brief is recorded: engineer spawns may go on".to_string()
+                } else {
+                    format!(
+                        "tier {}: no retroactive Brief is owed any more; engineer spawns may go on",
+                        tier.as_str()
+                    )
+                },
+            ));
+        }
         if owed {
             warnings.push(Reason::new(
                 "loop.brief-owed",
@@ -70,7 +84,7 @@ pub fn cmd_loop_artifact(ctx: &Ctx, args: ArtifactArgs) -> Result<Report, Comman
         if let Some(plan) = &plan {
             state.plan_path = Some(plan.display().to_string());
         }
-        state.last_updated = Some(format_ts(ctx.now));
+        state.touch(ctx.now);
         let message = format!(
             "recorded tier {}{}{}",
             tier.as_str(),

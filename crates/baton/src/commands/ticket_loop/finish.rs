@@ -7,13 +7,14 @@ use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::model::LoopStatus;
-use baton_core::time::format_ts;
 
 /// End a loop: `complete`, or `stalled` when it cannot go on (the next ticket may).
 #[derive(Debug, Args)]
 pub struct FinishArgs {
     /// The ticket id.
     ticket: OsString,
+    /// How it ended: `complete` (the loop exited cleanly) or `stalled` (cap reached, no
+    /// convergence, blocked).
     #[arg(long, value_parser = ["complete", "stalled"])]
     status: String,
     /// Why the loop ended (stored as `termination_reason`).
@@ -25,6 +26,18 @@ pub struct FinishArgs {
 
 pub fn cmd_loop_finish(ctx: &Ctx, args: FinishArgs) -> Result<Report, CommandError> {
     transition(ctx, &args.ticket, &args.flags, |state, target| {
+        if state.status.is_terminal() {
+            return Ok(Applied {
+                changed: false,
+                message: format!(
+                    "{} is already {}; nothing changed",
+                    target.shown(),
+                    state.status.as_str()
+                ),
+                next: None,
+                warnings: Vec::new(),
+            });
+        }
         state.status = if args.status == "complete" {
             LoopStatus::Complete
         } else {
@@ -33,11 +46,11 @@ pub fn cmd_loop_finish(ctx: &Ctx, args: FinishArgs) -> Result<Report, CommandErr
         if let Some(reason) = &args.reason {
             state.loop_state.termination_reason = Some(reason.clone());
         }
-        state.last_updated = Some(format_ts(ctx.now));
+        state.touch(ctx.now);
         Ok(Applied {
             changed: true,
             // The breadcrumb above says where it ended.
-            message: format!("{} is {}", target.raw, args.status),
+            message: format!("{} is {}", target.shown(), args.status),
             next: None,
             warnings: Vec::new(),
         })

@@ -8,8 +8,9 @@ use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::model::LoopStatus;
+use baton_core::text::{esc, esc_or};
 use baton_core::time::format_ts;
-use baton_store::StateStore;
+use baton_store::{LockScope, StateStore};
 
 /// Refresh `last_updated` of a loop this session owns and is running.
 ///
@@ -35,23 +36,23 @@ pub fn cmd_loop_heartbeat(ctx: &Ctx, args: HeartbeatArgs) -> Result<Report, Comm
     if !store.layout.check_state_dir()? {
         return noop("no state directory".into());
     }
-    let _guard = store.lock()?;
+    let _guard = store.lock(LockScope::Loop(&target.key))?;
     let Some(mut loaded) = store.read_loop(&target.key)? else {
         return noop(format!("no loop-state for {}", target.raw));
     };
     let state = &mut loaded.state;
-    let me = ctx.session();
-    if me.is_none() || state.owner() != me {
+    // A sessionless caller keeps a sessionless loop alive: the protocol's carve-out.
+    if state.owner() != ctx.session() {
         return noop(format!(
             "the loop for {} is owned by {}",
-            target.raw,
-            state.owner().unwrap_or("no session")
+            target.shown(),
+            esc_or(state.owner(), "no session")
         ));
     }
     if state.status != LoopStatus::Active {
         return noop(format!(
             "the loop for {} is {}",
-            target.raw,
+            target.shown(),
             state.status.as_str()
         ));
     }
@@ -69,14 +70,14 @@ pub fn cmd_loop_heartbeat(ctx: &Ctx, args: HeartbeatArgs) -> Result<Report, Comm
         return noop(format!(
             "key {} belongs to ticket {:?}",
             target.key,
-            state.ticket_id.as_deref().unwrap_or_default()
+            esc(state.ticket_id.as_deref().unwrap_or_default())
         ));
     }
     loaded.writable()?;
-    loaded.state.last_updated = Some(format_ts(ctx.now));
+    loaded.state.touch(ctx.now);
     store.write_loop(&target.key, &loaded.state)?;
     Ok(Report::ok(
         json!({ "refreshed": true, "key": target.key, "last_updated": loaded.state.last_updated }),
-        format!("heartbeat: {} at {}", target.raw, format_ts(ctx.now)),
+        format!("heartbeat: {} at {}", target.shown(), format_ts(ctx.now)),
     ))
 }

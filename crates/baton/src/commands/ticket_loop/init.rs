@@ -2,7 +2,9 @@ use std::ffi::OsString;
 
 use clap::Args;
 
-use super::{Target, WriteFlags, adopt_legacy, breadcrumb, loop_report, may_replace};
+use super::{
+    Target, WriteFlags, adopt_legacy, held_refusal, loop_report, may_replace, no_session_warning,
+};
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
@@ -10,8 +12,7 @@ use baton_core::Decision;
 use baton_core::decide::batch::single_ticket_warning;
 use baton_core::decide::loop_write::{InitPlan, check_key_collision, decide_init};
 use baton_core::model::{LoopState, Phase};
-use baton_core::time::format_ts;
-use baton_store::{StateStore, git};
+use baton_store::{LockScope, StateStore, git};
 
 /// Start a ticket's loop (Phase 6 initialisation): create its keyed file, active and owned by
 /// this session.
@@ -23,13 +24,16 @@ use baton_store::{StateStore, git};
 pub struct InitArgs {
     /// The ticket id.
     ticket: OsString,
-    /// The first phase.
-    #[arg(long, default_value = "skeptic", value_parser = ["skeptic", "qa", "engineer", "quality_gate"])]
+    /// The first phase: `skeptic` (Phase 6) or `qa` (Phase 6b) start that loop; the others
+    /// record where a loop that starts later in the protocol stands.
+    #[arg(long, default_value = "skeptic", value_parser = Phase::NAMES)]
     phase: String,
     /// Iteration cap of the Skeptic/QA loop.
     #[arg(long, default_value_t = 5, value_name = "N")]
     max_iterations: u64,
-    /// The branch the work is measured against [default: origin's HEAD, else main, else master].
+    /// The branch the work is measured against, as a branch name (`main`); it is compared with
+    /// `origin/<BRANCH>` when that exists [default: origin's HEAD branch, else main, else
+    /// master].
     #[arg(long, value_name = "BRANCH")]
     base: Option<String>,
     #[command(flatten)]
@@ -39,8 +43,15 @@ pub struct InitArgs {
 pub fn cmd_loop_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> {
     let store = ctx.store()?;
     let target = Target::derive(ctx, &args.ticket);
-    let _guard = store.lock()?;
-    let notes = adopt_legacy(&store, ctx)?.join("\n");
+    target.require_stable()?;
+    let adoption = adopt_legacy(&store, ctx)?;
+    let notes = adoption.notes.join("\n");
+    if let Some(held) = adoption.held_for(&target.key)
+        && let Some(d) = held_refusal(ctx, &held.state, &args.flags)
+    {
+        return Ok(Report::decision(&d).text_before(&notes));
+    }
+    let _guard = store.lock(LockScope::Loop(&target.key))?;
     let existing = store.read_loop(&target.key)?;
     if let Some(existing) = &existing {
         existing.writable()?;
@@ -73,10 +84,11 @@ pub fn cmd_loop_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> 
                 &loaded.state,
                 &format!(
                     "{} already runs in this session {}",
-                    target.raw,
-                    breadcrumb(&loaded.state)
+                    target.shown(),
+                    loaded.state.breadcrumb()
                 ),
             )
+            .with("changed", false)
             .text_before(&notes));
         }
         InitPlan::Create { archive_old } => {
@@ -104,17 +116,22 @@ pub fn cmd_loop_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> 
         reasons.push(warning);
     }
     let layout = &store.layout;
-    let tree =
-        git::tree_status(&layout.root, layout.state_dir_in_tree().as_deref()).unwrap_or_default();
+    let tree = git::tree_status(&layout.root, &[]).unwrap_or_default();
     let mut state = LoopState::new(target.raw.clone(), target.key.clone(), ctx.session.clone());
     state.branch = tree.branch;
     state.repo = Some(layout.root.display().to_string());
-    state.base_branch = args.base.or_else(|| git::default_base(&layout.root));
+    state.base_branch = args
+        .base
+        .map(|b| git::branch_name(&b).to_string())
+        .or_else(|| git::default_base(&layout.root));
     state.last_phase = Some(args.phase.clone());
-    state.loop_state.phase = Phase::parse(&args.phase).map(|p| p.as_str().to_string());
+    // `loop_state.phase` names the loop that runs; a later phase leaves it unset until one does.
+    state.loop_state.phase = Phase::parse(&args.phase)
+        .filter(|p| p.is_loop())
+        .map(|p| p.as_str().to_string());
     state.loop_state.iteration = 1;
     state.loop_state.max_iterations = args.max_iterations;
-    state.last_updated = Some(format_ts(ctx.now));
+    state.touch(ctx.now);
     store.write_loop(&target.key, &state)?;
     let decision = Decision {
         verdict: "ok",
@@ -125,13 +142,22 @@ pub fn cmd_loop_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> 
             state.owner_epoch
         )),
     };
-    let message = format!("started the loop for {} {}", target.raw, breadcrumb(&state));
-    Ok(loop_report(
+    let message = format!(
+        "started the loop for {} {}",
+        target.shown(),
+        state.breadcrumb()
+    );
+    let mut report = loop_report(
         &decision,
         &target,
         &store.layout.loop_file(&target.key),
         &state,
         &message,
     )
-    .text_before(&notes))
+    .with("changed", true)
+    .text_before(&notes);
+    if let Some(w) = no_session_warning(ctx) {
+        report = report.warn(w);
+    }
+    Ok(report)
 }

@@ -9,6 +9,7 @@ use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::Decision;
 use baton_core::Reason;
+use baton_core::decide::loop_resume;
 use baton_core::decide::loop_write::REFUSED;
 use baton_core::model::LoopStatus;
 use baton_core::time::format_ts;
@@ -20,9 +21,11 @@ use baton_core::time::format_ts;
 pub struct InterruptArgs {
     /// The ticket id.
     ticket: OsString,
+    /// Why the loop stopped; a `rate_limit` loop waits for its reset before it resumes.
     #[arg(long, default_value = "unknown", value_parser = ["rate_limit", "session_expiry", "unknown"])]
     reason: String,
-    /// When the rate limit resets: an RFC 3339 time, or a delay such as `15m` or `2h`.
+    /// When the rate limit resets: an RFC 3339 time, or a delay such as `15m` or `2h`
+    /// [default for rate_limit: 60 seconds after the interrupt].
     #[arg(long, value_name = "WHEN")]
     resume_after: Option<String>,
     #[command(flatten)]
@@ -45,11 +48,11 @@ pub fn cmd_loop_interrupt(ctx: &Ctx, args: InterruptArgs) -> Result<Report, Comm
                     state.resume_after = after;
                     format!(
                         "{} is already interrupted; resume after {}",
-                        target.raw,
+                        target.shown(),
                         state.resume_after.as_deref().unwrap_or_default()
                     )
                 } else {
-                    format!("{} is already interrupted; nothing changed", target.raw)
+                    format!("{} is already interrupted; nothing changed", target.shown())
                 };
                 return Ok(Applied {
                     changed,
@@ -66,7 +69,11 @@ pub fn cmd_loop_interrupt(ctx: &Ctx, args: InterruptArgs) -> Result<Report, Comm
                     REFUSED,
                     Reason::new(
                         "loop.not-active",
-                        format!("the loop for {} is {}", target.raw, state.status.as_str()),
+                        format!(
+                            "the loop for {} is {}",
+                            target.shown(),
+                            state.status.as_str()
+                        ),
                     ),
                     None,
                 ));
@@ -77,9 +84,12 @@ pub fn cmd_loop_interrupt(ctx: &Ctx, args: InterruptArgs) -> Result<Report, Comm
         state.interrupted_at = Some(format_ts(ctx.now));
         state.interrupt_reason = Some(args.reason.clone());
         state.resume_after = resume_after.map(format_ts);
+        let reset = loop_resume::resume_after(state)
+            .map(|t| format!("; it may resume after {}", format_ts(t)))
+            .unwrap_or_default();
         Ok(Applied {
             changed: true,
-            message: format!("interrupted {} ({})", target.raw, args.reason),
+            message: format!("interrupted {} ({}){reset}", target.shown(), args.reason),
             next: Some(format!(
                 "in the next session, `baton resume {}`",
                 target.arg()

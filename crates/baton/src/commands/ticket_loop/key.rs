@@ -22,12 +22,14 @@ pub struct KeyArgs {
 
 pub fn cmd_loop_key(ctx: &Ctx, args: KeyArgs) -> Result<Report, CommandError> {
     let target = Target::derive(ctx, &args.ticket);
-    let mut text = target.key.clone();
-    if target.source == KeySource::NoSession {
-        text.push_str("\nnote: neither the ticket nor a session id gives a key, so this one is random and differs on every call; set `BATON_SESSION` or pass a ticket id");
-    }
-    Ok(Report::ok(
+    let report = Report::ok(
         json!({ "key": target.key, "source": target.source.as_str(), "file": target.file_name() }),
-        text,
-    ))
+        target.key.clone(),
+    );
+    // stdout is the key alone, so that `KEY=$(baton loop key T)` captures just it.
+    Ok(if target.source == KeySource::NoSession {
+        report.warn("neither the ticket nor a session id gives a key, so this one is random and differs on every call; set `BATON_SESSION` or pass a ticket id")
+    } else {
+        report
+    })
 }

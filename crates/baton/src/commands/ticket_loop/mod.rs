@@ -19,13 +19,17 @@ use serde_json::{Value, json};
 use crate::context::Ctx;
 use crate::error::{CommandError, ExitStatus};
 use crate::output::{Report, shell_quote};
+use baton_core::decide::loop_resume::last_write;
 use baton_core::decide::loop_write::check_key_collision;
 use baton_core::decide::ownership::{GateOutcome, OwnerRecord, Writer, gate};
 use baton_core::key::{KeySource, loop_file_name, loop_key};
-use baton_core::model::{LoopState, SCHEMA_VERSION};
-use baton_core::time::parse_ts;
+use baton_core::model::{LoopState, LoopStatus, SCHEMA_VERSION};
+use baton_core::text::{esc, esc_or};
+use baton_core::time::is_live;
 use baton_core::{Decision, Reason};
-use baton_store::{FsStore, StateStore, random_hex};
+use baton_store::layout::LEGACY_LOOP_FILE;
+use baton_store::store::Loaded;
+use baton_store::{FsStore, LockScope, StateStore, random_hex};
 
 /// Record and inspect one ticket's loop state (`.agentic/loop-state-<KEY>.json`).
 #[derive(Debug, Subcommand)]
@@ -84,20 +88,37 @@ impl Target {
         }
     }
 
+    /// The ticket for text output, control characters escaped.
+    pub fn shown(&self) -> String {
+        esc(&self.raw).into_owned()
+    }
+
     /// The ticket quoted for a suggested command.
     pub fn arg(&self) -> String {
-        shell_quote(&self.raw)
+        shell_quote(&esc(&self.raw))
     }
 
     pub fn file_name(&self) -> String {
         loop_file_name(&self.key)
+    }
+
+    /// Refuses a ticket that gives no stable key: with neither a ticket nor a session id, the
+    /// key would be random and no later command could find the loop again.
+    pub fn require_stable(&self) -> Result<(), CommandError> {
+        if self.source != KeySource::NoSession {
+            return Ok(());
+        }
+        Err(CommandError::usage(
+            "neither a ticket id nor a session id gives this loop a key: it would get a random one that no later command could address",
+        )
+        .hint("pass the ticket id (`baton loop init PROJ-123`), or give the session with `--session <ID>` or `BATON_SESSION`"))
     }
 }
 
 pub fn missing_loop(target: &Target) -> CommandError {
     CommandError::usage(format!(
         "no loop-state for {} (file {})",
-        target.raw,
+        target.shown(),
         target.file_name()
     ))
     .hint(format!(
@@ -131,10 +152,10 @@ pub fn may_replace(
 /// an interrupted loop's last write no longer makes it live: otherwise the offer of the resume
 /// check could not be accepted for 10 minutes after the owner's last transition.
 pub fn owner_record(state: &LoopState) -> OwnerRecord<'_> {
-    let released = state.status == baton_core::model::LoopStatus::Interrupted;
+    let released = state.status == LoopStatus::Interrupted;
     OwnerRecord {
         session: state.session_id.as_deref(),
-        liveness: parse_ts(state.last_updated.as_deref()).filter(|_| !released),
+        liveness: state.liveness().filter(|_| !released),
         batch_active: None,
         epoch: state.owner_epoch,
     }
@@ -148,58 +169,86 @@ pub fn writer<'a>(ctx: &'a Ctx, flags: &WriteFlags) -> Writer<'a> {
     }
 }
 
-/// `[phase: 6b qa · iteration 2/5 · returned]`.
-pub fn breadcrumb(state: &LoopState) -> String {
-    let label = state.phase().map_or_else(
-        || state.last_phase.clone().unwrap_or_else(|| "?".into()),
-        |p| p.label().to_string(),
-    );
-    let mut crumb = format!("[phase: {label}");
-    let progress = &state.loop_state;
-    if progress.iteration > 0 {
-        crumb.push_str(&format!(" · iteration {}", progress.iteration));
-        if progress.max_iterations > 0 {
-            crumb.push_str(&format!("/{}", progress.max_iterations));
-        }
-    }
-    if let Some(action) = &state.last_phase_action {
-        crumb.push_str(&format!(" · {action}"));
-    }
-    crumb.push(']');
-    crumb
+/// The warning of every write made with no session id.
+pub fn no_session_warning(ctx: &Ctx) -> Option<String> {
+    ctx.session().is_none().then(|| {
+        "no session id (`--session`, `BATON_SESSION` or `CLAUDE_CODE_SESSION_ID`): nothing protects this loop from another session without one".to_string()
+    })
 }
 
-/// Adopts a legacy `.agentic/loop-state.json` onto its keyed file, under the store lock.
+/// What legacy adoption did: notes to print first, and a legacy loop it left in place because
+/// a live session still writes it.
+#[derive(Default)]
+pub struct Adoption {
+    pub notes: Vec<String>,
+    pub held: Option<(String, Loaded<LoopState>)>,
+}
+
+impl Adoption {
+    /// The legacy loop left in place for `key`, if that is the key asked about.
+    pub fn held_for(&self, key: &str) -> Option<&Loaded<LoopState>> {
+        self.held.as_ref().filter(|(k, _)| k == key).map(|(_, l)| l)
+    }
+}
+
+/// Adopts a legacy `.agentic/loop-state.json` onto its keyed file, under the locks of both.
 ///
 /// The keyed file is written first and the legacy one removed second, so a crash in between
 /// leaves both; the next run sees the keyed file equal to what adoption would write and only
 /// removes the legacy one. A keyed file that differs wins, and the legacy file is archived
-/// rather than deleted. An unreadable legacy file is reported and left alone.
-pub fn adopt_legacy(store: &FsStore, ctx: &Ctx) -> Result<Vec<String>, CommandError> {
+/// rather than deleted. An unreadable legacy file is reported and left alone, and so is one
+/// that another session is still writing: moving it would lose that session's next write.
+pub fn adopt_legacy(store: &FsStore, ctx: &Ctx) -> Result<Adoption, CommandError> {
+    let mut adoption = Adoption::default();
+    // Most projects have no legacy file; seeing that takes no lock.
+    if !store.exists()? || std::fs::symlink_metadata(store.layout.legacy_loop_file()).is_err() {
+        return Ok(adoption);
+    }
+    let _legacy_lock = store.lock(LockScope::LegacyLoop)?;
     let legacy = match store.read_legacy_loop() {
-        Ok(None) => return Ok(Vec::new()),
+        Ok(None) => return Ok(adoption),
         Ok(Some(loaded)) => loaded,
-        Err(e) => return Ok(vec![format!("warning: legacy state skipped: {e}")]),
+        Err(e) => {
+            adoption
+                .notes
+                .push(format!("warning: legacy state skipped: {e}"));
+            return Ok(adoption);
+        }
     };
     if let Err(e) = legacy.writable() {
-        return Ok(vec![format!("warning: legacy state skipped: {e}")]);
+        adoption
+            .notes
+            .push(format!("warning: legacy state skipped: {e}"));
+        return Ok(adoption);
     }
-    let mut adopted = legacy.state;
+    let mut adopted = legacy.state.clone();
     let ticket = adopted.ticket_id.clone().unwrap_or_default();
     let session = adopted.session_id.clone();
     let (mut key, source) = loop_key(ticket.as_bytes(), session.as_deref(), String::new);
     if source == KeySource::NoSession {
         key = "legacy".to_string();
     }
+    let legacy_name = store.layout.legacy_loop_file();
+    let me = ctx.session();
+    let writer_is_owner = me.is_some() && adopted.owner() == me;
+    if adopted.status == LoopStatus::Active
+        && is_live(ctx.now, adopted.liveness())
+        && !writer_is_owner
+    {
+        adoption.notes.push(format!(
+            "note: legacy {} is held by live session {} ({}); left in place",
+            legacy_name.display(),
+            esc_or(adopted.owner(), "(no session id)"),
+            last_write(&adopted, ctx.now)
+        ));
+        adoption.held = Some((key, legacy));
+        return Ok(adoption);
+    }
     adopted.loop_key = Some(key.clone());
     adopted.schema_version = SCHEMA_VERSION;
-    let legacy_name = store.layout.legacy_loop_file();
+    let _key_lock = store.lock(LockScope::Loop(&key))?;
     let note = match store.read_loop(&key) {
-        Err(e) => {
-            return Ok(vec![format!(
-                "warning: legacy state not adopted, its keyed file is unreadable: {e}"
-            )]);
-        }
+        Err(e) => format!("warning: legacy state not adopted, its keyed file is unreadable: {e}"),
         Ok(Some(keyed)) if keyed.state == adopted => {
             store.remove_legacy_loop()?;
             format!(
@@ -239,7 +288,21 @@ pub fn adopt_legacy(store: &FsStore, ctx: &Ctx) -> Result<Vec<String>, CommandEr
             )
         }
     };
-    Ok(vec![note])
+    adoption.notes.push(note);
+    Ok(adoption)
+}
+
+/// The refusal for a write to a ticket whose only state is a legacy file a live session holds.
+pub fn held_refusal(ctx: &Ctx, held: &LoopState, flags: &WriteFlags) -> Option<Decision> {
+    match gate(
+        owner_record(held),
+        writer(ctx, flags),
+        ctx.now,
+        LEGACY_LOOP_FILE,
+    ) {
+        GateOutcome::Refused(d) => Some(d),
+        GateOutcome::Owner | GateOutcome::Takeover { .. } => None,
+    }
 }
 
 /// The result of applying a transition to a loop.
@@ -250,9 +313,9 @@ pub struct Applied {
     pub warnings: Vec<Reason>,
 }
 
-/// The shared write path of `loop set`, `artifact`, `interrupt` and `finish`: under the lock,
-/// adopt legacy state, read the keyed file, refuse a key collision, pass the ownership gate,
-/// apply the change and write it atomically. A refusal changes nothing.
+/// The shared write path of `loop set`, `artifact`, `interrupt` and `finish`: adopt legacy
+/// state, then under the loop's lock read the keyed file, refuse a key collision, pass the
+/// ownership gate, apply the change and write it atomically. A refusal changes nothing.
 pub fn transition(
     ctx: &Ctx,
     ticket: &OsStr,
@@ -264,14 +327,20 @@ pub fn transition(
     if !store.exists()? {
         return Err(missing_loop(&target));
     }
-    let _guard = store.lock()?;
-    let notes = adopt_legacy(&store, ctx)?;
+    let adoption = adopt_legacy(&store, ctx)?;
+    let notes = adoption.notes.join("\n");
+    if let Some(held) = adoption.held_for(&target.key)
+        && let Some(d) = held_refusal(ctx, &held.state, flags)
+    {
+        return Ok(Report::decision(&d).text_before(&notes));
+    }
+    let _guard = store.lock(LockScope::Loop(&target.key))?;
     let Some(loaded) = store.read_loop(&target.key)? else {
-        return Err(notes
+        return Err(adoption
+            .notes
             .into_iter()
             .fold(missing_loop(&target), CommandError::hint));
     };
-    let notes = notes.join("\n");
     loaded.writable()?;
     if let Err(d) = check_key_collision(&loaded.state, &target.raw, &target.key) {
         return Ok(Report::decision(&d).text_before(&notes));
@@ -301,13 +370,13 @@ pub fn transition(
     let mut changed = applied.changed || takeover.is_some();
     if changed && state.loop_key.as_deref() != Some(target.key.as_str()) {
         // The file name wins over a disagreeing field.
+        let was = match state.loop_key.as_deref() {
+            Some(k) => format!("the file's loop_key was {:?}", esc(k)),
+            None => "the file had no loop_key".to_string(),
+        };
         reasons.push(Reason::new(
             "loop.key-field-mismatch",
-            format!(
-                "the file's loop_key was {:?}; set to {} from its name",
-                state.loop_key.as_deref().unwrap_or("null"),
-                target.key
-            ),
+            format!("{was}; set to {} from its name", target.key),
         ));
         state.loop_key = Some(target.key.clone());
         changed = true;
@@ -321,13 +390,19 @@ pub fn transition(
         next: applied.next,
     };
     // Every transition prints its breadcrumb first.
-    let crumb = breadcrumb(&state);
+    let crumb = state.breadcrumb();
     let message = if applied.message.starts_with(&crumb) {
         applied.message
     } else {
         format!("{crumb}\n{}", applied.message)
     };
-    Ok(loop_report(&decision, &target, &loaded.path, &state, &message).text_before(&notes))
+    let mut report = loop_report(&decision, &target, &loaded.path, &state, &message)
+        .with("changed", changed)
+        .text_before(&notes);
+    if changed && let Some(w) = no_session_warning(ctx) {
+        report = report.warn(w);
+    }
+    Ok(report)
 }
 
 /// The report of a loop write: the message, the rules that fired, the next step.
@@ -356,7 +431,7 @@ pub fn loop_report(
     .with("status", state.status.as_str())
     .with("owner", state.session_id.clone())
     .with("epoch", state.owner_epoch)
-    .with("breadcrumb", breadcrumb(state))
+    .with("breadcrumb", state.breadcrumb())
 }
 
 /// The state as JSON, for `--json` outputs that include it.

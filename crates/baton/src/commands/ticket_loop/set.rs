@@ -1,15 +1,16 @@
 use std::ffi::OsString;
 
 use clap::Args;
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use super::{Applied, WriteFlags, breadcrumb, transition};
+use super::{Applied, WriteFlags, transition};
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::decide::loop_write::check_transition;
 use baton_core::model::Phase;
-use baton_core::time::format_ts;
+use baton_core::text::esc;
+use baton_core::{Decision, Reason};
 
 /// Record a phase transition and print its breadcrumb.
 ///
@@ -20,11 +21,14 @@ use baton_core::time::format_ts;
 pub struct SetArgs {
     /// The ticket id.
     ticket: OsString,
-    /// The phase entered or left.
-    #[arg(long, value_parser = ["skeptic", "qa", "engineer", "quality_gate"])]
+    /// The phase entered or left (`last_phase`): skeptic and qa are the Phase 6/6b loops, the
+    /// engineer runs inside them, quality_gate is Phase 7, ci_loop and ci_wait Phase 10.
+    #[arg(long, value_parser = Phase::NAMES)]
     phase: String,
-    /// What happened: spawned, returned, engineer_spawned, engineer_returned, rerun_pending,
-    /// or another action of your conductor's.
+    /// What happened (`last_phase_action`): spawned, returned, engineer_spawned,
+    /// engineer_returned, rerun_pending, debugger_spawned, debugger_returned,
+    /// fix_engineer_spawned, fix_engineer_returned, ci_poll_pending, cap_exceeded, timeout, or
+    /// another action of your conductor's.
     #[arg(long)]
     action: String,
     /// The Skeptic/QA iteration now running.
@@ -33,9 +37,13 @@ pub struct SetArgs {
     /// The iteration cap.
     #[arg(long, value_name = "N")]
     max_iterations: Option<u64>,
-    /// Append a finding to `findings_log` (repeatable).
+    /// Append an open finding to `findings_log` (repeatable): `{id, title, first_raised,
+    /// status: "open"}`, its id a slug of the text.
     #[arg(long = "finding", value_name = "TEXT")]
     findings: Vec<String>,
+    /// Move a finding to another status (repeatable): open, addressed, closed or deferred.
+    #[arg(long = "finding-status", value_name = "ID=STATUS", value_parser = parse_finding_status)]
+    finding_status: Vec<(String, String)>,
     /// Append a QA failure to `qa_failures_log` (repeatable).
     #[arg(long = "qa-failure", value_name = "TEXT")]
     qa_failures: Vec<String>,
@@ -55,17 +63,52 @@ pub fn cmd_loop_set(ctx: &Ctx, args: SetArgs) -> Result<Report, CommandError> {
         check_transition(state, &args.phase, Some(&args.action), &target.arg())?;
         state.last_phase = Some(args.phase.clone());
         state.last_phase_action = Some(args.action.clone());
-        state.loop_state.phase = Phase::parse(&args.phase).map(|p| p.as_str().to_string());
+        // `loop_state.phase` names the loop that runs (skeptic or qa); the engineer's fix pass
+        // and the later phases leave it alone, so a QA fix pass stays in 6b.
+        if let Some(phase) = Phase::parse(&args.phase).filter(|p| p.is_loop()) {
+            state.loop_state.phase = Some(phase.as_str().to_string());
+        }
         if let Some(n) = args.iteration {
             state.loop_state.iteration = n;
         }
         if let Some(n) = args.max_iterations {
             state.loop_state.max_iterations = n;
         }
-        state
-            .loop_state
-            .findings_log
-            .extend(args.findings.iter().cloned().map(Value::String));
+        let raised = state.loop_state.iteration;
+        for text in &args.findings {
+            state.loop_state.findings_log.push(json!({
+                "id": slug(text),
+                "title": text,
+                "first_raised": raised,
+                "status": "open",
+            }));
+        }
+        for (id, status) in &args.finding_status {
+            let entry = state
+                .loop_state
+                .findings_log
+                .iter_mut()
+                .filter_map(Value::as_object_mut)
+                .find(|f| f.get("id").and_then(Value::as_str) == Some(id.as_str()));
+            match entry {
+                Some(f) => {
+                    f.insert("status".into(), json!(status));
+                }
+                None => {
+                    return Err(Decision::new(
+                        "invalid",
+                        Reason::new(
+                            "loop.unknown-finding",
+                            format!("findings_log has no finding with id {:?}", esc(id)),
+                        ),
+                        Some(format!(
+                            "list the findings with `baton loop show {} --json`",
+                            target.arg()
+                        )),
+                    ));
+                }
+            }
+        }
         state
             .loop_state
             .qa_failures_log
@@ -73,12 +116,50 @@ pub fn cmd_loop_set(ctx: &Ctx, args: SetArgs) -> Result<Report, CommandError> {
         if let Some(summary) = &args.engineer_summary {
             state.loop_state.last_engineer_summary = Some(summary.clone());
         }
-        state.last_updated = Some(format_ts(ctx.now));
+        state.touch(ctx.now);
         Ok(Applied {
             changed: true,
-            message: breadcrumb(state),
+            message: state.breadcrumb(),
             next: None,
             warnings: Vec::new(),
         })
     })
+}
+
+/// `ID=STATUS`, with a status of the originating findings_log.
+fn parse_finding_status(raw: &str) -> Result<(String, String), String> {
+    let (id, status) = raw
+        .split_once('=')
+        .ok_or_else(|| format!("{raw:?} is not ID=STATUS"))?;
+    const STATUSES: [&str; 4] = ["open", "addressed", "closed", "deferred"];
+    if id.is_empty() || !STATUSES.contains(&status) {
+        return Err(format!(
+            "{raw:?}: give a finding id and one of {}",
+            STATUSES.join(", ")
+        ));
+    }
+    Ok((id.to_string(), status.to_string()))
+}
+
+/// A finding's id: its text in lower case, words joined by `-`, at most 48 characters, as the
+/// originating protocol's short slugs (`null-deref-user-service`).
+fn slug(text: &str) -> String {
+    let mut out = String::new();
+    for word in text
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        if out.len() + word.len() + 1 > 48 {
+            break;
+        }
+        if !out.is_empty() {
+            out.push('-');
+        }
+        out.push_str(&word.to_ascii_lowercase());
+    }
+    if out.is_empty() {
+        "finding".into()
+    } else {
+        out
+    }
 }

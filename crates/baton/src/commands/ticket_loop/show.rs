@@ -3,11 +3,13 @@ use std::ffi::OsString;
 use clap::Args;
 use serde_json::json;
 
-use super::{Target, breadcrumb, missing_loop, state_json};
+use super::{Target, missing_loop, state_json};
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
-use baton_core::time::{age, human_age, is_live, parse_ts};
+use baton_core::decide::loop_resume::{last_write, resume_after};
+use baton_core::text::{esc, esc_or};
+use baton_core::time::{format_ts, is_live};
 use baton_store::StateStore;
 use baton_store::read::Access;
 
@@ -30,37 +32,40 @@ pub fn cmd_loop_show(ctx: &Ctx, args: ShowArgs) -> Result<Report, CommandError> 
         return Ok(Report::decision(&d));
     }
     let s = &loaded.state;
-    let last = parse_ts(s.last_updated.as_deref());
-    let liveness = match last {
-        Some(t) if is_live(ctx.now, last) => {
-            format!("live, last write {} ago", human_age(age(ctx.now, t)))
-        }
-        Some(t) => format!("stale, last write {} ago", human_age(age(ctx.now, t))),
-        None => "stale, never written".into(),
-    };
+    let last = s.liveness();
+    let liveness = format!(
+        "{}, {}",
+        if is_live(ctx.now, last) {
+            "live"
+        } else {
+            "stale"
+        },
+        last_write(s, ctx.now)
+    );
     let mut text = format!(
         "{} {}\n  file:     {}\n  status:   {}\n  owner:    {} (epoch {}, {liveness})\n",
-        s.ticket_id.as_deref().unwrap_or(&target.raw),
-        breadcrumb(s),
+        esc(s.ticket_id.as_deref().unwrap_or(&target.raw)),
+        s.breadcrumb(),
         loaded.path.display(),
         s.status.as_str(),
-        s.owner().unwrap_or("none"),
+        esc_or(s.owner(), "none"),
         s.owner_epoch,
     );
     if let Some(at) = &s.interrupted_at {
         text.push_str(&format!(
-            "  interrupted: {at} ({})\n",
-            s.interrupt_reason.as_deref().unwrap_or("unknown")
+            "  interrupted: {} ({})\n",
+            esc(at),
+            esc_or(s.interrupt_reason.as_deref(), "unknown")
         ));
     }
-    if let Some(after) = &s.resume_after {
-        text.push_str(&format!("  resume after: {after}\n"));
+    if let Some(after) = resume_after(s) {
+        text.push_str(&format!("  resume after: {}\n", format_ts(after)));
     }
     text.push_str(&format!(
         "  branch:   {} (base {})\n  tier:     {}{}\n",
-        s.branch.as_deref().unwrap_or("?"),
-        s.base_branch.as_deref().unwrap_or("?"),
-        s.promotion_tier.as_deref().unwrap_or("none"),
+        esc_or(s.branch.as_deref(), "unknown"),
+        esc_or(s.base_branch.as_deref(), "unknown"),
+        esc_or(s.promotion_tier.as_deref(), "none"),
         if s.brief_owed {
             " (a retroactive Brief is owed)"
         } else {
@@ -69,12 +74,13 @@ pub fn cmd_loop_show(ctx: &Ctx, args: ShowArgs) -> Result<Report, CommandError> 
     ));
     for (label, path) in [("brief", &s.brief_path), ("plan", &s.plan_path)] {
         if let Some(path) = path {
-            text.push_str(&format!("  {label}:    {path}\n"));
+            text.push_str(&format!("  {label}:    {}\n", esc(path)));
         }
     }
     text.push_str(&format!(
-        "  findings: {}, qa failures: {}, resumes: {}\n",
+        "  findings: {} ({} open), qa failures: {}, resumes: {}\n",
         s.loop_state.findings_log.len(),
+        s.open_findings(),
         s.loop_state.qa_failures_log.len(),
         s.resume_count
     ));
@@ -86,7 +92,7 @@ pub fn cmd_loop_show(ctx: &Ctx, args: ShowArgs) -> Result<Report, CommandError> 
     if s.loop_key.as_deref().is_some_and(|k| k != target.key) {
         text.push_str(&format!(
             "warning: the file's loop_key {:?} disagrees with its name; the name ({}) wins\n",
-            s.loop_key.as_deref().unwrap_or_default(),
+            esc(s.loop_key.as_deref().unwrap_or_default()),
             target.key
         ));
     }

@@ -1,0 +1,43 @@
+//! Strings read from state files, made safe to print. A ticket id, a session id or a path in a
+//! file is input from whoever wrote the file: printed raw, a newline in it could forge a
+//! `verdict:` or `next:` line of baton's own output.
+
+use std::borrow::Cow;
+
+/// `raw` with every control character escaped as Rust writes it (`\n`, `\t`, `\u{1b}`), and
+/// everything else untouched. Free of control characters, it is returned as is.
+pub fn esc(raw: &str) -> Cow<'_, str> {
+    if !raw.chars().any(char::is_control) {
+        return Cow::Borrowed(raw);
+    }
+    let mut out = String::with_capacity(raw.len() + 8);
+    for c in raw.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// `esc` of an optional field, with a word for its absence instead of `null`.
+pub fn esc_or<'a>(raw: Option<&'a str>, absent: &'a str) -> Cow<'a, str> {
+    raw.map_or(Cow::Borrowed(absent), esc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_cannot_start_a_line() {
+        assert_eq!(esc("PROJ-1"), "PROJ-1");
+        assert_eq!(
+            esc("PROJ-1\nverdict: none\r\t\u{1b}[31m"),
+            r"PROJ-1\nverdict: none\r\t\u{1b}[31m"
+        );
+        assert_eq!(esc("ünïcode/ok"), "ünïcode/ok");
+        assert_eq!(esc_or(None, "none"), "none");
+    }
+}
