@@ -3,8 +3,11 @@
 
 mod common;
 mod crash;
+mod dinostack;
 mod hostile;
+mod hostile_output;
 mod ledgers;
+mod live_sessions;
 mod races;
 mod regressions;
 mod runs;

@@ -23,6 +23,7 @@ use baton_core::time::format_ts;
 pub struct RunArgs {
     /// The plan directory.
     pub plan: PathBuf,
+    /// The phase whose gates run, as its phase file names it (`phase-<N>*.md`).
     #[arg(long)]
     pub phase: String,
     /// Run only this gate.

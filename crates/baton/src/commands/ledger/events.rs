@@ -67,6 +67,7 @@ fn text(value: &str, flag: &str) -> Result<String, CommandError> {
 pub struct StartArgs {
     /// The plan directory.
     pub plan: PathBuf,
+    /// The phase number, as the plan names it (`1`, `2b`).
     #[arg(long)]
     pub phase: String,
     /// The commit the phase starts from [default: HEAD].
@@ -91,9 +92,12 @@ impl StartArgs {
 /// `baton gate run` runs declared gates and records them itself.
 #[derive(Debug, Args)]
 pub struct GateArgs {
+    /// The plan directory (`plans/<plan>`), whose `STATE.md` is the ledger.
     pub plan: PathBuf,
+    /// The phase number, as the plan names it (`1`, `2b`).
     #[arg(long)]
     pub phase: String,
+    /// The gate's name, as its phase file declares it.
     #[arg(long)]
     pub name: String,
     /// The gate passed.
@@ -125,7 +129,9 @@ impl GateArgs {
 /// Record a completed phase: `phase <N>: complete (commits <a>..<b>, tests <X/Y>, review clean|<K> parked)`.
 #[derive(Debug, Args)]
 pub struct CompleteArgs {
+    /// The plan directory (`plans/<plan>`), whose `STATE.md` is the ledger.
     pub plan: PathBuf,
+    /// The phase number, as the plan names it (`1`, `2b`).
     #[arg(long)]
     pub phase: String,
     /// The phase's commits, `<first>..<last>` [default: the phase's base..HEAD].
@@ -196,11 +202,15 @@ fn started_base(plan: &Plan, phase: &str) -> Result<String, CommandError> {
 /// Record a parked finding: `phase <N>: parked — <finding> — ruling: <why>`.
 #[derive(Debug, Args)]
 pub struct ParkArgs {
+    /// The plan directory (`plans/<plan>`), whose `STATE.md` is the ledger.
     pub plan: PathBuf,
+    /// The phase number, as the plan names it (`1`, `2b`).
     #[arg(long)]
     pub phase: String,
+    /// The finding that was parked.
     #[arg(long)]
     pub finding: String,
+    /// Why it may wait: the ruling that parked it.
     #[arg(long)]
     pub ruling: String,
 }
@@ -218,9 +228,12 @@ impl ParkArgs {
 /// Record a blocked phase: `phase <N>: BLOCKED — <reason>`.
 #[derive(Debug, Args)]
 pub struct BlockArgs {
+    /// The plan directory (`plans/<plan>`), whose `STATE.md` is the ledger.
     pub plan: PathBuf,
+    /// The phase number, as the plan names it (`1`, `2b`).
     #[arg(long)]
     pub phase: String,
+    /// Why the phase is blocked.
     #[arg(long)]
     pub reason: String,
 }
@@ -237,7 +250,9 @@ impl BlockArgs {
 /// Record an agent that died without a diff: `phase <N>: agent died (no diff) — redispatch`.
 #[derive(Debug, Args)]
 pub struct DiedArgs {
+    /// The plan directory (`plans/<plan>`), whose `STATE.md` is the ledger.
     pub plan: PathBuf,
+    /// The phase number, as the plan names it (`1`, `2b`).
     #[arg(long)]
     pub phase: String,
 }
@@ -253,9 +268,12 @@ impl DiedArgs {
 /// Record a waiver: `phase <N>: waiver — <rule> — <who approved / why>`.
 #[derive(Debug, Args)]
 pub struct WaiverArgs {
+    /// The plan directory (`plans/<plan>`), whose `STATE.md` is the ledger.
     pub plan: PathBuf,
+    /// The phase number, as the plan names it (`1`, `2b`).
     #[arg(long)]
     pub phase: String,
+    /// The rule that is waived.
     #[arg(long)]
     pub rule: String,
     /// Who approved it, and why.
@@ -276,7 +294,9 @@ impl WaiverArgs {
 /// Record the pre-edit test baseline: `baseline: <X/Y> (<sha7>)`.
 #[derive(Debug, Args)]
 pub struct BaselineArgs {
+    /// The plan directory (`plans/<plan>`), whose `STATE.md` is the ledger.
     pub plan: PathBuf,
+    /// Tests passing over tests run, like `41/42`.
     #[arg(long, value_name = "X/Y")]
     pub tests: String,
     /// The commit measured [default: HEAD].
@@ -300,11 +320,15 @@ impl BaselineArgs {
 /// Record a model substitution: `env: model fallback <from>→<to> — <reason>`.
 #[derive(Debug, Args)]
 pub struct EnvArgs {
+    /// The plan directory (`plans/<plan>`), whose `STATE.md` is the ledger.
     pub plan: PathBuf,
+    /// The model that was asked for.
     #[arg(long)]
     pub from: String,
+    /// The model that answered instead.
     #[arg(long)]
     pub to: String,
+    /// Why the fallback happened.
     #[arg(long)]
     pub reason: String,
 }
@@ -322,9 +346,12 @@ impl EnvArgs {
 /// Record a tail step of the finish: `finish: tail <step> → DONE|SKIPPED (idempotent)|FAILED (paste-ready emitted)`.
 #[derive(Debug, Args)]
 pub struct FinishArgs {
+    /// The plan directory (`plans/<plan>`), whose `STATE.md` is the ledger.
     pub plan: PathBuf,
+    /// The tail step's name.
     #[arg(long)]
     pub step: String,
+    /// How the step ended: done, skipped (idempotent) or failed (paste-ready emitted).
     #[arg(long, value_parser = ["done", "skipped", "failed"])]
     pub outcome: String,
 }

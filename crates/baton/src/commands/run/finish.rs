@@ -9,7 +9,9 @@ use crate::output::Report;
 /// End a run (`complete` or `abandoned`) and release its lock. Finished runs can be pruned.
 #[derive(Debug, Args)]
 pub struct FinishArgs {
+    /// The run id `baton run new` printed (16 hex digits, or a legacy `YYYYMMDD-HHMMSS`).
     run_id: String,
+    /// How the run ended.
     #[arg(long, default_value = "complete", value_parser = ["complete", "abandoned"])]
     status: String,
     /// End a run whose stale lock another holder had.

@@ -13,6 +13,7 @@ use baton_store::StateStore;
 /// exits 0, so a per-turn hook can call it blindly.
 #[derive(Debug, Args)]
 pub struct HeartbeatArgs {
+    /// The run id `baton run new` printed (16 hex digits, or a legacy `YYYYMMDD-HHMMSS`).
     run_id: String,
     #[command(flatten)]
     holder: HolderArgs,

@@ -21,6 +21,7 @@ use baton_store::{FsStore, LockScope, StateStore};
 /// not in `.agentic/runs/` yet.
 #[derive(Debug, Args)]
 pub struct ImportArgs {
+    /// The run id `baton run new` printed (16 hex digits, or a legacy `YYYYMMDD-HHMMSS`).
     run_id: String,
     /// The file to import [default: /tmp/pipeline_state_<run_id>.json].
     #[arg(long, value_name = "PATH")]

@@ -17,6 +17,7 @@ use baton_store::{StateStore, git};
 #[derive(Debug, Args)]
 #[command(group(ArgGroup::new("what").required(true).args(["agent", "gate", "step", "plan"])))]
 pub struct RecordArgs {
+    /// The run id `baton run new` printed (16 hex digits, or a legacy `YYYYMMDD-HHMMSS`).
     run_id: String,
     /// An agent that completed.
     #[arg(long, value_name = "NAME")]

@@ -14,6 +14,7 @@ use baton_store::StateStore;
 /// holder's stale lock without `--force`.
 #[derive(Debug, Args)]
 pub struct ReleaseArgs {
+    /// The run id `baton run new` printed (16 hex digits, or a legacy `YYYYMMDD-HHMMSS`).
     run_id: String,
     /// End another holder\'s stale lock.
     #[arg(long)]

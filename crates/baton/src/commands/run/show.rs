@@ -13,6 +13,7 @@ use baton_store::StateStore;
 /// Show a run: what it was planned against, its progress, and its lock.
 #[derive(Debug, Args)]
 pub struct ShowArgs {
+    /// The run id `baton run new` printed (16 hex digits, or a legacy `YYYYMMDD-HHMMSS`).
     run_id: String,
 }
 

@@ -1,0 +1,581 @@
+//! A live session is never clobbered, and no work is lost on the way back: legacy adoption,
+//! batch resumes and ownerless batches pass the ownership gate; git and its hooks run outside
+//! the lock; a sessionless caller is warned; resume and accept judge the loop's own branch,
+//! keep the Brief out of a stash, wait out a rate limit and put an owed Brief first.
+
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::process::Stdio;
+
+use serde_json::{Value, json};
+
+use crate::common::{TestEnv, at};
+
+fn rules(out: &Value) -> Vec<String> {
+    out["reasons"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|r| r["rule"].as_str().unwrap_or_default().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_live_legacy_loop_of_another_session_is_left_where_it_is() {
+    let env = TestEnv::new();
+    let legacy = env.state_dir().join("loop-state.json");
+    env.write_json(
+        &legacy,
+        &json!({
+            "schema_version": 1, "session_id": "A", "ticket_id": "PROJ-1", "branch": "main",
+            "repo": "acme/app", "base_branch": "main", "status": "active",
+            "interrupted_at": null, "interrupt_reason": null,
+            "last_phase": "skeptic", "last_phase_action": "spawned",
+            "loop_state": {"phase": "skeptic", "iteration": 1, "max_iterations": 3,
+                           "findings_log": [], "qa_failures_log": [],
+                           "last_engineer_summary": null, "termination_reason": null},
+            "last_updated": at(0)
+        }),
+    );
+    let before = std::fs::read(&legacy).unwrap();
+
+    let out = env.baton("B", 2, &["resume", "PROJ-1"]);
+    out.assert_code(0);
+    assert!(out.stdout.contains("verdict: live"), "{}", out.stdout);
+    assert!(out.stdout.contains("left in place"), "{}", out.stdout);
+    assert_eq!(std::fs::read(&legacy).unwrap(), before, "not moved");
+    assert!(!env.loop_file("PROJ-1").exists());
+    env.baton("B", 3, &["loop", "init", "PROJ-1"])
+        .assert_code(3);
+    env.set_phase("B", 3, "PROJ-1", "skeptic", "returned")
+        .assert_code(3);
+    assert_eq!(std::fs::read(&legacy).unwrap(), before);
+
+    // Once that session has gone quiet, the legacy loop is adopted and offered.
+    let out = env.baton("B", 20, &["--json", "resume", "PROJ-1"]);
+    assert_eq!(out.json()["verdict"], "offer");
+    assert!(!legacy.exists());
+    assert!(env.loop_file("PROJ-1").exists());
+}
+
+/// What the originating Stop hook writes into an active batch when its session ends.
+fn interrupted_batch(env: &TestEnv, session: Option<&str>, status: &str, minute: i64) {
+    env.write_json(
+        &env.state_dir().join("batch-state.json"),
+        &json!({
+            "schema_version": 1, "session_id": session,
+            "batch_id": "PROJ-batch-2026-03-01T11:00:00Z-1a2b", "status": status,
+            "created_at": at(minute - 30), "updated_at": at(minute),
+            "interrupted_at": if status == "interrupted" { json!(at(minute)) } else { json!(null) },
+            "interrupt_reason": if status == "interrupted" { json!("unknown") } else { json!(null) },
+            "paused_at": null, "pause_reason": null,
+            "wallclock_cap_min": 90, "wallclock_started_at": at(minute - 30),
+            "tickets": [{"ticket_id": "PROJ-1", "status": "complete"},
+                        {"ticket_id": "PROJ-2", "status": "pending"}],
+            "replan_log": []
+        }),
+    );
+}
+
+#[test]
+fn a_resumed_interrupted_batch_is_active_under_its_new_owner() {
+    let env = TestEnv::new();
+    interrupted_batch(&env, Some("A"), "interrupted", 0);
+    let out = env.baton("B", 1, &["--json", "batch", "resume"]);
+    out.assert_code(0);
+    let v = out.json();
+    assert_eq!(v["status"], "active");
+    assert_eq!(v["epoch"], 1);
+    assert!(v["next"].as_str().unwrap().contains("PROJ-2"));
+    let batch = env.read_json(&env.state_dir().join("batch-state.json"));
+    assert_eq!(
+        (
+            &batch["status"],
+            &batch["session_id"],
+            &batch["owner_epoch"]
+        ),
+        (&json!("active"), &json!("B"), &json!(1))
+    );
+    assert_eq!(batch["interrupted_at"], Value::Null);
+    assert_eq!(
+        batch["wallclock_started_at"],
+        at(-30),
+        "the wall clock is kept"
+    );
+
+    // A third session cannot archive it now.
+    let out = env.baton("C", 2, &["batch", "start", "PROJ-7", "PROJ-8"]);
+    out.assert_code(3);
+    assert!(out.stdout.contains("Another batch session is active"));
+    // The old owner's epoch no longer writes.
+    env.baton(
+        "A",
+        3,
+        &[
+            "batch",
+            "ticket",
+            "PROJ-2",
+            "--status",
+            "in_progress",
+            "--epoch",
+            "0",
+        ],
+    )
+    .assert_code(3);
+
+    // Its owner's ticket writes keep it running; a write to a paused batch resumes it too.
+    interrupted_batch(&env, Some("B"), "paused", 4);
+    env.baton(
+        "B",
+        5,
+        &["batch", "ticket", "PROJ-2", "--status", "in_progress"],
+    )
+    .assert_code(0);
+    assert_eq!(
+        env.read_json(&env.state_dir().join("batch-state.json"))["status"],
+        "active"
+    );
+}
+
+#[test]
+fn an_ownerless_batch_in_any_status_needs_force() {
+    for status in ["complete", "stalled", "interrupted", "active"] {
+        let env = TestEnv::new();
+        interrupted_batch(&env, None, status, 0);
+        let out = env.baton("B", 30, &["batch", "start", "PROJ-7", "PROJ-8"]);
+        out.assert_code(3);
+        assert!(
+            out.stdout.contains("gate.null-owner"),
+            "{status}: {}",
+            out.stdout
+        );
+        env.baton("B", 30, &["batch", "start", "PROJ-7", "PROJ-8", "--force"])
+            .assert_code(0);
+    }
+}
+
+/// An interrupted loop of session A with partial work in the tree, at minute 0.
+fn interrupted_dirty(env: &TestEnv, ticket: &str) {
+    env.baton("A", 0, &["loop", "init", ticket]).assert_code(0);
+    env.set_phase("A", 0, ticket, "qa", "engineer_spawned")
+        .assert_code(0);
+    env.baton("A", 0, &["loop", "interrupt", ticket])
+        .assert_code(0);
+    env.write("partial.rs", "// half done\n");
+}
+
+#[test]
+fn a_slow_commit_hook_runs_outside_the_lock_and_other_tickets_go_on() {
+    let env = TestEnv::new();
+    env.baton("C", 0, &["loop", "init", "PROJ-2"])
+        .assert_code(0);
+    interrupted_dirty(&env, "PROJ-1");
+    // The hook runs while `resume accept --commit` is in git: it heartbeats another ticket and
+    // looks at the accepted loop itself. With the lock held across git, both would wait on it.
+    let hook = env.repo.join(".git/hooks/pre-commit");
+    let log = env.repo.parent().unwrap().join("hook.log");
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\nexec >>{log} 2>&1\nBATON_LOCK_WAIT=2s timeout 10 \"$BATON\" --session C loop heartbeat PROJ-2; echo \"heartbeat exit $?\"\nBATON_LOCK_WAIT=2s timeout 10 \"$BATON\" --session D --json resume PROJ-1; echo \"resume exit $?\"\n",
+            log = log.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = env
+        .command(Some("B"), &at(20))
+        .env("BATON", env!("CARGO_BIN_EXE_baton"))
+        .args(["--json", "resume", "accept", "PROJ-1", "--commit"])
+        .output()
+        .unwrap();
+    let out = crate::common::to_run(out);
+    out.assert_code(0);
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert!(log.contains("heartbeat exit 0"), "{log}");
+    assert!(log.contains("heartbeat: PROJ-2"), "{log}");
+    // While git ran, the loop was already claimed: another session sees it live.
+    assert!(log.contains("\"verdict\":\"live\""), "{log}");
+    assert!(log.contains("resume exit 0"), "{log}");
+    let state = env.read_json(&env.loop_file("PROJ-1"));
+    assert_eq!(
+        (
+            &state["session_id"],
+            &state["owner_epoch"],
+            &state["resume_count"]
+        ),
+        (&json!("B"), &json!(1), &json!(1))
+    );
+}
+
+#[test]
+fn a_refused_commit_gives_the_loop_back_unchanged() {
+    let env = TestEnv::new();
+    interrupted_dirty(&env, "PROJ-1");
+    let hook = env.repo.join(".git/hooks/pre-commit");
+    std::fs::write(&hook, "#!/bin/sh\necho 'lint failed' >&2\nexit 1\n").unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let before = env.snapshot();
+    let out = env.baton("B", 20, &["resume", "accept", "PROJ-1", "--commit"]);
+    out.assert_code(1);
+    assert!(out.stderr.contains("lint failed"), "{}", out.stderr);
+    assert_eq!(env.snapshot(), before, "the claim was given back");
+}
+
+#[test]
+fn a_lock_that_is_not_released_answers_exit_3_with_the_holders_pid() {
+    let env = TestEnv::new();
+    env.baton("A", 0, &["loop", "init", "PROJ-1"])
+        .assert_code(0);
+    let path = env.state_dir().join("locks/loop-state-PROJ-1.json.lock");
+    let mut held = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .unwrap();
+    held.lock().unwrap();
+    held.set_len(0).unwrap();
+    writeln!(held, "{}", std::process::id()).unwrap();
+    let before = env.snapshot();
+    let out = env
+        .command(Some("A"), &at(1))
+        .env("BATON_LOCK_WAIT", "200ms")
+        .args([
+            "loop", "set", "PROJ-1", "--phase", "qa", "--action", "returned",
+        ])
+        .output()
+        .unwrap();
+    let out = crate::common::to_run(out);
+    out.assert_code(3);
+    assert!(
+        out.stderr
+            .contains(&format!("is locked by pid {}", std::process::id())),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(env.snapshot(), before);
+    // Another ticket does not contend with it.
+    env.baton("A", 1, &["loop", "init", "PROJ-2"])
+        .assert_code(0);
+    drop(held);
+}
+
+#[test]
+fn no_session_at_all_owns_its_own_loop_and_is_told_nothing_protects_it() {
+    let env = TestEnv::new();
+    let out = env.run(None, &at(0), &["loop", "init", "PROJ-1"]);
+    out.assert_code(0);
+    assert!(
+        out.stderr
+            .contains("warning: no session id (`--session`, `BATON_SESSION` or `CLAUDE_CODE_SESSION_ID`): nothing protects this loop"),
+        "{}",
+        out.stderr
+    );
+    let out = env.run(None, &at(1), &["--json", "resume", "PROJ-1"]);
+    out.assert_code(0);
+    let v = out.json();
+    assert_eq!(v["verdict"], "own", "{}", out.stdout);
+    assert!(rules(&v).contains(&"loop.no-session".to_string()));
+    let out = env.run(
+        None,
+        &at(2),
+        &[
+            "loop", "set", "PROJ-1", "--phase", "qa", "--action", "returned",
+        ],
+    );
+    out.assert_code(0);
+    assert!(out.stderr.contains("nothing protects this loop"));
+
+    // Neither a ticket nor a session: a random key no later call could address.
+    let out = env.run(None, &at(3), &["loop", "init", ""]);
+    out.assert_code(2);
+    assert!(out.stderr.contains("BATON_SESSION"), "{}", out.stderr);
+    assert!(!env.state_dir().join("loop-state-session-nosid").exists());
+
+    // An empty BATON_SESSION does not hide CLAUDE_CODE_SESSION_ID.
+    let out = env
+        .command(None, &at(4))
+        .env("BATON_SESSION", "")
+        .env("CLAUDE_CODE_SESSION_ID", "claude-1")
+        .args(["loop", "init", "PROJ-9"])
+        .output()
+        .unwrap();
+    crate::common::to_run(out).assert_code(0);
+    assert_eq!(
+        env.read_json(&env.loop_file("PROJ-9"))["session_id"],
+        "claude-1"
+    );
+}
+
+#[test]
+fn resume_and_accept_judge_the_loops_own_branch() {
+    let env = TestEnv::new();
+    env.git(&["switch", "--quiet", "-c", "proj-1"]);
+    env.baton("A", 0, &["loop", "init", "PROJ-1"])
+        .assert_code(0);
+    env.write("feature.rs", "fn f() {}\n");
+    env.git(&["add", "feature.rs"]);
+    env.git(&["commit", "--quiet", "-m", "engineer output"]);
+    env.set_phase("A", 1, "PROJ-1", "engineer", "returned")
+        .assert_code(0);
+    env.baton("A", 2, &["loop", "interrupt", "PROJ-1"])
+        .assert_code(0);
+    env.git(&["switch", "--quiet", "main"]);
+
+    let out = env.baton("B", 20, &["--json", "resume", "PROJ-1"]);
+    let v = out.json();
+    assert!(rules(&v).contains(&"loop.other-branch".to_string()), "{v}");
+    assert!(
+        v["next"]
+            .as_str()
+            .unwrap()
+            .starts_with("switch to its branch first (`git switch proj-1`)"),
+        "{v}"
+    );
+    let out = env.baton("B", 20, &["--json", "resume", "accept", "PROJ-1"]);
+    out.assert_code(0);
+    let v = out.json();
+    let fired = rules(&v);
+    assert!(!fired.contains(&"loop.lost-work".to_string()), "{fired:?}");
+    assert!(v["next"].as_str().unwrap().contains("git switch proj-1"));
+}
+
+#[test]
+fn lost_work_is_flagged_for_engineer_returned_with_or_without_a_summary() {
+    for summary in [None, Some("fixed the null deref")] {
+        let env = TestEnv::new();
+        env.git(&["switch", "--quiet", "-c", "proj-1"]);
+        env.baton("A", 0, &["loop", "init", "PROJ-1"])
+            .assert_code(0);
+        let mut args = vec![
+            "loop", "set", "PROJ-1", "--phase", "engineer", "--action", "returned",
+        ];
+        if let Some(s) = summary {
+            args.extend(["--engineer-summary", s]);
+        }
+        env.baton("A", 1, &args).assert_code(0);
+        env.baton("A", 2, &["loop", "interrupt", "PROJ-1"])
+            .assert_code(0);
+        let out = env.baton("B", 20, &["--json", "resume", "accept", "PROJ-1"]);
+        out.assert_code(0);
+        let v = out.json();
+        assert!(
+            rules(&v).contains(&"loop.lost-work".to_string()),
+            "{summary:?}: {v}"
+        );
+        assert!(v["next"].as_str().unwrap().contains("find the lost work"));
+    }
+}
+
+#[test]
+fn discard_keeps_the_brief_and_records_the_stash_before_making_it() {
+    let env = TestEnv::new();
+    // An untracked Brief, as a conductor authors it mid-loop.
+    env.write("briefs/proj-1.md", "# Brief\nGoal: fix it\n");
+    env.baton("A", 0, &["loop", "init", "PROJ-1"])
+        .assert_code(0);
+    env.baton(
+        "A",
+        0,
+        &[
+            "loop",
+            "artifact",
+            "PROJ-1",
+            "--tier",
+            "brief",
+            "--brief",
+            "briefs/proj-1.md",
+        ],
+    )
+    .assert_code(0);
+    env.set_phase("A", 0, "PROJ-1", "qa", "engineer_spawned")
+        .assert_code(0);
+    env.baton("A", 0, &["loop", "interrupt", "PROJ-1"])
+        .assert_code(0);
+    env.write("partial.rs", "// half done\n");
+
+    // A `git` in front of the real one copies the loop-state as it is when the stash is made.
+    let bin = env.repo.parent().unwrap().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let real_git = String::from_utf8(
+        std::process::Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let seen = env.repo.parent().unwrap().join("seen-at-stash.json");
+    std::fs::write(
+        bin.join("git"),
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = stash ] && [ \"$2\" = push ]; then cp {loop_file} {seen}; fi\nexec {real} \"$@\"\n",
+            loop_file = env.loop_file("PROJ-1").display(),
+            seen = seen.display(),
+            real = real_git.trim()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(bin.join("git"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let out = env
+        .command(Some("B"), &at(20))
+        .env("PATH", path)
+        .args(["--json", "resume", "accept", "PROJ-1", "--discard"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let out = crate::common::to_run(out);
+    out.assert_code(0);
+
+    let at_stash = env.read_json(&seen);
+    let message = at_stash["discarded_work"]["message"].as_str().unwrap();
+    assert!(message.contains("PROJ-1"), "{at_stash}");
+    assert_eq!(at_stash["discarded_work"]["stash"], Value::Null);
+    let after = env.read_json(&env.loop_file("PROJ-1"));
+    assert_eq!(after["discarded_work"]["message"], message);
+    let stash = after["discarded_work"]["stash"].as_str().unwrap();
+    assert!(env.git(&["stash", "list"]).contains(message));
+    assert!(env.git(&["rev-parse", "--short", "stash@{0}"]).trim() == stash);
+
+    assert!(
+        env.repo.join("briefs/proj-1.md").exists(),
+        "the Brief stays"
+    );
+    assert!(
+        !env.repo.join("partial.rs").exists(),
+        "the partial work is stashed"
+    );
+    assert!(out.stdout.contains("Goal: fix it"), "the Brief is printed");
+
+    // The next session is told where the work went.
+    env.set_phase("B", 21, "PROJ-1", "qa", "engineer_spawned")
+        .assert_code(0);
+    let out = env.baton("C", 40, &["resume", "PROJ-1"]);
+    assert!(
+        out.stdout.contains(&format!("in git stash {stash}")),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn a_rate_limit_with_no_reset_time_waits_60_seconds_and_accept_keeps_the_wait() {
+    let env = TestEnv::new();
+    env.baton("A", 0, &["loop", "init", "PROJ-1"])
+        .assert_code(0);
+    env.set_phase("A", 0, "PROJ-1", "qa", "returned")
+        .assert_code(0);
+    env.baton(
+        "A",
+        1,
+        &["loop", "interrupt", "PROJ-1", "--reason", "rate_limit"],
+    )
+    .assert_code(0);
+    let reset = "2026-03-01T12:02:00Z";
+    let half_way = "2026-03-01T12:01:30Z";
+    let out = env.run(Some("B"), half_way, &["--json", "resume", "PROJ-1"]);
+    let v = out.json();
+    assert_eq!(v["resume_after"], reset);
+    assert!(rules(&v).contains(&"loop.rate-limit-wait".to_string()));
+    assert!(
+        v["next"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("wait until {reset}"))
+    );
+    let out = env.run(
+        Some("B"),
+        half_way,
+        &["--json", "resume", "accept", "PROJ-1"],
+    );
+    out.assert_code(0);
+    assert!(
+        out.json()["next"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("wait until {reset}")),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn an_owed_brief_is_the_next_step_in_resume_and_accept() {
+    let env = TestEnv::new();
+    env.baton("A", 0, &["loop", "init", "PROJ-1"])
+        .assert_code(0);
+    env.set_phase("A", 0, "PROJ-1", "qa", "returned")
+        .assert_code(0);
+    env.baton("A", 0, &["loop", "artifact", "PROJ-1", "--tier", "brief"])
+        .assert_code(0);
+    let out = env.baton("A", 1, &["--json", "resume", "PROJ-1"]);
+    assert_eq!(out.json()["verdict"], "own");
+    assert!(
+        out.json()["next"]
+            .as_str()
+            .unwrap()
+            .contains("retroactive Brief")
+    );
+    env.baton("A", 2, &["loop", "interrupt", "PROJ-1"])
+        .assert_code(0);
+    let out = env.baton("B", 20, &["--json", "resume", "PROJ-1"]);
+    let next = out.json()["next"].as_str().unwrap().to_string();
+    assert!(
+        next.contains("before any spawn, author the retroactive Brief"),
+        "{next}"
+    );
+    let out = env.baton("B", 20, &["--json", "resume", "accept", "PROJ-1"]);
+    let next = out.json()["next"].as_str().unwrap().to_string();
+    let brief = next.find("retroactive Brief").expect(&next);
+    let spawn = next.find("spawn the engineer").expect(&next);
+    assert!(brief < spawn, "{next}");
+}
+
+#[test]
+fn finishing_a_finished_loop_changes_nothing_and_tier_none_clears_the_brief_debt() {
+    let env = TestEnv::new();
+    env.baton("A", 0, &["loop", "init", "PROJ-1"])
+        .assert_code(0);
+    env.baton("A", 0, &["loop", "artifact", "PROJ-1", "--tier", "plan"])
+        .assert_code(0);
+    let out = env.baton("A", 1, &["loop", "artifact", "PROJ-1", "--tier", "none"]);
+    out.assert_code(0);
+    assert!(out.stdout.contains("loop.brief-paid"), "{}", out.stdout);
+    assert!(!out.stdout.contains("is refused"), "{}", out.stdout);
+    assert!(
+        env.read_json(&env.loop_file("PROJ-1"))
+            .get("brief_owed")
+            .is_none()
+    );
+    env.set_phase("A", 2, "PROJ-1", "qa", "engineer_spawned")
+        .assert_code(0);
+
+    env.baton(
+        "A",
+        3,
+        &["loop", "finish", "PROJ-1", "--status", "complete"],
+    )
+    .assert_code(0);
+    let before = env.snapshot();
+    let out = env.baton(
+        "A",
+        4,
+        &["--json", "loop", "finish", "PROJ-1", "--status", "stalled"],
+    );
+    out.assert_code(0);
+    assert_eq!(out.json()["changed"], false);
+    assert_eq!(env.snapshot(), before);
+    let out = env.baton(
+        "A",
+        4,
+        &["loop", "finish", "PROJ-1", "--status", "complete"],
+    );
+    assert!(
+        out.stdout.contains("already complete; nothing changed"),
+        "{}",
+        out.stdout
+    );
+}
