@@ -3,7 +3,7 @@
 //!
 //! Each trial builds a fresh project whose loop was last written 30 minutes ago (stale: the
 //! liveness window is 10 minutes), then starts 16 `baton` processes with 16 session ids against
-//! it. The first to get the store lock takes the loop over and makes it live again, so every
+//! it. The first to get the loop's lock takes the loop over and makes it live again, so every
 //! later one must be refused by the ownership gate (exit 3). A gate evaluated outside the lock,
 //! or a lock that does not exclude, lets two of them win.
 //!

@@ -9,6 +9,7 @@ mod ticket;
 
 use clap::Subcommand;
 
+use crate::commands::ticket_loop::no_session_warning;
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
@@ -116,11 +117,20 @@ fn update(
         reasons,
         next: show::next_step(&state),
     };
-    Ok(Report::decision(&decision)
+    let report = Report::decision(&decision)
         .with("batch_id", state.batch_id.clone())
         .with("status", state.status.clone())
         .with("epoch", state.owner_epoch)
-        .text_before(&message))
+        .text_before(&message);
+    Ok(with_session_warning(ctx, report))
+}
+
+/// A batch written with no session id says that nothing protects it.
+fn with_session_warning(ctx: &Ctx, report: Report) -> Report {
+    match no_session_warning(ctx, "batch") {
+        Some(w) => report.warn(w),
+        None => report,
+    }
 }
 
 /// The batch runs again: `active`, its interrupt and pause marks cleared, its wall clock and

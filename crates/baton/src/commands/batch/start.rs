@@ -139,11 +139,12 @@ pub fn cmd_batch_start(ctx: &Ctx, args: StartArgs) -> Result<Report, CommandErro
         reasons,
         next: super::show::next_step(&state),
     };
-    Ok(Report::decision(&decision)
+    let report = Report::decision(&decision)
         .with("batch_id", batch_id.clone())
         .with("epoch", state.owner_epoch)
         .text_before(&format!(
             "started batch {batch_id} with {} tickets",
             state.tickets.len()
-        )))
+        ));
+    Ok(super::with_session_warning(ctx, report))
 }

@@ -385,7 +385,7 @@ fn finish_accept(
         .text_after(earlier_stash.as_deref().unwrap_or_default())
         .text_after(&artifact_text)
         .text_before(&notes);
-    if let Some(w) = no_session_warning(ctx) {
+    if let Some(w) = no_session_warning(ctx, "loop") {
         report = report.warn(w);
     }
     Ok(report)

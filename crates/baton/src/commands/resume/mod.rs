@@ -3,6 +3,8 @@
 
 mod accept;
 mod check;
+
+pub use check::discarded_line;
 mod fresh;
 
 use std::ffi::OsString;

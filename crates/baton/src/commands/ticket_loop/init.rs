@@ -156,7 +156,7 @@ pub fn cmd_loop_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> 
     )
     .with("changed", true)
     .text_before(&notes);
-    if let Some(w) = no_session_warning(ctx) {
+    if let Some(w) = no_session_warning(ctx, "loop") {
         report = report.warn(w);
     }
     Ok(report)

@@ -169,10 +169,10 @@ pub fn writer<'a>(ctx: &'a Ctx, flags: &WriteFlags) -> Writer<'a> {
     }
 }
 
-/// The warning of every write made with no session id.
-pub fn no_session_warning(ctx: &Ctx) -> Option<String> {
+/// The warning of every write made with no session id; `what` is `loop` or `batch`.
+pub fn no_session_warning(ctx: &Ctx, what: &str) -> Option<String> {
     ctx.session().is_none().then(|| {
-        "no session id (`--session`, `BATON_SESSION` or `CLAUDE_CODE_SESSION_ID`): nothing protects this loop from another session without one".to_string()
+        format!("no session id (`--session`, `BATON_SESSION` or `CLAUDE_CODE_SESSION_ID`): nothing protects this {what} from another session without one")
     })
 }
 
@@ -399,7 +399,7 @@ pub fn transition(
     let mut report = loop_report(&decision, &target, &loaded.path, &state, &message)
         .with("changed", changed)
         .text_before(&notes);
-    if changed && let Some(w) = no_session_warning(ctx) {
+    if changed && let Some(w) = no_session_warning(ctx, "loop") {
         report = report.warn(w);
     }
     Ok(report)

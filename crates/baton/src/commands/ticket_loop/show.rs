@@ -84,6 +84,12 @@ pub fn cmd_loop_show(ctx: &Ctx, args: ShowArgs) -> Result<Report, CommandError> 
         s.loop_state.qa_failures_log.len(),
         s.resume_count
     ));
+    if let Some(work) = &s.discarded_work {
+        text.push_str(&format!(
+            "  {}\n",
+            crate::commands::resume::discarded_line(work)
+        ));
+    }
     if let Access::ReadOnly { found } = loaded.access {
         text.push_str(&format!(
             "warning: schema_version {found} is newer than this baton knows; shown read-only\n"
