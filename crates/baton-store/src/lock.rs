@@ -10,7 +10,7 @@
 //! every holder writes into the sidecar once it has the lock.
 
 use std::fs::File;
-use std::io::{Read, Seek};
+use std::io::Read;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -29,29 +29,35 @@ pub struct DirLock {
 
 impl DirLock {
     /// Takes the lock on `path`, waiting at most `wait`.
+    ///
+    /// The wait is a blocking `flock` on a helper thread, so the lock passes to a waiter the
+    /// moment it is released (polling would leave it idle between polls). When the bound passes
+    /// first, the thread is left blocked: if it ever gets the lock it finds nobody waiting and
+    /// drops it at once, and the process exiting releases it in any case.
     pub fn acquire(path: &Path, wait: Duration) -> Result<DirLock, StoreError> {
-        let mut file = open(path)?;
-        let start = Instant::now();
-        let mut pause = Duration::from_millis(1);
-        loop {
-            match file.try_lock() {
-                Ok(()) => break,
-                Err(std::fs::TryLockError::WouldBlock) => {}
-                Err(std::fs::TryLockError::Error(e)) => {
-                    return Err(StoreError::io("lock", path)(e));
+        let file = open(path)?;
+        let file = match file.try_lock() {
+            Ok(()) => file,
+            Err(std::fs::TryLockError::Error(e)) => return Err(StoreError::io("lock", path)(e)),
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let start = Instant::now();
+                let (tx, rx) = std::sync::mpsc::sync_channel(1);
+                std::thread::spawn(move || {
+                    let locked = file.lock().map(|()| file);
+                    let _ = tx.send(locked);
+                });
+                match rx.recv_timeout(wait) {
+                    Ok(locked) => locked.map_err(StoreError::io("lock", path))?,
+                    Err(_) => {
+                        return Err(StoreError::LockBusy {
+                            path: path.into(),
+                            holder: holder_pid(path),
+                            waited: start.elapsed(),
+                        });
+                    }
                 }
             }
-            let waited = start.elapsed();
-            if waited >= wait {
-                return Err(StoreError::LockBusy {
-                    path: path.into(),
-                    holder: holder_pid(&mut file),
-                    waited,
-                });
-            }
-            std::thread::sleep(pause.min(wait - waited));
-            pause = (pause * 2).min(Duration::from_millis(20));
-        }
+        };
         // Name the holder for anyone who waits in vain: the pid first, then the file cut to it,
         // so a holder killed in between still leaves its pid on the first line. A failure here
         // costs only that name.
@@ -92,11 +98,10 @@ fn open(path: &Path) -> Result<File, StoreError> {
 }
 
 /// The pid the current holder wrote into the sidecar.
-fn holder_pid(file: &mut File) -> Option<u32> {
+fn holder_pid(path: &Path) -> Option<u32> {
     let mut text = String::new();
-    file.rewind().ok()?;
-    file.take(32).read_to_string(&mut text).ok()?;
-    text.trim().parse().ok()
+    open(path).ok()?.take(32).read_to_string(&mut text).ok()?;
+    text.lines().next()?.trim().parse().ok()
 }
 
 #[cfg(test)]
