@@ -58,13 +58,10 @@ impl DirLock {
                 }
             }
         };
-        // Name the holder for anyone who waits in vain: the pid first, then the file cut to it,
-        // so a holder killed in between still leaves its pid on the first line. A failure here
+        // Name the holder for anyone who waits in vain. Every holder writes the same width, so
+        // one write replaces the last holder's pid whole, with no truncation. A failure here
         // costs only that name.
-        let line = format!("{}\n", std::process::id());
-        let _ = file
-            .write_all_at(line.as_bytes(), 0)
-            .and_then(|()| file.set_len(line.len() as u64));
+        let _ = file.write_all_at(format!("{:<10}\n", std::process::id()).as_bytes(), 0);
         Ok(DirLock { _file: file })
     }
 
