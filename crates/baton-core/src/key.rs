@@ -75,10 +75,12 @@ pub fn loop_file_name(key: &str) -> String {
     format!("loop-state-{key}.json")
 }
 
-/// The key inside a keyed loop-state file name, if the name is one.
+/// The key inside a keyed loop-state file name, if the name is one baton could have written: a
+/// key is always its own sanitized form, so a name with any other character (a newline that
+/// would forge a line of output, say) is not a loop file.
 pub fn key_from_file_name(name: &str) -> Option<&str> {
     let key = name.strip_prefix("loop-state-")?.strip_suffix(".json")?;
-    (!key.is_empty()).then_some(key)
+    (!key.is_empty() && sanitize(key.as_bytes()) == key).then_some(key)
 }
 
 /// The ticket prefix of a batch id: the key up to its first `-`, so `PROJ-12` gives `PROJ`.

@@ -43,6 +43,22 @@ pub fn is_live(now: Timestamp, liveness: Option<Timestamp>) -> bool {
     })
 }
 
+/// The newest of `candidates` that no clock skew rules out (at most the liveness window in the
+/// future of `now`); when every one is further ahead, the newest of them, which `is_live` then
+/// counts as stale. So one field poisoned with a far-future time cannot hide a fresh one.
+pub fn newest_plausible(
+    candidates: impl IntoIterator<Item = Option<Timestamp>>,
+    now: Timestamp,
+) -> Option<Timestamp> {
+    let all: Vec<Timestamp> = candidates.into_iter().flatten().collect();
+    let limit = now.checked_add(LIVENESS_WINDOW).unwrap_or(now);
+    all.iter()
+        .copied()
+        .filter(|t| *t <= limit)
+        .max()
+        .or_else(|| all.iter().copied().max())
+}
+
 /// A short human age: `45s`, `12m`, `2h 5m`, `3d 4h`.
 pub fn human_age(age: SignedDuration) -> String {
     let secs = age.as_secs().max(0);

@@ -125,10 +125,14 @@ pub fn commits_beyond(root: &Path, base: &str, tip: &str) -> Result<Option<u64>,
 }
 
 /// A base branch as the originating protocol records it: the branch name (`main`), never a
-/// remote-tracking name (`origin/main`).
+/// remote-tracking name (`origin/main`, `refs/remotes/<remote>/main`).
 pub fn branch_name(raw: &str) -> &str {
-    let raw = raw.strip_prefix("refs/heads/").unwrap_or(raw);
-    let raw = raw.strip_prefix("refs/remotes/").unwrap_or(raw);
+    if let Some(rest) = raw.strip_prefix("refs/heads/") {
+        return rest;
+    }
+    if let Some(rest) = raw.strip_prefix("refs/remotes/") {
+        return rest.split_once('/').map_or(rest, |(_, name)| name);
+    }
     raw.strip_prefix("origin/").unwrap_or(raw)
 }
 
@@ -187,10 +191,27 @@ pub fn stash_push(root: &Path, message: &str, excluded: &[&Path]) -> Result<Stri
     ];
     let spec = exclude_all(excluded);
     args.extend(spec.iter().map(String::as_str));
+    let top = |root: &Path| -> Option<String> {
+        let out = run(
+            root,
+            &["rev-parse", "--quiet", "--verify", "--short", "stash@{0}"],
+        )
+        .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    };
+    let before = top(root);
     run_ok(root, &args)?;
-    Ok(run_ok(root, &["rev-parse", "--short", "stash@{0}"])?
-        .trim()
-        .to_string())
+    // `git stash push` succeeds with nothing to stash; the stash on top is then an older one.
+    match top(root) {
+        Some(stash) if Some(&stash) != before.as_ref() => Ok(stash),
+        _ => Err(StoreError::Git {
+            args: args.join(" "),
+            dir: root.into(),
+            detail: "nothing was stashed: no local changes outside the excluded paths".into(),
+        }),
+    }
 }
 
 /// Commits every change outside `excluded`. Returns the new commit's short id. When the commit

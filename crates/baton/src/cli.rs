@@ -10,6 +10,7 @@ use crate::commands::{batch, demo, gate, ledger, resume, run, schema, ticket_loo
 use crate::context::Ctx;
 use crate::error::{CommandError, ExitStatus};
 use crate::output::Report;
+use baton_core::text::esc;
 
 /// Durable state for coding-agent runs: resume an interrupted run exactly where it stopped.
 ///
@@ -139,7 +140,9 @@ fn render_error(err: &CommandError, json: bool) -> (ExitStatus, String, String) 
         });
         return (err.status, obj.to_string(), String::new());
     }
-    let mut text = format!("error: {}\n", err.message);
+    // A message can quote what a state file holds (a parse error names the bad value): escaped,
+    // it cannot start a line of its own. Hints are baton's own text, some of several lines.
+    let mut text = format!("error: {}\n", esc(&err.message));
     for hint in &err.hints {
         text.push_str(&format!("hint: {hint}\n"));
     }

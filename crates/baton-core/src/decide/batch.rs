@@ -15,11 +15,11 @@ fn foreign_live(existing: &BatchState, me: Option<&str>, now: Timestamp) -> bool
     existing.is_active()
         && existing.owner().is_some()
         && existing.owner() != me
-        && is_live(now, existing.liveness())
+        && is_live(now, existing.liveness(now))
 }
 
 fn owner_age(existing: &BatchState, now: Timestamp) -> String {
-    existing.liveness().map_or_else(
+    existing.liveness(now).map_or_else(
         || "no last-write time".into(),
         |t| format!("last write {} ago", human_age(age(now, t))),
     )

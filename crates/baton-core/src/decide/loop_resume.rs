@@ -53,7 +53,8 @@ pub struct ResumeFacts<'a> {
     /// Whether the working tree has changes outside baton's own files and the governing
     /// artifacts; only consulted for an offer, and `None` when git could not say.
     pub tree_dirty: Option<bool>,
-    /// The branch checked out now (`None`: detached, or git could not say).
+    /// The branch checked out now (`None`: detached); only consulted when git reported the
+    /// tree (`tree_dirty` is known).
     pub checked_out: Option<&'a str>,
     pub others: &'a [OtherLoop],
 }
@@ -81,7 +82,7 @@ pub const RATE_LIMIT_WAIT: jiff::SignedDuration = jiff::SignedDuration::from_sec
 pub fn is_resumable(state: &LoopState, now: Timestamp) -> bool {
     match state.status {
         LoopStatus::Interrupted => true,
-        LoopStatus::Active => !is_live(now, state.liveness()),
+        LoopStatus::Active => !is_live(now, state.liveness(now)),
         _ => false,
     }
 }
@@ -102,7 +103,7 @@ pub fn resume_after(state: &LoopState) -> Option<Timestamp> {
 
 /// `last write 4m ago`, or what is true when there is no readable time.
 pub fn last_write(state: &LoopState, now: Timestamp) -> String {
-    match state.liveness() {
+    match state.liveness(now) {
         Some(ts) => format!("last write {} ago", human_age(age(now, ts))),
         None => "no last-write time".into(),
     }
@@ -188,7 +189,7 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
                 Reason::new(
                     "loop.terminal",
                     format!(
-                        "the loop for {t} is {}; it is archived out of the way",
+                        "the loop for {t} is {}: nothing to resume",
                         state.status.as_str()
                     ),
                 ),
@@ -228,7 +229,7 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
             false,
         );
     }
-    if state.status == LoopStatus::Active && is_live(now, state.liveness()) {
+    if state.status == LoopStatus::Active && is_live(now, state.liveness(now)) {
         let owner = esc_or(state.owner(), "(no session id)");
         return plain(
             Decision::new(
@@ -252,7 +253,7 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
             format!("the loop for {t} was interrupted{when} ({reason})"),
         )
     } else {
-        let seen = match state.liveness() {
+        let seen = match state.liveness(now) {
             Some(ts) => format!("its last write was {} ago", human_age(age(now, ts))),
             None => "it has no last-write time".into(),
         };
@@ -275,9 +276,14 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
         "baton resume accept {t}{}",
         if ownerless { " --force" } else { "" }
     );
+    // An owed Brief comes between the accept and any spawn.
+    let brief = brief_step(state, t);
+    let then = match &brief {
+        Some(brief) => format!("{brief}, then {step}"),
+        None => step.to_string(),
+    };
     let mut next = match mode {
-        Mode::Automatic => format!("`{accept}`, then {step}"),
-        Mode::Respawn => format!("`{accept}`, then {step}"),
+        Mode::Automatic | Mode::Respawn => format!("`{accept}`, then {then}"),
         Mode::Confirm => format!(
             "ask the human: discard the partial work (`{accept} --discard`, kept in `git stash`) or commit it (`{accept} --commit`)"
         ),
@@ -288,14 +294,19 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
     if mode != Mode::Never {
         next.push_str(&format!("; or start over with `baton resume fresh {t}`"));
     }
-    if let Some(brief) = brief_step(state, t) {
+    if let Some(brief) = brief {
         reasons.push(Reason::new(
             "loop.brief-owed",
             "a retroactive Brief is owed: the task was promoted with no Brief recorded",
         ));
-        next = format!("{next}; after accepting and before any spawn, {brief}");
+        if matches!(mode, Mode::Confirm | Mode::Never) {
+            next = format!("{next}; after accepting and before any spawn, {brief}");
+        }
     }
-    if let Some((reason, switch)) = branch_step(state, facts.checked_out) {
+    if let Some((reason, switch)) = facts
+        .tree_dirty
+        .and_then(|_| branch_step(state, facts.checked_out))
+    {
         reasons.push(reason);
         next = format!("{switch}, then {next}");
     }

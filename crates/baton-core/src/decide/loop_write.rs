@@ -7,6 +7,7 @@ use jiff::Timestamp;
 use super::loop_resume::is_resumable;
 use super::{Decision, Reason};
 use crate::model::{LoopState, LoopStatus, PromotionTier};
+use crate::text::esc_or;
 
 /// Verdict of a write refused by a gate (exit 3).
 pub const REFUSED: &str = "refused";
@@ -124,12 +125,12 @@ pub fn check_transition(
                 "loop.brief-owed",
                 format!(
                     "the task was promoted to the {} tier with no Brief recorded: a retroactive Brief is owed before the next engineer spawn",
-                    state.promotion_tier.as_deref().unwrap_or("brief")
+                    esc_or(state.promotion_tier.as_deref(), "brief")
                 ),
             ),
             Some(format!(
                 "author the Brief (goal, scope, constraints, acceptance), then `baton loop artifact {t} --tier {} --brief <PATH>`",
-                state.promotion_tier.as_deref().unwrap_or("brief")
+                esc_or(state.promotion_tier.as_deref(), "brief")
             )),
         ));
     }

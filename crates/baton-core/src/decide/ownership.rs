@@ -17,6 +17,8 @@ pub struct OwnerRecord<'a> {
     /// For batch-state only: whether its status is `active`. Loop-states skip this condition: a
     /// live session may hold a non-active loop, and a foreign session must not clobber it.
     pub batch_active: Option<bool>,
+    /// The owner released it (an interrupted loop): its last write no longer makes it live.
+    pub released: bool,
     pub epoch: u64,
 }
 
@@ -49,7 +51,7 @@ pub fn gate(file: OwnerRecord, me: Writer, now: Timestamp, what: &str) -> GateOu
     let show = if file.batch_active.is_some() {
         "baton batch show"
     } else {
-        "baton loop show"
+        "baton loop show <TICKET>"
     };
     if let Some(held) = me.epoch
         && held != file.epoch
@@ -97,7 +99,7 @@ pub fn gate(file: OwnerRecord, me: Writer, now: Timestamp, what: &str) -> GateOu
     if me_session == Some(owner) {
         return GateOutcome::Owner;
     }
-    let live = is_live(now, file.liveness);
+    let live = !file.released && is_live(now, file.liveness);
     let owner = esc(owner);
     if live && file.batch_active.unwrap_or(true) {
         let seen = file
@@ -117,7 +119,9 @@ pub fn gate(file: OwnerRecord, me: Writer, now: Timestamp, what: &str) -> GateOu
             )),
         ));
     }
-    let why = if file.liveness.is_none() {
+    let why = if file.released {
+        "released it (interrupted)".to_string()
+    } else if file.liveness.is_none() {
         "has no liveness timestamp".to_string()
     } else if !live {
         format!(
@@ -332,6 +336,7 @@ mod tests {
                     session: row.file_session,
                     liveness: row.liveness,
                     batch_active: row.batch_active,
+                    released: false,
                     epoch: row.file_epoch,
                 },
                 Writer {
@@ -353,6 +358,7 @@ mod tests {
             session: Some("A"),
             liveness: at(30),
             batch_active: None,
+            released: false,
             epoch: 4,
         };
         match gate(
@@ -398,7 +404,7 @@ mod tests {
         ) {
             let now: Timestamp = NOW.parse().unwrap();
             let owner = format!("{me}-owner");
-            let file = OwnerRecord { session: Some(&owner), liveness: at(minutes_ago), batch_active: None, epoch };
+            let file = OwnerRecord { session: Some(&owner), liveness: at(minutes_ago), batch_active: None, released: false, epoch };
             let out = gate(file, Writer { session: Some(&me), epoch: held, force }, now, "f");
             proptest::prop_assert!(matches!(out, GateOutcome::Refused(_)), "{:?}", out);
             let stale = OwnerRecord { liveness: at(11 + minutes_ago), ..file };

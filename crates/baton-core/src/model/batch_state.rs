@@ -3,7 +3,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::time::parse_ts;
+use crate::time::{newest_plausible, parse_ts};
 
 /// `.agentic/batch-state.json`: the cursor over the tickets of a batch run. Each ticket keeps
 /// its own loop-state; this file only says which ticket is next.
@@ -84,12 +84,12 @@ impl BatchState {
 
     /// Liveness: the newer of `updated_at` (what the schema names) and `last_updated` (what the
     /// originating batch-refusal text reads), so a file carrying either is read as written.
-    pub fn liveness(&self) -> Option<Timestamp> {
+    pub fn liveness(&self, now: Timestamp) -> Option<Timestamp> {
         let last_updated = self.extra.get("last_updated").and_then(Value::as_str);
-        match (parse_ts(self.updated_at.as_deref()), parse_ts(last_updated)) {
-            (Some(a), Some(b)) => Some(a.max(b)),
-            (a, b) => a.or(b),
-        }
+        newest_plausible(
+            [parse_ts(self.updated_at.as_deref()), parse_ts(last_updated)],
+            now,
+        )
     }
 
     /// Records a write: `updated_at`, and `last_updated` too when the file carries it.
@@ -152,6 +152,17 @@ mod tests {
             "last_updated": "2026-03-01T12:00:00Z"
         }))
         .unwrap();
-        assert_eq!(state.liveness(), parse_ts(Some("2026-03-01T12:00:00Z")));
+        let now = parse_ts(Some("2026-03-01T12:05:00Z")).unwrap();
+        assert_eq!(state.liveness(now), parse_ts(Some("2026-03-01T12:00:00Z")));
+        // A far-future value in one field never hides a fresh one in the other.
+        let poisoned: BatchState = serde_json::from_value(json!({
+            "batch_id": "b", "status": "active", "updated_at": "2026-03-01T12:04:00Z",
+            "last_updated": "2099-01-01T00:00:00Z"
+        }))
+        .unwrap();
+        assert_eq!(
+            poisoned.liveness(now),
+            parse_ts(Some("2026-03-01T12:04:00Z"))
+        );
     }
 }

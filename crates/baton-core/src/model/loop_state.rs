@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::text::{esc, esc_or};
-use crate::time::{format_ts, parse_ts};
+use crate::time::{format_ts, newest_plausible, parse_ts};
 
 /// `.agentic/loop-state-<LOOP_KEY>.json`: one ticket's Skeptic/QA/engineer loop cursor.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -266,12 +266,12 @@ impl LoopState {
     /// Liveness: the newer of `last_updated` and `updated_at`. The originating protocol names
     /// both fields for the loop-state (its resume check reads `last_updated`, its write contract
     /// sets `updated_at`), so a file that carries only one is still read as written.
-    pub fn liveness(&self) -> Option<Timestamp> {
+    pub fn liveness(&self, now: Timestamp) -> Option<Timestamp> {
         let updated_at = self.extra.get("updated_at").and_then(Value::as_str);
-        match (parse_ts(self.last_updated.as_deref()), parse_ts(updated_at)) {
-            (Some(a), Some(b)) => Some(a.max(b)),
-            (a, b) => a.or(b),
-        }
+        newest_plausible(
+            [parse_ts(self.last_updated.as_deref()), parse_ts(updated_at)],
+            now,
+        )
     }
 
     /// Records a write at `now`: `last_updated`, and `updated_at` too when the file carries it,

@@ -125,18 +125,30 @@ fn a_resumed_interrupted_batch_is_active_under_its_new_owner() {
     )
     .assert_code(3);
 
-    // Its owner's ticket writes keep it running; a write to a paused batch resumes it too.
-    interrupted_batch(&env, Some("B"), "paused", 4);
-    env.baton(
-        "B",
-        5,
-        &["batch", "ticket", "PROJ-2", "--status", "in_progress"],
-    )
-    .assert_code(0);
-    assert_eq!(
-        env.read_json(&env.state_dir().join("batch-state.json"))["status"],
-        "active"
-    );
+    // The originating Stop hook marks its own session's batch interrupted after every turn: that
+    // session's next ticket write runs on.
+    interrupted_batch(&env, Some("B"), "interrupted", 4);
+    let ticket = ["batch", "ticket", "PROJ-2", "--status", "in_progress"];
+    env.baton("B", 5, &ticket).assert_code(0);
+    let batch_file = env.state_dir().join("batch-state.json");
+    assert_eq!(env.read_json(&batch_file)["status"], "active");
+    // A batch the operator paused, or one that stalled, moves only after `batch resume`; so does
+    // one another session interrupted.
+    for (owner, status) in [("B", "paused"), ("B", "stalled"), ("A", "interrupted")] {
+        interrupted_batch(&env, Some(owner), status, 4);
+        let before = env.snapshot();
+        let out = env.baton("B", 30, &ticket);
+        out.assert_code(3);
+        assert!(
+            out.stdout.contains("baton batch resume"),
+            "{status}: {}",
+            out.stdout
+        );
+        assert_eq!(env.snapshot(), before, "{status}");
+        env.baton("B", 30, &["batch", "resume"]).assert_code(0);
+        assert_eq!(env.read_json(&batch_file)["status"], "active", "{status}");
+        env.baton("B", 30, &ticket).assert_code(0);
+    }
 }
 
 #[test]
@@ -524,9 +536,11 @@ fn an_owed_brief_is_the_next_step_in_resume_and_accept() {
     let out = env.baton("B", 20, &["--json", "resume", "PROJ-1"]);
     let next = out.json()["next"].as_str().unwrap().to_string();
     assert!(
-        next.contains("before any spawn, author the retroactive Brief"),
+        next.starts_with("`baton resume accept PROJ-1`, then author the retroactive Brief"),
         "{next}"
     );
+    let (brief, spawn) = (next.find("retroactive Brief"), next.find("spawn"));
+    assert!(brief < spawn, "{next}");
     let out = env.baton("B", 20, &["--json", "resume", "accept", "PROJ-1"]);
     let next = out.json()["next"].as_str().unwrap().to_string();
     let brief = next.find("retroactive Brief").expect(&next);

@@ -1,6 +1,6 @@
 use clap::Args;
 
-use super::{BatchFlags, update};
+use super::{BatchFlags, BatchWrite, update};
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
@@ -17,7 +17,7 @@ pub struct FinishArgs {
 }
 
 pub fn cmd_batch_finish(ctx: &Ctx, args: FinishArgs) -> Result<Report, CommandError> {
-    update(ctx, &args.flags, |state| {
+    update(ctx, &args.flags, BatchWrite::Finish, |state| {
         state.status = args.status.clone();
         Ok(format!("batch {} is {}", esc(&state.batch_id), args.status))
     })

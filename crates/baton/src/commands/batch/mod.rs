@@ -13,6 +13,7 @@ use crate::commands::ticket_loop::no_session_warning;
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
+use baton_core::decide::loop_write::REFUSED;
 use baton_core::decide::ownership::{GateOutcome, OwnerRecord, Writer, gate};
 use baton_core::model::BatchState;
 use baton_core::text::esc;
@@ -45,11 +46,12 @@ pub fn show_batch(ctx: &Ctx) -> Result<Report, CommandError> {
     show::cmd_batch_show(ctx, show::ShowArgs {})
 }
 
-pub fn owner_record(state: &BatchState) -> OwnerRecord<'_> {
+pub fn owner_record(state: &BatchState, now: jiff::Timestamp) -> OwnerRecord<'_> {
     OwnerRecord {
         session: state.session_id.as_deref(),
-        liveness: state.liveness(),
+        liveness: state.liveness(now),
         batch_active: Some(state.is_active()),
+        released: false,
         epoch: state.owner_epoch,
     }
 }
@@ -71,12 +73,27 @@ pub struct BatchFlags {
     pub epoch: Option<u64>,
 }
 
+/// What a batch write is, for the status rules of `update`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BatchWrite {
+    /// `batch ticket`: the batch must be running (its own owner's interrupted batch runs on).
+    Ticket,
+    /// `batch resume`: an interrupted, paused, stalled or stale batch runs again.
+    Resume,
+    /// `batch finish`: ends a batch in any status but a finished one.
+    Finish,
+}
+
 /// The shared write path of `batch ticket`, `batch resume` and `batch finish`: under the
-/// batch's lock, read, gate, apply, write. A batch that was interrupted or paused is running
-/// again once its owner (or the session that takes it over) writes to it.
+/// batch's lock, read, gate, check the status, apply, write.
+///
+/// The originating Stop hook marks its own session's batch `interrupted` at the end of every
+/// turn, so that session's next write simply runs on. A batch interrupted by another session,
+/// paused by the operator or stalled runs again only through `batch resume`.
 fn update(
     ctx: &Ctx,
     flags: &BatchFlags,
+    kind: BatchWrite,
     apply: impl FnOnce(&mut BatchState) -> Result<String, CommandError>,
 ) -> Result<Report, CommandError> {
     let store: FsStore = ctx.store()?;
@@ -89,7 +106,7 @@ fn update(
     let mut state = loaded.state.clone();
     let mut reasons = Vec::new();
     match gate(
-        owner_record(&state),
+        owner_record(&state, ctx.now),
         Writer {
             session: ctx.session(),
             epoch: flags.epoch,
@@ -106,10 +123,39 @@ fn update(
         }
         GateOutcome::Refused(d) => return Ok(Report::decision(&d)),
     }
-    let message = apply(&mut state)?;
-    if matches!(state.status.as_str(), "interrupted" | "paused") {
-        resume_batch(&mut state, &mut reasons);
+    let took_over = !reasons.is_empty();
+    let status = state.status.clone();
+    let id = esc(&state.batch_id).into_owned();
+    let refuse = |message: String, next: &str| {
+        Ok(Report::decision(&baton_core::Decision::new(
+            REFUSED,
+            baton_core::Reason::new("batch.not-running", message),
+            Some(next.to_string()),
+        )))
+    };
+    match (kind, status.as_str()) {
+        (_, "complete" | "abandoned") | (BatchWrite::Finish, "stalled") => {
+            return refuse(
+                format!("batch {id} is {}: it has ended", esc(&status)),
+                "start a new batch with `baton batch start <T1> <T2>…`",
+            );
+        }
+        (BatchWrite::Ticket, "interrupted") if !took_over => resume_batch(&mut state, &mut reasons),
+        (BatchWrite::Ticket, "interrupted" | "paused" | "stalled") => {
+            return refuse(
+                format!(
+                    "batch {id} is {}: resume it before its tickets move",
+                    esc(&status)
+                ),
+                "resume it with `baton batch resume` (see it with `baton batch show`)",
+            );
+        }
+        (BatchWrite::Resume, "interrupted" | "paused" | "stalled") => {
+            resume_batch(&mut state, &mut reasons)
+        }
+        _ => {}
     }
+    let message = apply(&mut state)?;
     state.touch(&format_ts(ctx.now));
     store.write_batch(&state)?;
     let decision = baton_core::Decision {

@@ -1,13 +1,14 @@
 use clap::Args;
 
-use super::{BatchFlags, update};
+use super::{BatchFlags, BatchWrite, update};
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::text::esc;
 
-/// Resume an interrupted, paused or stale batch: this session becomes its owner (owner epoch +
-/// 1 when it takes the batch over), the batch is active again, and the next ticket is named.
+/// Resume an interrupted, paused, stalled or stale batch: this session becomes its owner (owner
+/// epoch + 1 when it takes the batch over), the batch is active again, and the next ticket is
+/// named.
 ///
 /// Refused (exit 3) while another live session runs the batch. Each ticket's own
 /// `baton resume <TICKET>` then picks the phase.
@@ -18,15 +19,7 @@ pub struct ResumeArgs {
 }
 
 pub fn cmd_batch_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandError> {
-    update(ctx, &args.flags, |state| {
-        if state.is_finished() {
-            return Err(CommandError::usage(format!(
-                "batch {} is {}: nothing to resume",
-                esc(&state.batch_id),
-                esc(&state.status)
-            ))
-            .hint("start a new batch with `baton batch start <T1> <T2>…`"));
-        }
+    update(ctx, &args.flags, BatchWrite::Resume, |state| {
         Ok(format!(
             "batch {} is active under this session (owner epoch {})",
             esc(&state.batch_id),

@@ -16,6 +16,12 @@ pub struct ShowArgs {}
 
 /// The batch picks the ticket; the ticket's own loop resume picks the phase.
 pub fn next_step(state: &BatchState) -> Option<String> {
+    if state.status == "stalled" {
+        return Some(
+            "the batch stalled: ask the human, then resume it (`baton batch resume`) or start a new one (`baton batch start`)"
+                .into(),
+        );
+    }
     if state.is_finished() {
         return None;
     }
@@ -46,7 +52,7 @@ pub fn cmd_batch_show(ctx: &Ctx, _args: ShowArgs) -> Result<Report, CommandError
     let store = ctx.store()?;
     let loaded = store.read_batch()?.ok_or_else(no_batch)?;
     let s = &loaded.state;
-    let last = s.liveness();
+    let last = s.liveness(ctx.now);
     let seen = last.map_or_else(
         || "no last-write time".into(),
         |t| format!("last write {} ago", human_age(age(ctx.now, t))),

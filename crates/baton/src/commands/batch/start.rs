@@ -70,7 +70,7 @@ pub fn cmd_batch_start(ctx: &Ctx, args: StartArgs) -> Result<Report, CommandErro
         // The ownership gate, in any status: an ownerless batch is another session's until
         // `--force` says otherwise, and a live owner's active batch is never archived.
         if let GateOutcome::Refused(d) = gate(
-            owner_record(old),
+            owner_record(old, ctx.now),
             Writer {
                 session: ctx.session(),
                 epoch: None,

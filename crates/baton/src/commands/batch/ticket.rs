@@ -1,6 +1,6 @@
 use clap::Args;
 
-use super::{BatchFlags, update};
+use super::{BatchFlags, BatchWrite, update};
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
@@ -35,7 +35,7 @@ pub struct TicketArgs {
 
 pub fn cmd_batch_ticket(ctx: &Ctx, args: TicketArgs) -> Result<Report, CommandError> {
     let now = format_ts(ctx.now);
-    update(ctx, &args.flags, |state| {
+    update(ctx, &args.flags, BatchWrite::Ticket, |state| {
         let known: Vec<String> = state
             .tickets
             .iter()

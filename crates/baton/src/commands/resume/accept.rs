@@ -1,5 +1,6 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use clap::Args;
 
@@ -73,6 +74,28 @@ pub fn cmd_resume_accept(ctx: &Ctx, args: AcceptArgs) -> Result<Report, CommandE
     };
     match (offer.decision.verdict, offer.mode) {
         ("offer", Some(_)) if !g.held_legacy => {}
+        ("own", _) if claim_pending(&loaded.state) => {
+            // An accept of this session stopped after its claim (killed during git, or its
+            // lock stayed busy after): finish it now.
+            let Gathered {
+                store,
+                _guard: guard,
+                target,
+                loaded,
+                ..
+            } = g;
+            let loaded = loaded.expect("checked above");
+            let done = Claimed {
+                store,
+                _guard: guard,
+                target,
+                original: loaded.state.clone(),
+                path: loaded.path,
+                claimed: loaded.state,
+                set_aside: None,
+            };
+            return finish_accept(ctx, done, Vec::new(), None, &args, notes);
+        }
         ("own", _) => {
             return Ok(Report::ok(
                 serde_json::json!({ "verdict": "own", "reasons": offer.decision.reasons, "next": offer.decision.next }),
@@ -119,22 +142,24 @@ pub fn cmd_resume_accept(ctx: &Ctx, args: AcceptArgs) -> Result<Report, CommandE
             ),
         );
     }
-    let checked_out = g.tree.as_ref().and_then(|t| t.branch.as_deref());
-    if args.commit
-        && let Some((reason, switch)) = branch_step(&loaded.state, checked_out)
+    if (args.commit || args.discard)
+        && let Some(tree) = &g.tree
+        && let Some((reason, switch)) = branch_step(&loaded.state, tree.branch.as_deref())
     {
-        // Committing here would put the loop's partial work on another branch.
+        // The tree seen here belongs to another branch: committing would put it on that
+        // branch, stashing would set aside work that is not this loop's.
+        let flag = if args.commit { "--commit" } else { "--discard" };
         return Ok(Report::decision(&Decision {
             verdict: ASK,
             reasons: vec![reason],
             next: Some(format!(
-                "{switch}, then `baton resume accept {t} --commit`; or set the work aside with `--discard`"
+                "{switch}, then `baton resume accept {t} {flag}` again"
             )),
         })
         .text_before(&notes));
     }
     if let GateOutcome::Refused(d) = gate(
-        owner_record(&loaded.state),
+        owner_record(&loaded.state, ctx.now),
         writer(ctx, &args.flags),
         ctx.now,
         &g.target.file_name(),
@@ -167,7 +192,13 @@ pub fn cmd_resume_accept(ctx: &Ctx, args: AcceptArgs) -> Result<Report, CommandE
             set_aside: None,
         }
     };
-    finish_accept(ctx, done, offered, mode, &args, notes)
+    finish_accept(ctx, done, offered, Some(mode), &args, notes)
+}
+
+/// An accept that claimed the loop and did not finish: active and owned, yet still carrying the
+/// interrupt it was accepted from.
+fn claim_pending(state: &LoopState) -> bool {
+    state.status == LoopStatus::Active && state.interrupted_at.is_some()
 }
 
 /// The loop claimed by this session, ready to be finished under its lock.
@@ -241,7 +272,29 @@ fn set_aside_work(ctx: &Ctx, g: Gathered, args: &AcceptArgs) -> Result<Claimed, 
         })
     };
 
-    let guard = store.lock(LockScope::Loop(&target.key))?;
+    // git is done and the claim is on disk: wait longer than usual for the lock rather than
+    // leave the accept half done, and say exactly what stands if it still cannot be had.
+    let mut patient = store.clone();
+    patient.lock_wait = store.lock_wait.max(Duration::from_secs(30));
+    let done_so_far = match &outcome {
+        Ok((reason, _)) => reason.message.clone(),
+        Err(e) => format!("git failed: {e}"),
+    };
+    let guard = patient
+        .lock(LockScope::Loop(&target.key))
+        .map_err(|e| {
+            CommandError::new(
+                ExitStatus::Refused,
+                format!(
+                    "{done_so_far}; the loop for {} is claimed for this session, but its lock stayed busy: {e}",
+                    target.shown()
+                ),
+            )
+            .hint(format!(
+                "run `baton resume accept {}` again in this session to finish the accept",
+                target.arg()
+            ))
+        })?;
     let current = store.read_loop(&target.key)?.filter(|c| {
         c.state.owner_epoch == claimed.owner_epoch && c.state.session_id == claimed.session_id
     });
@@ -297,7 +350,7 @@ fn finish_accept(
     ctx: &Ctx,
     done: Claimed,
     offered: Vec<Reason>,
-    mode: Mode,
+    mode: Option<Mode>,
     args: &AcceptArgs,
     notes: String,
 ) -> Result<Report, CommandError> {
@@ -312,13 +365,10 @@ fn finish_accept(
     } = done;
     let mut reasons = offered;
     reasons.extend(set_aside);
-    // A pointer left by an earlier, unfinished discard is shown once more, then dropped.
-    let earlier_stash = original
-        .discarded_work
-        .as_ref()
-        .filter(|w| state.discarded_work.as_ref() == Some(*w))
-        .map(discarded_line);
-    if earlier_stash.is_some() {
+    // A pointer left by an earlier discard is shown once more; it is dropped unless this accept
+    // wrote a new one in its place.
+    let earlier_stash = original.discarded_work.as_ref().map(discarded_line);
+    if state.discarded_work == original.discarded_work {
         state.discarded_work = None;
     }
     state.resume_count += 1;
@@ -327,17 +377,28 @@ fn finish_accept(
     state.resume_after = None;
     state.touch(ctx.now);
     store.write_loop(&target.key, &state)?;
+    // The accept is on disk; what follows only reports, and runs git, so not under the lock.
+    drop(_guard);
 
     let layout = &store.layout;
     let t = target.arg();
-    let checked_out = git::tree_status(&layout.root, &[])
-        .ok()
-        .and_then(|s| s.branch);
+    let checked_out = git::tree_status(&layout.root, &[]).ok().map(|s| s.branch);
     let mut steps = Vec::new();
     if let Some(after) = resume_after(&original).filter(|a| *a > ctx.now) {
         steps.push(format!(
             "wait until {} (the rate limit's reset)",
             format_ts(after)
+        ));
+    }
+    if let Some(branch) = state.branch.as_deref()
+        && !git::ref_exists(&layout.root, &format!("refs/heads/{branch}"))
+    {
+        reasons.push(Reason::new(
+            "loop.branch-missing",
+            format!(
+                "the loop's branch {} no longer exists here: lost work is judged on HEAD",
+                esc(branch)
+            ),
         ));
     }
     if let Some(lost) = lost_work(&layout.root, &state) {
@@ -347,13 +408,15 @@ fn finish_accept(
                 .into(),
         );
     }
-    if let Some((_, switch)) = branch_step(&state, checked_out.as_deref()) {
+    if let Some(checked_out) = &checked_out
+        && let Some((_, switch)) = branch_step(&state, checked_out.as_deref())
+    {
         steps.push(switch);
     }
     if let Some(brief) = brief_step(&state, &t) {
         steps.push(brief);
     }
-    steps.push(if args.commit && mode == Mode::Confirm {
+    steps.push(if args.commit && mode == Some(Mode::Confirm) {
         match state.phase() {
             Some(Phase::QualityGate) => "re-run the quality command on the committed work".into(),
             _ => "spawn the Skeptic on the committed work".into(),
@@ -380,7 +443,7 @@ fn finish_accept(
     );
     let (artifact_text, artifact) = governing_artifact(&layout.root, &state);
     let mut report = loop_report(&decision, &target, &path, &state, &message)
-        .with("mode", mode.as_str())
+        .with("mode", mode.map(Mode::as_str))
         .with("artifact", artifact)
         .text_after(earlier_stash.as_deref().unwrap_or_default())
         .text_after(&artifact_text)

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use super::{gather, not_work};
-use crate::commands::ticket_loop::{WriteFlags, adopt_legacy, may_replace};
+use crate::commands::ticket_loop::{WriteFlags, adopt_legacy, legacy_held, may_replace};
 use crate::context::Ctx;
 use crate::error::{CommandError, ExitStatus};
 use crate::output::{Report, decision_json, render_decision, shell_quote};
@@ -15,6 +15,7 @@ use baton_core::decide::loop_write::check_key_collision;
 use baton_core::model::DiscardedWork;
 use baton_core::text::{esc, esc_or};
 use baton_store::git::TreeStatus;
+use baton_store::layout::LEGACY_LOOP_FILE;
 use baton_store::{StateStore, git};
 
 pub fn cmd_resume_check(ctx: &Ctx, ticket: &OsStr) -> Result<Report, CommandError> {
@@ -33,21 +34,34 @@ pub fn cmd_resume_check(ctx: &Ctx, ticket: &OsStr) -> Result<Report, CommandErro
         match may_replace(ctx, &loaded.state, &WriteFlags::default(), &g.target) {
             Ok(()) => archived = Some(g.store.archive_loop(&g.target.key, ctx.now)?),
             Err(refusal) => {
-                // A finished loop that a live session still holds is that session's to clear:
-                // `loop init` would be refused too, so the next step waits instead.
-                let owner = esc_or(loaded.state.owner(), "(no session id)");
+                // A finished loop that the gate protects is left in place, and the next step is
+                // one that will not be refused.
+                let t = g.target.arg();
                 left_in_place = refusal.reasons.first().map(|r| r.message.clone());
-                d.decision.reasons.push(Reason::new(
-                    "loop.terminal-held",
-                    format!(
-                        "session {owner} finished this loop {} and still holds it: it is left in place",
-                        last_write(&loaded.state, ctx.now)
-                    ),
-                ));
-                d.decision.next = Some(format!(
-                    "leave it to session {owner}; a new loop for {} can start once that session's last write is 10 minutes old",
-                    g.target.arg()
-                ));
+                let (message, next) = if refusal.rules() == ["gate.null-owner"] {
+                    (
+                        "it records no owner session (legacy state): it is left in place"
+                            .to_string(),
+                        format!(
+                            "if no other session uses it, archive it with `baton resume fresh {t} --force`, then `baton loop init {t}`"
+                        ),
+                    )
+                } else {
+                    let owner = esc_or(loaded.state.owner(), "(no session id)");
+                    (
+                        format!(
+                            "session {owner} finished this loop and still holds it ({}): it is left in place",
+                            last_write(&loaded.state, ctx.now)
+                        ),
+                        format!(
+                            "leave it to session {owner}; a new loop for {t} can start once that session's last write is 10 minutes old"
+                        ),
+                    )
+                };
+                d.decision
+                    .reasons
+                    .push(Reason::new("loop.terminal-held", message));
+                d.decision.next = Some(next);
             }
         }
     }
@@ -129,7 +143,8 @@ pub fn cmd_resume_all(ctx: &Ctx) -> Result<Report, CommandError> {
             "no loops in this project",
         ));
     }
-    let mut notes = adopt_legacy(&store, ctx)?.notes;
+    let adoption = adopt_legacy(&store, ctx)?;
+    let mut notes = adoption.notes.clone();
     let layout = &store.layout;
     // One git call per distinct set of paths that do not count as work (usually one).
     let mut trees: HashMap<Vec<PathBuf>, Option<TreeStatus>> = HashMap::new();
@@ -139,7 +154,10 @@ pub fn cmd_resume_all(ctx: &Ctx) -> Result<Report, CommandError> {
         let loaded = match scanned.loaded {
             Ok(l) => l,
             Err(e) => {
-                notes.push(format!("warning: skipped an unreadable candidate: {e}"));
+                notes.push(format!(
+                    "warning: skipped an unreadable candidate: {}",
+                    esc(&e.to_string())
+                ));
                 continue;
             }
         };
@@ -193,6 +211,19 @@ pub fn cmd_resume_all(ctx: &Ctx) -> Result<Report, CommandError> {
         row["key"] = json!(scanned.key);
         row["ticket"] = json!(ticket);
         row["mode"] = json!(d.mode.map(|m| m.as_str()));
+        rows.push(row);
+    }
+    if let Some((key, held)) = &adoption.held {
+        let d = legacy_held(ctx, &held.state, "live", &shell_quote(&esc(key)));
+        text.push_str(&format!(
+            "{key}: live (legacy {}) {}\n",
+            LEGACY_LOOP_FILE,
+            held.state.breadcrumb()
+        ));
+        let mut row = decision_json(&d);
+        row["key"] = json!(key);
+        row["ticket"] = json!(held.state.ticket_id);
+        row["mode"] = Value::Null;
         rows.push(row);
     }
     if rows.is_empty() {

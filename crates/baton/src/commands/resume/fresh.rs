@@ -4,11 +4,11 @@ use clap::Args;
 use serde_json::json;
 
 use super::gather;
-use crate::commands::ticket_loop::{WriteFlags, may_replace};
+use crate::commands::ticket_loop::{WriteFlags, legacy_held, may_replace};
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
-use baton_core::decide::loop_write::check_key_collision;
+use baton_core::decide::loop_write::{REFUSED, check_key_collision};
 use baton_core::{Decision, Reason};
 use baton_store::StateStore;
 
@@ -33,6 +33,10 @@ pub fn cmd_resume_fresh(ctx: &Ctx, args: FreshArgs) -> Result<Report, CommandErr
         )
         .text_before(&notes));
     };
+    if g.held_legacy {
+        let d = legacy_held(ctx, &loaded.state, REFUSED, &t);
+        return Ok(Report::decision(&d).text_before(&notes));
+    }
     loaded.writable()?;
     if let Err(d) = check_key_collision(&loaded.state, &g.target.raw, &g.target.key) {
         return Ok(Report::decision(&d).text_before(&notes));

@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 
-use crate::commands::ticket_loop::{Adoption, Target, adopt_legacy};
+use crate::commands::stored_path_in_project;
+use crate::commands::ticket_loop::{Adoption, Target, adopt_legacy, legacy_held};
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
@@ -20,6 +21,7 @@ use baton_core::decide::loop_resume::{
     OtherLoop, ResumeDecision, ResumeFacts, decide_loop_resume, is_resumable,
 };
 use baton_core::model::LoopState;
+use baton_core::text::esc;
 use baton_store::git::TreeStatus;
 use baton_store::lock::DirLock;
 use baton_store::store::Loaded;
@@ -99,39 +101,71 @@ pub fn gather(ctx: &Ctx, ticket: &std::ffi::OsStr) -> Result<Gathered, CommandEr
             Ok(l) if is_resumable(&l.state, ctx.now) => others.push(OtherLoop {
                 key: scanned.key,
                 status: l.state.status,
-                last_updated: l.state.liveness(),
+                last_updated: l.state.liveness(ctx.now),
             }),
             Ok(_) => {}
-            Err(e) => notes.push(format!("warning: skipped an unreadable candidate: {e}")),
+            Err(e) => notes.push(format!(
+                "warning: skipped an unreadable candidate: {}",
+                esc(&e.to_string())
+            )),
         }
     }
-    let guard = if exists {
+    // git runs before the lock is taken, on what the file says now (its tree check can start a
+    // user's fsmonitor hook, which must not stall other writers); the decision is made on the
+    // file as it is under the lock.
+    let held = adoption.held_for(&target.key);
+    let unlocked = match held {
+        Some(held) => Some(held.state.clone()),
+        None => store.read_loop(&target.key)?.map(|l| l.state),
+    };
+    let mut tree = match &unlocked {
+        Some(state) if held.is_none() && is_resumable(state, ctx.now) => {
+            loop_tree(&store.layout, state).ok()
+        }
+        _ => None,
+    };
+    let guard = if exists && held.is_none() {
         Some(store.lock(LockScope::Loop(&target.key))?)
     } else {
         None
     };
-    let mut loaded = store.read_loop(&target.key)?;
-    let mut held_legacy = false;
-    if loaded.is_none()
-        && let Some(held) = adoption.held_for(&target.key)
-    {
-        loaded = Some(held.clone());
-        held_legacy = true;
-    }
-    let tree = match &loaded {
-        Some(l) if is_resumable(&l.state, ctx.now) => loop_tree(&store.layout, &l.state).ok(),
-        _ => None,
-    };
     let arg = target.arg();
-    let decision = decide_loop_resume(&ResumeFacts {
-        ticket_arg: &arg,
-        state: loaded.as_ref().map(|l| &l.state),
-        me: ctx.session(),
-        now: ctx.now,
-        tree_dirty: tree.as_ref().map(|t| t.dirty),
-        checked_out: tree.as_ref().and_then(|t| t.branch.as_deref()),
-        others: &others,
-    });
+    let (loaded, decision) = match held {
+        Some(held) => {
+            // A live session still writes the legacy file for this ticket: whatever a keyed file
+            // says, the ticket is that session's.
+            let d = legacy_held(ctx, &held.state, "live", &arg);
+            let decision = ResumeDecision {
+                decision: d,
+                mode: None,
+                archive: false,
+                resume_after: None,
+                others: None,
+            };
+            (Some(held.clone()), decision)
+        }
+        None => {
+            let loaded = store.read_loop(&target.key)?;
+            // Rarely the file became resumable between the two reads: ask git now.
+            if let Some(l) = &loaded
+                && tree.is_none()
+                && is_resumable(&l.state, ctx.now)
+            {
+                tree = loop_tree(&store.layout, &l.state).ok();
+            }
+            let decision = decide_loop_resume(&ResumeFacts {
+                ticket_arg: &arg,
+                state: loaded.as_ref().map(|l| &l.state),
+                me: ctx.session(),
+                now: ctx.now,
+                tree_dirty: tree.as_ref().map(|t| t.dirty),
+                checked_out: tree.as_ref().and_then(|t| t.branch.as_deref()),
+                others: &others,
+            });
+            (loaded, decision)
+        }
+    };
+    let held_legacy = held.is_some();
     Ok(Gathered {
         store,
         _guard: guard,
@@ -147,10 +181,20 @@ pub fn gather(ctx: &Ctx, ticket: &std::ffi::OsStr) -> Result<Gathered, CommandEr
 /// What never counts as a loop's partial work: baton's state directory, and the governing
 /// Brief and Plan the loop points to (a conductor authors them; setting them aside in a stash
 /// would take them out of the next worker's context).
+///
+/// The two paths come from the state file, so each is left out only when it passes the checks a
+/// path argument passes (inside the project, no link, a file and a directory): a hostile path
+/// must not hide real work from the tree check or from a stash.
 pub fn not_work(layout: &Layout, state: &LoopState) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = layout.state_dir_in_tree().into_iter().collect();
-    for path in [&state.brief_path, &state.plan_path].into_iter().flatten() {
-        if let Ok(rel) = Path::new(path).strip_prefix(&layout.root)
+    let artifacts = [
+        (&state.brief_path, "brief_path", false),
+        (&state.plan_path, "plan_path", true),
+    ];
+    for (path, what, dir) in artifacts {
+        let Some(path) = path else { continue };
+        if let Ok(checked) = stored_path_in_project(&layout.root, path, what, dir)
+            && let Ok(rel) = checked.strip_prefix(&layout.root)
             && !rel.as_os_str().is_empty()
         {
             out.push(rel.to_path_buf());

@@ -48,6 +48,8 @@ pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandErro
     if !store.exists()? && !super::import::default_source(&id).exists() {
         return Err(super::missing_run(&id));
     }
+    // git runs before the lock is taken: its status can start a user's fsmonitor hook.
+    let repo = git::head_and_index(&root)?;
     let _guard = store.lock(LockScope::Runs)?;
     let mut notes = Vec::new();
     // An import stays in memory until the verdict lets the run go on: a refused or finished
@@ -126,7 +128,6 @@ pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandErro
         }),
         None => None,
     };
-    let repo = git::head_and_index(&root)?;
     let lease = lease_state_of(&run, &here, ctx.now);
     let d = decide_run_resume(&RunFacts {
         run: &run,

@@ -10,6 +10,7 @@ use crate::output::Report;
 use baton_core::Reason;
 use baton_core::decide::loop_write::brief_owed_after;
 use baton_core::model::PromotionTier;
+use baton_core::text::esc;
 
 /// Record the governing Brief or Plan and the promotion tier.
 ///
@@ -91,12 +92,12 @@ pub fn cmd_loop_artifact(ctx: &Ctx, args: ArtifactArgs) -> Result<Report, Comman
             state
                 .brief_path
                 .as_deref()
-                .map(|b| format!(", brief {b}"))
+                .map(|b| format!(", brief {}", esc(b)))
                 .unwrap_or_default(),
             state
                 .plan_path
                 .as_deref()
-                .map(|p| format!(", plan {p}"))
+                .map(|p| format!(", plan {}", esc(p)))
                 .unwrap_or_default()
         );
         Ok(Applied {

@@ -3,14 +3,14 @@ use std::ffi::OsString;
 use clap::Args;
 
 use super::{
-    Target, WriteFlags, adopt_legacy, held_refusal, loop_report, may_replace, no_session_warning,
+    Target, WriteFlags, adopt_legacy, legacy_held, loop_report, may_replace, no_session_warning,
 };
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::Decision;
 use baton_core::decide::batch::single_ticket_warning;
-use baton_core::decide::loop_write::{InitPlan, check_key_collision, decide_init};
+use baton_core::decide::loop_write::{InitPlan, REFUSED, check_key_collision, decide_init};
 use baton_core::model::{LoopState, Phase};
 use baton_store::{LockScope, StateStore, git};
 
@@ -40,17 +40,41 @@ pub struct InitArgs {
     flags: WriteFlags,
 }
 
+/// `--base` as a branch name that exists here or on `origin`.
+fn checked_base(root: &std::path::Path, raw: &str) -> Result<String, CommandError> {
+    let name = git::branch_name(raw.trim());
+    let known = !name.is_empty()
+        && (git::ref_exists(root, &format!("refs/heads/{name}"))
+            || git::ref_exists(root, &format!("refs/remotes/origin/{name}")));
+    if known {
+        Ok(name.to_string())
+    } else {
+        Err(
+            CommandError::usage(format!("--base {raw:?} names no branch here or on origin"))
+                .hint("pass a branch name such as `--base main` (`git branch -a` lists them)"),
+        )
+    }
+}
+
 pub fn cmd_loop_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> {
     let store = ctx.store()?;
     let target = Target::derive(ctx, &args.ticket);
     target.require_stable()?;
     let adoption = adopt_legacy(&store, ctx)?;
     let notes = adoption.notes.join("\n");
-    if let Some(held) = adoption.held_for(&target.key)
-        && let Some(d) = held_refusal(ctx, &held.state, &args.flags)
-    {
+    if let Some(held) = adoption.held_for(&target.key) {
+        let d = legacy_held(ctx, &held.state, REFUSED, &target.arg());
         return Ok(Report::decision(&d).text_before(&notes));
     }
+    // git runs before the lock is taken (a user's fsmonitor hook must not stall other writers).
+    let layout = &store.layout;
+    let branch = git::tree_status(&layout.root, &[])
+        .ok()
+        .and_then(|t| t.branch);
+    let base = match args.base.as_deref() {
+        Some(raw) => Some(checked_base(&layout.root, raw)?),
+        None => git::default_base(&layout.root),
+    };
     let _guard = store.lock(LockScope::Loop(&target.key))?;
     let existing = store.read_loop(&target.key)?;
     if let Some(existing) = &existing {
@@ -115,15 +139,10 @@ pub fn cmd_loop_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> 
     {
         reasons.push(warning);
     }
-    let layout = &store.layout;
-    let tree = git::tree_status(&layout.root, &[]).unwrap_or_default();
     let mut state = LoopState::new(target.raw.clone(), target.key.clone(), ctx.session.clone());
-    state.branch = tree.branch;
+    state.branch = branch;
     state.repo = Some(layout.root.display().to_string());
-    state.base_branch = args
-        .base
-        .map(|b| git::branch_name(&b).to_string())
-        .or_else(|| git::default_base(&layout.root));
+    state.base_branch = base;
     state.last_phase = Some(args.phase.clone());
     // `loop_state.phase` names the loop that runs; a later phase leaves it unset until one does.
     state.loop_state.phase = Phase::parse(&args.phase)
@@ -155,6 +174,7 @@ pub fn cmd_loop_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> 
         &message,
     )
     .with("changed", true)
+    .with("notes", adoption.notes.clone())
     .text_before(&notes);
     if let Some(w) = no_session_warning(ctx, "loop") {
         report = report.warn(w);

@@ -20,7 +20,7 @@ use crate::context::Ctx;
 use crate::error::{CommandError, ExitStatus};
 use crate::output::{Report, shell_quote};
 use baton_core::decide::loop_resume::last_write;
-use baton_core::decide::loop_write::check_key_collision;
+use baton_core::decide::loop_write::{REFUSED, check_key_collision};
 use baton_core::decide::ownership::{GateOutcome, OwnerRecord, Writer, gate};
 use baton_core::key::{KeySource, loop_file_name, loop_key};
 use baton_core::model::{LoopState, LoopStatus, SCHEMA_VERSION};
@@ -138,7 +138,7 @@ pub fn may_replace(
     target: &Target,
 ) -> Result<(), Decision> {
     match gate(
-        owner_record(state),
+        owner_record(state, ctx.now),
         writer(ctx, flags),
         ctx.now,
         &target.file_name(),
@@ -151,12 +151,12 @@ pub fn may_replace(
 /// What the gate sees of a loop's owner. An interrupt is the owner's own release of the loop, so
 /// an interrupted loop's last write no longer makes it live: otherwise the offer of the resume
 /// check could not be accepted for 10 minutes after the owner's last transition.
-pub fn owner_record(state: &LoopState) -> OwnerRecord<'_> {
-    let released = state.status == LoopStatus::Interrupted;
+pub fn owner_record(state: &LoopState, now: jiff::Timestamp) -> OwnerRecord<'_> {
     OwnerRecord {
         session: state.session_id.as_deref(),
-        liveness: state.liveness().filter(|_| !released),
+        liveness: state.liveness(now),
         batch_active: None,
+        released: state.status == LoopStatus::Interrupted,
         epoch: state.owner_epoch,
     }
 }
@@ -209,32 +209,28 @@ pub fn adopt_legacy(store: &FsStore, ctx: &Ctx) -> Result<Adoption, CommandError
         Ok(None) => return Ok(adoption),
         Ok(Some(loaded)) => loaded,
         Err(e) => {
-            adoption
-                .notes
-                .push(format!("warning: legacy state skipped: {e}"));
+            adoption.notes.push(format!(
+                "warning: legacy state skipped: {}",
+                esc(&e.to_string())
+            ));
             return Ok(adoption);
         }
     };
     if let Err(e) = legacy.writable() {
-        adoption
-            .notes
-            .push(format!("warning: legacy state skipped: {e}"));
+        adoption.notes.push(format!(
+            "warning: legacy state skipped: {}",
+            esc(&e.to_string())
+        ));
         return Ok(adoption);
     }
     let mut adopted = legacy.state.clone();
-    let ticket = adopted.ticket_id.clone().unwrap_or_default();
-    let session = adopted.session_id.clone();
-    let (mut key, source) = loop_key(ticket.as_bytes(), session.as_deref(), String::new);
-    if source == KeySource::NoSession {
-        key = "legacy".to_string();
-    }
+    let key = legacy_key(&adopted);
     let legacy_name = store.layout.legacy_loop_file();
-    let me = ctx.session();
-    let writer_is_owner = me.is_some() && adopted.owner() == me;
-    if adopted.status == LoopStatus::Active
-        && is_live(ctx.now, adopted.liveness())
-        && !writer_is_owner
-    {
+    // The ownership gate, whatever the status: the originating Stop hook marks the legacy file
+    // `interrupted` at the end of every turn of a session that goes on working, so a recent
+    // write by another session (or by no session, for a caller that has one) is live state.
+    let mine = adopted.owner() == ctx.session();
+    if !mine && is_live(ctx.now, adopted.liveness(ctx.now)) {
         adoption.notes.push(format!(
             "note: legacy {} is held by live session {} ({}); left in place",
             legacy_name.display(),
@@ -248,13 +244,31 @@ pub fn adopt_legacy(store: &FsStore, ctx: &Ctx) -> Result<Adoption, CommandError
     adopted.schema_version = SCHEMA_VERSION;
     let _key_lock = store.lock(LockScope::Loop(&key))?;
     let note = match store.read_loop(&key) {
-        Err(e) => format!("warning: legacy state not adopted, its keyed file is unreadable: {e}"),
+        Err(e) => format!(
+            "warning: legacy state not adopted, its keyed file is unreadable: {}",
+            esc(&e.to_string())
+        ),
         Ok(Some(keyed)) if keyed.state == adopted => {
             store.remove_legacy_loop()?;
             format!(
                 "note: finished adopting legacy {} onto {} (removed the leftover)",
                 legacy_name.display(),
                 loop_file_name(&key)
+            )
+        }
+        Ok(Some(keyed))
+            if keyed.state.status.is_terminal()
+                && matches!(
+                    gate(owner_record(&keyed.state, ctx.now), writer(ctx, &WriteFlags::default()), ctx.now, &loop_file_name(&key)),
+                    GateOutcome::Refused(ref d) if d.rules() == ["gate.foreign-live-owner"]
+                ) =>
+        {
+            // A finished loop that a live session still holds is that session's to clear.
+            format!(
+                "note: legacy {} not adopted yet: {} is finished but still held by live session {}",
+                legacy_name.display(),
+                loop_file_name(&key),
+                esc_or(keyed.state.owner(), "(no session id)")
             )
         }
         Ok(Some(keyed)) if keyed.state.status.is_terminal() => {
@@ -292,17 +306,36 @@ pub fn adopt_legacy(store: &FsStore, ctx: &Ctx) -> Result<Adoption, CommandError
     Ok(adoption)
 }
 
-/// The refusal for a write to a ticket whose only state is a legacy file a live session holds.
-pub fn held_refusal(ctx: &Ctx, held: &LoopState, flags: &WriteFlags) -> Option<Decision> {
-    match gate(
-        owner_record(held),
-        writer(ctx, flags),
-        ctx.now,
-        LEGACY_LOOP_FILE,
-    ) {
-        GateOutcome::Refused(d) => Some(d),
-        GateOutcome::Owner | GateOutcome::Takeover { .. } => None,
+/// The key a legacy loop is adopted under: from its `ticket_id`, else `session-<sid>`, else
+/// `legacy`.
+pub fn legacy_key(state: &LoopState) -> String {
+    let ticket = state.ticket_id.clone().unwrap_or_default();
+    let (key, source) = loop_key(ticket.as_bytes(), state.session_id.as_deref(), String::new);
+    if source == KeySource::NoSession {
+        "legacy".to_string()
+    } else {
+        key
     }
+}
+
+/// What is said of a ticket whose legacy `loop-state.json` another live session still writes:
+/// `live` to a check, `refused` (exit 3) to a write.
+pub fn legacy_held(ctx: &Ctx, held: &LoopState, verdict: &'static str, t: &str) -> Decision {
+    let owner = esc_or(held.owner(), "(no session id)");
+    Decision::new(
+        verdict,
+        Reason::new(
+            "loop.legacy-held",
+            format!(
+                "session {owner} still writes the legacy {LEGACY_LOOP_FILE} for {t} ({}, {}): it is left in place",
+                held.status.as_str(),
+                last_write(held, ctx.now)
+            ),
+        ),
+        Some(format!(
+            "leave {t} to session {owner} (`baton loop show {t}`); once its last write is 10 minutes old, `baton resume {t}` adopts it"
+        )),
+    )
 }
 
 /// The result of applying a transition to a loop.
@@ -329,9 +362,8 @@ pub fn transition(
     }
     let adoption = adopt_legacy(&store, ctx)?;
     let notes = adoption.notes.join("\n");
-    if let Some(held) = adoption.held_for(&target.key)
-        && let Some(d) = held_refusal(ctx, &held.state, flags)
-    {
+    if let Some(held) = adoption.held_for(&target.key) {
+        let d = legacy_held(ctx, &held.state, REFUSED, &target.arg());
         return Ok(Report::decision(&d).text_before(&notes));
     }
     let _guard = store.lock(LockScope::Loop(&target.key))?;
@@ -347,7 +379,7 @@ pub fn transition(
     }
     let mut state = loaded.state.clone();
     let takeover = match gate(
-        owner_record(&state),
+        owner_record(&state, ctx.now),
         writer(ctx, flags),
         ctx.now,
         &target.file_name(),
@@ -361,13 +393,14 @@ pub fn transition(
         Err(d) => return Ok(Report::decision(&d).text_before(&notes)),
     };
     let mut reasons = Vec::new();
-    if let Some((epoch, reason)) = takeover.clone() {
+    // A change that changes nothing takes nothing over either.
+    if let Some((epoch, reason)) = takeover.filter(|_| applied.changed) {
         state.session_id = ctx.session.clone();
         state.owner_epoch = epoch;
         reasons.push(reason);
     }
     reasons.extend(applied.warnings);
-    let mut changed = applied.changed || takeover.is_some();
+    let mut changed = applied.changed;
     if changed && state.loop_key.as_deref() != Some(target.key.as_str()) {
         // The file name wins over a disagreeing field.
         let was = match state.loop_key.as_deref() {
@@ -398,6 +431,7 @@ pub fn transition(
     };
     let mut report = loop_report(&decision, &target, &loaded.path, &state, &message)
         .with("changed", changed)
+        .with("notes", adoption.notes.clone())
         .text_before(&notes);
     if changed && let Some(w) = no_session_warning(ctx, "loop") {
         report = report.warn(w);

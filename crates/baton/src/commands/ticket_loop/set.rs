@@ -76,8 +76,27 @@ pub fn cmd_loop_set(ctx: &Ctx, args: SetArgs) -> Result<Report, CommandError> {
         }
         let raised = state.loop_state.iteration;
         for text in &args.findings {
+            // Ids stay unique, so `--finding-status` can reach every finding.
+            let taken = |id: &str| {
+                state
+                    .loop_state
+                    .findings_log
+                    .iter()
+                    .any(|f| f.get("id").and_then(Value::as_str) == Some(id))
+            };
+            let base = slug(text);
+            let id = (1..)
+                .map(|n| {
+                    if n == 1 {
+                        base.clone()
+                    } else {
+                        format!("{base}-{n}")
+                    }
+                })
+                .find(|id| !taken(id))
+                .expect("an unused suffix exists");
             state.loop_state.findings_log.push(json!({
-                "id": slug(text),
+                "id": id,
                 "title": text,
                 "first_raised": raised,
                 "status": "open",

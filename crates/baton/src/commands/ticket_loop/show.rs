@@ -3,7 +3,7 @@ use std::ffi::OsString;
 use clap::Args;
 use serde_json::json;
 
-use super::{Target, missing_loop, state_json};
+use super::{Target, legacy_key, missing_loop, state_json};
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
@@ -23,16 +23,21 @@ pub struct ShowArgs {
 pub fn cmd_loop_show(ctx: &Ctx, args: ShowArgs) -> Result<Report, CommandError> {
     let store = ctx.store()?;
     let target = Target::derive(ctx, &args.ticket);
-    let loaded = store
-        .read_loop(&target.key)?
-        .ok_or_else(|| missing_loop(&target))?;
+    // A legacy file not yet adopted (a live session still writes it) is shown for its ticket.
+    let (loaded, legacy) = match store.read_loop(&target.key)? {
+        Some(loaded) => (loaded, false),
+        None => match store.read_legacy_loop()? {
+            Some(legacy) if legacy_key(&legacy.state) == target.key => (legacy, true),
+            _ => return Err(missing_loop(&target)),
+        },
+    };
     if let Err(d) =
         baton_core::decide::loop_write::check_key_collision(&loaded.state, &target.raw, &target.key)
     {
         return Ok(Report::decision(&d));
     }
     let s = &loaded.state;
-    let last = s.liveness();
+    let last = s.liveness(ctx.now);
     let liveness = format!(
         "{}, {}",
         if is_live(ctx.now, last) {
@@ -84,6 +89,11 @@ pub fn cmd_loop_show(ctx: &Ctx, args: ShowArgs) -> Result<Report, CommandError> 
         s.loop_state.qa_failures_log.len(),
         s.resume_count
     ));
+    if legacy {
+        text.push_str(
+            "  note:     the legacy file, not adopted while its session writes it (`baton resume` adopts it once that session is quiet)\n",
+        );
+    }
     if let Some(work) = &s.discarded_work {
         text.push_str(&format!(
             "  {}\n",
@@ -108,6 +118,7 @@ pub fn cmd_loop_show(ctx: &Ctx, args: ShowArgs) -> Result<Report, CommandError> 
             "path": loaded.path.display().to_string(),
             "live": is_live(ctx.now, last),
             "read_only": loaded.access != Access::ReadWrite,
+            "legacy": legacy,
             "state": state_json(s),
         }),
         text,
