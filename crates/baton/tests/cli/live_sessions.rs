@@ -593,3 +593,225 @@ fn finishing_a_finished_loop_changes_nothing_and_tier_none_clears_the_brief_debt
         out.stdout
     );
 }
+
+/// A legacy `loop-state.json` of `session`, as the originating conductor and Stop hook leave it.
+fn legacy(env: &TestEnv, session: Option<&str>, status: &str, minute: i64) -> std::path::PathBuf {
+    let path = env.state_dir().join("loop-state.json");
+    env.write_json(
+        &path,
+        &json!({
+            "schema_version": 1, "session_id": session, "ticket_id": "PROJ-1",
+            "branch": "main", "repo": "acme/app", "base_branch": "main", "status": status,
+            "interrupted_at": if status == "interrupted" { json!(at(minute).replace('Z', ".000Z")) } else { json!(null) },
+            "interrupt_reason": if status == "interrupted" { json!("unknown") } else { json!(null) },
+            "last_phase": "qa", "last_phase_action": "returned",
+            "loop_state": {"phase": "qa", "iteration": 2, "max_iterations": 3,
+                           "findings_log": [], "qa_failures_log": [],
+                           "last_engineer_summary": null, "termination_reason": null},
+            "last_updated": at(minute)
+        }),
+    );
+    path
+}
+
+#[test]
+fn a_legacy_loop_the_stop_hook_just_marked_is_still_its_sessions() {
+    // The originating Stop hook marks the legacy file interrupted after every turn of a
+    // session that goes on working.
+    let env = TestEnv::new();
+    let path = legacy(&env, Some("A"), "interrupted", 0);
+    let out = env.baton("B", 2, &["--json", "resume", "PROJ-1"]);
+    assert_eq!(out.json()["verdict"], "live", "{}", out.stdout);
+    assert!(rules(&out.json()).contains(&"loop.legacy-held".to_string()));
+    assert!(path.exists() && !env.loop_file("PROJ-1").exists());
+    env.baton("B", 2, &["resume", "accept", "PROJ-1"])
+        .assert_code(3);
+    env.baton("B", 2, &["resume", "fresh", "PROJ-1"])
+        .assert_code(3);
+    // `loop show` and the list see it.
+    let out = env.baton("B", 2, &["loop", "show", "PROJ-1"]);
+    out.assert_code(0);
+    assert!(out.stdout.contains("the legacy file"), "{}", out.stdout);
+    let out = env.baton("B", 2, &["resume"]);
+    assert!(
+        out.stdout.contains("PROJ-1: live (legacy loop-state.json)"),
+        "{}",
+        out.stdout
+    );
+
+    // A stale keyed file for the same ticket does not make it resumable.
+    let mut keyed = env.read_json(&path);
+    keyed["last_updated"] = json!(at(-60));
+    keyed["status"] = json!("active");
+    env.write_json(&env.loop_file("PROJ-1"), &keyed);
+    let out = env.baton("B", 3, &["--json", "resume", "PROJ-1"]);
+    assert_eq!(out.json()["verdict"], "live", "{}", out.stdout);
+    env.baton("B", 3, &["resume", "accept", "PROJ-1"])
+        .assert_code(3);
+}
+
+#[test]
+fn a_sessionless_caller_adopts_its_own_sessionless_legacy_loop() {
+    let env = TestEnv::new();
+    let path = legacy(&env, None, "active", 0);
+    let out = env.run(None, &at(1), &["--json", "resume", "PROJ-1"]);
+    assert_eq!(out.json()["verdict"], "own", "{}", out.stdout);
+    assert!(!path.exists());
+    env.run(
+        None,
+        &at(2),
+        &[
+            "loop", "set", "PROJ-1", "--phase", "qa", "--action", "spawned",
+        ],
+    )
+    .assert_code(0);
+}
+
+#[test]
+fn discard_on_another_branch_is_refused_and_stashes_nothing() {
+    let env = TestEnv::new();
+    env.git(&["switch", "--quiet", "-c", "feat"]);
+    interrupted_dirty(&env, "PROJ-1");
+    std::fs::remove_file(env.repo.join("partial.rs")).unwrap();
+    env.git(&["switch", "--quiet", "main"]);
+    env.write("other.txt", "someone else's work\n");
+    let before = env.snapshot();
+    let out = env.baton("B", 30, &["resume", "accept", "PROJ-1", "--discard"]);
+    out.assert_code(4);
+    assert!(out.stdout.contains("git switch feat"), "{}", out.stdout);
+    assert!(env.repo.join("other.txt").exists());
+    assert!(env.git(&["stash", "list"]).is_empty());
+    assert_eq!(env.snapshot(), before);
+}
+
+#[test]
+fn an_accept_stopped_after_its_claim_is_finished_by_its_session() {
+    let env = TestEnv::new();
+    env.baton("A", 0, &["loop", "init", "PROJ-1"])
+        .assert_code(0);
+    env.set_phase("A", 0, "PROJ-1", "qa", "returned")
+        .assert_code(0);
+    env.baton("A", 0, &["loop", "interrupt", "PROJ-1"])
+        .assert_code(0);
+    // What a claim leaves when the accept dies during git: this session's, active, fresh, and
+    // still carrying the interrupt.
+    let mut state = env.read_json(&env.loop_file("PROJ-1"));
+    state["session_id"] = json!("B");
+    state["owner_epoch"] = json!(1);
+    state["status"] = json!("active");
+    state["last_updated"] = json!(at(20));
+    state["discarded_work"] =
+        json!({"message": "baton: partial work of PROJ-1 set aside", "stash": null, "at": at(20)});
+    env.write_json(&env.loop_file("PROJ-1"), &state);
+    env.baton("C", 21, &["resume", "accept", "PROJ-1"])
+        .assert_code(3);
+    let out = env.baton("B", 21, &["resume", "accept", "PROJ-1"]);
+    out.assert_code(0);
+    assert!(out.stdout.contains("resumed PROJ-1"), "{}", out.stdout);
+    assert!(out.stdout.contains("did not confirm it"), "{}", out.stdout);
+    let after = env.read_json(&env.loop_file("PROJ-1"));
+    assert_eq!(
+        (
+            &after["resume_count"],
+            &after["interrupted_at"],
+            &after["owner_epoch"]
+        ),
+        (&json!(1), &Value::Null, &json!(1))
+    );
+}
+
+#[test]
+fn a_write_that_changes_nothing_takes_nothing_over() {
+    let env = TestEnv::new();
+    env.baton("A", 0, &["loop", "init", "PROJ-1"])
+        .assert_code(0);
+    env.baton(
+        "A",
+        1,
+        &["loop", "finish", "PROJ-1", "--status", "complete"],
+    )
+    .assert_code(0);
+    let before = env.snapshot();
+    let out = env.baton(
+        "B",
+        30,
+        &["loop", "finish", "PROJ-1", "--status", "stalled"],
+    );
+    out.assert_code(0);
+    assert!(out.stdout.contains("nothing changed"));
+    assert!(!out.stdout.contains("taken over"), "{}", out.stdout);
+    assert_eq!(env.snapshot(), before);
+}
+
+#[test]
+fn an_ownerless_finished_loop_points_at_fresh_with_force() {
+    let env = TestEnv::new();
+    env.baton("A", 0, &["loop", "init", "PROJ-1"])
+        .assert_code(0);
+    let mut state = env.read_json(&env.loop_file("PROJ-1"));
+    state["session_id"] = Value::Null;
+    state["status"] = json!("complete");
+    env.write_json(&env.loop_file("PROJ-1"), &state);
+    let out = env.baton("B", 60, &["--json", "resume", "PROJ-1"]);
+    let next = out.json()["next"].as_str().unwrap().to_string();
+    assert!(next.contains("baton resume fresh PROJ-1 --force"), "{next}");
+    env.baton("B", 60, &["resume", "fresh", "PROJ-1", "--force"])
+        .assert_code(0);
+    env.baton("B", 60, &["loop", "init", "PROJ-1"])
+        .assert_code(0);
+}
+
+#[test]
+fn every_finding_keeps_an_id_of_its_own() {
+    let env = TestEnv::new();
+    env.baton("A", 0, &["loop", "init", "PROJ-1"])
+        .assert_code(0);
+    let long = "the session cache is never invalidated after the user changes a password";
+    env.baton(
+        "A",
+        1,
+        &[
+            "loop",
+            "set",
+            "PROJ-1",
+            "--phase",
+            "skeptic",
+            "--action",
+            "returned",
+            "--finding",
+            long,
+            "--finding",
+            long,
+        ],
+    )
+    .assert_code(0);
+    let log = &env.read_json(&env.loop_file("PROJ-1"))["loop_state"]["findings_log"];
+    let (a, b) = (
+        log[0]["id"].as_str().unwrap(),
+        log[1]["id"].as_str().unwrap(),
+    );
+    assert_ne!(a, b);
+    assert_eq!(b, format!("{a}-2"));
+    let status = format!("{b}=closed");
+    env.baton(
+        "A",
+        2,
+        &[
+            "loop",
+            "set",
+            "PROJ-1",
+            "--phase",
+            "engineer",
+            "--action",
+            "returned",
+            "--finding-status",
+            &status,
+        ],
+    )
+    .assert_code(0);
+    let log = &env.read_json(&env.loop_file("PROJ-1"))["loop_state"]["findings_log"];
+    assert_eq!(
+        (&log[0]["status"], &log[1]["status"]),
+        (&json!("open"), &json!("closed"))
+    );
+}
