@@ -44,15 +44,10 @@ pub enum GateOutcome {
     Refused(Decision),
 }
 
-/// The gate. `what` names the file for messages; `retry` is the command to suggest.
-pub fn gate(file: OwnerRecord, me: Writer, now: Timestamp, what: &str) -> GateOutcome {
+/// The gate. `what` names the file for messages; `show` is the command that shows it.
+pub fn gate(file: OwnerRecord, me: Writer, now: Timestamp, what: &str, show: &str) -> GateOutcome {
     let me_session = me.session.filter(|s| !s.is_empty());
     let file_session = file.session.filter(|s| !s.is_empty());
-    let show = if file.batch_active.is_some() {
-        "baton batch show"
-    } else {
-        "baton loop show <TICKET>"
-    };
     if let Some(held) = me.epoch
         && held != file.epoch
     {
@@ -346,6 +341,7 @@ mod tests {
                 },
                 now,
                 "loop-state-X.json",
+                "baton loop show X",
             );
             assert_eq!(rule(&out), row.want, "{}", row.name);
         }
@@ -369,6 +365,7 @@ mod tests {
             },
             now,
             "f",
+            "show",
         ) {
             GateOutcome::Takeover { epoch, .. } => assert_eq!(epoch, 5),
             other => panic!("{other:?}"),
@@ -385,6 +382,7 @@ mod tests {
             },
             now,
             "f",
+            "show",
         ) {
             GateOutcome::Refused(d) => {
                 assert!(d.reasons[0].message.contains("session A"));
@@ -405,10 +403,10 @@ mod tests {
             let now: Timestamp = NOW.parse().unwrap();
             let owner = format!("{me}-owner");
             let file = OwnerRecord { session: Some(&owner), liveness: at(minutes_ago), batch_active: None, released: false, epoch };
-            let out = gate(file, Writer { session: Some(&me), epoch: held, force }, now, "f");
+            let out = gate(file, Writer { session: Some(&me), epoch: held, force }, now, "f", "show");
             proptest::prop_assert!(matches!(out, GateOutcome::Refused(_)), "{:?}", out);
             let stale = OwnerRecord { liveness: at(11 + minutes_ago), ..file };
-            if let GateOutcome::Takeover { epoch: next, .. } = gate(stale, Writer { session: Some(&me), epoch: held, force }, now, "f") {
+            if let GateOutcome::Takeover { epoch: next, .. } = gate(stale, Writer { session: Some(&me), epoch: held, force }, now, "f", "show") {
                 proptest::prop_assert_eq!(next, epoch + 1);
             }
         }

@@ -114,6 +114,7 @@ fn update(
         },
         ctx.now,
         BATCH_FILE,
+        "baton batch show",
     ) {
         GateOutcome::Owner => {}
         GateOutcome::Takeover { epoch, reason } => {

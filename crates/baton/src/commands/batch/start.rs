@@ -78,6 +78,7 @@ pub fn cmd_batch_start(ctx: &Ctx, args: StartArgs) -> Result<Report, CommandErro
             },
             ctx.now,
             BATCH_FILE,
+            "baton batch show",
         ) {
             return Ok(Report::decision(&d));
         }

@@ -163,6 +163,7 @@ pub fn cmd_resume_accept(ctx: &Ctx, args: AcceptArgs) -> Result<Report, CommandE
         writer(ctx, &args.flags),
         ctx.now,
         &g.target.file_name(),
+        &g.target.show(),
     ) {
         return Ok(Report::decision(&d).text_before(&notes));
     }

@@ -102,6 +102,11 @@ impl Target {
         loop_file_name(&self.key)
     }
 
+    /// The command that shows this ticket's loop.
+    pub fn show(&self) -> String {
+        format!("baton loop show {}", self.arg())
+    }
+
     /// Refuses a ticket that gives no stable key: with neither a ticket nor a session id, the
     /// key would be random and no later command could find the loop again.
     pub fn require_stable(&self) -> Result<(), CommandError> {
@@ -142,6 +147,7 @@ pub fn may_replace(
         writer(ctx, flags),
         ctx.now,
         &target.file_name(),
+        &target.show(),
     ) {
         GateOutcome::Refused(d) => Err(d),
         GateOutcome::Owner | GateOutcome::Takeover { .. } => Ok(()),
@@ -259,7 +265,7 @@ pub fn adopt_legacy(store: &FsStore, ctx: &Ctx) -> Result<Adoption, CommandError
         Ok(Some(keyed))
             if keyed.state.status.is_terminal()
                 && matches!(
-                    gate(owner_record(&keyed.state, ctx.now), writer(ctx, &WriteFlags::default()), ctx.now, &loop_file_name(&key)),
+                    gate(owner_record(&keyed.state, ctx.now), writer(ctx, &WriteFlags::default()), ctx.now, &loop_file_name(&key), "baton resume"),
                     GateOutcome::Refused(ref d) if d.rules() == ["gate.foreign-live-owner"]
                 ) =>
         {
@@ -383,6 +389,7 @@ pub fn transition(
         writer(ctx, flags),
         ctx.now,
         &target.file_name(),
+        &target.show(),
     ) {
         GateOutcome::Owner => None,
         GateOutcome::Takeover { epoch, reason } => Some((epoch, reason)),
