@@ -13,9 +13,10 @@ pub struct Here {
     pub session: Option<String>,
     /// The holder process this caller would record: pid and start time.
     pub pid: Option<(u32, u64)>,
-    /// The lease epoch this caller was handed, if it passes one: a fencing token that also
-    /// identifies a holder with no session and no known process.
-    pub epoch: Option<u64>,
+    /// The SHA-256 of the lease token this caller passes, if any: it identifies a holder that
+    /// has neither a session nor a known process. (An epoch never identifies anyone: it is a
+    /// fencing token that anyone can read.)
+    pub token_sha256: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,7 +47,7 @@ pub fn lease_state(
     let same_session = here.session.is_some() && lease.session == here.session;
     let same_process =
         same_machine && here.pid.is_some() && lease.pid.zip(lease.pid_start) == here.pid;
-    let same_token = here.epoch == Some(lease.epoch);
+    let same_token = here.token_sha256.is_some() && lease.token_sha256 == here.token_sha256;
     if same_session || same_process || same_token {
         return LeaseState::Mine;
     }
@@ -116,6 +117,7 @@ mod tests {
             acquired_at: t.clone(),
             heartbeat_at: t,
             epoch: 3,
+            token_sha256: None,
         }
     }
 
@@ -125,7 +127,7 @@ mod tests {
             boot_id: Some("boot-1".into()),
             session: Some(session.into()),
             pid: Some((7, 70)),
-            epoch: None,
+            token_sha256: None,
         }
     }
 
@@ -240,8 +242,8 @@ mod tests {
             "mine",
             "same agent process"
         );
-        let token = Here {
-            epoch: Some(3),
+        // The epoch is public (`run show` prints it): passing it proves nothing.
+        let epoch_only = Here {
             session: None,
             pid: None,
             ..here("B")
@@ -249,13 +251,42 @@ mod tests {
         assert_eq!(
             kind(lease_state(
                 Some(&lease("h1", "A", 1)),
-                &token,
+                &epoch_only,
+                Some(true),
+                now(),
+                ttl
+            )),
+            "live",
+            "no identity, no lock"
+        );
+        let mut tokened = lease("h1", "A", 1);
+        tokened.session = None;
+        tokened.token_sha256 = Some("abc".into());
+        let with = |t: &str| Here {
+            token_sha256: Some(t.into()),
+            ..epoch_only.clone()
+        };
+        assert_eq!(
+            kind(lease_state(
+                Some(&tokened),
+                &with("abc"),
                 Some(true),
                 now(),
                 ttl
             )),
             "mine",
-            "the holder's epoch identifies it"
+            "the holder's token identifies it"
+        );
+        assert_eq!(
+            kind(lease_state(
+                Some(&tokened),
+                &with("xyz"),
+                Some(true),
+                now(),
+                ttl
+            )),
+            "live",
+            "another token does not"
         );
         same_process.pid_start = Some(71);
         assert_eq!(

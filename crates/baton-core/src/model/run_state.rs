@@ -165,6 +165,11 @@ pub struct Lease {
     pub acquired_at: String,
     pub heartbeat_at: String,
     pub epoch: u64,
+    /// For a holder with neither a session nor a known process: the SHA-256 of the random
+    /// lease token it was handed once at acquisition. Only that token proves it; the epoch,
+    /// which anyone can read, never does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_sha256: Option<String>,
 }
 
 impl RunState {

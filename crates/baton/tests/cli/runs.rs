@@ -1412,26 +1412,66 @@ fn the_holder_is_never_batons_own_pid_nor_a_pid_that_does_not_exist() {
 }
 
 #[test]
-fn a_caller_with_no_session_and_no_pid_keeps_its_lock_through_its_epoch() {
+fn a_caller_with_no_session_and_no_pid_keeps_its_lock_by_its_token_never_by_its_epoch() {
     let env = project();
     write_plan(&env, SAFE_PLAN, 30);
     let out = env.run(None, &at(-30), &["--json", "run", "new", "--plan", PLAN]);
     out.assert_code(0);
-    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let v = out.json();
+    let id = v["run_id"].as_str().unwrap().to_string();
+    let token = v["token"]
+        .as_str()
+        .expect("a token for an anonymous holder")
+        .to_string();
+    assert_eq!(token.len(), 32);
+    // Only its hash is stored.
+    let state = std::fs::read_to_string(env.state_dir().join(format!("runs/{id}.json"))).unwrap();
+    assert!(!state.contains(&token));
+    // The epoch is public (`run show` prints it): it proves nothing.
+    let show = env.run(None, &at(-29), &["run", "show", &id]);
+    assert!(show.stdout.contains("epoch 1"), "{}", show.stdout);
     env.run(
         None,
         &at(-29),
         &["run", "record", &id, "--agent", "planner", "--epoch", "1"],
     )
-    .assert_code(0);
+    .assert_code(3);
+    env.baton(
+        "B",
+        -29,
+        &["run", "record", &id, "--agent", "planner", "--epoch", "1"],
+    )
+    .assert_code(3);
+    let out = env.baton("B", -29, &["run", "resume", &id, "--epoch", "1"]);
+    out.assert_code(3);
+    // The token proves it, as a flag or from the environment.
     env.run(
         None,
         &at(-29),
-        &["run", "record", &id, "--agent", "implementer"],
+        &[
+            "run", "record", &id, "--agent", "planner", "--token", &token,
+        ],
     )
-    .assert_code(3);
-    env.run(None, &at(-28), &["run", "release", &id, "--epoch", "1"])
-        .assert_code(0);
+    .assert_code(0);
+    let out = env
+        .command(None, &at(-28))
+        .env("BATON_LEASE_TOKEN", &token)
+        .args(["run", "release", &id, "--epoch", "1"])
+        .output()
+        .unwrap();
+    crate::common::to_run(out).assert_code(0);
+}
+
+#[test]
+fn a_lease_ttl_below_a_minute_is_invalid_input() {
+    let env = project();
+    write_plan(&env, SAFE_PLAN, 30);
+    for ttl in ["0", "59"] {
+        let out = env.baton("A", 0, &["run", "new", "--plan", PLAN, "--lease-ttl", ttl]);
+        out.assert_code(2);
+        assert!(out.stderr.contains("--lease-ttl"), "{}", out.stderr);
+    }
+    assert!(!env.state_dir().join("runs").exists());
 }
 
 #[test]

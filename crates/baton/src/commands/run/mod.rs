@@ -23,7 +23,7 @@ use baton_core::model::{Lease, RunState};
 use baton_core::run_id::{RunId, RunTarget};
 use baton_core::time::format_ts;
 use baton_store::lock::DirLock;
-use baton_store::{FsStore, LockScope, StateStore, process};
+use baton_store::{FsStore, LockScope, StateStore, process, random_hex, sha256_hex};
 
 /// Track a single-run pipeline and resume it safely: `baton run new`, `record`, `resume`.
 #[derive(Debug, Subcommand)]
@@ -60,9 +60,14 @@ pub struct HolderArgs {
     /// (claude, codex, gemini) among baton's ancestors, else none: the heartbeat alone decides].
     #[arg(long, value_name = "PID")]
     pub pid: Option<u32>,
-    /// The lease epoch this caller was handed; a write holding another epoch is refused.
+    /// The lease epoch this caller was handed: a fencing token, so a write holding another
+    /// epoch is refused. It never proves who holds the lock (anyone can read it).
     #[arg(long, value_name = "N")]
     pub epoch: Option<u64>,
+    /// The lease token printed once when a caller with neither a session nor a holder process
+    /// took the lock: the only proof such a holder has [default: $BATON_LEASE_TOKEN].
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
 }
 
 /// Parses a run id argument; anything off the allowlist is invalid input that never reaches a
@@ -106,7 +111,12 @@ pub fn here(
             boot_id: process::boot_id(),
             session: ctx.session.clone(),
             pid,
-            epoch: holder.epoch,
+            token_sha256: holder
+                .token
+                .clone()
+                .or_else(|| std::env::var("BATON_LEASE_TOKEN").ok())
+                .filter(|t| !t.is_empty())
+                .map(|t| sha256_hex(t.as_bytes())),
         },
         source,
     ))
@@ -124,14 +134,16 @@ pub fn lease_state_of(run: &RunState, here: &Here, now: jiff::Timestamp) -> Leas
     lease_state(run.lease.as_ref(), here, alive, now, ttl)
 }
 
-/// Takes (or refreshes) the lease for this caller: a new holder gets epoch + 1.
+/// Takes (or refreshes) the lease for this caller: a new holder gets epoch + 1. A new holder
+/// with neither a session nor a process to be known by gets a random token, returned here to be
+/// printed once; the lease keeps only its hash.
 pub fn take_lease(
     run: &mut RunState,
     here: &Here,
     source: &str,
     state: &LeaseState,
     now: jiff::Timestamp,
-) {
+) -> Option<String> {
     let now_s = format_ts(now);
     if let (LeaseState::Mine, Some(lease)) = (state, run.lease.as_mut()) {
         // The same holder, perhaps in a new agent process: the lease follows it, or a second
@@ -145,9 +157,10 @@ pub fn take_lease(
             lease.host = here.host.clone();
             lease.boot_id = here.boot_id.clone();
         }
-        return;
+        return None;
     }
     run.lease_epoch += 1;
+    let token = (here.session.is_none() && here.pid.is_none()).then(|| random_hex(16));
     run.lease = Some(Lease {
         session: here.session.clone(),
         host: here.host.clone(),
@@ -158,7 +171,16 @@ pub fn take_lease(
         acquired_at: now_s.clone(),
         heartbeat_at: now_s,
         epoch: run.lease_epoch,
+        token_sha256: token.as_deref().map(|t| sha256_hex(t.as_bytes())),
     });
+    token
+}
+
+/// The note that hands a fresh lease token to its holder, the one time it is ever shown.
+pub fn token_note(token: &str) -> String {
+    format!(
+        "lease token: {token} (no session and no holder process identify this caller: pass `--token {token}` or set BATON_LEASE_TOKEN on later writes; it is shown only now)"
+    )
 }
 
 /// Refuses a write by anyone but the lease holder, and by a holder of an older epoch.

@@ -4,7 +4,7 @@ use clap::Args;
 use serde_json::{Map, json};
 
 use super::facts::{file_in_project, plan_now, sections_now};
-use super::{HolderArgs, here, state_file_line, take_lease};
+use super::{HolderArgs, here, state_file_line, take_lease, token_note};
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
@@ -39,8 +39,9 @@ pub struct NewArgs {
     /// A security-sensitive path glob (repeatable; replaces the default list).
     #[arg(long = "security-glob", value_name = "GLOB")]
     security_globs: Vec<String>,
-    /// Seconds without a heartbeat after which the run lock is stale.
-    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    /// Seconds without a heartbeat after which the run lock is stale (at least 60: a shorter
+    /// one would let a live holder's lock go stale between two turns).
+    #[arg(long, value_name = "SECS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(60..))]
     lease_ttl: u64,
     #[command(flatten)]
     holder: HolderArgs,
@@ -119,7 +120,7 @@ pub fn cmd_run_new(ctx: &Ctx, args: NewArgs) -> Result<Report, CommandError> {
         extra: Map::new(),
     };
     let (here, source) = here(ctx, &args.holder, true)?;
-    take_lease(&mut run, &here, source, &LeaseState::Free, ctx.now);
+    let token = take_lease(&mut run, &here, source, &LeaseState::Free, ctx.now);
     let _guard = store.lock(LockScope::Runs)?;
     store.write_run(&run)?;
     let path = store.layout.run_file(&id);
@@ -135,6 +136,9 @@ pub fn cmd_run_new(ctx: &Ctx, args: NewArgs) -> Result<Report, CommandError> {
         run.lease_epoch,
         run.lease_epoch
     ));
+    if let Some(token) = &token {
+        report = report.note(token_note(token)).with("token", token.clone());
+    }
     if run
         .alignment
         .as_ref()

@@ -4,7 +4,9 @@ use clap::Args;
 use serde_json::json;
 
 use super::facts::{plan_now, sections_now};
-use super::{HolderArgs, here, lease_state_of, parse_target, state_file_line, take_lease};
+use super::{
+    HolderArgs, here, lease_state_of, parse_target, state_file_line, take_lease, token_note,
+};
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::{Report, decision_json, render_decision};
@@ -138,8 +140,9 @@ pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandErro
         plan,
         now: ctx.now,
     });
+    let mut token = None;
     if d.acquire {
-        take_lease(&mut run, &here, source, &lease, ctx.now);
+        token = take_lease(&mut run, &here, source, &lease, ctx.now);
         run.updated_at = Some(format_ts(ctx.now));
         store.write_run(&run)?;
     }
@@ -155,9 +158,13 @@ pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandErro
     json["lock_acquired"] = json!(d.acquire);
     json["epoch"] = json!(run.lease.as_ref().filter(|_| d.acquire).map(|l| l.epoch));
     json["notes"] = json!(notes);
+    json["token"] = json!(token);
     let mut report = Report::decision(&d.decision);
     report.json = json.as_object().cloned().unwrap_or_default();
-    report.text = text;
+    report.text = match &token {
+        Some(token) => format!("{text}{}\n", token_note(token)),
+        None => text,
+    };
     Ok(report)
 }
 
