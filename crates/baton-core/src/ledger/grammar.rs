@@ -223,27 +223,43 @@ fn is_timestamp(token: &str) -> bool {
             || token.parse::<jiff::civil::DateTime>().is_ok())
 }
 
-/// A trailing timestamp: `<body> @ <time>`, `<body> [<time>]` or a bare `<body> <time>`, where
-/// the time is RFC 3339 (a space between date and time allowed). Returns the body, the time,
-/// and whether it was marked (`@` or brackets).
+/// A trailing timestamp: `<body> @ <time>`, `<body> [<time>]`, `<body> (<time>)` (ClauKit's
+/// documented suffix) or a bare `<body> <time>`, where the time is RFC 3339 (a space between
+/// date and time allowed). Returns the body, the time, and whether it was marked (`@`,
+/// brackets or parentheses).
 fn split_timestamp(line: &str) -> Option<(&str, String, bool)> {
+    const OPEN: [char; 2] = ['[', '('];
+    const CLOSE: [char; 2] = [']', ')'];
     let (head, last) = line.rsplit_once(' ')?;
     let (head, token) = match head.rsplit_once(' ') {
         // `2026-03-01 12:00:00+00:00`: a date and a time as two words.
-        Some((before, date)) if date.len() == 10 && is_timestamp(&format!("{date}T{last}")) => {
+        Some((before, date))
+            if date.trim_start_matches(OPEN).len() == 10
+                && is_timestamp(&format!(
+                    "{}T{}",
+                    date.trim_start_matches(OPEN),
+                    last.trim_end_matches(CLOSE)
+                )) =>
+        {
             (before, format!("{date}T{last}"))
         }
         _ => (head, last.to_string()),
     };
-    let bracketed = token.starts_with('[') && token.ends_with(']');
-    let token = token.trim_matches(|c| c == '[' || c == ']').to_string();
+    let wrapped = (token.starts_with('[') && token.ends_with(']'))
+        || (token.starts_with('(') && token.ends_with(')'));
+    let token = token
+        .strip_prefix(OPEN)
+        .and_then(|t| t.strip_suffix(CLOSE))
+        .filter(|_| wrapped)
+        .unwrap_or(&token)
+        .to_string();
     if !is_timestamp(&token) {
         return None;
     }
     let head = head.trim_end();
     let (head, marked) = match head.strip_suffix(" @").or_else(|| head.strip_suffix('@')) {
         Some(h) => (h.trim_end(), true),
-        None => (head, bracketed),
+        None => (head, wrapped),
     };
     Some((head, token, marked))
 }
@@ -677,6 +693,32 @@ mod tests {
                 ("echo a → b", "exit 0: a → b")
             ),
             other => panic!("{other:?}"),
+        }
+    }
+
+    /// ClauKit documents "an ISO-8601 suffix in parentheses": every event kind takes it.
+    #[test]
+    fn parenthesized_timestamps_parse_for_every_event_kind() {
+        let lines = [
+            "phase 1: started (base abc1234)",
+            "phase 1: gate tests → PASS (evidence: cargo test → ok)",
+            "phase 1: complete (commits abc1234..def5678, tests 1/1, review clean)",
+            "phase 1: parked — slow query — ruling: deferred",
+            "phase 1: BLOCKED — waiting for keys",
+            "phase 1: resumed (derived from ledger + gates, 1 phases confirmed)",
+            "phase 1: agent died (no diff) — redispatch",
+            "phase 1: waiver — no-test — lead approved",
+            "baseline: 41/42 (abc1234)",
+            "env: model fallback opus→sonnet — 529",
+            "finish: tail push → DONE",
+        ];
+        for body in lines {
+            for stamp in ["(2026-01-01T09:20:00Z)", "(2026-01-01 09:20:00Z)"] {
+                let raw = format!("{body} {stamp}");
+                let line = parse_line(&raw).unwrap_or_else(|e| panic!("{raw}: {e:?}"));
+                assert_eq!(line.at.as_deref(), Some("2026-01-01T09:20:00Z"), "{raw}");
+                assert_eq!(line.event, parse_line(body).unwrap().event, "{raw}");
+            }
         }
     }
 
