@@ -94,12 +94,10 @@ pub fn run_gate(
         .map(str::trim)
         .find(|l| !l.is_empty())
         .unwrap_or_default();
-    // Evidence is one line: keep it short and free of the separators of the ledger grammar.
-    let last_line: String = last_line
-        .chars()
-        .take(200)
-        .collect::<String>()
-        .replace(['\r', '\n'], " ");
+    // Evidence is one line of text: keep it short, and escape control bytes (a terminal colour,
+    // a NUL) so that STATE.md stays a text file that git diffs and merges by line.
+    let last_line: String =
+        baton_core::text::esc(&last_line.chars().take(200).collect::<String>()).into_owned();
     Ok(GateRun {
         exit: status.and_then(|s| s.code()),
         timed_out,

@@ -40,6 +40,13 @@ pub struct PhaseFacts {
     pub commits_reachable: Option<bool>,
     /// Whether that commit exists in the repository at all.
     pub commit_known: Option<bool>,
+    /// Whether the range's first commit exists: an unknown start is as wrong as an unknown end.
+    pub from_known: Option<bool>,
+    /// Whether the claimed range holds no commit (`X..X`, or nothing between its ends): the
+    /// phase claims no committed work.
+    pub no_commits: Option<bool>,
+    /// Declared gate lines that could not be read: a phase with one is never confirmed.
+    pub unreadable_gates: usize,
     /// Gate re-runs (name, passed, evidence); `None` when gates were not re-run. An empty list
     /// means none are declared.
     pub gates: Option<Vec<(String, bool, String)>>,
@@ -146,7 +153,7 @@ pub fn decide_ledger(ledger: &Ledger, facts: &DeriveFacts) -> Derived {
                 .join(", "),
         };
         let (verdict, rule, why) = match complete {
-            Some(Event::Complete { to, .. }) => {
+            Some(Event::Complete { from, to, .. }) => {
                 let failing: Vec<&str> = f
                     .gates
                     .iter()
@@ -154,11 +161,16 @@ pub fn decide_ledger(ledger: &Ledger, facts: &DeriveFacts) -> Derived {
                     .filter(|g| !g.1)
                     .map(|g| g.0.as_str())
                     .collect();
-                if f.commit_known == Some(false) {
+                if f.commit_known == Some(false) || f.from_known == Some(false) {
+                    let unknown = if f.commit_known == Some(false) {
+                        to
+                    } else {
+                        from
+                    };
                     (
                         PhaseVerdict::Contradicted,
                         "ledger.unknown-commit",
-                        format!("commit {to} does not exist in this repository"),
+                        format!("commit {unknown} does not exist in this repository"),
                     )
                 } else if f.commits_reachable == Some(false) {
                     (
@@ -173,6 +185,23 @@ pub fn decide_ledger(ledger: &Ledger, facts: &DeriveFacts) -> Derived {
                         PhaseVerdict::Contradicted,
                         "ledger.gate-fails",
                         format!("gate {} fails now", failing.join(", ")),
+                    )
+                } else if f.no_commits == Some(true) {
+                    (
+                        PhaseVerdict::Stale,
+                        "ledger.no-commits",
+                        format!(
+                            "it claims the range {from}..{to}, which holds no commit: a gate that passes on uncommitted files confirms no committed work"
+                        ),
+                    )
+                } else if f.unreadable_gates > 0 {
+                    (
+                        PhaseVerdict::Stale,
+                        "ledger.gate-unreadable",
+                        format!(
+                            "{} of its declared gate lines could not be read, so its gates cannot all be re-run",
+                            f.unreadable_gates
+                        ),
                     )
                 } else {
                     match &f.gates {
@@ -272,7 +301,10 @@ phase 3: started (base ccccccc)\n";
         PhaseFacts {
             commits_reachable: Some(true),
             commit_known: Some(true),
+            from_known: Some(true),
+            no_commits: Some(false),
             gates: Some(vec![("tests".into(), true, "exit 0".into())]),
+            ..PhaseFacts::default()
         }
     }
 
@@ -349,6 +381,37 @@ phase 3: started (base ccccccc)\n";
         };
         let d = decide_ledger(&l, &facts(unknown, passing()));
         assert_eq!(d.rows[0].rule, "ledger.unknown-commit");
+    }
+
+    /// Claims git cannot back: an unknown start, an empty range, a gate that could not be read.
+    #[test]
+    fn what_a_passing_gate_cannot_confirm() {
+        let l = parse_ledger(LEDGER);
+        let rule = |f: PhaseFacts| {
+            let d = decide_ledger(&l, &facts(f, passing()));
+            (d.rows[0].verdict, d.rows[0].rule)
+        };
+        assert_eq!(
+            rule(PhaseFacts {
+                from_known: Some(false),
+                ..passing()
+            }),
+            (PhaseVerdict::Contradicted, "ledger.unknown-commit")
+        );
+        assert_eq!(
+            rule(PhaseFacts {
+                no_commits: Some(true),
+                ..passing()
+            }),
+            (PhaseVerdict::Stale, "ledger.no-commits")
+        );
+        assert_eq!(
+            rule(PhaseFacts {
+                unreadable_gates: 1,
+                ..passing()
+            }),
+            (PhaseVerdict::Stale, "ledger.gate-unreadable")
+        );
     }
 
     #[test]

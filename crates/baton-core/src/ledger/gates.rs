@@ -1,5 +1,6 @@
 //! Exit gates declared in a phase file: a fenced block with the info string `gates`, one gate a
-//! line, `<name>: <command> → exit <code>` (`->` accepted).
+//! line, `<name>: <command> → exit <code>` (`->` accepted). ClauKit's form is read too: in
+//! `plan.md`, under a `Phase <N>` heading, ``**Exit gate:** `<command>` → exit <code>``.
 //!
 //! ````markdown
 //! ```gates
@@ -15,25 +16,161 @@ pub struct GateDecl {
     pub expect_exit: i32,
 }
 
-/// The gates a phase file declares, and the lines of its `gates` blocks that do not parse.
+/// The gates a phase file declares, and the lines of its `gates` blocks that do not parse. A
+/// block is fenced with backticks or tildes (three or more, as CommonMark allows), its info
+/// string `gates`.
 pub fn parse_gates(markdown: &str) -> (Vec<GateDecl>, Vec<String>) {
+    let (mut gates, mut bad) = (Vec::new(), Vec::new());
+    // The open fence: its character, its length, and whether it is a `gates` block.
+    let mut fence: Option<(char, usize, bool)> = None;
+    for line in markdown.lines() {
+        let trimmed = line.trim();
+        let run = |c: char| trimmed.chars().take_while(|&x| x == c).count();
+        match fence {
+            Some((c, n, is_gates)) => {
+                if run(c) >= n && trimmed.trim_start_matches(c).trim().is_empty() {
+                    fence = None;
+                    continue;
+                }
+                if !is_gates || trimmed.is_empty() || trimmed.starts_with('#') {
+                    continue;
+                }
+                match parse_gate(trimmed) {
+                    Some(g) => gates.push(g),
+                    None => bad.push(line.to_string()),
+                }
+            }
+            None => {
+                for c in ['`', '~'] {
+                    let n = run(c);
+                    if n >= 3 {
+                        let info = trimmed[n..].trim();
+                        fence = Some((c, n, info == "gates"));
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    (gates, bad)
+}
+
+/// The exit gates a ClauKit `plan.md` declares for `phase`: in the section headed `Phase <N>`
+/// (any heading level, zeros before the number allowed), every `**Exit gate:**`,
+/// `**Acceptance:**` or `**Exit criteria:**` line of the form `` `<command>` → exit <code> ``.
+/// Such a line whose expectation is not an exit code cannot be re-run as a gate: it comes back
+/// among the unreadable lines, so the phase is never confirmed by it.
+pub fn parse_plan_gates(markdown: &str, phase: &str) -> (Vec<GateDecl>, Vec<String>) {
     let (mut gates, mut bad) = (Vec::new(), Vec::new());
     let mut inside = false;
     for line in markdown.lines() {
-        let trimmed = line.trim();
-        if let Some(info) = trimmed.strip_prefix("```") {
-            inside = !inside && info.trim() == "gates";
+        if let Some(heading) = phase_heading(line) {
+            inside = heading.trim_start_matches('0') == phase.trim_start_matches('0')
+                && !heading.is_empty();
             continue;
         }
-        if !inside || trimmed.is_empty() || trimmed.starts_with('#') {
+        if !inside {
             continue;
         }
-        match parse_gate(trimmed) {
-            Some(g) => gates.push(g),
+        let text = line.trim();
+        // A bullet (`- **Acceptance:** …`) is allowed before the label.
+        let text = text
+            .strip_prefix("- ")
+            .or_else(|| text.strip_prefix("* "))
+            .unwrap_or(text)
+            .trim_start();
+        let Some(rest) = ["**Exit gate:**", "**Acceptance:**", "**Exit criteria:**"]
+            .iter()
+            .find_map(|label| text.strip_prefix(label))
+        else {
+            continue;
+        };
+        let label = if text.starts_with("**Exit gate") {
+            "exit-gate"
+        } else if text.starts_with("**Acceptance") {
+            "acceptance"
+        } else {
+            "exit-criteria"
+        };
+        match parse_plan_gate(rest) {
+            Some((command, code)) => {
+                let taken = gates
+                    .iter()
+                    .filter(|g: &&GateDecl| g.name.starts_with(label))
+                    .count();
+                let name = if taken == 0 {
+                    label.to_string()
+                } else {
+                    format!("{label}-{}", taken + 1)
+                };
+                gates.push(GateDecl {
+                    name,
+                    command,
+                    expect_exit: code,
+                });
+            }
             None => bad.push(line.to_string()),
         }
     }
     (gates, bad)
+}
+
+/// The phases a ClauKit `plan.md` heads `Phase <N>`, leading zeros dropped.
+pub fn plan_phases(markdown: &str) -> Vec<String> {
+    markdown
+        .lines()
+        .filter_map(phase_heading)
+        .filter(|id| !id.is_empty())
+        .map(|id| {
+            let trimmed = id.trim_start_matches('0');
+            if trimmed.is_empty() { "0" } else { trimmed }.to_string()
+        })
+        .collect()
+}
+
+/// The phase id of a `Phase <N>` heading line.
+fn phase_heading(line: &str) -> Option<&str> {
+    let rest = line.trim_start();
+    let hashes = rest.chars().take_while(|&c| c == '#').count();
+    if hashes == 0 {
+        return None;
+    }
+    let rest = rest[hashes..].trim_start();
+    let word = rest.get(..5)?;
+    if !word.eq_ignore_ascii_case("phase") {
+        return None;
+    }
+    // `Phase 1`, not `Phases` or `Phase-by-phase`.
+    let after = &rest[5..];
+    if !after.starts_with(char::is_whitespace) {
+        return None;
+    }
+    let id: &str = after.trim_start();
+    let end = id
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '.'))
+        .unwrap_or(id.len());
+    Some(&id[..end])
+}
+
+/// `` `<command>` → exit <code> ``: the command in backticks, the expectation after the arrow.
+fn parse_plan_gate(rest: &str) -> Option<(String, i32)> {
+    let rest = rest.trim();
+    let inner = rest.strip_prefix('`')?;
+    let close = inner.find('`')?;
+    let command = inner[..close].trim();
+    let after = inner[close + 1..].trim();
+    let expect = after
+        .strip_prefix('→')
+        .or_else(|| after.strip_prefix("->"))?
+        .trim();
+    let code = expect
+        .strip_prefix("exit")?
+        .trim_start_matches([' ', '=', ':'])
+        .trim_end_matches(['.', ';'])
+        .trim()
+        .parse()
+        .ok()?;
+    (!command.is_empty()).then(|| (command.to_string(), code))
 }
 
 fn parse_gate(line: &str) -> Option<GateDecl> {
@@ -82,6 +219,46 @@ pub fn is_phase_file(file_name: &str, phase: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tilde_and_long_fences_are_read() {
+        let md = "~~~gates\na: true → exit 0\n~~~\n````gates\nb: false → exit 1\n```\nc: x → exit 0\n````\n```sh\nd: not → exit 0\n```\n";
+        let (gates, bad) = parse_gates(md);
+        let names: Vec<&str> = gates.iter().map(|g| g.name.as_str()).collect();
+        assert_eq!(names, ["a", "b", "c"]);
+        assert!(bad.iter().any(|l| l == "```"), "{bad:?}");
+    }
+
+    /// ClauKit's plan.md, as its planning references document it.
+    #[test]
+    fn clau_kit_exit_gates_in_plan_md() {
+        let md = "# Plan\n\n## Phase 1 — greet()\n\n**Exit gate:** `node -e \"process.exit(0)\"` → exit 0\n\n## Phase 02: more\n- **Acceptance:** `npm test` → exit 0\n**Exit gate:** `npm test -- claims.test.js` → 12 pass, 0 fail\n### Phase 3\n**Exit gate:** `true` -> exit=0\n";
+        let (g1, b1) = parse_plan_gates(md, "1");
+        assert_eq!((g1.len(), b1.len()), (1, 0));
+        assert_eq!(
+            (
+                g1[0].name.as_str(),
+                g1[0].command.as_str(),
+                g1[0].expect_exit
+            ),
+            ("exit-gate", "node -e \"process.exit(0)\"", 0)
+        );
+        let (g2, b2) = parse_plan_gates(md, "2");
+        assert_eq!(
+            g2.iter().map(|g| g.name.as_str()).collect::<Vec<_>>(),
+            ["acceptance"]
+        );
+        assert_eq!(
+            b2.len(),
+            1,
+            "an expectation that is not an exit code is not a gate baton can run"
+        );
+        let (g3, _) = parse_plan_gates(md, "3");
+        assert_eq!(g3[0].command, "true");
+        assert!(parse_plan_gates(md, "4").0.is_empty());
+        assert_eq!(plan_phases(md), ["1", "2", "3"]);
+        assert!(plan_phases("## Phases\n## Phase-by-phase\n").is_empty());
+    }
 
     #[test]
     fn gates_blocks_are_read_and_bad_lines_kept() {

@@ -1204,6 +1204,12 @@ fn every_structured_writer_writes_a_valid_line() {
         &["finish", PLAN, "--step", "changelog", "--outcome", "done"],
     ];
     for (n, args) in writers.iter().enumerate() {
+        if args[0] == "complete" {
+            // A phase is complete with its work committed.
+            env.write("work.txt", "phase 1\n");
+            env.git(&["add", "work.txt"]);
+            env.git(&["commit", "--quiet", "-m", "phase 1"]);
+        }
         let mut full = vec!["ledger"];
         full.extend_from_slice(args);
         env.baton("s", n as i64, &full).assert_code(0);
@@ -1235,7 +1241,8 @@ fn every_structured_writer_writes_a_valid_line() {
     for (n, (_, line)) in parsed.events.iter().enumerate() {
         assert_eq!(line.at.as_deref(), Some(at(n as i64).as_str()), "{line:?}");
     }
-    let head = env.git(&["rev-parse", "--short=7", "HEAD"]);
+    // The phase started before its commit.
+    let head = env.git(&["rev-parse", "--short=7", "HEAD~1"]);
     assert_eq!(
         parsed.events[0].1.event,
         Event::Started {
@@ -1736,6 +1743,9 @@ fn a_declared_phase_the_ledger_never_names_is_the_resume_point() {
     env.git(&["commit", "--quiet", "-m", "plan"]);
     env.baton("s", 1, &["ledger", "start", PLAN, "--phase", "1"])
         .assert_code(0);
+    env.write("src.txt", "phase 1's work\n");
+    env.git(&["add", "src.txt"]);
+    env.git(&["commit", "--quiet", "-m", "phase 1"]);
     env.baton(
         "s",
         1,

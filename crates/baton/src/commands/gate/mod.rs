@@ -10,7 +10,7 @@ use crate::commands::ledger::Plan;
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
-use baton_core::ledger::gates::{GateDecl, is_phase_file, parse_gates};
+use baton_core::ledger::gates::{GateDecl, is_phase_file, parse_gates, parse_plan_gates};
 use baton_store::gate::{GateRun, run_gate};
 
 pub use run::RunArgs;
@@ -52,6 +52,13 @@ pub fn declared_gates(
         let (g, b) = parse_gates(&String::from_utf8_lossy(&text));
         gates.extend(g);
         bad.extend(b.into_iter().map(|line| format!("{name}: {line}")));
+    }
+    // ClauKit declares a phase's exit gates in plan.md, under the phase's heading.
+    let plan_md = plan.dir.join("plan.md");
+    if let Some(text) = baton_store::read::read_capped(&plan_md, 4 * 1024 * 1024)? {
+        let (g, b) = parse_plan_gates(&String::from_utf8_lossy(&text), phase);
+        gates.extend(g);
+        bad.extend(b.into_iter().map(|line| format!("plan.md: {line}")));
     }
     Ok((gates, bad))
 }

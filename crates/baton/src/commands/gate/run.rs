@@ -30,7 +30,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "NAME")]
     pub gate: Option<String>,
     /// Seconds before a gate is killed and recorded as failed.
-    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    #[arg(long, value_name = "SECS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout: u64,
 }
 

@@ -10,7 +10,7 @@ use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::ledger::PhaseVerdict;
-use baton_core::ledger::gates::phase_of_file;
+use baton_core::ledger::gates::{phase_of_file, plan_phases};
 use baton_core::ledger::{
     DeriveFacts, Event, Line, PhaseFacts, decide_ledger, parse_ledger, phase_claims,
 };
@@ -35,7 +35,7 @@ pub struct DeriveArgs {
     #[arg(long)]
     pub no_gates: bool,
     /// Seconds before a re-run gate is killed and counted as failed.
-    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    #[arg(long, value_name = "SECS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout: u64,
 }
 
@@ -63,28 +63,41 @@ pub fn cmd_ledger_derive(ctx: &Ctx, args: DeriveArgs) -> Result<Report, CommandE
         declared: declared_phases(&plan)?,
         ..DeriveFacts::default()
     };
-    let claimed: Vec<(String, String)> = phase_claims(&l)
+    let claimed: Vec<(String, String, String)> = phase_claims(&l)
         .into_iter()
         .filter_map(|(phase, complete, _)| match complete {
-            Some(Event::Complete { to, .. }) => Some((phase, to.clone())),
+            Some(Event::Complete { from, to, .. }) => Some((phase, from.clone(), to.clone())),
             _ => None,
         })
         .collect();
-    let tos: Vec<String> = claimed.iter().map(|(_, to)| to.clone()).collect();
+    let tos: Vec<String> = claimed.iter().map(|(_, _, to)| to.clone()).collect();
     let reachable = git::reachable_from_head(&plan.root, &tos)?;
-    for ((phase, to), reachable) in claimed.into_iter().zip(reachable) {
+    let mut warnings = Vec::new();
+    for ((phase, from, to), reachable) in claimed.into_iter().zip(reachable) {
         let commit_known = if reachable {
             true
         } else {
             git::commit_exists(&plan.root, &to)?
         };
+        // Both ends of the range, and whether anything lies between them.
+        let from_known = git::commit_exists(&plan.root, &from)?;
+        let no_commits = (from_known && commit_known)
+            .then(|| git::commits_beyond(&plan.root, &from, &to))
+            .transpose()?
+            .flatten()
+            .map(|n| n == 0);
+        // Unreadable gate lines count whether or not gates run: they are never dropped.
+        let (declared, bad) = declared_gates(&plan, &phase)?;
+        for line in &bad {
+            warnings.push(format!(
+                "phase {phase}: not a gate line baton can run: {}",
+                baton_core::text::esc(line)
+            ));
+        }
+        let unreadable_gates = bad.len();
         let gates = if args.no_gates {
             None
         } else {
-            let (declared, bad) = declared_gates(&plan, &phase)?;
-            for line in bad {
-                out.push_str(&format!("warning: not a gate line: {line}\n"));
-            }
             let mut runs = Vec::new();
             for gate in &declared {
                 let run = run_declared(&plan, &phase, gate, timeout)?;
@@ -98,6 +111,9 @@ pub fn cmd_ledger_derive(ctx: &Ctx, args: DeriveArgs) -> Result<Report, CommandE
             PhaseFacts {
                 commits_reachable: Some(reachable),
                 commit_known: Some(commit_known),
+                from_known: Some(from_known),
+                no_commits,
+                unreadable_gates,
                 gates,
             },
         );
@@ -230,7 +246,9 @@ pub fn cmd_ledger_derive(ctx: &Ctx, args: DeriveArgs) -> Result<Report, CommandE
     json["commits_since_base"] = json!(facts.commits_since_base);
     json["bad_lines"] = json!(l.bad.len());
     json["appended"] = json!(appended);
-    Ok(Report::ok(json, out))
+    let mut report = Report::ok(json, out);
+    report.warnings = warnings;
+    Ok(report)
 }
 
 /// The phases the plan's phase files declare, in natural order (`2` before `10`).
@@ -245,6 +263,11 @@ fn declared_phases(plan: &Plan) -> Result<Vec<String>, CommandError> {
         .filter_map(Result::ok)
         .filter_map(|e| phase_of_file(&e.file_name().to_string_lossy()).map(String::from))
         .collect();
+    // ClauKit's plan.md heads each phase `Phase <N>`.
+    if let Some(text) = baton_store::read::read_capped(&plan.dir.join("plan.md"), 4 * 1024 * 1024)?
+    {
+        phases.extend(plan_phases(&String::from_utf8_lossy(&text)));
+    }
     let key = |p: &String| {
         let digits: String = p.chars().take_while(char::is_ascii_digit).collect();
         (digits.parse::<u64>().unwrap_or(u64::MAX), p.clone())

@@ -21,6 +21,17 @@ pub fn write(ctx: &Ctx, plan: &std::path::Path, event: Event) -> Result<Report, 
         return Ok(refusal);
     }
     let event = trimmed(event);
+    match &event {
+        // An empty range claims no committed work; a one-commit phase is `<parent>..<commit>`.
+        Event::Complete { from, to, .. } if from == to => {
+            return Err(CommandError::usage(format!(
+                "the phase's range {from}..{to} holds no commit: a phase is complete with its work committed"
+            ))
+            .hint("commit the phase's work first; a phase of one commit is `--commits <its parent>..<it>`; nothing was written"));
+        }
+        Event::Complete { tests, .. } | Event::Baseline { tests, .. } => check_tests(tests)?,
+        _ => {}
+    }
     let commits: Vec<&String> = match &event {
         Event::Started { base, .. } => vec![base],
         Event::Complete { from, to, .. } => vec![from, to],
@@ -50,6 +61,20 @@ fn short_head(ctx: &Ctx) -> Result<String, CommandError> {
         CommandError::usage("the repository has no commit yet").hint("pass the commit explicitly")
     })?;
     Ok(head[..7].to_string())
+}
+
+/// `--tests X/Y` with X at most Y: more tests passing than ran is a typo, not a record.
+fn check_tests(tests: &str) -> Result<(), CommandError> {
+    if let Some((x, y)) = tests.split_once('/')
+        && let (Ok(x), Ok(y)) = (x.trim().parse::<u64>(), y.trim().parse::<u64>())
+        && x > y
+    {
+        return Err(CommandError::usage(format!(
+            "--tests {tests}: {x} passing of {y} run is more than ran"
+        ))
+        .hint("pass tests passing over tests run, like `41/42`; nothing was written"));
+    }
+    Ok(())
 }
 
 fn text(value: &str, flag: &str) -> Result<String, CommandError> {

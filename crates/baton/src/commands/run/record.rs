@@ -28,8 +28,9 @@ pub struct RecordArgs {
     /// A pipeline step, with `--status`.
     #[arg(long, value_name = "NAME", requires = "status")]
     step: Option<String>,
-    /// The step's status: pending, in_progress, done, skipped, failed.
-    #[arg(long, value_name = "S")]
+    /// The step's status: pending, in_progress (or running), done (or passed), skipped, failed.
+    /// autonomous-dev's own names (running, passed) are taken as they are.
+    #[arg(long, value_name = "S", value_parser = ["pending", "in_progress", "running", "done", "passed", "skipped", "failed"])]
     status: Option<String>,
     /// A new plan after a re-plan: the run is then measured against this plan, the current
     /// HEAD and the project's alignment as they are now.
