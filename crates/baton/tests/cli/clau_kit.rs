@@ -63,9 +63,8 @@ fn parenthesized_timestamps_and_plan_md_exit_gates_confirm_a_finished_phase() {
         &env,
         &[
             format!("phase 1: started (base {base}) (2026-01-01T09:00:00Z)"),
-            format!(
-                "phase 1: gate exit-gate → PASS (evidence: node -e ... → exit 0) (2026-01-01T09:10:00Z)"
-            ),
+            "phase 1: gate exit-gate → PASS (evidence: node -e ... → exit 0) (2026-01-01T09:10:00Z)"
+                .to_string(),
             format!(
                 "phase 1: complete (commits {base}..{head}, tests 1/1, review clean) (2026-01-01T09:20:00Z)"
             ),
