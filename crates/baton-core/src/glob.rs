@@ -49,6 +49,9 @@ pub fn sensitive_paths(plan: &str, globs: &[String]) -> Vec<String> {
     let words = plan.split(|c: char| c.is_whitespace() || "`'\"()[]{}<>,;|".contains(c));
     for word in words {
         let word = word.trim_end_matches([':', '.']).trim_start_matches("./");
+        // Plans cite code as `path:line` or `path:line:symbol` (autonomous-dev's planner
+        // requires it): the path is what the glob sees.
+        let word = strip_line_ref(word);
         if word.is_empty() || found.iter().any(|f| f == word) {
             continue;
         }
@@ -62,6 +65,19 @@ pub fn sensitive_paths(plan: &str, globs: &[String]) -> Vec<String> {
         }
     }
     found
+}
+
+/// `hooks/guard.py:42` and `hooks/guard.py:42:check` as `hooks/guard.py`.
+fn strip_line_ref(word: &str) -> &str {
+    let mut parts = word.splitn(3, ':');
+    match (parts.next(), parts.next()) {
+        (Some(path), Some(line))
+            if !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            path
+        }
+        _ => word,
+    }
 }
 
 #[cfg(test)]
@@ -110,5 +126,10 @@ mod tests {
             ["hooks/guard.py", "lib/token_store.py", "src/hooks/guard.py"]
         );
         assert!(sensitive_paths("Touch docs/guide.md only.", &defaults()).is_empty());
+        let cited = "- [ ] hooks/guard.py:42 — caller\n- [ ] `lib/auth_store.py:7:login` — caller";
+        assert_eq!(
+            sensitive_paths(cited, &defaults()),
+            ["hooks/guard.py", "lib/auth_store.py"]
+        );
     }
 }

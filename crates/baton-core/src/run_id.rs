@@ -60,12 +60,23 @@ impl fmt::Display for RunId {
 }
 
 impl RunTarget {
+    /// A run id, or a batch id: the originating `batch-<…>`, or what `baton batch start`
+    /// writes, `<ticket-prefix>-batch-<stamp>-<hex>`. A batch id is only ever compared with the
+    /// project's batch, never made into a path, but it keeps to a safe alphabet all the same.
     pub fn parse(raw: &str) -> Result<RunTarget, InvalidRunId> {
-        match raw.strip_prefix("batch-") {
-            Some(rest) if !rest.is_empty() => Ok(RunTarget::Batch(raw.to_string())),
-            Some(_) => Err(InvalidRunId(raw.to_string())),
-            None => RunId::parse(raw).map(RunTarget::Run),
+        let safe = !raw.is_empty()
+            && raw.len() <= 200
+            && raw
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b));
+        let batch = raw.strip_prefix("batch-").is_some_and(|r| !r.is_empty())
+            || raw
+                .split_once("-batch-")
+                .is_some_and(|(p, r)| !p.is_empty() && !r.is_empty());
+        if batch && safe {
+            return Ok(RunTarget::Batch(raw.to_string()));
         }
+        RunId::parse(raw).map(RunTarget::Run)
     }
 }
 
@@ -99,6 +110,10 @@ mod tests {
         assert_eq!(
             RunTarget::parse("batch-x"),
             Ok(RunTarget::Batch("batch-x".into()))
+        );
+        assert_eq!(
+            RunTarget::parse("PROJ-batch-20261130T125419Z-6794"),
+            Ok(RunTarget::Batch("PROJ-batch-20261130T125419Z-6794".into()))
         );
         assert_eq!(
             RunId::from_bytes([0, 1, 2, 3, 0xfa, 0xfb, 0xfc, 0xff]).as_str(),

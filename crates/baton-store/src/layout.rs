@@ -45,6 +45,9 @@ pub const LOCKS_DIR: &str = "locks";
 pub const ARCHIVE_DIR: &str = "archive";
 pub const RUNS_DIR: &str = "runs";
 
+/// What `.agentic/.gitignore` holds: baton's own files, and nothing else of the directory.
+pub const STATE_IGNORE: &str = "# Written by baton: its state stays out of commits. Other files here are left to the project.\n/.gitignore\n/locks/\n/runs/\n/archive/\n/loop-state*.json\n/batch-state.json\n/.*.tmp-*\n";
+
 impl Layout {
     /// Finds the project root from `dir` as `git rev-parse --show-toplevel` would. The common
     /// case (a `.git` directory or file in `dir` or above) is answered without starting git,
@@ -133,12 +136,34 @@ impl Layout {
         check_real_dir(&self.state_dir)
     }
 
-    /// Creates the state directory (0700) if it is missing.
+    /// Creates the state directory (0700) if it is missing, with the ignore file that keeps
+    /// baton's state out of the user's commits.
     pub fn ensure_state_dir(&self) -> Result<(), StoreError> {
         if self.check_state_dir()? {
             return Ok(());
         }
-        make_dir(&self.state_dir)
+        make_dir(&self.state_dir)?;
+        self.ensure_ignore_file()
+    }
+
+    /// Writes `.agentic/.gitignore` unless one is there: `git add -A` then never stages a lock,
+    /// a run or a loop-state, and the staging check never blocks on baton's own files. Only
+    /// baton's own names are listed (other tools keep files in the same directory that their
+    /// projects commit), and the project's own ignore files are never touched.
+    pub fn ensure_ignore_file(&self) -> Result<(), StoreError> {
+        use std::io::Write;
+        let path = self.state_dir.join(".gitignore");
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(mut file) => file
+                .write_all(STATE_IGNORE.as_bytes())
+                .map_err(StoreError::io("write", &path)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+            Err(e) => Err(StoreError::io("create", &path)(e)),
+        }
     }
 }
 

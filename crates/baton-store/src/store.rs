@@ -157,7 +157,9 @@ impl StateStore for FsStore {
         if let Some(dir) = path.parent()
             && !check_real_dir(dir)?
         {
+            // baton's first use of a directory another tool may have made.
             make_dir(dir)?;
+            self.layout.ensure_ignore_file()?;
         }
         DirLock::acquire(&path, self.lock_wait)
     }

@@ -188,6 +188,14 @@ mod tests {
                 if !builtin && arg.get_help().is_none() && arg.get_long_help().is_none() {
                     missing.push(format!("{path} {}", arg.get_id()));
                 }
+                // A doc comment's `\'` reaches the help as a stray backslash.
+                let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
+                if help.contains('\\') {
+                    missing.push(format!(
+                        "{path} {} (a stray backslash: {help})",
+                        arg.get_id()
+                    ));
+                }
             }
             for sub in cmd.get_subcommands() {
                 walk(sub, &path, missing);

@@ -100,7 +100,7 @@ pub fn decide_run_resume(f: &RunFacts) -> RunDecision {
         evidence: if f.staged.is_empty() {
             "`git diff --cached --name-only` is empty".into()
         } else {
-            format!("staged: {}", f.staged.join(", "))
+            format!("staged: {}", escaped(&f.staged))
         },
     };
     let drift = alignment_drift(run, f.sections.as_deref());
@@ -145,42 +145,46 @@ pub fn decide_run_resume(f: &RunFacts) -> RunDecision {
             ),
         )
     };
+    // Every failing check states its reason; the strictest outcome decides. A refusal comes
+    // first (staged files, then a live lock: nothing may go on beside them), then a question for
+    // the human (alignment: a re-plan against changed goals would be wasted), then a re-plan
+    // (HEAD moved), and only with all four passing, the staleness gate.
     let mut reasons = Vec::new();
-    let (verdict, next): (&'static str, String) = if !head.pass {
-        reasons.push(Reason::new(
-            "run.head-moved",
-            format!("HEAD moved since the run was planned ({}): the cached plan's files and lines may be stale", head.evidence),
-        ));
-        if lock.pass {
-            ("replan", "re-invoke the planner from STEP 5 against the current HEAD; never pass the cached plan to the implementer".into())
-        } else {
-            // A re-plan is work too: it never runs beside a live holder of the lock.
-            reasons.push(lock_refusal());
-            ("blocked", "wait for the other run to finish, or start a fresh run with `baton run new`; then re-plan".into())
-        }
-    } else if !staging.pass {
+    let mut outcome: Option<(&'static str, String)> = None;
+    let mut decide = |verdict: &'static str, next: String| {
+        outcome.get_or_insert((verdict, next));
+    };
+    if !staging.pass {
         reasons.push(Reason::new(
             "run.staged-files",
             format!(
                 "staged changes would ride along into the run: {}",
-                f.staged.join(", ")
+                escaped(&f.staged)
             ),
         ));
-        (
+        decide(
             "blocked",
             "choose one: (1) commit the staged files and restart the run; (2) unstage them (`git restore --staged :/`) and restart; (3) operator escape hatch: a human decides explicitly to go on with them staged".into(),
-        )
-    } else if !alignment.pass && run.alignment.is_none() {
+        );
+    }
+    if !lock.pass {
+        reasons.push(lock_refusal());
+        decide(
+            "blocked",
+            "wait for the other run to complete, or start a fresh run with `baton run new`".into(),
+        );
+    }
+    if !alignment.pass && run.alignment.is_none() {
         reasons.push(Reason::new(
             "run.alignment-unknown",
             "the run recorded no GOALS, SCOPE and CONSTRAINTS to compare against",
         ));
-        (
+        decide(
             "confirm",
             format!(
                 "show the user the project's GOALS, SCOPE and CONSTRAINTS and ask whether run {id} fits them; if it does, `baton run resume {id} --confirm-alignment`"
             ),
-        )
+        );
     } else if !alignment.pass {
         reasons.push(Reason::new(
             "run.alignment-drift",
@@ -193,20 +197,26 @@ pub fn decide_run_resume(f: &RunFacts) -> RunDecision {
                     .join(", ")
             ),
         ));
-        (
+        decide(
             "confirm",
             format!(
                 "show the user the changed sections and ask whether run {id} still fits them; if it does, `baton run resume {id} --confirm-alignment`"
             ),
-        )
-    } else if !lock.pass {
-        reasons.push(lock_refusal());
-        (
-            "blocked",
-            "wait for the other run to complete, or start a fresh run with `baton run new`".into(),
-        )
-    } else {
-        staleness_gate(f, &mut reasons)
+        );
+    }
+    if !head.pass {
+        reasons.push(Reason::new(
+            "run.head-moved",
+            format!("HEAD moved since the run was planned ({}): the cached plan's files and lines may be stale", head.evidence),
+        ));
+        decide(
+            "replan",
+            "re-invoke the planner from STEP 5 against the current HEAD; never pass the cached plan to the implementer".into(),
+        );
+    }
+    let (verdict, next) = match outcome {
+        Some(decided) => decided,
+        None => staleness_gate(f, &mut reasons),
     };
     let acquire = matches!(verdict, "replan" | "critic" | "ratify");
     let gap_secs = f
@@ -372,6 +382,15 @@ fn short(sha: &str) -> &str {
     &sha[..sha.len().min(12)]
 }
 
+/// File names from git, joined for text: a name holding a newline cannot start a line.
+fn escaped(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| crate::text::esc(n).into_owned())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -491,14 +510,24 @@ mod tests {
                 "run.head-moved",
             ),
             (
-                "head moved and staged: head decides",
+                "head moved and staged: the refusal is stricter than a re-plan",
                 Input {
                     head_moved: true,
                     staged: true,
                     ..ok_input()
                 },
-                "replan",
-                "run.head-moved",
+                "blocked",
+                "run.staged-files",
+            ),
+            (
+                "head moved and scope drifted: the scope is asked about before any re-plan",
+                Input {
+                    head_moved: true,
+                    drifted: Some("SCOPE"),
+                    ..ok_input()
+                },
+                "confirm",
+                "run.alignment-drift",
             ),
             (
                 "head moved, lock held",
@@ -785,9 +814,20 @@ mod tests {
                 prop_assert!(!d.acquire);
                 prop_assert!(matches!(d.decision.verdict, "blocked" | "confirm"));
             }
-            if head_moved && !live {
-                prop_assert_eq!(d.decision.verdict, "replan");
-            }
+            // The strictest outcome wins: a refusal, then a question, then a re-plan.
+            let expected = if staged || live {
+                "blocked"
+            } else if drift.is_some() {
+                "confirm"
+            } else if head_moved {
+                "replan"
+            } else {
+                d.decision.verdict
+            };
+            prop_assert_eq!(d.decision.verdict, expected);
+            // Every failing check says so, whichever decides.
+            prop_assert_eq!(d.checks.iter().filter(|c| !c.pass).count(),
+                [head_moved, staged, drift.is_some(), live].iter().filter(|x| **x).count());
             if gap.is_some_and(|g| g > 24.0) {
                 prop_assert_ne!(d.decision.verdict, "ratify");
                 prop_assert_ne!(d.decision.verdict, "critic");

@@ -157,8 +157,8 @@ impl TestEnv {
     }
 
     /// Every file under the state directory with its bytes, to prove a command changed nothing.
-    /// The lock sidecars under `locks/` are left out: they are created on first use and hold no
-    /// state, only the pid of their last holder.
+    /// The lock sidecars under `locks/` and the `.gitignore` are left out: they are created on
+    /// first use and hold no state (a sidecar holds only the pid of its last holder).
     pub fn snapshot(&self) -> Vec<(PathBuf, Vec<u8>)> {
         fn walk(dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
             let Ok(entries) = std::fs::read_dir(dir) else {
@@ -168,6 +168,9 @@ impl TestEnv {
                 let path = entry.unwrap().path();
                 let meta = std::fs::symlink_metadata(&path).unwrap();
                 if path.file_name().is_some_and(|n| n == "locks") && meta.is_dir() {
+                    continue;
+                }
+                if path == dir.join(".gitignore") {
                     continue;
                 }
                 if meta.is_dir() {

@@ -85,7 +85,7 @@ fn check_state_dir(dir: &Path) -> Result<(), String> {
         let name = entry.file_name().to_string_lossy().into_owned();
         let meta = std::fs::symlink_metadata(&path)
             .map_err(|e| format!("cannot stat {}: {e}", path.display()))?;
-        if name == "locks" || is_temp_file(&name) {
+        if name == "locks" || name == ".gitignore" || is_temp_file(&name) {
             continue;
         }
         if meta.is_dir() {

@@ -174,7 +174,7 @@ fn assert_taken_over_once(env: &TestEnv, before: &Value, winner: &str, trial: &s
     names.sort();
     assert_eq!(
         names,
-        ["locks", "loop-state-PROJ-1.json"],
+        [".gitignore", "locks", "loop-state-PROJ-1.json"],
         "{trial}: files in the state directory"
     );
     after

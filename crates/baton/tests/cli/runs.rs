@@ -994,8 +994,8 @@ fn an_originating_file_owned_by_another_user_is_refused_and_nothing_is_written()
 fn a_valid_originating_file_is_imported_by_resume_keeping_every_field() {
     let env = project();
     write_plan(&env, SAFE_PLAN, 30);
-    // Planned one commit ago, so that check 1 decides the verdict (replan) and proves the base
-    // commit was mapped, whatever an imported run's unknown alignment would lead to.
+    // Planned one commit ago, so that check 1 fails and proves the base commit was mapped; the
+    // imported run's unknown alignment is confirmed, or it would be asked about first (exit 4).
     let base = env.git(&["rev-parse", "HEAD~1"]).trim().to_string();
     let (dir, file) = pipeline_dir(IMPORT_ID);
     let original = originating(&base);
@@ -1007,7 +1007,7 @@ fn a_valid_originating_file_is_imported_by_resume_keeping_every_field() {
         &env,
         dir.path(),
         "B",
-        &["--json", "run", "resume", IMPORT_ID],
+        &["--json", "run", "resume", IMPORT_ID, "--confirm-alignment"],
     );
     out.assert_code(0);
     let json = out.json();

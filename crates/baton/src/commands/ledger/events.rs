@@ -116,6 +116,7 @@ impl StartArgs {
 /// Record a gate result with its evidence: `phase <N>: gate <name> → PASS|FAIL (evidence: <cmd> → <result>)`.
 /// `baton gate run` runs declared gates and records them itself.
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("outcome").required(true).args(["pass", "fail"])))]
 pub struct GateArgs {
     /// The plan directory (`plans/<plan>`), whose `STATE.md` is the ledger.
     pub plan: PathBuf,
@@ -126,7 +127,7 @@ pub struct GateArgs {
     #[arg(long)]
     pub name: String,
     /// The gate passed.
-    #[arg(long, conflicts_with = "fail", required_unless_present = "fail")]
+    #[arg(long)]
     pub pass: bool,
     /// The gate failed.
     #[arg(long)]

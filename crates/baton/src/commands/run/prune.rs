@@ -10,6 +10,7 @@ use crate::output::Report;
 use baton_core::decide::lease::LeaseState;
 use baton_core::model::run_is_finished;
 use baton_core::run_id::RunId;
+use baton_core::text::esc;
 use baton_core::time::parse_ts;
 use baton_store::StateStore;
 
@@ -74,14 +75,21 @@ pub fn cmd_run_prune(ctx: &Ctx, args: PruneArgs) -> Result<Report, CommandError>
                 "removed"
             },
             loaded.path.display(),
-            run.status,
-            run.updated_at.as_deref().unwrap_or("never")
+            esc(&run.status),
+            run.updated_at
+                .as_deref()
+                .map_or("at no recorded time".into(), esc)
         ));
         removed.push(loaded.path.display().to_string());
     }
     lines.push_str(&format!(
-        "{} removed, {kept} kept (active, recent or locked)\n",
-        removed.len()
+        "{} {}, {kept} kept (active, recent or locked)\n",
+        removed.len(),
+        if args.dry_run {
+            "would be removed"
+        } else {
+            "removed"
+        }
     ));
     Ok(Report::ok(
         json!({ "removed": removed, "kept": kept, "dry_run": args.dry_run }),

@@ -16,7 +16,7 @@ use baton_store::StateStore;
 pub struct ReleaseArgs {
     /// The run id `baton run new` printed (16 hex digits, or a legacy `YYYYMMDD-HHMMSS`).
     run_id: String,
-    /// End another holder\'s stale lock.
+    /// End another holder's stale lock.
     #[arg(long)]
     force: bool,
     #[command(flatten)]
