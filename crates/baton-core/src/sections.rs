@@ -4,34 +4,61 @@
 /// The sections the single-run protocol re-verifies.
 pub const ALIGNMENT_SECTIONS: [&str; 3] = ["GOALS", "SCOPE", "CONSTRAINTS"];
 
-/// The text under a Markdown heading whose title is `name` (any level, case-insensitive,
-/// trailing `:` allowed), up to the next heading of the same or a higher level.
-pub fn section<'a>(doc: &'a str, name: &str) -> Option<&'a str> {
-    let mut start = None;
-    let mut level = 0;
+/// Every heading that opens an alignment section (ARCHITECTURE too: it ends the others).
+const SECTION_NAMES: [&str; 4] = ["GOALS", "SCOPE", "CONSTRAINTS", "ARCHITECTURE"];
+
+/// The section name a line opens, read the way autonomous-dev's alignment classifier reads it:
+/// `#` to `###`, optional blanks, the name (any case) as a whole word, then anything
+/// (`## GOALS ⭐`, `## SCOPE (MoSCoW)`).
+fn opens(line: &str) -> Option<&'static str> {
+    let hashes = line.bytes().take_while(|&b| b == b'#').count();
+    if !(1..=3).contains(&hashes) {
+        return None;
+    }
+    let rest = line[hashes..].trim_start_matches([' ', '\t']);
+    SECTION_NAMES.into_iter().find(|name| {
+        rest.get(..name.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(name))
+            && !rest[name.len()..]
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_alphanumeric() || c == '_')
+    })
+}
+
+/// The text of the section `name`: from its heading to the next heading that opens any
+/// alignment section (other headings stay inside it), repeated sections joined in order, as
+/// autonomous-dev merges them. `None` when no heading opens it.
+pub fn section(doc: &str, name: &str) -> Option<String> {
+    let mut parts: Vec<&str> = Vec::new();
+    let mut current: Option<(&str, usize)> = None;
     let mut offset = 0;
     for line in doc.split_inclusive('\n') {
         let here = offset;
         offset += line.len();
-        let hashes = line.bytes().take_while(|&b| b == b'#').count();
-        let is_heading = hashes > 0 && line[hashes..].starts_with([' ', '\t']);
-        if let Some(begin) = start {
-            if is_heading && hashes <= level {
-                return Some(doc[begin..here].trim());
+        if let Some(opened) = opens(line.trim_end_matches(['\n', '\r'])) {
+            if let Some((open, begin)) = current.take()
+                && open.eq_ignore_ascii_case(name)
+            {
+                parts.push(&doc[begin..here]);
             }
-            continue;
-        }
-        if is_heading
-            && line[hashes..]
-                .trim()
-                .trim_end_matches(':')
-                .eq_ignore_ascii_case(name)
-        {
-            start = Some(offset);
-            level = hashes;
+            current = Some((opened, offset));
         }
     }
-    start.map(|begin| doc[begin..].trim())
+    if let Some((open, begin)) = current
+        && open.eq_ignore_ascii_case(name)
+    {
+        parts.push(&doc[begin..]);
+    }
+    (!parts.is_empty()).then(|| {
+        parts
+            .iter()
+            .map(|p| p.trim())
+            .collect::<Vec<_>>()
+            .join("\n")
+            .trim()
+            .to_string()
+    })
 }
 
 /// A small line diff (`-` removed, `+` added, ` ` kept), for showing a drifted section. Inputs
@@ -78,18 +105,25 @@ pub fn line_diff(old: &str, new: &str, cap: usize) -> String {
 mod tests {
     use super::*;
 
-    const DOC: &str = "# Project\n\n## GOALS\nShip it.\n\n### Detail\nstill goals\n\n## Scope:\nOnly the CLI.\n## CONSTRAINTS\nNo daemons.\n";
+    const DOC: &str = "# Project\n\n## GOALS ⭐\nShip it.\n\n### Detail\nstill goals\n## Other\ntext\n\n## SCOPE (MoSCoW)\nOnly the CLI.\n#### CONSTRAINTS deep\nnot a heading\n## CONSTRAINTS\nNo daemons.\n# goals\nMore goals.\n## ARCHITECTURE\nA box.\n";
 
+    /// As autonomous-dev's classifier: `#` to `###`, decorations after the name, sections end
+    /// at the next alignment heading, repeats merged.
     #[test]
-    fn sections_end_at_the_next_heading_of_their_level() {
+    fn sections_are_read_as_autonomous_dev_reads_them() {
         assert_eq!(
-            section(DOC, "GOALS"),
-            Some("Ship it.\n\n### Detail\nstill goals")
+            section(DOC, "GOALS").as_deref(),
+            Some("Ship it.\n\n### Detail\nstill goals\n## Other\ntext\nMore goals.")
         );
-        assert_eq!(section(DOC, "SCOPE"), Some("Only the CLI."));
-        assert_eq!(section(DOC, "CONSTRAINTS"), Some("No daemons."));
+        assert_eq!(
+            section(DOC, "SCOPE").as_deref(),
+            Some("Only the CLI.\n#### CONSTRAINTS deep\nnot a heading")
+        );
+        assert_eq!(section(DOC, "CONSTRAINTS").as_deref(), Some("No daemons."));
         assert_eq!(section(DOC, "NON-GOALS"), None);
-        assert_eq!(section("#GOALS\nnot a heading", "GOALS"), None);
+        assert_eq!(section("## GOALS_X\nno", "GOALS"), None);
+        assert_eq!(section("## Project Goals\nno", "GOALS"), None);
+        assert_eq!(section("#GOALS\nyes", "GOALS").as_deref(), Some("yes"));
     }
 
     #[test]

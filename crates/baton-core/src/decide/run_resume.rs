@@ -110,6 +110,13 @@ pub fn decide_run_resume(f: &RunFacts) -> RunDecision {
         pass: run.alignment.is_some() && drift.is_empty(),
         evidence: match (&run.alignment, drift.is_empty()) {
             (None, _) => "no alignment was recorded for this run (an imported run): nothing shows it unchanged".into(),
+            (Some(a), true) if f
+                .sections
+                .as_deref()
+                .is_some_and(|now| now.iter().all(|s| s.sha256.is_none())) =>
+            {
+                format!("{} has no GOALS, SCOPE or CONSTRAINTS heading: nothing to compare", a.path)
+            }
             (Some(a), true) => format!("GOALS, SCOPE and CONSTRAINTS of {} unchanged", a.path),
             (Some(a), false) => format!(
                 "changed in {}: {}",
@@ -150,6 +157,11 @@ pub fn decide_run_resume(f: &RunFacts) -> RunDecision {
     // the human (alignment: a re-plan against changed goals would be wasted), then a re-plan
     // (HEAD moved), and only with all four passing, the staleness gate.
     let mut reasons = Vec::new();
+    // A project file with none of the three headings passes only in name: say so.
+    let headless = f
+        .sections
+        .as_deref()
+        .is_some_and(|now| now.iter().all(|s| s.sha256.is_none()));
     let mut outcome: Option<(&'static str, String)> = None;
     let mut decide = |verdict: &'static str, next: String| {
         outcome.get_or_insert((verdict, next));
@@ -218,6 +230,16 @@ pub fn decide_run_resume(f: &RunFacts) -> RunDecision {
         Some(decided) => decided,
         None => staleness_gate(f, &mut reasons),
     };
+    // A finding, after the reasons that decided.
+    if let (true, Some(a)) = (headless, &run.alignment) {
+        reasons.push(Reason::new(
+            "run.alignment-empty",
+            format!(
+                "{} has no GOALS, SCOPE or CONSTRAINTS heading (`#` to `###`): the alignment check has nothing to compare, so it cannot see a drift",
+                a.path
+            ),
+        ));
+    }
     let acquire = matches!(verdict, "replan" | "critic" | "ratify");
     let gap_secs = f
         .plan

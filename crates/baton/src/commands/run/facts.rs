@@ -16,8 +16,32 @@ use baton_store::sha256_hex;
 const DOC_CAP: u64 = 4 * 1024 * 1024;
 
 /// The project file's alignment sections now: absent sections (or an absent file) have no hash.
+///
+/// The project file is input, not state: a link is followed (autonomous-dev ships
+/// `.claude/PROJECT.md` as a link to `../PROJECT.md`) as long as where it leads stays inside the
+/// project.
 pub fn sections_now(root: &Path, rel: &str) -> Result<Vec<SectionNow>, CommandError> {
-    let path = root.join(rel);
+    let mut path = root.join(rel);
+    if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+        let target = path.canonicalize().map_err(|e| {
+            CommandError::usage(format!(
+                "{} is a link that leads nowhere: {e}",
+                path.display()
+            ))
+            .hint("point it at the project's PROJECT.md, or pass `--project-file`")
+        })?;
+        if !target.starts_with(root) {
+            return Err(CommandError::usage(format!(
+                "{} is a link to {}, outside the project",
+                path.display(),
+                target.display()
+            ))
+            .hint(
+                "keep the project file inside the project, so every session reads the same one",
+            ));
+        }
+        path = target;
+    }
     let text = read_capped(&path, DOC_CAP)?.map(|b| String::from_utf8_lossy(&b).into_owned());
     Ok(ALIGNMENT_SECTIONS
         .iter()
@@ -25,8 +49,8 @@ pub fn sections_now(root: &Path, rel: &str) -> Result<Vec<SectionNow>, CommandEr
             let body = text.as_deref().and_then(|t| section(t, name));
             SectionNow {
                 name: name.to_string(),
-                sha256: body.map(|b| sha256_hex(b.as_bytes())),
-                text: body.map(String::from),
+                sha256: body.as_deref().map(|b| sha256_hex(b.as_bytes())),
+                text: body,
             }
         })
         .collect())
@@ -53,6 +77,21 @@ pub fn plan_now(path: &Path, globs: &[String]) -> Result<Option<PlanNow>, Comman
         mtime,
         sensitive: sensitive_paths(&text, globs),
     }))
+}
+
+/// How a plan path is recorded: relative to the project root, so that moving or re-cloning the
+/// checkout does not make the plan look gone (and force a re-plan).
+pub fn recorded_plan_path(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+/// Where a recorded plan path is now: relative ones under the root; absolute ones (as earlier
+/// versions and imports recorded them) as they are.
+pub fn plan_path_now(root: &Path, recorded: &str) -> PathBuf {
+    root.join(recorded)
 }
 
 /// Resolves a path argument to an existing file inside the project root.

@@ -112,7 +112,7 @@ pub fn build_import(
             .ok()
             .and_then(|t| jiff::Timestamp::try_from(t).ok());
         Some(PlanRecord {
-            path: abs.display().to_string(),
+            path: super::facts::recorded_plan_path(root, &abs),
             sha256: bytes.map(|b| baton_store::sha256_hex(&b)),
             mtime: mtime.map(format_ts),
             extra: Map::new(),

@@ -3,7 +3,7 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::{Map, json};
 
-use super::facts::{file_in_project, plan_now, sections_now};
+use super::facts::{file_in_project, plan_now, recorded_plan_path, sections_now};
 use super::{HolderArgs, here, state_file_line, take_lease, token_note};
 use crate::context::Ctx;
 use crate::error::CommandError;
@@ -74,7 +74,7 @@ pub fn cmd_run_new(ctx: &Ctx, args: NewArgs) -> Result<Report, CommandError> {
         Some(path) => {
             let now = plan_now(path, &policy.security_globs)?;
             Some(PlanRecord {
-                path: path.display().to_string(),
+                path: recorded_plan_path(&root, path),
                 sha256: now.as_ref().map(|p| p.sha256.clone()),
                 mtime: now.as_ref().map(|p| format_ts(p.mtime)),
                 extra: Map::new(),

@@ -85,7 +85,7 @@ pub fn cmd_run_record(ctx: &Ctx, args: RecordArgs) -> Result<Report, CommandErro
             return Ok(Report::decision(&d));
         }
         run.plan = Some(PlanRecord {
-            path: path.display().to_string(),
+            path: super::facts::recorded_plan_path(&root, &path),
             sha256: sha,
             mtime: now.as_ref().map(|p| format_ts(p.mtime)),
             extra: Default::default(),

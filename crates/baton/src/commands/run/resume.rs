@@ -3,7 +3,7 @@ use std::path::Path;
 use clap::Args;
 use serde_json::json;
 
-use super::facts::{plan_now, sections_now};
+use super::facts::{plan_now, plan_path_now, sections_now};
 use super::{
     HolderArgs, here, lease_state_of, parse_target, state_file_line, take_lease, token_note,
 };
@@ -119,15 +119,17 @@ pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandErro
     // A plan re-touched without a change is as old as when it was recorded: the gap runs from
     // the older of the two mtimes while the content is the same.
     let plan = match &run.plan {
-        Some(p) => plan_now(Path::new(&p.path), &run.policy.security_globs)?.map(|mut now| {
-            let recorded = baton_core::time::parse_ts(p.mtime.as_deref());
-            if p.sha256.as_deref() == Some(now.sha256.as_str())
-                && let Some(recorded) = recorded
-            {
-                now.mtime = now.mtime.min(recorded);
-            }
-            now
-        }),
+        Some(p) => {
+            plan_now(&plan_path_now(&root, &p.path), &run.policy.security_globs)?.map(|mut now| {
+                let recorded = baton_core::time::parse_ts(p.mtime.as_deref());
+                if p.sha256.as_deref() == Some(now.sha256.as_str())
+                    && let Some(recorded) = recorded
+                {
+                    now.mtime = now.mtime.min(recorded);
+                }
+                now
+            })
+        }
         None => None,
     };
     let lease = lease_state_of(&run, &here, ctx.now);
