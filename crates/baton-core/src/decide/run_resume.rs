@@ -382,11 +382,18 @@ pub fn restoration(run: &RunState) -> Restoration {
         (None, Some(g)) => Some(format!("gate {}", g.name)),
         (None, None) => None,
     };
+    // The step after the last one that passed, as autonomous-dev's pipeline orders them.
     let done = |s: &str| matches!(s, "done" | "complete" | "completed" | "passed" | "skipped");
-    let next_step = run
+    let passed = |s: &str| matches!(s, "done" | "complete" | "completed" | "passed");
+    let after = run
         .steps
         .iter()
+        .rposition(|s| passed(&s.status))
+        .map_or(0, |i| i + 1);
+    let next_step = run.steps[after..]
+        .iter()
         .find(|s| !done(&s.status))
+        .or_else(|| run.steps.iter().find(|s| !done(&s.status)))
         .map(|s| format!("{} ({})", s.name, s.status))
         .or_else(|| last.as_ref().map(|l| format!("the step after {l}")));
     Restoration {

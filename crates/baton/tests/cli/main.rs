@@ -1,6 +1,7 @@
 //! All CLI tests, in one binary (one link step, one place to look). Every module here must be
 //! listed below; `every_test_file_is_listed` fails when one is forgotten.
 
+mod autonomous_dev;
 mod clau_kit;
 mod common;
 mod crash;

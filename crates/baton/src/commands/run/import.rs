@@ -3,7 +3,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use serde_json::{Map, Value, json};
 
-use super::{parse_run_id, state_file_line};
+use super::{parse_run_id, state_file_lines};
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
@@ -45,7 +45,7 @@ pub fn cmd_run_import(ctx: &Ctx, args: ImportArgs) -> Result<Report, CommandErro
         format!(
             "imported run {id} from {}\n{}",
             run.imported_from.as_deref().unwrap_or_default(),
-            state_file_line(&path)
+            state_file_lines(&run, &path)
         ),
     ))
 }
@@ -93,6 +93,17 @@ pub fn build_import(
             .find_map(|k| original.get(*k).and_then(Value::as_str))
             .map(String::from)
     };
+    // A file that names another run would import that run's progress under this id.
+    if let Some(named) = original.get("run_id").and_then(Value::as_str)
+        && named != id.as_str()
+    {
+        return Err(CommandError::usage(format!(
+            "{} names run {:?}, not {id}",
+            source.display(),
+            baton_core::text::esc(named)
+        ))
+        .hint("import it under its own id, or pass the right file with `--from`; nothing was imported"));
+    }
     // The plan is pinned as it is now, so a later edit is seen; a plan outside the project is
     // not trusted at all (the run then has no cached plan, and resumes with a re-plan).
     let root = &store.layout.root;
@@ -137,6 +148,11 @@ pub fn build_import(
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     extra.insert("originating_state".into(), Value::Object(original.clone()));
+    // autonomous-dev records completed agents in a ledger beside the state file.
+    let ledger = completion_ledger(&source, id);
+    if let Some(l) = &ledger {
+        extra.insert("originating_completions".into(), l.clone());
+    }
     let finished = matches!(
         text(&["status"]).as_deref(),
         Some("complete" | "completed" | "done")
@@ -164,7 +180,7 @@ pub fn build_import(
         alignment: None,
         policy: RunPolicy::default(),
         steps: steps(original.get("steps")),
-        completed_agents: completions("completed_agents"),
+        completed_agents: with_ledger(completions("completed_agents"), ledger.as_ref()),
         hard_gates: completions("hard_gates"),
         lease: None,
         lease_epoch: 0,
@@ -204,7 +220,68 @@ fn completion(value: &Value) -> Option<Completion> {
     }
 }
 
-/// Steps as `{"name": "status"}` or as a list of `{name, status, at}`.
+/// autonomous-dev's completion ledger for `id`, beside the state file:
+/// `pipeline_agent_completions_<id>.json`, read like the state file (a regular file of this
+/// user's, never a link).
+fn completion_ledger(source: &Path, id: &RunId) -> Option<Value> {
+    let path = source
+        .parent()?
+        .join(format!("pipeline_agent_completions_{id}.json"));
+    let bytes = read_owned(&path, STATE_FILE_CAP).ok()??;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// The agents the completion ledger records as done, in every scope (its `"0"`, `"unscoped"`
+/// and issue-number keys hold the same agents), added after the ones the state file names, in
+/// the order they completed. An agent counts when its value is `true` or `{"success": true}`;
+/// the names `""` and `unknown` never count, as in autonomous-dev itself.
+fn with_ledger(mut agents: Vec<Completion>, ledger: Option<&Value>) -> Vec<Completion> {
+    let Some(ledger) = ledger else {
+        return agents;
+    };
+    let times = ledger.get("completion_times").and_then(Value::as_object);
+    let mut found: Vec<(Option<f64>, String, Value)> = Vec::new();
+    let scopes = ledger.get("completions").and_then(Value::as_object);
+    for (scope, entries) in scopes.into_iter().flatten() {
+        for (agent, value) in entries.as_object().into_iter().flatten() {
+            let success = match value {
+                Value::Bool(b) => *b,
+                Value::Object(o) => o.get("success").and_then(Value::as_bool) == Some(true),
+                _ => false,
+            };
+            let name = agent.trim();
+            if !success
+                || name.is_empty()
+                || name.eq_ignore_ascii_case("unknown")
+                || found.iter().any(|(_, n, _)| n == name)
+            {
+                continue;
+            }
+            let at = times
+                .and_then(|t| t.get(scope))
+                .and_then(|t| t.get(agent))
+                .and_then(Value::as_f64);
+            found.push((at, name.to_string(), value.clone()));
+        }
+    }
+    found.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal));
+    for (at, name, value) in found {
+        if agents.iter().any(|c| c.name == name) {
+            continue;
+        }
+        let at = at
+            .and_then(|secs| jiff::Timestamp::from_millisecond((secs * 1000.0) as i64).ok())
+            .map(format_ts);
+        let mut extra = Map::new();
+        extra.insert("from_completion_ledger".into(), value);
+        agents.push(Completion { name, at, extra });
+    }
+    agents
+}
+
+/// Steps as `{"name": "status"}`, as autonomous-dev's `{"name": {status, started_at,
+/// completed_at, error}}`, or as a list of `{name, status, at}`. Every field of a step object
+/// is kept.
 fn steps(value: Option<&Value>) -> Vec<StepRecord> {
     let step = |name: String, status: &Value| StepRecord {
         name,
@@ -217,7 +294,22 @@ fn steps(value: Option<&Value>) -> Vec<StepRecord> {
     match value {
         Some(Value::Object(map)) => map
             .iter()
-            .map(|(name, status)| step(name.clone(), status))
+            .map(|(name, value)| match value.as_object() {
+                Some(o) => {
+                    let mut record = step(name.clone(), o.get("status").unwrap_or(&Value::Null));
+                    record.at = ["completed_at", "started_at"]
+                        .iter()
+                        .find_map(|k| o.get(*k).and_then(Value::as_str))
+                        .map(String::from);
+                    record.extra = o
+                        .iter()
+                        .filter(|(k, _)| k.as_str() != "status")
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect();
+                    record
+                }
+                None => step(name.clone(), value),
+            })
             .collect(),
         Some(Value::Array(list)) => list
             .iter()

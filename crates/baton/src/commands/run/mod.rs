@@ -239,6 +239,30 @@ pub fn state_file_line(path: &std::path::Path) -> String {
     format!("PIPELINE_STATE_FILE={}", path.display())
 }
 
+/// The file the caller's pipeline reads and writes: for an imported run its originating file,
+/// which the originating helpers go on using (baton's own record stays beside it); else
+/// baton's record.
+pub fn pipeline_state_file(run: &RunState, record: &std::path::Path) -> std::path::PathBuf {
+    run.imported_from
+        .as_deref()
+        .map_or_else(|| record.to_path_buf(), std::path::PathBuf::from)
+}
+
+/// `PIPELINE_STATE_FILE=…`, and for an imported run where baton's own record is.
+pub fn state_file_lines(run: &RunState, record: &std::path::Path) -> String {
+    let file = pipeline_state_file(run, record);
+    if file == record {
+        state_file_line(record)
+    } else {
+        format!(
+            "{}
+baton's record of the run: {}",
+            state_file_line(&file),
+            record.display()
+        )
+    }
+}
+
 /// Opens a run for a write under the store's lock: the id checked, the file read, a newer schema
 /// refused. A project without state is told so without creating any.
 pub fn open_for_write(

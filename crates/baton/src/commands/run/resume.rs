@@ -5,7 +5,8 @@ use serde_json::json;
 
 use super::facts::{plan_now, plan_path_now, sections_now};
 use super::{
-    HolderArgs, here, lease_state_of, parse_target, state_file_line, take_lease, token_note,
+    HolderArgs, here, lease_state_of, parse_target, pipeline_state_file, state_file_lines,
+    take_lease, token_note,
 };
 use crate::context::Ctx;
 use crate::error::CommandError;
@@ -157,6 +158,7 @@ pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandErro
     json["gap_secs"] = json!(d.gap_secs);
     json["restore"] = json!(d.restore);
     json["state_file"] = json!(path.display().to_string());
+    json["pipeline_state_file"] = json!(pipeline_state_file(&run, &path).display().to_string());
     json["lock_acquired"] = json!(d.acquire);
     json["epoch"] = json!(run.lease.as_ref().filter(|_| d.acquire).map(|l| l.epoch));
     json["notes"] = json!(notes);
@@ -225,7 +227,7 @@ fn render(
             lease.epoch, lease.epoch
         ));
     }
-    out.push_str(&format!("{}\n", state_file_line(path)));
+    out.push_str(&format!("{}\n", state_file_lines(run, path)));
     out
 }
 

@@ -2,7 +2,7 @@ use clap::Args;
 use serde_json::json;
 
 use super::new::holder_text;
-use super::{HolderArgs, here, lease_state_of, missing_run, parse_run_id, state_file_line};
+use super::{HolderArgs, here, lease_state_of, missing_run, parse_run_id, state_file_lines};
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
@@ -63,7 +63,7 @@ pub fn cmd_run_show(ctx: &Ctx, args: ShowArgs) -> Result<Report, CommandError> {
     if let Some(next) = &rest.next_step {
         text.push_str(&format!("  next:    {next}\n"));
     }
-    text.push_str(&format!("{}\n", state_file_line(&loaded.path)));
+    text.push_str(&format!("{}\n", state_file_lines(run, &loaded.path)));
     Ok(Report::ok(
         json!({ "path": loaded.path.display().to_string(), "lock": lock, "restore": rest, "state": run }),
         text,
