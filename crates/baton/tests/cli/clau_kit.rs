@@ -280,3 +280,43 @@ fn values_outside_their_range_are_invalid_and_write_nothing() {
     )
     .assert_code(0);
 }
+
+#[test]
+fn warnings_go_to_stderr_or_the_json_object_never_into_stdout() {
+    let env = TestEnv::new();
+    env.write(".gitignore", "plans/\n");
+    env.git(&["add", ".gitignore"]);
+    env.git(&["commit", "--quiet", "-m", "ignore plans"]);
+    std::fs::create_dir_all(env.repo.join(PLAN)).unwrap();
+    let out = env.baton("s", 0, &["ledger", "init", PLAN]);
+    out.assert_code(0);
+    assert!(!out.stdout.contains("git ignores"), "{}", out.stdout);
+    assert!(
+        out.stderr.contains("warning: git ignores"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("!plans/**/STATE.md"), "{}", out.stderr);
+    let out = env.baton("s", 0, &["--json", "ledger", "check", PLAN]);
+    assert!(
+        out.json()["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("git ignores")
+    );
+    assert!(out.stderr.is_empty());
+
+    env.write(
+        "plans/greet/phase-1.md",
+        "```gates\nnot a gate line\nok: true → exit 0\n```\n",
+    );
+    let out = env.baton("s", 1, &["gate", "run", PLAN, "--phase", "1"]);
+    out.assert_code(0);
+    assert!(!out.stdout.contains("not a gate line"), "{}", out.stdout);
+    assert!(
+        out.stderr
+            .contains("warning: not a gate line baton can run"),
+        "{}",
+        out.stderr
+    );
+}

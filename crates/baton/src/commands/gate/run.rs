@@ -86,9 +86,7 @@ pub fn cmd_gate_run(ctx: &Ctx, args: RunArgs) -> Result<Report, CommandError> {
     }
     let timeout = Duration::from_secs(args.timeout);
     let (mut text, mut results, mut failed) = (String::new(), Vec::new(), false);
-    for line in &bad {
-        text.push_str(&format!("warning: not a gate line: {line}\n"));
-    }
+
     for gate in &gates {
         let run = run_declared(&plan, &args.phase, gate, timeout)?;
         let pass = !run.timed_out && run.exit == Some(gate.expect_exit);
@@ -119,9 +117,19 @@ pub fn cmd_gate_run(ctx: &Ctx, args: RunArgs) -> Result<Report, CommandError> {
     } else {
         "verdict: pass\n"
     });
-    Ok(Report::new(
+    let mut report = Report::new(
         ExitStatus::Success,
         json!({ "verdict": if failed { "fail" } else { "pass" }, "gates": results }),
         text,
-    ))
+    );
+    report.warnings = bad
+        .iter()
+        .map(|line| {
+            format!(
+                "not a gate line baton can run: {}",
+                baton_core::text::esc(line)
+            )
+        })
+        .collect();
+    Ok(report)
 }

@@ -55,16 +55,18 @@ pub fn cmd_ledger_check(ctx: &Ctx, args: CheckArgs) -> Result<Report, CommandErr
         out.push_str(&format!("line {n}: {e}: {:?}\n", shown(raw)));
     }
     let ignored = git::is_ignored(&plan.root, &plan.ledger)?;
-    if ignored {
-        out.push_str(&ignored_warning(&plan));
-    }
     let bad: Vec<_> = l
         .bad
         .iter()
         .map(|(n, raw, e)| json!({ "line": n, "text": shown(raw), "error": e.to_string() }))
         .collect();
-    Ok(Report::ok(
+    let report = Report::ok(
         json!({ "events": l.events.len(), "bad": bad, "header": header, "ignored": ignored }),
         out,
-    ))
+    );
+    Ok(if ignored {
+        report.warn(ignored_warning(&plan))
+    } else {
+        report
+    })
 }

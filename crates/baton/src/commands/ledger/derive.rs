@@ -44,6 +44,7 @@ pub fn cmd_ledger_derive(ctx: &Ctx, args: DeriveArgs) -> Result<Report, CommandE
     let text = ledger::read(&plan.ledger)?.ok_or_else(|| missing(&plan))?;
     let l = parse_ledger(&text);
     let mut out = String::new();
+    let mut warnings = Vec::new();
     // Another run's record: never appended to, and its claims are not this plan's.
     let foreign_plan = l
         .plan
@@ -54,8 +55,9 @@ pub fn cmd_ledger_derive(ctx: &Ctx, args: DeriveArgs) -> Result<Report, CommandE
         if args.append {
             return Ok(Report::decision(&foreign(&plan, named)));
         }
-        out.push_str(&format!(
-            "warning: the header names {named:?}: this is another run's record\n"
+        warnings.push(format!(
+            "the header names {:?}: this is another run's record",
+            baton_core::text::esc(named)
         ));
     }
     let timeout = Duration::from_secs(args.timeout);
@@ -72,7 +74,6 @@ pub fn cmd_ledger_derive(ctx: &Ctx, args: DeriveArgs) -> Result<Report, CommandE
         .collect();
     let tos: Vec<String> = claimed.iter().map(|(_, _, to)| to.clone()).collect();
     let reachable = git::reachable_from_head(&plan.root, &tos)?;
-    let mut warnings = Vec::new();
     for ((phase, from, to), reachable) in claimed.into_iter().zip(reachable) {
         let commit_known = if reachable {
             true
@@ -137,8 +138,8 @@ pub fn cmd_ledger_derive(ctx: &Ctx, args: DeriveArgs) -> Result<Report, CommandE
         if git::commit_exists(&plan.root, base)? {
             facts.commits_since_base = git::log_since(&plan.root, base)?;
         } else {
-            out.push_str(&format!(
-                "warning: the first phase's base {base} is not a commit of this repository\n"
+            warnings.push(format!(
+                "the first phase's base {base} is not a commit of this repository"
             ));
         }
     }
@@ -147,8 +148,8 @@ pub fn cmd_ledger_derive(ctx: &Ctx, args: DeriveArgs) -> Result<Report, CommandE
         out.push_str(&format!("ledger claims: {claimed}\n"));
     }
     if !l.bad.is_empty() {
-        out.push_str(&format!(
-            "warning: {} lines of the ledger do not parse (see `baton ledger check`)\n",
+        warnings.push(format!(
+            "{} lines of the ledger do not parse (see `baton ledger check`)",
             l.bad.len()
         ));
     }

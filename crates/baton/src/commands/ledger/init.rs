@@ -46,19 +46,22 @@ pub fn cmd_ledger_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError
         }
     };
     let ignored = git::is_ignored(&plan.root, &plan.ledger)?;
-    if ignored {
-        text.push_str(&ignored_warning(&plan));
-    }
-    Ok(Report::ok(
+    let report = Report::ok(
         json!({ "verdict": "ok", "ledger": plan.ledger.display().to_string(), "created": created, "ignored": ignored }),
         text,
-    ))
+    );
+    Ok(if ignored {
+        report.warn(ignored_warning(&plan))
+    } else {
+        report
+    })
 }
 
-/// The one warning for an ignored ledger, naming the fix.
+/// The one warning for an ignored ledger, naming the fix (stderr in text mode, `warnings` under
+/// `--json`).
 pub fn ignored_warning(plan: &Plan) -> String {
     format!(
-        "warning: git ignores {}: it can be neither committed nor survive `git clean -fdx`.\nIn .gitignore, put this stanza in place of the line that ignores `plans/` (a re-include cannot undo an excluded parent directory, so the directory re-include comes before the files):\n{REINCLUDE_STANZA}\n",
+        "git ignores {}: it can be neither committed nor survive `git clean -fdx`.\nIn .gitignore, put this stanza in place of the line that ignores `plans/` (a re-include cannot undo an excluded parent directory, so the directory re-include comes before the files):\n{REINCLUDE_STANZA}\n",
         plan.ledger
             .strip_prefix(&plan.root)
             .unwrap_or(&plan.ledger)
