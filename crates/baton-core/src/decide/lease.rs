@@ -45,8 +45,13 @@ pub fn lease_state(
     let same_machine =
         lease.host == here.host && lease.boot_id.is_some() && lease.boot_id == here.boot_id;
     let same_session = here.session.is_some() && lease.session == here.session;
-    let same_process =
-        same_machine && here.pid.is_some() && lease.pid.zip(lease.pid_start) == here.pid;
+    // A pid is as public as an epoch (`run show` prints it): it identifies the holder only for a
+    // caller whose session does not say it is someone else.
+    let other_session = here.session.is_some() && lease.session.is_some() && !same_session;
+    let same_process = same_machine
+        && !other_session
+        && here.pid.is_some()
+        && lease.pid.zip(lease.pid_start) == here.pid;
     let same_token = here.token_sha256.is_some() && lease.token_sha256 == here.token_sha256;
     if same_session || same_process || same_token {
         return LeaseState::Mine;
@@ -231,6 +236,21 @@ mod tests {
         let mut same_process = lease("h1", "A", 1);
         same_process.pid = Some(7);
         same_process.pid_start = Some(70);
+        let sessionless = Here {
+            session: None,
+            ..here("B")
+        };
+        assert_eq!(
+            kind(lease_state(
+                Some(&same_process),
+                &sessionless,
+                Some(true),
+                now(),
+                ttl
+            )),
+            "mine",
+            "same agent process, no session saying otherwise"
+        );
         assert_eq!(
             kind(lease_state(
                 Some(&same_process),
@@ -239,8 +259,8 @@ mod tests {
                 now(),
                 ttl
             )),
-            "mine",
-            "same agent process"
+            "live",
+            "another session naming the holder's (public) pid is not the holder"
         );
         // The epoch is public (`run show` prints it): passing it proves nothing.
         let epoch_only = Here {

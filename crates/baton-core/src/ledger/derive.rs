@@ -205,6 +205,18 @@ pub fn decide_ledger(ledger: &Ledger, facts: &DeriveFacts) -> Derived {
                     )
                 } else {
                     match &f.gates {
+                        // Gates that pass beside uncommitted changes may pass because of them.
+                        Some(g)
+                            if !g.is_empty()
+                                && f.commits_reachable == Some(true)
+                                && facts.tree_dirty =>
+                        {
+                            (
+                                PhaseVerdict::Stale,
+                                "ledger.dirty-tree",
+                                "its gates pass, but on a tree with uncommitted changes they may pass because of them: commit or stash the changes and derive again".into(),
+                            )
+                        }
                         Some(g) if !g.is_empty() && f.commits_reachable == Some(true) => (
                             PhaseVerdict::Confirmed,
                             "ledger.confirmed",
@@ -411,6 +423,19 @@ phase 3: started (base ccccccc)\n";
                 ..passing()
             }),
             (PhaseVerdict::Stale, "ledger.gate-unreadable")
+        );
+    }
+
+    /// Gates that pass beside uncommitted changes may pass because of them.
+    #[test]
+    fn a_dirty_tree_confirms_nothing() {
+        let l = parse_ledger(LEDGER);
+        let mut dirty = facts(passing(), passing());
+        dirty.tree_dirty = true;
+        let d = decide_ledger(&l, &dirty);
+        assert_eq!(
+            (d.rows[0].verdict, d.rows[0].rule),
+            (PhaseVerdict::Stale, "ledger.dirty-tree")
         );
     }
 

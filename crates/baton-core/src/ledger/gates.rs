@@ -62,14 +62,19 @@ pub fn parse_gates(markdown: &str) -> (Vec<GateDecl>, Vec<String>) {
 /// among the unreadable lines, so the phase is never confirmed by it.
 pub fn parse_plan_gates(markdown: &str, phase: &str) -> (Vec<GateDecl>, Vec<String>) {
     let (mut gates, mut bad) = (Vec::new(), Vec::new());
-    let mut inside = false;
-    for line in markdown.lines() {
-        if let Some(heading) = phase_heading(line) {
-            inside = heading.trim_start_matches('0') == phase.trim_start_matches('0')
-                && !heading.is_empty();
+    // The level of the phase's own heading while inside its section.
+    let mut inside: Option<usize> = None;
+    for (line, heading) in outside_fences(markdown) {
+        if let Some((level, title)) = heading {
+            match phase_id(title) {
+                Some(id) => inside = same_phase(id, phase).then_some(level),
+                // Any other heading of the phase's level or higher ends its section.
+                None if inside.is_some_and(|l| level <= l) => inside = None,
+                None => {}
+            }
             continue;
         }
-        if !inside {
+        if inside.is_none() {
             continue;
         }
         let text = line.trim();
@@ -117,10 +122,8 @@ pub fn parse_plan_gates(markdown: &str, phase: &str) -> (Vec<GateDecl>, Vec<Stri
 
 /// The phases a ClauKit `plan.md` heads `Phase <N>`, leading zeros dropped.
 pub fn plan_phases(markdown: &str) -> Vec<String> {
-    markdown
-        .lines()
-        .filter_map(phase_heading)
-        .filter(|id| !id.is_empty())
+    outside_fences(markdown)
+        .filter_map(|(_, heading)| heading.and_then(|(_, title)| phase_id(title)))
         .map(|id| {
             let trimmed = id.trim_start_matches('0');
             if trimmed.is_empty() { "0" } else { trimmed }.to_string()
@@ -128,28 +131,61 @@ pub fn plan_phases(markdown: &str) -> Vec<String> {
         .collect()
 }
 
-/// The phase id of a `Phase <N>` heading line.
-fn phase_heading(line: &str) -> Option<&str> {
-    let rest = line.trim_start();
-    let hashes = rest.chars().take_while(|&c| c == '#').count();
-    if hashes == 0 {
-        return None;
-    }
-    let rest = rest[hashes..].trim_start();
-    let word = rest.get(..5)?;
+fn same_phase(id: &str, phase: &str) -> bool {
+    id.trim_start_matches('0') == phase.trim_start_matches('0')
+}
+
+/// The lines of a Markdown document outside fenced code blocks (a `# Phase 2 setup` comment in
+/// a shell block is no heading), each with its heading level and title when it is a heading.
+fn outside_fences(markdown: &str) -> impl Iterator<Item = (&str, Option<(usize, &str)>)> {
+    let mut fence: Option<(char, usize)> = None;
+    markdown.lines().filter_map(move |line| {
+        let trimmed = line.trim_start();
+        for c in ['`', '~'] {
+            let n = trimmed.chars().take_while(|&x| x == c).count();
+            if n >= 3 {
+                match fence {
+                    None => fence = Some((c, n)),
+                    Some((f, m)) if f == c && n >= m && trimmed[n..].trim().is_empty() => {
+                        fence = None
+                    }
+                    Some(_) => {}
+                }
+                return None;
+            }
+        }
+        if fence.is_some() {
+            return None;
+        }
+        let hashes = trimmed.chars().take_while(|&c| c == '#').count();
+        let heading = (1..=6)
+            .contains(&hashes)
+            .then(|| &trimmed[hashes..])
+            .filter(|rest| rest.is_empty() || rest.starts_with([' ', '\t']))
+            .map(|rest| (hashes, rest.trim()));
+        Some((line, heading))
+    })
+}
+
+/// The phase id of a heading title `Phase <N>…`: it starts with a digit (`Phase 1`, `Phase 02`,
+/// `Phase 3.1`, `Phase 2b`), and a trailing dot (`Phase 1. Setup`) is not part of it.
+fn phase_id(title: &str) -> Option<&str> {
+    let word = title.get(..5)?;
     if !word.eq_ignore_ascii_case("phase") {
         return None;
     }
-    // `Phase 1`, not `Phases` or `Phase-by-phase`.
-    let after = &rest[5..];
+    let after = &title[5..];
     if !after.starts_with(char::is_whitespace) {
         return None;
     }
-    let id: &str = after.trim_start();
+    let id = after.trim_start();
+    if !id.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
     let end = id
         .find(|c: char| !(c.is_ascii_alphanumeric() || c == '.'))
         .unwrap_or(id.len());
-    Some(&id[..end])
+    Some(id[..end].trim_end_matches('.')).filter(|id| !id.is_empty())
 }
 
 /// `` `<command>` → exit <code> ``: the command in backticks, the expectation after the arrow.
@@ -219,6 +255,24 @@ pub fn is_phase_file(file_name: &str, phase: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Ordinary Markdown around the phases: code blocks, other sections, headings that only
+    /// start with the word.
+    #[test]
+    fn plan_md_headings_are_read_only_where_they_are_headings() {
+        let md = "## Phase 1. Setup\n```sh\n# Phase 2 setup\n```\n**Exit gate:** `true` → exit 0\n## Risks\n**Exit gate:** `false` → exit 0\n## Phase overview\n## Phase 2\n**Exit gate:** `echo two` → exit 0\n";
+        let (g1, _) = parse_plan_gates(md, "1");
+        assert_eq!(
+            g1.iter().map(|g| g.command.as_str()).collect::<Vec<_>>(),
+            ["true"]
+        );
+        let (g2, _) = parse_plan_gates(md, "2");
+        assert_eq!(
+            g2.iter().map(|g| g.command.as_str()).collect::<Vec<_>>(),
+            ["echo two"]
+        );
+        assert_eq!(plan_phases(md), ["1", "2"]);
+    }
 
     #[test]
     fn tilde_and_long_fences_are_read() {

@@ -855,8 +855,10 @@ fn derive_confirms_passing_phases_and_reopens_one_whose_gate_fails_now() {
     assert_eq!(all["rows"][2]["gates"], "none declared", "{all}");
     assert_eq!(read(&ledger), before, "derive without --append wrote");
 
-    // Phase 2's gate fails now (its marker is gone from the tree, its commits are still there).
-    std::fs::remove_file(env.repo.join("phase2.ok")).unwrap();
+    // Phase 2's gate fails now (its marker was removed by a later commit; its own commits are
+    // still there). The tree is clean, so a passing gate still confirms.
+    env.git(&["rm", "--quiet", "phase2.ok"]);
+    env.git(&["commit", "--quiet", "-m", "drop phase 2's marker"]);
     let broken = derive(&env, &[]);
     assert_eq!(
         verdicts(&broken),

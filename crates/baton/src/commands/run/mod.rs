@@ -149,7 +149,10 @@ pub fn take_lease(
         // The same holder, perhaps in a new agent process: the lease follows it, or a second
         // agent could later find the first one's dead pid and take the lock beside it.
         lease.heartbeat_at = now_s;
-        lease.session = here.session.clone().or(lease.session.take());
+        // A lease that names its session keeps it: only a lease with none learns one.
+        if lease.session.is_none() {
+            lease.session = here.session.clone();
+        }
         if here.pid.is_some() {
             lease.pid = here.pid.map(|p| p.0);
             lease.pid_start = here.pid.map(|p| p.1);
