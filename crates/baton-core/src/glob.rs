@@ -67,15 +67,22 @@ pub fn sensitive_paths(plan: &str, globs: &[String]) -> Vec<String> {
     found
 }
 
-/// `hooks/guard.py:42` and `hooks/guard.py:42:check` as `hooks/guard.py`.
+/// `hooks/guard.py:42`, `:42:check`, `:42-50`, `:L42` and `#L42-L50` as `hooks/guard.py`.
 fn strip_line_ref(word: &str) -> &str {
+    let is_line = |s: &str| {
+        let s = s.trim_start_matches('L');
+        s.bytes().next().is_some_and(|b| b.is_ascii_digit())
+            && s.bytes()
+                .all(|b| b.is_ascii_digit() || b == b'-' || b == b'L')
+    };
+    if let Some((path, anchor)) = word.split_once('#')
+        && is_line(anchor)
+    {
+        return path;
+    }
     let mut parts = word.splitn(3, ':');
     match (parts.next(), parts.next()) {
-        (Some(path), Some(line))
-            if !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit()) =>
-        {
-            path
-        }
+        (Some(path), Some(line)) if is_line(line) => path,
         _ => word,
     }
 }
@@ -126,10 +133,16 @@ mod tests {
             ["hooks/guard.py", "lib/token_store.py", "src/hooks/guard.py"]
         );
         assert!(sensitive_paths("Touch docs/guide.md only.", &defaults()).is_empty());
-        let cited = "- [ ] hooks/guard.py:42 — caller\n- [ ] `lib/auth_store.py:7:login` — caller";
+        let cited = "- [ ] hooks/guard.py:42 — caller\n- [ ] `lib/auth_store.py:7:login` — caller\nhooks/a.py:42-50 hooks/b.py#L42 hooks/c.py:L7";
         assert_eq!(
             sensitive_paths(cited, &defaults()),
-            ["hooks/guard.py", "lib/auth_store.py"]
+            [
+                "hooks/guard.py",
+                "lib/auth_store.py",
+                "hooks/a.py",
+                "hooks/b.py",
+                "hooks/c.py"
+            ]
         );
     }
 }

@@ -142,8 +142,7 @@ impl Layout {
         if self.check_state_dir()? {
             return Ok(());
         }
-        make_dir(&self.state_dir)?;
-        self.ensure_ignore_file()
+        make_dir(&self.state_dir)
     }
 
     /// Writes `.agentic/.gitignore` unless one is there: `git add -A` then never stages a lock,

@@ -153,13 +153,14 @@ impl StateStore for FsStore {
 
     fn lock(&self, scope: LockScope) -> Result<DirLock, StoreError> {
         self.layout.ensure_state_dir()?;
+        // Every write takes a lock: the ignore file is there whoever made the directory (one
+        // failed exclusive create when it already is).
+        self.layout.ensure_ignore_file()?;
         let path = self.layout.lock_file(scope);
         if let Some(dir) = path.parent()
             && !check_real_dir(dir)?
         {
-            // baton's first use of a directory another tool may have made.
             make_dir(dir)?;
-            self.layout.ensure_ignore_file()?;
         }
         DirLock::acquire(&path, self.lock_wait)
     }

@@ -230,15 +230,33 @@ pub fn decide_run_resume(f: &RunFacts) -> RunDecision {
         Some(decided) => decided,
         None => staleness_gate(f, &mut reasons),
     };
-    // A finding, after the reasons that decided.
-    if let (true, Some(a)) = (headless, &run.alignment) {
-        reasons.push(Reason::new(
-            "run.alignment-empty",
-            format!(
-                "{} has no GOALS, SCOPE or CONSTRAINTS heading (`#` to `###`): the alignment check has nothing to compare, so it cannot see a drift",
-                a.path
-            ),
-        ));
+    // A finding, after the reasons that decided: sections the project file lacks cannot drift.
+    let missing: Vec<&str> = f
+        .sections
+        .iter()
+        .flatten()
+        .filter(|s| s.sha256.is_none())
+        .map(|s| s.name.as_str())
+        .collect();
+    if let Some(a) = &run.alignment {
+        if headless {
+            reasons.push(Reason::new(
+                "run.alignment-empty",
+                format!(
+                    "{} has no GOALS, SCOPE or CONSTRAINTS heading (`#` to `###`): the alignment check has nothing to compare, so it cannot see a drift",
+                    a.path
+                ),
+            ));
+        } else if !missing.is_empty() {
+            reasons.push(Reason::new(
+                "run.alignment-partial",
+                format!(
+                    "{} has no {} heading: a drift there cannot be seen",
+                    a.path,
+                    missing.join(" or ")
+                ),
+            ));
+        }
     }
     let acquire = matches!(verdict, "replan" | "critic" | "ratify");
     let gap_secs = f

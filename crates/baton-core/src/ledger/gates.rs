@@ -45,6 +45,12 @@ pub fn parse_gates(markdown: &str) -> (Vec<GateDecl>, Vec<String>) {
                     let n = run(c);
                     if n >= 3 {
                         let info = trimmed[n..].trim();
+                        // `GATES`, `gates title`, `{gates}`: meant as gates, not read as them.
+                        if info != "gates" && info.to_ascii_lowercase().contains("gates") {
+                            bad.push(format!(
+                                "{line} (a gates block is fenced with the info string `gates` alone)"
+                            ));
+                        }
                         fence = Some((c, n, info == "gates"));
                         break;
                     }

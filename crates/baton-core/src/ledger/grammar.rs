@@ -253,7 +253,12 @@ fn split_timestamp(line: &str) -> Option<(&str, String, bool)> {
         .filter(|_| wrapped)
         .unwrap_or(&token)
         .to_string();
-    if !is_timestamp(&token) {
+    // ISO 8601 allows a date alone; wrapped, it is unmistakably the line's time.
+    let date_only = wrapped
+        && token.len() == 10
+        && token.as_bytes()[..4].iter().all(u8::is_ascii_digit)
+        && token.parse::<jiff::civil::Date>().is_ok();
+    if !is_timestamp(&token) && !date_only {
         return None;
     }
     let head = head.trim_end();
@@ -713,10 +718,14 @@ mod tests {
             "finish: tail push → DONE",
         ];
         for body in lines {
-            for stamp in ["(2026-01-01T09:20:00Z)", "(2026-01-01 09:20:00Z)"] {
+            for (stamp, want) in [
+                ("(2026-01-01T09:20:00Z)", "2026-01-01T09:20:00Z"),
+                ("(2026-01-01 09:20:00Z)", "2026-01-01T09:20:00Z"),
+                ("(2026-01-01)", "2026-01-01"),
+            ] {
                 let raw = format!("{body} {stamp}");
                 let line = parse_line(&raw).unwrap_or_else(|e| panic!("{raw}: {e:?}"));
-                assert_eq!(line.at.as_deref(), Some("2026-01-01T09:20:00Z"), "{raw}");
+                assert_eq!(line.at.as_deref(), Some(want), "{raw}");
                 assert_eq!(line.event, parse_line(body).unwrap().event, "{raw}");
             }
         }

@@ -320,3 +320,77 @@ fn warnings_go_to_stderr_or_the_json_object_never_into_stdout() {
         out.stderr
     );
 }
+
+#[test]
+fn a_gate_passing_on_uncommitted_files_does_not_confirm() {
+    let env = clau_kit_env("**Exit gate:** `test -f greet.txt` → exit 0");
+    let base = sha(&env, "HEAD");
+    commit(&env, "unrelated.txt");
+    let head = sha(&env, "HEAD");
+    env.write("greet.txt", "only on disk\n");
+    append(
+        &env,
+        &[
+            format!("phase 1: started (base {base})"),
+            format!("phase 1: complete (commits {base}..{head}, tests 1/1, review clean)"),
+        ],
+    );
+    let d = env
+        .baton("s", 1, &["--json", "ledger", "derive", PLAN])
+        .json();
+    let one = row(&d, "1");
+    assert_eq!(
+        (&one["verdict"], &one["rule"]),
+        (&Value::from("STALE"), &Value::from("ledger.dirty-tree")),
+        "{d}"
+    );
+}
+
+#[test]
+fn every_append_passes_the_same_checks_and_stays_text() {
+    let env = clau_kit_env("**Exit gate:** `true` → exit 0");
+    let base = sha(&env, "HEAD");
+    let full = env.git(&["rev-parse", "HEAD"]).trim().to_string();
+    let ledger = env.repo.join(PLAN).join("STATE.md");
+    let before = std::fs::read(&ledger).unwrap();
+    for line in [
+        format!("phase 1: complete (commits {base}..{base}, tests 1/1, review clean)"),
+        format!("phase 1: complete (commits {base}..{full}, tests 1/1, review clean)"),
+        "baseline: 43/42 (0000000)".to_string(),
+    ] {
+        env.baton("s", 1, &["ledger", "append", PLAN, &line])
+            .assert_code(2);
+    }
+    env.baton(
+        "s",
+        1,
+        &[
+            "ledger",
+            "gate",
+            PLAN,
+            "--phase",
+            "1",
+            "--name",
+            "t",
+            "--pass",
+            "--cmd",
+            "printf '\x1b[31m'",
+            "--result",
+            "ok",
+        ],
+    )
+    .assert_code(2);
+    assert_eq!(std::fs::read(&ledger).unwrap(), before);
+
+    // A fence meant as gates but not read as one is a finding, never dropped in silence.
+    env.write(
+        "plans/greet/phase-1.md",
+        "```GATES\nlint: true → exit 0\n```\n",
+    );
+    let out = env.baton("s", 2, &["gate", "run", PLAN, "--phase", "1"]);
+    assert!(
+        out.stderr.contains("info string `gates` alone"),
+        "{}",
+        out.stderr
+    );
+}

@@ -48,8 +48,8 @@ pub fn cmd_gate_run(ctx: &Ctx, args: RunArgs) -> Result<Report, CommandError> {
         gates.retain(|g| &g.name == only);
     }
     if gates.is_empty() {
-        return Err(CommandError::usage(format!(
-            "no gates{} declared for phase {} in {}/phase-{}*.md",
+        let mut err = CommandError::usage(format!(
+            "no gates{} declared for phase {} in {}/phase-{}*.md or its plan.md",
             args.gate
                 .as_deref()
                 .map(|g| format!(" named {g}"))
@@ -57,8 +57,14 @@ pub fn cmd_gate_run(ctx: &Ctx, args: RunArgs) -> Result<Report, CommandError> {
             args.phase,
             plan.rel,
             args.phase
-        ))
-        .hint("declare them in a ```gates block: `<name>: <command> → exit <code>`"));
+        ));
+        for line in &bad {
+            err = err.hint(format!(
+                "this line could not be read as a gate: {}",
+                baton_core::text::esc(line)
+            ));
+        }
+        return Err(err.hint("declare them in a ```gates block (`<name>: <command> → exit <code>`), or in plan.md under `## Phase N` as ``**Exit gate:** `<command>` → exit <code>``"));
     }
     // Every line must be recordable before any gate runs: a gate's side effects with no record
     // of them is what the ledger exists to prevent.

@@ -20,9 +20,18 @@ pub struct AppendArgs {
 
 pub fn cmd_ledger_append(ctx: &Ctx, args: AppendArgs) -> Result<Report, CommandError> {
     let plan = Plan::resolve(ctx, &args.plan)?;
+    // Another run's ledger is refused before anything else is looked at.
+    if let Some(refusal) = super::refuse_foreign(&plan)? {
+        return Ok(refusal);
+    }
     let line = parse_line(&args.line).map_err(|e| {
-        CommandError::usage(format!("not a ledger event: {e}: {:?}", args.line))
-            .hint("see `baton ledger --help` for the writers, or docs/ledger.md for the grammar; nothing was written")
+        CommandError::usage(format!(
+            "not a ledger event: {e}: {:?}",
+            baton_core::text::esc(&args.line)
+        ))
+        .hint("see `baton ledger --help` for the writers, or docs/ledger.md for the grammar; nothing was written")
     })?;
+    // A raw line passes the writers' checks too.
+    super::events::check_event(&plan, &line.event)?;
     append_line(&plan, &line)
 }

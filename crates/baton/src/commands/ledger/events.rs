@@ -21,31 +21,7 @@ pub fn write(ctx: &Ctx, plan: &std::path::Path, event: Event) -> Result<Report, 
         return Ok(refusal);
     }
     let event = trimmed(event);
-    match &event {
-        // An empty range claims no committed work; a one-commit phase is `<parent>..<commit>`.
-        Event::Complete { from, to, .. } if from == to => {
-            return Err(CommandError::usage(format!(
-                "the phase's range {from}..{to} holds no commit: a phase is complete with its work committed"
-            ))
-            .hint("commit the phase's work first; a phase of one commit is `--commits <its parent>..<it>`; nothing was written"));
-        }
-        Event::Complete { tests, .. } | Event::Baseline { tests, .. } => check_tests(tests)?,
-        _ => {}
-    }
-    let commits: Vec<&String> = match &event {
-        Event::Started { base, .. } => vec![base],
-        Event::Complete { from, to, .. } => vec![from, to],
-        Event::Baseline { sha, .. } => vec![sha],
-        _ => Vec::new(),
-    };
-    for commit in commits {
-        if !git::commit_exists(&plan.root, commit)? {
-            return Err(CommandError::usage(format!(
-                "{commit} is not a commit of this repository"
-            ))
-            .hint("pass a commit id that `git rev-parse` knows; nothing was written"));
-        }
-    }
+    check_event(&plan, &event)?;
     append_line(
         &plan,
         &Line {
@@ -61,6 +37,50 @@ fn short_head(ctx: &Ctx) -> Result<String, CommandError> {
         CommandError::usage("the repository has no commit yet").hint("pass the commit explicitly")
     })?;
     Ok(head[..7].to_string())
+}
+
+/// What every append checks beyond the grammar, for the structured writers and a raw line
+/// alike: commits that exist, a range that holds a commit, a test count that adds up, and text
+/// free of control characters (STATE.md stays a text file that git diffs by line).
+pub fn check_event(plan: &Plan, event: &Event) -> Result<(), CommandError> {
+    let rendered = baton_core::ledger::render_line(&Line {
+        event: event.clone(),
+        at: None,
+    });
+    if rendered.chars().any(char::is_control) {
+        return Err(CommandError::usage(format!(
+            "the event holds control characters: {:?}",
+            baton_core::text::esc(&rendered)
+        ))
+        .hint("write it as plain text on one line; nothing was written"));
+    }
+    if let Event::Complete { tests, .. } | Event::Baseline { tests, .. } = event {
+        check_tests(tests)?;
+    }
+    let commits: Vec<&String> = match event {
+        Event::Started { base, .. } => vec![base],
+        Event::Complete { from, to, .. } => vec![from, to],
+        Event::Baseline { sha, .. } => vec![sha],
+        _ => Vec::new(),
+    };
+    for commit in &commits {
+        if !git::commit_exists(&plan.root, commit)? {
+            return Err(CommandError::usage(format!(
+                "{commit} is not a commit of this repository"
+            ))
+            .hint("pass a commit id that `git rev-parse` knows; nothing was written"));
+        }
+    }
+    // An empty range claims no committed work; a one-commit phase is `<parent>..<commit>`.
+    if let Event::Complete { from, to, .. } = event
+        && git::commits_beyond(&plan.root, from, to)? == Some(0)
+    {
+        return Err(CommandError::usage(format!(
+            "the phase's range {from}..{to} holds no commit: a phase is complete with its work committed"
+        ))
+        .hint("commit the phase's work first; a phase of one commit is `--commits <its parent>..<it>`; nothing was written"));
+    }
+    Ok(())
 }
 
 /// `--tests X/Y` with X at most Y: more tests passing than ran is a typo, not a record.

@@ -31,6 +31,8 @@ pub struct ImportArgs {
 pub fn cmd_run_import(ctx: &Ctx, args: ImportArgs) -> Result<Report, CommandError> {
     let id = parse_run_id(&args.run_id)?;
     let store = ctx.store()?;
+    // The source is checked before anything is created: a refused import writes nothing.
+    build_import(ctx, &store, &id, args.from.as_deref())?;
     let _guard = store.lock(LockScope::Runs)?;
     if store.read_run(&id)?.is_some() {
         return Err(
@@ -149,7 +151,7 @@ pub fn build_import(
         .collect();
     extra.insert("originating_state".into(), Value::Object(original.clone()));
     // autonomous-dev records completed agents in a ledger beside the state file.
-    let ledger = completion_ledger(&source, id);
+    let ledger = completion_ledger(&source, id)?;
     if let Some(l) = &ledger {
         extra.insert("originating_completions".into(), l.clone());
     }
@@ -185,7 +187,13 @@ pub fn build_import(
         lease: None,
         lease_epoch: 0,
         critic_owed: false,
-        imported_from: Some(source.display().to_string()),
+        // Absolute, so that `PIPELINE_STATE_FILE` names it from any directory.
+        imported_from: Some(
+            std::path::absolute(&source)
+                .unwrap_or(source.clone())
+                .display()
+                .to_string(),
+        ),
         extra,
     };
     Ok(run)
@@ -222,13 +230,44 @@ fn completion(value: &Value) -> Option<Completion> {
 
 /// autonomous-dev's completion ledger for `id`, beside the state file:
 /// `pipeline_agent_completions_<id>.json`, read like the state file (a regular file of this
-/// user's, never a link).
-fn completion_ledger(source: &Path, id: &RunId) -> Option<Value> {
-    let path = source
-        .parent()?
-        .join(format!("pipeline_agent_completions_{id}.json"));
-    let bytes = read_owned(&path, STATE_FILE_CAP).ok()??;
-    serde_json::from_slice(&bytes).ok()
+/// user's, never a link). `Ok(None)` when there is none; an error names one that is there but
+/// cannot be read, since dropping it would re-dispatch every agent it records.
+pub fn completion_ledger(source: &Path, id: &RunId) -> Result<Option<Value>, CommandError> {
+    let Some(dir) = source.parent() else {
+        return Ok(None);
+    };
+    let path = dir.join(format!("pipeline_agent_completions_{id}.json"));
+    let Some(bytes) = read_owned(&path, STATE_FILE_CAP)? else {
+        return Ok(None);
+    };
+    serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+        CommandError::new(
+            crate::error::ExitStatus::Failure,
+            format!("{} is not valid JSON: {e}", path.display()),
+        )
+        .hint("its completed agents would be lost; fix or move the file, then retry")
+    })
+}
+
+/// Adds the agents the originating completion ledger records now (autonomous-dev goes on
+/// writing it after the import) to an imported run. Returns the names added.
+pub fn merge_completion_ledger(run: &mut RunState) -> Result<Vec<String>, CommandError> {
+    let Some(source) = run.imported_from.clone() else {
+        return Ok(Vec::new());
+    };
+    let Ok(id) = RunId::parse(&run.run_id) else {
+        return Ok(Vec::new());
+    };
+    let Some(ledger) = completion_ledger(Path::new(&source), &id)? else {
+        return Ok(Vec::new());
+    };
+    let before = run.completed_agents.len();
+    run.completed_agents = with_ledger(std::mem::take(&mut run.completed_agents), Some(&ledger));
+    run.extra.insert("originating_completions".into(), ledger);
+    Ok(run.completed_agents[before..]
+        .iter()
+        .map(|c| c.name.clone())
+        .collect())
 }
 
 /// The agents the completion ledger records as done, in every scope (its `"0"`, `"unscoped"`

@@ -40,7 +40,25 @@ pub struct RecordArgs {
     holder: HolderArgs,
 }
 
+/// An agent, gate or step name: one line of text, and not a name the originating completion
+/// ledger never counts (`""`, `unknown`).
+fn check_name(value: Option<&String>, flag: &str) -> Result<(), CommandError> {
+    let Some(value) = value else { return Ok(()) };
+    let v = value.trim();
+    if v.is_empty() || v.eq_ignore_ascii_case("unknown") || v.chars().any(char::is_control) {
+        return Err(CommandError::usage(format!(
+            "{flag} {:?} is not a name baton records",
+            baton_core::text::esc(value)
+        ))
+        .hint("name it on one line, with no control characters, and not `unknown`; nothing was written"));
+    }
+    Ok(())
+}
+
 pub fn cmd_run_record(ctx: &Ctx, args: RecordArgs) -> Result<Report, CommandError> {
+    check_name(args.agent.as_ref(), "--agent")?;
+    check_name(args.gate.as_ref(), "--gate")?;
+    check_name(args.step.as_ref(), "--step")?;
     let (id, store, _guard, mut run) = open_for_write(ctx, &args.run_id)?;
     let (here, _) = here(ctx, &args.holder, false)?;
     if let Err(d) = require_holder(&run, &here, &args.holder, ctx.now) {

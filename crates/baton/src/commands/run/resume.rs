@@ -51,8 +51,23 @@ pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandErro
     if !store.exists()? && !super::import::default_source(&id).exists() {
         return Err(super::missing_run(&id));
     }
+    // An import is checked before anything is created: a refused one writes nothing.
+    if store.read_run(&id)?.is_none()
+        && let Err(e) = super::import::build_import(ctx, &store, &id, None)
+    {
+        return Err(if e.message.contains("no originating state") {
+            super::missing_run(&id)
+        } else {
+            e
+        });
+    }
     // git runs before the lock is taken: its status can start a user's fsmonitor hook.
-    let repo = git::head_and_index(&root)?;
+    let mut repo = git::head_and_index(&root)?;
+    // baton's own files are never the user's staged work, however they came to be staged.
+    if let Some(state_dir) = store.layout.state_dir_in_tree() {
+        repo.staged
+            .retain(|p| !Path::new(p).starts_with(&state_dir));
+    }
     let _guard = store.lock(LockScope::Runs)?;
     let mut notes = Vec::new();
     // An import stays in memory until the verdict lets the run go on: a refused or finished
@@ -77,6 +92,18 @@ pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandErro
             imported
         }
     };
+    // autonomous-dev goes on recording completions beside the file it was imported from.
+    let added = super::import::merge_completion_ledger(&mut run)?;
+    if !added.is_empty() {
+        notes.push(format!(
+            "note: completed since the import, per the originating completion ledger: {}",
+            added
+                .iter()
+                .map(|a| baton_core::text::esc(a).into_owned())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
     if baton_core::model::run_is_finished(&run.status) {
         return Err(CommandError::usage(format!(
             "run {id} is {}: there is nothing to resume",
@@ -210,14 +237,17 @@ fn render(
         if r.completed_agents.is_empty() {
             "none".to_string()
         } else {
-            r.completed_agents.join(", ")
+            super::show::escaped_list(r.completed_agents.iter().map(String::as_str))
         }
     ));
     if let Some(last) = &r.last {
-        out.push_str(&format!("last completed: {last}\n"));
+        out.push_str(&format!(
+            "last completed: {}\n",
+            baton_core::text::esc(last)
+        ));
     }
     if let Some(step) = &r.next_step {
-        out.push_str(&format!("next step: {step}\n"));
+        out.push_str(&format!("next step: {}\n", baton_core::text::esc(step)));
     }
     if d.acquire
         && let Some(lease) = &run.lease

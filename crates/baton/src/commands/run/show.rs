@@ -8,6 +8,7 @@ use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::decide::lease::LeaseState;
 use baton_core::decide::run_resume::restoration;
+use baton_core::text::{esc, esc_or};
 use baton_store::StateStore;
 
 /// Show a run: what it was planned against, its progress, and its lock.
@@ -21,7 +22,11 @@ pub fn cmd_run_show(ctx: &Ctx, args: ShowArgs) -> Result<Report, CommandError> {
     let id = parse_run_id(&args.run_id)?;
     let store = ctx.store()?;
     let loaded = store.read_run(&id)?.ok_or_else(|| missing_run(&id))?;
-    let run = &loaded.state;
+    // What autonomous-dev recorded since the import counts too (shown, not written: `show` is
+    // a query).
+    let mut merged = loaded.state.clone();
+    super::import::merge_completion_ledger(&mut merged)?;
+    let run = &merged;
     let (here, _) = here(ctx, &HolderArgs::default(), false)?;
     let lock = match lease_state_of(run, &here, ctx.now) {
         LeaseState::Free => "free".to_string(),
@@ -32,19 +37,19 @@ pub fn cmd_run_show(ctx: &Ctx, args: ShowArgs) -> Result<Report, CommandError> {
     let rest = restoration(run);
     let mut text = format!(
         "run {id} ({}){}\n  base:    {} on {}\n  plan:    {}\n  lock:    {lock} (epoch {})\n  agents:  {}\n",
-        run.status,
+        esc(&run.status),
         run.feature
             .as_deref()
-            .map(|f| format!(": {f}"))
+            .map(|f| format!(": {}", esc(f)))
             .unwrap_or_default(),
-        run.base_commit.as_deref().unwrap_or("(none)"),
-        run.branch.as_deref().unwrap_or("(detached)"),
-        run.plan.as_ref().map_or("(none)", |p| p.path.as_str()),
+        esc_or(run.base_commit.as_deref(), "(none)"),
+        esc_or(run.branch.as_deref(), "(detached)"),
+        run.plan.as_ref().map_or("(none)".into(), |p| esc(&p.path)),
         run.lease_epoch,
         if rest.completed_agents.is_empty() {
             "none".into()
         } else {
-            rest.completed_agents.join(", ")
+            escaped_list(rest.completed_agents.iter().map(String::as_str))
         },
     );
     if !run.hard_gates.is_empty() {
@@ -52,20 +57,34 @@ pub fn cmd_run_show(ctx: &Ctx, args: ShowArgs) -> Result<Report, CommandError> {
             "  gates:   {}\n",
             run.hard_gates
                 .iter()
-                .map(|g| g.name.as_str())
+                .map(|g| esc(&g.name).into_owned())
                 .collect::<Vec<_>>()
                 .join(", ")
         ));
     }
     for step in &run.steps {
-        text.push_str(&format!("  step {}: {}\n", step.name, step.status));
+        text.push_str(&format!(
+            "  step {}: {}\n",
+            esc(&step.name),
+            esc(&step.status)
+        ));
     }
     if let Some(next) = &rest.next_step {
-        text.push_str(&format!("  next:    {next}\n"));
+        text.push_str(&format!("  next:    {}\n", esc(next)));
     }
     text.push_str(&format!("{}\n", state_file_lines(run, &loaded.path)));
+    // The JSON carries the state as it is on disk.
+    let run = &loaded.state;
     Ok(Report::ok(
         json!({ "path": loaded.path.display().to_string(), "lock": lock, "restore": rest, "state": run }),
         text,
     ))
+}
+
+/// Names from a state file, joined for text with control characters escaped.
+pub fn escaped_list<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    names
+        .map(|n| esc(n).into_owned())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
