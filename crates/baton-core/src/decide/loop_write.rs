@@ -87,6 +87,36 @@ pub fn decide_init(
     InitPlan::Create { archive_old: false }
 }
 
+/// A loop interrupted by a rate limit waits for its reset: until then another session may not
+/// take it over (its own session may resume it at any time), unless `--force`.
+pub fn check_reset(
+    state: &LoopState,
+    me: Option<&str>,
+    now: Timestamp,
+    force: bool,
+    t: &str,
+) -> Result<(), Decision> {
+    let me = me.filter(|s| !s.is_empty());
+    let after = super::loop_resume::resume_after(state).filter(|a| *a > now);
+    match after {
+        Some(after) if state.owner() != me && !force => Err(Decision::new(
+            REFUSED,
+            Reason::new(
+                "loop.waits-for-reset",
+                format!(
+                    "the loop for {t} was interrupted by a rate limit that resets at {}: until then only its own session may resume it",
+                    crate::time::format_ts(after)
+                ),
+            ),
+            Some(format!(
+                "wait until {}, then `baton resume accept {t}`; a human may take it over now with `--force`",
+                crate::time::format_ts(after)
+            )),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// A phase transition is recorded on an active loop only; the refusal says how to get there.
 pub fn check_transition(
     state: &LoopState,

@@ -498,8 +498,12 @@ fn a_rate_limit_with_no_reset_time_waits_60_seconds_and_accept_keeps_the_wait() 
             .unwrap()
             .starts_with(&format!("wait until {reset}"))
     );
+    // Another session waits for the reset; the loop's own session may resume at once, told to
+    // wait before it spawns.
+    env.run(Some("B"), half_way, &["resume", "accept", "PROJ-1"])
+        .assert_code(3);
     let out = env.run(
-        Some("B"),
+        Some("A"),
         half_way,
         &["--json", "resume", "accept", "PROJ-1"],
     );

@@ -174,8 +174,16 @@ fn interrupt_keeps_last_updated_and_rate_limit_carries_resume_after() {
     );
     assert_eq!(early["resume_after"], at(31));
     assert!(early["next"].as_str().unwrap().starts_with("wait until"));
-    // The interrupt released the loop: it can be accepted at once.
-    env.baton("B", 2, &["resume", "accept", "PROJ-1"])
+    // The interrupt released the loop, but a rate-limited one waits for its reset: another
+    // session takes it only then (or with `--force`), its own session at any time.
+    let early = env.baton("B", 2, &["resume", "accept", "PROJ-1"]);
+    early.assert_code(3);
+    assert!(
+        early.stdout.contains("loop.waits-for-reset"),
+        "{}",
+        early.stdout
+    );
+    env.baton("B", 31, &["resume", "accept", "PROJ-1"])
         .assert_code(0);
 }
 

@@ -14,7 +14,7 @@ use crate::context::Ctx;
 use crate::error::{CommandError, ExitStatus};
 use crate::output::Report;
 use baton_core::decide::loop_resume::{Mode, branch_step, brief_step, resume_after, resume_step};
-use baton_core::decide::loop_write::{ASK, REFUSED, check_key_collision};
+use baton_core::decide::loop_write::{ASK, REFUSED, check_key_collision, check_reset};
 use baton_core::decide::ownership::{GateOutcome, gate};
 use baton_core::model::{DiscardedWork, LoopState, LoopStatus, Phase};
 use baton_core::text::esc;
@@ -157,6 +157,9 @@ pub fn cmd_resume_accept(ctx: &Ctx, args: AcceptArgs) -> Result<Report, CommandE
             )),
         })
         .text_before(&notes));
+    }
+    if let Err(d) = check_reset(&loaded.state, ctx.session(), ctx.now, args.flags.force, &t) {
+        return Ok(Report::decision(&d).text_before(&notes));
     }
     if let GateOutcome::Refused(d) = gate(
         owner_record(&loaded.state, ctx.now),
@@ -378,6 +381,7 @@ fn finish_accept(
     state.resume_after = None;
     state.touch(ctx.now);
     store.write_loop(&target.key, &state)?;
+    crate::commands::ticket_loop::keep_batch_live(&store, ctx, &target)?;
     // The accept is on disk; what follows only reports, and runs git, so not under the lock.
     drop(_guard);
 

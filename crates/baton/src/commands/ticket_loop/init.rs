@@ -152,6 +152,7 @@ pub fn cmd_loop_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> 
     state.loop_state.max_iterations = args.max_iterations;
     state.touch(ctx.now);
     store.write_loop(&target.key, &state)?;
+    super::keep_batch_live(&store, ctx, &target)?;
     let decision = Decision {
         verdict: "ok",
         reasons,

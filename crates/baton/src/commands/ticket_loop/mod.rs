@@ -20,7 +20,7 @@ use crate::context::Ctx;
 use crate::error::{CommandError, ExitStatus};
 use crate::output::{Report, shell_quote};
 use baton_core::decide::loop_resume::last_write;
-use baton_core::decide::loop_write::{REFUSED, check_key_collision};
+use baton_core::decide::loop_write::{REFUSED, check_key_collision, check_reset};
 use baton_core::decide::ownership::{GateOutcome, OwnerRecord, Writer, gate};
 use baton_core::key::{KeySource, loop_file_name, loop_key};
 use baton_core::model::{LoopState, LoopStatus, SCHEMA_VERSION};
@@ -344,6 +344,34 @@ pub fn legacy_held(ctx: &Ctx, held: &LoopState, verdict: &'static str, t: &str) 
     )
 }
 
+/// The batch is live while its owner works its tickets: a write or heartbeat by the batch's
+/// owner to one of its tickets' loops refreshes the batch's `updated_at` too, so that another
+/// session's `batch start` never takes a batch whose owner is busy on a ticket. Called after the
+/// loop's write, under its lock (the loop's lock is always taken before the batch's).
+pub fn keep_batch_live(store: &FsStore, ctx: &Ctx, target: &Target) -> Result<(), CommandError> {
+    let Some(me) = ctx.session() else {
+        return Ok(());
+    };
+    if std::fs::symlink_metadata(store.layout.batch_file()).is_err() {
+        return Ok(());
+    }
+    let _batch = store.lock(LockScope::Batch)?;
+    let Some(loaded) = store.read_batch()? else {
+        return Ok(());
+    };
+    let mut batch = loaded.state;
+    let ours = batch.is_active()
+        && batch.owner() == Some(me)
+        && batch.tickets.iter().any(|t| {
+            t.ticket_id == target.raw || t.loop_key.as_deref() == Some(target.key.as_str())
+        });
+    if ours && loaded.access == baton_store::read::Access::ReadWrite {
+        batch.touch(&baton_core::time::format_ts(ctx.now));
+        store.write_batch(&batch)?;
+    }
+    Ok(())
+}
+
 /// The result of applying a transition to a loop.
 pub struct Applied {
     pub changed: bool,
@@ -384,6 +412,9 @@ pub fn transition(
         return Ok(Report::decision(&d).text_before(&notes));
     }
     let mut state = loaded.state.clone();
+    if let Err(d) = check_reset(&state, ctx.session(), ctx.now, flags.force, &target.arg()) {
+        return Ok(Report::decision(&d).text_before(&notes));
+    }
     let takeover = match gate(
         owner_record(&state, ctx.now),
         writer(ctx, flags),
@@ -423,6 +454,7 @@ pub fn transition(
     }
     if changed {
         store.write_loop(&target.key, &state)?;
+        keep_batch_live(&store, ctx, &target)?;
     }
     let decision = Decision {
         verdict: "ok",
