@@ -56,6 +56,9 @@ pub struct ResumeFacts<'a> {
     /// The branch checked out now (`None`: detached); only consulted when git reported the
     /// tree (`tree_dirty` is known).
     pub checked_out: Option<&'a str>,
+    /// Whether the loop's branch has commits beyond its base (`None`: unknown, or no base
+    /// recorded). An engineer that returned with none left its work uncommitted.
+    pub work_committed: Option<bool>,
     pub others: &'a [OtherLoop],
 }
 
@@ -262,8 +265,17 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
             format!("the loop for {t} is active but {seen}, past the 10-minute liveness window"),
         )
     };
-    let (mode, mode_reason, step) = offer_mode(state, facts.tree_dirty);
+    let (mode, mode_reason, step) = offer_mode(state, facts.tree_dirty, facts.work_committed);
     let mut reasons = vec![why, mode_reason];
+    if let Some(phase) = state.phase()
+        && claims_engineer_output(phase, state.last_phase_action.as_deref())
+        && facts.work_committed == Some(false)
+    {
+        reasons.push(Reason::new(
+            "loop.lost-work",
+            "the state says the engineer returned, but the loop's branch has no commit beyond its base: the work may be lost; find it before re-spawning anything",
+        ));
+    }
     // Ownerless (legacy) state is taken over only with `--force`; say so up front.
     let ownerless = state.owner().is_none() && me.is_some();
     if ownerless {
@@ -432,7 +444,11 @@ fn entry(phase: Phase, action: Option<&str>) -> Entry {
 
 /// The mode rules of the ticket-loop protocol, plus the cases it leaves to a human; with the
 /// step that follows an accept.
-fn offer_mode(state: &LoopState, tree_dirty: Option<bool>) -> (Mode, Reason, &'static str) {
+fn offer_mode(
+    state: &LoopState,
+    tree_dirty: Option<bool>,
+    work_committed: Option<bool>,
+) -> (Mode, Reason, &'static str) {
     let pos = state.position();
     let progress = &state.loop_state;
     let never = |rule, message: String| (Mode::Never, Reason::new(rule, message), "");
@@ -452,8 +468,20 @@ fn offer_mode(state: &LoopState, tree_dirty: Option<bool>) -> (Mode, Reason, &'s
         };
         return never("loop.mode-never-unknown-phase", message);
     };
-    let (what, step, in_flight) = match entry(phase, state.last_phase_action.as_deref()) {
+    let action = state.last_phase_action.as_deref();
+    let (what, step, in_flight) = match entry(phase, action) {
         Entry::InFlight(what, step) => (what, step, true),
+        // The boundary after an engineer returned holds only with its work committed: with no
+        // commit beyond the base, the engineer is as good as still in flight.
+        Entry::Boundary(..)
+            if claims_engineer_output(phase, action) && work_committed == Some(false) =>
+        {
+            (
+                "engineer returned with no commit beyond the base",
+                "spawn the engineer again with the same brief (its work was never committed)",
+                true,
+            )
+        }
         Entry::Boundary(what, step) => (what, step, false),
         Entry::Human(why) => return never("loop.mode-never-human", format!("{pos}: {why}")),
         Entry::Uncovered => {
@@ -496,6 +524,17 @@ fn offer_mode(state: &LoopState, tree_dirty: Option<bool>) -> (Mode, Reason, &'s
             format!("{what} ({pos}) with a clean tree"),
         ),
         step,
+    )
+}
+
+/// Whether a position says an engineer returned with its work: `engineer`/`returned`,
+/// `engineer_returned` or `rerun_pending` in any phase, `ci_loop`/`fix_engineer_returned`.
+pub fn claims_engineer_output(phase: Phase, action: Option<&str>) -> bool {
+    matches!(
+        (phase, action),
+        (Phase::Engineer, Some("returned"))
+            | (_, Some("engineer_returned" | "rerun_pending"))
+            | (Phase::CiLoop, Some("fix_engineer_returned"))
     )
 }
 
@@ -572,6 +611,7 @@ mod tests {
             now: now(),
             tree_dirty: Some(dirty),
             checked_out: None,
+            work_committed: None,
             others: &[],
         })
     }
@@ -826,6 +866,7 @@ mod tests {
             now: now(),
             tree_dirty: None,
             checked_out: None,
+            work_committed: None,
             others: &[],
         });
         assert_eq!(d.mode, Some(Mode::Never));
@@ -925,6 +966,7 @@ mod tests {
             now: now(),
             tree_dirty: None,
             checked_out: None,
+            work_committed: None,
             others: &others,
         });
         assert_eq!(d.decision.verdict, "none");

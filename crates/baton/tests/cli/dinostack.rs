@@ -13,7 +13,7 @@ fn dinostack_loop(session: &str, status: &str, phase: &str, action: &str, minute
         "schema_version": 1,
         "session_id": session,
         "ticket_id": "ABC-123",
-        "branch": "main",
+        "branch": "abc-123",
         "repo": "acme/app",
         "base_branch": "main",
         "status": status,
@@ -350,6 +350,11 @@ fn every_row_of_the_resume_entry_table_has_its_mode() {
         ("ci_loop", "cap_exceeded", "never"),
     ];
     let env = TestEnv::new();
+    // The ticket's branch, with the engineer's committed work on it.
+    env.git(&["switch", "--quiet", "-c", "abc-123"]);
+    env.write("greet.js", "work\n");
+    env.git(&["add", "greet.js"]);
+    env.git(&["commit", "--quiet", "-m", "engineer output"]);
     for (phase, action, mode) in rows {
         let mut state = dinostack_loop("A", "active", phase, action, 0);
         stop_hook_interrupt(&mut state, 1);

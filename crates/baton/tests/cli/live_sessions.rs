@@ -819,3 +819,92 @@ fn every_finding_keeps_an_id_of_its_own() {
         (&json!("open"), &json!("closed"))
     );
 }
+
+#[test]
+fn an_engineer_that_returned_with_nothing_committed_is_not_an_automatic_resume() {
+    for (phase, action) in [
+        ("engineer", "returned"),
+        ("quality_gate", "engineer_returned"),
+    ] {
+        let env = TestEnv::new();
+        env.git(&["switch", "--quiet", "-c", "proj-1"]);
+        env.baton("A", 0, &["loop", "init", "PROJ-1"])
+            .assert_code(0);
+        env.set_phase("A", 1, "PROJ-1", phase, action)
+            .assert_code(0);
+        env.baton("A", 2, &["loop", "interrupt", "PROJ-1"])
+            .assert_code(0);
+        let v = env.baton("B", 20, &["--json", "resume", "PROJ-1"]).json();
+        assert_eq!(v["mode"], "respawn", "{phase}/{action}: {v}");
+        assert!(rules(&v).contains(&"loop.lost-work".to_string()), "{v}");
+        env.write("partial.rs", "x\n");
+        let v = env.baton("B", 20, &["--json", "resume", "PROJ-1"]).json();
+        assert_eq!(v["mode"], "confirm", "{phase}/{action}: {v}");
+        // With the work committed, the boundary holds.
+        env.git(&["add", "partial.rs"]);
+        env.git(&["commit", "--quiet", "-m", "engineer output"]);
+        let v = env.baton("B", 20, &["--json", "resume", "PROJ-1"]).json();
+        assert_eq!(v["mode"], "automatic", "{phase}/{action}: {v}");
+    }
+}
+
+#[test]
+fn the_batch_stays_live_while_its_owner_works_a_ticket() {
+    let env = TestEnv::new();
+    env.baton("A", 0, &["batch", "start", "PROJ-1", "PROJ-2"])
+        .assert_code(0);
+    env.baton("A", 1, &["loop", "init", "PROJ-1"])
+        .assert_code(0);
+    for minute in [8, 16, 24] {
+        env.set_phase("A", minute, "PROJ-1", "qa", "returned")
+            .assert_code(0);
+        env.baton("A", minute + 2, &["loop", "heartbeat", "PROJ-1"])
+            .assert_code(0);
+    }
+    let batch = env.read_json(&env.state_dir().join("batch-state.json"));
+    assert_eq!(batch["updated_at"], at(26), "{batch}");
+    let out = env.baton("B", 30, &["batch", "start", "PROJ-7", "PROJ-8"]);
+    out.assert_code(3);
+    assert!(out.stdout.contains("Another batch session is active"));
+    // A loop outside the batch keeps nothing live.
+    env.baton("A", 31, &["loop", "init", "OTHER-1"])
+        .assert_code(0);
+    env.baton("A", 45, &["loop", "heartbeat", "OTHER-1"])
+        .assert_code(0);
+    env.baton("B", 45, &["batch", "start", "PROJ-7", "PROJ-8"])
+        .assert_code(0);
+}
+
+#[test]
+fn a_human_may_take_a_rate_limited_loop_before_its_reset_with_force() {
+    let env = TestEnv::new();
+    env.baton("A", 0, &["loop", "init", "PROJ-1"])
+        .assert_code(0);
+    env.set_phase("A", 0, "PROJ-1", "qa", "returned")
+        .assert_code(0);
+    env.baton(
+        "A",
+        1,
+        &[
+            "loop",
+            "interrupt",
+            "PROJ-1",
+            "--reason",
+            "rate_limit",
+            "--resume-after",
+            "2h",
+        ],
+    )
+    .assert_code(0);
+    let out = env.baton("B", 5, &["resume", "accept", "PROJ-1"]);
+    out.assert_code(3);
+    assert!(
+        out.stdout.contains("2026-03-01T14:01:00Z"),
+        "the time it opens: {}",
+        out.stdout
+    );
+    env.set_phase("B", 5, "PROJ-1", "qa", "spawned")
+        .assert_code(3);
+    env.baton("B", 5, &["resume", "accept", "PROJ-1", "--force"])
+        .assert_code(0);
+}

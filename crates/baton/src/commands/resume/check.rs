@@ -186,6 +186,9 @@ pub fn cmd_resume_all(ctx: &Ctx) -> Result<Report, CommandError> {
             now: ctx.now,
             tree_dirty: tree.as_ref().map(|t| t.dirty),
             checked_out: tree.as_ref().and_then(|t| t.branch.as_deref()),
+            work_committed: tree
+                .as_ref()
+                .and_then(|_| super::work_committed(&layout.root, &loaded.state)),
             others: &[],
         });
         let mode = d

@@ -124,6 +124,10 @@ pub fn gather(ctx: &Ctx, ticket: &std::ffi::OsStr) -> Result<Gathered, CommandEr
         }
         _ => None,
     };
+    let committed = unlocked
+        .as_ref()
+        .filter(|s| held.is_none() && is_resumable(s, ctx.now))
+        .and_then(|s| work_committed(&store.layout.root, s));
     let guard = if exists && held.is_none() {
         Some(store.lock(LockScope::Loop(&target.key))?)
     } else {
@@ -160,6 +164,7 @@ pub fn gather(ctx: &Ctx, ticket: &std::ffi::OsStr) -> Result<Gathered, CommandEr
                 now: ctx.now,
                 tree_dirty: tree.as_ref().map(|t| t.dirty),
                 checked_out: tree.as_ref().and_then(|t| t.branch.as_deref()),
+                work_committed: committed,
                 others: &others,
             });
             (loaded, decision)
@@ -176,6 +181,18 @@ pub fn gather(ctx: &Ctx, ticket: &std::ffi::OsStr) -> Result<Gathered, CommandEr
         decision,
         notes,
     })
+}
+
+/// Whether the loop's branch (its recorded one when it exists, else HEAD) has commits beyond
+/// its base (`origin/<base>` when that exists); `None` when there is no base or git cannot say.
+pub fn work_committed(root: &Path, state: &LoopState) -> Option<bool> {
+    let base = git::base_ref(root, state.base_branch.as_deref()?);
+    let tip = state
+        .branch
+        .as_deref()
+        .filter(|b| git::ref_exists(root, &format!("refs/heads/{b}")))
+        .unwrap_or("HEAD");
+    git::commits_beyond(root, &base, tip).ok()?.map(|n| n > 0)
 }
 
 /// What never counts as a loop's partial work: baton's state directory, and the governing
