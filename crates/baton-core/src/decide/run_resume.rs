@@ -37,6 +37,8 @@ pub struct RunFacts<'a> {
     pub head: Option<String>,
     /// `git diff --cached --name-only`.
     pub staged: Vec<String>,
+    /// The operator's escape hatch: go on with these staged files (`--allow-staged`).
+    pub allow_staged: bool,
     /// `None` when the run recorded no alignment.
     pub sections: Option<Vec<SectionNow>>,
     pub lease: LeaseState,
@@ -96,9 +98,14 @@ pub fn decide_run_resume(f: &RunFacts) -> RunDecision {
     };
     let staging = Check {
         check: "staging",
-        pass: f.staged.is_empty(),
+        pass: f.staged.is_empty() || f.allow_staged,
         evidence: if f.staged.is_empty() {
             "`git diff --cached --name-only` is empty".into()
+        } else if f.allow_staged {
+            format!(
+                "staged, and the operator let the run go on with them: {}",
+                escaped(&f.staged)
+            )
         } else {
             format!("staged: {}", escaped(&f.staged))
         },
@@ -176,7 +183,9 @@ pub fn decide_run_resume(f: &RunFacts) -> RunDecision {
         ));
         decide(
             "blocked",
-            "choose one: (1) commit the staged files and restart the run; (2) unstage them (`git restore --staged :/`) and restart; (3) operator escape hatch: a human decides explicitly to go on with them staged".into(),
+            format!(
+                "choose one: (1) commit the staged files and restart the run; (2) unstage them (`git restore --staged :/`) and restart; (3) operator escape hatch: a human decides explicitly to go on with them staged, `baton run resume {id} --allow-staged`"
+            ),
         );
     }
     if !lock.pass {
@@ -299,6 +308,28 @@ fn staleness_gate(f: &RunFacts, reasons: &mut Vec<Reason>) -> (&'static str, Str
     };
     let gap = f.now.duration_since(plan.mtime);
     let gap_text = human_age(gap.max(SignedDuration::ZERO));
+    // One critic round per plan version: once a critic is recorded against this very plan
+    // (by its content hash), the round it asked for is done.
+    let critic_done = critic_recorded(f.run, &plan.sha256);
+    let ratify =
+        "pass the pre-validated plan to the implementer (STEP 8); do not re-invoke the planner";
+    let critic_or_done = |reasons: &mut Vec<Reason>| -> (&'static str, String) {
+        if critic_done {
+            reasons.push(Reason::new(
+                "run.critic-done",
+                "a critic round was recorded against this version of the plan: the round is done",
+            ));
+            ("ratify", ratify.to_string())
+        } else {
+            (
+                "critic",
+                format!(
+                    "{critic}; then `baton run record {} --agent plan-critic`",
+                    f.run.run_id
+                ),
+            )
+        }
+    };
     if gap > REPLAN_OVER {
         reasons.push(Reason::new("run.gap-over-24h", format!("the plan was last written {gap_text} ago, over 24 hours: dependencies, specs and APIs may have drifted")));
         return ("replan", replan);
@@ -312,7 +343,7 @@ fn staleness_gate(f: &RunFacts, reasons: &mut Vec<Reason>) -> (&'static str, Str
                     plan.sensitive.join(", ")
                 ),
             ));
-            return ("critic", critic);
+            return critic_or_done(reasons);
         }
         let to_replan = f.run.policy.mid_gap == "replan";
         reasons.push(Reason::new(
@@ -325,7 +356,7 @@ fn staleness_gate(f: &RunFacts, reasons: &mut Vec<Reason>) -> (&'static str, Str
         return if to_replan {
             ("replan", replan)
         } else {
-            ("critic", critic)
+            critic_or_done(reasons)
         };
     }
     if f.run.critic_owed {
@@ -333,13 +364,7 @@ fn staleness_gate(f: &RunFacts, reasons: &mut Vec<Reason>) -> (&'static str, Str
             "run.critic-owed",
             "the user confirmed the run against changed GOALS, SCOPE or CONSTRAINTS, and the cached plan was validated against the old ones: one critic round is owed",
         ));
-        return (
-            "critic",
-            format!(
-                "{critic}; then `baton run record {} --agent plan-critic`",
-                f.run.run_id
-            ),
-        );
+        return critic_or_done(reasons);
     }
     if recorded.sha256.as_deref().is_some_and(|s| s != plan.sha256) {
         reasons.push(Reason::new(
@@ -349,17 +374,22 @@ fn staleness_gate(f: &RunFacts, reasons: &mut Vec<Reason>) -> (&'static str, Str
                 recorded.path
             ),
         ));
-        return ("critic", critic);
+        return critic_or_done(reasons);
     }
     reasons.push(Reason::new(
         "run.ratify",
         format!("HEAD, staging, alignment and the lock pass, and the plan is {gap_text} old (at most 4 hours)"),
     ));
-    (
-        "ratify",
-        "pass the pre-validated plan to the implementer (STEP 8); do not re-invoke the planner"
-            .into(),
-    )
+    ("ratify", ratify.into())
+}
+
+/// Whether an agent or gate named `*critic*` was recorded against the plan whose content hash is
+/// `plan_sha256`.
+pub fn critic_recorded(run: &RunState, plan_sha256: &str) -> bool {
+    run.completed_agents.iter().chain(&run.hard_gates).any(|c| {
+        c.name.contains("critic")
+            && c.extra.get("plan_sha256").and_then(|v| v.as_str()) == Some(plan_sha256)
+    })
 }
 
 fn alignment_drift(run: &RunState, now: Option<&[SectionNow]>) -> Vec<SectionDrift> {
@@ -517,6 +547,7 @@ mod tests {
             } else {
                 "a".repeat(40)
             }),
+            allow_staged: false,
             staged: if i.staged {
                 vec!["src/x.rs".into()]
             } else {
@@ -730,6 +761,7 @@ mod tests {
             run: &r,
             head: Some("a".repeat(40)),
             staged: vec![],
+            allow_staged: false,
             sections: Some(sections(None)),
             lease: LeaseState::Free,
             plan: Some(PlanNow {

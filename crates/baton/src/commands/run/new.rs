@@ -9,11 +9,13 @@ use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::decide::lease::LeaseState;
+use baton_core::model::run_is_finished;
 use baton_core::model::{
     AlignmentRecord, PlanRecord, RunPolicy, RunState, SCHEMA_VERSION, SectionRecord,
 };
 use baton_core::run_id::RunId;
 use baton_core::time::format_ts;
+use baton_core::{Decision, Reason};
 use baton_store::{LockScope, StateStore, git, random_hex};
 
 /// Start a single run: print a new run id and record what it is planned against (HEAD, the
@@ -43,6 +45,10 @@ pub struct NewArgs {
     /// one would let a live holder's lock go stale between two turns).
     #[arg(long, value_name = "SECS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(60..))]
     lease_ttl: u64,
+    /// Start over although a run of the same plan can be resumed: that run is marked abandoned,
+    /// naming this one.
+    #[arg(long)]
+    fresh: bool,
     #[command(flatten)]
     holder: HolderArgs,
 }
@@ -122,6 +128,59 @@ pub fn cmd_run_new(ctx: &Ctx, args: NewArgs) -> Result<Report, CommandError> {
     let (here, source) = here(ctx, &args.holder, true)?;
     let token = take_lease(&mut run, &here, source, &LeaseState::Free, ctx.now);
     let _guard = store.lock(LockScope::Runs)?;
+    // No fresh start beside a resumable run of the same plan: resuming it is the default, a
+    // fresh start a deliberate choice that abandons it.
+    let mut same_plan = Vec::new();
+    let mut others = Vec::new();
+    for (other_id, loaded) in store.list_runs()? {
+        let Ok(loaded) = loaded else { continue };
+        if run_is_finished(&loaded.state.status) {
+            continue;
+        }
+        let other_plan = loaded
+            .state
+            .plan
+            .as_ref()
+            .map(|p| super::facts::plan_path_now(&root, &p.path));
+        let mine = run
+            .plan
+            .as_ref()
+            .map(|p| super::facts::plan_path_now(&root, &p.path));
+        if other_plan.is_some() && other_plan == mine {
+            same_plan.push((other_id, loaded.state));
+        } else {
+            others.push(other_id);
+        }
+    }
+    if !same_plan.is_empty() && !args.fresh {
+        let ids: Vec<&str> = same_plan.iter().map(|(i, _)| i.as_str()).collect();
+        let d = Decision::new(
+            "ask",
+            Reason::new(
+                "run.resumable-same-plan",
+                format!(
+                    "run {} of this plan can be resumed: a fresh start beside it would redo its work",
+                    ids.join(", ")
+                ),
+            ),
+            Some(format!(
+                "ask the human: resume it (`baton run resume {}`), or start over (`baton run new --fresh …`, which marks it abandoned)",
+                ids[0]
+            )),
+        );
+        return Ok(Report::decision(&d));
+    }
+    for (other_id, mut other) in same_plan {
+        other.status = "abandoned".into();
+        other.updated_at = Some(format_ts(ctx.now));
+        other.extra.insert(
+            "abandoned_for".into(),
+            json!({ "run": id.to_string(), "at": format_ts(ctx.now) }),
+        );
+        other.lease = None;
+        store.write_run(&other)?;
+        run.extra.insert("replaces".into(), json!(other_id));
+    }
     store.write_run(&run)?;
     let path = store.layout.run_file(&id);
     // stdout is the run id alone, so that `RUN=$(baton run new …)` captures just it.
@@ -147,6 +206,12 @@ pub fn cmd_run_new(ctx: &Ctx, args: NewArgs) -> Result<Report, CommandError> {
         report = report.warn(format!(
             "no `## GOALS`, `## SCOPE` or `## CONSTRAINTS` heading found in {}: the alignment check cannot see a drift (pass `--project-file` to name the right file)",
             run.alignment.as_ref().map(|a| a.path.as_str()).unwrap_or_default()
+        ));
+    }
+    if !others.is_empty() {
+        report = report.note(format!(
+            "note: other runs are open in this project (another plan): {}",
+            others.join(", ")
         ));
     }
     if repo.head.is_none() {

@@ -6,6 +6,7 @@ use super::{HolderArgs, here, open_for_write, require_holder};
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
+use baton_core::decide::run_resume::critic_recorded;
 use baton_core::model::{Completion, PlanRecord, StepRecord};
 use baton_core::time::format_ts;
 use baton_core::{Decision, Reason};
@@ -65,8 +66,33 @@ pub fn cmd_run_record(ctx: &Ctx, args: RecordArgs) -> Result<Report, CommandErro
         return Ok(Report::decision(&d));
     }
     let at = Some(format_ts(ctx.now));
+    // A critic is recorded against the plan as it is now: one critic round per plan version.
+    let root = store.layout.root.clone();
+    let plan_sha = match &run.plan {
+        Some(p) => super::facts::plan_now(
+            &super::facts::plan_path_now(&root, &p.path),
+            &run.policy.security_globs,
+        )?
+        .map(|now| now.sha256),
+        None => None,
+    };
+    let critic_extra = |name: &str| {
+        let mut extra = serde_json::Map::new();
+        if name.contains("critic")
+            && let Some(sha) = &plan_sha
+        {
+            extra.insert("plan_sha256".into(), sha.clone().into());
+        }
+        extra
+    };
+    let new_plan_version = |run: &baton_core::model::RunState, name: &str| {
+        name.contains("critic")
+            && plan_sha
+                .as_deref()
+                .is_some_and(|sha| !critic_recorded(run, sha))
+    };
     let message = if let Some(agent) = &args.agent {
-        if run.completed_agents.iter().any(|c| &c.name == agent) {
+        if run.completed_agents.iter().any(|c| &c.name == agent) && !new_plan_version(&run, agent) {
             let d = Decision::new(
                 "refused",
                 Reason::new("run.agent-already-complete", format!("agent {agent} already has a completion entry in run {id}")),
@@ -77,14 +103,14 @@ pub fn cmd_run_record(ctx: &Ctx, args: RecordArgs) -> Result<Report, CommandErro
         if agent.contains("critic") {
             run.critic_owed = false;
         }
+        let extra = critic_extra(agent);
         run.completed_agents.push(Completion {
             name: agent.clone(),
             at,
-            extra: Default::default(),
+            extra,
         });
         format!("agent {agent} completed")
     } else if let Some(plan) = &args.plan {
-        let root = store.layout.root.clone();
         let path = file_in_project(&ctx.dir, &root, plan, "--plan")?;
         let now = plan_now(&path, &run.policy.security_globs)?;
         let sha = now.as_ref().map(|p| p.sha256.clone());
@@ -121,10 +147,11 @@ pub fn cmd_run_record(ctx: &Ctx, args: RecordArgs) -> Result<Report, CommandErro
         if gate.contains("critic") {
             run.critic_owed = false;
         }
+        let extra = critic_extra(gate);
         run.hard_gates.push(Completion {
             name: gate.clone(),
             at,
-            extra: Default::default(),
+            extra,
         });
         format!("hard gate {gate} passed")
     } else {

@@ -36,6 +36,10 @@ pub struct ResumeArgs {
     /// record the sections as they are now and go on.
     #[arg(long)]
     confirm_alignment: bool,
+    /// The operator's escape hatch: go on although files are staged (their names and the time
+    /// are recorded in the run as the operator's decision).
+    #[arg(long)]
+    allow_staged: bool,
     #[command(flatten)]
     holder: HolderArgs,
 }
@@ -161,10 +165,12 @@ pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandErro
         None => None,
     };
     let lease = lease_state_of(&run, &here, ctx.now);
+    let staged = repo.staged.clone();
     let d = decide_run_resume(&RunFacts {
         run: &run,
         head: repo.head,
         staged: repo.staged,
+        allow_staged: args.allow_staged,
         sections,
         lease: lease.clone(),
         plan,
@@ -172,6 +178,19 @@ pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandErro
     });
     let mut token = None;
     if d.acquire {
+        if args.allow_staged && !staged.is_empty() {
+            // The operator's decision stays on record with what it let through.
+            let decision = serde_json::json!({ "at": format_ts(ctx.now), "session": ctx.session, "files": staged });
+            match run.extra.get_mut("staged_allowed") {
+                Some(serde_json::Value::Array(list)) => list.push(decision),
+                _ => {
+                    run.extra.insert(
+                        "staged_allowed".into(),
+                        serde_json::Value::Array(vec![decision]),
+                    );
+                }
+            }
+        }
         token = take_lease(&mut run, &here, source, &lease, ctx.now);
         run.updated_at = Some(format_ts(ctx.now));
         store.write_run(&run)?;
@@ -182,6 +201,7 @@ pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandErro
     json["run_id"] = json!(id.to_string());
     json["checks"] = json!(d.checks);
     json["drift"] = json!(d.drift);
+    json["feature"] = json!(run.feature);
     json["gap_secs"] = json!(d.gap_secs);
     json["restore"] = json!(d.restore);
     json["state_file"] = json!(path.display().to_string());
@@ -225,6 +245,16 @@ fn render(
         ));
     }
     out.push_str(&render_decision(&d.decision, None));
+    // Whoever confirms a drift sees what they are confirming: the run's own feature, beside it.
+    if !d.drift.is_empty() {
+        out.push_str(&format!(
+            "the run implements: {}\n",
+            run.feature.as_deref().map_or_else(
+                || "(no feature recorded)".into(),
+                |f| baton_core::text::esc(f).into_owned()
+            )
+        ));
+    }
     for drift in &d.drift {
         out.push_str(&format!("--- {} changed ---\n", drift.section));
         if let Some(diff) = &drift.diff {
