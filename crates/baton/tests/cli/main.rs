@@ -14,6 +14,7 @@ mod races;
 mod regressions;
 mod runs;
 mod scenarios;
+mod seed_rules;
 
 #[test]
 fn every_test_file_is_listed() {

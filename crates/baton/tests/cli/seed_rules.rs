@@ -1,0 +1,154 @@
+//! Rules of the seeds that were kept only in part: the owed critic round that clears, the
+//! operator's escape hatch for staged files, no fresh start beside a resumable run, the feature
+//! beside a drift, and the ledger's own discipline (committed with its phase, an event at every
+//! gate, the baseline beside a failing test gate).
+
+use std::time::{Duration, UNIX_EPOCH};
+
+use serde_json::Value;
+
+use crate::common::{T0, TestEnv};
+
+const PLAN: &str = "docs/plan.md";
+const PROJECT: &str = "## GOALS\n- g\n## SCOPE\n- s\n## CONSTRAINTS\n- c\n";
+
+fn project(plan: &str, minutes_old: i64) -> TestEnv {
+    let env = TestEnv::new();
+    env.write(".claude/PROJECT.md", PROJECT);
+    env.git(&["add", "."]);
+    env.git(&["commit", "--quiet", "-m", "project"]);
+    write_plan(&env, plan, minutes_old);
+    env
+}
+
+fn write_plan(env: &TestEnv, plan: &str, minutes_old: i64) {
+    env.write(PLAN, plan);
+    let t0: jiff::Timestamp = T0.parse().unwrap();
+    let t = t0 - jiff::SignedDuration::from_mins(minutes_old);
+    let time = UNIX_EPOCH + Duration::from_secs(u64::try_from(t.as_second()).unwrap());
+    std::fs::File::options()
+        .write(true)
+        .open(env.repo.join(PLAN))
+        .unwrap()
+        .set_modified(time)
+        .unwrap();
+}
+
+fn new_run(env: &TestEnv, minute: i64, extra: &[&str]) -> String {
+    let mut args = vec!["--json", "run", "new", "--plan", PLAN];
+    args.extend_from_slice(extra);
+    let out = env.baton("A", minute, &args);
+    out.assert_code(0);
+    out.json()["run_id"].as_str().unwrap().to_string()
+}
+
+fn rules(v: &Value) -> Vec<String> {
+    v["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["rule"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn the_owed_critic_round_clears_once_per_plan_version() {
+    let env = project("# Plan\n\n1. Edit hooks/guard.py.\n", 6 * 60);
+    let id = new_run(&env, -6 * 60, &[]);
+    let v = env.baton("A", 0, &["--json", "run", "resume", &id]).json();
+    assert_eq!(v["verdict"], "critic", "{v}");
+    env.baton("A", 1, &["run", "record", &id, "--agent", "plan-critic"])
+        .assert_code(0);
+    let v = env.baton("A", 2, &["--json", "run", "resume", &id]).json();
+    assert_eq!(v["verdict"], "ratify", "the round is done: {v}");
+    assert!(rules(&v).contains(&"run.critic-done".to_string()), "{v}");
+    // A new version of the plan owes its own round, and may record it.
+    write_plan(
+        &env,
+        "# Plan\n\n1. Edit hooks/guard.py and hooks/auth.py.\n",
+        -3,
+    );
+    let v = env.baton("A", 3, &["--json", "run", "resume", &id]).json();
+    assert_eq!(v["verdict"], "critic", "{v}");
+    env.baton("A", 4, &["run", "record", &id, "--agent", "plan-critic"])
+        .assert_code(0);
+    let v = env.baton("A", 5, &["--json", "run", "resume", &id]).json();
+    assert_eq!(v["verdict"], "ratify", "{v}");
+    // The same version twice is still refused.
+    env.baton("A", 6, &["run", "record", &id, "--agent", "plan-critic"])
+        .assert_code(3);
+}
+
+#[test]
+fn the_operators_escape_hatch_lets_staged_files_through_and_is_recorded() {
+    let env = project("# Plan\n", 30);
+    let id = new_run(&env, -30, &[]);
+    env.write("wip.rs", "x\n");
+    env.git(&["add", "wip.rs"]);
+    let out = env.baton("A", 0, &["--json", "run", "resume", &id]);
+    out.assert_code(3);
+    assert!(
+        out.json()["next"]
+            .as_str()
+            .unwrap()
+            .contains("--allow-staged")
+    );
+    let out = env.baton("A", 1, &["--json", "run", "resume", &id, "--allow-staged"]);
+    out.assert_code(0);
+    assert_eq!(out.json()["verdict"], "ratify", "{}", out.stdout);
+    let run = env.read_json(&env.state_dir().join(format!("runs/{id}.json")));
+    assert_eq!(run["staged_allowed"][0]["files"][0], "wip.rs", "{run}");
+    assert_eq!(run["staged_allowed"][0]["session"], "A", "{run}");
+}
+
+#[test]
+fn no_fresh_start_beside_a_resumable_run_of_the_same_plan() {
+    let env = project("# Plan\n", 30);
+    let first = new_run(&env, -30, &[]);
+    let out = env.baton("B", 0, &["--json", "run", "new", "--plan", PLAN]);
+    out.assert_code(4);
+    let v = out.json();
+    assert!(v["reasons"].to_string().contains(&first), "{v}");
+    let next = v["next"].as_str().unwrap();
+    assert!(
+        next.contains(&format!("baton run resume {first}")) && next.contains("--fresh"),
+        "{v}"
+    );
+    assert_eq!(
+        std::fs::read_dir(env.state_dir().join("runs"))
+            .unwrap()
+            .count(),
+        1
+    );
+
+    let second = new_run(&env, 1, &["--fresh"]);
+    let old = env.read_json(&env.state_dir().join(format!("runs/{first}.json")));
+    assert_eq!(old["status"], "abandoned", "{old}");
+    assert_eq!(old["abandoned_for"]["run"], second, "{old}");
+
+    // Another plan only gets a note.
+    env.write("docs/other.md", "# Other\n");
+    let out = env.baton("B", 2, &["run", "new", "--plan", "docs/other.md"]);
+    out.assert_code(0);
+    assert!(out.stderr.contains(&second), "{}", out.stderr);
+}
+
+#[test]
+fn a_drift_is_shown_beside_the_feature_being_confirmed() {
+    let env = project("# Plan\n", 30);
+    let id = new_run(&env, -30, &["--feature", "rate limiter"]);
+    env.write(
+        ".claude/PROJECT.md",
+        &PROJECT.replace("- s", "- s, and more"),
+    );
+    let out = env.baton("A", 0, &["run", "resume", &id]);
+    out.assert_code(4);
+    let feature = out
+        .stdout
+        .find("the run implements: rate limiter")
+        .expect(&out.stdout);
+    let diff = out.stdout.find("--- SCOPE changed ---").expect(&out.stdout);
+    assert!(feature < diff, "{}", out.stdout);
+    let v = env.baton("A", 0, &["--json", "run", "resume", &id]).json();
+    assert_eq!(v["feature"], "rate limiter");
+}
