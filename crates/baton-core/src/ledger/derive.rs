@@ -74,6 +74,9 @@ pub struct PhaseRow {
     /// The rule that decided the verdict.
     pub rule: &'static str,
     pub why: String,
+    /// Beside a failing gate: the recorded baseline, and whether the failures now are within it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -85,6 +88,50 @@ pub struct Derived {
     /// The claimed position: the ledger's last event.
     pub claimed: Option<String>,
     pub tree_dirty: bool,
+}
+
+/// The failures a test count states: `41/42` (one failing), `3 failed`, `2 fail`, `4 failures`.
+pub fn failures_in(text: &str) -> Option<u64> {
+    let words: Vec<&str> = text
+        .split(|c: char| c.is_whitespace() || ",;()".contains(c))
+        .filter(|w| !w.is_empty())
+        .collect();
+    for (i, w) in words.iter().enumerate() {
+        let next = words.get(i + 1).copied().unwrap_or_default();
+        if let Ok(n) = w.parse::<u64>()
+            && (next.starts_with("fail") || next.starts_with("failed"))
+        {
+            return Some(n);
+        }
+    }
+    words.iter().find_map(|w| {
+        let (a, b) = w.split_once('/')?;
+        let (a, b) = (a.parse::<u64>().ok()?, b.parse::<u64>().ok()?);
+        (a <= b).then_some(b - a)
+    })
+}
+
+/// The recorded baseline, beside the evidence of failing gates: how many failed before the
+/// first edit, and whether the failures now are within that.
+fn baseline_note(ledger: &Ledger, evidence: &[&str]) -> Option<String> {
+    let (tests, sha) = ledger
+        .events
+        .iter()
+        .rev()
+        .find_map(|(_, l)| match &l.event {
+            Event::Baseline { tests, sha } => Some((tests, sha)),
+            _ => None,
+        })?;
+    let before = failures_in(tests)?;
+    let mut note = format!("baseline {tests} ({sha}): {before} failing before the first edit");
+    if let Some(now) = evidence.iter().filter_map(|e| failures_in(e)).max() {
+        note.push_str(&if now <= before {
+            format!("; {now} failing now, within the baseline: inherited, not a regression")
+        } else {
+            format!("; {now} failing now, more than the baseline: a regression")
+        });
+    }
+    Some(note)
 }
 
 /// The phases in the order the ledger first names them, with the ledger's claim for each and
@@ -248,6 +295,23 @@ pub fn decide_ledger(ledger: &Ledger, facts: &DeriveFacts) -> Derived {
                 format!("the ledger says {claim}, not complete"),
             ),
         };
+        // A failing gate beside the baseline: inherited breakage, or a regression.
+        let baseline = (rule == "ledger.gate-fails")
+            .then(|| {
+                let evidence: Vec<&str> = f
+                    .gates
+                    .iter()
+                    .flatten()
+                    .filter(|g| !g.1)
+                    .map(|g| g.2.as_str())
+                    .collect();
+                baseline_note(ledger, &evidence)
+            })
+            .flatten();
+        let why = match &baseline {
+            Some(note) => format!("{why}; {note}"),
+            None => why,
+        };
         rows.push(PhaseRow {
             phase: phase.clone(),
             claim: claim.clone(),
@@ -255,6 +319,7 @@ pub fn decide_ledger(ledger: &Ledger, facts: &DeriveFacts) -> Derived {
             verdict,
             rule,
             why,
+            baseline,
         });
     }
     for phase in &facts.declared {
@@ -266,6 +331,7 @@ pub fn decide_ledger(ledger: &Ledger, facts: &DeriveFacts) -> Derived {
                 verdict: PhaseVerdict::Open,
                 rule: "ledger.not-started",
                 why: "a phase file declares it; the ledger never names it".into(),
+                baseline: None,
             });
         }
     }
@@ -437,6 +503,27 @@ phase 3: started (base ccccccc)\n";
             (d.rows[0].verdict, d.rows[0].rule),
             (PhaseVerdict::Stale, "ledger.dirty-tree")
         );
+    }
+
+    #[test]
+    fn failure_counts_and_the_baseline() {
+        assert_eq!(failures_in("exit 1: 3 failed, 39 passed"), Some(3));
+        assert_eq!(failures_in("12 pass, 0 fail"), Some(0));
+        assert_eq!(failures_in("tests 40/42"), Some(2));
+        assert_eq!(failures_in("exit 1: boom"), None);
+        let l = parse_ledger(&format!("{LEDGER}baseline: 40/42 (aaaaaaa)\n"));
+        let failing = |evidence: &str| PhaseFacts {
+            gates: Some(vec![("tests".into(), false, evidence.into())]),
+            ..passing()
+        };
+        let d = decide_ledger(&l, &facts(failing("exit 1: 2 failed"), passing()));
+        assert!(
+            d.rows[0].why.contains("within the baseline"),
+            "{}",
+            d.rows[0].why
+        );
+        let d = decide_ledger(&l, &facts(failing("exit 1: 5 failed"), passing()));
+        assert!(d.rows[0].why.contains("a regression"), "{}", d.rows[0].why);
     }
 
     #[test]

@@ -152,3 +152,176 @@ fn a_drift_is_shown_beside_the_feature_being_confirmed() {
     let v = env.baton("A", 0, &["--json", "run", "resume", &id]).json();
     assert_eq!(v["feature"], "rate limiter");
 }
+
+const LEDGER_PLAN: &str = "plans/x";
+
+fn ledger_env() -> TestEnv {
+    let env = TestEnv::new();
+    env.write("plans/x/plan.md", "# Plan\n");
+    env.write(
+        "plans/x/phase-1.md",
+        "```gates\ntests: printf 'exit 1: 2 failed, 40 passed\\n'; test -f fixed.txt → exit 0\n```\n",
+    );
+    env.git(&["add", "."]);
+    env.git(&["commit", "--quiet", "-m", "plan"]);
+    env.baton("s", 0, &["ledger", "init", LEDGER_PLAN])
+        .assert_code(0);
+    env
+}
+
+fn findings(v: &Value) -> Vec<String> {
+    v["findings"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{v}"))
+        .iter()
+        .map(|f| f["rule"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn the_ledger_is_committed_with_the_phase_it_records() {
+    let env = ledger_env();
+    let v = env
+        .baton("s", 1, &["--json", "ledger", "check", LEDGER_PLAN])
+        .json();
+    assert!(
+        findings(&v).contains(&"ledger.uncommitted".to_string()),
+        "{v}"
+    );
+    assert!(
+        v["findings"]
+            .to_string()
+            .contains("baton ledger commit plans/x"),
+        "{v}"
+    );
+    let out = env.baton("s", 1, &["ledger", "derive", LEDGER_PLAN]);
+    assert!(out.stderr.contains("ledger.uncommitted"), "{}", out.stderr);
+
+    env.baton("s", 2, &["ledger", "start", LEDGER_PLAN, "--phase", "1"])
+        .assert_code(0);
+    env.write("work.txt", "phase 1\n");
+    env.git(&["add", "work.txt"]);
+    env.git(&["commit", "--quiet", "-m", "phase 1 work"]);
+    env.baton("s", 3, &["gate", "run", LEDGER_PLAN, "--phase", "1"])
+        .assert_code(0);
+    let out = env.baton(
+        "s",
+        4,
+        &[
+            "--json",
+            "ledger",
+            "complete",
+            LEDGER_PLAN,
+            "--phase",
+            "1",
+            "--tests",
+            "40/42",
+            "--commit",
+        ],
+    );
+    out.assert_code(0);
+    assert!(out.json()["commit"].is_string(), "{}", out.stdout);
+    assert!(
+        env.git(&["status", "--porcelain", "plans/x/STATE.md"])
+            .is_empty()
+    );
+    let v = env
+        .baton("s", 5, &["--json", "ledger", "check", LEDGER_PLAN])
+        .json();
+    assert!(findings(&v).is_empty(), "{v}");
+}
+
+#[test]
+fn a_complete_with_no_start_or_no_gate_line_is_reported() {
+    let env = ledger_env();
+    env.write("work.txt", "phase 1\n");
+    env.git(&["add", "work.txt"]);
+    env.git(&["commit", "--quiet", "-m", "phase 1 work"]);
+    let head = env
+        .git(&["rev-parse", "--short=7", "HEAD"])
+        .trim()
+        .to_string();
+    let parent = env
+        .git(&["rev-parse", "--short=7", "HEAD~1"])
+        .trim()
+        .to_string();
+    env.baton(
+        "s",
+        1,
+        &[
+            "ledger",
+            "complete",
+            LEDGER_PLAN,
+            "--phase",
+            "1",
+            "--commits",
+            &format!("{parent}..{head}"),
+            "--tests",
+            "42/42",
+        ],
+    )
+    .assert_code(0);
+    let v = env
+        .baton("s", 2, &["--json", "ledger", "check", LEDGER_PLAN])
+        .json();
+    let rules = findings(&v);
+    assert!(
+        rules.contains(&"ledger.complete-without-start".to_string()),
+        "{v}"
+    );
+    assert!(
+        rules.contains(&"ledger.complete-without-gate".to_string()),
+        "{v}"
+    );
+    let text = env.baton("s", 2, &["ledger", "check", LEDGER_PLAN]);
+    assert!(
+        text.stdout
+            .contains("finding: ledger.complete-without-gate"),
+        "{}",
+        text.stdout
+    );
+}
+
+#[test]
+fn a_failing_test_gate_is_shown_beside_the_baseline() {
+    let env = ledger_env();
+    env.baton(
+        "s",
+        1,
+        &["ledger", "baseline", LEDGER_PLAN, "--tests", "40/42"],
+    )
+    .assert_code(0);
+    env.baton("s", 1, &["ledger", "start", LEDGER_PLAN, "--phase", "1"])
+        .assert_code(0);
+    env.write("fixed.txt", "x\n");
+    env.git(&["add", "-A"]);
+    env.git(&["commit", "--quiet", "-m", "phase 1 work"]);
+    env.baton("s", 2, &["gate", "run", LEDGER_PLAN, "--phase", "1"])
+        .assert_code(0);
+    env.baton(
+        "s",
+        3,
+        &[
+            "ledger",
+            "complete",
+            LEDGER_PLAN,
+            "--phase",
+            "1",
+            "--tests",
+            "40/42",
+            "--commit",
+        ],
+    )
+    .assert_code(0);
+    // The fix is reverted: the gate fails now, with the same two failures as the baseline.
+    env.git(&["rm", "--quiet", "fixed.txt"]);
+    env.git(&["commit", "--quiet", "-m", "revert"]);
+    let v = env
+        .baton("s", 4, &["--json", "ledger", "derive", LEDGER_PLAN])
+        .json();
+    let row = &v["rows"][0];
+    assert_eq!(row["verdict"], "CONTRADICTED", "{v}");
+    let baseline = row["baseline"].as_str().unwrap_or_else(|| panic!("{v}"));
+    assert!(baseline.contains("baseline 40/42"), "{v}");
+    assert!(baseline.contains("within the baseline"), "{v}");
+}

@@ -60,8 +60,15 @@ pub fn cmd_ledger_check(ctx: &Ctx, args: CheckArgs) -> Result<Report, CommandErr
         .iter()
         .map(|(n, raw, e)| json!({ "line": n, "text": shown(raw), "error": e.to_string() }))
         .collect();
+    let findings = super::discipline(&plan, &l)?;
+    for (rule, message) in &findings {
+        out.push_str(&format!("finding: {rule}: {message}\n"));
+    }
     let report = Report::ok(
-        json!({ "events": l.events.len(), "bad": bad, "header": header, "ignored": ignored }),
+        json!({
+            "events": l.events.len(), "bad": bad, "header": header, "ignored": ignored,
+            "findings": findings.iter().map(|(rule, message)| json!({"rule": rule, "message": message})).collect::<Vec<_>>(),
+        }),
         out,
     );
     Ok(if ignored {

@@ -144,6 +144,14 @@ pub fn cmd_ledger_derive(ctx: &Ctx, args: DeriveArgs) -> Result<Report, CommandE
         }
     }
     let d = decide_ledger(&l, &facts);
+    // The ledger's own discipline (committed with its phase, an event at every gate), before
+    // any `--append` adds a line of its own.
+    let findings = super::discipline(&plan, &l)?;
+    warnings.extend(
+        findings
+            .iter()
+            .map(|(rule, message)| format!("{rule}: {message}")),
+    );
     if let Some(claimed) = &d.claimed {
         out.push_str(&format!("ledger claims: {claimed}\n"));
     }
@@ -247,6 +255,12 @@ pub fn cmd_ledger_derive(ctx: &Ctx, args: DeriveArgs) -> Result<Report, CommandE
     json["commits_since_base"] = json!(facts.commits_since_base);
     json["bad_lines"] = json!(l.bad.len());
     json["appended"] = json!(appended);
+    json["findings"] = json!(
+        findings
+            .iter()
+            .map(|(rule, message)| json!({"rule": rule, "message": message}))
+            .collect::<Vec<_>>()
+    );
     let mut report = Report::ok(json, out);
     report.warnings = warnings;
     Ok(report)

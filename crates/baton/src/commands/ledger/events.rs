@@ -189,6 +189,9 @@ pub struct CompleteArgs {
     /// `clean`, or the number of findings parked.
     #[arg(long, default_value = "clean")]
     pub review: String,
+    /// Commit the ledger (and only the ledger) right after, with the phase it records.
+    #[arg(long)]
+    pub commit: bool,
 }
 
 impl CompleteArgs {

@@ -51,7 +51,22 @@ pub fn dispatch(ctx: &Ctx, cmd: LedgerCommand) -> Result<Report, CommandError> {
         C::Commit(a) => commit::cmd_ledger_commit(ctx, a),
         C::Start(a) => events::write(ctx, &a.plan, a.event(ctx)?),
         C::Gate(a) => events::write(ctx, &a.plan, a.event()?),
-        C::Complete(a) => events::write(ctx, &a.plan, a.event(ctx)?),
+        C::Complete(a) => {
+            let report = events::write(ctx, &a.plan, a.event(ctx)?)?;
+            if !a.commit || report.status != crate::error::ExitStatus::Success {
+                return Ok(report);
+            }
+            // The ledger is committed with the phase it records.
+            let committed = commit::cmd_ledger_commit(
+                ctx,
+                commit::CommitArgs {
+                    plan: a.plan.clone(),
+                },
+            )?;
+            Ok(report
+                .text_after(&committed.text)
+                .with("commit", committed.json.get("commit").cloned()))
+        }
         C::Park(a) => events::write(ctx, &a.plan, a.event()),
         C::Block(a) => events::write(ctx, &a.plan, a.event()),
         C::Died(a) => events::write(ctx, &a.plan, a.event()),
@@ -238,3 +253,62 @@ pub fn missing(plan: &Plan) -> CommandError {
 /// The exact re-include stanza an ignored ledger needs, the directory line first.
 pub const REINCLUDE_STANZA: &str =
     "plans/**/*\n!plans/**/\n!plans/**/plan.md\n!plans/**/phase-*.md\n!plans/**/STATE.md";
+
+/// The ledger's own discipline, as findings (rule, message): it is committed with the phase it
+/// records, every `complete` follows a `started`, and a phase whose file declares gates has a
+/// gate line before it is marked complete.
+pub fn discipline(
+    plan: &Plan,
+    ledger: &baton_core::ledger::Ledger,
+) -> Result<Vec<(&'static str, String)>, CommandError> {
+    use baton_core::ledger::Event;
+    let mut findings = Vec::new();
+    let rel = plan
+        .ledger
+        .strip_prefix(&plan.root)
+        .unwrap_or(&plan.ledger)
+        .to_path_buf();
+    if !baton_store::git::is_ignored(&plan.root, &plan.ledger)?
+        && baton_store::git::has_changes(&plan.root, &rel)?
+    {
+        findings.push((
+            "ledger.uncommitted",
+            format!(
+                "{} holds events git has not committed: the ledger is committed with the phase it records (`baton ledger commit {}`)",
+                rel.display(),
+                plan.rel
+            ),
+        ));
+    }
+    let mut started: Vec<&str> = Vec::new();
+    let mut gated: Vec<&str> = Vec::new();
+    for (_, line) in &ledger.events {
+        match &line.event {
+            Event::Started { phase, .. } => started.push(phase),
+            Event::Gate { phase, .. } => gated.push(phase),
+            Event::Complete { phase, .. } => {
+                if !started.contains(&phase.as_str()) {
+                    findings.push((
+                        "ledger.complete-without-start",
+                        format!("phase {phase} is marked complete with no `started` before it"),
+                    ));
+                }
+                if !gated.contains(&phase.as_str()) {
+                    let (declared, _) = crate::commands::gate::declared_gates(plan, phase)?;
+                    if !declared.is_empty() {
+                        findings.push((
+                            "ledger.complete-without-gate",
+                            format!(
+                                "phase {phase} is marked complete with no gate line, though it declares {} (`baton gate run {} --phase {phase}`)",
+                                declared.iter().map(|g| g.name.as_str()).collect::<Vec<_>>().join(", "),
+                                plan.rel
+                            ),
+                        ));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(findings)
+}
