@@ -334,6 +334,21 @@ fn staleness_gate(f: &RunFacts, reasons: &mut Vec<Reason>) -> (&'static str, Str
         reasons.push(Reason::new("run.gap-over-24h", format!("the plan was last written {gap_text} ago, over 24 hours: dependencies, specs and APIs may have drifted")));
         return ("replan", replan);
     }
+    if f.run.critic_owed {
+        reasons.push(Reason::new(
+            "run.critic-owed",
+            "the user confirmed the run against changed GOALS, SCOPE or CONSTRAINTS, and the cached plan was validated against the old ones: one critic round is owed",
+        ));
+        // Owed since the user confirmed a drift: only a critic recorded after that clears it
+        // (recording one clears the flag), whatever an earlier round covered.
+        return (
+            "critic",
+            format!(
+                "{critic}; then `baton run record {} --agent plan-critic`",
+                f.run.run_id
+            ),
+        );
+    }
     if gap > RATIFY_MAX {
         if !plan.sensitive.is_empty() {
             reasons.push(Reason::new(
@@ -358,13 +373,6 @@ fn staleness_gate(f: &RunFacts, reasons: &mut Vec<Reason>) -> (&'static str, Str
         } else {
             critic_or_done(reasons)
         };
-    }
-    if f.run.critic_owed {
-        reasons.push(Reason::new(
-            "run.critic-owed",
-            "the user confirmed the run against changed GOALS, SCOPE or CONSTRAINTS, and the cached plan was validated against the old ones: one critic round is owed",
-        ));
-        return critic_or_done(reasons);
     }
     if recorded.sha256.as_deref().is_some_and(|s| s != plan.sha256) {
         reasons.push(Reason::new(

@@ -325,3 +325,58 @@ fn a_failing_test_gate_is_shown_beside_the_baseline() {
     assert!(baseline.contains("baseline 40/42"), "{v}");
     assert!(baseline.contains("within the baseline"), "{v}");
 }
+
+#[test]
+fn a_confirmed_drift_owes_a_new_critic_round_even_after_one_for_the_same_plan() {
+    let env = project("# Plan\n\n1. Edit hooks/guard.py.\n", 6 * 60);
+    let id = new_run(&env, -6 * 60, &[]);
+    env.baton("A", 1, &["run", "record", &id, "--agent", "plan-critic"])
+        .assert_code(0);
+    env.write(
+        ".claude/PROJECT.md",
+        &PROJECT.replace("- g", "- g, and more"),
+    );
+    let v = env
+        .baton(
+            "A",
+            2,
+            &["--json", "run", "resume", &id, "--confirm-alignment"],
+        )
+        .json();
+    assert_eq!(v["verdict"], "critic", "{v}");
+    env.baton("A", 3, &["run", "record", &id, "--agent", "plan-critic"])
+        .assert_code(0);
+    let v = env.baton("A", 4, &["--json", "run", "resume", &id]).json();
+    assert_eq!(v["verdict"], "ratify", "{v}");
+}
+
+#[test]
+fn a_fresh_start_never_takes_a_run_a_live_holder_works_on_nor_a_loop_before_its_reset() {
+    let env = project("# Plan\n", 30);
+    let first = new_run(&env, 0, &[]);
+    let out = env.baton("B", 1, &["--json", "run", "new", "--plan", PLAN, "--fresh"]);
+    out.assert_code(3);
+    assert!(out.json()["reasons"].to_string().contains(&first));
+    let run = env.read_json(&env.state_dir().join(format!("runs/{first}.json")));
+    assert_eq!(run["status"], "active", "{run}");
+
+    env.baton("A", 0, &["loop", "init", "PROJ-1"])
+        .assert_code(0);
+    env.baton(
+        "A",
+        1,
+        &[
+            "loop",
+            "interrupt",
+            "PROJ-1",
+            "--reason",
+            "rate_limit",
+            "--resume-after",
+            "2h",
+        ],
+    )
+    .assert_code(0);
+    env.baton("B", 5, &["resume", "fresh", "PROJ-1"])
+        .assert_code(3);
+    assert!(env.loop_file("PROJ-1").exists());
+}

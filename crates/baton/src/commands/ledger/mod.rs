@@ -274,7 +274,7 @@ pub fn discipline(
         findings.push((
             "ledger.uncommitted",
             format!(
-                "{} holds events git has not committed: the ledger is committed with the phase it records (`baton ledger commit {}`)",
+                "{} is untracked or holds events git has not committed: the ledger is committed with the phase it records (`baton ledger commit {}`)",
                 rel.display(),
                 plan.rel
             ),

@@ -381,7 +381,7 @@ fn finish_accept(
     state.resume_after = None;
     state.touch(ctx.now);
     store.write_loop(&target.key, &state)?;
-    crate::commands::ticket_loop::keep_batch_live(&store, ctx, &target)?;
+    let batch_warning = crate::commands::ticket_loop::keep_batch_live(&store, ctx, &target);
     // The accept is on disk; what follows only reports, and runs git, so not under the lock.
     drop(_guard);
 
@@ -454,6 +454,9 @@ fn finish_accept(
         .text_after(&artifact_text)
         .text_before(&notes);
     if let Some(w) = no_session_warning(ctx, "loop") {
+        report = report.warn(w);
+    }
+    if let Some(w) = batch_warning {
         report = report.warn(w);
     }
     Ok(report)

@@ -41,6 +41,15 @@ pub fn cmd_resume_fresh(ctx: &Ctx, args: FreshArgs) -> Result<Report, CommandErr
     if let Err(d) = check_key_collision(&loaded.state, &g.target.raw, &g.target.key) {
         return Ok(Report::decision(&d).text_before(&notes));
     }
+    if let Err(d) = baton_core::decide::loop_write::check_reset(
+        &loaded.state,
+        ctx.session(),
+        ctx.now,
+        args.flags.force,
+        &t,
+    ) {
+        return Ok(Report::decision(&d).text_before(&notes));
+    }
     if let Err(d) = may_replace(ctx, &loaded.state, &args.flags, &g.target) {
         return Ok(Report::decision(&d).text_before(&notes));
     }

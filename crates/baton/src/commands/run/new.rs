@@ -152,6 +152,29 @@ pub fn cmd_run_new(ctx: &Ctx, args: NewArgs) -> Result<Report, CommandError> {
             others.push(other_id);
         }
     }
+    // A run of this plan that a live holder is working on is nobody else's to resume or abandon.
+    let busy: Vec<(String, String)> = same_plan
+        .iter()
+        .filter_map(
+            |(other_id, other)| match super::lease_state_of(other, &here, ctx.now) {
+                baton_core::decide::lease::LeaseState::Live(why) => Some((other_id.clone(), why)),
+                _ => None,
+            },
+        )
+        .collect();
+    if let Some((busy_id, why)) = busy.first() {
+        let d = Decision::new(
+            "refused",
+            Reason::new(
+                "run.same-plan-in-progress",
+                format!("run {busy_id} of this plan is in progress: {why}"),
+            ),
+            Some(format!(
+                "leave it to its holder (`baton run show {busy_id}`), or start a run of another plan"
+            )),
+        );
+        return Ok(Report::decision(&d));
+    }
     if !same_plan.is_empty() && !args.fresh {
         let ids: Vec<&str> = same_plan.iter().map(|(i, _)| i.as_str()).collect();
         let d = Decision::new(
@@ -170,6 +193,7 @@ pub fn cmd_run_new(ctx: &Ctx, args: NewArgs) -> Result<Report, CommandError> {
         );
         return Ok(Report::decision(&d));
     }
+    let mut abandoned = Vec::new();
     for (other_id, mut other) in same_plan {
         other.status = "abandoned".into();
         other.updated_at = Some(format_ts(ctx.now));
@@ -179,7 +203,10 @@ pub fn cmd_run_new(ctx: &Ctx, args: NewArgs) -> Result<Report, CommandError> {
         );
         other.lease = None;
         store.write_run(&other)?;
-        run.extra.insert("replaces".into(), json!(other_id));
+        abandoned.push(other_id);
+    }
+    if !abandoned.is_empty() {
+        run.extra.insert("replaces".into(), json!(abandoned));
     }
     store.write_run(&run)?;
     let path = store.layout.run_file(&id);
@@ -206,6 +233,12 @@ pub fn cmd_run_new(ctx: &Ctx, args: NewArgs) -> Result<Report, CommandError> {
         report = report.warn(format!(
             "no `## GOALS`, `## SCOPE` or `## CONSTRAINTS` heading found in {}: the alignment check cannot see a drift (pass `--project-file` to name the right file)",
             run.alignment.as_ref().map(|a| a.path.as_str()).unwrap_or_default()
+        ));
+    }
+    if !abandoned.is_empty() {
+        report = report.note(format!(
+            "note: a fresh start: run {} of this plan is marked abandoned",
+            abandoned.join(", ")
         ));
     }
     if !others.is_empty() {

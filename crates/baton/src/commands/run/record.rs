@@ -85,11 +85,14 @@ pub fn cmd_run_record(ctx: &Ctx, args: RecordArgs) -> Result<Report, CommandErro
         }
         extra
     };
+    // A critic may be recorded again for a new version of the plan, or when a confirmed drift
+    // owes a new round.
     let new_plan_version = |run: &baton_core::model::RunState, name: &str| {
         name.contains("critic")
-            && plan_sha
-                .as_deref()
-                .is_some_and(|sha| !critic_recorded(run, sha))
+            && (run.critic_owed
+                || plan_sha
+                    .as_deref()
+                    .is_some_and(|sha| !critic_recorded(run, sha)))
     };
     let message = if let Some(agent) = &args.agent {
         if run.completed_agents.iter().any(|c| &c.name == agent) && !new_plan_version(&run, agent) {

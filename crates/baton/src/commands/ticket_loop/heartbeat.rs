@@ -76,9 +76,13 @@ pub fn cmd_loop_heartbeat(ctx: &Ctx, args: HeartbeatArgs) -> Result<Report, Comm
     loaded.writable()?;
     loaded.state.touch(ctx.now);
     store.write_loop(&target.key, &loaded.state)?;
-    super::keep_batch_live(&store, ctx, &target)?;
-    Ok(Report::ok(
+    let batch_warning = super::keep_batch_live(&store, ctx, &target);
+    let report = Report::ok(
         json!({ "refreshed": true, "key": target.key, "last_updated": loaded.state.last_updated }),
         format!("heartbeat: {} at {}", target.shown(), format_ts(ctx.now)),
-    ))
+    );
+    Ok(match batch_warning {
+        Some(w) => report.warn(w),
+        None => report,
+    })
 }

@@ -152,7 +152,7 @@ pub fn cmd_loop_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> 
     state.loop_state.max_iterations = args.max_iterations;
     state.touch(ctx.now);
     store.write_loop(&target.key, &state)?;
-    super::keep_batch_live(&store, ctx, &target)?;
+    let batch_warning = super::keep_batch_live(&store, ctx, &target);
     let decision = Decision {
         verdict: "ok",
         reasons,
@@ -178,6 +178,9 @@ pub fn cmd_loop_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> 
     .with("notes", adoption.notes.clone())
     .text_before(&notes);
     if let Some(w) = no_session_warning(ctx, "loop") {
+        report = report.warn(w);
+    }
+    if let Some(w) = batch_warning {
         report = report.warn(w);
     }
     Ok(report)

@@ -347,8 +347,15 @@ pub fn legacy_held(ctx: &Ctx, held: &LoopState, verdict: &'static str, t: &str) 
 /// The batch is live while its owner works its tickets: a write or heartbeat by the batch's
 /// owner to one of its tickets' loops refreshes the batch's `updated_at` too, so that another
 /// session's `batch start` never takes a batch whose owner is busy on a ticket. Called after the
-/// loop's write, under its lock (the loop's lock is always taken before the batch's).
-pub fn keep_batch_live(store: &FsStore, ctx: &Ctx, target: &Target) -> Result<(), CommandError> {
+/// loop's write, under its lock (the loop's lock is always taken before the batch's). The loop's
+/// write has happened by then, so a failure here is a warning, never the command's error.
+pub fn keep_batch_live(store: &FsStore, ctx: &Ctx, target: &Target) -> Option<String> {
+    refresh_batch(store, ctx, target)
+        .err()
+        .map(|e| format!("the batch's liveness was not refreshed: {}", e.message))
+}
+
+fn refresh_batch(store: &FsStore, ctx: &Ctx, target: &Target) -> Result<(), CommandError> {
     let Some(me) = ctx.session() else {
         return Ok(());
     };
@@ -454,8 +461,10 @@ pub fn transition(
     }
     if changed {
         store.write_loop(&target.key, &state)?;
-        keep_batch_live(&store, ctx, &target)?;
     }
+    let batch_warning = changed
+        .then(|| keep_batch_live(&store, ctx, &target))
+        .flatten();
     let decision = Decision {
         verdict: "ok",
         reasons,
@@ -473,6 +482,9 @@ pub fn transition(
         .with("notes", adoption.notes.clone())
         .text_before(&notes);
     if changed && let Some(w) = no_session_warning(ctx, "loop") {
+        report = report.warn(w);
+    }
+    if let Some(w) = batch_warning {
         report = report.warn(w);
     }
     Ok(report)
