@@ -331,6 +331,52 @@ pub fn reachable_from_head(root: &Path, commits: &[String]) -> Result<Vec<bool>,
         .collect()
 }
 
+/// The full commit id of each of `revs`, `None` for one that names no commit: one `git
+/// cat-file --batch-check` call for all of them.
+pub fn resolve_commits(root: &Path, revs: &[&str]) -> Result<Vec<Option<String>>, StoreError> {
+    use std::io::Write;
+    if revs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut child = git(root)
+        .args(["cat-file", "--batch-check"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| StoreError::Git {
+            args: "cat-file --batch-check".into(),
+            dir: root.into(),
+            detail: format!("cannot start git: {e}"),
+        })?;
+    let input: String = revs
+        .iter()
+        // A rev holding a newline would split the request; no commit name holds one.
+        .map(|r| format!("{}^{{commit}}\n", r.replace(['\n', '\r'], " ")))
+        .collect();
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(input.as_bytes());
+    }
+    let out = child.wait_with_output().map_err(|e| StoreError::Git {
+        args: "cat-file --batch-check".into(),
+        dir: root.into(),
+        detail: e.to_string(),
+    })?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut found: Vec<Option<String>> = text
+        .lines()
+        .map(|line| {
+            let mut parts = line.split(' ');
+            match (parts.next(), parts.next()) {
+                (Some(sha), Some("commit")) => Some(sha.to_string()),
+                _ => None,
+            }
+        })
+        .collect();
+    found.resize(revs.len(), None);
+    Ok(found)
+}
+
 /// `git log --oneline <base>..HEAD`, newest first; empty when `base` is unknown.
 pub fn log_since(root: &Path, base: &str) -> Result<Vec<String>, StoreError> {
     let range = format!("{base}..HEAD");

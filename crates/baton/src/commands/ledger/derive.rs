@@ -74,19 +74,20 @@ pub fn cmd_ledger_derive(ctx: &Ctx, args: DeriveArgs) -> Result<Report, CommandE
         .collect();
     let tos: Vec<String> = claimed.iter().map(|(_, _, to)| to.clone()).collect();
     let reachable = git::reachable_from_head(&plan.root, &tos)?;
-    for ((phase, from, to), reachable) in claimed.into_iter().zip(reachable) {
-        let commit_known = if reachable {
-            true
-        } else {
-            git::commit_exists(&plan.root, &to)?
-        };
-        // Both ends of the range, and whether anything lies between them.
-        let from_known = git::commit_exists(&plan.root, &from)?;
-        let no_commits = (from_known && commit_known)
-            .then(|| git::commits_beyond(&plan.root, &from, &to))
-            .transpose()?
-            .flatten()
-            .map(|n| n == 0);
+    // Both ends of every range, resolved in one git call: an unknown end, and a range whose
+    // ends are one commit (`X..X`, or two names of it), are told apart without a call a phase.
+    let ends: Vec<&str> = claimed
+        .iter()
+        .flat_map(|(_, from, to)| [from.as_str(), to.as_str()])
+        .collect();
+    let resolved = git::resolve_commits(&plan.root, &ends)?;
+    for (((phase, _from, _to), reachable), ends) in
+        claimed.into_iter().zip(reachable).zip(resolved.chunks(2))
+    {
+        let (from_sha, to_sha) = (&ends[0], &ends[1]);
+        let commit_known = reachable || to_sha.is_some();
+        let from_known = from_sha.is_some();
+        let no_commits = (from_known && commit_known).then(|| from_sha == to_sha);
         // Unreadable gate lines count whether or not gates run: they are never dropped.
         let (declared, bad) = declared_gates(&plan, &phase)?;
         for line in &bad {
