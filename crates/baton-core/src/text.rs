@@ -21,6 +21,15 @@ pub fn esc(raw: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Names read from state files or git, each escaped, joined with `, ` for one line of text.
+pub fn esc_join<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
+    names
+        .into_iter()
+        .map(|n| esc(n).into_owned())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// `esc` of an optional field, with a word for its absence instead of `null`.
 pub fn esc_or<'a>(raw: Option<&'a str>, absent: &'a str) -> Cow<'a, str> {
     raw.map_or(Cow::Borrowed(absent), esc)
@@ -39,5 +48,6 @@ mod tests {
         );
         assert_eq!(esc("ünïcode/ok"), "ünïcode/ok");
         assert_eq!(esc_or(None, "none"), "none");
+        assert_eq!(esc_join(["a", "b\nc"]), r"a, b\nc");
     }
 }

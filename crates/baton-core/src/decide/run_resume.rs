@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::lease::LeaseState;
 use super::{Decision, Reason};
 use crate::model::{Completion, RunState};
+use crate::text::esc_join;
 use crate::time::human_age;
 
 pub const RATIFY_MAX: SignedDuration = SignedDuration::from_secs(4 * 3600);
@@ -104,10 +105,10 @@ pub fn decide_run_resume(f: &RunFacts) -> RunDecision {
         } else if f.allow_staged {
             format!(
                 "staged, and the operator let the run go on with them: {}",
-                escaped(&f.staged)
+                esc_join(f.staged.iter().map(String::as_str))
             )
         } else {
-            format!("staged: {}", escaped(&f.staged))
+            format!("staged: {}", esc_join(f.staged.iter().map(String::as_str)))
         },
     };
     let drift = alignment_drift(run, f.sections.as_deref());
@@ -178,7 +179,7 @@ pub fn decide_run_resume(f: &RunFacts) -> RunDecision {
             "run.staged-files",
             format!(
                 "staged changes would ride along into the run: {}",
-                escaped(&f.staged)
+                esc_join(f.staged.iter().map(String::as_str))
             ),
         ));
         decide(
@@ -465,15 +466,6 @@ pub fn restoration(run: &RunState) -> Restoration {
 
 fn short(sha: &str) -> &str {
     &sha[..sha.len().min(12)]
-}
-
-/// File names from git, joined for text: a name holding a newline cannot start a line.
-fn escaped(names: &[String]) -> String {
-    names
-        .iter()
-        .map(|n| crate::text::esc(n).into_owned())
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 #[cfg(test)]

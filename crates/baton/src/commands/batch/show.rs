@@ -6,7 +6,7 @@ use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::{Report, shell_quote};
 use baton_core::model::BatchState;
-use baton_core::text::{esc, esc_or};
+use baton_core::text::{esc, esc_join, esc_or};
 use baton_core::time::{age, human_age, is_live};
 use baton_store::StateStore;
 
@@ -30,19 +30,16 @@ pub fn next_step(state: &BatchState) -> Option<String> {
     } else {
         "resume the batch with `baton batch resume`, then "
     };
-    let blocked: Vec<String> = state
-        .blocked()
-        .map(|t| esc(&t.ticket_id).into_owned())
-        .collect();
+    let blocked = esc_join(state.blocked().map(|t| t.ticket_id.as_str()));
     Some(match state.next_ticket() {
         Some(t) => format!(
             "{resume}ticket {}: `baton resume {}`",
             esc(&t.ticket_id),
             shell_quote(&esc(&t.ticket_id))
         ),
-        None if !blocked.is_empty() => format!(
+        None if state.blocked().next().is_some() => format!(
             "only blocked tickets are left ({}): replan them (`baton batch ticket <T> --status pending --replan <DETAIL>`), or end the batch with `baton batch finish --status stalled`",
-            blocked.join(", ")
+            blocked
         ),
         None => "every ticket is done: `baton batch finish --status complete`".into(),
     })

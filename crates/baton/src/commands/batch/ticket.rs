@@ -5,7 +5,7 @@ use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::model::{TICKET_STATUSES, replan_entry};
-use baton_core::text::esc;
+use baton_core::text::{esc, esc_join};
 use baton_core::time::format_ts;
 
 /// Record a ticket's progress in the batch, and optionally a `replan_log` entry.
@@ -36,11 +36,7 @@ pub struct TicketArgs {
 pub fn cmd_batch_ticket(ctx: &Ctx, args: TicketArgs) -> Result<Report, CommandError> {
     let now = format_ts(ctx.now);
     update(ctx, &args.flags, BatchWrite::Ticket, |state| {
-        let known: Vec<String> = state
-            .tickets
-            .iter()
-            .map(|t| esc(&t.ticket_id).into_owned())
-            .collect();
+        let known = esc_join(state.tickets.iter().map(|t| t.ticket_id.as_str()));
         let batch_id = esc(&state.batch_id).into_owned();
         let entry = state
             .tickets
@@ -51,7 +47,7 @@ pub fn cmd_batch_ticket(ctx: &Ctx, args: TicketArgs) -> Result<Report, CommandEr
                     "ticket {:?} is not in batch {batch_id}",
                     esc(&args.ticket)
                 ))
-                .hint(format!("the batch holds: {}", known.join(", ")))
+                .hint(format!("the batch holds: {known}"))
             })?;
         entry.status = args.status.clone();
         let stamp = match args.status.as_str() {

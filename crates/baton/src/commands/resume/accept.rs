@@ -17,7 +17,7 @@ use baton_core::decide::loop_resume::{Mode, branch_step, brief_step, resume_afte
 use baton_core::decide::loop_write::{ASK, REFUSED, check_key_collision, check_reset};
 use baton_core::decide::ownership::{GateOutcome, gate};
 use baton_core::model::{DiscardedWork, LoopState, LoopStatus, Phase};
-use baton_core::text::esc;
+use baton_core::text::{esc, esc_join};
 use baton_core::time::format_ts;
 use baton_core::{Decision, Reason};
 use baton_store::lock::DirLock;
@@ -565,10 +565,9 @@ fn governing_artifact(root: &Path, state: &LoopState) -> (String, serde_json::Va
         let index = ["PLAN.md", "README.md", "plan.md"]
             .into_iter()
             .find(|f| files.iter().any(|x| x == f));
-        let listed: Vec<String> = files.iter().map(|f| esc(f).into_owned()).collect();
         let mut text = format!(
             "\n--- governing Plan: {shown} ---\nfiles: {}\n",
-            listed.join(", ")
+            esc_join(files.iter().map(String::as_str))
         );
         if let Some(index) = index
             && let Ok(Some(bytes)) = read_capped(&dir.join(index), ARTIFACT_CAP)

@@ -101,11 +101,7 @@ pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandErro
     if !added.is_empty() {
         notes.push(format!(
             "note: completed since the import, per the originating completion ledger: {}",
-            added
-                .iter()
-                .map(|a| baton_core::text::esc(a).into_owned())
-                .collect::<Vec<_>>()
-                .join(", ")
+            baton_core::text::esc_join(added.iter().map(String::as_str))
         ));
     }
     if baton_core::model::run_is_finished(&run.status) {
@@ -267,7 +263,7 @@ fn render(
         if r.completed_agents.is_empty() {
             "none".to_string()
         } else {
-            super::show::escaped_list(r.completed_agents.iter().map(String::as_str))
+            baton_core::text::esc_join(r.completed_agents.iter().map(String::as_str))
         }
     ));
     if let Some(last) = &r.last {

@@ -8,7 +8,7 @@ use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::decide::lease::LeaseState;
 use baton_core::decide::run_resume::restoration;
-use baton_core::text::{esc, esc_or};
+use baton_core::text::{esc, esc_join, esc_or};
 use baton_store::StateStore;
 
 /// Show a run: what it was planned against, its progress, and its lock.
@@ -49,17 +49,13 @@ pub fn cmd_run_show(ctx: &Ctx, args: ShowArgs) -> Result<Report, CommandError> {
         if rest.completed_agents.is_empty() {
             "none".into()
         } else {
-            escaped_list(rest.completed_agents.iter().map(String::as_str))
+            esc_join(rest.completed_agents.iter().map(String::as_str))
         },
     );
     if !run.hard_gates.is_empty() {
         text.push_str(&format!(
             "  gates:   {}\n",
-            run.hard_gates
-                .iter()
-                .map(|g| esc(&g.name).into_owned())
-                .collect::<Vec<_>>()
-                .join(", ")
+            esc_join(run.hard_gates.iter().map(|g| g.name.as_str()))
         ));
     }
     for step in &run.steps {
@@ -79,12 +75,4 @@ pub fn cmd_run_show(ctx: &Ctx, args: ShowArgs) -> Result<Report, CommandError> {
         json!({ "path": loaded.path.display().to_string(), "lock": lock, "restore": rest, "state": run }),
         text,
     ))
-}
-
-/// Names from a state file, joined for text with control characters escaped.
-pub fn escaped_list<'a>(names: impl Iterator<Item = &'a str>) -> String {
-    names
-        .map(|n| esc(n).into_owned())
-        .collect::<Vec<_>>()
-        .join(", ")
 }
