@@ -77,23 +77,7 @@ pub fn cmd_resume_accept(ctx: &Ctx, args: AcceptArgs) -> Result<Report, CommandE
         ("own", _) if claim_pending(&loaded.state) => {
             // An accept of this session stopped after its claim (killed during git, or its
             // lock stayed busy after): finish it now.
-            let Gathered {
-                store,
-                _guard: guard,
-                target,
-                loaded,
-                ..
-            } = g;
-            let loaded = loaded.expect("checked above");
-            let done = Claimed {
-                store,
-                _guard: guard,
-                target,
-                original: loaded.state.clone(),
-                path: loaded.path,
-                claimed: loaded.state,
-                set_aside: None,
-            };
+            let done = Claimed::from_gathered(g, |_| {});
             return finish_accept(ctx, done, Vec::new(), None, &args, notes);
         }
         ("own", _) => {
@@ -176,25 +160,7 @@ pub fn cmd_resume_accept(ctx: &Ctx, args: AcceptArgs) -> Result<Report, CommandE
         set_aside_work(ctx, g, &args)?
     } else {
         // Without git work, the accept is one step under the lock `gather` took.
-        let Gathered {
-            store,
-            _guard: guard,
-            target,
-            loaded,
-            ..
-        } = g;
-        let loaded = loaded.expect("an offer has a loop");
-        let mut claimed = loaded.state.clone();
-        claim(ctx, &mut claimed);
-        Claimed {
-            store,
-            _guard: guard,
-            target,
-            original: loaded.state,
-            path: loaded.path,
-            claimed,
-            set_aside: None,
-        }
+        Claimed::from_gathered(g, |state| claim(ctx, state))
     };
     finish_accept(ctx, done, offered, Some(mode), &args, notes)
 }
@@ -217,21 +183,37 @@ struct Claimed {
     set_aside: Option<Reason>,
 }
 
+impl Claimed {
+    /// The gathered loop (which the caller has checked is there), still under its lock, with
+    /// `change` applied to the copy that will be written.
+    fn from_gathered(g: Gathered, change: impl FnOnce(&mut LoopState)) -> Claimed {
+        let loaded = g.loaded.expect("the caller checked the loop is there");
+        let mut claimed = loaded.state.clone();
+        change(&mut claimed);
+        Claimed {
+            store: g.store,
+            _guard: g._guard,
+            target: g.target,
+            original: loaded.state,
+            path: loaded.path,
+            claimed,
+            set_aside: None,
+        }
+    }
+}
+
 /// Claims the loop under its lock, runs git (and the user's hooks) with the lock released, and
 /// takes the lock again. A failed git call gives the loop back exactly as it was; a takeover
 /// in the meantime is caught by the epoch.
 fn set_aside_work(ctx: &Ctx, g: Gathered, args: &AcceptArgs) -> Result<Claimed, CommandError> {
-    let Gathered {
+    let Claimed {
         store,
         _guard: guard,
         target,
-        loaded,
+        original,
+        mut claimed,
         ..
-    } = g;
-    let loaded = loaded.expect("an offer has a loop");
-    let original = loaded.state.clone();
-    let mut claimed = loaded.state.clone();
-    claim(ctx, &mut claimed);
+    } = Claimed::from_gathered(g, |state| claim(ctx, state));
     let message = format!(
         "baton: partial work of {} set aside on resume at {} ({})",
         target.shown(),
