@@ -4,11 +4,10 @@
 //! writes them; and the precedence of the four checks when several fail at once.
 
 use std::path::Path;
-use std::time::{Duration, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
-use crate::common::{T0, TestEnv, at, to_run};
+use crate::common::{TestEnv, at, rules, to_run};
 
 const PLAN: &str = "docs/plan.md";
 
@@ -51,15 +50,7 @@ fn project(plan: &str, minutes_old: i64) -> TestEnv {
     env.write(PLAN, plan);
     env.git(&["add", "."]);
     env.git(&["commit", "--quiet", "-m", "project"]);
-    let t0: jiff::Timestamp = T0.parse().unwrap();
-    let t = t0 - jiff::SignedDuration::from_mins(minutes_old);
-    let time = UNIX_EPOCH + Duration::from_secs(u64::try_from(t.as_second()).unwrap());
-    std::fs::File::options()
-        .write(true)
-        .open(env.repo.join(PLAN))
-        .unwrap()
-        .set_modified(time)
-        .unwrap();
+    env.set_age(PLAN, minutes_old);
     env
 }
 
@@ -67,15 +58,6 @@ fn new_run(env: &TestEnv, minute: i64) -> String {
     let out = env.baton("A", minute, &["--json", "run", "new", "--plan", PLAN]);
     out.assert_code(0);
     out.json()["run_id"].as_str().unwrap().to_string()
-}
-
-fn rules(v: &Value) -> Vec<String> {
-    v["reasons"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["rule"].as_str().unwrap().to_string())
-        .collect()
 }
 
 #[test]

@@ -16,6 +16,17 @@ pub fn at(minutes: i64) -> String {
         .to_string()
 }
 
+/// The rules of an answer's reasons, in order.
+#[track_caller]
+pub fn rules(out: &Value) -> Vec<String> {
+    out["reasons"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no reasons: {out}"))
+        .iter()
+        .map(|r| r["rule"].as_str().unwrap().to_string())
+        .collect()
+}
+
 pub struct TestEnv {
     _dir: tempfile::TempDir,
     pub repo: PathBuf,
@@ -137,6 +148,19 @@ impl TestEnv {
         let path = self.repo.join(rel);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, content).unwrap();
+    }
+
+    /// Sets the mtime of `rel` to `minutes` before `T0`.
+    pub fn set_age(&self, rel: &str, minutes: i64) {
+        let t0: jiff::Timestamp = T0.parse().unwrap();
+        let t = t0 - jiff::SignedDuration::from_mins(minutes);
+        let secs = u64::try_from(t.as_second()).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(self.repo.join(rel))
+            .unwrap()
+            .set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs))
+            .unwrap();
     }
 
     pub fn state_dir(&self) -> PathBuf {

@@ -9,18 +9,7 @@ use std::process::Stdio;
 
 use serde_json::{Value, json};
 
-use crate::common::{TestEnv, at};
-
-fn rules(out: &Value) -> Vec<String> {
-    out["reasons"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|r| r["rule"].as_str().unwrap_or_default().to_string())
-                .collect()
-        })
-        .unwrap_or_default()
-}
+use crate::common::{TestEnv, at, rules};
 
 #[test]
 fn a_live_legacy_loop_of_another_session_is_left_where_it_is() {

@@ -11,11 +11,11 @@ use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant, UNIX_EPOCH};
+use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use crate::common::{Run, T0, TestEnv, at, to_run};
+use crate::common::{Run, TestEnv, at, rules, to_run};
 
 const PROJECT: &str = "\
 # Project
@@ -55,15 +55,7 @@ fn project() -> TestEnv {
 /// Writes the plan and sets its mtime `minutes_old` minutes before `T0`.
 fn write_plan(env: &TestEnv, text: &str, minutes_old: i64) {
     env.write(PLAN, text);
-    set_mtime(&env.repo.join(PLAN), minutes_old);
-}
-
-fn set_mtime(path: &Path, minutes_before_t0: i64) {
-    let t0: jiff::Timestamp = T0.parse().unwrap();
-    let t = t0 - jiff::SignedDuration::from_mins(minutes_before_t0);
-    let time = UNIX_EPOCH + Duration::from_secs(u64::try_from(t.as_second()).unwrap());
-    let file = std::fs::File::options().write(true).open(path).unwrap();
-    file.set_modified(time).unwrap();
+    env.set_age(PLAN, minutes_old);
 }
 
 /// `baton run new` as `session` at `T0 + minute`; returns the run id and the JSON answer.
@@ -103,15 +95,6 @@ fn resume(env: &TestEnv, session: &str, minute: i64, id: &str, extra: &[&str]) -
     let mut args = vec!["--json", "run", "resume", id];
     args.extend_from_slice(extra);
     env.baton(session, minute, &args)
-}
-
-fn rules(out: &Value) -> Vec<String> {
-    out["reasons"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no reasons: {out}"))
-        .iter()
-        .map(|r| r["rule"].as_str().unwrap().to_string())
-        .collect()
 }
 
 #[track_caller]
@@ -1339,7 +1322,7 @@ fn after_a_replan_the_new_plan_is_recorded_and_can_be_ratified() {
     env.git(&["commit", "--quiet", "-m", "moved"]);
     assert_eq!(resume(&env, "A", 0, &id, &[]).json()["verdict"], "replan");
     env.write("docs/plan2.md", "# Plan, again\n");
-    set_mtime(&env.repo.join("docs/plan2.md"), 0);
+    env.set_age("docs/plan2.md", 0);
     env.baton("A", 0, &["run", "record", &id, "--plan", "docs/plan2.md"])
         .assert_code(0);
     let out = resume(&env, "A", 1, &id, &[]);
@@ -1553,7 +1536,7 @@ fn a_batch_id_must_name_the_projects_batch() {
 fn a_plan_re_touched_without_a_change_keeps_its_age() {
     let env = project();
     let id = planned_run(&env, SAFE_PLAN, 25 * 60, &[]);
-    set_mtime(&env.repo.join(PLAN), 10);
+    env.set_age(PLAN, 10);
     let out = resume(&env, "A", 0, &id, &[]);
     assert_eq!(out.json()["verdict"], "replan", "{}", out.stdout);
 }

@@ -3,11 +3,9 @@
 //! beside a drift, and the ledger's own discipline (committed with its phase, an event at every
 //! gate, the baseline beside a failing test gate).
 
-use std::time::{Duration, UNIX_EPOCH};
-
 use serde_json::Value;
 
-use crate::common::{T0, TestEnv};
+use crate::common::{TestEnv, rules};
 
 const PLAN: &str = "docs/plan.md";
 const PROJECT: &str = "## GOALS\n- g\n## SCOPE\n- s\n## CONSTRAINTS\n- c\n";
@@ -23,15 +21,7 @@ fn project(plan: &str, minutes_old: i64) -> TestEnv {
 
 fn write_plan(env: &TestEnv, plan: &str, minutes_old: i64) {
     env.write(PLAN, plan);
-    let t0: jiff::Timestamp = T0.parse().unwrap();
-    let t = t0 - jiff::SignedDuration::from_mins(minutes_old);
-    let time = UNIX_EPOCH + Duration::from_secs(u64::try_from(t.as_second()).unwrap());
-    std::fs::File::options()
-        .write(true)
-        .open(env.repo.join(PLAN))
-        .unwrap()
-        .set_modified(time)
-        .unwrap();
+    env.set_age(PLAN, minutes_old);
 }
 
 fn new_run(env: &TestEnv, minute: i64, extra: &[&str]) -> String {
@@ -40,15 +30,6 @@ fn new_run(env: &TestEnv, minute: i64, extra: &[&str]) -> String {
     let out = env.baton("A", minute, &args);
     out.assert_code(0);
     out.json()["run_id"].as_str().unwrap().to_string()
-}
-
-fn rules(v: &Value) -> Vec<String> {
-    v["reasons"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["rule"].as_str().unwrap().to_string())
-        .collect()
 }
 
 #[test]
