@@ -55,15 +55,19 @@ pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandErro
     if !store.exists()? && !super::import::default_source(&id).exists() {
         return Err(super::missing_run(&id));
     }
-    // An import is checked before anything is created: a refused one writes nothing.
-    if store.read_run(&id)?.is_none()
-        && let Err(e) = super::import::build_import(ctx, &store, &id, None)
-    {
-        return Err(if e.message.contains("no originating state") {
-            super::missing_run(&id)
-        } else {
-            e
-        });
+    // An import is checked before anything is created, so a refused one writes nothing, and is
+    // built again under the lock from the source as it is then.
+    let import = || {
+        super::import::build_import(ctx, &store, &id, None).map_err(|e| {
+            if e.message.contains("no originating state") {
+                super::missing_run(&id)
+            } else {
+                e
+            }
+        })
+    };
+    if store.read_run(&id)?.is_none() {
+        import()?;
     }
     // git runs before the lock is taken: its status can start a user's fsmonitor hook.
     let mut repo = git::head_and_index(&root)?;
@@ -82,13 +86,7 @@ pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandErro
             loaded.state
         }
         None => {
-            let imported = super::import::build_import(ctx, &store, &id, None).map_err(|e| {
-                if e.message.contains("no originating state") {
-                    super::missing_run(&id)
-                } else {
-                    e
-                }
-            })?;
+            let imported = import()?;
             notes.push(format!(
                 "note: imported {}",
                 imported.imported_from.as_deref().unwrap_or_default()
