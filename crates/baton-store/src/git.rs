@@ -114,6 +114,90 @@ pub fn tree_status(root: &Path, excluded: &[&Path]) -> Result<TreeStatus, StoreE
     Ok(status)
 }
 
+/// Every changed path of the work tree, from one `git status` call: the session-start scan asks
+/// git once and each consumer (a loop's tree check, the feature's scope) filters the list, so
+/// the scan costs one status whatever it finds.
+#[derive(Debug, Clone, Default)]
+pub struct Changes {
+    /// The checked-out branch; `None` on a detached HEAD.
+    pub branch: Option<String>,
+    /// Changed, staged, unmerged and untracked paths, relative to the root (an untracked
+    /// directory is one entry ending in `/`); a rename lists both names.
+    pub paths: Vec<String>,
+}
+
+impl Changes {
+    /// Whether any changed path lies outside every one of `excluded`.
+    pub fn dirty_excluding(&self, excluded: &[&Path]) -> bool {
+        self.paths
+            .iter()
+            .any(|p| !excluded.iter().any(|x| Path::new(p).starts_with(x)))
+    }
+
+    /// The changed paths inside `dir` (or an untracked directory that holds `dir`), leaving out
+    /// those inside any of `excluded`.
+    pub fn inside(&self, dir: &Path, excluded: &[&Path]) -> Vec<&str> {
+        self.paths
+            .iter()
+            .filter(|p| {
+                let p = Path::new(p.as_str());
+                (p.starts_with(dir) || (dir.starts_with(p) && !p.as_os_str().is_empty()))
+                    && !excluded.iter().any(|x| p.starts_with(x))
+            })
+            .map(String::as_str)
+            .collect()
+    }
+
+    pub fn tree_status(&self, excluded: &[&Path]) -> TreeStatus {
+        TreeStatus {
+            branch: self.branch.clone(),
+            dirty: self.dirty_excluding(excluded),
+        }
+    }
+}
+
+/// One `git status --porcelain=v2 --branch -z` of the whole tree.
+pub fn changes(root: &Path) -> Result<Changes, StoreError> {
+    let out = run_ok(
+        root,
+        &[
+            "status",
+            "--porcelain=v2",
+            "--branch",
+            "-z",
+            "--untracked-files=normal",
+        ],
+    )?;
+    Ok(parse_changes(&out))
+}
+
+fn parse_changes(out: &str) -> Changes {
+    let mut changes = Changes::default();
+    let mut entries = out.split('\0').filter(|e| !e.is_empty());
+    while let Some(entry) = entries.next() {
+        if let Some(head) = entry.strip_prefix("# branch.head ") {
+            changes.branch = (head != "(detached)").then(|| head.to_string());
+            continue;
+        }
+        // `1 XY sub mH mI mW hH hI path`, `2 XY sub mH mI mW hH hI Xscore path` then the
+        // original path as its own entry, `u XY sub m1 m2 m3 mW h1 h2 h3 path`, `? path`.
+        let (fields, renamed) = match entry.as_bytes().first() {
+            Some(b'1') => (8, false),
+            Some(b'2') => (9, true),
+            Some(b'u') => (10, false),
+            Some(b'?') => (1, false),
+            _ => continue,
+        };
+        if let Some(path) = entry.splitn(fields + 1, ' ').nth(fields) {
+            changes.paths.push(path.to_string());
+        }
+        if renamed && let Some(orig) = entries.next() {
+            changes.paths.push(orig.to_string());
+        }
+    }
+    changes
+}
+
 /// Commits on `tip` that `base` lacks; `None` when either does not resolve.
 pub fn commits_beyond(root: &Path, base: &str, tip: &str) -> Result<Option<u64>, StoreError> {
     let range = format!("{base}..{tip}");
@@ -434,4 +518,45 @@ pub fn commit_path(root: &Path, path: &Path, message: &str) -> Result<String, St
             ],
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changes_lists_every_kind_of_entry_and_both_names_of_a_rename() {
+        let out = "# branch.oid abc\0# branch.head feature/x\0\
+                   1 .M N... 100644 100644 100644 a a src/lib.rs\0\
+                   2 R. N... 100644 100644 100644 a a R100 docs/new name.md\0docs/old.md\0\
+                   u UU N... 100644 100644 100644 100644 a b c conflict.txt\0\
+                   ? .aspis/features/F-1/\0";
+        let c = parse_changes(out);
+        assert_eq!(c.branch.as_deref(), Some("feature/x"));
+        assert_eq!(
+            c.paths,
+            [
+                "src/lib.rs",
+                "docs/new name.md",
+                "docs/old.md",
+                "conflict.txt",
+                ".aspis/features/F-1/"
+            ]
+        );
+        let state = Path::new(".agentic");
+        assert!(c.dirty_excluding(&[state]));
+        assert_eq!(
+            c.inside(Path::new(".aspis/features/F-1"), &[state]),
+            [".aspis/features/F-1/"]
+        );
+        assert_eq!(
+            c.inside(Path::new("docs"), &[]),
+            ["docs/new name.md", "docs/old.md"]
+        );
+        // An untracked directory that holds the feature counts as a change inside it.
+        let c = parse_changes("# branch.head (detached)\0? .aspis/\0");
+        assert_eq!(c.branch, None);
+        assert_eq!(c.inside(Path::new(".aspis/features/F-1"), &[]), [".aspis/"]);
+        assert!(!c.dirty_excluding(&[Path::new(".aspis")]));
+    }
 }

@@ -17,6 +17,8 @@ pub enum LockScope<'a> {
     Batch,
     /// Every run under `runs/`.
     Runs,
+    /// The feature pointer and its `TASKS.md`, changed together by `continue --set-resume-point`.
+    Feature,
 }
 
 #[derive(Debug, Clone)]
@@ -103,6 +105,7 @@ impl Layout {
             LockScope::LegacyLoop => format!("{LEGACY_LOOP_FILE}.lock"),
             LockScope::Batch => format!("{BATCH_FILE}.lock"),
             LockScope::Runs => "runs.lock".into(),
+            LockScope::Feature => "feature.lock".into(),
         };
         self.state_dir.join(LOCKS_DIR).join(name)
     }
