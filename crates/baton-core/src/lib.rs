@@ -7,6 +7,7 @@ pub mod glob;
 pub mod key;
 pub mod ledger;
 pub mod model;
+pub mod packet;
 pub mod run_id;
 pub mod sections;
 pub mod text;

@@ -121,6 +121,10 @@ pub fn tree_status(root: &Path, excluded: &[&Path]) -> Result<TreeStatus, StoreE
 pub struct Changes {
     /// The checked-out branch; `None` on a detached HEAD.
     pub branch: Option<String>,
+    /// HEAD's commit; `None` before the first commit.
+    pub head: Option<String>,
+    /// Paths with staged changes (new names of renames).
+    pub staged: Vec<String>,
     /// Changed, staged, unmerged and untracked paths, relative to the root (an untracked
     /// directory is one entry ending in `/`); a rename lists both names.
     pub paths: Vec<String>,
@@ -146,6 +150,15 @@ impl Changes {
             })
             .map(String::as_str)
             .collect()
+    }
+
+    /// HEAD and the index, as `head_and_index` would report them.
+    pub fn head_and_index(&self) -> HeadAndIndex {
+        HeadAndIndex {
+            head: self.head.clone(),
+            branch: self.branch.clone(),
+            staged: self.staged.clone(),
+        }
     }
 
     pub fn tree_status(&self, excluded: &[&Path]) -> TreeStatus {
@@ -179,6 +192,10 @@ fn parse_changes(out: &str) -> Changes {
             changes.branch = (head != "(detached)").then(|| head.to_string());
             continue;
         }
+        if let Some(oid) = entry.strip_prefix("# branch.oid ") {
+            changes.head = (oid != "(initial)").then(|| oid.to_string());
+            continue;
+        }
         // `1 XY sub mH mI mW hH hI path`, `2 XY sub mH mI mW hH hI Xscore path` then the
         // original path as its own entry, `u XY sub m1 m2 m3 mW h1 h2 h3 path`, `? path`.
         let (fields, renamed) = match entry.as_bytes().first() {
@@ -189,6 +206,13 @@ fn parse_changes(out: &str) -> Changes {
             _ => continue,
         };
         if let Some(path) = entry.splitn(fields + 1, ' ').nth(fields) {
+            // `XY`: X is the index's side; `.` means nothing staged.
+            let staged = matches!(entry.as_bytes().first(), Some(b'u'))
+                || (entry.as_bytes().first() != Some(&b'?')
+                    && entry.as_bytes().get(2) != Some(&b'.'));
+            if staged {
+                changes.staged.push(path.to_string());
+            }
             changes.paths.push(path.to_string());
         }
         if renamed && let Some(orig) = entries.next() {
@@ -533,6 +557,8 @@ mod tests {
                    ? .aspis/features/F-1/\0";
         let c = parse_changes(out);
         assert_eq!(c.branch.as_deref(), Some("feature/x"));
+        assert_eq!(c.head.as_deref(), Some("abc"));
+        assert_eq!(c.staged, ["docs/new name.md", "conflict.txt"]);
         assert_eq!(
             c.paths,
             [

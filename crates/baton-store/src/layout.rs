@@ -42,13 +42,14 @@ pub enum LayoutError {
 
 pub const LEGACY_LOOP_FILE: &str = "loop-state.json";
 pub const BATCH_FILE: &str = "batch-state.json";
+pub const PAUSE_FILE: &str = "pause.json";
 /// The directory of the lock sidecars; they are never deleted.
 pub const LOCKS_DIR: &str = "locks";
 pub const ARCHIVE_DIR: &str = "archive";
 pub const RUNS_DIR: &str = "runs";
 
 /// What `.agentic/.gitignore` holds: baton's own files, and nothing else of the directory.
-pub const STATE_IGNORE: &str = "# Written by baton: its state stays out of commits. Other files here are left to the project.\n/.gitignore\n/locks/\n/runs/\n/archive/\n/loop-state*.json\n/batch-state.json\n/.*.tmp-*\n";
+pub const STATE_IGNORE: &str = "# Written by baton: its state stays out of commits. Other files here are left to the project.\n/.gitignore\n/locks/\n/runs/\n/archive/\n/loop-state*.json\n/batch-state.json\n/pause.json\n/.*.tmp-*\n";
 
 impl Layout {
     /// Finds the project root from `dir` as `git rev-parse --show-toplevel` would. The common
@@ -108,6 +109,11 @@ impl Layout {
             LockScope::Feature => "feature.lock".into(),
         };
         self.state_dir.join(LOCKS_DIR).join(name)
+    }
+
+    /// `.agentic/pause.json`, the explicit pause mark.
+    pub fn pause_file(&self) -> PathBuf {
+        self.state_dir.join(PAUSE_FILE)
     }
 
     pub fn archive_dir(&self) -> PathBuf {

@@ -9,12 +9,14 @@ use jiff::Timestamp;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::layout::{BATCH_FILE, LEGACY_LOOP_FILE, Layout, LockScope, check_real_dir, make_dir};
+use crate::layout::{
+    BATCH_FILE, LEGACY_LOOP_FILE, Layout, LockScope, PAUSE_FILE, check_real_dir, make_dir,
+};
 use crate::lock::{DEFAULT_LOCK_WAIT, DirLock};
 use crate::read::{Access, STATE_FILE_CAP, parse_state, read_capped};
 use crate::{StoreError, atomic};
 use baton_core::key::key_from_file_name;
-use baton_core::model::{BatchState, LoopState, RunState, SCHEMA_VERSION};
+use baton_core::model::{BatchState, LoopState, PauseMark, RunState, SCHEMA_VERSION};
 use baton_core::run_id::RunId;
 
 /// A state read from the store, with where it came from and whether it may be rewritten.
@@ -81,6 +83,10 @@ pub trait StateStore {
     fn list_runs(&self) -> Result<Vec<ListedRun>, StoreError>;
     /// Deletes a run's state: only `baton run prune` calls it, for finished runs.
     fn remove_run(&self, id: &RunId) -> Result<(), StoreError>;
+
+    fn read_pause(&self) -> Result<Option<Loaded<PauseMark>>, StoreError>;
+    fn write_pause(&self, mark: &PauseMark) -> Result<(), StoreError>;
+    fn remove_pause(&self) -> Result<(), StoreError>;
 }
 
 /// The files under `.agentic/`.
@@ -200,6 +206,7 @@ impl StateStore for FsStore {
                 // temp file whose lock is free belongs to a writer that was killed mid-write.
                 let scope = match target {
                     t if t == LEGACY_LOOP_FILE => Some(LockScope::LegacyLoop),
+                    t if t == PAUSE_FILE => Some(LockScope::Feature),
                     t if t == BATCH_FILE => Some(LockScope::Batch),
                     t => key_from_file_name(t).map(LockScope::Loop),
                 };
@@ -313,6 +320,23 @@ impl StateStore for FsStore {
         let path = self.layout.run_file(id);
         std::fs::remove_file(&path).map_err(StoreError::io("remove", &path))?;
         atomic::sync_dir(&self.layout.runs_dir())
+    }
+
+    fn read_pause(&self) -> Result<Option<Loaded<PauseMark>>, StoreError> {
+        self.read(&self.layout.pause_file())
+    }
+
+    fn write_pause(&self, mark: &PauseMark) -> Result<(), StoreError> {
+        self.write(&self.layout.pause_file(), mark)
+    }
+
+    fn remove_pause(&self) -> Result<(), StoreError> {
+        let path = self.layout.pause_file();
+        match std::fs::remove_file(&path) {
+            Ok(()) => atomic::sync_dir(&self.layout.state_dir),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(StoreError::io("remove", &path)(e)),
+        }
     }
 }
 

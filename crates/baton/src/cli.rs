@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::commands::{batch, demo, gate, ledger, resume, run, schema, ticket_loop};
+use crate::commands::{batch, demo, gate, ledger, pause, resume, run, schema, status, ticket_loop};
 use crate::context::Ctx;
 use crate::error::{CommandError, ExitStatus};
 use crate::output::Report;
@@ -50,6 +50,8 @@ enum Command {
     Gate(gate::GateCommand),
     #[command(subcommand)]
     Batch(batch::BatchCommand),
+    Status(status::StatusArgs),
+    Pause(pause::PauseArgs),
     Demo(demo::DemoArgs),
     Schema(schema::SchemaArgs),
 }
@@ -128,6 +130,8 @@ fn dispatch(ctx: &Ctx, command: Command) -> Result<Report, CommandError> {
         Command::Ledger(cmd) => ledger::dispatch(ctx, cmd),
         Command::Gate(cmd) => gate::dispatch(ctx, cmd),
         Command::Batch(cmd) => batch::dispatch(ctx, cmd),
+        Command::Status(args) => status::cmd_status(ctx, args),
+        Command::Pause(args) => pause::cmd_pause(ctx, args),
         Command::Demo(args) => demo::cmd_demo(ctx, args),
         Command::Schema(args) => schema::cmd_schema(ctx, args),
     }

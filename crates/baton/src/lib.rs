@@ -1,6 +1,7 @@
 //! The `baton` command line: parses arguments, gathers facts through `baton-store`, asks
 //! `baton-core` for decisions and prints them for people (text) or programs (`--json`).
 
+mod actions;
 mod cli;
 mod commands;
 mod context;

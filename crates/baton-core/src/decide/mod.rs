@@ -2,6 +2,7 @@
 //! rule id so that a verdict explains itself and a table test can pin each rule.
 
 pub mod batch;
+pub mod continuation;
 pub mod lease;
 pub mod loop_resume;
 pub mod loop_write;

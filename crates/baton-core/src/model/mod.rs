@@ -5,12 +5,14 @@
 
 mod batch_state;
 mod loop_state;
+mod pause;
 mod run_state;
 
 pub use batch_state::{BATCH_STATUSES, BatchState, BatchTicket, TICKET_STATUSES, replan_entry};
 pub use loop_state::{
     DiscardedWork, LoopProgress, LoopState, LoopStatus, OPEN_FINDING, Phase, PromotionTier,
 };
+pub use pause::PauseMark;
 pub use run_state::{
     AlignmentRecord, Completion, Lease, PlanRecord, RunPolicy, RunState, SectionRecord, StepRecord,
     run_is_finished,

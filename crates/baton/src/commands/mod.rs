@@ -4,9 +4,11 @@ pub mod batch;
 pub mod demo;
 pub mod gate;
 pub mod ledger;
+pub mod pause;
 pub mod resume;
 pub mod run;
 pub mod schema;
+pub mod status;
 pub mod ticket_loop;
 
 use std::path::{Path, PathBuf};

@@ -4,6 +4,8 @@
 mod finish;
 mod resume;
 mod show;
+
+pub use show::next_step;
 mod start;
 mod ticket;
 

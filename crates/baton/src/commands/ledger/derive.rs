@@ -268,7 +268,7 @@ pub fn cmd_ledger_derive(ctx: &Ctx, args: DeriveArgs) -> Result<Report, CommandE
 }
 
 /// The phases the plan's phase files declare, in natural order (`2` before `10`).
-fn declared_phases(plan: &Plan) -> Result<Vec<String>, CommandError> {
+pub fn declared_phases(plan: &Plan) -> Result<Vec<String>, CommandError> {
     let mut phases: Vec<String> = std::fs::read_dir(&plan.dir)
         .map_err(|e| {
             CommandError::new(

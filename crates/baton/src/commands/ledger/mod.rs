@@ -5,7 +5,7 @@
 mod append;
 mod check;
 mod commit;
-mod derive;
+pub mod derive;
 mod events;
 mod init;
 

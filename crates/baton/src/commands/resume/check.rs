@@ -1,22 +1,18 @@
-use std::collections::HashMap;
 use std::ffi::OsStr;
-use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::{gather, not_work};
-use crate::commands::ticket_loop::{WriteFlags, adopt_legacy, legacy_held, may_replace};
+use super::gather;
+use crate::commands::ticket_loop::{WriteFlags, may_replace};
 use crate::context::Ctx;
 use crate::error::{CommandError, ExitStatus};
-use crate::output::{Report, decision_json, render_decision, shell_quote};
+use crate::output::{Report, decision_json, render_decision};
 use baton_core::Reason;
-use baton_core::decide::loop_resume::{ResumeFacts, decide_loop_resume, is_resumable, last_write};
+use baton_core::decide::loop_resume::last_write;
 use baton_core::decide::loop_write::check_key_collision;
 use baton_core::model::DiscardedWork;
 use baton_core::text::{esc, esc_or};
-use baton_store::git::TreeStatus;
-use baton_store::layout::LEGACY_LOOP_FILE;
-use baton_store::{StateStore, git};
+use baton_store::StateStore;
 
 pub fn cmd_resume_check(ctx: &Ctx, ticket: &OsStr) -> Result<Report, CommandError> {
     let g = gather(ctx, ticket)?;
@@ -132,105 +128,4 @@ pub fn discarded_line(work: &DiscardedWork) -> String {
             esc(&work.message)
         ),
     }
-}
-
-/// `baton resume` with no ticket: every loop in the project and its verdict, read-only.
-pub fn cmd_resume_all(ctx: &Ctx) -> Result<Report, CommandError> {
-    let store = ctx.store()?;
-    if !store.exists()? {
-        return Ok(Report::ok(
-            json!({ "loops": [], "notes": [] }),
-            "no loops in this project",
-        ));
-    }
-    let adoption = adopt_legacy(&store, ctx)?;
-    let mut notes = adoption.notes.clone();
-    let layout = &store.layout;
-    // One git call per distinct set of paths that do not count as work (usually one).
-    let mut trees: HashMap<Vec<PathBuf>, Option<TreeStatus>> = HashMap::new();
-    let mut rows = Vec::new();
-    let mut text = String::new();
-    for scanned in store.scan_loops()? {
-        let loaded = match scanned.loaded {
-            Ok(l) => l,
-            Err(e) => {
-                notes.push(format!(
-                    "warning: skipped an unreadable candidate: {}",
-                    esc(&e.to_string())
-                ));
-                continue;
-            }
-        };
-        let ticket = loaded
-            .state
-            .ticket_id
-            .clone()
-            .unwrap_or_else(|| scanned.key.clone());
-        let tree = if is_resumable(&loaded.state, ctx.now) {
-            let excluded = not_work(layout, &loaded.state);
-            trees
-                .entry(excluded)
-                .or_insert_with_key(|excluded| {
-                    let refs: Vec<&Path> = excluded.iter().map(PathBuf::as_path).collect();
-                    git::tree_status(&layout.root, &refs).ok()
-                })
-                .clone()
-        } else {
-            None
-        };
-        let arg = shell_quote(&esc(&ticket));
-        let d = decide_loop_resume(&ResumeFacts {
-            ticket_arg: &arg,
-            state: Some(&loaded.state),
-            me: ctx.session(),
-            now: ctx.now,
-            tree_dirty: tree.as_ref().map(|t| t.dirty),
-            checked_out: tree.as_ref().and_then(|t| t.branch.as_deref()),
-            work_committed: tree
-                .as_ref()
-                .and_then(|_| super::work_committed(&layout.root, &loaded.state)),
-            others: &[],
-        });
-        let mode = d
-            .mode
-            .map(|m| format!(" ({})", m.as_str()))
-            .unwrap_or_default();
-        let verdict = if d.archive {
-            "none (finished)"
-        } else {
-            d.decision.verdict
-        };
-        text.push_str(&format!(
-            "{}: {verdict}{mode} {}\n",
-            scanned.key,
-            loaded.state.breadcrumb()
-        ));
-        if let Some(next) = &d.decision.next
-            && d.decision.verdict == "offer"
-        {
-            text.push_str(&format!("  next: {next}\n"));
-        }
-        let mut row = decision_json(&d.decision);
-        row["key"] = json!(scanned.key);
-        row["ticket"] = json!(ticket);
-        row["mode"] = json!(d.mode.map(|m| m.as_str()));
-        rows.push(row);
-    }
-    if let Some((key, held)) = &adoption.held {
-        let d = legacy_held(ctx, &held.state, "live", &shell_quote(&esc(key)));
-        text.push_str(&format!(
-            "{key}: live (legacy {}) {}\n",
-            LEGACY_LOOP_FILE,
-            held.state.breadcrumb()
-        ));
-        let mut row = decision_json(&d);
-        row["key"] = json!(key);
-        row["ticket"] = json!(held.state.ticket_id);
-        row["mode"] = Value::Null;
-        rows.push(row);
-    }
-    if rows.is_empty() {
-        text.push_str("no loops in this project\n");
-    }
-    Ok(Report::ok(json!({ "loops": rows, "notes": notes }), text).text_before(&notes.join("\n")))
 }

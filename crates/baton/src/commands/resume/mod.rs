@@ -2,6 +2,7 @@
 //! an offer, `accept` and `fresh`.
 
 mod accept;
+pub mod all;
 mod check;
 
 pub use check::discarded_line;
@@ -34,7 +35,10 @@ use baton_store::{FsStore, Layout, LockScope, StateStore, git};
 /// session's). Only the ticket's own key is ever offered; other tickets' resumable loops get
 /// one informational line.
 ///
-/// Without a ticket, lists every loop in the project with its verdict.
+/// Without a ticket: the session-start entry point. Every feature, loop, batch, run and ledger
+/// in the project with its verdict, how each interrupted one was interrupted (pause, crash,
+/// timeout, left, rate_limit), and one resume packet (INTENT · CONTEXT · CONSTRAINTS ·
+/// REFERENCES · EXPECTED OUTCOME) with the command that accepts or declines each resume.
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct ResumeArgs {
@@ -56,7 +60,7 @@ pub fn cmd_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandError> {
         Some(ResumeAction::Fresh(a)) => fresh::cmd_resume_fresh(ctx, a),
         None => match args.ticket {
             Some(ticket) => check::cmd_resume_check(ctx, &ticket),
-            None => check::cmd_resume_all(ctx),
+            None => all::cmd_resume_all(ctx),
         },
     }
 }

@@ -1,7 +1,7 @@
 //! `baton run`: the single-run pipeline protocol (docs/single-run.md): run state under
 //! `.agentic/runs/`, the ordered resume checks, and the run lock as a lease.
 
-mod facts;
+pub mod facts;
 mod finish;
 mod heartbeat;
 mod import;
@@ -9,7 +9,7 @@ mod new;
 mod prune;
 mod record;
 mod release;
-mod resume;
+pub mod resume;
 mod show;
 
 use clap::{Args, Subcommand};

@@ -11,10 +11,12 @@ use super::{
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::{Report, decision_json, render_decision};
-use baton_core::decide::run_resume::{RunDecision, RunFacts, decide_run_resume};
-use baton_core::model::SectionRecord;
+use baton_core::decide::lease::{Here, LeaseState};
+use baton_core::decide::run_resume::{RunDecision, RunFacts, SectionNow, decide_run_resume};
+use baton_core::model::{RunState, SectionRecord};
 use baton_core::run_id::RunTarget;
 use baton_core::time::{format_ts, human_age};
+use baton_store::git::HeadAndIndex;
 use baton_store::{LockScope, StateStore, git};
 
 /// Where the alignment sections live unless `run new --project-file` said otherwise.
@@ -142,34 +144,8 @@ pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandErro
             );
         }
     }
-    // A plan re-touched without a change is as old as when it was recorded: the gap runs from
-    // the older of the two mtimes while the content is the same.
-    let plan = match &run.plan {
-        Some(p) => {
-            plan_now(&plan_path_now(&root, &p.path), &run.policy.security_globs)?.map(|mut now| {
-                let recorded = baton_core::time::parse_ts(p.mtime.as_deref());
-                if p.sha256.as_deref() == Some(now.sha256.as_str())
-                    && let Some(recorded) = recorded
-                {
-                    now.mtime = now.mtime.min(recorded);
-                }
-                now
-            })
-        }
-        None => None,
-    };
-    let lease = lease_state_of(&run, &here, ctx.now);
     let staged = repo.staged.clone();
-    let d = decide_run_resume(&RunFacts {
-        run: &run,
-        head: repo.head,
-        staged: repo.staged,
-        allow_staged: args.allow_staged,
-        sections,
-        lease: lease.clone(),
-        plan,
-        now: ctx.now,
-    });
+    let (d, lease) = decide_now(ctx, &root, &run, repo, sections, &here, args.allow_staged)?;
     let mut token = None;
     if d.acquire {
         if args.allow_staged && !staged.is_empty() {
@@ -312,4 +288,46 @@ fn batch_resume(ctx: &Ctx, raw: &str) -> Result<Report, CommandError> {
         .with("next", next)
         .with("routed_from", raw.to_string())
         .text_before(&format!("{raw} is a batch: the batch picks the ticket, the ticket's own `baton resume` picks the phase")))
+}
+
+/// The run's verdict from what is on disk now: the plan, the lease holder, HEAD and the index.
+/// `run resume` decides with it under the lock; the session-start scan decides with it
+/// read-only, so both give the same verdict.
+pub fn decide_now(
+    ctx: &Ctx,
+    root: &Path,
+    run: &RunState,
+    repo: HeadAndIndex,
+    sections: Option<Vec<SectionNow>>,
+    here: &Here,
+    allow_staged: bool,
+) -> Result<(RunDecision, LeaseState), CommandError> {
+    // A plan re-touched without a change is as old as when it was recorded: the gap runs from
+    // the older of the two mtimes while the content is the same.
+    let plan = match &run.plan {
+        Some(p) => {
+            plan_now(&plan_path_now(root, &p.path), &run.policy.security_globs)?.map(|mut now| {
+                let recorded = baton_core::time::parse_ts(p.mtime.as_deref());
+                if p.sha256.as_deref() == Some(now.sha256.as_str())
+                    && let Some(recorded) = recorded
+                {
+                    now.mtime = now.mtime.min(recorded);
+                }
+                now
+            })
+        }
+        None => None,
+    };
+    let lease = lease_state_of(run, here, ctx.now);
+    let d = decide_run_resume(&RunFacts {
+        run,
+        head: repo.head,
+        staged: repo.staged,
+        allow_staged,
+        sections,
+        lease: lease.clone(),
+        plan,
+        now: ctx.now,
+    });
+    Ok((d, lease))
 }

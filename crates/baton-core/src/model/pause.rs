@@ -1,0 +1,66 @@
+use jiff::Timestamp;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::time::parse_ts;
+
+/// `.agentic/pause.json`: an explicit pause (`baton pause`). Work the pausing session owned and
+/// last wrote before the pause is classified `pause`, not `crash`, by the next session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PauseMark {
+    #[serde(default = "super::schema_v1")]
+    pub schema_version: u32,
+    pub paused_at: String,
+    /// The session that paused; `None` pauses every session's work.
+    #[serde(default)]
+    pub session_id: Option<String>,
+    #[serde(default)]
+    pub reason: Option<String>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl PauseMark {
+    /// Whether the pause covers work owned by `owner` and last written at `last_write`: the
+    /// pausing session's own work (every session's, for a sessionless pause), written no later
+    /// than the pause. Work written after the pause was resumed since.
+    pub fn covers(&self, owner: Option<&str>, last_write: Option<Timestamp>) -> bool {
+        let Some(paused) = parse_ts(Some(&self.paused_at)) else {
+            return false;
+        };
+        let owned = match (&self.session_id, owner) {
+            (None, _) => true,
+            (Some(mine), Some(owner)) => mine == owner,
+            (Some(_), None) => true,
+        };
+        owned && last_write.is_none_or(|t| t <= paused)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pause_covers_the_pausing_sessions_work_written_before_it() {
+        let mark = PauseMark {
+            schema_version: 1,
+            paused_at: "2026-03-01T12:00:00Z".into(),
+            session_id: Some("A".into()),
+            reason: None,
+            extra: Map::new(),
+        };
+        let before = parse_ts(Some("2026-03-01T11:59:00Z"));
+        let after = parse_ts(Some("2026-03-01T12:01:00Z"));
+        assert!(mark.covers(Some("A"), before));
+        assert!(mark.covers(None, before), "sessionless work");
+        assert!(!mark.covers(Some("B"), before), "another session's work");
+        assert!(!mark.covers(Some("A"), after), "resumed since");
+        let everyone = PauseMark {
+            session_id: None,
+            ..mark
+        };
+        assert!(everyone.covers(Some("B"), before));
+    }
+}

@@ -1,0 +1,330 @@
+//! The resume packet: everything a new session needs to pick up interrupted work, in the five
+//! fields of the continuation protocol (INTENT · CONTEXT · CONSTRAINTS · REFERENCES · EXPECTED
+//! OUTCOME), so the agent acts on it without reading raw state files.
+//!
+//! The Markdown is capped at 10,000 characters (Claude Code's cap on injected context) whatever
+//! the amount of state: the most urgent work first, then `+N more` with the command that lists
+//! everything.
+
+use serde::Serialize;
+
+use crate::decide::Reason;
+use crate::decide::continuation::Class;
+use crate::text::esc;
+
+/// Claude Code's cap on context a hook injects.
+pub const PACKET_CAP: usize = 10_000;
+/// The longest line one item contributes, so one hostile state file cannot crowd out the rest.
+const LINE_CAP: usize = 600;
+
+/// One piece of work the packet talks about.
+#[derive(Debug, Clone, Serialize)]
+pub struct Item {
+    /// `feature`, `loop`, `batch`, `run` or `ledger`.
+    pub kind: &'static str,
+    /// What names it: the feature id, the ticket, the batch or run id, the plan directory.
+    pub key: String,
+    /// Where it stopped: phase, task, step.
+    pub position: String,
+    /// The verdict its own command gives (`offer (automatic)`, `replan`, `derive`, …).
+    pub verdict: String,
+    /// How it was interrupted; `None` for work that is live, owned by this session, or degraded
+    /// so that no class can be trusted.
+    pub class: Option<Class>,
+    /// The evidence: the rules that fired, from its own decision and from the classification.
+    pub reasons: Vec<Reason>,
+    /// What the last checkpoint says.
+    pub checkpoint: Option<String>,
+    /// What happens next.
+    pub next: String,
+    /// The exact baton command that accepts the resume, and the one that declines it.
+    pub accept: Option<String>,
+    pub decline: Option<String>,
+    /// What must hold while resuming (never re-dispatch, hands off, …).
+    pub constraints: Vec<String>,
+    /// Blockers and degraded state.
+    pub blockers: Vec<String>,
+    /// The governing Brief or plan, state files, artifacts.
+    pub references: Vec<String>,
+    /// Lower is more urgent.
+    pub urgency: u8,
+}
+
+/// The packet, in the same content for Markdown and JSON.
+#[derive(Debug, Clone, Serialize)]
+pub struct Packet {
+    pub intent: Vec<String>,
+    pub context: Vec<String>,
+    pub constraints: Vec<String>,
+    pub references: Vec<String>,
+    pub expected_outcome: Vec<String>,
+    /// The items the packet covers, most urgent first.
+    pub items: Vec<Item>,
+    /// Items left out to keep within the cap, and the command that lists them.
+    pub more: usize,
+    pub more_command: Option<String>,
+}
+
+/// Urgency: a human's decision or a degraded state first, then work in an unknown state, then
+/// work ready to resume, then work that waits (paused, or a limit not yet reset).
+pub fn urgency(class: Option<Class>, waiting: bool, degraded: bool) -> u8 {
+    if degraded {
+        return 0;
+    }
+    match class {
+        Some(Class::Timeout) => 1,
+        Some(Class::Crash) => 2,
+        Some(Class::Left) => 3,
+        Some(Class::RateLimit) if !waiting => 4,
+        Some(Class::Pause) => 5,
+        Some(Class::RateLimit) => 6,
+        None => 7,
+    }
+}
+
+fn clip(s: &str) -> String {
+    let s = esc(s);
+    if s.chars().count() <= LINE_CAP {
+        return s.into_owned();
+    }
+    let cut: String = s.chars().take(LINE_CAP - 1).collect();
+    format!("{cut}…")
+}
+
+fn label(item: &Item) -> String {
+    format!("{} {}", item.kind, clip(&item.key))
+}
+
+/// Builds the packet from items in any order: sorted by urgency (then kind and key, so the
+/// output is stable), and as many as fit in `PACKET_CAP` characters of Markdown.
+pub fn build(mut items: Vec<Item>, more_command: &str) -> Packet {
+    items.sort_by(|a, b| (a.urgency, a.kind, &a.key).cmp(&(b.urgency, b.kind, &b.key)));
+    let total = items.len();
+    let fits = |n: usize| {
+        render_markdown(&assemble(&items[..n], total - n, more_command))
+            .chars()
+            .count()
+            <= PACKET_CAP
+    };
+    // Most projects fit whole; otherwise the largest prefix that fits, found by bisection.
+    let n = if fits(total) {
+        total
+    } else {
+        let (mut lo, mut hi) = (0, total);
+        while lo + 1 < hi {
+            let mid = (lo + hi) / 2;
+            if fits(mid) { lo = mid } else { hi = mid }
+        }
+        lo
+    };
+    assemble(&items[..n], total - n, more_command)
+}
+
+fn assemble(items: &[Item], more: usize, more_command: &str) -> Packet {
+    let mut p = Packet {
+        intent: Vec::new(),
+        context: Vec::new(),
+        constraints: Vec::new(),
+        references: Vec::new(),
+        expected_outcome: Vec::new(),
+        items: items.to_vec(),
+        more,
+        more_command: (more > 0).then(|| more_command.to_string()),
+    };
+    if items.is_empty() && more == 0 {
+        p.intent.push(
+            "Nothing was interrupted: no feature, loop, batch, run or ledger waits to be resumed."
+                .into(),
+        );
+        p.context.push(
+            "Every piece of work in the project is finished, live in its own session, or absent."
+                .into(),
+        );
+        p.constraints
+            .push("Start new work the usual way; nothing here needs taking over.".into());
+        p.references
+            .push(format!("`{more_command}` lists everything baton knows of."));
+        p.expected_outcome
+            .push("Carry on with the task at hand.".into());
+        return p;
+    }
+    p.intent.push(
+        "Resume the interrupted work below where it stopped; do not restart it from scratch or redo what is done.".into(),
+    );
+    for item in items {
+        let class = item
+            .class
+            .map_or(String::new(), |c| format!(", {}", c.as_str()));
+        p.intent.push(clip(&format!(
+            "{}: {} — {}{class}",
+            label(item),
+            item.position,
+            item.verdict
+        )));
+        let why: Vec<String> = item
+            .reasons
+            .iter()
+            .map(|r| format!("{} ({})", r.message, r.rule))
+            .collect();
+        let mut line = format!("{}: {}", label(item), why.join("; "));
+        if let Some(checkpoint) = &item.checkpoint {
+            line.push_str(&format!(". Last checkpoint: {checkpoint}"));
+        }
+        p.context.push(clip(&line));
+        for c in &item.constraints {
+            p.constraints.push(clip(&format!("{}: {c}", label(item))));
+        }
+        for b in &item.blockers {
+            p.constraints
+                .push(clip(&format!("{}: BLOCKER: {b}", label(item))));
+        }
+        for r in &item.references {
+            p.references.push(clip(&format!("{}: {r}", label(item))));
+        }
+        let mut outcome = format!("{}: {}", label(item), item.next);
+        if let Some(accept) = &item.accept {
+            outcome.push_str(&format!(". Accept: `{accept}`"));
+        }
+        if let Some(decline) = &item.decline {
+            outcome.push_str(&format!(". Decline: `{decline}`"));
+        }
+        p.expected_outcome.push(clip(&outcome));
+    }
+    if p.constraints.is_empty() {
+        p.constraints.push("Take over only what the accept commands hand you; work owned by a live session stays its own.".into());
+    }
+    if p.references.is_empty() {
+        p.references.push(format!(
+            "`{more_command}` and `baton log <TARGET>` for each item's history."
+        ));
+    }
+    p
+}
+
+/// The packet as Markdown: the five fields as sections, then `+N more`.
+pub fn render_markdown(p: &Packet) -> String {
+    let mut out = String::from("# Resume packet\n");
+    for (title, lines) in [
+        ("INTENT", &p.intent),
+        ("CONTEXT", &p.context),
+        ("CONSTRAINTS", &p.constraints),
+        ("REFERENCES", &p.references),
+        ("EXPECTED OUTCOME", &p.expected_outcome),
+    ] {
+        out.push_str(&format!("\n## {title}\n"));
+        for line in lines {
+            out.push_str(&format!("- {line}\n"));
+        }
+    }
+    if p.more > 0 {
+        out.push_str(&format!(
+            "\n+{} more: `{}` lists them\n",
+            p.more,
+            p.more_command.as_deref().unwrap_or("baton status")
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(kind: &'static str, key: &str, class: Option<Class>) -> Item {
+        Item {
+            kind,
+            key: key.into(),
+            position: "phase qa, iteration 2".into(),
+            verdict: "offer (automatic)".into(),
+            class,
+            reasons: vec![Reason::new(
+                "continue.crash",
+                "it stopped without a clean end",
+            )],
+            checkpoint: Some("iteration 1 passed QA".into()),
+            next: "re-run the gates first".into(),
+            accept: Some(format!("baton resume accept {key}")),
+            decline: Some(format!("baton resume fresh {key}")),
+            constraints: vec!["never re-dispatch a completed agent".into()],
+            blockers: vec![],
+            references: vec!["brief: docs/briefs/x.md".into()],
+            urgency: urgency(class, false, false),
+        }
+    }
+
+    #[test]
+    fn every_field_is_present_and_non_empty_for_each_class() {
+        for class in [
+            Class::Pause,
+            Class::Crash,
+            Class::Timeout,
+            Class::Left,
+            Class::RateLimit,
+        ] {
+            let p = build(vec![item("loop", "PROJ-1", Some(class))], "baton status");
+            for (name, field) in [
+                ("intent", &p.intent),
+                ("context", &p.context),
+                ("constraints", &p.constraints),
+                ("references", &p.references),
+                ("expected_outcome", &p.expected_outcome),
+            ] {
+                assert!(
+                    field.iter().any(|l| !l.trim().is_empty()),
+                    "{class:?}: {name} is empty"
+                );
+            }
+            let md = render_markdown(&p);
+            for title in [
+                "## INTENT",
+                "## CONTEXT",
+                "## CONSTRAINTS",
+                "## REFERENCES",
+                "## EXPECTED OUTCOME",
+            ] {
+                assert!(md.contains(title), "{class:?}: no {title}");
+            }
+            assert!(md.contains(class.as_str()), "{md}");
+            assert!(md.contains("`baton resume accept PROJ-1`"), "{md}");
+        }
+    }
+
+    #[test]
+    fn a_thousand_items_stay_under_the_cap_most_urgent_first() {
+        let mut items: Vec<Item> = (0..1000)
+            .map(|n| item("loop", &format!("PROJ-{n:04}"), Some(Class::Pause)))
+            .collect();
+        items.push(item("run", "0123456789abcdef", Some(Class::Timeout)));
+        let p = build(items, "baton status");
+        let md = render_markdown(&p);
+        assert!(
+            md.chars().count() <= PACKET_CAP,
+            "{} chars",
+            md.chars().count()
+        );
+        assert_eq!(p.items[0].kind, "run", "the timeout comes first");
+        assert!(p.more > 900, "{} left out", p.more);
+        assert_eq!(p.items.len() + p.more, 1001);
+        assert!(
+            md.contains(&format!("+{} more: `baton status`", p.more)),
+            "{md}"
+        );
+    }
+
+    #[test]
+    fn one_huge_item_is_clipped_not_dropped() {
+        let mut big = item("loop", &"X".repeat(50_000), Some(Class::Crash));
+        big.position = "p".repeat(50_000);
+        big.next = "n".repeat(50_000);
+        let p = build(vec![big], "baton status");
+        assert_eq!(p.items.len(), 1);
+        assert!(render_markdown(&p).chars().count() <= PACKET_CAP);
+    }
+
+    #[test]
+    fn nothing_interrupted_still_gives_five_fields() {
+        let p = build(Vec::new(), "baton status");
+        assert_eq!(p.more, 0);
+        assert!(!p.intent.is_empty() && !p.expected_outcome.is_empty());
+    }
+}

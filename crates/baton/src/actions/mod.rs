@@ -1,0 +1,4 @@
+//! Operations several commands (and, later, the hooks) share, between the commands and the core
+//! and store: a command is parse -> action -> print.
+
+pub mod survey;

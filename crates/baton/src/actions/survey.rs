@@ -1,0 +1,770 @@
+//! Gather every piece of work in the project (loops, the batch, runs, ledgers, the feature
+//! pointer), each with the verdict its own command gives and, when nobody is on it, how it was
+//! interrupted: what `baton resume` (no argument), `baton continue` and `baton status` show.
+//!
+//! Read-only apart from the repairs every read does (legacy adoption, orphan temp files, a
+//! pending resume point), and one `git status` for the whole scan, run while the state files
+//! are read.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::commands::ledger::Plan;
+use crate::commands::resume::{not_work, work_committed};
+use crate::commands::run::HolderArgs;
+use crate::commands::ticket_loop::{adopt_legacy, legacy_held};
+use crate::context::Ctx;
+use crate::error::CommandError;
+use crate::output::shell_quote;
+use baton_core::decide::continuation::{Class, Signals, classify};
+use baton_core::decide::lease::LeaseState;
+use baton_core::decide::loop_resume::{
+    Mode, ResumeFacts, claims_engineer_output, decide_loop_resume, is_resumable, resume_after,
+};
+use baton_core::ledger::{Event, parse_ledger, phase_claims};
+use baton_core::model::{BatchState, LoopState, LoopStatus, PauseMark, RunState, run_is_finished};
+use baton_core::packet::{Item, urgency};
+use baton_core::text::{esc, esc_join};
+use baton_core::time::{is_live, parse_ts};
+use baton_store::git::{self, Changes};
+use baton_store::layout::LEGACY_LOOP_FILE;
+use baton_store::{FsStore, StateStore};
+
+/// Who owns a piece of work, and whether they are still on it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Owner {
+    pub session: Option<String>,
+    /// Written within the liveness window (or a lease whose holder is not provably gone).
+    pub live: bool,
+    /// This session.
+    pub mine: bool,
+    /// The last write, or the lease's last heartbeat.
+    pub last_write: Option<String>,
+}
+
+/// One row of the project's work.
+#[derive(Debug, Clone, Serialize)]
+pub struct Work {
+    pub kind: &'static str,
+    pub key: String,
+    pub phase: String,
+    pub status: String,
+    pub owner: Option<Owner>,
+    /// The verdict its own command gives.
+    pub verdict: String,
+    pub class: Option<Class>,
+    pub next: Option<String>,
+    /// Its place in the packet, when it is interrupted or degraded.
+    #[serde(skip)]
+    pub item: Option<Item>,
+}
+
+pub struct Survey {
+    pub work: Vec<Work>,
+    pub notes: Vec<String>,
+    pub pause: Option<PauseMark>,
+}
+
+impl Survey {
+    pub fn items(&self) -> Vec<Item> {
+        self.work.iter().filter_map(|w| w.item.clone()).collect()
+    }
+}
+
+/// Walks the plan directories for ledgers no deeper than this.
+const PLAN_DEPTH: usize = 4;
+
+pub fn survey(ctx: &Ctx) -> Result<Survey, CommandError> {
+    let store = ctx.store()?;
+    let root = store.layout.root.clone();
+    // git status is the slow part on a large tree: it runs while the state files are read.
+    let status = std::thread::spawn({
+        let root = root.clone();
+        move || git::changes(&root)
+    });
+    let mut notes = Vec::new();
+    let exists = store.exists()?;
+    let pause = if exists {
+        match store.read_pause() {
+            Ok(p) => p.map(|l| l.state),
+            Err(e) => {
+                notes.push(format!(
+                    "warning: the pause mark is unreadable: {}",
+                    esc(&e.to_string())
+                ));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let adoption = if exists {
+        adopt_legacy(&store, ctx)?
+    } else {
+        Default::default()
+    };
+    notes.extend(adoption.notes.iter().cloned());
+    let loops = if exists {
+        store.scan_loops()?
+    } else {
+        Vec::new()
+    };
+    let runs = if exists {
+        store.list_runs()?
+    } else {
+        Vec::new()
+    };
+    let batch = if exists { store.read_batch() } else { Ok(None) };
+    let ledgers = find_ledgers(&root);
+    let changes = match status.join() {
+        Ok(Ok(changes)) => Some(changes),
+        Ok(Err(e)) => {
+            notes.push(format!(
+                "warning: git status failed, so the tree is unknown: {}",
+                esc(&e.to_string())
+            ));
+            None
+        }
+        Err(_) => None,
+    };
+    let scan = Scan {
+        ctx,
+        store: &store,
+        changes: changes.as_ref(),
+        pause: pause.as_ref(),
+    };
+    let mut work = Vec::new();
+    for scanned in loops {
+        match scanned.loaded {
+            Ok(l) => work.push(scan.a_loop(&scanned.key, &l.state)),
+            Err(e) => notes.push(format!(
+                "warning: skipped an unreadable loop: {}",
+                esc(&e.to_string())
+            )),
+        }
+    }
+    if let Some((key, held)) = &adoption.held {
+        let d = legacy_held(ctx, &held.state, "live", &shell_quote(&esc(key)));
+        work.push(Work {
+            kind: "loop",
+            key: key.clone(),
+            phase: held.state.position(),
+            status: held.state.status.as_str().into(),
+            owner: Some(loop_owner(ctx, &held.state)),
+            verdict: format!("{} (legacy {LEGACY_LOOP_FILE})", d.verdict),
+            class: None,
+            next: d.next,
+            item: None,
+        });
+    }
+    match batch {
+        Ok(Some(l)) => work.push(scan.the_batch(&l.state)),
+        Ok(None) => {}
+        Err(e) => notes.push(format!(
+            "warning: skipped the unreadable batch: {}",
+            esc(&e.to_string())
+        )),
+    }
+    for (id, loaded) in runs {
+        match loaded {
+            Ok(l) => work.push(scan.a_run(&id, &l.state, &l.path)?),
+            Err(e) => notes.push(format!(
+                "warning: skipped unreadable run {id}: {}",
+                esc(&e.to_string())
+            )),
+        }
+    }
+    for ledger in ledgers {
+        match scan.a_ledger(&ledger) {
+            Ok(Some(w)) => work.push(w),
+            Ok(None) => {}
+            Err(e) => notes.push(format!(
+                "warning: skipped the unreadable ledger {}: {}",
+                ledger.display(),
+                esc(&e.message)
+            )),
+        }
+    }
+    Ok(Survey { work, notes, pause })
+}
+
+struct Scan<'a> {
+    ctx: &'a Ctx,
+    store: &'a FsStore,
+    changes: Option<&'a Changes>,
+    pause: Option<&'a PauseMark>,
+}
+
+fn loop_owner(ctx: &Ctx, state: &LoopState) -> Owner {
+    let last = state.liveness(ctx.now);
+    Owner {
+        session: state.session_id.clone(),
+        live: state.status == LoopStatus::Active && is_live(ctx.now, last),
+        mine: ctx.session().is_some() && state.owner() == ctx.session(),
+        last_write: last.map(baton_core::time::format_ts),
+    }
+}
+
+impl Scan<'_> {
+    fn a_loop(&self, key: &str, state: &LoopState) -> Work {
+        let ctx = self.ctx;
+        let layout = &self.store.layout;
+        let ticket = state.ticket_id.clone().unwrap_or_else(|| key.to_string());
+        let t = shell_quote(&esc(&ticket));
+        let resumable = is_resumable(state, ctx.now);
+        let tree = self.changes.filter(|_| resumable).map(|c| {
+            let excluded = not_work(layout, state);
+            let refs: Vec<&Path> = excluded.iter().map(PathBuf::as_path).collect();
+            c.tree_status(&refs)
+        });
+        // Whether the work was committed matters only when the state says an engineer
+        // returned: asking git for it on every loop would cost a process each.
+        let engineer_returned = state
+            .phase()
+            .is_some_and(|p| claims_engineer_output(p, state.last_phase_action.as_deref()));
+        let committed = (tree.is_some() && engineer_returned)
+            .then(|| work_committed(&layout.root, state))
+            .flatten();
+        let d = decide_loop_resume(&ResumeFacts {
+            ticket_arg: &t,
+            state: Some(state),
+            me: ctx.session(),
+            now: ctx.now,
+            tree_dirty: tree.as_ref().map(|t| t.dirty),
+            checked_out: tree.as_ref().and_then(|t| t.branch.as_deref()),
+            work_committed: committed,
+            others: &[],
+        });
+        let owner = loop_owner(ctx, state);
+        let verdict = match (d.archive, d.mode) {
+            (true, _) => "none (finished)".to_string(),
+            (false, Some(mode)) => format!("{} ({})", d.decision.verdict, mode.as_str()),
+            (false, None) => d.decision.verdict.to_string(),
+        };
+        let mut work = Work {
+            kind: "loop",
+            key: ticket.clone(),
+            phase: state.position(),
+            status: state.status.as_str().into(),
+            owner: Some(owner.clone()),
+            verdict,
+            class: None,
+            next: d.decision.next.clone(),
+            item: None,
+        };
+        if d.decision.verdict != "offer" {
+            return work;
+        }
+        let position = state.position();
+        let reason = (state.status == LoopStatus::Interrupted)
+            .then(|| state.interrupt_reason.as_deref().unwrap_or("unknown"));
+        let returned = state
+            .last_phase_action
+            .as_deref()
+            .is_some_and(|a| a.ends_with("returned"));
+        let gates = format!(
+            "`baton resume {t}` checks the tree and branch; re-run the phase's QA before trusting its output"
+        );
+        let c = classify(
+            &Signals {
+                interrupt_reason: reason,
+                pause_mark: self
+                    .pause
+                    .is_some_and(|p| p.covers(state.owner(), state.liveness(ctx.now))),
+                tree_clean: tree.as_ref().map(|t| !t.dirty),
+                checkpointed: d.mode == Some(Mode::Automatic),
+                returned_unprocessed: returned,
+                resume_after: resume_after(state),
+                gates: Some(&gates),
+                resume_from: &format!("{} at {position}", t),
+                ..Signals::default()
+            },
+            ctx.now,
+        );
+        let (accept, decline) = match d.mode {
+            Some(Mode::Never) | None => (None, Some(format!("baton resume fresh {t}"))),
+            Some(Mode::Confirm) => (
+                Some(format!("baton resume accept {t} --commit")),
+                Some(format!("baton resume accept {t} --discard")),
+            ),
+            Some(_) => (
+                Some(format!("baton resume accept {t}")),
+                Some(format!("baton resume fresh {t}")),
+            ),
+        };
+        let mut blockers = Vec::new();
+        if d.mode == Some(Mode::Never) {
+            blockers.push(format!(
+                "no rule covers this state: a human decides ({})",
+                d.decision.next.as_deref().unwrap_or("see `baton resume`")
+            ));
+        }
+        let mut constraints = vec![format!(
+            "take the loop over only with the accept command: it fences the previous owner (epoch {})",
+            state.owner_epoch
+        )];
+        if state.open_findings() > 0 {
+            constraints.push(format!(
+                "{} findings are open; the loop ends only when they are addressed",
+                state.open_findings()
+            ));
+        }
+        let mut references = vec![
+            format!("state: {}", layout.loop_file(key).display()),
+            format!("history: `baton log {t}`"),
+        ];
+        if let Some(brief) = &state.brief_path {
+            references.insert(0, format!("governing Brief: {}", esc(brief)));
+        }
+        if let Some(plan) = &state.plan_path {
+            references.insert(0, format!("plan: {}", esc(plan)));
+        }
+        let mut reasons = d.decision.reasons.clone();
+        reasons.extend(c.reasons.iter().cloned());
+        let degraded = !blockers.is_empty();
+        work.class = Some(c.class);
+        work.item = Some(Item {
+            kind: "loop",
+            key: ticket,
+            position,
+            verdict: work.verdict.clone(),
+            class: Some(c.class),
+            reasons,
+            checkpoint: state
+                .loop_state
+                .last_engineer_summary
+                .as_deref()
+                .map(|s| esc(s).into_owned())
+                .or_else(|| Some(format!("last write: {}", state.breadcrumb()))),
+            next: c.next.clone(),
+            accept,
+            decline,
+            constraints,
+            blockers,
+            references,
+            urgency: urgency(Some(c.class), c.waiting, degraded),
+        });
+        work.next = Some(c.next);
+        work
+    }
+
+    fn the_batch(&self, state: &BatchState) -> Work {
+        let ctx = self.ctx;
+        let last = state.liveness(ctx.now);
+        let mine = ctx.session().is_some() && state.owner() == ctx.session();
+        let live = state.is_active() && is_live(ctx.now, last);
+        let next = crate::commands::batch::next_step(state);
+        let mut work = Work {
+            kind: "batch",
+            key: state.batch_id.clone(),
+            phase: state.next_ticket().map_or_else(
+                || "no ticket left".into(),
+                |t| format!("next ticket {}", esc(&t.ticket_id)),
+            ),
+            status: state.status.clone(),
+            owner: Some(Owner {
+                session: state.session_id.clone(),
+                live,
+                mine,
+                last_write: last.map(baton_core::time::format_ts),
+            }),
+            verdict: String::new(),
+            class: None,
+            next: next.clone(),
+            item: None,
+        };
+        work.verdict = if state.is_finished() {
+            "none (finished)".into()
+        } else if live && mine {
+            "own".into()
+        } else if live {
+            "live".into()
+        } else {
+            "offer".into()
+        };
+        if work.verdict != "offer" {
+            return work;
+        }
+        let why = state
+            .extra
+            .get("pause_reason")
+            .or_else(|| state.extra.get("interrupt_reason"))
+            .and_then(|v| v.as_str())
+            .unwrap_or("");
+        let reason = match state.status.as_str() {
+            "interrupted" if why.contains("rate") => Some("rate_limit"),
+            "interrupted" => Some("unknown"),
+            "paused" => Some("pause"),
+            _ => None,
+        };
+        let from = work.phase.clone();
+        let c = classify(
+            &Signals {
+                interrupt_reason: reason,
+                pause_mark: self.pause.is_some_and(|p| p.covers(state.owner(), last)),
+                tree_clean: self.tree_clean(),
+                checkpointed: true,
+                gates: Some("each ticket's own `baton resume <TICKET>` re-checks its loop"),
+                resume_from: &from,
+                ..Signals::default()
+            },
+            ctx.now,
+        );
+        let mut blockers = Vec::new();
+        if state.status == "stalled" {
+            blockers.push("the batch stalled: a human decides".into());
+        }
+        let blocked = esc_join(state.blocked().map(|t| t.ticket_id.as_str()));
+        if state.blocked().next().is_some() {
+            blockers.push(format!("blocked tickets: {blocked}"));
+        }
+        work.class = Some(c.class);
+        work.item = Some(Item {
+            kind: "batch",
+            key: state.batch_id.clone(),
+            position: from,
+            verdict: work.verdict.clone(),
+            class: Some(c.class),
+            reasons: c.reasons.clone(),
+            checkpoint: Some(format!(
+                "{} of {} tickets complete",
+                state
+                    .tickets
+                    .iter()
+                    .filter(|t| t.status == "complete")
+                    .count(),
+                state.tickets.len()
+            )),
+            next: format!("{}; then {}", c.next, next.unwrap_or_default()),
+            accept: Some("baton batch resume".into()),
+            decline: Some("baton batch finish --status stalled".into()),
+            constraints: vec![
+                "the batch picks the ticket; each ticket's own `baton resume` picks its phase"
+                    .into(),
+            ],
+            blockers,
+            references: vec![
+                format!("state: {}", self.store.layout.batch_file().display()),
+                "history: `baton log batch`".into(),
+            ],
+            urgency: urgency(Some(c.class), c.waiting, state.status == "stalled"),
+        });
+        work.next = Some(c.next);
+        work
+    }
+
+    /// Whether the tree is clean outside baton's own state directory; `None` when git could
+    /// not say.
+    fn tree_clean(&self) -> Option<bool> {
+        let state = self.store.layout.state_dir_in_tree();
+        let excluded: Vec<&Path> = state.as_deref().into_iter().collect();
+        self.changes.map(|c| !c.dirty_excluding(&excluded))
+    }
+
+    fn a_run(&self, id: &str, run: &RunState, path: &Path) -> Result<Work, CommandError> {
+        let ctx = self.ctx;
+        let root = &self.store.layout.root;
+        let mut work = Work {
+            kind: "run",
+            key: id.to_string(),
+            phase: run.completed_agents.last().map_or_else(
+                || "no agent completed".into(),
+                |c| format!("after {}", esc(&c.name)),
+            ),
+            status: run.status.clone(),
+            owner: None,
+            verdict: "none (finished)".into(),
+            class: None,
+            next: None,
+            item: None,
+        };
+        if run_is_finished(&run.status) {
+            return Ok(work);
+        }
+        let (here, _) = crate::commands::run::here(ctx, &HolderArgs::default(), false)?;
+        let sections = match &run.alignment {
+            Some(a) => Some(crate::commands::run::facts::sections_now(root, &a.path)?),
+            None => None,
+        };
+        let mut repo = self
+            .changes
+            .map(Changes::head_and_index)
+            .unwrap_or_default();
+        if let Some(state_dir) = self.store.layout.state_dir_in_tree() {
+            repo.staged
+                .retain(|p| !Path::new(p).starts_with(&state_dir));
+        }
+        let (d, lease) =
+            crate::commands::run::resume::decide_now(ctx, root, run, repo, sections, &here, false)?;
+        let beat = run.lease.as_ref().map(|l| l.heartbeat_at.clone());
+        let holder = run.lease.as_ref().and_then(|l| l.session.clone());
+        work.owner = Some(Owner {
+            session: holder.clone(),
+            live: matches!(lease, LeaseState::Live(_) | LeaseState::Mine),
+            mine: lease == LeaseState::Mine,
+            last_write: beat.clone().or_else(|| run.updated_at.clone()),
+        });
+        work.verdict = d.decision.verdict.into();
+        work.next = d.decision.next.clone();
+        match lease {
+            LeaseState::Live(_) => {
+                work.verdict = format!("live ({})", d.decision.verdict);
+                return Ok(work);
+            }
+            LeaseState::Mine => return Ok(work),
+            LeaseState::Free | LeaseState::Stale(_) => {}
+        }
+        let next_step = d
+            .restore
+            .next_step
+            .clone()
+            .unwrap_or_else(|| "the next agent".into());
+        let last_write = parse_ts(beat.as_deref().or(run.updated_at.as_deref()));
+        let gates =
+            format!("`baton run resume {id}` re-runs the HEAD, staging, alignment and lock checks");
+        let c = classify(
+            &Signals {
+                interrupt_reason: run.extra.get("interrupt_reason").and_then(|v| v.as_str()),
+                pause_mark: self
+                    .pause
+                    .is_some_and(|p| p.covers(holder.as_deref(), last_write)),
+                tree_clean: self.tree_clean(),
+                checkpointed: true,
+                gates: Some(&gates),
+                resume_from: &esc(&next_step),
+                ..Signals::default()
+            },
+            ctx.now,
+        );
+        let mut blockers = Vec::new();
+        if matches!(d.decision.verdict, "blocked" | "confirm") {
+            blockers.push(
+                d.decision
+                    .next
+                    .clone()
+                    .unwrap_or_else(|| d.decision.verdict.into()),
+            );
+        }
+        let mut references = vec![
+            format!("state: {}", path.display()),
+            format!("history: `baton log {id}`"),
+        ];
+        if let Some(plan) = &run.plan {
+            references.insert(0, format!("plan: {}", esc(&plan.path)));
+        }
+        let mut reasons = d.decision.reasons.clone();
+        reasons.extend(c.reasons.iter().cloned());
+        work.class = Some(c.class);
+        work.item = Some(Item {
+            kind: "run",
+            key: id.to_string(),
+            position: work.phase.clone(),
+            verdict: work.verdict.clone(),
+            class: Some(c.class),
+            reasons,
+            checkpoint: d
+                .restore
+                .last
+                .as_deref()
+                .map(|l| format!("last completed: {}", esc(l))),
+            next: format!(
+                "{}; the run's own verdict: {}",
+                c.next,
+                d.decision.next.clone().unwrap_or_default()
+            ),
+            accept: Some(format!("baton run resume {id}")),
+            decline: Some(format!("baton run finish {id} --status abandoned")),
+            constraints: vec![format!(
+                "never re-dispatch a completed agent: {}",
+                if d.restore.completed_agents.is_empty() {
+                    "none yet".into()
+                } else {
+                    esc_join(d.restore.completed_agents.iter().map(String::as_str))
+                }
+            )],
+            urgency: urgency(Some(c.class), c.waiting, !blockers.is_empty()),
+            blockers,
+            references,
+        });
+        work.next = Some(c.next);
+        Ok(work)
+    }
+
+    fn a_ledger(&self, path: &Path) -> Result<Option<Work>, CommandError> {
+        let ctx = self.ctx;
+        let root = &self.store.layout.root;
+        let Some(text) = baton_store::ledger::read(path)? else {
+            return Ok(None);
+        };
+        let dir = path.parent().unwrap_or(root).to_path_buf();
+        let rel = dir.strip_prefix(root).unwrap_or(&dir).display().to_string();
+        let plan = Plan {
+            root: root.clone(),
+            rel: rel.clone(),
+            dir,
+            ledger: path.to_path_buf(),
+        };
+        let ledger = parse_ledger(&text);
+        let claims = phase_claims(&ledger);
+        let declared = crate::commands::ledger::derive::declared_phases(&plan)?;
+        let claimed_complete = |p: &str| {
+            claims
+                .iter()
+                .any(|(phase, complete, _)| phase == p && complete.is_some())
+        };
+        let mut phases: Vec<String> = declared.clone();
+        for (phase, _, _) in &claims {
+            if !phases.contains(phase) {
+                phases.push(phase.clone());
+            }
+        }
+        let open = phases.iter().find(|p| !claimed_complete(p)).cloned();
+        let last_at = ledger
+            .events
+            .iter()
+            .rev()
+            .find_map(|(_, line)| parse_ts(line.at.as_deref()));
+        let shown = shell_quote(&esc(&rel));
+        let mut work = Work {
+            kind: "ledger",
+            key: rel.clone(),
+            phase: open.as_deref().map_or_else(
+                || "every phase claimed complete".into(),
+                |p| format!("phase {}", esc(p)),
+            ),
+            status: open
+                .as_deref()
+                .and_then(|p| claims.iter().find(|(phase, _, _)| phase == p))
+                .map_or_else(
+                    || {
+                        if open.is_some() {
+                            "not started".into()
+                        } else {
+                            "complete".into()
+                        }
+                    },
+                    |(_, _, status)| status.clone(),
+                ),
+            owner: Some(Owner {
+                session: None,
+                live: is_live(ctx.now, last_at),
+                mine: false,
+                last_write: last_at.map(baton_core::time::format_ts),
+            }),
+            verdict: "none (finished)".into(),
+            class: None,
+            next: None,
+            item: None,
+        };
+        let Some(open) = open else {
+            return Ok(Some(work));
+        };
+        let started = claims.iter().any(|(p, _, _)| *p == open);
+        if claims.is_empty() {
+            work.verdict = "none (not started)".into();
+            work.next = Some(format!(
+                "`baton ledger start {shown} --phase {open}` when the work begins"
+            ));
+            return Ok(Some(work));
+        }
+        let derive = format!("baton ledger derive {shown} --append");
+        work.next = Some(format!(
+            "`{derive}` re-runs the gates and appends where to resume"
+        ));
+        if is_live(ctx.now, last_at) {
+            work.verdict = "live".into();
+            return Ok(Some(work));
+        }
+        work.verdict = "derive".into();
+        let last_status = claims
+            .iter()
+            .find(|(p, _, _)| *p == open)
+            .map(|(_, _, s)| s.as_str())
+            .unwrap_or("");
+        let died = ledger
+            .events
+            .iter()
+            .last()
+            .is_some_and(|(_, l)| matches!(l.event, Event::AgentDied { .. }));
+        let gates = format!(
+            "`baton ledger derive {shown}` re-runs the declared gates of every phase claimed complete"
+        );
+        let from = format!("phase {}", esc(&open));
+        let c = classify(
+            &Signals {
+                interrupt_reason: died.then_some("agent_died"),
+                pause_mark: self.pause.is_some_and(|p| p.covers(None, last_at)),
+                tree_clean: self.tree_clean(),
+                checkpointed: !started,
+                gates: Some(&gates),
+                resume_from: &from,
+                ..Signals::default()
+            },
+            ctx.now,
+        );
+        let mut blockers = Vec::new();
+        if last_status == "BLOCKED" {
+            blockers.push(format!("phase {} is BLOCKED in the ledger", esc(&open)));
+        }
+        let confirmed: Vec<&str> = phases
+            .iter()
+            .filter(|p| claimed_complete(p))
+            .map(String::as_str)
+            .collect();
+        work.class = Some(c.class);
+        work.item = Some(Item {
+            kind: "ledger",
+            key: rel.clone(),
+            position: from,
+            verdict: "derive".into(),
+            class: Some(c.class),
+            reasons: c.reasons.clone(),
+            checkpoint: Some(if confirmed.is_empty() {
+                "no phase claimed complete".into()
+            } else {
+                format!(
+                    "phases claimed complete: {}",
+                    esc_join(confirmed.iter().copied())
+                )
+            }),
+            next: c.next.clone(),
+            accept: Some(derive),
+            decline: None,
+            constraints: vec![
+                "nothing the derive confirms is redone; the ledger is append-only".into(),
+            ],
+            urgency: urgency(Some(c.class), c.waiting, !blockers.is_empty()),
+            blockers,
+            references: vec![
+                format!("plan: {}/plan.md and its phase files", esc(&rel)),
+                format!("ledger: {}", path.display()),
+            ],
+        });
+        work.next = Some(c.next);
+        Ok(Some(work))
+    }
+}
+
+/// `plans/**/STATE.md`, in path order, through real directories only.
+fn find_ledgers(root: &Path) -> Vec<PathBuf> {
+    fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() && depth < PLAN_DEPTH {
+                walk(&entry.path(), depth + 1, out);
+            } else if kind.is_file() && entry.file_name() == "STATE.md" {
+                out.push(entry.path());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&root.join("plans"), 0, &mut out);
+    out.sort();
+    out
+}

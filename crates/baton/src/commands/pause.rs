@@ -1,0 +1,80 @@
+//! `baton pause`: the explicit pause mark of the continuation protocol.
+
+use clap::Args;
+use serde_json::json;
+
+use crate::context::Ctx;
+use crate::error::CommandError;
+use crate::output::Report;
+use baton_core::model::{PauseMark, SCHEMA_VERSION};
+use baton_core::text::esc_or;
+use baton_core::time::format_ts;
+use baton_store::{LockScope, StateStore, git};
+
+/// Mark this session's work paused on purpose, so the next session resumes it from the next
+/// step instead of treating it as a crash.
+///
+/// The mark (`.agentic/pause.json`) covers what this session (every session, without a
+/// session id) last wrote before the pause: its loops, batch, runs and ledgers, and the
+/// feature. Anything written after the pause was resumed since, and is judged on its own.
+/// Pause at a checkpoint with a clean tree: a pause over uncommitted changes is reported as
+/// unclean by the next session.
+#[derive(Debug, Args)]
+pub struct PauseArgs {
+    /// Why the work is paused; shown to the next session.
+    #[arg(long, value_name = "TEXT")]
+    reason: Option<String>,
+    /// Remove the pause mark instead.
+    #[arg(long, conflicts_with = "reason")]
+    clear: bool,
+}
+
+pub fn cmd_pause(ctx: &Ctx, args: PauseArgs) -> Result<Report, CommandError> {
+    let store = ctx.store()?;
+    if args.clear {
+        if !store.exists()? {
+            return Ok(Report::ok(json!({ "cleared": false }), "no pause mark"));
+        }
+        let _guard = store.lock(LockScope::Feature)?;
+        let had = store.read_pause().ok().flatten().is_some()
+            || store.layout.pause_file().symlink_metadata().is_ok();
+        store.remove_pause()?;
+        let text = if had {
+            "pause mark removed"
+        } else {
+            "no pause mark"
+        };
+        return Ok(Report::ok(json!({ "cleared": had }), text));
+    }
+    let mark = PauseMark {
+        schema_version: SCHEMA_VERSION,
+        paused_at: format_ts(ctx.now),
+        session_id: ctx.session.clone(),
+        reason: args.reason.clone(),
+        extra: Default::default(),
+    };
+    // Asked before the lock: git status can start a user's fsmonitor hook.
+    let excluded: Vec<std::path::PathBuf> = store.layout.state_dir_in_tree().into_iter().collect();
+    let refs: Vec<&std::path::Path> = excluded.iter().map(|p| p.as_path()).collect();
+    let dirty = git::tree_dirty(&store.layout.root, &refs)?;
+    let guard = store.lock(LockScope::Feature)?;
+    if let Some(old) = store.read_pause()? {
+        old.writable()?;
+    }
+    store.write_pause(&mark)?;
+    drop(guard);
+    let who = esc_or(ctx.session(), "every session (no session id)");
+    let mut report = Report::ok(
+        json!({ "pause": mark, "path": store.layout.pause_file().display().to_string(), "tree_dirty": dirty }),
+        format!(
+            "paused at {} for {who}\nnext: the next session's `baton resume` offers this work as paused",
+            mark.paused_at
+        ),
+    );
+    if dirty {
+        report = report.warn(
+            "the tree has uncommitted changes: the next session will see an unclean pause; commit or checkpoint, then pause again",
+        );
+    }
+    Ok(report)
+}

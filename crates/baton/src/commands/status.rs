@@ -1,0 +1,157 @@
+//! `baton status`: one table of every piece of work in the project.
+
+use std::io::IsTerminal;
+
+use clap::Args;
+use serde_json::json;
+
+use crate::actions::survey::{Owner, Work, survey};
+use crate::context::Ctx;
+use crate::error::CommandError;
+use crate::output::Report;
+use baton_core::text::esc;
+use baton_core::time::{age, human_age, parse_ts};
+
+/// Show every feature, loop, batch, run and ledger in the project: kind, key, phase, status,
+/// owner (live or stale, with the age of its last write), the verdict its own command gives,
+/// and the next step.
+///
+/// Interrupted work also shows how it was interrupted (pause, crash, timeout, left,
+/// rate_limit). The table fits 80 columns; long values are shortened with `…` (the JSON keeps
+/// them whole). Colour only on a terminal, never with `NO_COLOR` set.
+#[derive(Debug, Args)]
+pub struct StatusArgs {}
+
+/// The width the table keeps to.
+const WIDTH: usize = 80;
+
+pub fn cmd_status(ctx: &Ctx, _args: StatusArgs) -> Result<Report, CommandError> {
+    let s = survey(ctx)?;
+    let colour = std::io::stdout().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let mut text = String::new();
+    if s.work.is_empty() {
+        text.push_str("nothing in this project: no feature, loop, batch, run or ledger\n");
+    } else {
+        text.push_str(&format!(
+            "{:<7} {:<16} {:<11} {:<14} {:<10} {}\n",
+            "KIND", "KEY", "STATUS", "OWNER", "CLASS", "VERDICT"
+        ));
+    }
+    let mut work: Vec<&Work> = s.work.iter().collect();
+    // Interrupted work first (most urgent first), then live, then finished.
+    work.sort_by_key(|w| {
+        (
+            w.item.as_ref().map_or(u8::MAX, |i| i.urgency),
+            w.verdict.starts_with("none"),
+        )
+    });
+    for w in &work {
+        text.push_str(&row(ctx, w, colour));
+    }
+    let rows: Vec<_> = s.work.iter().map(|w| json!(w)).collect();
+    let mut report = Report::ok(json!({ "work": rows, "pause": s.pause }), text);
+    for note in &s.notes {
+        report = report.warn(note.trim_start_matches("warning: ").to_string());
+    }
+    Ok(report)
+}
+
+fn row(ctx: &Ctx, w: &Work, colour: bool) -> String {
+    let class = w.class.map_or("-", |c| c.as_str());
+    let verdict = fit(&w.verdict, WIDTH - 63);
+    let painted = if colour {
+        let code = match () {
+            _ if w.item.is_some() => "33",
+            _ if w.verdict.starts_with("none") => "2",
+            _ => "32",
+        };
+        format!("\x1b[{code}m{verdict}\x1b[0m")
+    } else {
+        verdict
+    };
+    let mut out = format!(
+        "{:<7} {:<16} {:<11} {:<14} {class:<10} {painted}\n",
+        w.kind,
+        fit(&esc(&w.key), 16),
+        fit(&w.status, 11),
+        fit(&owner(ctx, w.owner.as_ref()), 14),
+    );
+    out.push_str(&wrap(&format!("phase: {}", w.phase), "  "));
+    if let Some(next) = &w.next {
+        out.push_str(&wrap(&format!("next: {next}"), "  "));
+    }
+    out
+}
+
+/// `A live 2m`, `B stale 3h`, `- stale 1d`, or `-`.
+fn owner(ctx: &Ctx, owner: Option<&Owner>) -> String {
+    let Some(o) = owner else {
+        return "-".into();
+    };
+    let who = o
+        .session
+        .as_deref()
+        .map_or_else(|| "-".to_string(), |s| esc(s).into_owned());
+    let who = if o.mine { format!("{who} (me)") } else { who };
+    let state = if o.live { "live" } else { "stale" };
+    match parse_ts(o.last_write.as_deref()) {
+        Some(t) => format!("{who} {state} {}", human_age(age(ctx.now, t))),
+        None => format!("{who} {state}"),
+    }
+}
+
+/// At most `width` characters, the last one `…` when cut.
+fn fit(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        return s.to_string();
+    }
+    let cut: String = s.chars().take(width.saturating_sub(1)).collect();
+    format!("{cut}…")
+}
+
+/// Word-wraps `s` to the table's width, each line indented; nothing is cut.
+fn wrap(s: &str, indent: &str) -> String {
+    let room = WIDTH - indent.len();
+    let mut out = String::new();
+    let mut line = String::new();
+    for word in s.split(' ') {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > room {
+            out.push_str(&format!("{indent}{line}\n"));
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        // A single word longer than the room (a path) gets lines of its own, split by chars.
+        let mut word = word.to_string();
+        while word.chars().count() > room {
+            if !line.is_empty() {
+                out.push_str(&format!("{indent}{line}\n"));
+                line.clear();
+            }
+            let head: String = word.chars().take(room).collect();
+            out.push_str(&format!("{indent}{head}\n"));
+            word = word.chars().skip(room).collect();
+        }
+        line.push_str(&word);
+    }
+    if !line.is_empty() {
+        out.push_str(&format!("{indent}{line}\n"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrap_keeps_every_word_and_every_line_within_the_width() {
+        let text = format!("next: {} {}", "word ".repeat(40), "x".repeat(200));
+        let out = wrap(&text, "  ");
+        assert!(out.lines().all(|l| l.chars().count() <= WIDTH), "{out}");
+        let back: String = out.lines().map(str::trim).collect::<Vec<_>>().join(" ");
+        assert_eq!(back.replace(' ', ""), text.replace(' ', ""));
+    }
+}
