@@ -1,0 +1,369 @@
+//! Session continuation across every kind of work: `baton resume` with no argument, its packet,
+//! `baton status` and `baton pause`.
+
+use serde_json::{Value, json};
+
+use crate::common::{TestEnv, at};
+
+/// The rows of `baton --json resume`, by kind and key.
+fn rows(out: &Value) -> Vec<(String, String)> {
+    out["work"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| {
+            (
+                w["kind"].as_str().unwrap().to_string(),
+                w["key"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn row<'a>(out: &'a Value, kind: &str, key: &str) -> &'a Value {
+    out["work"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["kind"] == kind && w["key"] == key)
+        .unwrap_or_else(|| panic!("no {kind} {key} in {out}"))
+}
+
+/// A plan with two declared phases and a ledger whose phase 1 was started at `minute`.
+fn ledger(env: &TestEnv, plan: &str, session: &str, minute: i64) {
+    env.write(&format!("{plan}/phase-1.md"), "# Phase 1\n");
+    env.write(&format!("{plan}/phase-2.md"), "# Phase 2\n");
+    env.baton(session, minute, &["ledger", "init", plan])
+        .assert_code(0);
+    env.baton(session, minute, &["ledger", "start", plan, "--phase", "1"])
+        .assert_code(0);
+}
+
+#[test]
+fn resume_without_a_ticket_names_each_piece_of_work_once_with_its_own_commands_verdict() {
+    let env = TestEnv::new();
+    // Session A: a loop stopped by a rate limit, a loop that went silent, a batch, a run and a
+    // ledger; everything is an hour old when session B starts.
+    env.baton("A", 0, &["loop", "init", "PROJ-1"])
+        .assert_code(0);
+    env.baton(
+        "A",
+        0,
+        &[
+            "loop",
+            "set",
+            "PROJ-1",
+            "--phase",
+            "qa",
+            "--action",
+            "spawned",
+            "--iteration",
+            "2",
+        ],
+    )
+    .assert_code(0);
+    env.baton(
+        "A",
+        0,
+        &["loop", "interrupt", "PROJ-1", "--reason", "rate_limit"],
+    )
+    .assert_code(0);
+    env.baton("A", 0, &["loop", "init", "PROJ-2"])
+        .assert_code(0);
+    env.baton("A", 0, &["batch", "start", "PROJ-3", "PROJ-4"])
+        .assert_code(0);
+    let run_id = env.baton("A", 0, &["run", "new", "--feature", "export retries"]);
+    let run_id = run_id.stdout.lines().next().unwrap().to_string();
+    ledger(&env, "plans/auth", "A", 0);
+    env.git(&["add", "-A"]);
+    env.git(&["commit", "--quiet", "-m", "plans"]);
+
+    let out = env.baton("B", 60, &["--json", "resume"]);
+    out.assert_code(0);
+    let all = out.json();
+    let mut names = rows(&all);
+    names.sort();
+    let mut expected: Vec<(String, String)> = [
+        (
+            "batch",
+            all["work"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|w| w["kind"] == "batch")
+                .unwrap()["key"]
+                .as_str()
+                .unwrap(),
+        ),
+        ("ledger", "plans/auth"),
+        ("loop", "PROJ-1"),
+        ("loop", "PROJ-2"),
+        ("run", run_id.as_str()),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    expected.sort();
+    assert_eq!(names, expected, "each piece of work once");
+    assert_eq!(all["verdict"], "resume");
+
+    // Each verdict is the one its own command gives.
+    for ticket in ["PROJ-1", "PROJ-2"] {
+        let own = env.baton("B", 60, &["--json", "resume", ticket]).json();
+        let want = format!(
+            "{} ({})",
+            own["verdict"].as_str().unwrap(),
+            own["mode"].as_str().unwrap()
+        );
+        assert_eq!(
+            row(&all, "loop", ticket)["verdict"],
+            json!(want),
+            "{ticket}"
+        );
+    }
+    assert_eq!(row(&all, "loop", "PROJ-1")["class"], "rate_limit");
+    assert_eq!(row(&all, "loop", "PROJ-2")["class"], "crash");
+    assert_eq!(row(&all, "ledger", "plans/auth")["verdict"], "derive");
+    assert_eq!(row(&all, "ledger", "plans/auth")["phase"], "phase 1");
+    // The run's own command is checked last: it takes the run lock when it proceeds.
+    let own = env
+        .baton("B", 60, &["--json", "run", "resume", &run_id])
+        .json();
+    assert_eq!(row(&all, "run", &run_id)["verdict"], own["verdict"]);
+
+    // One packet names every interrupted piece of work with the command that accepts it.
+    let md = all["packet_markdown"].as_str().unwrap();
+    for needle in [
+        "`baton resume accept PROJ-1`",
+        "`baton resume accept PROJ-2`",
+        "`baton batch resume`",
+        &format!("`baton run resume {run_id}`"),
+        "`baton ledger derive plans/auth --append`",
+    ] {
+        assert!(md.contains(needle), "{needle} missing from\n{md}");
+    }
+    // The text says the same, one line per piece of work, then the packet.
+    let text = env.baton("B", 60, &["resume"]);
+    assert!(
+        text.stdout
+            .contains("loop PROJ-1: offer (respawn) · rate_limit"),
+        "{}",
+        text.stdout
+    );
+    assert!(text.stdout.contains("# Resume packet"), "{}", text.stdout);
+}
+
+#[test]
+fn resume_without_a_ticket_on_an_empty_project_says_so_and_creates_nothing() {
+    let env = TestEnv::new();
+    let out = env.baton("A", 0, &["--json", "resume"]);
+    out.assert_code(0);
+    assert_eq!(out.json()["verdict"], "none");
+    assert!(out.json()["packet"]["items"].as_array().unwrap().is_empty());
+    assert!(!env.state_dir().exists());
+}
+
+#[test]
+fn the_packet_stays_under_ten_thousand_characters_with_a_thousand_loops_most_urgent_first() {
+    let env = TestEnv::new();
+    // 1,000 loops session A paused, 50 runs, 20 ledgers; one loop written after the pause
+    // (so not covered by it: a crash, more urgent than any pause).
+    for n in 0..1000 {
+        let key = format!("PROJ-{n:04}");
+        env.write_json(
+            &env.loop_file(&key),
+            &json!({
+                "schema_version": 1, "session_id": "A", "ticket_id": key, "loop_key": key,
+                "status": "active", "last_phase": "qa", "last_phase_action": "spawned",
+                "loop_state": {"phase": "qa", "iteration": 1, "max_iterations": 3},
+                "last_updated": at(0), "owner_epoch": 1
+            }),
+        );
+    }
+    env.write_json(
+        &env.loop_file("ZZZ-LATE"),
+        &json!({
+            "schema_version": 1, "session_id": "A", "ticket_id": "ZZZ-LATE", "loop_key": "ZZZ-LATE",
+            "status": "active", "last_phase": "skeptic", "last_phase_action": "spawned",
+            "loop_state": {"phase": "skeptic", "iteration": 1, "max_iterations": 3},
+            "last_updated": at(10), "owner_epoch": 1
+        }),
+    );
+    for n in 0..50 {
+        env.baton(
+            "A",
+            0,
+            &["run", "new", "--feature", &format!("feature {n}")],
+        )
+        .assert_code(0);
+    }
+    for n in 0..20 {
+        env.write(
+            &format!("plans/p{n:02}/STATE.md"),
+            &format!(
+                "# run-state — plan: plans/p{n:02}\nphase 1: started (base abc1234) @ {}\n",
+                at(0)
+            ),
+        );
+    }
+    env.baton("A", 5, &["pause", "--reason", "end of day"])
+        .assert_code(0);
+    let out = env.baton("B", 120, &["--json", "resume"]);
+    out.assert_code(0);
+    let all = out.json();
+    let md = all["packet_markdown"].as_str().unwrap();
+    assert!(
+        md.chars().count() <= 10_000,
+        "{} characters",
+        md.chars().count()
+    );
+    let packet = &all["packet"];
+    let items = packet["items"].as_array().unwrap();
+    // Most urgent first: the crash, then the paused work.
+    let urgency: Vec<u64> = items
+        .iter()
+        .map(|i| i["urgency"].as_u64().unwrap())
+        .collect();
+    assert!(urgency.is_sorted(), "{urgency:?}");
+    let late = items
+        .iter()
+        .position(|i| i["key"] == "ZZZ-LATE")
+        .expect("the crash is in");
+    assert_eq!(items[late]["class"], "crash");
+    let first_pause = items
+        .iter()
+        .position(|i| i["class"] == "pause")
+        .expect("a pause is in");
+    assert!(late < first_pause, "the crash before the paused work");
+    let more = packet["more"].as_u64().unwrap();
+    assert_eq!(items.len() as u64 + more, 1000 + 1 + 50 + 20);
+    assert!(
+        md.contains(&format!("+{more} more: `baton status` lists them")),
+        "{md}"
+    );
+    for title in [
+        "## INTENT",
+        "## CONTEXT",
+        "## CONSTRAINTS",
+        "## REFERENCES",
+        "## EXPECTED OUTCOME",
+    ] {
+        assert!(md.contains(title), "{title}");
+    }
+}
+
+#[test]
+fn a_pause_covers_what_the_pausing_session_wrote_before_it_and_nothing_after() {
+    let env = TestEnv::new();
+    env.baton("A", 0, &["loop", "init", "PROJ-1"])
+        .assert_code(0);
+    env.baton("A", 0, &["loop", "init", "PROJ-2"])
+        .assert_code(0);
+    env.baton("A", 1, &["pause", "--reason", "lunch"])
+        .assert_code(0);
+    // Written after the pause: resumed since, then abandoned.
+    env.baton(
+        "A",
+        2,
+        &[
+            "loop", "set", "PROJ-2", "--phase", "skeptic", "--action", "spawned",
+        ],
+    )
+    .assert_code(0);
+    let all = env.baton("B", 60, &["--json", "resume"]).json();
+    assert_eq!(row(&all, "loop", "PROJ-1")["class"], "pause");
+    assert_eq!(row(&all, "loop", "PROJ-2")["class"], "crash");
+    assert_eq!(all["pause"]["reason"], "lunch");
+    env.baton("A", 61, &["pause", "--clear"]).assert_code(0);
+    let all = env.baton("B", 62, &["--json", "resume"]).json();
+    assert_eq!(row(&all, "loop", "PROJ-1")["class"], "crash");
+}
+
+#[test]
+fn a_delegate_that_returned_and_was_never_processed_is_left() {
+    let env = TestEnv::new();
+    env.baton("A", 0, &["loop", "init", "PROJ-1"])
+        .assert_code(0);
+    env.baton(
+        "A",
+        0,
+        &[
+            "loop", "set", "PROJ-1", "--phase", "skeptic", "--action", "returned",
+        ],
+    )
+    .assert_code(0);
+    let all = env.baton("B", 60, &["--json", "resume"]).json();
+    assert_eq!(row(&all, "loop", "PROJ-1")["class"], "left");
+    assert!(
+        all["packet_markdown"]
+            .as_str()
+            .unwrap()
+            .contains("recontextualize"),
+        "{}",
+        all["packet_markdown"]
+    );
+}
+
+#[test]
+fn live_and_finished_work_is_listed_but_not_in_the_packet() {
+    let env = TestEnv::new();
+    env.baton("A", 0, &["loop", "init", "PROJ-1"])
+        .assert_code(0);
+    env.baton("A", 0, &["loop", "init", "PROJ-2"])
+        .assert_code(0);
+    env.baton(
+        "A",
+        0,
+        &["loop", "finish", "PROJ-2", "--status", "complete"],
+    )
+    .assert_code(0);
+    let all = env.baton("B", 2, &["--json", "resume"]).json();
+    assert_eq!(row(&all, "loop", "PROJ-1")["verdict"], "live");
+    assert_eq!(row(&all, "loop", "PROJ-2")["verdict"], "none (finished)");
+    assert_eq!(all["verdict"], "none");
+    assert!(all["packet"]["items"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn status_is_one_table_of_everything_within_eighty_columns_without_colour_when_piped() {
+    let env = TestEnv::new();
+    let long = "PROJ-".to_string() + &"9".repeat(60);
+    env.baton(
+        "a-very-long-session-identifier-0123456789",
+        0,
+        &["loop", "init", &long],
+    )
+    .assert_code(0);
+    env.baton("A", 0, &["loop", "init", "PROJ-2"])
+        .assert_code(0);
+    env.baton(
+        "A",
+        0,
+        &["loop", "interrupt", "PROJ-2", "--reason", "rate_limit"],
+    )
+    .assert_code(0);
+    let out = env.baton("B", 30, &["status"]);
+    out.assert_code(0);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert!(lines[0].starts_with("KIND"), "{}", out.stdout);
+    for line in &lines {
+        assert!(line.chars().count() <= 80, "over 80 columns: {line:?}");
+    }
+    assert!(!out.stdout.contains('\x1b'), "colour on a pipe");
+    // The most urgent first: the rate limit that reset before the silent loop... both are
+    // interrupted; each row shows its class and owner.
+    assert!(out.stdout.contains("rate_limit"), "{}", out.stdout);
+    assert!(out.stdout.contains("A stale 30m"), "{}", out.stdout);
+    let json = env.baton("B", 30, &["--json", "status"]).json();
+    let keys: Vec<&str> = json["work"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["key"].as_str().unwrap())
+        .collect();
+    assert!(
+        keys.contains(&long.as_str()),
+        "the JSON keeps the whole key"
+    );
+    assert_eq!(json["work"][0]["owner"]["live"], false);
+}
