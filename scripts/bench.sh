@@ -154,6 +154,64 @@ awk -v h="$base" 'BEGIN {
 [[ "$(grep -c '' "$ledger_repo/plans/big/STATE.md")" -eq 100001 ]] ||
     { echo "bench.sh: the big ledger does not hold 100,000 events" >&2; exit 1; }
 
+# Session start: `baton resume` with no argument on a repository with a 10,000-file tree, 100
+# loops (half interrupted by a rate limit, half gone silent), 10 runs and 3 ledgers; then the
+# same tree with 1,000 and with 10,000 loop files. Loop files are written from a template (as
+# the originating conductor writes them) so the setup takes seconds, not minutes.
+start_repo="$work/start"
+new_repo "$start_repo"
+# No background gc: the copies below must not race it.
+git -C "$start_repo" config gc.auto 0
+for d in $(seq 0 99); do
+    mkdir -p "$start_repo/src/d$d"
+    for f in $(seq 0 99); do
+        echo "// file $d/$f" >"$start_repo/src/d$d/f$f.rs"
+    done
+done
+mkdir -p "$start_repo/.claude"
+printf '# Project\n\n## GOALS\nShip.\n\n## SCOPE\nThe CLI.\n\n## CONSTRAINTS\nNo daemon.\n' >"$start_repo/.claude/PROJECT.md"
+for p in auth billing search; do
+    mkdir -p "$start_repo/plans/$p"
+    printf '# Phase 1\n' >"$start_repo/plans/$p/phase-1.md"
+    printf '# Phase 2\n' >"$start_repo/plans/$p/phase-2.md"
+done
+git -C "$start_repo" add . && git -C "$start_repo" -c user.name=bench -c user.email=bench@example.invalid commit -q -m tree
+write_loops() { # DIR COUNT: COUNT loop files, every other one interrupted by a rate limit
+    mkdir -p "$1/.agentic"
+    awk -v dir="$1/.agentic" -v n="$2" 'BEGIN {
+        for (i = 1; i <= n; i++) {
+            status = (i % 2 ? "interrupted" : "active")
+            reason = (i % 2 ? "\"rate_limit\"" : "null")
+            f = sprintf("%s/loop-state-PROJ-%d.json", dir, i)
+            printf "{\n  \"schema_version\": 1,\n  \"session_id\": \"old-%d\",\n  \"ticket_id\": \"PROJ-%d\",\n  \"loop_key\": \"PROJ-%d\",\n  \"branch\": \"proj-%d\",\n  \"base_branch\": \"main\",\n  \"status\": \"%s\",\n  \"interrupted_at\": \"2026-01-31T07:00:00Z\",\n  \"interrupt_reason\": %s,\n  \"last_phase\": \"qa\",\n  \"last_phase_action\": \"spawned\",\n  \"loop_state\": {\"phase\": \"qa\", \"iteration\": 2, \"max_iterations\": 5, \"findings_log\": [], \"qa_failures_log\": []},\n  \"last_updated\": \"2026-01-31T07:00:00Z\",\n  \"owner_epoch\": 1\n}\n", i, i, i, i, status, reason > f
+            close(f)
+        }
+    }'
+}
+cp -a "$start_repo" "$work/start-1k"
+cp -a "$start_repo" "$work/start-10k"
+# A copy's files have new inodes: one status refreshes its index, as it would after a clone.
+git -C "$work/start-1k" status >/dev/null
+git -C "$work/start-10k" status >/dev/null
+write_loops "$start_repo" 100
+write_loops "$work/start-1k" 1000
+write_loops "$work/start-10k" 10000
+for i in $(seq 1 10); do
+    BATON_SESSION="old-run-$i" BATON_NOW=2026-01-31T07:00:00Z "$baton" -C "$start_repo" run new --feature "feature $i" >/dev/null 2>&1
+done
+for p in auth billing search; do
+    BATON_NOW=2026-01-31T07:00:00Z "$baton" -C "$start_repo" ledger init "plans/$p" >/dev/null
+    BATON_NOW=2026-01-31T07:00:00Z "$baton" -C "$start_repo" ledger start "plans/$p" --phase 1 >/dev/null
+done
+git -C "$start_repo" add plans && git -C "$start_repo" -c user.name=bench -c user.email=bench@example.invalid commit -q -m ledgers
+[[ "$(git -C "$start_repo" ls-files | wc -l)" -ge 10000 ]] ||
+    { echo "bench.sh: the session-start tree has fewer than 10,000 files" >&2; exit 1; }
+start_rows="$("$baton" -C "$start_repo" --json resume | jq '[.work[] | .kind] | group_by(.) | map({(.[0]): length}) | add | tojson')"
+[[ "$start_rows" == '"{\"ledger\":3,\"loop\":100,\"run\":10}"' ]] ||
+    { echo "bench.sh: baton resume did not see 100 loops, 10 runs and 3 ledgers: $start_rows" >&2; exit 1; }
+[[ "$("$baton" -C "$work/start-10k" --json resume | jq '.work | length')" -eq 10000 ]] ||
+    { echo "bench.sh: baton resume did not see 10,000 loops" >&2; exit 1; }
+
 # Each command must succeed before it is timed: a refusal is fast and would flatter the figures.
 "$baton" -C "$one" loop heartbeat PROJ-1 | grep -q '^heartbeat:' ||
     { echo "bench.sh: the heartbeat did not refresh" >&2; exit 1; }
@@ -213,7 +271,11 @@ hyperfine -N --warmup "$warmup" --runs "$runs" --style basic \
     -n 'git status (run resume floor)' "git -C $runs_repo status --porcelain=v2 --branch -z --untracked-files=no" \
     -n 'run resume' "$baton -C $runs_repo run resume $run_id" \
     -n 'ledger append' "$baton -C $ledger_repo ledger block plans/small --phase 1 --reason benchmark" \
-    -n 'ledger derive, 100k events' "$baton -C $ledger_repo ledger derive plans/big --no-gates"
+    -n 'ledger derive, 100k events' "$baton -C $ledger_repo ledger derive plans/big --no-gates" \
+    -n 'git status --porcelain, 10k files' "git -C $start_repo status --porcelain" \
+    -n 'resume, 100 loops 10 runs 3 ledgers' "$baton -C $start_repo resume" \
+    -n 'resume, 1,000 loops' "$baton -C $work/start-1k resume" \
+    -n 'resume, 10,000 loops' "$baton -C $work/start-10k resume"
 
 echo "== cargo bench -p baton-store --bench replace ${criterion_args[*]}"
 # The criterion temp files go to the same filesystem as the repositories above.
@@ -238,6 +300,10 @@ git_ms="$(hyperfine_median_ms 'git status (run resume floor)')"
 resume_ms="$(hyperfine_median_ms 'run resume')"
 append_ms="$(hyperfine_median_ms 'ledger append')"
 derive_ms="$(hyperfine_median_ms 'ledger derive, 100k events')"
+status_ms="$(hyperfine_median_ms 'git status --porcelain, 10k files')"
+start100_ms="$(hyperfine_median_ms 'resume, 100 loops 10 runs 3 ledgers')"
+start1k_ms="$(hyperfine_median_ms 'resume, 1,000 loops')"
+start10k_ms="$(hyperfine_median_ms 'resume, 10,000 loops')"
 replace_ms="$(criterion_median_ms atomic_replace/1KiB)"
 replace_nofsync_ms="$(criterion_median_ms atomic_replace/1KiB-no-fsync)"
 read_parse_ms="$(criterion_median_ms read_parse/loop-state)"
@@ -257,7 +323,8 @@ awk -v exec_floor="$true_ms" -v start="$start_ms" -v replace="$replace_ms" \
     -v nofsync="$replace_nofsync_ms" -v readparse="$read_parse_ms" -v hbpath="$heartbeat_path_ms" \
     -v hb="$heartbeat_ms" -v set="$set_ms" -v hb100="$heartbeat100_ms" -v quick="$quick" -v runs="$runs" \
     -v before="$busy_before" -v after="$busy_after" -v git="$git_ms" -v resume="$resume_ms" \
-    -v append="$append_ms" -v derive="$derive_ms" '
+    -v append="$append_ms" -v derive="$derive_ms" -v st="$status_ms" -v s100="$start100_ms" \
+    -v s1k="$start1k_ms" -v s10k="$start10k_ms" '
 function row(name, median, target,   floor) {
     floor = start + replace
     printf "| %s | %.3f | %d | %s | %.3f | %.2fx | %.2fx | %+.3f |\n", name, median, target,
@@ -300,6 +367,15 @@ BEGIN {
     print "|---|---:|---:|:-:|---:|---:|"
     printf "| `baton ledger block <plan> …` (one locked, sealed, synced append) | %.3f | | | %.3f | %.2fx |\n", append, start + replace, append / (start + replace)
     printf "| `baton ledger derive <plan> --no-gates`, 100,000 events | %.3f | 100 | %s | | |\n", derive, (derive <= 100 ? "yes" : "**no**")
+    print ""
+    print "Session start on a 10,000-file tree (medians, ms; floor = `git status --porcelain` on the same tree):"
+    print ""
+    print "| command | median ms | / git status | target | met |"
+    print "|---|---:|---:|---:|:-:|"
+    printf "| `git status --porcelain` (the floor) | %.3f | 1.00x | | |\n", st
+    printf "| `baton resume`, 100 loops, 10 runs, 3 ledgers | %.3f | %.2fx | 1.5x | %s |\n", s100, s100 / st, (s100 / st <= 1.5 ? "yes" : "**no**")
+    printf "| `baton resume`, 1,000 loops | %.3f | %.2fx | | |\n", s1k, s1k / st
+    printf "| `baton resume`, 10,000 loops | %.3f | %.2fx | | |\n", s10k, s10k / st
 }' | tee "$summary"
 
 echo

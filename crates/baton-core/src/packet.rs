@@ -95,32 +95,108 @@ fn label(item: &Item) -> String {
     format!("{} {}", item.kind, clip(&item.key))
 }
 
+/// What one item adds to each field.
+struct Lines {
+    intent: String,
+    context: String,
+    constraints: Vec<String>,
+    references: Vec<String>,
+    outcome: String,
+}
+
+impl Lines {
+    fn of(item: &Item) -> Lines {
+        let class = item
+            .class
+            .map_or(String::new(), |c| format!(", {}", c.as_str()));
+        let why: Vec<String> = item
+            .reasons
+            .iter()
+            .map(|r| format!("{} ({})", r.message, r.rule))
+            .collect();
+        let mut context = format!("{}: {}", label(item), why.join("; "));
+        if let Some(checkpoint) = &item.checkpoint {
+            context.push_str(&format!(". Last checkpoint: {checkpoint}"));
+        }
+        let mut outcome = format!("{}: {}", label(item), item.next);
+        if let Some(accept) = &item.accept {
+            outcome.push_str(&format!(". Accept: `{accept}`"));
+        }
+        if let Some(decline) = &item.decline {
+            outcome.push_str(&format!(". Decline: `{decline}`"));
+        }
+        let mut constraints: Vec<String> = item
+            .constraints
+            .iter()
+            .map(|c| clip(&format!("{}: {c}", label(item))))
+            .collect();
+        constraints.extend(
+            item.blockers
+                .iter()
+                .map(|b| clip(&format!("{}: BLOCKER: {b}", label(item)))),
+        );
+        Lines {
+            intent: clip(&format!(
+                "{}: {} — {}{class}",
+                label(item),
+                item.position,
+                item.verdict
+            )),
+            context: clip(&context),
+            constraints,
+            references: item
+                .references
+                .iter()
+                .map(|r| clip(&format!("{}: {r}", label(item))))
+                .collect(),
+            outcome: clip(&outcome),
+        }
+    }
+
+    /// The Markdown characters these lines add (`- `, the line, a newline each).
+    fn chars(&self) -> usize {
+        [&self.intent, &self.context, &self.outcome]
+            .into_iter()
+            .chain(&self.constraints)
+            .chain(&self.references)
+            .map(|l| l.chars().count() + 3)
+            .sum()
+    }
+}
+
 /// Builds the packet from items in any order: sorted by urgency (then kind and key, so the
 /// output is stable), and as many as fit in `PACKET_CAP` characters of Markdown.
 pub fn build(mut items: Vec<Item>, more_command: &str) -> Packet {
     items.sort_by(|a, b| (a.urgency, a.kind, &a.key).cmp(&(b.urgency, b.kind, &b.key)));
     let total = items.len();
-    let fits = |n: usize| {
-        render_markdown(&assemble(&items[..n], total - n, more_command))
-            .chars()
-            .count()
-            <= PACKET_CAP
-    };
-    // Most projects fit whole; otherwise the largest prefix that fits, found by bisection.
-    let n = if fits(total) {
-        total
-    } else {
-        let (mut lo, mut hi) = (0, total);
-        while lo + 1 < hi {
-            let mid = (lo + hi) / 2;
-            if fits(mid) { lo = mid } else { hi = mid }
+    // Each item adds its own lines, so the Markdown's length is the skeleton's plus the items'
+    // lines: one pass finds how many fit, and only those are ever rendered.
+    let skeleton = render_markdown(&assemble(&[], Vec::new(), total, more_command))
+        .chars()
+        .count();
+    let mut used = skeleton;
+    let mut lines = Vec::new();
+    for item in &items {
+        let own = Lines::of(item);
+        used += own.chars();
+        if used > PACKET_CAP {
+            break;
         }
-        lo
-    };
-    assemble(&items[..n], total - n, more_command)
+        lines.push(own);
+    }
+    let n = lines.len();
+    let mut packet = assemble(&items[..n], lines, total - n, more_command);
+    // The skeleton's placeholder lines vanish once items fill their sections, so the estimate
+    // errs long and this rarely runs; it keeps the cap exact.
+    while !packet.items.is_empty() && render_markdown(&packet).chars().count() > PACKET_CAP {
+        let n = packet.items.len() - 1;
+        let lines = items[..n].iter().map(Lines::of).collect();
+        packet = assemble(&items[..n], lines, total - n, more_command);
+    }
+    packet
 }
 
-fn assemble(items: &[Item], more: usize, more_command: &str) -> Packet {
+fn assemble(items: &[Item], lines: Vec<Lines>, more: usize, more_command: &str) -> Packet {
     let mut p = Packet {
         intent: Vec::new(),
         context: Vec::new(),
@@ -151,44 +227,17 @@ fn assemble(items: &[Item], more: usize, more_command: &str) -> Packet {
     p.intent.push(
         "Resume the interrupted work below where it stopped; do not restart it from scratch or redo what is done.".into(),
     );
-    for item in items {
-        let class = item
-            .class
-            .map_or(String::new(), |c| format!(", {}", c.as_str()));
-        p.intent.push(clip(&format!(
-            "{}: {} — {}{class}",
-            label(item),
-            item.position,
-            item.verdict
-        )));
-        let why: Vec<String> = item
-            .reasons
-            .iter()
-            .map(|r| format!("{} ({})", r.message, r.rule))
-            .collect();
-        let mut line = format!("{}: {}", label(item), why.join("; "));
-        if let Some(checkpoint) = &item.checkpoint {
-            line.push_str(&format!(". Last checkpoint: {checkpoint}"));
-        }
-        p.context.push(clip(&line));
-        for c in &item.constraints {
-            p.constraints.push(clip(&format!("{}: {c}", label(item))));
-        }
-        for b in &item.blockers {
-            p.constraints
-                .push(clip(&format!("{}: BLOCKER: {b}", label(item))));
-        }
-        for r in &item.references {
-            p.references.push(clip(&format!("{}: {r}", label(item))));
-        }
-        let mut outcome = format!("{}: {}", label(item), item.next);
-        if let Some(accept) = &item.accept {
-            outcome.push_str(&format!(". Accept: `{accept}`"));
-        }
-        if let Some(decline) = &item.decline {
-            outcome.push_str(&format!(". Decline: `{decline}`"));
-        }
-        p.expected_outcome.push(clip(&outcome));
+    for l in lines {
+        p.intent.push(l.intent);
+        p.context.push(l.context);
+        p.constraints.extend(l.constraints);
+        p.references.extend(l.references);
+        p.expected_outcome.push(l.outcome);
+    }
+    if p.context.is_empty() {
+        p.context.push(format!(
+            "{more} pieces of work were interrupted; `{more_command}` lists them."
+        ));
     }
     if p.constraints.is_empty() {
         p.constraints.push("Take over only what the accept commands hand you; work owned by a live session stays its own.".into());
@@ -196,6 +245,11 @@ fn assemble(items: &[Item], more: usize, more_command: &str) -> Packet {
     if p.references.is_empty() {
         p.references.push(format!(
             "`{more_command}` and `baton log <TARGET>` for each item's history."
+        ));
+    }
+    if p.expected_outcome.is_empty() {
+        p.expected_outcome.push(format!(
+            "Run `{more_command}` and resume the most urgent piece of work first."
         ));
     }
     p

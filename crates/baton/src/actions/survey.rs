@@ -18,7 +18,7 @@ use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::shell_quote;
 use baton_core::decide::continuation::{Class, Signals, classify};
-use baton_core::decide::lease::LeaseState;
+use baton_core::decide::lease::{Here, LeaseState};
 use baton_core::decide::loop_resume::{
     Mode, ResumeFacts, claims_engineer_output, decide_loop_resume, is_resumable, resume_after,
 };
@@ -128,11 +128,18 @@ pub fn survey(ctx: &Ctx) -> Result<Survey, CommandError> {
         }
         Err(_) => None,
     };
+    // Who is asking, once for every run: the host, the boot and the agent process.
+    let here = if runs.is_empty() {
+        Default::default()
+    } else {
+        crate::commands::run::here(ctx, &HolderArgs::default(), false)?.0
+    };
     let scan = Scan {
         ctx,
         store: &store,
         changes: changes.as_ref(),
         pause: pause.as_ref(),
+        here,
     };
     let mut work = Vec::new();
     for scanned in loops {
@@ -194,6 +201,7 @@ struct Scan<'a> {
     store: &'a FsStore,
     changes: Option<&'a Changes>,
     pause: Option<&'a PauseMark>,
+    here: Here,
 }
 
 fn loop_owner(ctx: &Ctx, state: &LoopState) -> Owner {
@@ -482,7 +490,6 @@ impl Scan<'_> {
         if run_is_finished(&run.status) {
             return Ok(work);
         }
-        let (here, _) = crate::commands::run::here(ctx, &HolderArgs::default(), false)?;
         let sections = match &run.alignment {
             Some(a) => Some(crate::commands::run::facts::sections_now(root, &a.path)?),
             None => None,
@@ -495,8 +502,9 @@ impl Scan<'_> {
             repo.staged
                 .retain(|p| !Path::new(p).starts_with(&state_dir));
         }
-        let (d, lease) =
-            crate::commands::run::resume::decide_now(ctx, root, run, repo, sections, &here, false)?;
+        let (d, lease) = crate::commands::run::resume::decide_now(
+            ctx, root, run, repo, sections, &self.here, false,
+        )?;
         let beat = run.lease.as_ref().map(|l| l.heartbeat_at.clone());
         let holder = run.lease.as_ref().and_then(|l| l.session.clone());
         work.owner = Some(Owner {
