@@ -69,8 +69,8 @@ const STEPS: &[Step] = &[
     Step {
         session: "B",
         minutes: 16,
-        args: &["resume", "PROJ-1"],
-        says: "12 minutes later a new session B starts on the same ticket and checks first.",
+        args: &["resume"],
+        says: "12 minutes later a new session B starts; its first call finds the interrupted loop, says why it stopped, and hands B one resume packet.",
     },
     Step {
         session: "B",
