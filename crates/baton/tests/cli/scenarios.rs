@@ -808,14 +808,16 @@ fn demo_teaches_the_loop_in_one_screen() {
     let env = TestEnv::new();
     let out = env.baton("A", 0, &["demo"]);
     out.assert_code(0);
+    // The verdict with its class, then the packet, as the next session's first call sees them.
     assert!(
-        out.stdout.contains("verdict: offer (automatic)"),
+        out.stdout.contains("loop PROJ-1: offer (automatic) · rate_limit"),
         "{}",
         out.stdout
     );
+    assert!(out.stdout.contains("# Resume packet"), "{}", out.stdout);
     assert!(out.stdout.contains("resumed PROJ-1"));
     assert!(out.stdout.contains("(exit 3)"));
-    assert!(out.stdout.lines().count() < 60, "fits a screen or two");
+    assert!(out.stdout.lines().count() < 70, "fits a screen or two");
 }
 
 #[test]
