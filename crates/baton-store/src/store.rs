@@ -9,6 +9,7 @@ use jiff::Timestamp;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::journal::{Journal, JournalTarget};
 use crate::layout::{BATCH_FILE, LEGACY_LOOP_FILE, Layout, LockScope, check_real_dir, make_dir};
 use crate::lock::{DEFAULT_LOCK_WAIT, DirLock};
 use crate::read::{Access, STATE_FILE_CAP, parse_state, read_capped};
@@ -81,6 +82,17 @@ pub trait StateStore {
     fn list_runs(&self) -> Result<Vec<ListedRun>, StoreError>;
     /// Deletes a run's state: only `baton run prune` calls it, for finished runs.
     fn remove_run(&self, id: &RunId) -> Result<(), StoreError>;
+
+    /// Appends one event to a target's journal. Called under the lock of the state the event
+    /// describes, right after that state's write: the journal never runs ahead of the state.
+    fn append_journal(
+        &self,
+        target: JournalTarget,
+        event: &serde_json::Value,
+    ) -> Result<(), StoreError>;
+    /// A target's journal, oldest first; lines that are not JSON objects are skipped and
+    /// counted, never an error. A target with no journal has an empty one.
+    fn read_journal(&self, target: JournalTarget) -> Result<Journal, StoreError>;
 }
 
 /// The files under `.agentic/`.
@@ -313,6 +325,18 @@ impl StateStore for FsStore {
         let path = self.layout.run_file(id);
         std::fs::remove_file(&path).map_err(StoreError::io("remove", &path))?;
         atomic::sync_dir(&self.layout.runs_dir())
+    }
+
+    fn append_journal(
+        &self,
+        target: JournalTarget,
+        event: &serde_json::Value,
+    ) -> Result<(), StoreError> {
+        crate::journal::append(&self.layout, target, event)
+    }
+
+    fn read_journal(&self, target: JournalTarget) -> Result<Journal, StoreError> {
+        crate::journal::read(&self.layout, target)
     }
 }
 
