@@ -50,6 +50,7 @@ enum Command {
     Gate(gate::GateCommand),
     #[command(subcommand)]
     Batch(batch::BatchCommand),
+    Log(crate::commands::log::LogArgs),
     Demo(demo::DemoArgs),
     Schema(schema::SchemaArgs),
 }
@@ -128,6 +129,7 @@ fn dispatch(ctx: &Ctx, command: Command) -> Result<Report, CommandError> {
         Command::Ledger(cmd) => ledger::dispatch(ctx, cmd),
         Command::Gate(cmd) => gate::dispatch(ctx, cmd),
         Command::Batch(cmd) => batch::dispatch(ctx, cmd),
+        Command::Log(args) => crate::commands::log::cmd_log(ctx, args),
         Command::Demo(args) => demo::cmd_demo(ctx, args),
         Command::Schema(args) => schema::cmd_schema(ctx, args),
     }
