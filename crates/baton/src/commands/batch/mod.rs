@@ -176,7 +176,9 @@ fn update(
         let mut details = details;
         if let Some(obj) = details.as_object_mut() {
             obj.insert("batch_id".into(), state.batch_id.clone().into());
-            if status != state.status {
+            // A resume (or a ticket write that resumes its owner's interrupted batch) says
+            // what the batch was resumed from; a finish's new status says enough.
+            if status != state.status && event != "finish" {
                 obj.insert("from_status".into(), status.clone().into());
             }
         }

@@ -233,7 +233,7 @@ pub fn cmd_run_new(ctx: &Ctx, args: NewArgs) -> Result<Report, CommandError> {
             "plan": run.plan.as_ref().map(|p| p.path.clone()),
             "base_commit": run.base_commit,
             "branch": run.branch,
-            "holder": holder_text(&run),
+            "holder_pid": run.lease.as_ref().and_then(|l| l.pid),
             "replaces": abandoned,
         }),
     );
