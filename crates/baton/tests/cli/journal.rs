@@ -433,3 +433,87 @@ fn log_escapes_what_it_read_from_a_journal() {
             .any(|l| l.starts_with("verdict:") || l.starts_with("next:"))
     );
 }
+
+#[test]
+fn legacy_adoption_and_a_fresh_start_are_in_the_history() {
+    let env = TestEnv::new();
+    let legacy = serde_json::json!({
+        "schema_version": 1, "session_id": "X", "ticket_id": "PROJ-7", "status": "interrupted",
+        "last_phase": "qa", "last_phase_action": "returned", "last_updated": at(-60),
+        "loop_state": { "iteration": 3 },
+    });
+    env.write_json(&env.state_dir().join("loop-state.json"), &legacy);
+    env.baton("B", 0, &["resume", "PROJ-7"]).assert_code(0);
+    env.baton("B", 1, &["resume", "fresh", "PROJ-7"])
+        .assert_code(0);
+    let v = log_json(&env, "PROJ-7");
+    assert_eq!(names(&v), ["adopt", "fresh"], "{v}");
+    assert_eq!(v["events"][0]["from"], "loop-state.json");
+    assert_eq!(v["events"][0]["owner"], "X");
+    assert_eq!(v["events"][0]["session"], "B", "who adopted it");
+    assert!(
+        v["events"][1]["archived"]
+            .as_str()
+            .is_some_and(|a| a.contains("/archive/loop-state-PROJ-7.")),
+        "{v}"
+    );
+    let text = env.run(None, &at(2), &["log", "PROJ-7"]);
+    assert!(
+        text.stdout
+            .lines()
+            .nth(1)
+            .is_some_and(|l| l.starts_with("2026-03-01T12:01:00Z  fresh  archived=")),
+        "{}",
+        text.stdout
+    );
+}
+
+#[test]
+fn a_journal_that_cannot_be_appended_to_leaves_the_write_done_with_a_warning() {
+    let env = TestEnv::new();
+    env.baton("A", 0, &["loop", "init", "PROJ-1"])
+        .assert_code(0);
+    // Something not a directory where the journals live.
+    let dir = env.state_dir().join("journal");
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::write(&dir, b"in the way\n").unwrap();
+
+    let out = env.set_phase("A", 1, "PROJ-1", "qa", "spawned");
+    out.assert_code(0);
+    assert_eq!(
+        env.read_json(&env.loop_file("PROJ-1"))["last_phase_action"],
+        "spawned",
+        "the state is the truth: its write stands"
+    );
+    assert!(
+        out.stderr
+            .contains("warning: the state was written, but its journal")
+            && out.stderr.contains("loop-PROJ-1.jsonl"),
+        "the warning names the journal: {}",
+        out.stderr
+    );
+    assert!(
+        !out.stdout.contains("journal"),
+        "stdout is the report: {}",
+        out.stdout
+    );
+    let json = env
+        .baton(
+            "A",
+            2,
+            &[
+                "--json", "loop", "set", "PROJ-1", "--phase", "qa", "--action", "returned",
+            ],
+        )
+        .json();
+    assert!(
+        json["warnings"].as_array().is_some_and(|w| w
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("loop-PROJ-1.jsonl"))),
+        "{json}"
+    );
+    // `log` says what is wrong, naming the path, and exits 1.
+    let log = env.run(None, &at(3), &["log", "PROJ-1"]);
+    log.assert_code(1);
+    assert!(log.stderr.contains("journal"), "{}", log.stderr);
+}
