@@ -17,9 +17,10 @@ use baton_core::run_id::{RunId, RunTarget};
 use baton_core::text::esc;
 use baton_store::{Journal, JournalTarget, StateStore};
 
-/// Show the history of a loop, the batch, a run or a plan ledger, oldest first: every
-/// transition, interrupt, takeover (with both owners and both epochs), resume and gate result,
-/// with its time.
+/// Show the history of a loop, the batch, a run or a plan ledger, oldest first.
+///
+/// One line per event with its time: every transition, interrupt, takeover (with both owners
+/// and both epochs), resume and gate result.
 ///
 /// TARGET is read as, in this order: `batch` (or a batch id) for the project's batch; a run id
 /// (16 hex digits, or a legacy `YYYYMMDD-HHMMSS`) for that run; a plan directory holding a
