@@ -59,10 +59,12 @@ impl Layout {
                 // Keys come from `loop_key`, which only ever gives sanitized ones; anything else
                 // never reaches a path.
                 if key.is_empty() || sanitize(key.as_bytes()) != key {
-                    return Err(StoreError::Corrupt {
-                        path: self.journal_dir(),
-                        detail: format!("{key:?} is not a loop key"),
-                    });
+                    return Err(StoreError::io("name a journal in", self.journal_dir())(
+                        std::io::Error::new(
+                            std::io::ErrorKind::InvalidInput,
+                            format!("{key:?} is not a loop key"),
+                        ),
+                    ));
                 }
                 format!("loop-{key}.jsonl")
             }
