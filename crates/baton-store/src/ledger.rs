@@ -38,49 +38,15 @@ pub fn append(
     line: &str,
     header_ok: impl Fn(&str) -> Result<(), AppendError>,
 ) -> Result<bool, AppendError> {
-    let io = |op: &'static str| StoreError::io(op, path);
-    let mut file = File::options()
-        .read(true)
-        .append(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|e| {
-            if e.raw_os_error() == Some(libc::ELOOP) {
-                StoreError::Symlink { path: path.into() }
-            } else {
-                io("open")(e)
-            }
-        })?;
-    file.lock().map_err(io("lock"))?;
-    let meta = file.metadata().map_err(io("stat"))?;
-    if !meta.is_file() {
-        return Err(StoreError::NotRegular { path: path.into() }.into());
-    }
-    let mut head = vec![0u8; 4096.min(meta.len() as usize)];
-    file.read_exact_at(&mut head, 0).map_err(io("read"))?;
+    let mut locked = crate::append::open_locked(path, None)?;
+    let mut head = vec![0u8; 4096.min(locked.len as usize)];
+    locked
+        .file
+        .read_exact_at(&mut head, 0)
+        .map_err(StoreError::io("read", path))?;
     let first = String::from_utf8_lossy(&head);
     header_ok(first.lines().next().unwrap_or_default())?;
-    let mut sealed = false;
-    let mut buf = Vec::with_capacity(line.len() + 2);
-    if meta.len() > 0 {
-        let mut last = [0u8; 1];
-        file.read_exact_at(&mut last, meta.len() - 1)
-            .map_err(io("read"))?;
-        if last[0] != b'\n' {
-            buf.push(b'\n');
-            sealed = true;
-        }
-    }
-    buf.extend_from_slice(line.as_bytes());
-    buf.push(b'\n');
-    // One write: O_APPEND puts it at the end as one piece, and the lock keeps other writers out.
-    let written = file.write(&buf).map_err(io("append to"))?;
-    if written != buf.len() {
-        // A short write to a regular file means the disk is full; finish it so no line is torn.
-        file.write_all(&buf[written..]).map_err(io("append to"))?;
-    }
-    file.sync_data().map_err(io("fdatasync"))?;
-    Ok(sealed)
+    Ok(locked.append_line(path, line)?)
 }
 
 /// Creates a ledger with its header, refusing to replace one that exists.

@@ -2,10 +2,12 @@
 //! The commands gather facts here, hand them to `baton-core` for a decision, and carry the
 //! decision out here.
 
+pub mod append;
 pub mod atomic;
 pub mod error;
 pub mod gate;
 pub mod git;
+pub mod journal;
 pub mod layout;
 pub mod ledger;
 pub mod lock;
@@ -14,6 +16,7 @@ pub mod read;
 pub mod store;
 
 pub use error::StoreError;
+pub use journal::{Journal, JournalTarget};
 pub use layout::{Layout, LockScope};
 pub use store::{FsStore, StateStore};
 

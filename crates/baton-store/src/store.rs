@@ -9,6 +9,7 @@ use jiff::Timestamp;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::journal::{Journal, JournalTarget};
 use crate::layout::{
     BATCH_FILE, LEGACY_LOOP_FILE, Layout, LockScope, PAUSE_FILE, check_real_dir, make_dir,
 };
@@ -87,6 +88,17 @@ pub trait StateStore {
     fn read_pause(&self) -> Result<Option<Loaded<PauseMark>>, StoreError>;
     fn write_pause(&self, mark: &PauseMark) -> Result<(), StoreError>;
     fn remove_pause(&self) -> Result<(), StoreError>;
+
+    /// Appends one event to a target's journal. Called under the lock of the state the event
+    /// describes, right after that state's write: the journal never runs ahead of the state.
+    fn append_journal(
+        &self,
+        target: JournalTarget,
+        event: &serde_json::Value,
+    ) -> Result<(), StoreError>;
+    /// A target's journal, oldest first; lines that are not JSON objects are skipped and
+    /// counted, never an error. A target with no journal has an empty one.
+    fn read_journal(&self, target: JournalTarget) -> Result<Journal, StoreError>;
 }
 
 /// The files under `.agentic/`.
@@ -337,6 +349,18 @@ impl StateStore for FsStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(StoreError::io("remove", &path)(e)),
         }
+    }
+
+    fn append_journal(
+        &self,
+        target: JournalTarget,
+        event: &serde_json::Value,
+    ) -> Result<(), StoreError> {
+        crate::journal::append(&self.layout, target, event)
+    }
+
+    fn read_journal(&self, target: JournalTarget) -> Result<Journal, StoreError> {
+        crate::journal::read(&self.layout, target)
     }
 }
 

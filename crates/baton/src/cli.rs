@@ -52,6 +52,7 @@ enum Command {
     Batch(batch::BatchCommand),
     Status(status::StatusArgs),
     Pause(pause::PauseArgs),
+    Log(crate::commands::log::LogArgs),
     Demo(demo::DemoArgs),
     Schema(schema::SchemaArgs),
 }
@@ -132,6 +133,7 @@ fn dispatch(ctx: &Ctx, command: Command) -> Result<Report, CommandError> {
         Command::Batch(cmd) => batch::dispatch(ctx, cmd),
         Command::Status(args) => status::cmd_status(ctx, args),
         Command::Pause(args) => pause::cmd_pause(ctx, args),
+        Command::Log(args) => crate::commands::log::cmd_log(ctx, args),
         Command::Demo(args) => demo::cmd_demo(ctx, args),
         Command::Schema(args) => schema::cmd_schema(ctx, args),
     }

@@ -6,6 +6,7 @@ mod cli;
 mod commands;
 mod context;
 mod error;
+mod journal;
 mod output;
 
 pub use cli::run;

@@ -4,6 +4,7 @@ pub mod batch;
 pub mod demo;
 pub mod gate;
 pub mod ledger;
+pub mod log;
 pub mod pause;
 pub mod resume;
 pub mod run;

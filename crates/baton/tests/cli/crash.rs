@@ -72,7 +72,9 @@ fn is_temp_file(name: &str) -> bool {
 }
 
 /// The crash checker: every file under `dir` (recursively) is non-empty, valid JSON, except the
-/// lock sidecars under `locks/` and leftover temp files. Returns what is wrong, naming the file.
+/// lock sidecars under `locks/` and leftover temp files, and the journals (`*.jsonl`), which
+/// are appended to, never replaced: every complete line of one is a JSON object, and only the
+/// bytes after its last newline may be torn. Returns what is wrong, naming the file.
 fn check_state_dir(dir: &Path) -> Result<(), String> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
@@ -97,6 +99,10 @@ fn check_state_dir(dir: &Path) -> Result<(), String> {
         }
         let bytes =
             std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        if name.ends_with(".jsonl") {
+            check_journal(&path, &bytes)?;
+            continue;
+        }
         if bytes.is_empty() {
             return Err(format!("{} is empty", path.display()));
         }
@@ -110,6 +116,39 @@ fn check_state_dir(dir: &Path) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// A journal: every line that ends in a newline is one JSON object. A journal killed before its
+/// first line is empty, and one killed inside a `write` may end in a torn line; both are
+/// allowed, a complete line that does not parse (a torn line written over, or sealed) is not.
+fn check_journal(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let complete = match bytes.iter().rposition(|&b| b == b'\n') {
+        Some(at) => &bytes[..at],
+        None => return Ok(()),
+    };
+    for (n, line) in complete.split(|&b| b == b'\n').enumerate() {
+        match serde_json::from_slice::<serde_json::Value>(line) {
+            Ok(serde_json::Value::Object(_)) => {}
+            _ => {
+                return Err(format!(
+                    "{} line {} is not a JSON object: {:?}",
+                    path.display(),
+                    n + 1,
+                    String::from_utf8_lossy(line)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The iteration the last whole event of a loop's journal moved the loop to.
+fn journal_iteration(path: &Path) -> Option<u64> {
+    let text = std::fs::read_to_string(path).ok()?;
+    text.lines()
+        .rev()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find_map(|e| e["to"]["iteration"].as_u64())
 }
 
 /// `loop_state.iteration` of a loop file the checker has already passed.
@@ -158,6 +197,9 @@ fn sigkill_during_loop_transitions_never_tears_a_file_or_loses_an_acknowledged_o
         .assert_code(0);
     let state_dir = env.state_dir();
     let loop_file = env.loop_file(TICKET);
+    let journal = state_dir
+        .join("journal")
+        .join(format!("loop-{TICKET}.jsonl"));
     let now = at(1);
     let mut on_disk = iteration_on_disk(&loop_file).unwrap();
     let mut tally = Tally::default();
@@ -214,6 +256,13 @@ fn sigkill_during_loop_transitions_never_tears_a_file_or_loses_an_acknowledged_o
                 if found != iteration {
                     fail(format!(
                         "exited 0, but the file holds iteration {found}: an acknowledged transition is lost"
+                    ));
+                }
+                // The event is appended under the same lock, before the command reports success.
+                let journalled = journal_iteration(&journal);
+                if journalled != Some(iteration) {
+                    fail(format!(
+                        "exited 0, but the journal's last transition is to iteration {journalled:?}: its event is lost"
                     ));
                 }
                 if kill_delay.is_some() {

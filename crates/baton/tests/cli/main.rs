@@ -9,6 +9,7 @@ mod crash;
 mod dinostack;
 mod hostile;
 mod hostile_output;
+mod journal;
 mod ledgers;
 mod live_sessions;
 mod races;

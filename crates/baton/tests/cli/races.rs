@@ -151,7 +151,8 @@ fn single_winner<'a>(runs: &'a [(String, Run)], trial: &str) -> (&'a str, &'a Ru
 }
 
 /// The loop file after the race: owned by the winner, one epoch past the old owner's, and no
-/// file left behind but the lock sidecar and the loop itself (no contender was killed).
+/// file left behind but the lock sidecar, the journal and the loop itself (no contender was
+/// killed). The journal tells the same story: exactly one takeover, to the winner.
 fn assert_taken_over_once(env: &TestEnv, before: &Value, winner: &str, trial: &str) -> Value {
     let after = env.read_json(&env.loop_file(TICKET));
     assert_eq!(after["session_id"], winner, "{trial}: owner on disk");
@@ -174,9 +175,28 @@ fn assert_taken_over_once(env: &TestEnv, before: &Value, winner: &str, trial: &s
     names.sort();
     assert_eq!(
         names,
-        [".gitignore", "locks", "loop-state-PROJ-1.json"],
+        [".gitignore", "journal", "locks", "loop-state-PROJ-1.json"],
         "{trial}: files in the state directory"
     );
+    let journal = env.run(None, &at(STALE_MINUTE), &["--json", "log", TICKET]);
+    let journal = journal.json();
+    let takeovers: Vec<&Value> = journal["events"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{trial}: no journal: {journal}"))
+        .iter()
+        .filter(|e| e["event"] == "takeover")
+        .collect();
+    assert_eq!(
+        takeovers.len(),
+        1,
+        "{trial}: one takeover in the journal: {journal}"
+    );
+    assert_eq!(takeovers[0]["to_session"], winner, "{trial}: {journal}");
+    assert_eq!(
+        takeovers[0]["to_epoch"], after["owner_epoch"],
+        "{trial}: {journal}"
+    );
+    assert_eq!(journal["skipped"], 0, "{trial}: {journal}");
     after
 }
 

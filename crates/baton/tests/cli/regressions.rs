@@ -337,3 +337,79 @@ fn a_second_interrupt_can_say_when_the_rate_limit_resets() {
     assert_eq!(state["resume_after"], at(61));
     assert_eq!(state["interrupted_at"], at(1));
 }
+
+/// `sh -c 'V=$(baton ARGS…); printf "[%s]" "$V"'` in `env`: what a shell capturing the
+/// command's stdout gets.
+fn captured(env: &TestEnv, session: Option<&str>, args: &[&str]) -> (String, String) {
+    let inner = env.command(session, &at(1));
+    let out = crate::common::like(&inner, "sh")
+        .arg("-c")
+        .arg(r#"prog=$1; shift; V=$("$prog" "$@") || exit $?; printf '[%s]' "$V""#)
+        .arg("sh")
+        .arg(inner.get_program())
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn loop_key_note_goes_to_stderr_so_command_substitution_gets_the_key_alone() {
+    let env = TestEnv::new();
+    let (value, stderr) = captured(&env, None, &["loop", "key", ""]);
+    let key = value
+        .strip_prefix('[')
+        .and_then(|v| v.strip_suffix(']'))
+        .unwrap();
+    assert!(
+        key.starts_with("session-nosid-") && !key.contains('\n'),
+        "KEY=$(baton loop key \"\") holds the key alone: {value:?}"
+    );
+    assert!(
+        stderr.contains("random"),
+        "the note about the random key is on stderr: {stderr:?}"
+    );
+}
+
+#[test]
+fn ledger_torn_tail_note_goes_to_stderr_so_command_substitution_gets_the_line_alone() {
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.repo.join("plans/p")).unwrap();
+    env.baton("s", 0, &["ledger", "init", "plans/p"])
+        .assert_code(0);
+    let ledger = env.repo.join("plans/p/STATE.md");
+    let mut text = std::fs::read_to_string(&ledger).unwrap();
+    text.push_str("phase 1: star");
+    std::fs::write(&ledger, text).unwrap();
+
+    let (value, stderr) = captured(
+        &env,
+        Some("s"),
+        &["ledger", "start", "plans/p", "--phase", "1"],
+    );
+    assert!(
+        value.starts_with("[phase 1: started (base ") && !value.contains('\n'),
+        "LINE=$(baton ledger start …) holds the appended line alone: {value:?}"
+    );
+    assert!(
+        stderr.contains("sealed with a newline"),
+        "the note about the sealed tail is on stderr: {stderr:?}"
+    );
+    let json = env.baton(
+        "s",
+        2,
+        &[
+            "--json", "ledger", "block", "plans/p", "--phase", "1", "--reason", "x",
+        ],
+    );
+    json.assert_code(0);
+    assert_eq!(json.json()["sealed_torn_tail"], false);
+}

@@ -810,7 +810,8 @@ fn demo_teaches_the_loop_in_one_screen() {
     out.assert_code(0);
     // The verdict with its class, then the packet, as the next session's first call sees them.
     assert!(
-        out.stdout.contains("loop PROJ-1: offer (automatic) · rate_limit"),
+        out.stdout
+            .contains("loop PROJ-1: offer (automatic) · rate_limit"),
         "{}",
         out.stdout
     );

@@ -17,8 +17,11 @@ pub struct FinishArgs {
 }
 
 pub fn cmd_batch_finish(ctx: &Ctx, args: FinishArgs) -> Result<Report, CommandError> {
-    update(ctx, &args.flags, BatchWrite::Finish, |state| {
+    update(ctx, &args.flags, BatchWrite::Finish, "finish", |state| {
         state.status = args.status.clone();
-        Ok(format!("batch {} is {}", esc(&state.batch_id), args.status))
+        Ok((
+            format!("batch {} is {}", esc(&state.batch_id), args.status),
+            serde_json::json!({ "status": args.status }),
+        ))
     })
 }

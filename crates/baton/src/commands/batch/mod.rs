@@ -21,7 +21,7 @@ use baton_core::model::BatchState;
 use baton_core::text::esc;
 use baton_core::time::format_ts;
 use baton_store::layout::BATCH_FILE;
-use baton_store::{FsStore, LockScope, StateStore};
+use baton_store::{FsStore, JournalTarget, LockScope, StateStore};
 
 /// Run several tickets as one batch, one per project root.
 #[derive(Debug, Subcommand)]
@@ -87,7 +87,9 @@ enum BatchWrite {
 }
 
 /// The shared write path of `batch ticket`, `batch resume` and `batch finish`: under the
-/// batch's lock, read, gate, check the status, apply, write.
+/// batch's lock, read, gate, check the status, apply, write, and journal: `apply` returns the
+/// message and the details of the `event` appended to the batch's journal (after a `takeover`
+/// event when the gate handed the batch to this session).
 ///
 /// The originating Stop hook marks its own session's batch `interrupted` at the end of every
 /// turn, so that session's next write simply runs on. A batch interrupted by another session,
@@ -96,7 +98,8 @@ fn update(
     ctx: &Ctx,
     flags: &BatchFlags,
     kind: BatchWrite,
-    apply: impl FnOnce(&mut BatchState) -> Result<String, CommandError>,
+    event: &'static str,
+    apply: impl FnOnce(&mut BatchState) -> Result<(String, serde_json::Value), CommandError>,
 ) -> Result<Report, CommandError> {
     let store: FsStore = ctx.store()?;
     if !store.exists()? {
@@ -158,9 +161,37 @@ fn update(
         }
         _ => {}
     }
-    let message = apply(&mut state)?;
+    let (message, details) = apply(&mut state)?;
     state.touch(&format_ts(ctx.now));
     store.write_batch(&state)?;
+    let mut journal_warning = None;
+    if crate::journal::batch_changed(&loaded.state, &state) {
+        let mut events = Vec::new();
+        if took_over {
+            events.push(crate::journal::takeover(
+                ctx,
+                (loaded.state.owner(), loaded.state.owner_epoch),
+                (state.owner(), state.owner_epoch),
+                "gate",
+            ));
+        }
+        let mut details = details;
+        if let Some(obj) = details.as_object_mut() {
+            obj.insert("batch_id".into(), state.batch_id.clone().into());
+            // A resume (or a ticket write that resumes its owner's interrupted batch) says
+            // what the batch was resumed from; a finish's new status says enough.
+            if status != state.status && event != "finish" {
+                obj.insert("from_status".into(), status.clone().into());
+            }
+        }
+        events.push(crate::journal::event(
+            ctx,
+            event,
+            Some(state.owner_epoch),
+            details,
+        ));
+        journal_warning = crate::journal::append(&store, JournalTarget::Batch, &events);
+    }
     let decision = baton_core::Decision {
         verdict: "ok",
         reasons,
@@ -171,6 +202,10 @@ fn update(
         .with("status", state.status.clone())
         .with("epoch", state.owner_epoch)
         .text_before(&message);
+    let report = match journal_warning {
+        Some(w) => report.warn(w),
+        None => report,
+    };
     Ok(with_session_warning(ctx, report))
 }
 

@@ -19,11 +19,14 @@ pub struct ResumeArgs {
 }
 
 pub fn cmd_batch_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandError> {
-    update(ctx, &args.flags, BatchWrite::Resume, |state| {
-        Ok(format!(
-            "batch {} is active under this session (owner epoch {})",
-            esc(&state.batch_id),
-            state.owner_epoch
+    update(ctx, &args.flags, BatchWrite::Resume, "resume", |state| {
+        Ok((
+            format!(
+                "batch {} is active under this session (owner epoch {})",
+                esc(&state.batch_id),
+                state.owner_epoch
+            ),
+            serde_json::json!({}),
         ))
     })
 }

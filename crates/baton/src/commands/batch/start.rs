@@ -16,7 +16,7 @@ use baton_core::text::esc;
 use baton_core::time::format_ts;
 use baton_core::{Decision, Reason};
 use baton_store::layout::BATCH_FILE;
-use baton_store::{LockScope, StateStore, random_hex};
+use baton_store::{JournalTarget, LockScope, StateStore, random_hex};
 
 /// Start a batch of 2 or more tickets, owned by this session.
 ///
@@ -135,6 +135,23 @@ pub fn cmd_batch_start(ctx: &Ctx, args: StartArgs) -> Result<Report, CommandErro
         ]),
     };
     store.write_batch(&state)?;
+    let start = crate::journal::event(
+        ctx,
+        "start",
+        Some(state.owner_epoch),
+        serde_json::json!({
+            "batch_id": state.batch_id,
+            "mode": state.mode,
+            "tickets": state.tickets.iter().map(|t| t.ticket_id.as_str()).collect::<Vec<_>>(),
+            "replaced": old.map(|o| serde_json::json!({
+                "batch_id": o.batch_id,
+                "session": o.session_id,
+                "epoch": o.owner_epoch,
+                "status": o.status,
+            })),
+        }),
+    );
+    let journal_warning = crate::journal::append(&store, JournalTarget::Batch, &[start]);
     let decision = Decision {
         verdict: "ok",
         reasons,
@@ -147,5 +164,9 @@ pub fn cmd_batch_start(ctx: &Ctx, args: StartArgs) -> Result<Report, CommandErro
             "started batch {batch_id} with {} tickets",
             state.tickets.len()
         ));
+    let report = match journal_warning {
+        Some(w) => report.warn(w),
+        None => report,
+    };
     Ok(super::with_session_warning(ctx, report))
 }

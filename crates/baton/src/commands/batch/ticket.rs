@@ -35,7 +35,7 @@ pub struct TicketArgs {
 
 pub fn cmd_batch_ticket(ctx: &Ctx, args: TicketArgs) -> Result<Report, CommandError> {
     let now = format_ts(ctx.now);
-    update(ctx, &args.flags, BatchWrite::Ticket, |state| {
+    update(ctx, &args.flags, BatchWrite::Ticket, "ticket", |state| {
         let known = esc_join(state.tickets.iter().map(|t| t.ticket_id.as_str()));
         let batch_id = esc(&state.batch_id).into_owned();
         let entry = state
@@ -75,10 +75,18 @@ pub fn cmd_batch_ticket(ctx: &Ctx, args: TicketArgs) -> Result<Report, CommandEr
                 .replan_log
                 .push(replan_entry(&now, action, Some(&args.ticket), detail));
         }
-        Ok(format!(
-            "{} is {} in batch {batch_id}",
-            esc(&args.ticket),
-            args.status
+        Ok((
+            format!(
+                "{} is {} in batch {batch_id}",
+                esc(&args.ticket),
+                args.status
+            ),
+            serde_json::json!({
+                "ticket": args.ticket,
+                "status": args.status,
+                "summary": args.summary,
+                "replan": args.replan,
+            }),
         ))
     })
 }

@@ -217,16 +217,19 @@ pub fn append_line(plan: &Plan, line: &Line) -> Result<Report, CommandError> {
     });
     match sealed {
         Ok(sealed) => {
-            let mut out = text.clone();
-            if sealed {
-                out.push_str(
-                    "\nnote: the ledger ended in a torn line; it was sealed with a newline first",
-                );
-            }
-            Ok(Report::ok(
+            // stdout is the appended line alone, so that `LINE=$(baton ledger start …)`
+            // captures just it; the note on a sealed tail goes beside it, to stderr.
+            let report = Report::ok(
                 serde_json::json!({ "verdict": "ok", "appended": text, "sealed_torn_tail": sealed, "ledger": plan.ledger.display().to_string() }),
-                out,
-            ))
+                text.clone(),
+            );
+            Ok(if sealed {
+                report.note(
+                    "note: the ledger ended in a torn line; it was sealed with a newline first",
+                )
+            } else {
+                report
+            })
         }
         Err(AppendError::ForeignPlan { found }) => Ok(Report::decision(&foreign(plan, &found))),
         Err(AppendError::NoHeader) => Err(CommandError::new(

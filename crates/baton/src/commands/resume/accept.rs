@@ -22,7 +22,7 @@ use baton_core::time::format_ts;
 use baton_core::{Decision, Reason};
 use baton_store::lock::DirLock;
 use baton_store::read::read_capped;
-use baton_store::{FsStore, LockScope, StateStore, git, random_hex};
+use baton_store::{FsStore, JournalTarget, LockScope, StateStore, git, random_hex};
 
 /// Accept a resume offer: take ownership (owner epoch + 1, `resume_count` + 1, status active)
 /// and print the governing Brief or Plan, so it is in context before the next worker spawns.
@@ -363,6 +363,7 @@ fn finish_accept(
     state.resume_after = None;
     state.touch(ctx.now);
     store.write_loop(&target.key, &state)?;
+    let journal_warning = journal_accept(ctx, &store, &target, &original, &state, mode, args);
     let batch_warning = crate::commands::ticket_loop::keep_batch_live(&store, ctx, &target);
     // The accept is on disk; what follows only reports, and runs git, so not under the lock.
     drop(_guard);
@@ -438,10 +439,57 @@ fn finish_accept(
     if let Some(w) = no_session_warning(ctx, "loop") {
         report = report.warn(w);
     }
-    if let Some(w) = batch_warning {
+    for w in [batch_warning, journal_warning].into_iter().flatten() {
         report = report.warn(w);
     }
     Ok(report)
+}
+
+/// The journal's record of an accept: a `takeover` from the owner it was accepted from (both
+/// sessions, both epochs), with the mode and what happened to the partial work. An accept that
+/// finishes an earlier, interrupted one of this session (its claim already on disk) is a
+/// `resume` of the epoch it claimed.
+fn journal_accept(
+    ctx: &Ctx,
+    store: &FsStore,
+    target: &Target,
+    original: &LoopState,
+    state: &LoopState,
+    mode: Option<Mode>,
+    args: &AcceptArgs,
+) -> Option<String> {
+    let work = if args.discard {
+        Some("stashed")
+    } else if args.commit {
+        Some("committed")
+    } else {
+        None
+    };
+    let mode = mode.map_or("finish-claim", Mode::as_str);
+    let mut event = if original.owner_epoch == state.owner_epoch {
+        crate::journal::event(
+            ctx,
+            "resume",
+            Some(state.owner_epoch),
+            serde_json::json!({ "mode": mode }),
+        )
+    } else {
+        crate::journal::takeover(
+            ctx,
+            (original.owner(), original.owner_epoch),
+            (state.owner(), state.owner_epoch),
+            mode,
+        )
+    };
+    if let Some(obj) = event.as_object_mut() {
+        obj.insert("resume_count".into(), state.resume_count.into());
+        obj.insert("work".into(), serde_json::json!(work));
+        obj.insert(
+            "interrupt_reason".into(),
+            serde_json::json!(original.interrupt_reason),
+        );
+    }
+    crate::journal::append(store, JournalTarget::Loop(&target.key), &[event])
 }
 
 /// A branch with no commits beyond its base while the state claims engineer output or open

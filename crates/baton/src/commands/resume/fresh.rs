@@ -10,7 +10,7 @@ use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::decide::loop_write::{REFUSED, check_key_collision};
 use baton_core::{Decision, Reason};
-use baton_store::StateStore;
+use baton_store::{JournalTarget, StateStore};
 
 /// Start over: archive the ticket's loop (kept under `.agentic/archive/`, never deleted) so
 /// that `baton loop init` can begin a fresh one. Refused while another live session runs it.
@@ -54,6 +54,19 @@ pub fn cmd_resume_fresh(ctx: &Ctx, args: FreshArgs) -> Result<Report, CommandErr
         return Ok(Report::decision(&d).text_before(&notes));
     }
     let to = g.store.archive_loop(&g.target.key, ctx.now)?;
+    // The loop's history stays: the journal outlives the state it describes.
+    let event = crate::journal::event(
+        ctx,
+        "fresh",
+        Some(loaded.state.owner_epoch),
+        json!({
+            "archived": to.display().to_string(),
+            "owner": loaded.state.session_id,
+            "status": loaded.state.status.as_str(),
+        }),
+    );
+    let journal_warning =
+        crate::journal::append(&g.store, JournalTarget::Loop(&g.target.key), &[event]);
     let d = Decision::new(
         "archived",
         Reason::new(
@@ -62,7 +75,11 @@ pub fn cmd_resume_fresh(ctx: &Ctx, args: FreshArgs) -> Result<Report, CommandErr
         ),
         Some(format!("start the new loop with `baton loop init {t}`")),
     );
-    Ok(Report::decision(&d)
+    let report = Report::decision(&d)
         .with("archived", to.display().to_string())
-        .text_before(&notes))
+        .text_before(&notes);
+    Ok(match journal_warning {
+        Some(w) => report.warn(w),
+        None => report,
+    })
 }

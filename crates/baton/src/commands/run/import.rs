@@ -41,15 +41,24 @@ pub fn cmd_run_import(ctx: &Ctx, args: ImportArgs) -> Result<Report, CommandErro
         );
     }
     let run = import_into(ctx, &store, &id, args.from.as_deref())?;
+    let journal_warning = crate::journal::append(
+        &store,
+        baton_store::JournalTarget::Run(&id),
+        &[import_event(ctx, &run)],
+    );
     let path = store.layout.run_file(&id);
-    Ok(Report::ok(
+    let report = Report::ok(
         json!({ "run_id": id.to_string(), "imported_from": run.imported_from, "state_file": path.display().to_string() }),
         format!(
             "imported run {id} from {}\n{}",
             run.imported_from.as_deref().unwrap_or_default(),
             state_file_lines(&run, &path)
         ),
-    ))
+    );
+    Ok(match journal_warning {
+        Some(w) => report.warn(w),
+        None => report,
+    })
 }
 
 /// Where the originating pipeline keeps a run's state.
@@ -69,6 +78,19 @@ pub fn import_into(
     let run = build_import(ctx, store, id, from)?;
     store.write_run(&run)?;
     Ok(run)
+}
+
+/// The `import` event of a run brought in from its originating file.
+pub fn import_event(ctx: &Ctx, run: &RunState) -> serde_json::Value {
+    crate::journal::event(
+        ctx,
+        "import",
+        Some(run.lease_epoch),
+        json!({
+            "from": run.imported_from,
+            "completed_agents": run.completed_agents.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+        }),
+    )
 }
 
 /// The baton run state an originating file maps to, not yet written.

@@ -16,7 +16,7 @@ use baton_core::model::{
 use baton_core::run_id::RunId;
 use baton_core::time::format_ts;
 use baton_core::{Decision, Reason};
-use baton_store::{LockScope, StateStore, git, random_hex};
+use baton_store::{JournalTarget, LockScope, StateStore, git, random_hex};
 
 /// Start a single run: print a new run id and record what it is planned against (HEAD, the
 /// plan, the project's alignment sections), holding the run lock.
@@ -194,6 +194,7 @@ pub fn cmd_run_new(ctx: &Ctx, args: NewArgs) -> Result<Report, CommandError> {
         return Ok(Report::decision(&d));
     }
     let mut abandoned = Vec::new();
+    let mut journal_warnings = Vec::new();
     for (other_id, mut other) in same_plan {
         other.status = "abandoned".into();
         other.updated_at = Some(format_ts(ctx.now));
@@ -203,12 +204,44 @@ pub fn cmd_run_new(ctx: &Ctx, args: NewArgs) -> Result<Report, CommandError> {
         );
         other.lease = None;
         store.write_run(&other)?;
+        if let Ok(other_run) = RunId::parse(&other_id) {
+            let event = crate::journal::event(
+                ctx,
+                "finish",
+                Some(other.lease_epoch),
+                json!({ "status": "abandoned", "replaced_by": id.to_string() }),
+            );
+            journal_warnings.extend(crate::journal::append(
+                &store,
+                JournalTarget::Run(&other_run),
+                &[event],
+            ));
+        }
         abandoned.push(other_id);
     }
     if !abandoned.is_empty() {
         run.extra.insert("replaces".into(), json!(abandoned));
     }
     store.write_run(&run)?;
+    let event = crate::journal::event(
+        ctx,
+        "new",
+        Some(run.lease_epoch),
+        json!({
+            "feature": run.feature,
+            "mode": run.mode,
+            "plan": run.plan.as_ref().map(|p| p.path.clone()),
+            "base_commit": run.base_commit,
+            "branch": run.branch,
+            "holder_pid": run.lease.as_ref().and_then(|l| l.pid),
+            "replaces": abandoned,
+        }),
+    );
+    journal_warnings.extend(crate::journal::append(
+        &store,
+        JournalTarget::Run(&id),
+        &[event],
+    ));
     let path = store.layout.run_file(&id);
     // stdout is the run id alone, so that `RUN=$(baton run new …)` captures just it.
     let mut report = Report::ok(
@@ -246,6 +279,9 @@ pub fn cmd_run_new(ctx: &Ctx, args: NewArgs) -> Result<Report, CommandError> {
             "note: other runs are open in this project (another plan): {}",
             others.join(", ")
         ));
+    }
+    for w in journal_warnings {
+        report = report.warn(w);
     }
     if repo.head.is_none() {
         report = report

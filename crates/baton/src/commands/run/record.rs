@@ -10,7 +10,7 @@ use baton_core::decide::run_resume::critic_recorded;
 use baton_core::model::{Completion, PlanRecord, StepRecord};
 use baton_core::time::format_ts;
 use baton_core::{Decision, Reason};
-use baton_store::{StateStore, git};
+use baton_store::{JournalTarget, StateStore, git};
 
 /// Record progress of a run: a completed agent, a passed hard gate, a step's status, or a new
 /// plan. Only the run lock's holder may record; a completed agent is never recorded (or
@@ -61,6 +61,7 @@ pub fn cmd_run_record(ctx: &Ctx, args: RecordArgs) -> Result<Report, CommandErro
     check_name(args.gate.as_ref(), "--gate")?;
     check_name(args.step.as_ref(), "--step")?;
     let (id, store, _guard, mut run) = open_for_write(ctx, &args.run_id)?;
+    let before = run.clone();
     let (here, _) = here(ctx, &args.holder, false)?;
     if let Err(d) = require_holder(&run, &here, &args.holder, ctx.now) {
         return Ok(Report::decision(&d));
@@ -181,8 +182,27 @@ pub fn cmd_run_record(ctx: &Ctx, args: RecordArgs) -> Result<Report, CommandErro
     }
     run.updated_at = Some(format_ts(ctx.now));
     store.write_run(&run)?;
-    Ok(Report::ok(
+    let journal_warning = crate::journal::run_changed(&before, &run)
+        .then(|| {
+            let details = if let Some(agent) = &args.agent {
+                json!({ "agent": agent })
+            } else if args.plan.is_some() {
+                json!({ "plan": run.plan.as_ref().map(|p| p.path.clone()), "base_commit": run.base_commit })
+            } else if let Some(gate) = &args.gate {
+                json!({ "gate": gate, "result": "pass" })
+            } else {
+                json!({ "step": args.step, "status": args.status })
+            };
+            let event = crate::journal::event(ctx, "record", Some(run.lease_epoch), details);
+            crate::journal::append(&store, JournalTarget::Run(&id), &[event])
+        })
+        .flatten();
+    let report = Report::ok(
         json!({ "verdict": "ok", "run_id": id.to_string(), "recorded": message, "completed_agents": run.completed_agents }),
         format!("run {id}: {message}"),
-    ))
+    );
+    Ok(match journal_warning {
+        Some(w) => report.warn(w),
+        None => report,
+    })
 }

@@ -8,7 +8,7 @@ use crate::output::Report;
 use baton_core::decide::lease::LeaseState;
 use baton_core::time::format_ts;
 use baton_core::{Decision, Reason};
-use baton_store::StateStore;
+use baton_store::{JournalTarget, StateStore};
 
 /// Release the run lock. Refused (exit 3) while another live holder has it, and for another
 /// holder's stale lock without `--force`.
@@ -36,6 +36,7 @@ pub fn end_lease(
     force: bool,
 ) -> Result<Report, CommandError> {
     let (id, store, _guard, mut run) = open_for_write(ctx, raw_id)?;
+    let before = run.clone();
     let (here, _) = here(ctx, holder, false)?;
     if let (Some(held), Some(lease)) = (holder.epoch, &run.lease)
         && held != lease.epoch
@@ -85,12 +86,40 @@ pub fn end_lease(
     }
     run.updated_at = Some(format_ts(ctx.now));
     store.write_run(&run)?;
+    // A release of a lock nobody holds, or a finish of a finished run, is no event.
+    let journal_warning = crate::journal::run_changed(&before, &run)
+        .then(|| {
+            let released = before
+                .lease
+                .as_ref()
+                .map(|l| json!({ "session": l.session, "epoch": l.epoch, "pid": l.pid }));
+            let event = match status {
+                Some(s) => crate::journal::event(
+                    ctx,
+                    "finish",
+                    Some(run.lease_epoch),
+                    json!({ "status": s, "released": released, "forced": force }),
+                ),
+                None => crate::journal::event(
+                    ctx,
+                    "release",
+                    Some(run.lease_epoch),
+                    json!({ "released": released, "forced": force }),
+                ),
+            };
+            crate::journal::append(&store, JournalTarget::Run(&id), &[event])
+        })
+        .flatten();
     let what = match status {
         Some(s) => format!("run {id} is {s}; its lock is released"),
         None => format!("run {id}'s lock is released"),
     };
-    Ok(Report::ok(
+    let report = Report::ok(
         json!({ "verdict": "ok", "run_id": id.to_string(), "status": run.status }),
         what,
-    ))
+    );
+    Ok(match journal_warning {
+        Some(w) => report.warn(w),
+        None => report,
+    })
 }

@@ -17,7 +17,7 @@ use baton_core::model::{RunState, SectionRecord};
 use baton_core::run_id::RunTarget;
 use baton_core::time::{format_ts, human_age};
 use baton_store::git::HeadAndIndex;
-use baton_store::{LockScope, StateStore, git};
+use baton_store::{JournalTarget, LockScope, StateStore, git};
 
 /// Where the alignment sections live unless `run new --project-file` said otherwise.
 pub const DEFAULT_PROJECT_FILE: &str = ".claude/PROJECT.md";
@@ -80,6 +80,7 @@ pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandErro
     }
     let _guard = store.lock(LockScope::Runs)?;
     let mut notes = Vec::new();
+    let mut imported = false;
     // An import stays in memory until the verdict lets the run go on: a refused or finished
     // resume writes nothing.
     let mut run = match store.read_run(&id)? {
@@ -88,12 +89,13 @@ pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandErro
             loaded.state
         }
         None => {
-            let imported = import()?;
+            let run = import()?;
+            imported = true;
             notes.push(format!(
                 "note: imported {}",
-                imported.imported_from.as_deref().unwrap_or_default()
+                run.imported_from.as_deref().unwrap_or_default()
             ));
-            imported
+            run
         }
     };
     // autonomous-dev goes on recording completions beside the file it was imported from.
@@ -147,7 +149,9 @@ pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandErro
     let staged = repo.staged.clone();
     let (d, lease) = decide_now(ctx, &root, &run, repo, sections, &here, args.allow_staged)?;
     let mut token = None;
+    let mut journal_warning = None;
     if d.acquire {
+        let before = run.lease.clone();
         if args.allow_staged && !staged.is_empty() {
             // The operator's decision stays on record with what it let through.
             let decision = serde_json::json!({ "at": format_ts(ctx.now), "session": ctx.session, "files": staged });
@@ -164,6 +168,25 @@ pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandErro
         token = take_lease(&mut run, &here, source, &lease, ctx.now);
         run.updated_at = Some(format_ts(ctx.now));
         store.write_run(&run)?;
+        let mut events = Vec::new();
+        if imported {
+            events.push(super::import::import_event(ctx, &run));
+        }
+        let taken = before.as_ref().map(|l| l.epoch) != Some(run.lease_epoch);
+        events.push(crate::journal::event(
+            ctx,
+            "resume",
+            Some(run.lease_epoch),
+            json!({
+                "verdict": d.decision.verdict,
+                "lease_taken": taken,
+                "from_session": before.as_ref().map(|l| l.session.clone()),
+                "from_epoch": before.as_ref().map(|l| l.epoch),
+                "allowed_staged": args.allow_staged && !staged.is_empty(),
+                "agents_merged": added,
+            }),
+        ));
+        journal_warning = crate::journal::append(&store, JournalTarget::Run(&id), &events);
     }
     let path = store.layout.run_file(&id);
     let text = render(&d, &run, &path, &notes);
@@ -186,6 +209,9 @@ pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandErro
         Some(token) => format!("{text}{}\n", token_note(token)),
         None => text,
     };
+    if let Some(w) = journal_warning {
+        report = report.warn(w);
+    }
     Ok(report)
 }
 

@@ -48,13 +48,18 @@ pub fn cmd_loop_artifact(ctx: &Ctx, args: ArtifactArgs) -> Result<Report, Comman
         .map(|p| crate::commands::path_in_project(&ctx.dir, &root, p, "--plan", true))
         .transpose()?;
     let tier = PromotionTier::parse_lenient(Some(&args.tier));
-    transition(ctx, &args.ticket, &args.flags, |state, target| {
-        let owed = brief_owed_after(state, tier, brief.is_some());
-        let was_owed = state.brief_owed;
-        let mut warnings = Vec::new();
-        let mut next = None;
-        if was_owed && !owed {
-            warnings.push(Reason::new(
+    transition(
+        ctx,
+        &args.ticket,
+        &args.flags,
+        "artifact",
+        |state, target| {
+            let owed = brief_owed_after(state, tier, brief.is_some());
+            let was_owed = state.brief_owed;
+            let mut warnings = Vec::new();
+            let mut next = None;
+            if was_owed && !owed {
+                warnings.push(Reason::new(
                 "loop.brief-paid",
                 if brief.is_some() {
                     "the retroactive Brief is recorded: engineer spawns may go on".to_string()
@@ -65,46 +70,47 @@ pub fn cmd_loop_artifact(ctx: &Ctx, args: ArtifactArgs) -> Result<Report, Comman
                     )
                 },
             ));
-        }
-        if owed {
-            warnings.push(Reason::new(
+            }
+            if owed {
+                warnings.push(Reason::new(
                 "loop.brief-owed",
                 format!("the {} tier has no Brief recorded: the next engineer spawn is refused until one is", tier.as_str()),
             ));
-            next = Some(format!(
-                "author the retroactive Brief, then `baton loop artifact {} --tier {} --brief <PATH>`",
-                target.arg(),
-                tier.as_str()
-            ));
-        }
-        state.brief_owed = owed;
-        state.promotion_tier = Some(tier.as_str().to_string());
-        if let Some(brief) = &brief {
-            state.brief_path = Some(brief.display().to_string());
-        }
-        if let Some(plan) = &plan {
-            state.plan_path = Some(plan.display().to_string());
-        }
-        state.touch(ctx.now);
-        let message = format!(
-            "recorded tier {}{}{}",
-            tier.as_str(),
-            state
-                .brief_path
-                .as_deref()
-                .map(|b| format!(", brief {}", esc(b)))
-                .unwrap_or_default(),
-            state
-                .plan_path
-                .as_deref()
-                .map(|p| format!(", plan {}", esc(p)))
-                .unwrap_or_default()
-        );
-        Ok(Applied {
-            changed: true,
-            message,
-            next,
-            warnings,
-        })
-    })
+                next = Some(format!(
+                    "author the retroactive Brief, then `baton loop artifact {} --tier {} --brief <PATH>`",
+                    target.arg(),
+                    tier.as_str()
+                ));
+            }
+            state.brief_owed = owed;
+            state.promotion_tier = Some(tier.as_str().to_string());
+            if let Some(brief) = &brief {
+                state.brief_path = Some(brief.display().to_string());
+            }
+            if let Some(plan) = &plan {
+                state.plan_path = Some(plan.display().to_string());
+            }
+            state.touch(ctx.now);
+            let message = format!(
+                "recorded tier {}{}{}",
+                tier.as_str(),
+                state
+                    .brief_path
+                    .as_deref()
+                    .map(|b| format!(", brief {}", esc(b)))
+                    .unwrap_or_default(),
+                state
+                    .plan_path
+                    .as_deref()
+                    .map(|p| format!(", plan {}", esc(p)))
+                    .unwrap_or_default()
+            );
+            Ok(Applied {
+                changed: true,
+                message,
+                next,
+                warnings,
+            })
+        },
+    )
 }

@@ -25,7 +25,7 @@ pub struct FinishArgs {
 }
 
 pub fn cmd_loop_finish(ctx: &Ctx, args: FinishArgs) -> Result<Report, CommandError> {
-    transition(ctx, &args.ticket, &args.flags, |state, target| {
+    transition(ctx, &args.ticket, &args.flags, "finish", |state, target| {
         if state.status.is_terminal() {
             return Ok(Applied {
                 changed: false,

@@ -12,7 +12,7 @@ use baton_core::Decision;
 use baton_core::decide::batch::single_ticket_warning;
 use baton_core::decide::loop_write::{InitPlan, REFUSED, check_key_collision, decide_init};
 use baton_core::model::{LoopState, Phase};
-use baton_store::{LockScope, StateStore, git};
+use baton_store::{JournalTarget, LockScope, StateStore, git};
 
 /// Start a ticket's loop (Phase 6 initialisation): create its keyed file, active and owned by
 /// this session.
@@ -84,6 +84,8 @@ pub fn cmd_loop_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> 
         }
     }
     let mut reasons = Vec::new();
+    // What the journal says of the loop this one replaces, if any.
+    let mut replaced = serde_json::Value::Null;
     match decide_init(
         existing.as_ref().map(|l| &l.state),
         ctx.session(),
@@ -122,6 +124,12 @@ pub fn cmd_loop_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> 
                     return Ok(Report::decision(&d).text_before(&notes));
                 }
                 let to = store.archive_loop(&target.key, ctx.now)?;
+                replaced = serde_json::json!({
+                    "archived": to.display().to_string(),
+                    "session": old.state.session_id,
+                    "epoch": old.state.owner_epoch,
+                    "status": old.state.status.as_str(),
+                });
                 let (rule, what) = if archive_old {
                     ("loop.terminal-archived", "the finished loop")
                 } else {
@@ -152,6 +160,21 @@ pub fn cmd_loop_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> 
     state.loop_state.max_iterations = args.max_iterations;
     state.touch(ctx.now);
     store.write_loop(&target.key, &state)?;
+    let init = crate::journal::event(
+        ctx,
+        "init",
+        Some(state.owner_epoch),
+        serde_json::json!({
+            "ticket": target.raw,
+            "phase": state.last_phase,
+            "iteration": state.loop_state.iteration,
+            "max_iterations": state.loop_state.max_iterations,
+            "branch": state.branch,
+            "base": state.base_branch,
+            "replaced": replaced,
+        }),
+    );
+    let journal_warning = crate::journal::append(&store, JournalTarget::Loop(&target.key), &[init]);
     let batch_warning = super::keep_batch_live(&store, ctx, &target);
     let decision = Decision {
         verdict: "ok",
@@ -180,7 +203,7 @@ pub fn cmd_loop_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> 
     if let Some(w) = no_session_warning(ctx, "loop") {
         report = report.warn(w);
     }
-    if let Some(w) = batch_warning {
+    for w in [batch_warning, journal_warning].into_iter().flatten() {
         report = report.warn(w);
     }
     Ok(report)

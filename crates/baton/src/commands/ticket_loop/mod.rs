@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 
 use crate::context::Ctx;
 use crate::error::{CommandError, ExitStatus};
+use crate::journal;
 use crate::output::{Report, shell_quote};
 use baton_core::decide::loop_resume::last_write;
 use baton_core::decide::loop_write::{REFUSED, check_key_collision, check_reset};
@@ -29,7 +30,7 @@ use baton_core::time::is_live;
 use baton_core::{Decision, Reason};
 use baton_store::layout::LEGACY_LOOP_FILE;
 use baton_store::store::Loaded;
-use baton_store::{FsStore, LockScope, StateStore, random_hex};
+use baton_store::{FsStore, JournalTarget, LockScope, StateStore, random_hex};
 
 /// Record and inspect one ticket's loop state (`.agentic/loop-state-<KEY>.json`).
 #[derive(Debug, Subcommand)]
@@ -282,6 +283,14 @@ pub fn adopt_legacy(store: &FsStore, ctx: &Ctx) -> Result<Adoption, CommandError
             let archived = store.archive_loop(&key, ctx.now)?;
             store.write_loop(&key, &adopted)?;
             store.remove_legacy_loop()?;
+            journal_adoption(
+                store,
+                ctx,
+                &key,
+                &adopted,
+                Some(&archived),
+                &mut adoption.notes,
+            );
             format!(
                 "note: adopted legacy {} onto {}; the finished keyed loop was moved to {}",
                 legacy_name.display(),
@@ -301,6 +310,7 @@ pub fn adopt_legacy(store: &FsStore, ctx: &Ctx) -> Result<Adoption, CommandError
         Ok(None) => {
             store.write_loop(&key, &adopted)?;
             store.remove_legacy_loop()?;
+            journal_adoption(store, ctx, &key, &adopted, None, &mut adoption.notes);
             format!(
                 "note: adopted legacy {} onto {}",
                 legacy_name.display(),
@@ -310,6 +320,33 @@ pub fn adopt_legacy(store: &FsStore, ctx: &Ctx) -> Result<Adoption, CommandError
     };
     adoption.notes.push(note);
     Ok(adoption)
+}
+
+/// The `adopt` event of a legacy loop adopted onto its keyed file, appended under the key's
+/// lock; a failure is a note, like the rest of what adoption says.
+fn journal_adoption(
+    store: &FsStore,
+    ctx: &Ctx,
+    key: &str,
+    adopted: &LoopState,
+    archived: Option<&Path>,
+    notes: &mut Vec<String>,
+) {
+    let event = journal::event(
+        ctx,
+        "adopt",
+        Some(adopted.owner_epoch),
+        json!({
+            "from": LEGACY_LOOP_FILE,
+            "ticket": adopted.ticket_id,
+            "owner": adopted.session_id,
+            "status": adopted.status.as_str(),
+            "archived": archived.map(|p| p.display().to_string()),
+        }),
+    );
+    if let Some(w) = journal::append(store, JournalTarget::Loop(key), &[event]) {
+        notes.push(format!("warning: {w}"));
+    }
 }
 
 /// The key a legacy loop is adopted under: from its `ticket_id`, else `session-<sid>`, else
@@ -390,10 +427,15 @@ pub struct Applied {
 /// The shared write path of `loop set`, `artifact`, `interrupt` and `finish`: adopt legacy
 /// state, then under the loop's lock read the keyed file, refuse a key collision, pass the
 /// ownership gate, apply the change and write it atomically. A refusal changes nothing.
+///
+/// A write that changed more than the liveness stamp appends `event` to the loop's journal
+/// (after a `takeover` event when the gate handed the loop to this session), under the same
+/// lock; its details are read off the state before and after.
 pub fn transition(
     ctx: &Ctx,
     ticket: &OsStr,
     flags: &WriteFlags,
+    event: &'static str,
     apply: impl FnOnce(&mut LoopState, &Target) -> Result<Applied, Decision>,
 ) -> Result<Report, CommandError> {
     let store = ctx.store()?;
@@ -459,8 +501,27 @@ pub fn transition(
         state.loop_key = Some(target.key.clone());
         changed = true;
     }
+    let mut journal_warning = None;
     if changed {
         store.write_loop(&target.key, &state)?;
+        if journal::loop_changed(&loaded.state, &state) {
+            let mut events = Vec::new();
+            if state.owner_epoch != loaded.state.owner_epoch {
+                events.push(journal::takeover(
+                    ctx,
+                    (loaded.state.owner(), loaded.state.owner_epoch),
+                    (state.owner(), state.owner_epoch),
+                    "gate",
+                ));
+            }
+            events.push(journal::event(
+                ctx,
+                event,
+                Some(state.owner_epoch),
+                loop_event_details(event, &loaded.state, &state),
+            ));
+            journal_warning = journal::append(&store, JournalTarget::Loop(&target.key), &events);
+        }
     }
     let batch_warning = changed
         .then(|| keep_batch_live(&store, ctx, &target))
@@ -484,10 +545,36 @@ pub fn transition(
     if changed && let Some(w) = no_session_warning(ctx, "loop") {
         report = report.warn(w);
     }
-    if let Some(w) = batch_warning {
+    for w in [batch_warning, journal_warning].into_iter().flatten() {
         report = report.warn(w);
     }
     Ok(report)
+}
+
+/// What a loop's journal records of a transition, read off the state before and after it.
+fn loop_event_details(event: &str, before: &LoopState, after: &LoopState) -> Value {
+    match event {
+        "set" => json!({
+            "from": journal::loop_position(before),
+            "to": journal::loop_position(after),
+            "open_findings": after.open_findings(),
+        }),
+        "artifact" => json!({
+            "tier": after.promotion_tier,
+            "brief": after.brief_path,
+            "plan": after.plan_path,
+            "brief_owed": after.brief_owed,
+        }),
+        "interrupt" => json!({
+            "reason": after.interrupt_reason,
+            "resume_after": after.resume_after,
+        }),
+        "finish" => json!({
+            "status": after.status.as_str(),
+            "reason": after.loop_state.termination_reason,
+        }),
+        _ => json!({}),
+    }
 }
 
 /// The report of a loop write: the message, the rules that fired, the next step.

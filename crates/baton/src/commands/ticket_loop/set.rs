@@ -59,7 +59,7 @@ pub fn cmd_loop_set(ctx: &Ctx, args: SetArgs) -> Result<Report, CommandError> {
         return Err(CommandError::usage("--action is empty")
             .hint("pass what happened, for example `--action returned`"));
     }
-    transition(ctx, &args.ticket, &args.flags, |state, target| {
+    transition(ctx, &args.ticket, &args.flags, "set", |state, target| {
         check_transition(state, &args.phase, Some(&args.action), &target.arg())?;
         state.last_phase = Some(args.phase.clone());
         state.last_phase_action = Some(args.action.clone());

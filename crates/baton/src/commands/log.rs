@@ -1,0 +1,268 @@
+//! `baton log`: the history of one piece of work, oldest first.
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use clap::Args;
+use serde_json::{Value, json};
+
+use crate::commands::ledger::Plan;
+use crate::commands::ticket_loop::Target;
+use crate::context::Ctx;
+use crate::error::CommandError;
+use crate::output::Report;
+use baton_core::key::KeySource;
+use baton_core::ledger::{parse_ledger, render_line};
+use baton_core::run_id::{RunId, RunTarget};
+use baton_core::text::esc;
+use baton_store::{Journal, JournalTarget, StateStore};
+
+/// Show the history of a loop, the batch, a run or a plan ledger, oldest first.
+///
+/// One line per event with its time: every transition, interrupt, takeover (with both owners
+/// and both epochs), resume and gate result.
+///
+/// TARGET is read as, in this order: `batch` (or a batch id) for the project's batch; a run id
+/// (16 hex digits, or a legacy `YYYYMMDD-HHMMSS`) for that run; a plan directory holding a
+/// `STATE.md`, or that `STATE.md`, for the ledger's own events in file order; anything else is
+/// a ticket id, read through its loop key as `baton loop` reads it.
+///
+/// Loops, the batch and runs keep their history in `.agentic/journal/`, one append-only file
+/// each, written with every change of their state (heartbeats are not history). The journal
+/// outlives the state: `resume fresh`, archiving and `run prune` leave it in place. A line
+/// that is not an event (a tail torn by a crash) is skipped and counted, never fatal.
+///
+/// A target with no history prints `no history for …` and exits 0.
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// What to show: `batch`, a run id, a plan directory (or its `STATE.md`), or a ticket id.
+    target: OsString,
+    /// Show only the last N events.
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
+}
+
+/// Which history TARGET names.
+enum Resolved {
+    Loop(Target),
+    Batch,
+    Run(RunId),
+    Ledger(Plan),
+}
+
+pub fn cmd_log(ctx: &Ctx, args: LogArgs) -> Result<Report, CommandError> {
+    let raw = args.target.to_string_lossy().into_owned();
+    let resolved = resolve(ctx, &args.target)?;
+    let (kind, path, journal) = match &resolved {
+        Resolved::Ledger(plan) => {
+            let text = baton_store::ledger::read(&plan.ledger)?
+                .ok_or_else(|| crate::commands::ledger::missing(plan))?;
+            let ledger = parse_ledger(&text);
+            let events = ledger
+                .events
+                .iter()
+                .map(|(n, line)| {
+                    json!({
+                        "line": n,
+                        "ts": line.at,
+                        "event": line.event.kind(),
+                        "phase": line.event.phase(),
+                        "text": render_line(line),
+                    })
+                })
+                .collect();
+            let journal = Journal {
+                events,
+                skipped: ledger.bad.len(),
+                truncated: false,
+            };
+            ("ledger", plan.ledger.clone(), journal)
+        }
+        other => {
+            let store = ctx.store()?;
+            let (kind, target) = match other {
+                Resolved::Loop(t) => ("loop", JournalTarget::Loop(&t.key)),
+                Resolved::Batch => ("batch", JournalTarget::Batch),
+                Resolved::Run(id) => ("run", JournalTarget::Run(id)),
+                Resolved::Ledger(_) => unreachable!("handled above"),
+            };
+            let path = store.layout.journal_file(target)?;
+            (kind, path, store.read_journal(target)?)
+        }
+    };
+    let Journal {
+        mut events,
+        skipped,
+        truncated,
+    } = journal;
+    let total = events.len();
+    if let Some(limit) = args.limit {
+        events.drain(..total.saturating_sub(limit));
+    }
+    let shown = match &resolved {
+        Resolved::Loop(t) => format!("{} (loop {})", t.shown(), t.key),
+        Resolved::Batch => "the batch".to_string(),
+        Resolved::Run(id) => format!("run {id}"),
+        Resolved::Ledger(plan) => plan.ledger.display().to_string(),
+    };
+    let mut text = String::new();
+    if total == 0 {
+        text.push_str(&format!("no history for {shown}\n"));
+    }
+    for event in &events {
+        text.push_str(&if kind == "ledger" {
+            ledger_line(event)
+        } else {
+            journal_line(event)
+        });
+        text.push('\n');
+    }
+    let mut report = Report::ok(
+        json!({
+            "target": raw,
+            "kind": kind,
+            "key": match &resolved { Resolved::Loop(t) => Some(t.key.clone()), _ => None },
+            "path": path.display().to_string(),
+            "events": events,
+            "total": total,
+            "skipped": skipped,
+            "truncated": truncated,
+        }),
+        text,
+    );
+    if skipped > 0 {
+        report = report.warn(format!(
+            "{skipped} line(s) of {} are not events (a tail torn by a crash, or a damaged line) and were skipped",
+            path.display()
+        ));
+    }
+    if truncated {
+        report = report.warn(format!(
+            "{} is long: only its most recent events were read",
+            path.display()
+        ));
+    }
+    Ok(report)
+}
+
+fn resolve(ctx: &Ctx, raw: &std::ffi::OsStr) -> Result<Resolved, CommandError> {
+    let text = raw.to_str();
+    if text == Some("batch") {
+        return Ok(Resolved::Batch);
+    }
+    if let Some(t) = text
+        && let Ok(target) = RunTarget::parse(t)
+    {
+        return Ok(match target {
+            RunTarget::Run(id) => Resolved::Run(id),
+            RunTarget::Batch(_) => Resolved::Batch,
+        });
+    }
+    // A path to a ledger: the plan directory holding `STATE.md`, or the file itself.
+    let path = ctx.dir.join(Path::new(raw));
+    let plan_dir = if path.is_dir() && path.join("STATE.md").is_file() {
+        Some(path)
+    } else if path.is_file() && path.file_name().is_some_and(|n| n == "STATE.md") {
+        path.parent().map(Path::to_path_buf)
+    } else {
+        None
+    };
+    if let Some(dir) = plan_dir {
+        return Ok(Resolved::Ledger(Plan::resolve(ctx, &dir)?));
+    }
+    let target = Target::derive(ctx, raw);
+    if target.source == KeySource::NoSession {
+        return Err(CommandError::usage(
+            "neither a ticket id nor a session id gives a loop key, so there is no loop to show",
+        )
+        .hint("pass a ticket id (`baton log PROJ-123`), `batch`, a run id or a plan directory"));
+    }
+    Ok(Resolved::Loop(target))
+}
+
+/// A value read from a file, for one line of text: strings escaped, the rest as JSON.
+fn shown(value: &Value) -> String {
+    match value {
+        Value::String(s) => esc(s).into_owned(),
+        Value::Null => "none".into(),
+        other => esc(&other.to_string()).into_owned(),
+    }
+}
+
+fn session(value: &Value) -> String {
+    match value.as_str() {
+        Some(s) => format!("session {}", esc(s)),
+        None => "no session".into(),
+    }
+}
+
+/// `qa/returned (iteration 2)`.
+fn position(value: &Value) -> String {
+    format!(
+        "{}/{} (iteration {})",
+        shown(&value["phase"]),
+        shown(&value["action"]),
+        shown(&value["iteration"])
+    )
+}
+
+/// `<ts>  <event>  <details>`: the takeover with both sessions and both epochs, a `set` as
+/// where the loop was and where it went, every other event as its fields.
+fn journal_line(event: &Value) -> String {
+    let name = shown(&event["event"]);
+    let mut parts = Vec::new();
+    let mut skip = vec!["ts", "event", "session", "epoch"];
+    match name.as_str() {
+        "takeover" => {
+            parts.push(format!(
+                "{} (epoch {}) -> {} (epoch {})",
+                session(&event["from_session"]),
+                shown(&event["from_epoch"]),
+                session(&event["to_session"]),
+                shown(&event["to_epoch"])
+            ));
+            skip.extend(["from_session", "from_epoch", "to_session", "to_epoch"]);
+        }
+        "set" => {
+            parts.push(format!(
+                "{} -> {}",
+                position(&event["from"]),
+                position(&event["to"])
+            ));
+            skip.extend(["from", "to"]);
+        }
+        _ => {}
+    }
+    if let Some(fields) = event.as_object() {
+        for (key, value) in fields {
+            let empty = value.is_null()
+                || value.as_array().is_some_and(Vec::is_empty)
+                || value.as_object().is_some_and(serde_json::Map::is_empty);
+            if skip.contains(&key.as_str()) || empty {
+                continue;
+            }
+            parts.push(format!("{}={}", esc(key), shown(value)));
+        }
+    }
+    if name != "takeover" {
+        let epoch = match &event["epoch"] {
+            Value::Null => String::new(),
+            e => format!(", epoch {}", shown(e)),
+        };
+        parts.push(format!("({}{epoch})", session(&event["session"])));
+    }
+    format!("{}  {name}  {}", shown(&event["ts"]), parts.join("  "))
+}
+
+/// `<ts>  <kind>  <the line>` of a ledger event; a line without a time shows `-`.
+fn ledger_line(event: &Value) -> String {
+    let ts = match &event["ts"] {
+        Value::Null => "-".to_string(),
+        ts => shown(ts),
+    };
+    format!(
+        "{ts}  {}  {}",
+        shown(&event["event"]),
+        shown(&event["text"])
+    )
+}

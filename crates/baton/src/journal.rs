@@ -1,0 +1,109 @@
+//! Writing the journal from the commands: one event per write that changed a loop, the batch
+//! or a run, appended under the same lock as that write, right after it.
+//!
+//! The state file is the truth and the journal its history: an append that fails after the
+//! state was written does not undo the command (it succeeds, with a warning naming the
+//! journal), and a write that was refused, failed or changed nothing appends nothing.
+//! Heartbeats are never journalled: they say a session is alive, not that anything happened.
+
+use serde_json::{Map, Value, json};
+
+use crate::context::Ctx;
+use baton_core::model::{BatchState, LoopState, RunState};
+use baton_core::time::format_ts;
+use baton_store::{FsStore, JournalTarget, StateStore};
+
+/// An event: `ts` (the command's clock, so `BATON_NOW` replays), its name, the acting session,
+/// the target's owner epoch after the write when it has one, and the event's own fields.
+pub fn event(ctx: &Ctx, name: &str, epoch: Option<u64>, details: Value) -> Value {
+    let mut out = Map::new();
+    out.insert("ts".into(), format_ts(ctx.now).into());
+    out.insert("event".into(), name.into());
+    out.insert("session".into(), json!(ctx.session));
+    if let Some(epoch) = epoch {
+        out.insert("epoch".into(), epoch.into());
+    }
+    if let Value::Object(details) = details {
+        out.extend(details);
+    }
+    Value::Object(out)
+}
+
+/// Appends `events` in order; on failure, the warning to print (the state write stands).
+pub fn append(store: &FsStore, target: JournalTarget, events: &[Value]) -> Option<String> {
+    for event in events {
+        if let Err(e) = store.append_journal(target, event) {
+            let path = store
+                .layout
+                .journal_file(target)
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|_| store.layout.journal_dir().display().to_string());
+            return Some(format!(
+                "the state was written, but its journal {path} was not appended ({e}); `baton log` will miss this event: check the file and its directory"
+            ));
+        }
+    }
+    None
+}
+
+/// Whether a loop write changed more than its liveness stamp: a repeat that only refreshes
+/// `last_updated` is a heartbeat, not history.
+pub fn loop_changed(before: &LoopState, after: &LoopState) -> bool {
+    let (mut a, mut b) = (before.clone(), after.clone());
+    let stamp = jiff::Timestamp::UNIX_EPOCH;
+    a.touch(stamp);
+    b.touch(stamp);
+    a != b
+}
+
+/// Whether a batch write changed more than its liveness stamp.
+pub fn batch_changed(before: &BatchState, after: &BatchState) -> bool {
+    let (mut a, mut b) = (before.clone(), after.clone());
+    a.touch("");
+    b.touch("");
+    a != b
+}
+
+/// Whether a run write changed more than its liveness stamps (`updated_at`, the lease's
+/// heartbeat).
+pub fn run_changed(before: &RunState, after: &RunState) -> bool {
+    let strip = |run: &RunState| {
+        let mut run = run.clone();
+        run.updated_at = None;
+        if let Some(lease) = run.lease.as_mut() {
+            lease.heartbeat_at.clear();
+        }
+        run
+    };
+    strip(before) != strip(after)
+}
+
+/// Where a loop stands, for the `from`/`to` of a `set`.
+pub fn loop_position(state: &LoopState) -> Value {
+    json!({
+        "phase": state.last_phase,
+        "action": state.last_phase_action,
+        "iteration": state.loop_state.iteration,
+    })
+}
+
+/// The `takeover` event: ownership moved from one session and epoch to another.
+pub fn takeover(
+    ctx: &Ctx,
+    from: (Option<&str>, u64),
+    to: (Option<&str>, u64),
+    mode: &str,
+) -> Value {
+    event(
+        ctx,
+        "takeover",
+        Some(to.1),
+        json!({
+            "from_session": from.0,
+            "from_epoch": from.1,
+            "to_session": to.0,
+            "to_epoch": to.1,
+            "mode": mode,
+        }),
+    )
+}
