@@ -4,6 +4,7 @@
 
 pub mod atomic;
 pub mod error;
+pub mod feature;
 pub mod gate;
 pub mod git;
 pub mod layout;

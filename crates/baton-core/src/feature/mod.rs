@@ -3,6 +3,7 @@
 //! about them is decided here.
 
 pub mod pyjson;
+pub mod review;
 pub mod tasks;
 
 use std::path::{Component, Path, PathBuf};
@@ -11,6 +12,7 @@ use serde_json::{Map, Value};
 
 use crate::decide::Reason;
 use crate::text::esc;
+pub use review::{ReviewNeeded, format_review_needed, parse_review_needed};
 pub use tasks::{Checkpoint, Mark, Task, TaskCounts, TaskList, parse_tasks, set_marks};
 
 /// Where the originating project keeps the pointer, relative to the project root.
