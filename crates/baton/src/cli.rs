@@ -52,6 +52,8 @@ enum Command {
     Batch(batch::BatchCommand),
     Demo(demo::DemoArgs),
     Schema(schema::SchemaArgs),
+    #[command(name = "continue")]
+    Continue(crate::commands::continue_cmd::ContinueArgs),
 }
 
 pub fn run() -> ExitCode {
@@ -130,6 +132,7 @@ fn dispatch(ctx: &Ctx, command: Command) -> Result<Report, CommandError> {
         Command::Batch(cmd) => batch::dispatch(ctx, cmd),
         Command::Demo(args) => demo::cmd_demo(ctx, args),
         Command::Schema(args) => schema::cmd_schema(ctx, args),
+        Command::Continue(args) => crate::commands::continue_cmd::cmd_continue(ctx, args),
     }
 }
 
