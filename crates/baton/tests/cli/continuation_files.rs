@@ -458,34 +458,30 @@ fn a_symlinked_pointer_is_refused_and_its_target_untouched() {
     assert_eq!(std::fs::read(&elsewhere).unwrap(), before);
 }
 
+/// Turns a good `TASKS.md` into a bad one.
+type Spoil = fn(&std::path::Path);
+
 #[test]
 fn a_symlinked_huge_or_binary_tasks_file_is_a_problem_not_a_crash() {
     let env = feature_env();
     let tasks = env.repo.join(tasks_rel());
-    let rows: Vec<(&str, Box<dyn Fn()>)> = vec![
-        (
-            "not UTF-8",
-            Box::new(|| std::fs::write(&tasks, b"- [ ] T-01 \xff\xfe\n").unwrap()),
-        ),
-        (
-            "huge",
-            Box::new(|| {
-                std::fs::File::create(&tasks)
-                    .unwrap()
-                    .set_len(64 * 1024 * 1024)
-                    .unwrap()
-            }),
-        ),
-        (
-            "a link",
-            Box::new(|| {
-                std::fs::remove_file(&tasks).unwrap();
-                std::os::unix::fs::symlink("/etc/passwd", &tasks).unwrap();
-            }),
-        ),
+    let rows: [(&str, Spoil); 3] = [
+        ("not UTF-8", |tasks| {
+            std::fs::write(tasks, b"- [ ] T-01 \xff\xfe\n").unwrap()
+        }),
+        ("huge", |tasks| {
+            std::fs::File::create(tasks)
+                .unwrap()
+                .set_len(64 * 1024 * 1024)
+                .unwrap()
+        }),
+        ("a link", |tasks| {
+            std::fs::remove_file(tasks).unwrap();
+            std::os::unix::fs::symlink("/etc/passwd", tasks).unwrap();
+        }),
     ];
     for (name, make) in rows {
-        make();
+        make(&tasks);
         let report = assert_nothing_changed(&env, &["continue", "--json"], 0);
         assert_eq!(
             report["feature"]["problems"][0]["rule"], "feature.tasks-unreadable",
