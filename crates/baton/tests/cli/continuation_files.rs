@@ -726,3 +726,36 @@ fn sigkill_during_set_resume_point_leaves_both_files_old_or_both_new() {
     env.run(Some("s1"), &now, &target.args()).assert_code(0);
     assert_eq!(point_on_disk(&env), Ok(target), "seed {seed}");
 }
+
+/// A feature directory whose name holds a newline cannot forge a line of baton's output.
+#[test]
+fn a_path_from_the_pointer_cannot_forge_an_output_line() {
+    let env = feature_env();
+    let dir = ".aspis/features/F-1\nverdict: none";
+    std::fs::create_dir_all(env.repo.join(dir)).unwrap();
+    std::fs::write(env.repo.join(dir).join("TASKS.md"), "- [ ] T-01 a\n").unwrap();
+    let pointer = pointer_text("build").replace(FEATURE_DIR, ".aspis/features/F-1\\nverdict: none");
+    env.write(POINTER, &pointer);
+    for args in [
+        &["continue"][..],
+        &["continue", "--set-resume-point"],
+        &[
+            "continue",
+            "review-needed",
+            "--task",
+            "T-01",
+            "--reason",
+            "cap",
+        ],
+    ] {
+        let run = env.baton("s1", 0, args);
+        run.assert_code(0);
+        for line in run.stdout.lines().chain(run.stderr.lines()) {
+            assert!(
+                !line.starts_with("verdict: none"),
+                "{args:?}:\n{}",
+                run.stdout
+            );
+        }
+    }
+}

@@ -61,6 +61,11 @@ pub fn gather(ctx: &Ctx) -> Result<(Layout, Option<FeatureFacts>), CommandError>
     Ok((layout, facts))
 }
 
+/// A path read from the project (the pointer's `path` names it), safe to print on one line.
+pub fn shown(path: &std::path::Path) -> String {
+    esc(&path.to_string_lossy()).into_owned()
+}
+
 /// The error for a command that needs a feature where there is none.
 pub fn no_feature() -> CommandError {
     CommandError::usage(format!(
@@ -109,7 +114,7 @@ pub fn cmd_continue_report(ctx: &Ctx, _args: ContinueArgs) -> Result<Report, Com
         }
         None => text.push_str("feature: the pointer cannot be read\n"),
     }
-    text.push_str(&format!("pointer: {}\n", facts.pointer_path.display()));
+    text.push_str(&format!("pointer: {}\n", shown(&facts.pointer_path)));
     if facts.is_degraded() {
         text.push_str("degraded: a human must fix the pointer before baton rewrites it\n");
         for r in &facts.problems {
@@ -123,7 +128,7 @@ pub fn cmd_continue_report(ctx: &Ctx, _args: ContinueArgs) -> Result<Report, Com
             text.push_str(&format!(
                 "tasks: {} in {}: {} done, {} in progress, {} open ({} blocked)\n",
                 c.total,
-                path.display(),
+                shown(path),
                 c.done,
                 c.in_progress,
                 c.open,
@@ -141,7 +146,7 @@ pub fn cmd_continue_report(ctx: &Ctx, _args: ContinueArgs) -> Result<Report, Com
                 }
             }
         }
-        (None, Some(path)) => text.push_str(&format!("tasks: none read from {}\n", path.display())),
+        (None, Some(path)) => text.push_str(&format!("tasks: none read from {}\n", shown(path))),
         _ => {}
     }
     if !facts.dirty.is_empty() {
@@ -153,7 +158,7 @@ pub fn cmd_continue_report(ctx: &Ctx, _args: ContinueArgs) -> Result<Report, Com
     if let (Some(r), Some(path)) = (&facts.review_needed, &facts.review_needed_path) {
         text.push_str(&format!(
             "review needed: {} (task {}): {}\n",
-            path.display(),
+            shown(path),
             esc(r.task.as_deref().unwrap_or("?")),
             esc(r.reason.as_deref().unwrap_or("no reason given"))
                 .lines()
@@ -162,7 +167,7 @@ pub fn cmd_continue_report(ctx: &Ctx, _args: ContinueArgs) -> Result<Report, Com
         ));
     }
     if let Some(h) = &facts.handover {
-        text.push_str(&format!("handover: {}\n", h.display()));
+        text.push_str(&format!("handover: {}\n", shown(h)));
     }
     let mut feature = serde_json::to_value(&facts)
         .map_err(|e| CommandError::new(ExitStatus::Failure, format!("cannot serialize: {e}")))?;
@@ -180,7 +185,7 @@ pub fn cmd_continue_report(ctx: &Ctx, _args: ContinueArgs) -> Result<Report, Com
     }
     let mut report = Report::ok(json!({ "feature": feature }), text);
     for w in facts.warnings {
-        report = report.warn(w);
+        report = report.warn(esc(&w));
     }
     Ok(report)
 }

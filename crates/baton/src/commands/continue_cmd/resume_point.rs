@@ -1,7 +1,7 @@
 use clap::Args;
 use serde_json::json;
 
-use super::{gather, no_feature};
+use super::{gather, no_feature, shown};
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
@@ -73,7 +73,7 @@ fn plan(facts: &FeatureFacts, request: &ResumeRequest) -> Result<Plan, CommandEr
         let path = facts
             .tasks_path
             .as_ref()
-            .map_or("TASKS.md".into(), |p| p.display().to_string());
+            .map_or("TASKS.md".into(), |p| shown(p));
         return Err(CommandError::usage(format!(
             "--task and --done name tasks, but there is no {path}"
         ))
@@ -149,7 +149,7 @@ pub fn cmd_set_resume_point(ctx: &Ctx, args: ResumePointArgs) -> Result<Report, 
     let mut text = if edits.is_empty() {
         format!("resume point of {} already set; nothing changed\n", esc(id))
     } else {
-        let files: Vec<String> = edits.iter().map(|e| e.path.display().to_string()).collect();
+        let files: Vec<String> = edits.iter().map(|e| shown(&e.path)).collect();
         format!("resume point set for {}: {}\n", esc(id), files.join(", "))
     };
     if point.phase != from_phase {
@@ -195,7 +195,7 @@ pub fn cmd_set_resume_point(ctx: &Ctx, args: ResumePointArgs) -> Result<Report, 
         text,
     );
     for w in warnings {
-        report = report.warn(w);
+        report = report.warn(esc(&w));
     }
     Ok(report)
 }

@@ -3,7 +3,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use serde_json::json;
 
-use super::{gather, no_feature};
+use super::{gather, no_feature, shown};
 use crate::commands::path_in_project;
 use crate::context::Ctx;
 use crate::error::{CommandError, ExitStatus};
@@ -76,9 +76,9 @@ pub fn cmd_review_needed(ctx: &Ctx, args: ReviewNeededArgs) -> Result<Report, Co
         let removed = clear_review_needed(&layout, &lock, &dir)?;
         let path = dir.join(REVIEW_NEEDED_FILE);
         let text = if removed {
-            format!("removed {}", path.display())
+            format!("removed {}", shown(&path))
         } else {
-            format!("no {} to clear; nothing changed", path.display())
+            format!("no {} to clear; nothing changed", shown(&path))
         };
         return Ok(Report::ok(
             json!({ "cleared": removed, "path": path }),
@@ -130,7 +130,7 @@ pub fn cmd_review_needed(ctx: &Ctx, args: ReviewNeededArgs) -> Result<Report, Co
             ExitStatus::Refused,
             format!(
                 "{} is already there (task {}); it was left as it is",
-                path.display(),
+                shown(path),
                 esc(existing.task.as_deref().unwrap_or("?"))
             ),
         )
@@ -148,7 +148,7 @@ pub fn cmd_review_needed(ctx: &Ctx, args: ReviewNeededArgs) -> Result<Report, Co
         }),
         format!(
             "wrote {} for {}\nnext: a person reviews it, then `baton continue review-needed --clear`",
-            shell_quote(&written.display().to_string()),
+            shell_quote(&shown(&written)),
             esc(&task)
         ),
     );
@@ -158,7 +158,7 @@ pub fn cmd_review_needed(ctx: &Ctx, args: ReviewNeededArgs) -> Result<Report, Co
         }
     }
     for w in facts.warnings {
-        report = report.warn(w);
+        report = report.warn(esc(&w));
     }
     Ok(report)
 }
