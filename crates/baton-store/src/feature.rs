@@ -75,6 +75,9 @@ pub struct FeatureFacts {
     pub tasks: Option<TaskList>,
     /// Changed paths inside the feature directory (baton's own state left out).
     pub dirty: Vec<String>,
+    /// Changed paths inside the pointer's `scope` (its `allowed` globs, less its `forbidden`
+    /// ones), when it declares a non-empty `allowed` list.
+    pub scope_dirty: Option<Vec<String>>,
     pub review_needed_path: Option<PathBuf>,
     pub review_needed: Option<ReviewNeeded>,
     /// `<dir>/HANDOVER.md`, when there is one.
@@ -222,6 +225,7 @@ fn read_facts(
         tasks_text: None,
         tasks: None,
         dirty: Vec::new(),
+        scope_dirty: None,
         review_needed_path: None,
         review_needed: None,
         handover: None,
@@ -254,6 +258,18 @@ fn read_facts(
         },
     }
     if let Some(pointer) = &facts.pointer {
+        if let Some(scope) = pointer.scope().filter(|s| !s.allowed.is_empty()) {
+            let state = layout.state_dir_in_tree();
+            facts.scope_dirty = Some(
+                changes
+                    .paths
+                    .iter()
+                    .filter(|p| !state.as_ref().is_some_and(|s| Path::new(p).starts_with(s)))
+                    .filter(|p| scope.contains(p))
+                    .cloned()
+                    .collect(),
+            );
+        }
         let rel = pointer.path().and_then(|p| feature_dir(p).ok());
         let (inside, is_dir) = match &rel {
             Some(rel) => match walk_without_links(root, rel) {
@@ -693,6 +709,11 @@ mod tests {
     #[test]
     fn reads_a_good_feature() {
         let (_d, layout) = project();
+        let with_scope = POINTER.replace(
+            "\"phase\": \"plan\"",
+            "\"phase\": \"plan\",\n  \"scope\": {\"allowed\": [\"*.md\"], \"forbidden\": [\".aspis/**\"]}",
+        );
+        std::fs::write(layout.root.join(POINTER_PATH), with_scope).unwrap();
         let facts = read_feature(&layout, &changes(), Timestamp::UNIX_EPOCH)
             .unwrap()
             .unwrap();
@@ -703,6 +724,7 @@ mod tests {
         );
         assert_eq!(facts.tasks.unwrap().tasks.len(), 2);
         assert_eq!(facts.dirty, [".aspis/features/F-001-x/TASKS.md"]);
+        assert_eq!(facts.scope_dirty, Some(vec!["README.md".to_string()]));
         assert!(facts.review_needed.is_none());
     }
 

@@ -53,6 +53,83 @@ pub struct Scope {
     pub forbidden: Vec<String>,
 }
 
+impl Scope {
+    /// Whether `path` (relative to the root) is in scope, by the originating scope guard's
+    /// rules: a `forbidden` match always loses; an `allowed` list is enforced only when it is
+    /// non-empty. Patterns are `fnmatch` globs.
+    pub fn contains(&self, path: &str) -> bool {
+        if self.forbidden.iter().any(|p| fnmatch(p, path)) {
+            return false;
+        }
+        self.allowed.is_empty() || self.allowed.iter().any(|p| fnmatch(p, path))
+    }
+}
+
+/// Python's `fnmatch.fnmatch` on POSIX: `*` matches any run of characters, `/` included; `?`
+/// any one character; `[seq]` one character in `seq` (`[!seq]` not in it, `a-z` a range); an
+/// unclosed `[` is a literal.
+pub fn fnmatch(pattern: &str, name: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = name.chars().collect();
+    let (mut pi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        let step = match p.get(pi) {
+            Some('*') => {
+                star = Some((pi, ti));
+                pi += 1;
+                continue;
+            }
+            Some('?') => Some(1),
+            Some('[') => match class(&p[pi..], t[ti]) {
+                Some((true, len)) => Some(len),
+                Some((false, _)) => None,
+                None => (t[ti] == '[').then_some(1),
+            },
+            Some(&c) => (c == t[ti]).then_some(1),
+            None => None,
+        };
+        match (step, star) {
+            (Some(len), _) => {
+                pi += len;
+                ti += 1;
+            }
+            (None, Some((sp, st))) => {
+                star = Some((sp, st + 1));
+                pi = sp + 1;
+                ti = st + 1;
+            }
+            (None, None) => return false,
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+/// Matches `c` against the class at the start of `p` (`[...]`): whether it matched and the
+/// class's length, or `None` when the `[` is not closed.
+fn class(p: &[char], c: char) -> Option<(bool, usize)> {
+    let mut i = 1;
+    let negate = matches!(p.get(i), Some('!'));
+    if negate {
+        i += 1;
+    }
+    let start = i;
+    let mut hit = false;
+    while let Some(&x) = p.get(i) {
+        if x == ']' && i > start {
+            return Some((hit != negate, i + 1));
+        }
+        if p.get(i + 1) == Some(&'-') && p.get(i + 2).is_some_and(|&y| y != ']') {
+            hit |= (x..=p[i + 2]).contains(&c);
+            i += 3;
+        } else {
+            hit |= x == c;
+            i += 1;
+        }
+    }
+    None
+}
+
 impl FeaturePointer {
     /// Parses the file's bytes: a JSON object, or why not.
     pub fn parse(bytes: &[u8]) -> Result<FeaturePointer, String> {
@@ -551,6 +628,41 @@ mod tests {
             "{}",
             up[0].message
         );
+    }
+
+    /// Each row is what Python's `fnmatch.fnmatch` answers.
+    #[test]
+    fn fnmatch_matches_as_python_does() {
+        let rows = [
+            ("src/aspis/**", "src/aspis/x/y.py", true),
+            ("src/*", "src/a/b.py", true),
+            ("tests/**", "tests/", true),
+            ("*.py", "a/b.py", true),
+            ("rules/**", "src/rules/x", false),
+            ("a?c", "abc", true),
+            ("a?c", "ac", false),
+            ("[!a]x", "bx", true),
+            ("[!a]x", "ax", false),
+            ("[a-c]1", "b1", true),
+            ("[a-c]1", "d1", false),
+            ("[]]", "]", true),
+            ("[x", "[x", true),
+            ("", "", true),
+            ("*", "", true),
+            ("a*b*c", "a/x/b/y/c", true),
+            ("a*b*c", "a/x/b/y/d", false),
+        ];
+        for (pattern, name, want) in rows {
+            assert_eq!(fnmatch(pattern, name), want, "{pattern} {name}");
+        }
+        let scope = Scope {
+            allowed: vec!["src/export/**".into(), "tests/**".into()],
+            forbidden: vec!["src/export/vendor/**".into()],
+        };
+        assert!(scope.contains("src/export/retry.py"));
+        assert!(!scope.contains("src/export/vendor/x.py"));
+        assert!(!scope.contains("docs/x.md"));
+        assert!(Scope::default().contains("anything"));
     }
 
     #[test]

@@ -27,8 +27,8 @@ fn pointer_text(phase: &str) -> String {
   "phase": "{phase}",
   "scope": {{
     "allowed": [
-      "src/export/",
-      "tests/export/"
+      "src/export/**",
+      "tests/export/**"
     ],
     "forbidden": []
   }},
@@ -497,16 +497,26 @@ fn a_symlinked_huge_or_binary_tasks_file_is_a_problem_not_a_crash() {
 }
 
 #[test]
-fn dirty_paths_inside_the_feature_are_listed_and_baton_state_is_not() {
+fn dirty_paths_inside_the_feature_and_its_scope_are_listed_and_baton_state_is_not() {
     let env = feature_env();
-    env.write(&format!("{FEATURE_DIR}/notes.md"), "wip\n");
+    env.write("src/export/retry.py", "x = 1\n");
     env.write("src/elsewhere.py", "x = 1\n");
+    env.git(&["add", "."]);
+    env.git(&["commit", "--quiet", "-m", "code"]);
+    env.write(&format!("{FEATURE_DIR}/notes.md"), "wip\n");
+    env.write("src/export/retry.py", "x = 2\n");
+    env.write("src/elsewhere.py", "x = 2\n");
     env.baton("s1", 0, &["loop", "init", "PROJ-1"])
         .assert_code(0);
     let report = env.baton("s1", 0, &["continue", "--json"]).json();
     assert_eq!(
         report["feature"]["dirty"],
         serde_json::json!([format!("{FEATURE_DIR}/notes.md")])
+    );
+    // The pointer's scope (`src/export/**`, `tests/export/**`) is checked on its own.
+    assert_eq!(
+        report["feature"]["scope_dirty"],
+        serde_json::json!(["src/export/retry.py"])
     );
 }
 

@@ -155,6 +155,12 @@ pub fn cmd_continue_report(ctx: &Ctx, _args: ContinueArgs) -> Result<Report, Com
             esc_join(facts.dirty.iter().map(String::as_str))
         ));
     }
+    if let Some(in_scope) = facts.scope_dirty.as_ref().filter(|d| !d.is_empty()) {
+        text.push_str(&format!(
+            "uncommitted in the feature's scope: {}\n",
+            esc_join(in_scope.iter().map(String::as_str))
+        ));
+    }
     if let (Some(r), Some(path)) = (&facts.review_needed, &facts.review_needed_path) {
         text.push_str(&format!(
             "review needed: {} (task {}): {}\n",
