@@ -23,7 +23,7 @@ use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 use jiff::Timestamp;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::git::Changes;
 use crate::layout::{Layout, LockScope, check_real_dir, make_dir};
@@ -32,8 +32,8 @@ use crate::read::{STATE_FILE_CAP, read_capped};
 use crate::{StoreError, atomic, sha256_hex};
 use baton_core::Reason;
 use baton_core::feature::{
-    FeaturePointer, PointerFacts, ReviewNeeded, TaskList, feature_dir, parse_review_needed,
-    parse_tasks, pointer_problems,
+    FeaturePointer, PointerFacts, ResumePointFile, ResumePointRecord, ReviewNeeded, TaskList,
+    feature_dir, parse_review_needed, parse_tasks, pointer_problems,
 };
 use baton_core::model::SCHEMA_VERSION;
 
@@ -421,20 +421,6 @@ pub struct FileEdit {
     pub after: Vec<u8>,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
-struct ResumeRecord {
-    schema_version: u32,
-    created_at: String,
-    files: Vec<RecordFile>,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-struct RecordFile {
-    path: String,
-    before_sha256: String,
-    after: String,
-}
-
 fn record_path(layout: &Layout) -> PathBuf {
     layout.state_dir.join(RESUME_POINT_RECORD)
 }
@@ -475,13 +461,13 @@ pub fn apply_resume_point(
             path: edit.path.clone(),
             detail: "the new content is not UTF-8".into(),
         })?;
-        files.push(RecordFile {
+        files.push(ResumePointFile {
             path: path.to_string_lossy().into_owned(),
             before_sha256: sha256_hex(&edit.before),
             after,
         });
     }
-    let record = ResumeRecord {
+    let record = ResumePointRecord {
         schema_version: SCHEMA_VERSION,
         created_at: baton_core::time::format_ts(now),
         files,
@@ -538,7 +524,7 @@ fn complete_pending(
             )]);
         }
     };
-    let record: ResumeRecord = match serde_json::from_slice(&bytes) {
+    let record: ResumePointRecord = match serde_json::from_slice(&bytes) {
         Ok(r) => r,
         Err(e) => {
             return Ok(vec![format!(
@@ -575,7 +561,7 @@ fn complete_pending(
 fn roll_forward(
     layout: &Layout,
     _lock: &FeatureLock,
-    record: &ResumeRecord,
+    record: &ResumePointRecord,
 ) -> Result<Vec<String>, StoreError> {
     use std::os::unix::fs::PermissionsExt;
     let mut warnings = Vec::new();
@@ -821,16 +807,16 @@ mod tests {
         let old_tasks = std::fs::read(layout.root.join(&tasks_rel)).unwrap();
         let new_pointer = POINTER.replace("plan", "build");
         let new_tasks = "- [x] T-01 a\n- [~] T-02 b\n";
-        let record = ResumeRecord {
+        let record = ResumePointRecord {
             schema_version: 1,
             created_at: "1970-01-01T00:00:00Z".into(),
             files: vec![
-                RecordFile {
+                ResumePointFile {
                     path: POINTER_PATH.into(),
                     before_sha256: sha256_hex(POINTER.as_bytes()),
                     after: new_pointer.clone(),
                 },
-                RecordFile {
+                ResumePointFile {
                     path: tasks_rel.to_string_lossy().into(),
                     before_sha256: sha256_hex(&old_tasks),
                     after: new_tasks.into(),
@@ -877,12 +863,12 @@ mod tests {
         layout.ensure_state_dir().unwrap();
         let readme = layout.root.join("README.md");
         std::fs::write(&readme, "mine\n").unwrap();
-        let record = ResumeRecord {
+        let record = ResumePointRecord {
             schema_version: 1,
             created_at: "x".into(),
             files: ["README.md", "../TASKS.md", "/tmp/TASKS.md"]
                 .iter()
-                .map(|p| RecordFile {
+                .map(|p| ResumePointFile {
                     path: p.to_string(),
                     before_sha256: sha256_hex(b"mine\n"),
                     after: "owned\n".into(),

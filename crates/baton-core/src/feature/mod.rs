@@ -340,6 +340,32 @@ pub fn pointer_problems(pointer: &FeaturePointer, facts: PointerFacts<'_>) -> Ve
     problems
 }
 
+/// `<state dir>/resume-point.json`: the roll-forward record of a resume point being set. It
+/// exists only between the first and the last step of `continue --set-resume-point`; one left
+/// behind by a killed process is completed by the next command that reads the feature.
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+pub struct ResumePointRecord {
+    pub schema_version: u32,
+    /// RFC 3339.
+    pub created_at: String,
+    /// In the order they are written: the pointer, then `TASKS.md`.
+    pub files: Vec<ResumePointFile>,
+}
+
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+pub struct ResumePointFile {
+    /// Relative to the project root: the pointer or a `TASKS.md`, nothing else.
+    pub path: String,
+    /// The SHA-256 (lowercase hex) of what the file held before.
+    pub before_sha256: String,
+    /// What the file must hold after.
+    pub after: String,
+}
+
 /// What `continue --set-resume-point` was asked for.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ResumeRequest {

@@ -769,3 +769,16 @@ fn a_path_from_the_pointer_cannot_forge_an_output_line() {
         }
     }
 }
+
+#[test]
+fn baton_schema_describes_the_resume_point_record() {
+    let env = TestEnv::new();
+    let schemas = env
+        .baton("s1", 0, &["schema", "--json"])
+        .assert_code(0)
+        .json();
+    let record = &schemas["resume-point"]["properties"];
+    for key in ["schema_version", "created_at", "files"] {
+        assert!(record[key].is_object(), "{key}: {record}");
+    }
+}
