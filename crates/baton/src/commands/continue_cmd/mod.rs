@@ -52,13 +52,26 @@ pub fn cmd_continue(ctx: &Ctx, args: ContinueArgs) -> Result<Report, CommandErro
     }
 }
 
+/// What a command read: where the project is, the one `git status` of it, and the feature.
+pub struct Gathered {
+    pub layout: Layout,
+    /// Kept for a second read under the lock: the branch and the changed paths do not move in
+    /// the milliseconds between, and one `git status` is the cost of a call.
+    pub changes: git::Changes,
+    pub facts: Option<FeatureFacts>,
+}
+
 /// Reads the feature: one `git status` for the whole tree, and any pending resume point
 /// completed first.
-pub fn gather(ctx: &Ctx) -> Result<(Layout, Option<FeatureFacts>), CommandError> {
+pub fn gather(ctx: &Ctx) -> Result<Gathered, CommandError> {
     let layout = ctx.layout()?;
     let changes = git::changes(&layout.root)?;
     let facts = read_feature(&layout, &changes, ctx.now)?;
-    Ok((layout, facts))
+    Ok(Gathered {
+        layout,
+        changes,
+        facts,
+    })
 }
 
 /// A path read from the project (the pointer's `path` names it), safe to print on one line.
@@ -85,7 +98,7 @@ pub fn resume_task(facts: &FeatureFacts) -> Option<&Task> {
 
 /// A short summary of the active feature, in text and JSON.
 pub fn cmd_continue_report(ctx: &Ctx, _args: ContinueArgs) -> Result<Report, CommandError> {
-    let (_layout, facts) = gather(ctx)?;
+    let facts = gather(ctx)?.facts;
     let Some(facts) = facts else {
         return Ok(Report::ok(
             json!({ "feature": Value::Null, "pointer_path": POINTER_PATH }),

@@ -11,7 +11,6 @@ use baton_core::text::esc;
 use baton_store::feature::{
     FeatureFacts, FileEdit, apply_resume_point, lock_feature, read_feature_locked,
 };
-use baton_store::git;
 
 /// Where the resume point moves to; each applies only with `--set-resume-point`.
 #[derive(Debug, Args)]
@@ -116,13 +115,16 @@ fn plan(facts: &FeatureFacts, request: &ResumeRequest) -> Result<Plan, CommandEr
 /// nothing), then reads again, decides and writes under the feature lock.
 pub fn cmd_set_resume_point(ctx: &Ctx, args: ResumePointArgs) -> Result<Report, CommandError> {
     let request = args.request();
-    let (layout, facts) = gather(ctx)?;
+    let super::Gathered {
+        layout,
+        changes,
+        facts,
+    } = gather(ctx)?;
     let facts = facts.ok_or_else(no_feature)?;
     if let Plan::Refuse(report) = plan(&facts, &request)? {
         return Ok(*report);
     }
     let lock = lock_feature(&layout, ctx.lock_wait)?;
-    let changes = git::changes(&layout.root)?;
     let facts = read_feature_locked(&layout, &changes, ctx.now, &lock)?.ok_or_else(no_feature)?;
     let (point, from_phase, edits) = match plan(&facts, &request)? {
         Plan::Refuse(report) => return Ok(*report),

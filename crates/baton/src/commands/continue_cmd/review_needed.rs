@@ -15,7 +15,6 @@ use baton_store::feature::{
     FeatureFacts, REVIEW_NEEDED_CAP, REVIEW_NEEDED_FILE, clear_review_needed, lock_feature,
     read_feature_locked, write_review_needed,
 };
-use baton_store::git;
 use baton_store::read::read_capped;
 
 /// Record that a delegate hit its cap and a person must look: writes REVIEW_NEEDED.md in the
@@ -69,7 +68,11 @@ fn feature_dir(facts: Option<&FeatureFacts>) -> Result<PathBuf, CommandError> {
 }
 
 pub fn cmd_review_needed(ctx: &Ctx, args: ReviewNeededArgs) -> Result<Report, CommandError> {
-    let (layout, facts) = gather(ctx)?;
+    let super::Gathered {
+        layout,
+        changes,
+        facts,
+    } = gather(ctx)?;
     let dir = feature_dir(facts.as_ref())?;
     if args.clear {
         let lock = lock_feature(&layout, ctx.lock_wait)?;
@@ -118,7 +121,6 @@ pub fn cmd_review_needed(ctx: &Ctx, args: ReviewNeededArgs) -> Result<Report, Co
         partial,
     };
     let lock = lock_feature(&layout, ctx.lock_wait)?;
-    let changes = git::changes(&layout.root)?;
     let facts = read_feature_locked(&layout, &changes, ctx.now, &lock)?.ok_or_else(no_feature)?;
     let dir = feature_dir(Some(&facts))?;
     if let (Some(existing), Some(path), false) = (
