@@ -341,7 +341,9 @@ pub fn parse_tasks(text: &str) -> TaskList {
 /// What happens to an `IN PROGRESS:` note, the lead protocol's way of marking a `[ ]` task in
 /// progress, since it would otherwise keep reading as in progress:
 /// - set to done: the box becomes `[x]` and the note is removed, from the separator before it
-///   to the end of the note (the work it described is finished);
+///   to the end of the note (the work it described is finished); when no title stands before
+///   the note (`- [ ] T-04 IN PROGRESS: half done — Backoff`), its text may be the only
+///   description the task has, so only the keyword `IN PROGRESS:` goes;
 /// - set to open: the box becomes `[ ]` and the note's keyword becomes `PAUSED:`, so the state
 ///   it recorded is kept for whoever picks the task up, and it no longer reads as in progress.
 ///
@@ -393,6 +395,20 @@ fn set_line_mark(line: &str, tl: &TaskLine<'_>, mark: Mark) -> String {
             new.push_str(&after_box[..at]);
             new.push_str(PAUSED_NOTE);
             new.push_str(&after_box[at + IN_PROGRESS_NOTE.len()..]);
+        }
+        (Mark::Done, Some(at)) if tl.rest[..at].trim().is_empty() => {
+            // No title before the note: the note's text is the only description the task has,
+            // so only the keyword goes.
+            let note_at = tl.rest_at - (tl.box_at + 1) + at;
+            let before = &after_box[..note_at];
+            let after_keyword =
+                after_box[note_at + IN_PROGRESS_NOTE.len()..].trim_start_matches([' ', '\t']);
+            if after_keyword.trim_end_matches(['\n', '\r']).is_empty() {
+                new.push_str(before.trim_end());
+            } else {
+                new.push_str(before);
+            }
+            new.push_str(after_keyword);
         }
         (Mark::Done, Some(at)) => {
             let rest_start = tl.rest_at - (tl.box_at + 1);
@@ -592,7 +608,13 @@ Format: `- [ ] T-NN [P?] [US?] <description>`\n\
                 Mark::Done,
                 "- [x] T-1 a\n",
             ),
-            ("- [ ] T-1 IN PROGRESS: b\n", Mark::Done, "- [x] T-1\n"),
+            // A note with no title before it holds the description: only its keyword goes.
+            (
+                "- [ ] T-1 IN PROGRESS: b — Title\n",
+                Mark::Done,
+                "- [x] T-1 b — Title\n",
+            ),
+            ("- [ ] T-1 IN PROGRESS:\r\n", Mark::Done, "- [x] T-1\r\n"),
             (
                 "- [ ] T-1 a — IN PROGRESS: b BLOCKED: env\n",
                 Mark::Done,
@@ -636,7 +658,8 @@ Format: `- [ ] T-NN [P?] [US?] <description>`\n\
                     " — IN PROGRESS: half",
                     " BLOCKED: env",
                     " — IN PROGRESS: a BLOCKED: b",
-                    " PAUSED: x"
+                    " PAUSED: x",
+                    "IN PROGRESS: leading — its title",
                 ]),
             )
                 .prop_map(|(ind, b, m, id, title, note)| format!(
