@@ -183,17 +183,23 @@ fn unreadable(rule: &'static str, rel: &Path, why: &str, fix: &str) -> Reason {
 /// Reads the active feature. `None` when there is no pointer file. `changes` is the one `git
 /// status` of the caller (a session-start scan asks git once for everything). A roll-forward
 /// record left by a killed `--set-resume-point` is completed first, under the feature lock.
+///
+/// Once anything has ever taken the feature lock (its sidecar exists), the read itself runs
+/// under it, so that it never sees the pointer changed and `TASKS.md` not yet: a writer holds
+/// the lock for the whole of its two-file change, for milliseconds. A project that never set a
+/// resume point has no sidecar, and the read creates nothing.
 pub fn read_feature(
     layout: &Layout,
     changes: &Changes,
     now: Timestamp,
 ) -> Result<Option<FeatureFacts>, StoreError> {
-    let mut warnings = Vec::new();
-    if pending_record(layout)? {
+    if layout.check_state_dir()?
+        && (layout.lock_file(LockScope::Feature).exists() || pending_record(layout)?)
+    {
         let lock = lock_feature(layout, DEFAULT_LOCK_WAIT)?;
-        warnings.extend(complete_pending(layout, &lock, now)?);
+        return read_feature_locked(layout, changes, now, &lock);
     }
-    read_facts(layout, changes, None, warnings)
+    read_facts(layout, changes, None, Vec::new())
 }
 
 /// `read_feature` for a caller that already holds the feature lock.
