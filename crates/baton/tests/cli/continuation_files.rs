@@ -365,7 +365,8 @@ fn review_needed_is_written_read_and_cleared() {
     let text = env.baton("s1", 1, &["continue"]).stdout;
     assert!(text.contains("review needed:"), "{text}");
 
-    // A second one does not clobber the first.
+    // A second one does not clobber the first, and the refusal creates nothing.
+    std::fs::remove_dir_all(env.state_dir()).unwrap();
     let again = env.baton(
         "s1",
         2,
@@ -380,6 +381,7 @@ fn review_needed_is_written_read_and_cleared() {
     );
     again.assert_code(3);
     assert!(again.stderr.contains("--clear"), "{}", again.stderr);
+    assert!(!env.state_dir().exists());
     // An unknown task is refused.
     env.baton(
         "s1",

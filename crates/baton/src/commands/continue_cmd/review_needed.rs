@@ -67,6 +67,22 @@ fn feature_dir(facts: Option<&FeatureFacts>) -> Result<PathBuf, CommandError> {
     })
 }
 
+/// Refuses to overwrite a REVIEW_NEEDED.md that is there: it is a person's to handle.
+fn refuse_existing(facts: &FeatureFacts) -> Result<(), CommandError> {
+    let (Some(existing), Some(path)) = (&facts.review_needed, &facts.review_needed_path) else {
+        return Ok(());
+    };
+    Err(CommandError::new(
+        ExitStatus::Refused,
+        format!(
+            "{} is already there (task {}); it was left as it is",
+            shown(path),
+            esc(existing.task.as_deref().unwrap_or("?"))
+        ),
+    )
+    .hint("handle it and run `baton continue review-needed --clear`, or pass `--replace` to overwrite it"))
+}
+
 pub fn cmd_review_needed(ctx: &Ctx, args: ReviewNeededArgs) -> Result<Report, CommandError> {
     let super::Gathered {
         layout,
@@ -75,9 +91,12 @@ pub fn cmd_review_needed(ctx: &Ctx, args: ReviewNeededArgs) -> Result<Report, Co
     } = gather(ctx)?;
     let dir = feature_dir(facts.as_ref())?;
     if args.clear {
-        let lock = lock_feature(&layout, ctx.lock_wait)?;
-        let removed = clear_review_needed(&layout, &lock, &dir)?;
         let path = dir.join(REVIEW_NEEDED_FILE);
+        // Nothing to clear takes no lock, so it creates nothing.
+        let removed = std::fs::symlink_metadata(layout.root.join(&path)).is_ok() && {
+            let lock = lock_feature(&layout, ctx.lock_wait)?;
+            clear_review_needed(&layout, &lock, &dir)?
+        };
         let text = if removed {
             format!("removed {}", shown(&path))
         } else {
@@ -120,23 +139,15 @@ pub fn cmd_review_needed(ctx: &Ctx, args: ReviewNeededArgs) -> Result<Report, Co
         reason: args.reason,
         partial,
     };
+    // Checked before the lock, so that a refusal creates nothing, and again under it.
+    if !args.replace {
+        refuse_existing(&facts)?;
+    }
     let lock = lock_feature(&layout, ctx.lock_wait)?;
     let facts = read_feature_locked(&layout, &changes, ctx.now, &lock)?.ok_or_else(no_feature)?;
     let dir = feature_dir(Some(&facts))?;
-    if let (Some(existing), Some(path), false) = (
-        &facts.review_needed,
-        &facts.review_needed_path,
-        args.replace,
-    ) {
-        return Err(CommandError::new(
-            ExitStatus::Refused,
-            format!(
-                "{} is already there (task {}); it was left as it is",
-                shown(path),
-                esc(existing.task.as_deref().unwrap_or("?"))
-            ),
-        )
-        .hint("handle it and run `baton continue review-needed --clear`, or pass `--replace` to overwrite it"));
+    if !args.replace {
+        refuse_existing(&facts)?;
     }
     let written = write_review_needed(&layout, &lock, &dir, &format_review_needed(&review))?;
     drop(lock);
