@@ -3,6 +3,7 @@
 //! the environment; the shell in `baton-store` gathers the facts and carries out the verdicts.
 
 pub mod decide;
+pub mod feature;
 pub mod glob;
 pub mod key;
 pub mod ledger;

@@ -12,6 +12,13 @@ use crate::StoreError;
 /// `path` and fsyncs the directory. On any error the old file is untouched and the temp file
 /// removed. Never truncates in place.
 pub fn replace(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    replace_with_mode(path, bytes, 0o600)
+}
+
+/// `replace`, with the new file created with `mode` (before the umask) instead of 0600: for a
+/// project file baton rewrites (a feature pointer, a `TASKS.md`), which should keep the mode the
+/// project gave it rather than become private to baton's user.
+pub fn replace_with_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<(), StoreError> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -25,7 +32,7 @@ pub fn replace(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
         std::process::id(),
         crate::random_hex(4)
     ));
-    let result = write_synced(&tmp, bytes).and_then(|()| {
+    let result = write_synced(&tmp, bytes, mode).and_then(|()| {
         std::fs::rename(&tmp, path).map_err(StoreError::io("rename into place", path))
     });
     if result.is_err() {
@@ -35,11 +42,11 @@ pub fn replace(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     sync_dir(dir)
 }
 
-fn write_synced(tmp: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+fn write_synced(tmp: &Path, bytes: &[u8], mode: u32) -> Result<(), StoreError> {
     let mut file = OpenOptions::new()
         .write(true)
         .create_new(true)
-        .mode(0o600)
+        .mode(mode)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(tmp)
         .map_err(StoreError::io("create", tmp))?;

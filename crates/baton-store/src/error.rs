@@ -42,6 +42,8 @@ pub enum StoreError {
     },
     #[error("writing {path} would make it {size} bytes, over the {cap}-byte cap baton reads back")]
     TooLargeToWrite { path: PathBuf, size: u64, cap: u64 },
+    #[error("{path} changed while baton was about to rewrite it; nothing was written")]
+    ChangedUnderfoot { path: PathBuf },
     #[error("git {args} failed in {dir}: {detail}")]
     Git {
         args: String,
@@ -104,6 +106,9 @@ impl StoreError {
             )),
             StoreError::NewerSchema { .. } => Some(
                 "upgrade baton to a version that knows this schema; nothing was changed".into(),
+            ),
+            StoreError::ChangedUnderfoot { .. } => Some(
+                "another program is editing it; run the command again once it is done".into(),
             ),
             StoreError::Git { .. } => {
                 Some("run the git command yourself to see why it fails".into())

@@ -55,6 +55,8 @@ enum Command {
     Log(crate::commands::log::LogArgs),
     Demo(demo::DemoArgs),
     Schema(schema::SchemaArgs),
+    #[command(name = "continue")]
+    Continue(crate::commands::continue_cmd::ContinueArgs),
 }
 
 pub fn run() -> ExitCode {
@@ -136,6 +138,7 @@ fn dispatch(ctx: &Ctx, command: Command) -> Result<Report, CommandError> {
         Command::Log(args) => crate::commands::log::cmd_log(ctx, args),
         Command::Demo(args) => demo::cmd_demo(ctx, args),
         Command::Schema(args) => schema::cmd_schema(ctx, args),
+        Command::Continue(args) => crate::commands::continue_cmd::cmd_continue(ctx, args),
     }
 }
 

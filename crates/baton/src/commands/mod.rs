@@ -1,6 +1,7 @@
 //! One module per command group, one file per command: an `Args` struct and a `cmd_` function.
 
 pub mod batch;
+pub mod continue_cmd;
 pub mod demo;
 pub mod gate;
 pub mod ledger;

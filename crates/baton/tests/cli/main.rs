@@ -5,6 +5,7 @@ mod autonomous_dev;
 mod clau_kit;
 mod common;
 mod continuation;
+mod continuation_files;
 mod crash;
 mod dinostack;
 mod hostile;
