@@ -27,6 +27,7 @@ use baton_core::model::{BatchState, LoopState, LoopStatus, PauseMark, RunState, 
 use baton_core::packet::{Item, urgency};
 use baton_core::text::{esc, esc_join};
 use baton_core::time::{is_live, parse_ts};
+use baton_store::feature::{FeatureFacts, read_feature};
 use baton_store::git::{self, Changes};
 use baton_store::layout::LEGACY_LOOP_FILE;
 use baton_store::{FsStore, StateStore};
@@ -64,6 +65,8 @@ pub struct Survey {
     pub work: Vec<Work>,
     pub notes: Vec<String>,
     pub pause: Option<PauseMark>,
+    /// The active feature as read (any resume point a killed write left is completed first).
+    pub feature: Option<FeatureFacts>,
 }
 
 impl Survey {
@@ -141,6 +144,23 @@ pub fn survey(ctx: &Ctx) -> Result<Survey, CommandError> {
         pause: pause.as_ref(),
         here,
     };
+    let feature = match read_feature(
+        &store.layout,
+        changes.as_ref().unwrap_or(&Changes::default()),
+        ctx.now,
+    ) {
+        Ok(f) => f,
+        Err(e) => {
+            notes.push(format!(
+                "warning: skipped the unreadable feature: {}",
+                esc(&e.to_string())
+            ));
+            None
+        }
+    };
+    if let Some(f) = &feature {
+        notes.extend(f.warnings.iter().map(|w| format!("warning: {}", esc(w))));
+    }
     let mut work = Vec::new();
     for scanned in loops {
         match scanned.loaded {
@@ -193,7 +213,19 @@ pub fn survey(ctx: &Ctx) -> Result<Survey, CommandError> {
             )),
         }
     }
-    Ok(Survey { work, notes, pause })
+    if let Some(f) = &feature {
+        // Another session's live work in the project means someone is on the feature.
+        let live_elsewhere = work
+            .iter()
+            .any(|w| w.owner.as_ref().is_some_and(|o| o.live && !o.mine));
+        work.insert(0, scan.the_feature(f, live_elsewhere));
+    }
+    Ok(Survey {
+        work,
+        notes,
+        pause,
+        feature,
+    })
 }
 
 struct Scan<'a> {
@@ -597,6 +629,201 @@ impl Scan<'_> {
         });
         work.next = Some(c.next);
         Ok(work)
+    }
+
+    fn the_feature(&self, f: &FeatureFacts, live_elsewhere: bool) -> Work {
+        let ctx = self.ctx;
+        let root = &self.store.layout.root;
+        let p = f.pointer.as_ref();
+        let field = |v: Option<&str>| esc(v.unwrap_or("?")).into_owned();
+        let key = p
+            .and_then(|p| p.id())
+            .map_or_else(|| f.pointer_path.display().to_string(), str::to_string);
+        let tasks = f.tasks.as_ref();
+        let resume = tasks.and_then(|t| t.first_in_progress().or_else(|| t.first_open_unblocked()));
+        let position = match resume {
+            Some(t) => format!(
+                "phase {}, task {} {}",
+                field(p.and_then(|p| p.phase())),
+                esc(&t.id),
+                esc(&t.title)
+            ),
+            None => format!("phase {}", field(p.and_then(|p| p.phase()))),
+        };
+        let mut work = Work {
+            kind: "feature",
+            key: key.clone(),
+            phase: position.clone(),
+            status: field(p.and_then(|p| p.phase())),
+            owner: None,
+            verdict: "none (finished)".into(),
+            class: None,
+            next: None,
+            item: None,
+        };
+        let shown = |path: &Path| esc(&path.display().to_string()).into_owned();
+        let mut references = vec![format!("pointer: {}", shown(&f.pointer_path))];
+        references.extend(
+            f.tasks_path
+                .as_deref()
+                .map(|t| format!("tasks: {}", shown(t))),
+        );
+        references.extend(
+            f.review_needed_path
+                .as_deref()
+                .filter(|_| f.review_needed.is_some())
+                .map(|r| format!("REVIEW_NEEDED: {}", shown(r))),
+        );
+        references.extend(
+            f.handover
+                .as_deref()
+                .map(|h| format!("handover: {}", shown(h))),
+        );
+        if f.is_degraded() {
+            work.verdict = "degraded".into();
+            work.status = "degraded".into();
+            let next = "a human fixes the feature pointer (the problems below) before anything resumes: it cannot be trusted as it is".to_string();
+            work.next = Some(next.clone());
+            work.item = Some(Item {
+                kind: "feature",
+                key,
+                position,
+                verdict: "degraded".into(),
+                class: None,
+                reasons: f.problems.clone(),
+                checkpoint: None,
+                next,
+                accept: None,
+                decline: None,
+                constraints: vec!["do not rewrite the pointer or its TASKS.md until it is fixed; `baton continue --set-resume-point` refuses".into()],
+                blockers: f.problems.iter().map(|r| format!("{} ({})", r.message, r.rule)).collect(),
+                references,
+                urgency: urgency(None, false, true),
+            });
+            return work;
+        }
+        if !f.is_active() {
+            return work;
+        }
+        work.verdict = "resume".into();
+        if live_elsewhere {
+            work.verdict = "live".into();
+            work.next = Some("another session's work in this project is live: hands off".into());
+            return work;
+        }
+        let review = f.review_needed.as_ref();
+        let last_write = [Some(f.pointer_path.as_path()), f.tasks_path.as_deref()]
+            .into_iter()
+            .flatten()
+            .filter_map(|p| {
+                std::fs::metadata(root.join(p))
+                    .and_then(|m| m.modified())
+                    .ok()
+            })
+            .filter_map(|t| jiff::Timestamp::try_from(t).ok())
+            .max();
+        let from = match resume {
+            Some(t) => format!("task {} {}", esc(&t.id), esc(&t.title)),
+            None => "the next phase".into(),
+        };
+        let dirty = !f.dirty.is_empty() || f.scope_dirty.as_ref().is_some_and(|d| !d.is_empty());
+        let c = classify(
+            &Signals {
+                pause_mark: self.pause.is_some_and(|m| m.covers(None, last_write)),
+                tree_clean: Some(!dirty),
+                // `[~]` marks where the next session starts (a resume point sets it), so a
+                // task in progress is checkpointed when nothing of it is left uncommitted.
+                checkpointed: !dirty,
+                review_needed: review.is_some(),
+                partial_result: review.is_some_and(|r| r.partial.is_some()),
+                gates: Some("`aspis preflight` and the phase's gate"),
+                resume_from: &from,
+                ..Signals::default()
+            },
+            ctx.now,
+        );
+        let mut reasons = c.reasons.clone();
+        if let Some(r) = review {
+            reasons.push(baton_core::Reason::new(
+                "continue.review-needed",
+                format!(
+                    "REVIEW_NEEDED for task {}: {}",
+                    esc(r.task.as_deref().unwrap_or("?")),
+                    esc(r.reason.as_deref().unwrap_or("no reason given"))
+                        .lines()
+                        .next()
+                        .unwrap_or("")
+                ),
+            ));
+        }
+        if dirty {
+            let mut paths = f.dirty.clone();
+            paths.extend(f.scope_dirty.iter().flatten().cloned());
+            reasons.push(baton_core::Reason::new(
+                "continue.feature-dirty",
+                format!(
+                    "uncommitted in the feature: {}",
+                    esc_join(paths.iter().map(String::as_str))
+                ),
+            ));
+        }
+        let mut constraints = Vec::new();
+        if let Some(scope) = p.and_then(|p| p.scope()) {
+            constraints.push(format!(
+                "stay in the feature's scope: allowed {}; forbidden {}",
+                esc_join(scope.allowed.iter().map(String::as_str)),
+                esc_join(scope.forbidden.iter().map(String::as_str))
+            ));
+        }
+        constraints.push(format!(
+            "tasks marked [x] are done: do not redo them (mode {})",
+            field(p.and_then(|p| p.mode()))
+        ));
+        let blockers: Vec<String> = tasks
+            .map(|t| {
+                t.tasks
+                    .iter()
+                    .filter_map(|task| {
+                        task.blocked
+                            .as_ref()
+                            .map(|b| format!("{} BLOCKED: {}", esc(&task.id), esc(b)))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let checkpoint = match (tasks, resume) {
+            (Some(list), Some(t)) => list
+                .last_checkpoint_before(t.line)
+                .map(|cp| esc(&cp.text).into_owned())
+                .or_else(|| {
+                    let c = list.counts();
+                    Some(format!("{} of {} tasks done", c.done, c.total))
+                }),
+            (Some(list), None) => {
+                let c = list.counts();
+                Some(format!("{} of {} tasks done", c.done, c.total))
+            }
+            _ => None,
+        };
+        work.class = Some(c.class);
+        work.next = Some(c.next.clone());
+        work.item = Some(Item {
+            kind: "feature",
+            key,
+            position,
+            verdict: work.verdict.clone(),
+            class: Some(c.class),
+            reasons,
+            checkpoint,
+            next: c.next,
+            accept: Some("baton continue --set-resume-point".into()),
+            decline: None,
+            constraints,
+            urgency: urgency(Some(c.class), c.waiting, false),
+            blockers,
+            references,
+        });
+        work
     }
 
     fn a_ledger(&self, path: &Path) -> Result<Option<Work>, CommandError> {

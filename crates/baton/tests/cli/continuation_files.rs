@@ -784,3 +784,135 @@ fn baton_schema_describes_the_resume_point_record() {
         assert!(record[key].is_object(), "{key}: {record}");
     }
 }
+
+/// The row of one piece of work in `baton --json resume`.
+fn work_row<'a>(out: &'a serde_json::Value, kind: &str) -> &'a serde_json::Value {
+    out["work"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["kind"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} in {out}"))
+}
+
+#[test]
+fn a_feature_stopped_mid_task_with_changes_is_a_crash_and_the_packet_names_the_preflight() {
+    let env = feature_env();
+    env.write("src/export/retry.py", "def retry(): ...\n");
+    let out = env.baton("s2", 60, &["--json", "resume"]);
+    out.assert_code(0);
+    let all = out.json();
+    let feature = work_row(&all, "feature");
+    assert_eq!(feature["key"], "F-001");
+    assert_eq!(feature["class"], "crash");
+    assert_eq!(feature["verdict"], "resume");
+    let md = all["packet_markdown"].as_str().unwrap();
+    assert!(md.contains("aspis preflight"), "{md}");
+    assert!(md.contains("task T-03"), "{md}");
+    assert!(md.contains("`baton continue --set-resume-point`"), "{md}");
+    assert!(
+        md.contains("src/export/retry.py"),
+        "the evidence names the change: {md}"
+    );
+    assert!(md.contains("T-05 BLOCKED: env"), "blockers: {md}");
+}
+
+/// The seed's anti-pattern, end to end: a delegate that hit its cap left REVIEW_NEEDED, a task
+/// in progress and uncommitted changes, which would all read as a crash; it is a timeout.
+#[test]
+fn review_needed_makes_the_feature_a_timeout_never_a_crash() {
+    let env = feature_env();
+    env.write("src/export/retry.py", "def retry(): ...\n");
+    env.baton(
+        "s1",
+        0,
+        &[
+            "continue",
+            "review-needed",
+            "--task",
+            "T-03",
+            "--reason",
+            "hit the turn cap",
+            "--cap",
+            "40 turns",
+        ],
+    )
+    .assert_code(0);
+    let all = env.baton("s2", 60, &["--json", "resume"]).json();
+    let feature = work_row(&all, "feature");
+    assert_eq!(feature["class"], "timeout", "{all}");
+    let md = all["packet_markdown"].as_str().unwrap();
+    assert!(md.contains("re-delegate"), "{md}");
+    assert!(!md.contains("re-run the gates first"), "{md}");
+    assert!(
+        md.contains("REVIEW_NEEDED: .aspis/features/F-001-export-retries/REVIEW_NEEDED.md")
+            || md.contains("REVIEW_NEEDED.md"),
+        "{md}"
+    );
+}
+
+#[test]
+fn a_pointer_on_another_branch_is_degraded_and_comes_first_in_the_packet() {
+    let env = feature_env();
+    env.git(&["switch", "--quiet", "main"]);
+    env.write(POINTER, &pointer_text("build"));
+    env.baton("s1", 0, &["loop", "init", "PROJ-1"])
+        .assert_code(0);
+    env.baton(
+        "s1",
+        0,
+        &["loop", "interrupt", "PROJ-1", "--reason", "rate_limit"],
+    )
+    .assert_code(0);
+    let all = env.baton("s2", 60, &["--json", "resume"]).json();
+    let feature = work_row(&all, "feature");
+    assert_eq!(feature["verdict"], "degraded");
+    assert_eq!(
+        feature["class"],
+        serde_json::Value::Null,
+        "no class is trusted"
+    );
+    let first = &all["packet"]["items"][0];
+    assert_eq!(first["kind"], "feature");
+    assert!(
+        first["blockers"]
+            .to_string()
+            .contains("feature.wrong-branch"),
+        "{first}"
+    );
+    assert_eq!(first["accept"], serde_json::Value::Null);
+}
+
+#[test]
+fn a_paused_feature_at_a_clean_checkpoint_resumes_from_its_next_task() {
+    let env = feature_env();
+    // The pointer and TASKS.md were last written before the pause.
+    env.set_age(POINTER, 10);
+    env.set_age(&tasks_rel(), 10);
+    env.baton("s1", 0, &["pause", "--reason", "end of day"])
+        .assert_code(0);
+    let all = env.baton("s2", 600, &["--json", "resume"]).json();
+    let feature = work_row(&all, "feature");
+    assert_eq!(feature["class"], "pause", "{all}");
+    let md = all["packet_markdown"].as_str().unwrap();
+    assert!(md.contains("resume from the next step: task T-03"), "{md}");
+    assert!(!md.contains("pause-unclean"), "{md}");
+    // TASKS.md written after the pause: the feature was resumed since, and stopped again.
+    env.set_age(&tasks_rel(), -5);
+    let all = env.baton("s2", 600, &["--json", "resume"]).json();
+    assert_eq!(work_row(&all, "feature")["class"], "crash");
+}
+
+#[test]
+fn continue_prints_the_feature_then_the_packet() {
+    let env = feature_env();
+    let out = env.baton("s2", 60, &["continue"]);
+    out.assert_code(0);
+    let feature_at = out.stdout.find("feature: F-001").expect("the summary");
+    let packet_at = out.stdout.find("# Resume packet").expect("the packet");
+    assert!(feature_at < packet_at, "{}", out.stdout);
+    let json = env.baton("s2", 60, &["--json", "continue"]).json();
+    assert_eq!(json["feature"]["resume_task"], "T-03");
+    assert_eq!(json["packet"]["items"][0]["kind"], "feature");
+    assert_eq!(json["verdict"], "resume");
+}

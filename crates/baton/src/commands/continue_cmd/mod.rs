@@ -96,15 +96,29 @@ pub fn resume_task(facts: &FeatureFacts) -> Option<&Task> {
         .or_else(|| tasks.first_open_unblocked())
 }
 
-/// A short summary of the active feature, in text and JSON.
+/// `baton continue`: the active feature's summary, then the resume packet for every piece of
+/// interrupted work in the project (the same survey and packet as `baton resume` with no
+/// argument).
 pub fn cmd_continue_report(ctx: &Ctx, _args: ContinueArgs) -> Result<Report, CommandError> {
-    let facts = gather(ctx)?.facts;
-    let Some(facts) = facts else {
-        return Ok(Report::ok(
-            json!({ "feature": Value::Null, "pointer_path": POINTER_PATH }),
-            format!("no active feature ({POINTER_PATH} does not exist)"),
-        ));
+    let survey = crate::actions::survey::survey(ctx)?;
+    let (packet, markdown) = crate::commands::resume::all::packet_of(&survey);
+    let (summary, feature) = match &survey.feature {
+        Some(facts) => feature_summary(facts)?,
+        None => (
+            format!("no active feature ({POINTER_PATH} does not exist)\n"),
+            Value::Null,
+        ),
     };
+    let text = format!("{summary}\n{markdown}");
+    Ok(
+        crate::commands::resume::all::report(&survey, &packet, &markdown, text)
+            .with("feature", feature)
+            .with("pointer_path", POINTER_PATH),
+    )
+}
+
+/// A short summary of the active feature, in text and JSON.
+fn feature_summary(facts: &FeatureFacts) -> Result<(String, Value), CommandError> {
     let mut text = String::new();
     let pointer_json = facts
         .pointer
@@ -134,7 +148,7 @@ pub fn cmd_continue_report(ctx: &Ctx, _args: ContinueArgs) -> Result<Report, Com
             text.push_str(&format!("  {}: {}\n", r.rule, r.message));
         }
     }
-    let resume = resume_task(&facts);
+    let resume = resume_task(facts);
     match (&facts.tasks, &facts.tasks_path) {
         (Some(list), Some(path)) => {
             let c = list.counts();
@@ -188,7 +202,7 @@ pub fn cmd_continue_report(ctx: &Ctx, _args: ContinueArgs) -> Result<Report, Com
     if let Some(h) = &facts.handover {
         text.push_str(&format!("handover: {}\n", shown(h)));
     }
-    let mut feature = serde_json::to_value(&facts)
+    let mut feature = serde_json::to_value(facts)
         .map_err(|e| CommandError::new(ExitStatus::Failure, format!("cannot serialize: {e}")))?;
     if let Value::Object(map) = &mut feature {
         map.insert("pointer".into(), pointer_json);
@@ -202,9 +216,5 @@ pub fn cmd_continue_report(ctx: &Ctx, _args: ContinueArgs) -> Result<Report, Com
         // Warnings travel in the report's own `warnings`.
         map.remove("warnings");
     }
-    let mut report = Report::ok(json!({ "feature": feature }), text);
-    for w in facts.warnings {
-        report = report.warn(esc(&w));
-    }
-    Ok(report)
+    Ok((text, feature))
 }
