@@ -14,6 +14,8 @@
 #   ledgers::eight_concurrent_appenders_never_tear_interleave_or_lose_a_line  8 x 10,000 lines
 #   ledgers::sigkilled_appenders_leave_only_sealed_fragments_and_the_survivor_loses_nothing
 #                                                                             2000 SIGKILLs
+#   continuation_files::sigkill_during_set_resume_point_leaves_both_files_old_or_both_new
+#                                                                             1000 SIGKILLs
 # Each test prints its seed and tally (kills before/after the write landed, temp files left).
 #
 # Override with BATON_RACE_TRIALS, BATON_CRASH_TRIALS, and BATON_CRASH_SEED to replay a crash
@@ -33,3 +35,7 @@ export BATON_LEDGER_LINES="${BATON_LEDGER_LINES:-10000}"
 # `races::` and `crash::` name the two modules; a bare `crash` would also pick up unrelated
 # scenario tests.
 time cargo test --release -p baton --test cli -- races:: crash:: runs::sixteen ledgers::eight ledgers::sigkilled --test-threads=1 --nocapture
+
+# The resume point spans two files and a git status per run: 1,000 kills (BATON_RESUME_POINT_KILLS).
+BATON_CRASH_TRIALS="${BATON_RESUME_POINT_KILLS:-1000}" \
+    time cargo test --release -p baton --test cli -- continuation_files::sigkill_during_set_resume_point --test-threads=1 --nocapture

@@ -16,6 +16,21 @@ use crate::text::esc;
 pub const PACKET_CAP: usize = 10_000;
 /// The longest line one item contributes, so one hostile state file cannot crowd out the rest.
 const LINE_CAP: usize = 600;
+/// The most constraints (blockers included) and references one item lists; the rest are
+/// counted. With `LINE_CAP`, one item can never fill the packet alone.
+const LIST_CAP: usize = 4;
+
+/// At most `LIST_CAP` lines, then one saying how many were left out.
+fn capped(mut lines: Vec<String>, label: &str) -> Vec<String> {
+    if lines.len() > LIST_CAP {
+        let left = lines.len() - (LIST_CAP - 1);
+        lines.truncate(LIST_CAP - 1);
+        lines.push(format!(
+            "{label}: +{left} more (`baton status --json` lists them)"
+        ));
+    }
+    lines
+}
 
 /// One piece of work the packet talks about.
 #[derive(Debug, Clone, Serialize)]
@@ -135,6 +150,7 @@ impl Lines {
                 .iter()
                 .map(|b| clip(&format!("{}: BLOCKER: {b}", label(item)))),
         );
+        let constraints = capped(constraints, &label(item));
         Lines {
             intent: clip(&format!(
                 "{}: {} — {}{class}",
@@ -144,11 +160,13 @@ impl Lines {
             )),
             context: clip(&context),
             constraints,
-            references: item
-                .references
-                .iter()
-                .map(|r| clip(&format!("{}: {r}", label(item))))
-                .collect(),
+            references: capped(
+                item.references
+                    .iter()
+                    .map(|r| clip(&format!("{}: {r}", label(item))))
+                    .collect(),
+                &label(item),
+            ),
             outcome: clip(&outcome),
         }
     }
@@ -373,6 +391,25 @@ mod tests {
         let p = build(vec![big], "baton status");
         assert_eq!(p.items.len(), 1);
         assert!(render_markdown(&p).chars().count() <= PACKET_CAP);
+    }
+
+    /// A hundred blocked tasks are counted, not listed: the item still fits, and so do the
+    /// less urgent items after it.
+    #[test]
+    fn an_item_with_a_hundred_blockers_still_leaves_room_for_the_rest() {
+        let mut big = item("feature", "F-001", Some(Class::Crash));
+        big.blockers = (0..100)
+            .map(|n| format!("T-{n:02} BLOCKED: {}", "waiting on the API key ".repeat(20)))
+            .collect();
+        big.urgency = 0;
+        let p = build(
+            vec![big, item("loop", "PROJ-1", Some(Class::Pause))],
+            "baton status",
+        );
+        let md = render_markdown(&p);
+        assert!(md.chars().count() <= PACKET_CAP);
+        assert_eq!(p.items.len(), 2, "{md}");
+        assert!(md.contains("+98 more"), "{md}");
     }
 
     #[test]

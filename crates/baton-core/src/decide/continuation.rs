@@ -48,6 +48,8 @@ pub struct Signals<'a> {
     pub interrupt_reason: Option<&'a str>,
     /// An explicit pause mark (`baton pause`) newer than the work's last write.
     pub pause_mark: bool,
+    /// What the pause said, shown to the next session.
+    pub pause_reason: Option<&'a str>,
     /// Nothing uncommitted in the work's scope; `None` when unknown.
     pub tree_clean: Option<bool>,
     /// The work stopped at a boundary its protocol can resume from (a finished task, an
@@ -133,12 +135,18 @@ pub fn classify(s: &Signals, now: Timestamp) -> Classified {
         };
     }
     if s.pause_mark || s.interrupt_reason == Some("pause") {
-        let mut reasons = vec![Reason::new("continue.pause", "explicitly paused")];
+        let mut reasons = vec![Reason::new(
+            "continue.pause",
+            match s.pause_reason {
+                Some(why) => format!("explicitly paused: {}", crate::text::esc(why)),
+                None => "explicitly paused".to_string(),
+            },
+        )];
         let mut next = format!("resume from the next step: {from}");
         if s.tree_clean == Some(false) {
             reasons.push(Reason::new(
                 "continue.pause-unclean",
-                "the tree has uncommitted changes in the work's scope since the pause",
+                "the tree has uncommitted changes: the pause was not at a clean checkpoint",
             ));
             next = format!("look at the uncommitted changes (`git status`) first, then {next}");
         } else if !s.checkpointed {
@@ -181,7 +189,7 @@ pub fn classify(s: &Signals, now: Timestamp) -> Classified {
     if s.tree_clean == Some(false) {
         reasons.push(Reason::new(
             "continue.crash-dirty",
-            "uncommitted changes in its scope",
+            "the tree has uncommitted changes",
         ));
     }
     let next = match s.gates {

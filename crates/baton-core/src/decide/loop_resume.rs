@@ -72,6 +72,10 @@ pub struct ResumeDecision {
     pub resume_after: Option<String>,
     /// One capped informational line about other tickets' resumable loops.
     pub others: Option<String>,
+    /// For an offer: the exact command that takes the loop over, and the one that declines it
+    /// (archives it and starts over), as the gate will accept them.
+    pub accept: Option<String>,
+    pub decline: Option<String>,
 }
 
 /// At most this many other tickets are named in the informational line.
@@ -169,6 +173,8 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
         archive,
         resume_after: None,
         others: others.clone(),
+        accept: None,
+        decline: None,
     };
     let Some(state) = facts.state else {
         return plain(
@@ -284,10 +290,9 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
             "the loop records no owner session (legacy state): accepting it needs `--force`",
         ));
     }
-    let accept = format!(
-        "baton resume accept {t}{}",
-        if ownerless { " --force" } else { "" }
-    );
+    let force = if ownerless { " --force" } else { "" };
+    let accept = format!("baton resume accept {t}{force}");
+    let decline = format!("baton resume fresh {t}{force}");
     // An owed Brief comes between the accept and any spawn.
     let brief = brief_step(state, t);
     let then = match &brief {
@@ -300,11 +305,11 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
             "ask the human: discard the partial work (`{accept} --discard`, kept in `git stash`) or commit it (`{accept} --commit`)"
         ),
         Mode::Never => format!(
-            "ask the human: resume anyway (`baton resume accept {t} --force`) or start over (`baton resume fresh {t}`)"
+            "ask the human: resume anyway (`baton resume accept {t} --force`) or start over (`{decline}`)"
         ),
     };
     if mode != Mode::Never {
-        next.push_str(&format!("; or start over with `baton resume fresh {t}`"));
+        next.push_str(&format!("; or start over with `{decline}`"));
     }
     if let Some(brief) = brief {
         reasons.push(Reason::new(
@@ -334,6 +339,12 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
         ));
         next = format!("wait until {}, then {next}", format_ts(after));
     }
+    let accept = match mode {
+        Mode::Automatic | Mode::Respawn => accept,
+        // The human's pick; `--discard` instead sets the work aside in `git stash`.
+        Mode::Confirm => format!("{accept} --commit"),
+        Mode::Never => format!("baton resume accept {t} --force"),
+    };
     ResumeDecision {
         decision: Decision {
             verdict: "offer",
@@ -344,6 +355,8 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
         archive: false,
         resume_after: after.map(format_ts),
         others,
+        accept: Some(accept),
+        decline: Some(decline),
     }
 }
 

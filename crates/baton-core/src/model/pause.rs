@@ -23,8 +23,9 @@ pub struct PauseMark {
 
 impl PauseMark {
     /// Whether the pause covers work owned by `owner` and last written at `last_write`: the
-    /// pausing session's own work (every session's, for a sessionless pause), written no later
-    /// than the pause. Work written after the pause was resumed since.
+    /// pausing session's own work (every session's, for a sessionless pause), and work that
+    /// records no owner (the feature, ledgers), written no later than the pause. Work written
+    /// after the pause was resumed since; work with no known last write is not covered.
     pub fn covers(&self, owner: Option<&str>, last_write: Option<Timestamp>) -> bool {
         let Some(paused) = parse_ts(Some(&self.paused_at)) else {
             return false;
@@ -34,7 +35,7 @@ impl PauseMark {
             (Some(mine), Some(owner)) => mine == owner,
             (Some(_), None) => true,
         };
-        owned && last_write.is_none_or(|t| t <= paused)
+        owned && last_write.is_some_and(|t| t <= paused)
     }
 }
 

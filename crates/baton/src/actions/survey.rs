@@ -195,7 +195,11 @@ pub fn survey(ctx: &Ctx) -> Result<Survey, CommandError> {
     }
     for (id, loaded) in runs {
         match loaded {
-            Ok(l) => work.push(scan.a_run(&id, &l.state, &l.path)?),
+            // One run whose plan or project file cannot be read never stops the scan.
+            Ok(l) => match scan.a_run(&id, &l.state, &l.path) {
+                Ok(w) => work.push(w),
+                Err(e) => notes.push(format!("warning: skipped run {id}: {}", esc(&e.message))),
+            },
             Err(e) => notes.push(format!(
                 "warning: skipped unreadable run {id}: {}",
                 esc(&e.to_string())
@@ -208,17 +212,29 @@ pub fn survey(ctx: &Ctx) -> Result<Survey, CommandError> {
             Ok(None) => {}
             Err(e) => notes.push(format!(
                 "warning: skipped the unreadable ledger {}: {}",
-                ledger.display(),
+                esc(&ledger.display().to_string()),
                 esc(&e.message)
             )),
         }
     }
     if let Some(f) = &feature {
-        // Another session's live work in the project means someone is on the feature.
-        let live_elsewhere = work
-            .iter()
-            .any(|w| w.owner.as_ref().is_some_and(|o| o.live && !o.mine));
-        work.insert(0, scan.the_feature(f, live_elsewhere));
+        // Live work of a known session in the project means someone is on the feature:
+        // this session (own) or another one (hands off).
+        let live = |mine: bool| {
+            work.iter().any(|w| {
+                w.owner
+                    .as_ref()
+                    .is_some_and(|o| o.live && o.session.is_some() && o.mine == mine)
+            })
+        };
+        let on_it = if live(true) {
+            Some(true)
+        } else if live(false) {
+            Some(false)
+        } else {
+            None
+        };
+        work.insert(0, scan.the_feature(f, on_it));
     }
     Ok(Survey {
         work,
@@ -312,6 +328,7 @@ impl Scan<'_> {
                 pause_mark: self
                     .pause
                     .is_some_and(|p| p.covers(state.owner(), state.liveness(ctx.now))),
+                pause_reason: self.pause_reason(),
                 tree_clean: tree.as_ref().map(|t| !t.dirty),
                 checkpointed: d.mode == Some(Mode::Automatic),
                 returned_unprocessed: returned,
@@ -322,17 +339,6 @@ impl Scan<'_> {
             },
             ctx.now,
         );
-        let (accept, decline) = match d.mode {
-            Some(Mode::Never) | None => (None, Some(format!("baton resume fresh {t}"))),
-            Some(Mode::Confirm) => (
-                Some(format!("baton resume accept {t} --commit")),
-                Some(format!("baton resume accept {t} --discard")),
-            ),
-            Some(_) => (
-                Some(format!("baton resume accept {t}")),
-                Some(format!("baton resume fresh {t}")),
-            ),
-        };
         let mut blockers = Vec::new();
         if d.mode == Some(Mode::Never) {
             blockers.push(format!(
@@ -377,9 +383,12 @@ impl Scan<'_> {
                 .as_deref()
                 .map(|s| esc(s).into_owned())
                 .or_else(|| Some(format!("last write: {}", state.breadcrumb()))),
-            next: c.next.clone(),
-            accept,
-            decline,
+            next: match &d.decision.next {
+                Some(own) => format!("{}; the loop's own next step: {own}", c.next),
+                None => c.next.clone(),
+            },
+            accept: d.accept.clone(),
+            decline: d.decline.clone(),
             constraints,
             blockers,
             references,
@@ -439,10 +448,17 @@ impl Scan<'_> {
             _ => None,
         };
         let from = work.phase.clone();
+        // A batch that records no owner is taken over only with `--force`.
+        let force = if state.owner().is_none() {
+            " --force"
+        } else {
+            ""
+        };
         let c = classify(
             &Signals {
                 interrupt_reason: reason,
                 pause_mark: self.pause.is_some_and(|p| p.covers(state.owner(), last)),
+                pause_reason: self.pause_reason(),
                 tree_clean: self.tree_clean(),
                 checkpointed: true,
                 gates: Some("each ticket's own `baton resume <TICKET>` re-checks its loop"),
@@ -452,9 +468,6 @@ impl Scan<'_> {
             ctx.now,
         );
         let mut blockers = Vec::new();
-        if state.status == "stalled" {
-            blockers.push("the batch stalled: a human decides".into());
-        }
         let blocked = esc_join(state.blocked().map(|t| t.ticket_id.as_str()));
         if state.blocked().next().is_some() {
             blockers.push(format!("blocked tickets: {blocked}"));
@@ -477,8 +490,8 @@ impl Scan<'_> {
                 state.tickets.len()
             )),
             next: format!("{}; then {}", c.next, next.unwrap_or_default()),
-            accept: Some("baton batch resume".into()),
-            decline: Some("baton batch finish --status stalled".into()),
+            accept: Some(format!("baton batch resume{force}")),
+            decline: Some(format!("baton batch finish --status stalled{force}")),
             constraints: vec![
                 "the batch picks the ticket; each ticket's own `baton resume` picks its phase"
                     .into(),
@@ -488,10 +501,14 @@ impl Scan<'_> {
                 format!("state: {}", self.store.layout.batch_file().display()),
                 "history: `baton log batch`".into(),
             ],
-            urgency: urgency(Some(c.class), c.waiting, state.status == "stalled"),
+            urgency: urgency(Some(c.class), c.waiting, false),
         });
         work.next = Some(c.next);
         work
+    }
+
+    fn pause_reason(&self) -> Option<&str> {
+        self.pause.and_then(|p| p.reason.as_deref())
     }
 
     /// Whether the tree is clean outside baton's own state directory; `None` when git could
@@ -547,6 +564,7 @@ impl Scan<'_> {
         });
         work.verdict = d.decision.verdict.into();
         work.next = d.decision.next.clone();
+        let stale = matches!(lease, LeaseState::Stale(_));
         match lease {
             LeaseState::Live(_) => {
                 work.verdict = format!("live ({})", d.decision.verdict);
@@ -613,8 +631,16 @@ impl Scan<'_> {
                 c.next,
                 d.decision.next.clone().unwrap_or_default()
             ),
-            accept: Some(format!("baton run resume {id}")),
-            decline: Some(format!("baton run finish {id} --status abandoned")),
+            accept: Some(if d.decision.verdict == "confirm" {
+                format!("baton run resume {id} --confirm-alignment")
+            } else {
+                format!("baton run resume {id}")
+            }),
+            // Another holder's stale lease is ended only with `--force`.
+            decline: Some(format!(
+                "baton run finish {id} --status abandoned{}",
+                if stale { " --force" } else { "" }
+            )),
             constraints: vec![format!(
                 "never re-dispatch a completed agent: {}",
                 if d.restore.completed_agents.is_empty() {
@@ -631,7 +657,9 @@ impl Scan<'_> {
         Ok(work)
     }
 
-    fn the_feature(&self, f: &FeatureFacts, live_elsewhere: bool) -> Work {
+    /// `on_it`: `Some(true)` when this session has live work in the project, `Some(false)`
+    /// when another session has.
+    fn the_feature(&self, f: &FeatureFacts, on_it: Option<bool>) -> Work {
         let ctx = self.ctx;
         let root = &self.store.layout.root;
         let p = f.pointer.as_ref();
@@ -640,7 +668,7 @@ impl Scan<'_> {
             .and_then(|p| p.id())
             .map_or_else(|| f.pointer_path.display().to_string(), str::to_string);
         let tasks = f.tasks.as_ref();
-        let resume = tasks.and_then(|t| t.first_in_progress().or_else(|| t.first_open_unblocked()));
+        let resume = crate::commands::continue_cmd::resume_task(f);
         let position = match resume {
             Some(t) => format!(
                 "phase {}, task {} {}",
@@ -706,10 +734,19 @@ impl Scan<'_> {
             return work;
         }
         work.verdict = "resume".into();
-        if live_elsewhere {
-            work.verdict = "live".into();
-            work.next = Some("another session's work in this project is live: hands off".into());
-            return work;
+        match on_it {
+            Some(true) => {
+                work.verdict = "own".into();
+                work.next = Some("this session is on it: carry on".into());
+                return work;
+            }
+            Some(false) => {
+                work.verdict = "live".into();
+                work.next =
+                    Some("another session's work in this project is live: hands off".into());
+                return work;
+            }
+            None => {}
         }
         let review = f.review_needed.as_ref();
         let last_write = [Some(f.pointer_path.as_path()), f.tasks_path.as_deref()]
@@ -726,10 +763,28 @@ impl Scan<'_> {
             Some(t) => format!("task {} {}", esc(&t.id), esc(&t.title)),
             None => "the next phase".into(),
         };
-        let dirty = !f.dirty.is_empty() || f.scope_dirty.as_ref().is_some_and(|d| !d.is_empty());
+        // The feature's own bookkeeping (the pointer, TASKS.md, REVIEW_NEEDED.md, HANDOVER.md)
+        // is what a resume point and a review request write: it is not unfinished work.
+        let bookkeeping: Vec<&Path> = [
+            Some(f.pointer_path.as_path()),
+            f.tasks_path.as_deref(),
+            f.review_needed_path.as_deref(),
+            f.handover.as_deref(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let work_paths: Vec<&String> = f
+            .dirty
+            .iter()
+            .chain(f.scope_dirty.iter().flatten())
+            .filter(|p| !bookkeeping.iter().any(|b| Path::new(p.as_str()) == *b))
+            .collect();
+        let dirty = !work_paths.is_empty();
         let c = classify(
             &Signals {
                 pause_mark: self.pause.is_some_and(|m| m.covers(None, last_write)),
+                pause_reason: self.pause_reason(),
                 tree_clean: Some(!dirty),
                 // `[~]` marks where the next session starts (a resume point sets it), so a
                 // task in progress is checkpointed when nothing of it is left uncommitted.
@@ -817,7 +872,7 @@ impl Scan<'_> {
             checkpoint,
             next: c.next,
             accept: Some("baton continue --set-resume-point".into()),
-            decline: None,
+            decline: Some("baton continue --set-resume-point --phase abandoned".into()),
             constraints,
             urgency: urgency(Some(c.class), c.waiting, false),
             blockers,
@@ -930,6 +985,7 @@ impl Scan<'_> {
             &Signals {
                 interrupt_reason: died.then_some("agent_died"),
                 pause_mark: self.pause.is_some_and(|p| p.covers(None, last_at)),
+                pause_reason: self.pause_reason(),
                 tree_clean: self.tree_clean(),
                 checkpointed: !started,
                 gates: Some(&gates),
@@ -965,7 +1021,10 @@ impl Scan<'_> {
             }),
             next: c.next.clone(),
             accept: Some(derive),
-            decline: None,
+            decline: Some(format!(
+                "baton ledger block {shown} --phase {} --reason <why it waits>",
+                shell_quote(&esc(&open))
+            )),
             constraints: vec![
                 "nothing the derive confirms is redone; the ledger is append-only".into(),
             ],

@@ -74,7 +74,7 @@ fn row(ctx: &Ctx, w: &Work, colour: bool) -> String {
         "{:<7} {:<16} {:<11} {:<14} {class:<10} {painted}\n",
         w.kind,
         fit(&esc(&w.key), 16),
-        fit(&w.status, 11),
+        fit(&esc(&w.status), 11),
         fit(&owner(ctx, w.owner.as_ref()), 14),
     );
     out.push_str(&wrap(&format!("phase: {}", w.phase), "  "));

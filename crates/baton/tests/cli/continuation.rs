@@ -29,6 +29,18 @@ fn row<'a>(out: &'a Value, kind: &str, key: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {kind} {key} in {out}"))
 }
 
+fn batch_key(all: &Value) -> String {
+    all["work"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["kind"] == "batch")
+        .unwrap()["key"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
 /// A plan with two declared phases and a ledger whose phase 1 was started at `minute`.
 fn ledger(env: &TestEnv, plan: &str, session: &str, minute: i64) {
     env.write(&format!("{plan}/phase-1.md"), "# Phase 1\n");
@@ -75,6 +87,15 @@ fn resume_without_a_ticket_names_each_piece_of_work_once_with_its_own_commands_v
     let run_id = env.baton("A", 0, &["run", "new", "--feature", "export retries"]);
     let run_id = run_id.stdout.lines().next().unwrap().to_string();
     ledger(&env, "plans/auth", "A", 0);
+    // The active feature of the continuation protocol, on the checked-out branch.
+    env.write(
+        ".aspis/current/active_feature.json",
+        "{\n  \"id\": \"F-001\",\n  \"slug\": \"export-retries\",\n  \"title\": \"Export retries\",\n  \"path\": \".aspis/features/F-001-export-retries\",\n  \"branch\": \"main\",\n  \"mode\": \"production\",\n  \"phase\": \"build\"\n}\n",
+    );
+    env.write(
+        ".aspis/features/F-001-export-retries/TASKS.md",
+        "- [x] T-01 Setup\n- [~] T-02 Retry loop\n- [ ] T-03 Docs\n",
+    );
     env.git(&["add", "-A"]);
     env.git(&["commit", "--quiet", "-m", "plans"]);
 
@@ -83,18 +104,10 @@ fn resume_without_a_ticket_names_each_piece_of_work_once_with_its_own_commands_v
     let all = out.json();
     let mut names = rows(&all);
     names.sort();
+    let batch = batch_key(&all);
     let mut expected: Vec<(String, String)> = [
-        (
-            "batch",
-            all["work"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|w| w["kind"] == "batch")
-                .unwrap()["key"]
-                .as_str()
-                .unwrap(),
-        ),
+        ("batch", batch.as_str()),
+        ("feature", "F-001"),
         ("ledger", "plans/auth"),
         ("loop", "PROJ-1"),
         ("loop", "PROJ-2"),
@@ -124,7 +137,14 @@ fn resume_without_a_ticket_names_each_piece_of_work_once_with_its_own_commands_v
     assert_eq!(row(&all, "loop", "PROJ-1")["class"], "rate_limit");
     assert_eq!(row(&all, "loop", "PROJ-2")["class"], "crash");
     assert_eq!(row(&all, "ledger", "plans/auth")["verdict"], "derive");
+    assert_eq!(row(&all, "feature", "F-001")["verdict"], "resume");
+    assert_eq!(row(&all, "feature", "F-001")["class"], "crash");
+    // The batch's verdict is the ownership gate's: `batch resume` takes it over.
     assert_eq!(row(&all, "ledger", "plans/auth")["phase"], "phase 1");
+    assert_eq!(
+        row(&all, "batch", batch_key(&all).as_str())["verdict"],
+        "offer"
+    );
     // The run's own command is checked last: it takes the run lock when it proceeds.
     let own = env
         .baton("B", 60, &["--json", "run", "resume", &run_id])
@@ -139,6 +159,7 @@ fn resume_without_a_ticket_names_each_piece_of_work_once_with_its_own_commands_v
         "`baton batch resume`",
         &format!("`baton run resume {run_id}`"),
         "`baton ledger derive plans/auth --append`",
+        "`baton continue --set-resume-point`",
     ] {
         assert!(md.contains(needle), "{needle} missing from\n{md}");
     }
@@ -350,9 +371,10 @@ fn status_is_one_table_of_everything_within_eighty_columns_without_colour_when_p
         assert!(line.chars().count() <= 80, "over 80 columns: {line:?}");
     }
     assert!(!out.stdout.contains('\x1b'), "colour on a pipe");
-    // The most urgent first: the rate limit that reset before the silent loop... both are
-    // interrupted; each row shows its class and owner.
-    assert!(out.stdout.contains("rate_limit"), "{}", out.stdout);
+    // The most urgent first: the silent loop (a crash) before the rate limit that has reset.
+    let rows: Vec<&&str> = lines.iter().filter(|l| l.starts_with("loop")).collect();
+    assert!(rows[0].contains("crash"), "{}", out.stdout);
+    assert!(rows[1].contains("rate_limit"), "{}", out.stdout);
     assert!(out.stdout.contains("A stale 30m"), "{}", out.stdout);
     let json = env.baton("B", 30, &["--json", "status"]).json();
     let keys: Vec<&str> = json["work"]
@@ -366,4 +388,32 @@ fn status_is_one_table_of_everything_within_eighty_columns_without_colour_when_p
         "the JSON keeps the whole key"
     );
     assert_eq!(json["work"][0]["owner"]["live"], false);
+}
+
+/// Every accept and decline command the packet prints is one the gate takes: a loop that records
+/// no owner needs `--force`, and the packet says so.
+#[test]
+fn the_packets_accept_and_decline_commands_are_taken_by_the_gate() {
+    let env = TestEnv::new();
+    env.write_json(
+        &env.loop_file("PROJ-1"),
+        &json!({
+            "schema_version": 1, "session_id": null, "ticket_id": "PROJ-1", "loop_key": "PROJ-1",
+            "status": "interrupted", "interrupt_reason": "unknown",
+            "last_phase": "skeptic", "last_phase_action": "spawned",
+            "loop_state": {"phase": "skeptic", "iteration": 1, "max_iterations": 3},
+            "last_updated": at(0), "owner_epoch": 1
+        }),
+    );
+    let all = env.baton("B", 60, &["--json", "resume"]).json();
+    let item = &all["packet"]["items"][0];
+    assert_eq!(item["accept"], "baton resume accept PROJ-1 --force");
+    assert_eq!(item["decline"], "baton resume fresh PROJ-1 --force");
+    let accept: Vec<&str> = item["accept"]
+        .as_str()
+        .unwrap()
+        .split(' ')
+        .skip(1)
+        .collect();
+    env.baton("B", 60, &accept).assert_code(0);
 }

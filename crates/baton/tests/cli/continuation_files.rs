@@ -733,6 +733,14 @@ fn sigkill_during_set_resume_point_leaves_both_files_old_or_both_new() {
     eprintln!(
         "resume-point crash harness: {landed} killed after landing ({completed} of them completed by the next call), {not_landed} killed before, {finished} finished first"
     );
+    // A run that never killed a write between its two files would not have tested the
+    // roll-forward at all.
+    if trials >= 100 {
+        assert!(
+            completed > 0,
+            "no kill landed inside the two-file step, so the roll-forward went untested (seed {seed})"
+        );
+    }
     // No lock is stuck: one more resume point goes through.
     let target = on_disk.other();
     env.run(Some("s1"), &now, &target.args()).assert_code(0);
@@ -915,4 +923,26 @@ fn continue_prints_the_feature_then_the_packet() {
     assert_eq!(json["feature"]["resume_task"], "T-03");
     assert_eq!(json["packet"]["items"][0]["kind"], "feature");
     assert_eq!(json["verdict"], "resume");
+}
+
+/// The resume point is the feature's own bookkeeping: after it and a pause, the next session
+/// sees a clean pause, not uncommitted work.
+#[test]
+fn after_a_resume_point_and_a_pause_the_next_session_sees_a_clean_pause() {
+    let env = feature_env();
+    env.baton("s1", 0, &["continue", "--set-resume-point"])
+        .assert_code(0);
+    env.set_age(POINTER, 10);
+    env.set_age(&tasks_rel(), 10);
+    env.baton("s1", 1, &["pause"]).assert_code(0);
+    let all = env.baton("s2", 600, &["--json", "resume"]).json();
+    let feature = work_row(&all, "feature");
+    assert_eq!(feature["class"], "pause", "{all}");
+    let rules: Vec<&str> = all["packet"]["items"][0]["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["rule"].as_str().unwrap())
+        .collect();
+    assert_eq!(rules, ["continue.pause"], "{all}");
 }

@@ -149,6 +149,8 @@ pub fn gather(ctx: &Ctx, ticket: &std::ffi::OsStr) -> Result<Gathered, CommandEr
                 archive: false,
                 resume_after: None,
                 others: None,
+                accept: None,
+                decline: None,
             };
             (Some(held.clone()), decision)
         }
