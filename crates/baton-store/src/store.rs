@@ -17,7 +17,7 @@ use crate::lock::{DEFAULT_LOCK_WAIT, DirLock};
 use crate::read::{Access, STATE_FILE_CAP, parse_state, read_capped};
 use crate::{StoreError, atomic};
 use baton_core::key::key_from_file_name;
-use baton_core::model::{BatchState, LoopState, PauseMark, RunState, SCHEMA_VERSION};
+use baton_core::model::{BatchState, LoopState, Pauses, RunState, SCHEMA_VERSION};
 use baton_core::run_id::RunId;
 
 /// A state read from the store, with where it came from and whether it may be rewritten.
@@ -85,8 +85,8 @@ pub trait StateStore {
     /// Deletes a run's state: only `baton run prune` calls it, for finished runs.
     fn remove_run(&self, id: &RunId) -> Result<(), StoreError>;
 
-    fn read_pause(&self) -> Result<Option<Loaded<PauseMark>>, StoreError>;
-    fn write_pause(&self, mark: &PauseMark) -> Result<(), StoreError>;
+    fn read_pause(&self) -> Result<Option<Loaded<Pauses>>, StoreError>;
+    fn write_pause(&self, pauses: &Pauses) -> Result<(), StoreError>;
     fn remove_pause(&self) -> Result<(), StoreError>;
 
     /// Appends one event to a target's journal. Called under the lock of the state the event
@@ -334,12 +334,12 @@ impl StateStore for FsStore {
         atomic::sync_dir(&self.layout.runs_dir())
     }
 
-    fn read_pause(&self) -> Result<Option<Loaded<PauseMark>>, StoreError> {
+    fn read_pause(&self) -> Result<Option<Loaded<Pauses>>, StoreError> {
         self.read(&self.layout.pause_file())
     }
 
-    fn write_pause(&self, mark: &PauseMark) -> Result<(), StoreError> {
-        self.write(&self.layout.pause_file(), mark)
+    fn write_pause(&self, pauses: &Pauses) -> Result<(), StoreError> {
+        self.write(&self.layout.pause_file(), pauses)
     }
 
     fn remove_pause(&self) -> Result<(), StoreError> {

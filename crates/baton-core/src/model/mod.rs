@@ -12,7 +12,7 @@ pub use batch_state::{BATCH_STATUSES, BatchState, BatchTicket, TICKET_STATUSES, 
 pub use loop_state::{
     DiscardedWork, LoopProgress, LoopState, LoopStatus, OPEN_FINDING, Phase, PromotionTier,
 };
-pub use pause::PauseMark;
+pub use pause::{PauseMark, Pauses};
 pub use run_state::{
     AlignmentRecord, Completion, Lease, PlanRecord, RunPolicy, RunState, SectionRecord, StepRecord,
     run_is_finished,

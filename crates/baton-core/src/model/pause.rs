@@ -5,12 +5,59 @@ use serde_json::{Map, Value};
 
 use crate::time::parse_ts;
 
-/// `.agentic/pause.json`: an explicit pause (`baton pause`). Work the pausing session owned and
-/// last wrote before the pause is classified `pause`, not `crash`, by the next session.
+/// `.agentic/pause.json`: the explicit pauses (`baton pause`), one per session, so one
+/// session's pause never replaces another's. Work a pausing session owned and last wrote
+/// before its pause is classified `pause`, not `crash`, by the next session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct PauseMark {
+pub struct Pauses {
     #[serde(default = "super::schema_v1")]
     pub schema_version: u32,
+    #[serde(default)]
+    pub marks: Vec<PauseMark>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Default for Pauses {
+    fn default() -> Pauses {
+        Pauses {
+            schema_version: super::SCHEMA_VERSION,
+            marks: Vec::new(),
+            extra: Map::new(),
+        }
+    }
+}
+
+impl Pauses {
+    /// The latest pause that covers work owned by `owner` and last written at `last_write`.
+    pub fn covering(
+        &self,
+        owner: Option<&str>,
+        last_write: Option<Timestamp>,
+    ) -> Option<&PauseMark> {
+        self.marks
+            .iter()
+            .filter(|m| m.covers(owner, last_write))
+            .max_by_key(|m| parse_ts(Some(&m.paused_at)))
+    }
+
+    /// Records `mark` in place of the same session's earlier one.
+    pub fn set(&mut self, mark: PauseMark) {
+        self.marks.retain(|m| m.session_id != mark.session_id);
+        self.marks.push(mark);
+    }
+
+    /// Removes `session`'s mark; whether there was one.
+    pub fn clear(&mut self, session: Option<&str>) -> bool {
+        let before = self.marks.len();
+        self.marks.retain(|m| m.session_id.as_deref() != session);
+        self.marks.len() != before
+    }
+}
+
+/// One session's pause.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PauseMark {
     pub paused_at: String,
     /// The session that paused; `None` pauses every session's work.
     #[serde(default)]
@@ -46,7 +93,6 @@ mod tests {
     #[test]
     fn a_pause_covers_the_pausing_sessions_work_written_before_it() {
         let mark = PauseMark {
-            schema_version: 1,
             paused_at: "2026-03-01T12:00:00Z".into(),
             session_id: Some("A".into()),
             reason: None,

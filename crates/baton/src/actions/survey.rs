@@ -23,7 +23,7 @@ use baton_core::decide::loop_resume::{
     Mode, ResumeFacts, claims_engineer_output, decide_loop_resume, is_resumable, resume_after,
 };
 use baton_core::ledger::{Event, parse_ledger, phase_claims};
-use baton_core::model::{BatchState, LoopState, LoopStatus, PauseMark, RunState, run_is_finished};
+use baton_core::model::{BatchState, LoopState, LoopStatus, Pauses, RunState, run_is_finished};
 use baton_core::packet::{Item, urgency};
 use baton_core::text::{esc, esc_join};
 use baton_core::time::{is_live, parse_ts};
@@ -64,7 +64,7 @@ pub struct Work {
 pub struct Survey {
     pub work: Vec<Work>,
     pub notes: Vec<String>,
-    pub pause: Option<PauseMark>,
+    pub pause: Option<Pauses>,
     /// The active feature as read (any resume point a killed write left is completed first).
     pub feature: Option<FeatureFacts>,
 }
@@ -248,7 +248,7 @@ struct Scan<'a> {
     ctx: &'a Ctx,
     store: &'a FsStore,
     changes: Option<&'a Changes>,
-    pause: Option<&'a PauseMark>,
+    pause: Option<&'a Pauses>,
     here: Here,
 }
 
@@ -325,10 +325,8 @@ impl Scan<'_> {
         let c = classify(
             &Signals {
                 interrupt_reason: reason,
-                pause_mark: self
-                    .pause
-                    .is_some_and(|p| p.covers(state.owner(), state.liveness(ctx.now))),
-                pause_reason: self.pause_reason(),
+                pause_mark: self.paused(state.owner(), state.liveness(ctx.now)).0,
+                pause_reason: self.paused(state.owner(), state.liveness(ctx.now)).1,
                 tree_clean: tree.as_ref().map(|t| !t.dirty),
                 checkpointed: d.mode == Some(Mode::Automatic),
                 returned_unprocessed: returned,
@@ -457,8 +455,8 @@ impl Scan<'_> {
         let c = classify(
             &Signals {
                 interrupt_reason: reason,
-                pause_mark: self.pause.is_some_and(|p| p.covers(state.owner(), last)),
-                pause_reason: self.pause_reason(),
+                pause_mark: self.paused(state.owner(), last).0,
+                pause_reason: self.paused(state.owner(), last).1,
                 tree_clean: self.tree_clean(),
                 checkpointed: true,
                 gates: Some("each ticket's own `baton resume <TICKET>` re-checks its loop"),
@@ -507,8 +505,17 @@ impl Scan<'_> {
         work
     }
 
-    fn pause_reason(&self) -> Option<&str> {
-        self.pause.and_then(|p| p.reason.as_deref())
+    /// Whether a pause covers work owned by `owner` and last written at `last_write`, and
+    /// what that pause said.
+    fn paused(
+        &self,
+        owner: Option<&str>,
+        last_write: Option<jiff::Timestamp>,
+    ) -> (bool, Option<&str>) {
+        match self.pause.and_then(|p| p.covering(owner, last_write)) {
+            Some(mark) => (true, mark.reason.as_deref()),
+            None => (false, None),
+        }
     }
 
     /// Whether the tree is clean outside baton's own state directory; `None` when git could
@@ -584,9 +591,8 @@ impl Scan<'_> {
         let c = classify(
             &Signals {
                 interrupt_reason: run.extra.get("interrupt_reason").and_then(|v| v.as_str()),
-                pause_mark: self
-                    .pause
-                    .is_some_and(|p| p.covers(holder.as_deref(), last_write)),
+                pause_mark: self.paused(holder.as_deref(), last_write).0,
+                pause_reason: self.paused(holder.as_deref(), last_write).1,
                 tree_clean: self.tree_clean(),
                 checkpointed: true,
                 gates: Some(&gates),
@@ -783,8 +789,8 @@ impl Scan<'_> {
         let dirty = !work_paths.is_empty();
         let c = classify(
             &Signals {
-                pause_mark: self.pause.is_some_and(|m| m.covers(None, last_write)),
-                pause_reason: self.pause_reason(),
+                pause_mark: self.paused(None, last_write).0,
+                pause_reason: self.paused(None, last_write).1,
                 tree_clean: Some(!dirty),
                 // `[~]` marks where the next session starts (a resume point sets it), so a
                 // task in progress is checkpointed when nothing of it is left uncommitted.
@@ -984,8 +990,8 @@ impl Scan<'_> {
         let c = classify(
             &Signals {
                 interrupt_reason: died.then_some("agent_died"),
-                pause_mark: self.pause.is_some_and(|p| p.covers(None, last_at)),
-                pause_reason: self.pause_reason(),
+                pause_mark: self.paused(None, last_at).0,
+                pause_reason: self.paused(None, last_at).1,
                 tree_clean: self.tree_clean(),
                 checkpointed: !started,
                 gates: Some(&gates),

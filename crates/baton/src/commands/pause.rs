@@ -6,7 +6,7 @@ use serde_json::json;
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
-use baton_core::model::{PauseMark, SCHEMA_VERSION};
+use baton_core::model::{PauseMark, Pauses};
 use baton_core::text::esc_or;
 use baton_core::time::format_ts;
 use baton_store::{LockScope, StateStore, git};
@@ -14,9 +14,10 @@ use baton_store::{LockScope, StateStore, git};
 /// Mark this session's work paused on purpose, so the next session resumes it from the next
 /// step instead of treating it as a crash.
 ///
-/// The mark (`.agentic/pause.json`) covers what this session (every session, without a
-/// session id) last wrote before the pause: its loops, batch, runs and ledgers, and the
-/// feature. Anything written after the pause was resumed since, and is judged on its own.
+/// The mark (one per session in `.agentic/pause.json`; a later pause of the same session
+/// replaces its earlier one) covers what this session (every session, without a session id)
+/// owns and last wrote before the pause, and the work that records no owner: the feature and
+/// the ledgers. Anything written after the pause was resumed since, and is judged on its own.
 /// Pause at a checkpoint with a clean tree: a pause over uncommitted changes is reported as
 /// unclean by the next session.
 #[derive(Debug, Args)]
@@ -24,7 +25,7 @@ pub struct PauseArgs {
     /// Why the work is paused; shown to the next session.
     #[arg(long, value_name = "TEXT")]
     reason: Option<String>,
-    /// Remove the pause mark instead.
+    /// Remove this session's pause mark instead.
     #[arg(long, conflicts_with = "reason")]
     clear: bool,
 }
@@ -36,18 +37,25 @@ pub fn cmd_pause(ctx: &Ctx, args: PauseArgs) -> Result<Report, CommandError> {
             return Ok(Report::ok(json!({ "cleared": false }), "no pause mark"));
         }
         let _guard = store.lock(LockScope::Feature)?;
-        let had = store.read_pause().ok().flatten().is_some()
-            || store.layout.pause_file().symlink_metadata().is_ok();
-        store.remove_pause()?;
+        let Some(loaded) = store.read_pause()? else {
+            return Ok(Report::ok(json!({ "cleared": false }), "no pause mark"));
+        };
+        loaded.writable()?;
+        let mut pauses = loaded.state;
+        let had = pauses.clear(ctx.session());
+        if pauses.marks.is_empty() {
+            store.remove_pause()?;
+        } else if had {
+            store.write_pause(&pauses)?;
+        }
         let text = if had {
             "pause mark removed"
         } else {
-            "no pause mark"
+            "no pause mark for this session"
         };
         return Ok(Report::ok(json!({ "cleared": had }), text));
     }
     let mark = PauseMark {
-        schema_version: SCHEMA_VERSION,
         paused_at: format_ts(ctx.now),
         session_id: ctx.session.clone(),
         reason: args.reason.clone(),
@@ -58,10 +66,15 @@ pub fn cmd_pause(ctx: &Ctx, args: PauseArgs) -> Result<Report, CommandError> {
     let refs: Vec<&std::path::Path> = excluded.iter().map(|p| p.as_path()).collect();
     let dirty = git::tree_dirty(&store.layout.root, &refs)?;
     let guard = store.lock(LockScope::Feature)?;
-    if let Some(old) = store.read_pause()? {
-        old.writable()?;
-    }
-    store.write_pause(&mark)?;
+    let mut pauses = match store.read_pause()? {
+        Some(old) => {
+            old.writable()?;
+            old.state
+        }
+        None => Pauses::default(),
+    };
+    pauses.set(mark.clone());
+    store.write_pause(&pauses)?;
     drop(guard);
     let who = esc_or(ctx.session(), "every session (no session id)");
     let mut report = Report::ok(

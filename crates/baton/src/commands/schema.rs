@@ -6,8 +6,8 @@ use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::model::{BatchState, LoopState};
 
-/// Print the JSON Schemas of the files baton writes: loop-state, batch-state, run-state and the
-/// resume-point record.
+/// Print the JSON Schemas of the files baton writes: loop-state, batch-state, run-state, the
+/// pause marks and the resume-point record.
 #[derive(Debug, Args)]
 pub struct SchemaArgs {}
 
@@ -17,6 +17,7 @@ pub fn cmd_schema(_ctx: &Ctx, _args: SchemaArgs) -> Result<Report, CommandError>
         "batch-state": schemars::schema_for!(BatchState),
         "run-state": schemars::schema_for!(baton_core::model::RunState),
         "resume-point": schemars::schema_for!(baton_core::feature::ResumePointRecord),
+        "pause": schemars::schema_for!(baton_core::model::Pauses),
     });
     let text = serde_json::to_string_pretty(&schemas).unwrap_or_default();
     Ok(Report::ok(schemas, text))

@@ -291,10 +291,21 @@ fn a_pause_covers_what_the_pausing_session_wrote_before_it_and_nothing_after() {
         ],
     )
     .assert_code(0);
+    // Another session's pause leaves A's in place.
+    env.baton("C", 3, &["pause", "--reason", "meeting"])
+        .assert_code(0);
     let all = env.baton("B", 60, &["--json", "resume"]).json();
     assert_eq!(row(&all, "loop", "PROJ-1")["class"], "pause");
     assert_eq!(row(&all, "loop", "PROJ-2")["class"], "crash");
-    assert_eq!(all["pause"]["reason"], "lunch");
+    assert_eq!(all["pause"]["marks"].as_array().unwrap().len(), 2);
+    assert!(
+        all["packet_markdown"]
+            .as_str()
+            .unwrap()
+            .contains("explicitly paused: lunch"),
+        "the reason reaches the next session: {}",
+        all["packet_markdown"]
+    );
     env.baton("A", 61, &["pause", "--clear"]).assert_code(0);
     let all = env.baton("B", 62, &["--json", "resume"]).json();
     assert_eq!(row(&all, "loop", "PROJ-1")["class"], "crash");
