@@ -42,6 +42,11 @@ enum Command {
     #[command(subcommand, name = "loop")]
     Loop(ticket_loop::LoopCommand),
     Resume(resume::ResumeArgs),
+    #[command(name = "continue")]
+    Continue(crate::commands::continue_cmd::ContinueArgs),
+    Status(status::StatusArgs),
+    Log(crate::commands::log::LogArgs),
+    Pause(pause::PauseArgs),
     #[command(subcommand)]
     Run(run::RunCommand),
     #[command(subcommand)]
@@ -50,13 +55,8 @@ enum Command {
     Gate(gate::GateCommand),
     #[command(subcommand)]
     Batch(batch::BatchCommand),
-    Status(status::StatusArgs),
-    Pause(pause::PauseArgs),
-    Log(crate::commands::log::LogArgs),
     Demo(demo::DemoArgs),
     Schema(schema::SchemaArgs),
-    #[command(name = "continue")]
-    Continue(crate::commands::continue_cmd::ContinueArgs),
 }
 
 pub fn run() -> ExitCode {

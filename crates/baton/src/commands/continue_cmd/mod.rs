@@ -19,11 +19,14 @@ use baton_core::text::{esc, esc_join};
 use baton_store::feature::{FeatureFacts, POINTER_PATH, read_feature};
 use baton_store::{Layout, git};
 
-/// Where the interrupted session stood on the active feature, and where the next one starts.
+/// Session continuation: the active feature and the resume packet, and where the next session
+/// starts (`--set-resume-point`).
 ///
 /// With no option: the feature's pointer, what is wrong with it, its task markers, the task to
-/// resume, uncommitted changes inside it, and any REVIEW_NEEDED.md. `--set-resume-point` moves
-/// the pointer's phase and the task markers together, so the next session starts clean.
+/// resume, uncommitted changes inside it and any REVIEW_NEEDED.md; then the resume packet for
+/// every piece of interrupted work in the project, as `baton resume` prints it.
+/// `--set-resume-point` moves the pointer's phase and the task markers together, so the next
+/// session starts clean.
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct ContinueArgs {

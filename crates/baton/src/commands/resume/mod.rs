@@ -28,9 +28,10 @@ use baton_store::lock::DirLock;
 use baton_store::store::Loaded;
 use baton_store::{FsStore, Layout, LockScope, StateStore, git};
 
-/// Check, before anything else in a session, whether a ticket's loop can be resumed.
+/// Start every session here: every piece of interrupted work and one resume packet, or, with a
+/// ticket, whether that ticket's loop can be resumed.
 ///
-/// Verdicts: `none` (nothing to resume), `offer` (resume or start fresh; mode `automatic`,
+/// With a ticket, the verdicts are `none` (nothing to resume), `offer` (resume or start fresh; mode `automatic`,
 /// `confirm`, `respawn` or `never`), `live` (another session is on it: hands off), `own` (this
 /// session's). Only the ticket's own key is ever offered; other tickets' resumable loops get
 /// one informational line.
