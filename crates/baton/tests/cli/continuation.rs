@@ -428,3 +428,41 @@ fn the_packets_accept_and_decline_commands_are_taken_by_the_gate() {
         .collect();
     env.baton("B", 60, &accept).assert_code(0);
 }
+
+/// Colour only on a terminal, and never with `NO_COLOR`: `script` gives `baton status` a
+/// pseudo-terminal.
+#[test]
+fn status_paints_verdicts_on_a_terminal_unless_no_color_is_set() {
+    let env = TestEnv::new();
+    env.baton("A", 0, &["loop", "init", "PROJ-1"])
+        .assert_code(0);
+    let on_a_terminal = |no_color: Option<&str>| {
+        let inner = env.command(Some("B"), &at(30));
+        let mut cmd = crate::common::like(&inner, "script");
+        // `script` runs its command through a shell: the binary's path is quoted, the rest are
+        // fixed words.
+        cmd.args(["-qec"])
+            .arg(format!(
+                "'{}' status",
+                inner.get_program().to_string_lossy()
+            ))
+            .arg("/dev/null");
+        if let Some(v) = no_color {
+            cmd.env("NO_COLOR", v);
+        }
+        let out = cmd.output().expect("script (util-linux) runs");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let painted = on_a_terminal(None);
+    assert!(
+        painted.contains("\x1b["),
+        "no colour on a terminal: {painted:?}"
+    );
+    let plain = on_a_terminal(Some("1"));
+    assert!(plain.contains("PROJ-1"), "{plain:?}");
+    assert!(
+        !plain.contains("\x1b["),
+        "colour despite NO_COLOR: {plain:?}"
+    );
+}
