@@ -82,7 +82,9 @@ impl PauseMark {
             (Some(mine), Some(owner)) => mine == owner,
             (Some(_), None) => true,
         };
-        owned && last_write.is_some_and(|t| t <= paused)
+        // The mark keeps whole seconds; a write in the same second as the pause came before it
+        // (a pause is the session's last act), so the comparison is in whole seconds too.
+        owned && last_write.is_some_and(|t| t.as_second() <= paused.as_second())
     }
 }
 

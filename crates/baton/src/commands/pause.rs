@@ -86,7 +86,7 @@ pub fn cmd_pause(ctx: &Ctx, args: PauseArgs) -> Result<Report, CommandError> {
     );
     if dirty {
         report = report.warn(
-            "the tree has uncommitted changes: the next session will see an unclean pause; commit or checkpoint, then pause again",
+            "the tree has uncommitted changes: commit them (`git status` lists them) so the next session sees a clean pause, then pause again",
         );
     }
     Ok(report)
