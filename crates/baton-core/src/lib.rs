@@ -5,6 +5,7 @@
 pub mod decide;
 pub mod feature;
 pub mod glob;
+pub mod hook;
 pub mod key;
 pub mod ledger;
 pub mod model;
