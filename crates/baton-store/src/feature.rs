@@ -27,7 +27,7 @@ use serde::Serialize;
 
 use crate::git::Changes;
 use crate::layout::{Layout, LockScope, check_real_dir, make_dir};
-use crate::lock::{DEFAULT_LOCK_WAIT, DirLock};
+use crate::lock::DirLock;
 use crate::read::{STATE_FILE_CAP, read_capped};
 use crate::{StoreError, atomic, sha256_hex};
 use baton_core::Reason;
@@ -174,7 +174,7 @@ fn unreadable(rule: &'static str, rel: &Path, why: &str, fix: &str) -> Reason {
         rule,
         format!(
             "{}: cannot be read: {}; {fix}",
-            rel.display(),
+            baton_core::text::esc(&rel.to_string_lossy()),
             baton_core::text::esc(why)
         ),
     )
@@ -192,11 +192,12 @@ pub fn read_feature(
     layout: &Layout,
     changes: &Changes,
     now: Timestamp,
+    lock_wait: std::time::Duration,
 ) -> Result<Option<FeatureFacts>, StoreError> {
     if layout.check_state_dir()?
         && (layout.lock_file(LockScope::Feature).exists() || pending_record(layout)?)
     {
-        let lock = lock_feature(layout, DEFAULT_LOCK_WAIT)?;
+        let lock = lock_feature(layout, lock_wait)?;
         return read_feature_locked(layout, changes, now, &lock);
     }
     read_facts(layout, changes, None, Vec::new())
@@ -667,6 +668,7 @@ pub fn clear_review_needed(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lock::DEFAULT_LOCK_WAIT;
 
     const POINTER: &str = "{\n  \"id\": \"F-001\",\n  \"slug\": \"x\",\n  \"title\": \"X\",\n  \"path\": \".aspis/features/F-001-x\",\n  \"branch\": \"main\",\n  \"mode\": \"mvp\",\n  \"phase\": \"plan\"\n}\n";
 
@@ -707,9 +709,14 @@ mod tests {
             "\"phase\": \"plan\",\n  \"scope\": {\"allowed\": [\"*.md\"], \"forbidden\": [\".aspis/**\"]}",
         );
         std::fs::write(layout.root.join(POINTER_PATH), with_scope).unwrap();
-        let facts = read_feature(&layout, &changes(), Timestamp::UNIX_EPOCH)
-            .unwrap()
-            .unwrap();
+        let facts = read_feature(
+            &layout,
+            &changes(),
+            Timestamp::UNIX_EPOCH,
+            DEFAULT_LOCK_WAIT,
+        )
+        .unwrap()
+        .unwrap();
         assert!(facts.problems.is_empty(), "{:?}", facts.problems);
         assert_eq!(
             facts.dir.as_deref(),
@@ -726,9 +733,14 @@ mod tests {
         let (_d, layout) = project();
         std::fs::remove_file(layout.root.join(POINTER_PATH)).unwrap();
         assert!(
-            read_feature(&layout, &changes(), Timestamp::UNIX_EPOCH)
-                .unwrap()
-                .is_none()
+            read_feature(
+                &layout,
+                &changes(),
+                Timestamp::UNIX_EPOCH,
+                DEFAULT_LOCK_WAIT
+            )
+            .unwrap()
+            .is_none()
         );
     }
 
@@ -748,9 +760,14 @@ mod tests {
         ] {
             let pointer = POINTER.replace(".aspis/features/F-001-x", &path);
             std::fs::write(layout.root.join(POINTER_PATH), pointer).unwrap();
-            let facts = read_feature(&layout, &changes(), Timestamp::UNIX_EPOCH)
-                .unwrap()
-                .unwrap();
+            let facts = read_feature(
+                &layout,
+                &changes(),
+                Timestamp::UNIX_EPOCH,
+                DEFAULT_LOCK_WAIT,
+            )
+            .unwrap()
+            .unwrap();
             let rules: Vec<_> = facts.problems.iter().map(|r| r.rule).collect();
             assert_eq!(rules, ["feature.path-missing"], "{path}");
             assert!(facts.tasks.is_none() && facts.dir.is_none(), "{path}");
@@ -763,9 +780,14 @@ mod tests {
         let real = layout.root.join("elsewhere.json");
         std::fs::rename(layout.root.join(POINTER_PATH), &real).unwrap();
         std::os::unix::fs::symlink(&real, layout.root.join(POINTER_PATH)).unwrap();
-        let facts = read_feature(&layout, &changes(), Timestamp::UNIX_EPOCH)
-            .unwrap()
-            .unwrap();
+        let facts = read_feature(
+            &layout,
+            &changes(),
+            Timestamp::UNIX_EPOCH,
+            DEFAULT_LOCK_WAIT,
+        )
+        .unwrap()
+        .unwrap();
         assert_eq!(facts.problems[0].rule, "feature.unreadable");
         assert!(facts.pointer.is_none());
 
@@ -774,9 +796,14 @@ mod tests {
         let tasks = layout.root.join(".aspis/features/F-001-x/TASKS.md");
         std::fs::rename(&tasks, layout.root.join("t.md")).unwrap();
         std::os::unix::fs::symlink(layout.root.join("t.md"), &tasks).unwrap();
-        let facts = read_feature(&layout, &changes(), Timestamp::UNIX_EPOCH)
-            .unwrap()
-            .unwrap();
+        let facts = read_feature(
+            &layout,
+            &changes(),
+            Timestamp::UNIX_EPOCH,
+            DEFAULT_LOCK_WAIT,
+        )
+        .unwrap()
+        .unwrap();
         assert_eq!(facts.problems[0].rule, "feature.tasks-unreadable");
         assert!(facts.tasks.is_none());
     }
@@ -786,18 +813,28 @@ mod tests {
         let (_d, layout) = project();
         let tasks = layout.root.join(".aspis/features/F-001-x/TASKS.md");
         std::fs::write(&tasks, b"- [ ] T-01 \xff\xfe\n").unwrap();
-        let facts = read_feature(&layout, &changes(), Timestamp::UNIX_EPOCH)
-            .unwrap()
-            .unwrap();
+        let facts = read_feature(
+            &layout,
+            &changes(),
+            Timestamp::UNIX_EPOCH,
+            DEFAULT_LOCK_WAIT,
+        )
+        .unwrap()
+        .unwrap();
         assert_eq!(facts.problems[0].rule, "feature.tasks-unreadable");
         assert!(facts.problems[0].message.contains("UTF-8"));
         std::fs::File::create(&tasks)
             .unwrap()
             .set_len(TASKS_CAP + 1)
             .unwrap();
-        let facts = read_feature(&layout, &changes(), Timestamp::UNIX_EPOCH)
-            .unwrap()
-            .unwrap();
+        let facts = read_feature(
+            &layout,
+            &changes(),
+            Timestamp::UNIX_EPOCH,
+            DEFAULT_LOCK_WAIT,
+        )
+        .unwrap()
+        .unwrap();
         assert!(
             facts.problems[0].message.contains("cap"),
             "{:?}",
@@ -834,9 +871,14 @@ mod tests {
         // Killed after the pointer was replaced, before TASKS.md was.
         std::fs::write(layout.root.join(POINTER_PATH), &new_pointer).unwrap();
         std::fs::write(record_path(&layout), serde_json::to_vec(&record).unwrap()).unwrap();
-        let facts = read_feature(&layout, &changes(), Timestamp::UNIX_EPOCH)
-            .unwrap()
-            .unwrap();
+        let facts = read_feature(
+            &layout,
+            &changes(),
+            Timestamp::UNIX_EPOCH,
+            DEFAULT_LOCK_WAIT,
+        )
+        .unwrap()
+        .unwrap();
         assert_eq!(
             std::fs::read_to_string(layout.root.join(&tasks_rel)).unwrap(),
             new_tasks
@@ -848,9 +890,14 @@ mod tests {
         // A file edited by hand since is left alone, with a warning.
         std::fs::write(layout.root.join(&tasks_rel), "- [ ] T-01 hand edit\n").unwrap();
         std::fs::write(record_path(&layout), serde_json::to_vec(&record).unwrap()).unwrap();
-        let facts = read_feature(&layout, &changes(), Timestamp::UNIX_EPOCH)
-            .unwrap()
-            .unwrap();
+        let facts = read_feature(
+            &layout,
+            &changes(),
+            Timestamp::UNIX_EPOCH,
+            DEFAULT_LOCK_WAIT,
+        )
+        .unwrap()
+        .unwrap();
         assert_eq!(
             std::fs::read_to_string(layout.root.join(&tasks_rel)).unwrap(),
             "- [ ] T-01 hand edit\n"
@@ -883,9 +930,14 @@ mod tests {
                 .collect(),
         };
         std::fs::write(record_path(&layout), serde_json::to_vec(&record).unwrap()).unwrap();
-        let facts = read_feature(&layout, &changes(), Timestamp::UNIX_EPOCH)
-            .unwrap()
-            .unwrap();
+        let facts = read_feature(
+            &layout,
+            &changes(),
+            Timestamp::UNIX_EPOCH,
+            DEFAULT_LOCK_WAIT,
+        )
+        .unwrap()
+        .unwrap();
         assert_eq!(std::fs::read_to_string(&readme).unwrap(), "mine\n");
         assert_eq!(
             facts
@@ -956,7 +1008,13 @@ mod tests {
         read_facts(&layout, &changes(), None, Vec::new()).unwrap();
         assert!(orphan.exists());
         drop(lock);
-        read_feature(&layout, &changes(), Timestamp::UNIX_EPOCH).unwrap();
+        read_feature(
+            &layout,
+            &changes(),
+            Timestamp::UNIX_EPOCH,
+            DEFAULT_LOCK_WAIT,
+        )
+        .unwrap();
         assert!(!orphan.exists() && !pointer_orphan.exists());
     }
 }

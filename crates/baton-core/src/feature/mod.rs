@@ -65,6 +65,10 @@ impl Scope {
     }
 }
 
+/// The most scope patterns read from each list, and the longest pattern read.
+pub const SCOPE_PATTERNS_CAP: usize = 256;
+pub const SCOPE_PATTERN_CAP: usize = 1024;
+
 /// Python's `fnmatch.fnmatch` on POSIX: `*` matches any run of characters, `/` included; `?`
 /// any one character; `[seq]` one character in `seq` (`[!seq]` not in it, `a-z` a range); an
 /// unclosed `[` is a literal.
@@ -198,6 +202,8 @@ impl FeaturePointer {
 
     pub fn scope(&self) -> Option<Scope> {
         let scope = self.fields.get("scope")?.as_object()?;
+        // Every changed path is matched against every pattern: a hostile pointer with thousands
+        // of long patterns would make each scan take seconds. Real scopes list a handful.
         let list = |key: &str| -> Vec<String> {
             scope
                 .get(key)
@@ -205,6 +211,8 @@ impl FeaturePointer {
                 .map(|a| {
                     a.iter()
                         .filter_map(Value::as_str)
+                        .filter(|p| p.len() <= SCOPE_PATTERN_CAP)
+                        .take(SCOPE_PATTERNS_CAP)
                         .map(String::from)
                         .collect()
                 })
@@ -482,6 +490,7 @@ pub fn resume_point(
             .map(|t| t.id.clone())
     });
     let mut marks: Vec<MarkChange> = Vec::new();
+    let mut changed = std::collections::HashSet::new();
     for t in &tasks.tasks {
         let want = if resume.as_deref() == Some(t.id.as_str()) {
             Mark::InProgress
@@ -490,7 +499,7 @@ pub fn resume_point(
         } else {
             current(t)
         };
-        if want != t.mark && !marks.iter().any(|m| m.task == t.id) {
+        if want != t.mark && changed.insert(t.id.as_str()) {
             marks.push(MarkChange {
                 task: t.id.clone(),
                 from: t.mark,

@@ -152,9 +152,10 @@ impl TaskList {
     /// Ids that name more than one task line, in order of first appearance.
     pub fn duplicate_ids(&self) -> Vec<&str> {
         let mut seen = std::collections::HashSet::new();
+        let mut reported = std::collections::HashSet::new();
         let mut dup = Vec::new();
         for t in &self.tasks {
-            if !seen.insert(t.id.as_str()) && !dup.contains(&t.id.as_str()) {
+            if !seen.insert(t.id.as_str()) && reported.insert(t.id.as_str()) {
                 dup.push(t.id.as_str());
             }
         }
@@ -352,6 +353,9 @@ pub fn parse_tasks(text: &str) -> TaskList {
 pub fn set_marks(text: &str, marks: &[(String, Mark)]) -> String {
     let mut out = String::with_capacity(text.len() + 8);
     let mut in_fence = false;
+    // The last mark asked for an id wins; a map keeps this linear in the lines and the marks.
+    let wanted_marks: std::collections::HashMap<&str, Mark> =
+        marks.iter().map(|(id, m)| (id.as_str(), *m)).collect();
     for line in text.split_inclusive('\n') {
         if is_fence(line) {
             in_fence = !in_fence;
@@ -363,8 +367,7 @@ pub fn set_marks(text: &str, marks: &[(String, Mark)]) -> String {
         };
         let wanted = parsed
             .as_ref()
-            .and_then(|tl| marks.iter().rev().find(|(id, _)| id == tl.id))
-            .map(|(_, m)| *m);
+            .and_then(|tl| wanted_marks.get(tl.id).copied());
         match (parsed, wanted) {
             (Some(tl), Some(mark)) => out.push_str(&set_line_mark(line, &tl, mark)),
             _ => out.push_str(line),

@@ -75,8 +75,10 @@ impl Survey {
     }
 }
 
-/// Walks the plan directories for ledgers no deeper than this.
+/// Walks the plan directories for ledgers no deeper than this, and through no more directories
+/// than that.
 const PLAN_DEPTH: usize = 4;
+const PLAN_DIRS_CAP: usize = 2_000;
 
 pub fn survey(ctx: &Ctx) -> Result<Survey, CommandError> {
     let store = ctx.store()?;
@@ -144,17 +146,18 @@ pub fn survey(ctx: &Ctx) -> Result<Survey, CommandError> {
         pause: pause.as_ref(),
         here,
     };
+    // A feature that cannot be read (its lock busy, a pending resume point that cannot be
+    // completed) is still work the next session must hear about: a degraded row, not silence.
+    let mut unreadable_feature = None;
     let feature = match read_feature(
         &store.layout,
         changes.as_ref().unwrap_or(&Changes::default()),
         ctx.now,
+        ctx.lock_wait,
     ) {
         Ok(f) => f,
         Err(e) => {
-            notes.push(format!(
-                "warning: skipped the unreadable feature: {}",
-                esc(&e.to_string())
-            ));
+            unreadable_feature = Some(e.to_string());
             None
         }
     };
@@ -216,6 +219,9 @@ pub fn survey(ctx: &Ctx) -> Result<Survey, CommandError> {
                 esc(&e.message)
             )),
         }
+    }
+    if let Some(error) = unreadable_feature {
+        work.insert(0, scan.unreadable_feature(&error));
     }
     if let Some(f) = &feature {
         // Live work of a known session in the project means someone is on the feature:
@@ -663,6 +669,42 @@ impl Scan<'_> {
         Ok(work)
     }
 
+    fn unreadable_feature(&self, error: &str) -> Work {
+        let next = "a human looks at the feature before anything resumes: `baton continue` shows the error".to_string();
+        let reason = baton_core::Reason::new(
+            "feature.unreadable",
+            format!("the active feature cannot be read: {}", esc(error)),
+        );
+        Work {
+            kind: "feature",
+            key: baton_store::feature::POINTER_PATH.into(),
+            phase: "unknown".into(),
+            status: "degraded".into(),
+            owner: None,
+            verdict: "degraded".into(),
+            class: None,
+            next: Some(next.clone()),
+            item: Some(Item {
+                kind: "feature",
+                key: baton_store::feature::POINTER_PATH.into(),
+                position: "unknown".into(),
+                verdict: "degraded".into(),
+                class: None,
+                blockers: vec![reason.message.clone()],
+                reasons: vec![reason],
+                checkpoint: None,
+                next,
+                accept: None,
+                decline: None,
+                constraints: vec![
+                    "do not rewrite the pointer or its TASKS.md until it reads again".into(),
+                ],
+                references: vec![format!("pointer: {}", baton_store::feature::POINTER_PATH)],
+                urgency: urgency(None, false, true),
+            }),
+        }
+    }
+
     /// `on_it`: `Some(true)` when this session has live work in the project, `Some(false)`
     /// when another session has.
     fn the_feature(&self, f: &FeatureFacts, on_it: Option<bool>) -> Work {
@@ -786,15 +828,17 @@ impl Scan<'_> {
             .chain(f.scope_dirty.iter().flatten())
             .filter(|p| !bookkeeping.iter().any(|b| Path::new(p.as_str()) == *b))
             .collect();
+        // Without git's answer the feature's changes are unknown, never assumed clean.
+        let known = self.changes.is_some();
         let dirty = !work_paths.is_empty();
         let c = classify(
             &Signals {
                 pause_mark: self.paused(None, last_write).0,
                 pause_reason: self.paused(None, last_write).1,
-                tree_clean: Some(!dirty),
+                tree_clean: known.then_some(!dirty),
                 // `[~]` marks where the next session starts (a resume point sets it), so a
                 // task in progress is checkpointed when nothing of it is left uncommitted.
-                checkpointed: !dirty,
+                checkpointed: known && !dirty,
                 review_needed: review.is_some(),
                 partial_result: review.is_some_and(|r| r.partial.is_some()),
                 gates: Some("`aspis preflight` and the phase's gate"),
@@ -810,10 +854,13 @@ impl Scan<'_> {
                 format!(
                     "REVIEW_NEEDED for task {}: {}",
                     esc(r.task.as_deref().unwrap_or("?")),
-                    esc(r.reason.as_deref().unwrap_or("no reason given"))
+                    esc(r
+                        .reason
+                        .as_deref()
+                        .unwrap_or("no reason given")
                         .lines()
                         .next()
-                        .unwrap_or("")
+                        .unwrap_or(""))
                 ),
             ));
         }
@@ -1046,25 +1093,35 @@ impl Scan<'_> {
     }
 }
 
-/// `plans/**/STATE.md`, in path order, through real directories only.
+/// `plans/**/STATE.md`, in path order, through real directories only (a link named `plans`
+/// or inside it is never followed out of the project), and at most `PLAN_DIRS_CAP` directories.
 fn find_ledgers(root: &Path) -> Vec<PathBuf> {
-    fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+    fn walk(dir: &Path, depth: usize, budget: &mut usize, out: &mut Vec<PathBuf>) {
+        if *budget == 0 {
+            return;
+        }
+        *budget -= 1;
         let Ok(entries) = std::fs::read_dir(dir) else {
             return;
         };
         for entry in entries.flatten() {
+            // `file_type` does not follow links: a linked directory is neither a dir nor a file.
             let Ok(kind) = entry.file_type() else {
                 continue;
             };
             if kind.is_dir() && depth < PLAN_DEPTH {
-                walk(&entry.path(), depth + 1, out);
+                walk(&entry.path(), depth + 1, budget, out);
             } else if kind.is_file() && entry.file_name() == "STATE.md" {
                 out.push(entry.path());
             }
         }
     }
+    let plans = root.join("plans");
     let mut out = Vec::new();
-    walk(&root.join("plans"), 0, &mut out);
+    if std::fs::symlink_metadata(&plans).is_ok_and(|m| m.is_dir()) {
+        let mut budget = PLAN_DIRS_CAP;
+        walk(&plans, 0, &mut budget, &mut out);
+    }
     out.sort();
     out
 }

@@ -466,3 +466,22 @@ fn status_paints_verdicts_on_a_terminal_unless_no_color_is_set() {
         "colour despite NO_COLOR: {plain:?}"
     );
 }
+
+/// A `plans` link never leads the session-start scan out of the project.
+#[test]
+fn a_plans_link_out_of_the_project_is_not_followed() {
+    let env = TestEnv::new();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(outside.path().join("secret")).unwrap();
+    std::fs::write(
+        outside.path().join("secret/STATE.md"),
+        format!(
+            "# run-state — plan: plans/secret\nphase 1: started (base abc1234) @ {}\n",
+            at(0)
+        ),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(outside.path(), env.repo.join("plans")).unwrap();
+    let all = env.baton("A", 60, &["--json", "status"]).json();
+    assert!(all["work"].as_array().unwrap().is_empty(), "{all}");
+}

@@ -946,3 +946,38 @@ fn after_a_resume_point_and_a_pause_the_next_session_sees_a_clean_pause() {
         .collect();
     assert_eq!(rules, ["continue.pause"], "{all}");
 }
+
+/// A feature that cannot be read (here its lock is held past the wait) is still reported, as
+/// degraded and first in the packet: never as "nothing to resume".
+#[test]
+fn a_feature_that_cannot_be_read_is_degraded_not_silent() {
+    let env = feature_env();
+    // The lock file exists once a resume point has been set.
+    env.baton("s1", 0, &["continue", "--set-resume-point"])
+        .assert_code(0);
+    let lock = env.state_dir().join("locks/feature.lock");
+    assert!(lock.exists());
+    let mut holder = std::process::Command::new("flock")
+        .arg(&lock)
+        .args(["sleep", "5"])
+        .spawn()
+        .expect("flock (util-linux) runs");
+    std::thread::sleep(Duration::from_millis(200));
+    let out = env
+        .command(Some("s2"), &crate::common::at(60))
+        .env("BATON_LOCK_WAIT", "200ms")
+        .args(["--json", "resume"])
+        .output()
+        .unwrap();
+    let _ = holder.kill();
+    let _ = holder.wait();
+    let all: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let feature = work_row(&all, "feature");
+    assert_eq!(feature["verdict"], "degraded", "{all}");
+    assert_eq!(all["verdict"], "resume");
+    assert_eq!(all["packet"]["items"][0]["kind"], "feature");
+    assert_eq!(
+        all["packet"]["items"][0]["reasons"][0]["rule"],
+        "feature.unreadable"
+    );
+}

@@ -69,7 +69,7 @@ pub struct Gathered {
 pub fn gather(ctx: &Ctx) -> Result<Gathered, CommandError> {
     let layout = ctx.layout()?;
     let changes = git::changes(&layout.root)?;
-    let facts = read_feature(&layout, &changes, ctx.now)?;
+    let facts = read_feature(&layout, &changes, ctx.now, ctx.lock_wait)?;
     Ok(Gathered {
         layout,
         changes,
@@ -196,10 +196,13 @@ fn feature_summary(facts: &FeatureFacts) -> Result<(String, Value), CommandError
             "review needed: {} (task {}): {}\n",
             shown(path),
             esc(r.task.as_deref().unwrap_or("?")),
-            esc(r.reason.as_deref().unwrap_or("no reason given"))
+            esc(r
+                .reason
+                .as_deref()
+                .unwrap_or("no reason given")
                 .lines()
                 .next()
-                .unwrap_or("")
+                .unwrap_or(""))
         ));
     }
     if let Some(h) = &facts.handover {
