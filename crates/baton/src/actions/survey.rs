@@ -328,11 +328,12 @@ impl Scan<'_> {
         let gates = format!(
             "`baton resume {t}` checks the tree and branch; re-run the phase's QA before trusting its output"
         );
+        let paused = self.paused(state.owner(), state.liveness(ctx.now));
         let c = classify(
             &Signals {
                 interrupt_reason: reason,
-                pause_mark: self.paused(state.owner(), state.liveness(ctx.now)).0,
-                pause_reason: self.paused(state.owner(), state.liveness(ctx.now)).1,
+                pause_mark: paused.0,
+                pause_reason: paused.1,
                 tree_clean: tree.as_ref().map(|t| !t.dirty),
                 checkpointed: d.mode == Some(Mode::Automatic),
                 returned_unprocessed: returned,
@@ -458,11 +459,12 @@ impl Scan<'_> {
         } else {
             ""
         };
+        let paused = self.paused(state.owner(), last);
         let c = classify(
             &Signals {
                 interrupt_reason: reason,
-                pause_mark: self.paused(state.owner(), last).0,
-                pause_reason: self.paused(state.owner(), last).1,
+                pause_mark: paused.0,
+                pause_reason: paused.1,
                 tree_clean: self.tree_clean(),
                 checkpointed: true,
                 gates: Some("each ticket's own `baton resume <TICKET>` re-checks its loop"),
@@ -594,11 +596,12 @@ impl Scan<'_> {
         let last_write = parse_ts(beat.as_deref().or(run.updated_at.as_deref()));
         let gates =
             format!("`baton run resume {id}` re-runs the HEAD, staging, alignment and lock checks");
+        let paused = self.paused(holder.as_deref(), last_write);
         let c = classify(
             &Signals {
                 interrupt_reason: run.extra.get("interrupt_reason").and_then(|v| v.as_str()),
-                pause_mark: self.paused(holder.as_deref(), last_write).0,
-                pause_reason: self.paused(holder.as_deref(), last_write).1,
+                pause_mark: paused.0,
+                pause_reason: paused.1,
                 tree_clean: self.tree_clean(),
                 checkpointed: true,
                 gates: Some(&gates),
@@ -831,10 +834,11 @@ impl Scan<'_> {
         // Without git's answer the feature's changes are unknown, never assumed clean.
         let known = self.changes.is_some();
         let dirty = !work_paths.is_empty();
+        let paused = self.paused(None, last_write);
         let c = classify(
             &Signals {
-                pause_mark: self.paused(None, last_write).0,
-                pause_reason: self.paused(None, last_write).1,
+                pause_mark: paused.0,
+                pause_reason: paused.1,
                 tree_clean: known.then_some(!dirty),
                 // `[~]` marks where the next session starts (a resume point sets it), so a
                 // task in progress is checkpointed when nothing of it is left uncommitted.
@@ -1034,11 +1038,12 @@ impl Scan<'_> {
             "`baton ledger derive {shown}` re-runs the declared gates of every phase claimed complete"
         );
         let from = format!("phase {}", esc(&open));
+        let paused = self.paused(None, last_at);
         let c = classify(
             &Signals {
                 interrupt_reason: died.then_some("agent_died"),
-                pause_mark: self.paused(None, last_at).0,
-                pause_reason: self.paused(None, last_at).1,
+                pause_mark: paused.0,
+                pause_reason: paused.1,
                 tree_clean: self.tree_clean(),
                 checkpointed: !started,
                 gates: Some(&gates),
