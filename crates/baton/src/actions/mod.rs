@@ -1,4 +1,6 @@
 //! Operations several commands (and, later, the hooks) share, between the commands and the core
 //! and store: a command is parse -> action -> print.
 
+pub mod loops;
+pub mod project;
 pub mod survey;

@@ -11,9 +11,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::commands::ledger::Plan;
-use crate::commands::resume::{not_work, work_committed};
+use crate::actions::loops::{adopt_legacy, legacy_held, not_work, work_committed};
 use crate::commands::run::HolderArgs;
-use crate::commands::ticket_loop::{adopt_legacy, legacy_held};
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::shell_quote;

@@ -9,11 +9,9 @@ pub use check::discarded_line;
 mod fresh;
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 
-use crate::commands::stored_path_in_project;
 use crate::commands::ticket_loop::{Adoption, Target, adopt_legacy, legacy_held};
 use crate::context::Ctx;
 use crate::error::CommandError;
@@ -26,7 +24,7 @@ use baton_core::text::esc;
 use baton_store::git::TreeStatus;
 use baton_store::lock::DirLock;
 use baton_store::store::Loaded;
-use baton_store::{FsStore, Layout, LockScope, StateStore, git};
+use baton_store::{FsStore, LockScope, StateStore};
 
 /// Start every session here: every piece of interrupted work and one resume packet, or, with a
 /// ticket, whether that ticket's loop can be resumed.
@@ -190,47 +188,4 @@ pub fn gather(ctx: &Ctx, ticket: &std::ffi::OsStr) -> Result<Gathered, CommandEr
     })
 }
 
-/// Whether the loop's branch (its recorded one when it exists, else HEAD) has commits beyond
-/// its base (`origin/<base>` when that exists); `None` when there is no base or git cannot say.
-pub fn work_committed(root: &Path, state: &LoopState) -> Option<bool> {
-    let base = git::base_ref(root, state.base_branch.as_deref()?);
-    let tip = state
-        .branch
-        .as_deref()
-        .filter(|b| git::ref_exists(root, &format!("refs/heads/{b}")))
-        .unwrap_or("HEAD");
-    git::commits_beyond(root, &base, tip).ok()?.map(|n| n > 0)
-}
-
-/// What never counts as a loop's partial work: baton's state directory, and the governing
-/// Brief and Plan the loop points to (a conductor authors them; setting them aside in a stash
-/// would take them out of the next worker's context).
-///
-/// The two paths come from the state file, so each is left out only when it passes the checks a
-/// path argument passes (inside the project, no link, a file and a directory): a hostile path
-/// must not hide real work from the tree check or from a stash.
-pub fn not_work(layout: &Layout, state: &LoopState) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = layout.state_dir_in_tree().into_iter().collect();
-    let artifacts = [
-        (&state.brief_path, "brief_path", false),
-        (&state.plan_path, "plan_path", true),
-    ];
-    for (path, what, dir) in artifacts {
-        let Some(path) = path else { continue };
-        if let Ok(checked) = stored_path_in_project(&layout.root, path, what, dir)
-            && let Ok(rel) = checked.strip_prefix(&layout.root)
-            && !rel.as_os_str().is_empty()
-        {
-            out.push(rel.to_path_buf());
-        }
-    }
-    out
-}
-
-/// The working tree as a loop sees it: its branch, and whether anything that counts as work
-/// changed.
-pub fn loop_tree(layout: &Layout, state: &LoopState) -> Result<TreeStatus, CommandError> {
-    let excluded = not_work(layout, state);
-    let refs: Vec<&Path> = excluded.iter().map(PathBuf::as_path).collect();
-    Ok(git::tree_status(&layout.root, &refs)?)
-}
+pub use crate::actions::loops::{loop_tree, not_work, work_committed};
