@@ -3,4 +3,6 @@
 
 pub mod loops;
 pub mod project;
+pub mod run_facts;
+pub mod runs;
 pub mod survey;

@@ -12,7 +12,6 @@ use serde::Serialize;
 
 use crate::commands::ledger::Plan;
 use crate::actions::loops::{adopt_legacy, legacy_held, not_work, work_committed};
-use crate::commands::run::HolderArgs;
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::shell_quote;
@@ -136,7 +135,7 @@ pub fn survey(ctx: &Ctx) -> Result<Survey, CommandError> {
     let here = if runs.is_empty() {
         Default::default()
     } else {
-        crate::commands::run::here(ctx, &HolderArgs::default(), false)?.0
+        crate::actions::runs::here(ctx, None, None, false)?.0
     };
     let scan = Scan {
         ctx,
@@ -554,7 +553,7 @@ impl Scan<'_> {
             return Ok(work);
         }
         let sections = match &run.alignment {
-            Some(a) => Some(crate::commands::run::facts::sections_now(root, &a.path)?),
+            Some(a) => Some(crate::actions::run_facts::sections_now(root, &a.path)?),
             None => None,
         };
         let mut repo = self
@@ -565,7 +564,7 @@ impl Scan<'_> {
             repo.staged
                 .retain(|p| !Path::new(p).starts_with(&state_dir));
         }
-        let (d, lease) = crate::commands::run::resume::decide_now(
+        let (d, lease) = crate::actions::runs::decide_now(
             ctx, root, run, repo, sections, &self.here, false,
         )?;
         let beat = run.lease.as_ref().map(|l| l.heartbeat_at.clone());

@@ -1,7 +1,7 @@
 //! `baton run`: the single-run pipeline protocol (docs/single-run.md): run state under
 //! `.agentic/runs/`, the ordered resume checks, and the run lock as a lease.
 
-pub mod facts;
+pub use crate::actions::run_facts as facts;
 mod finish;
 mod heartbeat;
 mod import;
@@ -13,17 +13,16 @@ pub mod resume;
 mod show;
 
 use clap::{Args, Subcommand};
-use jiff::SignedDuration;
 
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
-use baton_core::decide::lease::{Here, LeaseState, lease_state};
+use baton_core::decide::lease::{Here, LeaseState};
 use baton_core::model::{Lease, RunState};
 use baton_core::run_id::{RunId, RunTarget};
 use baton_core::time::format_ts;
 use baton_store::lock::DirLock;
-use baton_store::{FsStore, LockScope, StateStore, process, random_hex, sha256_hex};
+use baton_store::{FsStore, LockScope, StateStore, random_hex, sha256_hex};
 
 /// Track a single-run pipeline and resume it safely: `baton run new`, `record`, `resume`.
 #[derive(Debug, Subcommand)]
@@ -86,53 +85,16 @@ pub fn parse_target(raw: &str) -> Result<RunTarget, CommandError> {
     })
 }
 
-/// This machine, this session, and the holder process this caller stands for.
-/// `records` is true for the commands that record the holder in the lease (`run new`, `run
-/// resume`): there a named pid must be a live process other than baton. Elsewhere the pid only
-/// identifies the caller, and a dead one identifies nobody.
+/// Where this command runs and the agent process it acts for, from the holder options.
 pub fn here(
     ctx: &Ctx,
     holder: &HolderArgs,
     records: bool,
 ) -> Result<(Here, &'static str), CommandError> {
-    let claude_pid = std::env::var("CLAUDE_PID").ok();
-    let (pid, source) = match process::resolve_holder(holder.pid, claude_pid.as_deref()) {
-        Ok(found) => found,
-        Err(e) if records => {
-            return Err(CommandError::usage(e).hint(
-                "pass the pid of the agent process that runs the pipeline, or leave `--pid` out",
-            ));
-        }
-        Err(_) => (None, "none"),
-    };
-    Ok((
-        Here {
-            host: process::host(),
-            boot_id: process::boot_id(),
-            session: ctx.session.clone(),
-            pid,
-            token_sha256: holder
-                .token
-                .clone()
-                .or_else(|| std::env::var("BATON_LEASE_TOKEN").ok())
-                .filter(|t| !t.is_empty())
-                .map(|t| sha256_hex(t.as_bytes())),
-        },
-        source,
-    ))
+    crate::actions::runs::here(ctx, holder.pid, holder.token.as_deref(), records)
 }
 
-/// Looks at the lease holder's process when it is on this host and boot.
-pub fn lease_state_of(run: &RunState, here: &Here, now: jiff::Timestamp) -> LeaseState {
-    let alive = run.lease.as_ref().and_then(|l| {
-        let same_machine = l.host == here.host && l.boot_id.is_some() && l.boot_id == here.boot_id;
-        let (pid, start) = (l.pid?, l.pid_start?);
-        same_machine.then(|| process::is_alive(pid, start))
-    });
-    let ttl =
-        SignedDuration::from_secs(i64::try_from(run.policy.lease_ttl_secs).unwrap_or(i64::MAX));
-    lease_state(run.lease.as_ref(), here, alive, now, ttl)
-}
+pub use crate::actions::runs::lease_state_of;
 
 /// Takes (or refreshes) the lease for this caller: a new holder gets epoch + 1. A new holder
 /// with neither a session nor a process to be known by gets a random token, returned here to be

@@ -3,20 +3,19 @@ use std::path::Path;
 use clap::Args;
 use serde_json::json;
 
-use super::facts::{plan_now, plan_path_now, sections_now};
+use super::facts::sections_now;
+use crate::actions::runs::decide_now;
 use super::{
-    HolderArgs, here, lease_state_of, parse_target, pipeline_state_file, state_file_lines,
+    HolderArgs, here, parse_target, pipeline_state_file, state_file_lines,
     take_lease, token_note,
 };
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::{Report, decision_json, render_decision};
-use baton_core::decide::lease::{Here, LeaseState};
-use baton_core::decide::run_resume::{RunDecision, RunFacts, SectionNow, decide_run_resume};
-use baton_core::model::{RunState, SectionRecord};
+use baton_core::decide::run_resume::RunDecision;
+use baton_core::model::SectionRecord;
 use baton_core::run_id::RunTarget;
 use baton_core::time::{format_ts, human_age};
-use baton_store::git::HeadAndIndex;
 use baton_store::{JournalTarget, LockScope, StateStore, git};
 
 /// Where the alignment sections live unless `run new --project-file` said otherwise.
@@ -314,46 +313,4 @@ fn batch_resume(ctx: &Ctx, raw: &str) -> Result<Report, CommandError> {
         .with("next", next)
         .with("routed_from", raw.to_string())
         .text_before(&format!("{raw} is a batch: the batch picks the ticket, the ticket's own `baton resume` picks the phase")))
-}
-
-/// The run's verdict from what is on disk now: the plan, the lease holder, HEAD and the index.
-/// `run resume` decides with it under the lock; the session-start scan decides with it
-/// read-only, so both give the same verdict.
-pub fn decide_now(
-    ctx: &Ctx,
-    root: &Path,
-    run: &RunState,
-    repo: HeadAndIndex,
-    sections: Option<Vec<SectionNow>>,
-    here: &Here,
-    allow_staged: bool,
-) -> Result<(RunDecision, LeaseState), CommandError> {
-    // A plan re-touched without a change is as old as when it was recorded: the gap runs from
-    // the older of the two mtimes while the content is the same.
-    let plan = match &run.plan {
-        Some(p) => {
-            plan_now(&plan_path_now(root, &p.path), &run.policy.security_globs)?.map(|mut now| {
-                let recorded = baton_core::time::parse_ts(p.mtime.as_deref());
-                if p.sha256.as_deref() == Some(now.sha256.as_str())
-                    && let Some(recorded) = recorded
-                {
-                    now.mtime = now.mtime.min(recorded);
-                }
-                now
-            })
-        }
-        None => None,
-    };
-    let lease = lease_state_of(run, here, ctx.now);
-    let d = decide_run_resume(&RunFacts {
-        run,
-        head: repo.head,
-        staged: repo.staged,
-        allow_staged,
-        sections,
-        lease: lease.clone(),
-        plan,
-        now: ctx.now,
-    });
-    Ok((d, lease))
 }

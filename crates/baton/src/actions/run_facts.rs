@@ -101,5 +101,5 @@ pub fn file_in_project(
     raw: &Path,
     flag: &str,
 ) -> Result<PathBuf, CommandError> {
-    crate::commands::path_in_project(dir, root, raw, flag, false)
+    crate::actions::project::path_in_project(dir, root, raw, flag, false)
 }
