@@ -91,6 +91,15 @@ impl FeatureFacts {
         !self.problems.is_empty()
     }
 
+    /// The task the next session resumes, as the markers stand: the first in progress, else
+    /// the first open one not blocked.
+    pub fn resume_task(&self) -> Option<&baton_core::feature::Task> {
+        let tasks = self.tasks.as_ref()?;
+        tasks
+            .first_in_progress()
+            .or_else(|| tasks.first_open_unblocked())
+    }
+
     /// A readable pointer whose phase is not terminal.
     pub fn is_active(&self) -> bool {
         self.pointer.as_ref().is_some_and(|p| !p.is_terminal())

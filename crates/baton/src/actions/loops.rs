@@ -13,9 +13,9 @@ use crate::journal;
 use baton_core::decide::loop_resume::last_write;
 use baton_core::decide::ownership::{GateOutcome, OwnerRecord, Writer, gate};
 use baton_core::key::{KeySource, loop_file_name, loop_key};
-use baton_core::time::is_live;
 use baton_core::model::{LoopState, LoopStatus, SCHEMA_VERSION};
 use baton_core::text::{esc, esc_or};
+use baton_core::time::is_live;
 use baton_core::{Decision, Reason};
 use baton_store::git::{self, TreeStatus};
 use baton_store::layout::LEGACY_LOOP_FILE;
@@ -232,7 +232,6 @@ pub fn legacy_held(ctx: &Ctx, held: &LoopState, verdict: &'static str, t: &str) 
         )),
     )
 }
-
 
 /// Whether the loop's branch (its recorded one when it exists, else HEAD) has commits beyond
 /// its base (`origin/<base>` when that exists); `None` when there is no base or git cannot say.

@@ -1,6 +1,8 @@
 //! Operations several commands (and, later, the hooks) share, between the commands and the core
 //! and store: a command is parse -> action -> print.
 
+pub mod batch;
+pub mod ledgers;
 pub mod loops;
 pub mod project;
 pub mod run_facts;

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::commands::ledger::Plan;
+use crate::actions::ledgers::{Plan, declared_phases};
 use crate::actions::loops::{adopt_legacy, legacy_held, not_work, work_committed};
 use crate::context::Ctx;
 use crate::error::CommandError;
@@ -406,7 +406,7 @@ impl Scan<'_> {
         let last = state.liveness(ctx.now);
         let mine = ctx.session().is_some() && state.owner() == ctx.session();
         let live = state.is_active() && is_live(ctx.now, last);
-        let next = crate::commands::batch::next_step(state);
+        let next = crate::actions::batch::next_step(state);
         let mut work = Work {
             kind: "batch",
             key: state.batch_id.clone(),
@@ -564,9 +564,8 @@ impl Scan<'_> {
             repo.staged
                 .retain(|p| !Path::new(p).starts_with(&state_dir));
         }
-        let (d, lease) = crate::actions::runs::decide_now(
-            ctx, root, run, repo, sections, &self.here, false,
-        )?;
+        let (d, lease) =
+            crate::actions::runs::decide_now(ctx, root, run, repo, sections, &self.here, false)?;
         let beat = run.lease.as_ref().map(|l| l.heartbeat_at.clone());
         let holder = run.lease.as_ref().and_then(|l| l.session.clone());
         work.owner = Some(Owner {
@@ -717,7 +716,7 @@ impl Scan<'_> {
             .and_then(|p| p.id())
             .map_or_else(|| f.pointer_path.display().to_string(), str::to_string);
         let tasks = f.tasks.as_ref();
-        let resume = crate::commands::continue_cmd::resume_task(f);
+        let resume = f.resume_task();
         let position = match resume {
             Some(t) => format!(
                 "phase {}, task {} {}",
@@ -952,7 +951,7 @@ impl Scan<'_> {
         };
         let ledger = parse_ledger(&text);
         let claims = phase_claims(&ledger);
-        let declared = crate::commands::ledger::derive::declared_phases(&plan)?;
+        let declared = declared_phases(&plan)?;
         let claimed_complete = |p: &str| {
             claims
                 .iter()

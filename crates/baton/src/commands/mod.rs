@@ -13,5 +13,4 @@ pub mod schema;
 pub mod status;
 pub mod ticket_loop;
 
-
 pub use crate::actions::project::{path_in_project, stored_path_in_project};

@@ -5,7 +5,6 @@ mod finish;
 mod resume;
 mod show;
 
-pub use show::next_step;
 mod start;
 mod ticket;
 
@@ -195,7 +194,7 @@ fn update(
     let decision = baton_core::Decision {
         verdict: "ok",
         reasons,
-        next: show::next_step(&state),
+        next: crate::actions::batch::next_step(&state),
     };
     let report = Report::decision(&decision)
         .with("batch_id", state.batch_id.clone())

@@ -4,9 +4,8 @@ use serde_json::json;
 use super::no_batch;
 use crate::context::Ctx;
 use crate::error::CommandError;
-use crate::output::{Report, shell_quote};
-use baton_core::model::BatchState;
-use baton_core::text::{esc, esc_join, esc_or};
+use crate::output::Report;
+use baton_core::text::{esc, esc_or};
 use baton_core::time::{age, human_age, is_live};
 use baton_store::StateStore;
 
@@ -14,36 +13,7 @@ use baton_store::StateStore;
 #[derive(Debug, Args)]
 pub struct ShowArgs {}
 
-/// The batch picks the ticket; the ticket's own loop resume picks the phase.
-pub fn next_step(state: &BatchState) -> Option<String> {
-    if state.status == "stalled" {
-        return Some(
-            "the batch stalled: ask the human, then resume it (`baton batch resume`) or start a new one (`baton batch start`)"
-                .into(),
-        );
-    }
-    if state.is_finished() {
-        return None;
-    }
-    let resume = if state.is_active() {
-        ""
-    } else {
-        "resume the batch with `baton batch resume`, then "
-    };
-    let blocked = esc_join(state.blocked().map(|t| t.ticket_id.as_str()));
-    Some(match state.next_ticket() {
-        Some(t) => format!(
-            "{resume}ticket {}: `baton resume {}`",
-            esc(&t.ticket_id),
-            shell_quote(&esc(&t.ticket_id))
-        ),
-        None if state.blocked().next().is_some() => format!(
-            "only blocked tickets are left ({}): replan them (`baton batch ticket <T> --status pending --replan <DETAIL>`), or end the batch with `baton batch finish --status stalled`",
-            blocked
-        ),
-        None => "every ticket is done: `baton batch finish --status complete`".into(),
-    })
-}
+use crate::actions::batch::next_step;
 
 pub fn cmd_batch_show(ctx: &Ctx, _args: ShowArgs) -> Result<Report, CommandError> {
     let store = ctx.store()?;

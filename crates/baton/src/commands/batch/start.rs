@@ -155,7 +155,7 @@ pub fn cmd_batch_start(ctx: &Ctx, args: StartArgs) -> Result<Report, CommandErro
     let decision = Decision {
         verdict: "ok",
         reasons,
-        next: super::show::next_step(&state),
+        next: crate::actions::batch::next_step(&state),
     };
     let report = Report::decision(&decision)
         .with("batch_id", batch_id.clone())

@@ -14,7 +14,6 @@ use serde_json::{Value, json};
 use crate::context::Ctx;
 use crate::error::{CommandError, ExitStatus};
 use crate::output::Report;
-use baton_core::feature::Task;
 use baton_core::text::{esc, esc_join};
 use baton_store::feature::{FeatureFacts, POINTER_PATH, read_feature};
 use baton_store::{Layout, git};
@@ -90,15 +89,6 @@ pub fn no_feature() -> CommandError {
     .hint("create the feature first (the feature scaffold writes the pointer), or run baton in the project that has one")
 }
 
-/// The task the next session resumes, as the markers stand: the first in progress, else the
-/// first open one not blocked.
-pub fn resume_task(facts: &FeatureFacts) -> Option<&Task> {
-    let tasks = facts.tasks.as_ref()?;
-    tasks
-        .first_in_progress()
-        .or_else(|| tasks.first_open_unblocked())
-}
-
 /// `baton continue`: the active feature's summary, then the resume packet for every piece of
 /// interrupted work in the project (the same survey and packet as `baton resume` with no
 /// argument).
@@ -151,7 +141,7 @@ fn feature_summary(facts: &FeatureFacts) -> Result<(String, Value), CommandError
             text.push_str(&format!("  {}: {}\n", r.rule, r.message));
         }
     }
-    let resume = resume_task(facts);
+    let resume = facts.resume_task();
     match (&facts.tasks, &facts.tasks_path) {
         (Some(list), Some(path)) => {
             let c = list.counts();

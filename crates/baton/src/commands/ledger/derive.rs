@@ -5,12 +5,12 @@ use clap::Args;
 use serde_json::json;
 
 use super::{Plan, append_line, foreign, missing};
+use crate::actions::ledgers::declared_phases;
 use crate::commands::gate::{declared_gates, run_declared};
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::ledger::PhaseVerdict;
-use baton_core::ledger::gates::{phase_of_file, plan_phases};
 use baton_core::ledger::{
     DeriveFacts, Event, Line, PhaseFacts, decide_ledger, parse_ledger, phase_claims,
 };
@@ -265,30 +265,4 @@ pub fn cmd_ledger_derive(ctx: &Ctx, args: DeriveArgs) -> Result<Report, CommandE
     let mut report = Report::ok(json, out);
     report.warnings = warnings;
     Ok(report)
-}
-
-/// The phases the plan's phase files declare, in natural order (`2` before `10`).
-pub fn declared_phases(plan: &Plan) -> Result<Vec<String>, CommandError> {
-    let mut phases: Vec<String> = std::fs::read_dir(&plan.dir)
-        .map_err(|e| {
-            CommandError::new(
-                crate::error::ExitStatus::Failure,
-                format!("cannot list {}: {e}", plan.dir.display()),
-            )
-        })?
-        .filter_map(Result::ok)
-        .filter_map(|e| phase_of_file(&e.file_name().to_string_lossy()).map(String::from))
-        .collect();
-    // ClauKit's plan.md heads each phase `Phase <N>`.
-    if let Some(text) = baton_store::read::read_capped(&plan.dir.join("plan.md"), 4 * 1024 * 1024)?
-    {
-        phases.extend(plan_phases(&String::from_utf8_lossy(&text)));
-    }
-    let key = |p: &String| {
-        let digits: String = p.chars().take_while(char::is_ascii_digit).collect();
-        (digits.parse::<u64>().unwrap_or(u64::MAX), p.clone())
-    };
-    phases.sort_by_key(key);
-    phases.dedup();
-    Ok(phases)
 }

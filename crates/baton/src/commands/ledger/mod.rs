@@ -5,11 +5,9 @@
 mod append;
 mod check;
 mod commit;
-pub mod derive;
+mod derive;
 mod events;
 mod init;
-
-use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
 
@@ -77,88 +75,7 @@ pub fn dispatch(ctx: &Ctx, cmd: LedgerCommand) -> Result<Report, CommandError> {
     }
 }
 
-/// A plan directory inside the project, and its ledger.
-pub struct Plan {
-    pub root: PathBuf,
-    /// Relative to the root, `/`-separated: what the header names.
-    pub rel: String,
-    pub dir: PathBuf,
-    pub ledger: PathBuf,
-}
-
-impl Plan {
-    pub fn resolve(ctx: &Ctx, raw: &Path) -> Result<Plan, CommandError> {
-        let root = ctx.layout()?.root;
-        let joined = if raw.is_absolute() {
-            raw.to_path_buf()
-        } else {
-            ctx.dir.join(raw)
-        };
-        let dir = joined.canonicalize().map_err(|e| {
-            CommandError::usage(format!("plan directory {}: {e}", raw.display()))
-                .hint("pass the plan's directory, like `plans/auth`")
-        })?;
-        if !dir.is_dir() {
-            return Err(
-                CommandError::usage(format!("{} is not a directory", raw.display()))
-                    .hint("pass the plan's directory, like `plans/auth`"),
-            );
-        }
-        let rel = dir.strip_prefix(&root).map_err(|_| {
-            CommandError::usage(format!(
-                "plan directory {} resolves to {}, outside the project root {}",
-                raw.display(),
-                dir.display(),
-                root.display()
-            ))
-            .hint(
-                "ledgers live beside their plans inside the project, so they are committed with it",
-            )
-        })?;
-        let rel = rel.to_string_lossy().into_owned();
-        let first = rel.split('/').next().unwrap_or_default();
-        let state_dir = ctx.layout()?.state_dir;
-        if rel.is_empty() || first == ".git" || dir.starts_with(&state_dir) || rel != rel.trim() {
-            return Err(CommandError::usage(format!("{} is not a plan directory", raw.display()))
-                .hint("pass the plan's own directory inside the project, like `plans/auth` (not the project root, `.git` or baton's state directory)"));
-        }
-        let ledger = dir.join("STATE.md");
-        Ok(Plan {
-            root,
-            rel,
-            dir,
-            ledger,
-        })
-    }
-
-    /// What a header names: the plan file when there is one, else the directory.
-    pub fn header_name(&self) -> String {
-        if self.dir.join("plan.md").is_file() {
-            format!("{}/plan.md", self.rel)
-        } else {
-            self.rel.clone()
-        }
-    }
-
-    /// Whether a header names this plan (as its directory or its `plan.md`, relative or
-    /// absolute).
-    pub fn owns_header(&self, named: &str) -> bool {
-        let root = self.root.to_string_lossy();
-        let named = named
-            .strip_prefix(root.as_ref())
-            .map_or(named, |n| n.trim_start_matches('/'));
-        let named = named.trim_start_matches("./");
-        let named = named
-            .strip_suffix("/plan.md")
-            .or_else(|| named.strip_suffix("/STATE.md"))
-            .unwrap_or(named);
-        named.trim_end_matches('/') == self.rel
-    }
-
-    pub fn ledger_arg(&self) -> String {
-        crate::output::shell_quote(&self.rel)
-    }
-}
+pub use crate::actions::ledgers::Plan;
 
 /// The refusal of a write to another plan's ledger (exit 3).
 pub fn foreign(plan: &Plan, found: &str) -> Decision {

@@ -9,7 +9,7 @@ mod new;
 mod prune;
 mod record;
 mod release;
-pub mod resume;
+mod resume;
 mod show;
 
 use clap::{Args, Subcommand};

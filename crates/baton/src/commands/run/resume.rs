@@ -4,11 +4,10 @@ use clap::Args;
 use serde_json::json;
 
 use super::facts::sections_now;
-use crate::actions::runs::decide_now;
 use super::{
-    HolderArgs, here, parse_target, pipeline_state_file, state_file_lines,
-    take_lease, token_note,
+    HolderArgs, here, parse_target, pipeline_state_file, state_file_lines, take_lease, token_note,
 };
+use crate::actions::runs::decide_now;
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::{Report, decision_json, render_decision};
