@@ -171,15 +171,13 @@ impl Changes {
 
 /// One `git status --porcelain=v2 --branch -z` of the whole tree.
 pub fn changes(root: &Path) -> Result<Changes, StoreError> {
+    status_v2(root, "--untracked-files=normal")
+}
+
+fn status_v2(root: &Path, untracked: &str) -> Result<Changes, StoreError> {
     let out = run_ok(
         root,
-        &[
-            "status",
-            "--porcelain=v2",
-            "--branch",
-            "-z",
-            "--untracked-files=normal",
-        ],
+        &["status", "--porcelain=v2", "--branch", "-z", untracked],
     )?;
     Ok(parse_changes(&out))
 }
@@ -373,45 +371,10 @@ pub struct HeadAndIndex {
     pub staged: Vec<String>,
 }
 
+/// HEAD, the branch and the staged paths, from one status call.
 pub fn head_and_index(root: &Path) -> Result<HeadAndIndex, StoreError> {
-    let out = run_ok(
-        root,
-        &[
-            "status",
-            "--porcelain=v2",
-            "--branch",
-            "-z",
-            "--untracked-files=no",
-        ],
-    )?;
-    let mut facts = HeadAndIndex::default();
-    let mut entries = out.split('\0').filter(|e| !e.is_empty());
-    while let Some(entry) = entries.next() {
-        if let Some(oid) = entry.strip_prefix("# branch.oid ") {
-            facts.head = (oid != "(initial)").then(|| oid.to_string());
-        } else if let Some(head) = entry.strip_prefix("# branch.head ") {
-            facts.branch = (head != "(detached)").then(|| head.to_string());
-        } else {
-            // `1 XY sub mH mI mW hH hI path`, `2 XY … score path` + NUL + origPath,
-            // `u XY sub m1 m2 m3 mW h1 h2 h3 path`.
-            let fields: Vec<&str> = entry.splitn(2, ' ').collect();
-            let kind = fields[0];
-            let rest = fields.get(1).copied().unwrap_or_default();
-            let (fixed, staged_change) = match kind {
-                "1" => (7, !rest.starts_with('.')),
-                "2" => (8, !rest.starts_with('.')),
-                "u" => (9, true),
-                _ => continue,
-            };
-            if kind == "2" {
-                entries.next();
-            }
-            if staged_change && let Some(path) = rest.splitn(fixed + 1, ' ').nth(fixed) {
-                facts.staged.push(path.to_string());
-            }
-        }
-    }
-    Ok(facts)
+    // Untracked files are never staged: leaving them out spares git the walk of the tree.
+    Ok(status_v2(root, "--untracked-files=no")?.head_and_index())
 }
 
 /// Whether `commit` is reachable from HEAD; an unknown commit is not.
