@@ -77,6 +77,18 @@ fn unbody(lines: &[&str]) -> Option<String> {
     (!text.is_empty()).then(|| text.to_string())
 }
 
+impl ReviewNeeded {
+    /// The first line of the reason, for a one-line summary.
+    pub fn headline(&self) -> &str {
+        self.reason
+            .as_deref()
+            .unwrap_or("no reason given")
+            .lines()
+            .next()
+            .unwrap_or("")
+    }
+}
+
 /// The file's text.
 pub fn format_review_needed(review: &ReviewNeeded) -> String {
     let task = review.task.as_deref().map(one_line).unwrap_or_default();

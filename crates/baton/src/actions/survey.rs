@@ -855,13 +855,7 @@ impl Scan<'_> {
                 format!(
                     "REVIEW_NEEDED for task {}: {}",
                     esc(r.task.as_deref().unwrap_or("?")),
-                    esc(r
-                        .reason
-                        .as_deref()
-                        .unwrap_or("no reason given")
-                        .lines()
-                        .next()
-                        .unwrap_or(""))
+                    esc(r.headline())
                 ),
             ));
         }

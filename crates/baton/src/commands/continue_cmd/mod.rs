@@ -186,13 +186,7 @@ fn feature_summary(facts: &FeatureFacts) -> Result<(String, Value), CommandError
             "review needed: {} (task {}): {}\n",
             shown(path),
             esc(r.task.as_deref().unwrap_or("?")),
-            esc(r
-                .reason
-                .as_deref()
-                .unwrap_or("no reason given")
-                .lines()
-                .next()
-                .unwrap_or(""))
+            esc(r.headline())
         ));
     }
     if let Some(h) = &facts.handover {
