@@ -88,19 +88,28 @@ impl Plan {
     pub fn ledger_arg(&self) -> String {
         crate::output::shell_quote(&self.rel)
     }
+
+    /// The names of the files in the plan directory.
+    pub fn file_names(&self) -> Result<Vec<String>, CommandError> {
+        Ok(std::fs::read_dir(&self.dir)
+            .map_err(|e| {
+                CommandError::new(
+                    crate::error::ExitStatus::Failure,
+                    format!("cannot list {}: {e}", self.dir.display()),
+                )
+            })?
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect())
+    }
 }
 
 /// The phases the plan's phase files declare, in natural order (`2` before `10`).
 pub fn declared_phases(plan: &Plan) -> Result<Vec<String>, CommandError> {
-    let mut phases: Vec<String> = std::fs::read_dir(&plan.dir)
-        .map_err(|e| {
-            CommandError::new(
-                crate::error::ExitStatus::Failure,
-                format!("cannot list {}: {e}", plan.dir.display()),
-            )
-        })?
-        .filter_map(Result::ok)
-        .filter_map(|e| phase_of_file(&e.file_name().to_string_lossy()).map(String::from))
+    let mut phases: Vec<String> = plan
+        .file_names()?
+        .iter()
+        .filter_map(|name| phase_of_file(name).map(String::from))
         .collect();
     // ClauKit's plan.md heads each phase `Phase <N>`.
     if let Some(text) = baton_store::read::read_capped(&plan.dir.join("plan.md"), 4 * 1024 * 1024)?

@@ -33,15 +33,9 @@ pub fn declared_gates(
     plan: &Plan,
     phase: &str,
 ) -> Result<(Vec<GateDecl>, Vec<String>), CommandError> {
-    let mut files: Vec<_> = std::fs::read_dir(&plan.dir)
-        .map_err(|e| {
-            CommandError::new(
-                crate::error::ExitStatus::Failure,
-                format!("cannot list {}: {e}", plan.dir.display()),
-            )
-        })?
-        .filter_map(Result::ok)
-        .map(|e| e.file_name().to_string_lossy().into_owned())
+    let mut files: Vec<_> = plan
+        .file_names()?
+        .into_iter()
         .filter(|name| is_phase_file(name, phase))
         .collect();
     files.sort();
