@@ -202,6 +202,94 @@ fn action(client: Client, event: &str, map: &Map<String, Value>) -> Result<Actio
     Ok(action)
 }
 
+/// The per-turn hook refreshes the liveness of what a session owns at most once in this many
+/// seconds. A write is live for 10 minutes (`STALE_AFTER`), so anything refreshed within the
+/// window is never near stale, and a session's every turn costs one small read instead of a
+/// rewrite and an fsync of each file it owns.
+pub const HEARTBEAT_COALESCE_SECS: i64 = 60;
+
+/// How much of a transcript's end is read for evidence of how its last turn ended.
+pub const TRANSCRIPT_TAIL_BYTES: u64 = 64 * 1024;
+
+/// What a session-start hook prints so that the client puts `context` in front of the model:
+/// `hookSpecificOutput.additionalContext`, which Claude Code, Codex and Gemini CLI all read
+/// (Gemini CLI injects only this JSON form; plain stdout is shown to the user, not the model).
+pub fn session_start_output(context: &str) -> String {
+    serde_json::json!({
+        "hookSpecificOutput": {
+            "hookEventName": "SessionStart",
+            "additionalContext": context,
+        }
+    })
+    .to_string()
+}
+
+/// An interrupt a hook records for what its session owns: the reason written to the state
+/// (`rate_limit`, `session_expiry` or `unknown`, the values the loop-state files use) and the
+/// evidence it rests on, for the journal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Interrupt {
+    pub reason: &'static str,
+    pub evidence: String,
+}
+
+/// The interrupt an action calls for, from the evidence at hand: whether a turn was still open
+/// (a prompt hook with no stop hook after it) and what the transcript's end says. `None` for
+/// every action that records no interrupt.
+///
+/// - a failure hook (Claude Code's StopFailure) names its error: `rate_limit` is a rate limit,
+///   any other error an unknown interrupt;
+/// - a session that ends with a turn open lost that turn: a rate limit when the transcript
+///   records one, else unknown (a crash: nothing says what happened);
+/// - a session that ends between turns left its work unfinished: `session_expiry`;
+/// - a session end that is not terminal (Claude Code's `resume`) changes nothing.
+pub fn interrupt_for(
+    action: &Action,
+    turn_open: bool,
+    transcript: TranscriptEnd,
+) -> Option<Interrupt> {
+    match action {
+        Action::Failure { error } if error == "rate_limit" => Some(Interrupt {
+            reason: "rate_limit",
+            evidence: "the client's failure hook named a rate limit".into(),
+        }),
+        Action::Failure { error } => Some(Interrupt {
+            reason: "unknown",
+            evidence: format!(
+                "the client's failure hook named the error {:?}",
+                crate::text::esc(error)
+            ),
+        }),
+        Action::SessionEnd {
+            terminal: true,
+            reason,
+        } => {
+            let why = crate::text::esc(reason);
+            Some(match (turn_open, transcript) {
+                (true, TranscriptEnd::RateLimit) => Interrupt {
+                    reason: "rate_limit",
+                    evidence: format!(
+                        "the session ended ({why}) in a turn its transcript ends with a rate limit (HTTP 429)"
+                    ),
+                },
+                (true, TranscriptEnd::Unknown) => Interrupt {
+                    reason: "unknown",
+                    evidence: format!(
+                        "the session ended ({why}) with a turn still open: the turn died and nothing says why"
+                    ),
+                },
+                (false, _) => Interrupt {
+                    reason: "session_expiry",
+                    evidence: format!(
+                        "the session ended ({why}) between turns with the work unfinished"
+                    ),
+                },
+            })
+        }
+        _ => None,
+    }
+}
+
 /// What a transcript's tail says about how its last turn ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TranscriptEnd {
@@ -452,6 +540,41 @@ mod tests {
         assert_eq!(
             transcript_end(Client::Claude, &format!("{claude}\n{{\"type\":\"assi")),
             TranscriptEnd::RateLimit
+        );
+    }
+
+    #[test]
+    fn the_interrupt_each_ending_calls_for() {
+        use TranscriptEnd::{RateLimit, Unknown};
+        let end = |terminal| Action::SessionEnd {
+            reason: "other".into(),
+            terminal,
+        };
+        let failure = |e: &str| Action::Failure { error: e.into() };
+        let cases = [
+            (failure("rate_limit"), false, Unknown, Some("rate_limit")),
+            (failure("server_error"), true, Unknown, Some("unknown")),
+            (end(true), true, RateLimit, Some("rate_limit")),
+            (end(true), true, Unknown, Some("unknown")),
+            (end(true), false, RateLimit, Some("session_expiry")),
+            (end(true), false, Unknown, Some("session_expiry")),
+            (end(false), true, RateLimit, None),
+            (Action::TurnEnd, true, RateLimit, None),
+            (Action::Checkpoint, true, RateLimit, None),
+        ];
+        for (action, open, transcript, want) in cases {
+            let got = interrupt_for(&action, open, transcript).map(|i| i.reason);
+            assert_eq!(got, want, "{action:?} open={open} {transcript:?}");
+        }
+    }
+
+    #[test]
+    fn the_session_start_output_carries_the_packet_as_additional_context() {
+        let out: Value = serde_json::from_str(&session_start_output("line \"1\"\nline 2")).unwrap();
+        assert_eq!(out["hookSpecificOutput"]["hookEventName"], "SessionStart");
+        assert_eq!(
+            out["hookSpecificOutput"]["additionalContext"],
+            "line \"1\"\nline 2"
         );
     }
 }

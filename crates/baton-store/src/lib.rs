@@ -14,6 +14,7 @@ pub mod ledger;
 pub mod lock;
 pub mod process;
 pub mod read;
+pub mod sessions;
 pub mod store;
 
 pub use error::StoreError;

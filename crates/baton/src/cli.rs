@@ -6,7 +6,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::commands::{batch, demo, gate, ledger, pause, resume, run, schema, status, ticket_loop};
+use crate::commands::{
+    batch, demo, gate, hook, ledger, pause, resume, run, schema, status, ticket_loop,
+};
 use crate::context::Ctx;
 use crate::error::{CommandError, ExitStatus};
 use crate::output::Report;
@@ -27,7 +29,8 @@ struct Cli {
     /// Run as if started in DIR (the project root is the git top level above it).
     #[arg(short = 'C', global = true, value_name = "DIR")]
     dir: Option<PathBuf>,
-    /// The session id [default: $BATON_SESSION, else $CLAUDE_CODE_SESSION_ID, else none].
+    /// The session id [default: $BATON_SESSION, else the agent client's own: $CLAUDE_CODE_SESSION_ID,
+    /// $CODEX_SESSION_ID, $CODEX_THREAD_ID, or the Gemini CLI session its hooks recorded].
     #[arg(long, global = true, value_name = "ID")]
     session: Option<String>,
     /// Print exactly one JSON object on stdout.
@@ -55,6 +58,7 @@ enum Command {
     Gate(gate::GateCommand),
     #[command(subcommand)]
     Batch(batch::BatchCommand),
+    Hook(hook::HookArgs),
     Demo(demo::DemoArgs),
     Schema(schema::SchemaArgs),
 }
@@ -92,6 +96,10 @@ pub fn run() -> ExitCode {
             return ExitCode::from(ExitStatus::Usage as u8);
         }
     };
+    if let Command::Hook(args) = cli.command {
+        // A hook answers its client, not a person: it fails open whatever happens.
+        return hook::run(cli.dir, args);
+    }
     let json = cli.json;
     let result = Ctx::from_env(cli.dir, cli.session).and_then(|ctx| dispatch(&ctx, cli.command));
     let (status, stdout, stderr) = match result {
@@ -136,6 +144,7 @@ fn dispatch(ctx: &Ctx, command: Command) -> Result<Report, CommandError> {
         Command::Status(args) => status::cmd_status(ctx, args),
         Command::Pause(args) => pause::cmd_pause(ctx, args),
         Command::Log(args) => crate::commands::log::cmd_log(ctx, args),
+        Command::Hook(_) => unreachable!("hooks run before the context is read"),
         Command::Demo(args) => demo::cmd_demo(ctx, args),
         Command::Schema(args) => schema::cmd_schema(ctx, args),
         Command::Continue(args) => crate::commands::continue_cmd::cmd_continue(ctx, args),

@@ -20,7 +20,9 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    /// `-C`, `--session` (else `BATON_SESSION`, else `CLAUDE_CODE_SESSION_ID`) and `BATON_NOW`.
+    /// `-C`, `--session` (else the first of `BATON_SESSION`, `CLAUDE_CODE_SESSION_ID`,
+    /// `CODEX_SESSION_ID`, `CODEX_THREAD_ID`, else the session a Gemini CLI hook recorded for
+    /// the client process this call runs under) and `BATON_NOW`.
     pub fn from_env(dir: Option<PathBuf>, session: Option<String>) -> Result<Ctx, CommandError> {
         let dir = match dir {
             Some(dir) => dir,
@@ -34,7 +36,12 @@ impl Ctx {
         let session = session
             .filter(given)
             .or_else(|| std::env::var("BATON_SESSION").ok().filter(given))
-            .or_else(|| std::env::var("CLAUDE_CODE_SESSION_ID").ok().filter(given));
+            .or_else(|| {
+                SESSION_VARS
+                    .iter()
+                    .find_map(|var| std::env::var(var).ok().filter(given))
+            })
+            .or_else(|| gemini_session(&dir));
         let now = match std::env::var("BATON_NOW") {
             Ok(raw) if !raw.is_empty() => raw.parse::<Timestamp>().map_err(|e| {
                 CommandError::usage(format!(
@@ -77,6 +84,26 @@ impl Ctx {
         store.lock_wait = self.lock_wait;
         Ok(store)
     }
+}
+
+/// The variables an agent client sets in its tool calls to name the session, in the order they
+/// are read.
+pub const SESSION_VARS: [&str; 4] = [
+    "BATON_SESSION",
+    "CLAUDE_CODE_SESSION_ID",
+    "CODEX_SESSION_ID",
+    "CODEX_THREAD_ID",
+];
+
+/// Gemini CLI gives its tool calls no session id (only `GEMINI_CLI=1`), but a tool call runs
+/// under the same client process as the hooks, and the session-start hook recorded that
+/// process's session (`baton hook gemini SessionStart`).
+fn gemini_session(dir: &std::path::Path) -> Option<String> {
+    std::env::var_os("GEMINI_CLI")?;
+    let pid = baton_store::process::agent_ancestor()?;
+    let start = baton_store::process::start_time(pid)?;
+    let layout = Layout::discover(dir, std::env::var_os("BATON_STATE_DIR")).ok()?;
+    baton_store::sessions::session_of_process(&layout, pid, start)
 }
 
 /// `250ms`, `5s`, `1m`, or bare seconds.

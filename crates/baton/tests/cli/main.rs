@@ -8,6 +8,7 @@ mod continuation;
 mod continuation_files;
 mod crash;
 mod dinostack;
+mod hooks;
 mod hostile;
 mod hostile_output;
 mod journal;

@@ -20,7 +20,12 @@ pub struct HeartbeatArgs {
 }
 
 pub fn cmd_run_heartbeat(ctx: &Ctx, args: HeartbeatArgs) -> Result<Report, CommandError> {
-    let id = parse_run_id(&args.run_id)?;
+    heartbeat(ctx, &args.run_id, &args.holder)
+}
+
+/// Refreshes the lease of a run this caller holds; anything else is a no-op.
+pub fn heartbeat(ctx: &Ctx, run_id: &str, holder: &HolderArgs) -> Result<Report, CommandError> {
+    let id = parse_run_id(run_id)?;
     let store = ctx.store()?;
     let noop = |why: String| {
         Ok(Report::ok(
@@ -35,8 +40,8 @@ pub fn cmd_run_heartbeat(ctx: &Ctx, args: HeartbeatArgs) -> Result<Report, Comma
     let Some(mut loaded) = store.read_run(&id)? else {
         return noop(format!("no run {id}"));
     };
-    let (here, _) = here(ctx, &args.holder, false)?;
-    if let Err(d) = require_holder(&loaded.state, &here, &args.holder, ctx.now) {
+    let (here, _) = here(ctx, holder, false)?;
+    if let Err(d) = require_holder(&loaded.state, &here, holder, ctx.now) {
         return noop(
             d.reasons
                 .first()

@@ -3,12 +3,12 @@
 
 pub use crate::actions::run_facts as facts;
 mod finish;
-mod heartbeat;
+pub mod heartbeat;
 mod import;
 mod new;
 mod prune;
 mod record;
-mod release;
+pub mod release;
 mod resume;
 mod show;
 
@@ -107,6 +107,9 @@ pub fn take_lease(
     now: jiff::Timestamp,
 ) -> Option<String> {
     let now_s = format_ts(now);
+    // A holder takes the run on: an interrupt recorded before says nothing about it any more.
+    run.extra.remove("interrupt_reason");
+    run.extra.remove("interrupted_at");
     if let (LeaseState::Mine, Some(lease)) = (state, run.lease.as_mut()) {
         // The same holder, perhaps in a new agent process: the lease follows it, or a second
         // agent could later find the first one's dead pid and take the lock beside it.

@@ -123,3 +123,48 @@ pub fn end_lease(
         None => report,
     })
 }
+
+/// Records that the run's holder was interrupted (`reason` as a loop's interrupt reason), and
+/// drops its lease so the next session finds the run free with the reason beside it. Only the
+/// holder's own lease: anything else is a no-op, as a hook needs.
+pub fn interrupt_lease(
+    ctx: &Ctx,
+    raw_id: &str,
+    holder: &HolderArgs,
+    reason: &str,
+    evidence: &str,
+) -> Result<Report, CommandError> {
+    let (id, store, _guard, mut run) = open_for_write(ctx, raw_id)?;
+    let (here, _) = here(ctx, holder, false)?;
+    if lease_state_of(&run, &here, ctx.now) != LeaseState::Mine {
+        return Ok(Report::ok(
+            json!({ "interrupted": false, "run_id": id.to_string() }),
+            format!("run {id}: this session does not hold its lock"),
+        ));
+    }
+    let released = run
+        .lease
+        .take()
+        .map(|l| json!({ "session": l.session, "epoch": l.epoch, "pid": l.pid }));
+    run.extra.insert("interrupt_reason".into(), reason.into());
+    run.extra
+        .insert("interrupted_at".into(), format_ts(ctx.now).into());
+    run.updated_at = Some(format_ts(ctx.now));
+    store.write_run(&run)?;
+    let event = crate::journal::event(
+        ctx,
+        "interrupt",
+        Some(run.lease_epoch),
+        json!({ "reason": reason, "evidence": evidence, "released": released }),
+    );
+    let report = Report::ok(
+        json!({ "interrupted": true, "run_id": id.to_string(), "reason": reason }),
+        format!("interrupted run {id} ({reason}); its lock is released"),
+    );
+    Ok(
+        match crate::journal::append(&store, JournalTarget::Run(&id), &[event]) {
+            Some(w) => report.warn(w),
+            None => report,
+        },
+    )
+}

@@ -1,4 +1,4 @@
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 
 use clap::Args;
 use serde_json::json;
@@ -25,8 +25,13 @@ pub struct HeartbeatArgs {
 }
 
 pub fn cmd_loop_heartbeat(ctx: &Ctx, args: HeartbeatArgs) -> Result<Report, CommandError> {
+    heartbeat(ctx, &args.ticket, &args.flags)
+}
+
+/// Refreshes a loop this session owns and runs; anything else is a no-op.
+pub fn heartbeat(ctx: &Ctx, ticket: &OsStr, flags: &WriteFlags) -> Result<Report, CommandError> {
     let store = ctx.store()?;
-    let target = Target::derive(ctx, &args.ticket);
+    let target = Target::derive(ctx, ticket);
     let noop = |why: String| {
         Ok(Report::ok(
             json!({ "refreshed": false, "key": target.key, "why": why }),
@@ -56,11 +61,7 @@ pub fn cmd_loop_heartbeat(ctx: &Ctx, args: HeartbeatArgs) -> Result<Report, Comm
             state.status.as_str()
         ));
     }
-    if args
-        .flags
-        .epoch
-        .is_some_and(|held| held != state.owner_epoch)
-    {
+    if flags.epoch.is_some_and(|held| held != state.owner_epoch) {
         return noop(format!(
             "owner epoch is {}, not the one held",
             state.owner_epoch

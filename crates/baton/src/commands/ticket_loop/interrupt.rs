@@ -1,4 +1,4 @@
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 
 use clap::Args;
 use jiff::Timestamp;
@@ -38,71 +38,77 @@ pub fn cmd_loop_interrupt(ctx: &Ctx, args: InterruptArgs) -> Result<Report, Comm
         .as_deref()
         .map(|raw| parse_when(ctx.now, raw))
         .transpose()?;
-    transition(
-        ctx,
-        &args.ticket,
-        &args.flags,
-        "interrupt",
-        |state, target| {
-            match state.status {
-                LoopStatus::Interrupted => {
-                    // A later word on when the rate limit resets is news; anything else is a repeat.
-                    let after = resume_after.map(format_ts);
-                    let changed = after.is_some() && after != state.resume_after;
-                    let message = if changed {
-                        state.resume_after = after;
-                        format!(
-                            "{} is already interrupted; resume after {}",
-                            target.shown(),
-                            state.resume_after.as_deref().unwrap_or_default()
-                        )
-                    } else {
-                        format!("{} is already interrupted; nothing changed", target.shown())
-                    };
-                    return Ok(Applied {
-                        changed,
-                        message,
-                        next: Some(format!(
-                            "`baton resume {}` in the next session",
-                            target.arg()
-                        )),
-                        warnings: Vec::new(),
-                    });
-                }
-                LoopStatus::Complete | LoopStatus::Stalled => {
-                    return Err(Decision::new(
-                        REFUSED,
-                        Reason::new(
-                            "loop.not-active",
-                            format!(
-                                "the loop for {} is {}",
-                                target.shown(),
-                                state.status.as_str()
-                            ),
-                        ),
-                        None,
-                    ));
-                }
-                LoopStatus::Active => {}
+    interrupt(ctx, &args.ticket, &args.reason, resume_after, &args.flags)
+}
+
+/// Marks a loop interrupted for `reason` (a rate limit waits until `resume_after`, or its
+/// default, before it resumes); an interrupted loop takes only a later reset time.
+pub fn interrupt(
+    ctx: &Ctx,
+    ticket: &OsStr,
+    reason: &str,
+    resume_after: Option<Timestamp>,
+    flags: &WriteFlags,
+) -> Result<Report, CommandError> {
+    transition(ctx, ticket, flags, "interrupt", |state, target| {
+        match state.status {
+            LoopStatus::Interrupted => {
+                // A later word on when the rate limit resets is news; anything else is a repeat.
+                let after = resume_after.map(format_ts);
+                let changed = after.is_some() && after != state.resume_after;
+                let message = if changed {
+                    state.resume_after = after;
+                    format!(
+                        "{} is already interrupted; resume after {}",
+                        target.shown(),
+                        state.resume_after.as_deref().unwrap_or_default()
+                    )
+                } else {
+                    format!("{} is already interrupted; nothing changed", target.shown())
+                };
+                return Ok(Applied {
+                    changed,
+                    message,
+                    next: Some(format!(
+                        "`baton resume {}` in the next session",
+                        target.arg()
+                    )),
+                    warnings: Vec::new(),
+                });
             }
-            state.status = LoopStatus::Interrupted;
-            state.interrupted_at = Some(format_ts(ctx.now));
-            state.interrupt_reason = Some(args.reason.clone());
-            state.resume_after = resume_after.map(format_ts);
-            let reset = loop_resume::resume_after(state)
-                .map(|t| format!("; it may resume after {}", format_ts(t)))
-                .unwrap_or_default();
-            Ok(Applied {
-                changed: true,
-                message: format!("interrupted {} ({}){reset}", target.shown(), args.reason),
-                next: Some(format!(
-                    "in the next session, `baton resume {}`",
-                    target.arg()
-                )),
-                warnings: Vec::new(),
-            })
-        },
-    )
+            LoopStatus::Complete | LoopStatus::Stalled => {
+                return Err(Decision::new(
+                    REFUSED,
+                    Reason::new(
+                        "loop.not-active",
+                        format!(
+                            "the loop for {} is {}",
+                            target.shown(),
+                            state.status.as_str()
+                        ),
+                    ),
+                    None,
+                ));
+            }
+            LoopStatus::Active => {}
+        }
+        state.status = LoopStatus::Interrupted;
+        state.interrupted_at = Some(format_ts(ctx.now));
+        state.interrupt_reason = Some(reason.to_string());
+        state.resume_after = resume_after.map(format_ts);
+        let reset = loop_resume::resume_after(state)
+            .map(|t| format!("; it may resume after {}", format_ts(t)))
+            .unwrap_or_default();
+        Ok(Applied {
+            changed: true,
+            message: format!("interrupted {} ({reason}){reset}", target.shown()),
+            next: Some(format!(
+                "in the next session, `baton resume {}`",
+                target.arg()
+            )),
+            warnings: Vec::new(),
+        })
+    })
 }
 
 /// An RFC 3339 time, or a delay from now (`90s`, `15m`, `2h`, `1d`).

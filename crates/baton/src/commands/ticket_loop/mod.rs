@@ -2,7 +2,7 @@
 
 mod artifact;
 mod finish;
-mod heartbeat;
+pub mod heartbeat;
 mod init;
 pub mod interrupt;
 mod key;

@@ -1,0 +1,287 @@
+//! What the agent clients' hooks keep between one hook call and the next, one session at a
+//! time, under `.agentic/sessions/`:
+//!
+//! - `<client>-<session>.json`, the session record: when the session started, its client
+//!   process, when its hooks last refreshed what it owns, and its last checkpoint;
+//! - `<client>-<session>.turn`, present while a turn is open (from the prompt hook to the stop
+//!   hook): a turn still open when the session ends is a turn that died;
+//! - `pid-<pid>-<start>`, the session of a client process, for a tool call that cannot name its
+//!   session otherwise (Gemini CLI gives its tool calls no session id).
+//!
+//! These files are hints, not state: losing one costs a heartbeat or a class, never work. The
+//! turn mark and the process map are therefore written without fsync; the per-turn hook runs on
+//! every turn of every session and must cost no more than starting the process.
+
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::layout::{Layout, check_real_dir, make_dir};
+use crate::{StoreError, sha256_hex};
+
+pub const SESSIONS_DIR: &str = "sessions";
+
+/// What one session's hooks remember.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionRecord {
+    pub client: String,
+    pub session_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    /// The client process, with its start time, when the hook found it among its ancestors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_pid: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_pid_start: Option<u64>,
+    /// When the hooks last refreshed the liveness of everything this session owns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swept_at: Option<String>,
+    /// The position of everything this session owned at its last checkpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<String>,
+}
+
+/// One session's files.
+pub struct SessionFiles {
+    dir: PathBuf,
+    stem: String,
+}
+
+impl SessionFiles {
+    pub fn new(layout: &Layout, client: &str, session_id: &str) -> SessionFiles {
+        SessionFiles {
+            dir: layout.state_dir.join(SESSIONS_DIR),
+            stem: format!("{client}-{}", file_safe(session_id)),
+        }
+    }
+
+    fn record_path(&self) -> PathBuf {
+        self.dir.join(format!("{}.json", self.stem))
+    }
+
+    fn turn_path(&self) -> PathBuf {
+        self.dir.join(format!("{}.turn", self.stem))
+    }
+
+    /// The record, or `None` when there is none or it cannot be read (a hint lost, not an
+    /// error).
+    pub fn read_record(&self) -> Option<SessionRecord> {
+        let bytes = std::fs::read(self.record_path()).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+
+    pub fn write_record(&self, record: &SessionRecord) -> Result<(), StoreError> {
+        ensure_dir(&self.dir)?;
+        let mut bytes = serde_json::to_vec_pretty(record).map_err(|e| StoreError::Corrupt {
+            path: self.record_path(),
+            detail: format!("cannot serialize: {e}"),
+        })?;
+        bytes.push(b'\n');
+        crate::atomic::replace(&self.record_path(), &bytes)
+    }
+
+    /// Marks a turn open; a mark already there stays.
+    pub fn open_turn(&self, opened_at: &str) -> Result<(), StoreError> {
+        ensure_dir(&self.dir)?;
+        let path = self.turn_path();
+        std::fs::write(&path, format!("{opened_at}\n")).map_err(StoreError::io("write", &path))
+    }
+
+    /// Whether a turn is open.
+    pub fn turn_open(&self) -> bool {
+        std::fs::symlink_metadata(self.turn_path()).is_ok()
+    }
+
+    /// Closes the turn; true when one was open.
+    pub fn close_turn(&self) -> Result<bool, StoreError> {
+        let path = self.turn_path();
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(StoreError::io("remove", &path)(e)),
+        }
+    }
+
+    /// Removes the session's record, its turn mark and the map entry of its client process.
+    pub fn remove(&self, record: Option<&SessionRecord>) {
+        let _ = std::fs::remove_file(self.turn_path());
+        let _ = std::fs::remove_file(self.record_path());
+        if let Some((pid, start)) = record.and_then(|r| Some((r.client_pid?, r.client_pid_start?)))
+        {
+            let map = self.dir.join(pid_map_name(pid, start));
+            // Only this session's entry: the client may have started another session since.
+            if read_small(&map).is_some_and(|s| s.lines().nth(1) == Some(&*self.session_line())) {
+                let _ = std::fs::remove_file(map);
+            }
+        }
+    }
+
+    fn session_line(&self) -> String {
+        self.stem.clone()
+    }
+
+    /// Records that `client` process `(pid, start)` runs this session now.
+    pub fn map_process(
+        &self,
+        client: &str,
+        session_id: &str,
+        pid: u32,
+        start: u64,
+    ) -> Result<(), StoreError> {
+        ensure_dir(&self.dir)?;
+        let path = self.dir.join(pid_map_name(pid, start));
+        let body = format!("{client}\n{}\n{session_id}\n", self.session_line());
+        std::fs::write(&path, body).map_err(StoreError::io("write", &path))
+    }
+}
+
+/// The session a client process runs, as its session-start hook recorded it.
+pub fn session_of_process(layout: &Layout, pid: u32, start: u64) -> Option<String> {
+    let text = read_small(
+        &layout
+            .state_dir
+            .join(SESSIONS_DIR)
+            .join(pid_map_name(pid, start)),
+    )?;
+    let id = text.lines().nth(2)?.trim();
+    (!id.is_empty()).then(|| id.to_string())
+}
+
+fn pid_map_name(pid: u32, start: u64) -> String {
+    format!("pid-{pid}-{start}")
+}
+
+fn read_small(path: &Path) -> Option<String> {
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(4096)
+        .read_to_string(&mut text)
+        .ok()?;
+    Some(text)
+}
+
+/// A session id as a file name: kept when it is short and plain (the clients send UUIDs),
+/// hashed otherwise, so no id can reach outside the directory.
+fn file_safe(id: &str) -> String {
+    let plain = !id.is_empty()
+        && id.len() <= 80
+        && !id.starts_with('.')
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    if plain {
+        id.to_string()
+    } else {
+        format!("h{}", &sha256_hex(id.as_bytes())[..32])
+    }
+}
+
+/// Creates `.agentic/sessions/` (0700) with an ignore file of its own, so that a project whose
+/// `.agentic/.gitignore` predates this directory never commits a session file.
+fn ensure_dir(dir: &Path) -> Result<(), StoreError> {
+    if check_real_dir(dir)? {
+        return Ok(());
+    }
+    make_dir(dir)?;
+    let ignore = dir.join(".gitignore");
+    std::fs::File::create(&ignore)
+        .and_then(|mut f| f.write_all(b"*\n"))
+        .map_err(StoreError::io("write", &ignore))
+}
+
+/// The last `max` bytes of a file, from the start of the first whole line in them: enough of a
+/// transcript to see how its last turn ended without reading the whole of it.
+pub fn read_tail(path: &Path, max: u64) -> Result<String, StoreError> {
+    let mut file = std::fs::File::open(path).map_err(StoreError::io("open", path))?;
+    let len = file.metadata().map_err(StoreError::io("stat", path))?.len();
+    let from = len.saturating_sub(max);
+    file.seek(SeekFrom::Start(from))
+        .map_err(StoreError::io("seek", path))?;
+    let mut bytes = Vec::new();
+    file.take(max)
+        .read_to_end(&mut bytes)
+        .map_err(StoreError::io("read", path))?;
+    let start = if from == 0 {
+        0
+    } else {
+        bytes
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(bytes.len(), |i| i + 1)
+    };
+    Ok(String::from_utf8_lossy(&bytes[start..]).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout(dir: &Path) -> Layout {
+        Layout {
+            root: dir.into(),
+            state_dir: dir.join(".agentic"),
+        }
+    }
+
+    #[test]
+    fn a_turn_opens_and_closes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let files = SessionFiles::new(&layout(tmp.path()), "codex", "abc-1");
+        assert!(!files.turn_open());
+        files.open_turn("2026-01-01T00:00:00Z").unwrap();
+        assert!(files.turn_open());
+        assert!(files.close_turn().unwrap());
+        assert!(!files.close_turn().unwrap());
+        let ignore = tmp.path().join(".agentic/sessions/.gitignore");
+        assert_eq!(std::fs::read_to_string(ignore).unwrap(), "*\n");
+    }
+
+    #[test]
+    fn a_process_maps_to_its_session_until_the_session_ends() {
+        let tmp = tempfile::tempdir().unwrap();
+        let l = layout(tmp.path());
+        let files = SessionFiles::new(&l, "gemini", "s-1");
+        files.map_process("gemini", "s-1", 42, 7).unwrap();
+        assert_eq!(session_of_process(&l, 42, 7).as_deref(), Some("s-1"));
+        assert_eq!(session_of_process(&l, 42, 8), None);
+        // A later session of the same process takes the entry over; the first one's end leaves
+        // it alone.
+        let later = SessionFiles::new(&l, "gemini", "s-2");
+        later.map_process("gemini", "s-2", 42, 7).unwrap();
+        let record = SessionRecord {
+            client_pid: Some(42),
+            client_pid_start: Some(7),
+            ..SessionRecord::default()
+        };
+        files.remove(Some(&record));
+        assert_eq!(session_of_process(&l, 42, 7).as_deref(), Some("s-2"));
+        later.remove(Some(&record));
+        assert_eq!(session_of_process(&l, 42, 7), None);
+    }
+
+    #[test]
+    fn hostile_session_ids_stay_inside_the_directory() {
+        assert_eq!(file_safe("01a22c0a-85ba"), "01a22c0a-85ba");
+        for id in ["../../etc/x", "", ".hidden", "a/b", &"x".repeat(200)] {
+            let safe = file_safe(id);
+            assert!(
+                safe.starts_with('h') && safe.len() == 33,
+                "{id:?} -> {safe}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_tail_starts_at_a_whole_line() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("t.jsonl");
+        std::fs::write(&path, "first line\nsecond\nthird\n").unwrap();
+        assert_eq!(
+            read_tail(&path, 100).unwrap(),
+            "first line\nsecond\nthird\n"
+        );
+        assert_eq!(read_tail(&path, 10).unwrap(), "third\n");
+    }
+}

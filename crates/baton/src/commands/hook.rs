@@ -1,0 +1,384 @@
+//! `baton hook <client> <event>`: what an agent client's hook does, one adapter per client
+//! (the payload parsers in `baton_core::hook`) over one set of actions here (docs/hooks.md).
+//!
+//! A hook fails open: whatever goes wrong is one line on stderr and exit 0. It never blocks the
+//! agent, never exits 2, and prints on stdout only a session start's packet, in the shape the
+//! client injects into the model's context.
+
+use std::ffi::OsStr;
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use jiff::{SignedDuration, Timestamp};
+use serde_json::json;
+
+use crate::commands::run::release::interrupt_lease;
+use crate::commands::run::{HolderArgs, heartbeat::heartbeat as run_heartbeat};
+use crate::commands::ticket_loop::heartbeat::heartbeat as loop_heartbeat;
+use crate::commands::ticket_loop::interrupt::interrupt as loop_interrupt;
+use crate::commands::ticket_loop::{Target, WriteFlags};
+use crate::context::Ctx;
+use crate::error::CommandError;
+use baton_core::hook::{
+    Action, Client, HEARTBEAT_COALESCE_SECS, HOOK_STDIN_CAP, HookEvent, Interrupt,
+    TRANSCRIPT_TAIL_BYTES, TranscriptEnd, interrupt_for, parse_payload, session_start_output,
+    transcript_end,
+};
+use baton_core::model::{LoopState, LoopStatus, RunState};
+use baton_core::time::{format_ts, parse_ts};
+use baton_store::layout::LayoutError;
+use baton_store::sessions::{SessionFiles, SessionRecord, read_tail};
+use baton_store::{FsStore, JournalTarget, Layout, StateStore, process};
+
+/// Run by an agent client's hook (installed by `baton init`): reads the client's JSON payload
+/// on stdin and keeps baton's state in step with the session. Always exits 0.
+///
+/// Session start prints the resume packet for the client to put in front of the model (when
+/// anything is resumable); a turn's prompt and stop open and close the turn and refresh what
+/// the session owns; a failure (Claude Code's StopFailure) or a session end marks what the
+/// session owns as interrupted, with the class the evidence supports; a pre-compaction hook
+/// records a checkpoint.
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// The client that runs the hook: `claude`, `codex` or `gemini`.
+    client: String,
+    /// The client's event, as its settings name it (`SessionStart`, `Stop`, `StopFailure`,
+    /// `BeforeAgent`, …; case and dashes are ignored).
+    event: String,
+}
+
+/// Runs the hook; its errors and its panics alike end as one stderr line and exit 0.
+pub fn run(dir: Option<PathBuf>, args: HookArgs) -> ExitCode {
+    let label = format!(
+        "baton hook {} {}",
+        baton_core::text::esc(&args.client),
+        baton_core::text::esc(&args.event)
+    );
+    std::panic::set_hook(Box::new(|_| {}));
+    let outcome = std::panic::catch_unwind(|| hook(dir, &args));
+    let (stdout, error) = match outcome {
+        Ok(Ok(out)) => (out, None),
+        Ok(Err(e)) => (None, Some(e)),
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            (None, Some(format!("internal error: {what}")))
+        }
+    };
+    if let Some(out) = stdout {
+        let mut lock = std::io::stdout().lock();
+        let _ = lock
+            .write_all(out.as_bytes())
+            .and_then(|()| lock.write_all(b"\n"))
+            .and_then(|()| lock.flush());
+    }
+    if let Some(e) = error {
+        let line = e.lines().next().unwrap_or_default().to_string();
+        eprintln!("{label}: {}", baton_core::text::esc(&line));
+    }
+    ExitCode::SUCCESS
+}
+
+fn hook(dir: Option<PathBuf>, args: &HookArgs) -> Result<Option<String>, String> {
+    let client = Client::parse(&args.client).ok_or_else(|| {
+        format!(
+            "no client {:?}: pass one of {}",
+            args.client,
+            Client::NAMES.join(", ")
+        )
+    })?;
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .take(HOOK_STDIN_CAP as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read the payload on stdin: {e}"))?;
+    let event = parse_payload(client, &args.event, &bytes).map_err(|e| e.to_string())?;
+    if event.action == Action::Ignored {
+        return Ok(None);
+    }
+    // The session's own directory: `-C`, else the payload's `cwd`, else where the hook runs.
+    let dir = dir.or_else(|| {
+        event
+            .cwd
+            .as_deref()
+            .map(PathBuf::from)
+            .filter(|d| d.is_dir())
+    });
+    let ctx = Ctx::from_env(dir, Some(event.session_id.clone())).map_err(|e| e.message)?;
+    // Outside a git repository there is no project, so nothing to keep: not an error.
+    let layout = match Layout::discover(&ctx.dir, std::env::var_os("BATON_STATE_DIR")) {
+        Ok(layout) => layout,
+        Err(LayoutError::NotARepo(_)) => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    let files = SessionFiles::new(&layout, client.as_str(), &event.session_id);
+    let session = Session {
+        ctx: &ctx,
+        store: ctx.store().map_err(|e| e.message)?,
+        files,
+        event: &event,
+    };
+    session.act().map_err(|e| e.message)
+}
+
+struct Session<'a> {
+    ctx: &'a Ctx,
+    store: FsStore,
+    files: SessionFiles,
+    event: &'a HookEvent,
+}
+
+impl Session<'_> {
+    fn act(&self) -> Result<Option<String>, CommandError> {
+        match &self.event.action {
+            Action::SessionStart { .. } => return self.start(),
+            Action::TurnOpen => self.files.open_turn(&format_ts(self.ctx.now))?,
+            Action::TurnEnd => {
+                self.files.close_turn()?;
+                self.sweep(false)?;
+            }
+            Action::Failure { .. } | Action::SessionEnd { .. } => self.end()?,
+            Action::Checkpoint => self.checkpoint()?,
+            Action::Ignored => {}
+        }
+        Ok(None)
+    }
+
+    /// Records the session and its client process, and hands over the packet when anything
+    /// is resumable.
+    fn start(&self) -> Result<Option<String>, CommandError> {
+        let ctx = self.ctx;
+        let layout = &self.store.layout;
+        layout.ensure_state_dir()?;
+        layout.ensure_ignore_file()?;
+        let mut record = self.files.read_record().unwrap_or_else(|| SessionRecord {
+            client: self.event.client.as_str().into(),
+            session_id: self.event.session_id.clone(),
+            ..SessionRecord::default()
+        });
+        record.started_at = Some(format_ts(ctx.now));
+        let claude_pid = std::env::var("CLAUDE_PID").ok();
+        if let Ok((Some((pid, start)), _)) = process::resolve_holder(None, claude_pid.as_deref()) {
+            record.client_pid = Some(pid);
+            record.client_pid_start = Some(start);
+            self.files.map_process(
+                self.event.client.as_str(),
+                &self.event.session_id,
+                pid,
+                start,
+            )?;
+        }
+        self.files.write_record(&record)?;
+        // A turn left open by an earlier process of this session is not this one's.
+        self.files.close_turn()?;
+        let survey = crate::actions::survey::survey(ctx)?;
+        let (packet, markdown) = crate::commands::resume::all::packet_of(&survey);
+        if packet.items.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(session_start_output(&markdown)))
+    }
+
+    /// Refreshes what the session owns, at most once per coalescing window unless `force`.
+    fn sweep(&self, force: bool) -> Result<(), CommandError> {
+        let now = self.ctx.now;
+        let mut record = self.files.read_record().unwrap_or_else(|| SessionRecord {
+            client: self.event.client.as_str().into(),
+            session_id: self.event.session_id.clone(),
+            ..SessionRecord::default()
+        });
+        if !force && fresh(record.swept_at.as_deref(), now) {
+            return Ok(());
+        }
+        let owned = self.owned()?;
+        let mut first_error = None;
+        for (key, state) in &owned.loops {
+            if state.status != LoopStatus::Active || fresh_ts(state.liveness(now), now) {
+                continue;
+            }
+            if let Some(ticket) = self.ticket_of(key, state)
+                && let Err(e) = loop_heartbeat(self.ctx, &ticket, &WriteFlags::default())
+            {
+                first_error.get_or_insert(e);
+            }
+        }
+        for run in &owned.runs {
+            let beat = run
+                .lease
+                .as_ref()
+                .and_then(|l| parse_ts(Some(&l.heartbeat_at)));
+            if fresh_ts(beat, now) {
+                continue;
+            }
+            if let Err(e) = run_heartbeat(self.ctx, &run.run_id, &HolderArgs::default()) {
+                first_error.get_or_insert(e);
+            }
+        }
+        record.swept_at = Some(format_ts(now));
+        self.files.write_record(&record)?;
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// A failure or a session end: what the session owns is interrupted, with the reason the
+    /// evidence supports; a session end then forgets the session.
+    fn end(&self) -> Result<(), CommandError> {
+        let turn_open = self.files.turn_open();
+        // The transcript is read only when it can decide something: a turn that died.
+        let transcript = match (&self.event.action, &self.event.transcript_path) {
+            (Action::SessionEnd { .. }, Some(path)) if turn_open => {
+                read_tail(std::path::Path::new(path), TRANSCRIPT_TAIL_BYTES)
+                    .map(|tail| transcript_end(self.event.client, &tail))
+                    .unwrap_or(TranscriptEnd::Unknown)
+            }
+            _ => TranscriptEnd::Unknown,
+        };
+        let interrupt = interrupt_for(&self.event.action, turn_open, transcript);
+        let result = match &interrupt {
+            Some(i) => self.interrupt_owned(i),
+            None => Ok(()),
+        };
+        match &self.event.action {
+            Action::SessionEnd { terminal: true, .. } => {
+                let record = self.files.read_record();
+                self.files.remove(record.as_ref());
+            }
+            Action::Failure { .. } => {
+                self.files.close_turn()?;
+            }
+            _ => {}
+        }
+        result
+    }
+
+    fn interrupt_owned(&self, interrupt: &Interrupt) -> Result<(), CommandError> {
+        let owned = self.owned()?;
+        let mut first_error = None;
+        for (key, state) in &owned.loops {
+            if state.status != LoopStatus::Active {
+                continue;
+            }
+            let Some(ticket) = self.ticket_of(key, state) else {
+                continue;
+            };
+            if let Err(e) = loop_interrupt(
+                self.ctx,
+                &ticket,
+                interrupt.reason,
+                None,
+                &WriteFlags::default(),
+            ) {
+                first_error.get_or_insert(e);
+            }
+        }
+        for run in &owned.runs {
+            if let Err(e) = interrupt_lease(
+                self.ctx,
+                &run.run_id,
+                &HolderArgs::default(),
+                interrupt.reason,
+                &interrupt.evidence,
+            ) {
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// Before a compaction: one `checkpoint` event in the journal of each loop the session
+    /// owns, when the positions changed since the session's last checkpoint. Gemini CLI asks
+    /// before every model call; a repeat changes nothing.
+    fn checkpoint(&self) -> Result<(), CommandError> {
+        let owned = self.owned()?;
+        let positions: Vec<(String, String)> = owned
+            .loops
+            .iter()
+            .filter(|(_, s)| s.status == LoopStatus::Active)
+            .map(|(key, s)| (key.clone(), s.position()))
+            .collect();
+        let fingerprint: String = positions.iter().map(|(k, p)| format!("{k}={p};")).collect();
+        let mut record = self.files.read_record().unwrap_or_else(|| SessionRecord {
+            client: self.event.client.as_str().into(),
+            session_id: self.event.session_id.clone(),
+            ..SessionRecord::default()
+        });
+        if record.checkpoint.as_deref() == Some(fingerprint.as_str()) {
+            return self.sweep(false);
+        }
+        for (key, position) in &positions {
+            let event = crate::journal::event(
+                self.ctx,
+                "checkpoint",
+                None,
+                json!({ "position": position, "hook": self.event.event }),
+            );
+            let _guard = self.store.lock(baton_store::LockScope::Loop(key))?;
+            if let Some(w) = crate::journal::append(&self.store, JournalTarget::Loop(key), &[event])
+            {
+                return Err(CommandError::new(crate::error::ExitStatus::Failure, w));
+            }
+        }
+        record.checkpoint = Some(fingerprint);
+        self.files.write_record(&record)?;
+        self.sweep(false)
+    }
+
+    /// The loops and runs this session owns, as they are on disk now (read without a lock:
+    /// each write re-reads its file under the lock and checks again).
+    fn owned(&self) -> Result<Owned, CommandError> {
+        let session = self.event.session_id.as_str();
+        let mut owned = Owned::default();
+        if !self.store.exists()? {
+            return Ok(owned);
+        }
+        for scanned in self.store.scan_loops()? {
+            if let Ok(loaded) = scanned.loaded
+                && loaded.state.owner() == Some(session)
+            {
+                owned.loops.push((scanned.key, loaded.state));
+            }
+        }
+        for (_, listed) in self.store.list_runs()? {
+            if let Ok(loaded) = listed
+                && loaded
+                    .state
+                    .lease
+                    .as_ref()
+                    .is_some_and(|l| l.session.as_deref() == Some(session))
+            {
+                owned.runs.push(loaded.state);
+            }
+        }
+        Ok(owned)
+    }
+
+    /// The ticket argument that addresses the loop in `key`: its ticket id, or none for a loop
+    /// keyed by its session. `None` when neither leads back to this file.
+    fn ticket_of(&self, key: &str, state: &LoopState) -> Option<std::ffi::OsString> {
+        let ticket = state.ticket_id.clone().unwrap_or_default();
+        let target = Target::derive(self.ctx, OsStr::new(&ticket));
+        (target.key == key).then(|| ticket.into())
+    }
+}
+
+#[derive(Default)]
+struct Owned {
+    loops: Vec<(String, LoopState)>,
+    runs: Vec<RunState>,
+}
+
+/// Whether a refresh at `at` still holds at `now`.
+fn fresh(at: Option<&str>, now: Timestamp) -> bool {
+    fresh_ts(parse_ts(at), now)
+}
+
+fn fresh_ts(at: Option<Timestamp>, now: Timestamp) -> bool {
+    at.is_some_and(|t| {
+        let age = now.duration_since(t);
+        age >= SignedDuration::ZERO && age < SignedDuration::from_secs(HEARTBEAT_COALESCE_SECS)
+    })
+}

@@ -1,0 +1,472 @@
+//! `baton hook <client> <event>` fed the payloads the real clients sent: every one gives its
+//! documented action, bad input changes nothing and exits 0, the open-turn rule classes a turn
+//! that died from the evidence, and a tool call finds its session without `--session`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use serde_json::Value;
+
+use crate::common::{Run, TestEnv, at, like, to_run};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/clients")
+}
+
+fn fixture(rel: &str) -> Vec<u8> {
+    std::fs::read(fixtures().join(rel)).unwrap()
+}
+
+fn session_of(payload: &[u8]) -> String {
+    let v: Value = serde_json::from_slice(payload).unwrap();
+    v["session_id"].as_str().unwrap().to_string()
+}
+
+/// A payload with its `transcript_path` pointing at `transcript`.
+fn with_transcript(payload: &[u8], transcript: &Path) -> Vec<u8> {
+    let mut v: Value = serde_json::from_slice(payload).unwrap();
+    v["transcript_path"] = transcript.to_str().unwrap().into();
+    serde_json::to_vec(&v).unwrap()
+}
+
+/// Runs `baton hook <client> <event>` at `now` with `payload` on stdin, with no session in the
+/// environment: the hook's session is the payload's.
+fn hook(env: &TestEnv, client: &str, event: &str, payload: &[u8], now: &str) -> Run {
+    hook_with(env, &["hook", client, event], payload, now)
+}
+
+fn hook_with(env: &TestEnv, args: &[&str], payload: &[u8], now: &str) -> Run {
+    let mut child = env
+        .command(None, now)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A hook may stop reading early (a payload over the cap): a broken pipe is its answer.
+    let _ = child.stdin.take().unwrap().write_all(payload);
+    to_run(child.wait_with_output().unwrap())
+}
+
+fn loop_state(env: &TestEnv, ticket: &str) -> Value {
+    let out = env.run(None, &at(60), &["--json", "loop", "show", ticket]);
+    out.assert_code(0);
+    out.json()["state"].clone()
+}
+
+fn journal_events(env: &TestEnv, ticket: &str) -> Vec<String> {
+    let out = env.run(None, &at(60), &["--json", "log", ticket]);
+    out.assert_code(0);
+    out.json()["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["event"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn turn_file(env: &TestEnv, client: &str, session: &str) -> PathBuf {
+    env.state_dir()
+        .join("sessions")
+        .join(format!("{client}-{session}.turn"))
+}
+
+/// What the fixtures README and docs/hooks.md say each event does.
+fn documented(client: &str, event: &str) -> &'static str {
+    match (client, event) {
+        (_, "SessionStart") => "start",
+        ("claude" | "codex", "UserPromptSubmit") | ("gemini", "BeforeAgent") => "open",
+        ("claude" | "codex", "Stop") | ("gemini", "AfterAgent") => "end",
+        (_, "StopFailure") => "failure",
+        (_, "SessionEnd") => "session-end",
+        (_, "PreCompact" | "PreCompress") => "checkpoint",
+        _ => "ignored",
+    }
+}
+
+/// A loop the payload's session owns (T-1, written at minute 0) and one another session left
+/// interrupted (T-2), so that a session start has something to hand over.
+fn two_loops(env: &TestEnv, session: &str) {
+    env.baton(session, 0, &["loop", "init", "T-1"])
+        .assert_code(0);
+    env.baton("earlier-session", 0, &["loop", "init", "T-2"])
+        .assert_code(0);
+    env.baton(
+        "earlier-session",
+        1,
+        &["loop", "interrupt", "T-2", "--reason", "rate_limit"],
+    )
+    .assert_code(0);
+}
+
+#[test]
+fn every_captured_payload_gives_its_documented_action() {
+    let mut seen = 0;
+    for dir in std::fs::read_dir(fixtures()).unwrap() {
+        let dir = dir.unwrap().path();
+        let name = dir.file_name().unwrap().to_str().unwrap().to_string();
+        let Some(client) = ["claude", "codex", "gemini"]
+            .into_iter()
+            .find(|c| name.starts_with(c))
+        else {
+            continue;
+        };
+        for file in std::fs::read_dir(&dir).unwrap() {
+            let file = file.unwrap().file_name().into_string().unwrap();
+            let event = file.split('.').next().unwrap();
+            let payload = fixture(&format!("{name}/{file}"));
+            let session = session_of(&payload);
+            let env = TestEnv::new();
+            two_loops(&env, &session);
+            let what = format!("{name}/{file}");
+            let before = env.snapshot();
+            let out = hook(&env, client, event, &payload, &at(5));
+            out.assert_code(0);
+            assert_eq!(out.stderr, "", "{what}");
+            let t1 = loop_state(&env, "T-1");
+            match documented(client, event) {
+                "start" => {
+                    let injected: Value = serde_json::from_str(&out.stdout)
+                        .unwrap_or_else(|e| panic!("{what}: {e}: {}", out.stdout));
+                    let context = injected["hookSpecificOutput"]["additionalContext"]
+                        .as_str()
+                        .unwrap();
+                    assert!(context.contains("T-2"), "{what}: {context}");
+                    assert!(context.contains("rate_limit"), "{what}: {context}");
+                    assert_eq!(
+                        injected["hookSpecificOutput"]["hookEventName"],
+                        "SessionStart"
+                    );
+                }
+                "open" => {
+                    assert!(turn_file(&env, client, &session).exists(), "{what}");
+                    assert_eq!(out.stdout, "", "{what}");
+                }
+                "end" => {
+                    assert_eq!(t1["last_updated"], at(5), "{what}: a heartbeat");
+                    assert_eq!(t1["status"], "active", "{what}");
+                }
+                "failure" => {
+                    assert_eq!(t1["status"], "interrupted", "{what}");
+                    assert_eq!(t1["interrupt_reason"], "rate_limit", "{what}");
+                }
+                "session-end" => {
+                    // No turn was open: the session ended between turns.
+                    assert_eq!(t1["status"], "interrupted", "{what}");
+                    assert_eq!(t1["interrupt_reason"], "session_expiry", "{what}");
+                }
+                "checkpoint" => {
+                    assert_eq!(
+                        journal_events(&env, "T-1"),
+                        ["init", "checkpoint"],
+                        "{what}"
+                    );
+                    // Gemini asks before every model call: a repeat changes nothing.
+                    let snap = env.snapshot();
+                    hook(&env, client, event, &payload, &at(5)).assert_code(0);
+                    assert_eq!(env.snapshot(), snap, "{what}: a repeated checkpoint");
+                }
+                _ => assert_eq!(env.snapshot(), before, "{what}: an ignored event"),
+            }
+            if documented(client, event) != "start" {
+                assert_eq!(out.stdout, "", "{what}");
+            }
+            // The other session's interrupted loop is never touched.
+            assert_eq!(loop_state(&env, "T-2")["interrupted_at"], at(1), "{what}");
+            seen += 1;
+        }
+    }
+    assert!(seen >= 50, "only {seen} payloads");
+}
+
+/// Malformed, empty, huge or unknown input: one stderr line, exit 0, nothing on stdout and
+/// nothing changed.
+#[test]
+fn bad_input_exits_zero_with_one_line_and_changes_nothing() {
+    let env = TestEnv::new();
+    let stop = fixture("claude-code-2.1.332/Stop.json");
+    let session = session_of(&stop);
+    two_loops(&env, &session);
+    let mut huge = b"{\"session_id\":\"x\",\"hook_event_name\":\"Stop\",\"pad\":\"".to_vec();
+    huge.extend(std::iter::repeat_n(b'a', 1024 * 1024 + 10));
+    huge.extend(b"\"}");
+    let unknown = br#"{"session_id":"x","hook_event_name":"Teleport"}"#.to_vec();
+    let cases: Vec<(&str, Vec<&str>, Vec<u8>, &str)> = vec![
+        (
+            "empty",
+            vec!["hook", "claude", "Stop"],
+            Vec::new(),
+            "not JSON",
+        ),
+        (
+            "malformed",
+            vec!["hook", "claude", "Stop"],
+            b"{\"session_id\": ".to_vec(),
+            "not JSON",
+        ),
+        ("huge", vec!["hook", "claude", "Stop"], huge, "cap"),
+        (
+            "unknown event",
+            vec!["hook", "claude", "Teleport"],
+            unknown,
+            "not a hook event",
+        ),
+        (
+            "another event's payload",
+            vec!["hook", "claude", "SessionEnd"],
+            stop.clone(),
+            "installed for",
+        ),
+        (
+            "unknown client",
+            vec!["hook", "cursor", "Stop"],
+            stop.clone(),
+            "no client",
+        ),
+        (
+            "not an object",
+            vec!["hook", "codex", "Stop"],
+            b"[1, 2]".to_vec(),
+            "not a JSON object",
+        ),
+    ];
+    for (what, args, payload, says) in cases {
+        let before = env.snapshot();
+        let out = hook_with(&env, &args, &payload, &at(5));
+        out.assert_code(0);
+        assert_eq!(out.stdout, "", "{what}");
+        assert_eq!(out.stderr.lines().count(), 1, "{what}: {}", out.stderr);
+        assert!(out.stderr.contains(says), "{what}: {}", out.stderr);
+        assert_eq!(env.snapshot(), before, "{what}");
+    }
+}
+
+/// Codex and Gemini have no failure hook: a turn opened by the prompt hook and never closed
+/// by the stop hook died, and its class comes from the evidence.
+#[test]
+fn an_open_turn_at_session_end_is_classed_from_the_evidence() {
+    let transcripts = fixtures().join("transcripts");
+    let codex_429 = transcripts.join("codex-0.171.0.rate-limit-tail.jsonl");
+    let claude_429 = transcripts.join("claude-code-2.1.332.rate-limit-line.json");
+    // (client, prompt payload, its event, end payload, transcript, the reason wanted)
+    type Case<'a> = (
+        &'a str,
+        &'a str,
+        &'a str,
+        &'a str,
+        Option<&'a Path>,
+        &'a str,
+    );
+    let cases: Vec<Case> = vec![
+        // Codex: the transcript's last task_complete carries HTTP 429.
+        (
+            "codex",
+            "codex-0.171.0/UserPromptSubmit.after-429.json",
+            "UserPromptSubmit",
+            "codex-0.171.0/SessionEnd.after-429.json",
+            Some(&codex_429),
+            "rate_limit",
+        ),
+        // Nothing known: a crash.
+        (
+            "codex",
+            "codex-0.171.0/UserPromptSubmit.after-429.json",
+            "UserPromptSubmit",
+            "codex-0.171.0/SessionEnd.after-429.json",
+            None,
+            "unknown",
+        ),
+        // Gemini records nothing of a 429 for its hooks: never guessed as a rate limit.
+        (
+            "gemini",
+            "gemini-0.61.0/BeforeAgent.after-429.json",
+            "BeforeAgent",
+            "gemini-0.61.0/SessionEnd.after-429.json",
+            Some(&codex_429),
+            "unknown",
+        ),
+        // Claude Code's StopFailure did not run: its transcript line backs it up.
+        (
+            "claude",
+            "claude-code-2.1.332/UserPromptSubmit.after-429.json",
+            "UserPromptSubmit",
+            "claude-code-2.1.332/SessionEnd.after-429.json",
+            Some(&claude_429),
+            "rate_limit",
+        ),
+    ];
+    for (client, open, open_event, end, transcript, want) in cases {
+        let env = TestEnv::new();
+        let open_payload = fixture(open);
+        let session = session_of(&open_payload);
+        two_loops(&env, &session);
+        hook(&env, client, open_event, &open_payload, &at(3)).assert_code(0);
+        let mut end_payload = fixture(end);
+        let mut v: Value = serde_json::from_slice(&end_payload).unwrap();
+        v["session_id"] = session.clone().into();
+        end_payload = serde_json::to_vec(&v).unwrap();
+        if let Some(t) = transcript {
+            end_payload = with_transcript(&end_payload, t);
+        }
+        let out = hook(&env, client, "SessionEnd", &end_payload, &at(4));
+        out.assert_code(0);
+        assert_eq!(out.stderr, "", "{client} {end}");
+        let t1 = loop_state(&env, "T-1");
+        assert_eq!(t1["status"], "interrupted", "{client} {end}");
+        assert_eq!(
+            t1["interrupt_reason"], want,
+            "{client} {end} {transcript:?}"
+        );
+        // The session is forgotten with its end.
+        assert!(!turn_file(&env, client, &session).exists());
+        assert!(
+            !env.state_dir()
+                .join("sessions")
+                .join(format!("{client}-{session}.json"))
+                .exists()
+        );
+    }
+}
+
+/// A stop closes the turn the prompt opened: the session's end is then an end between turns.
+#[test]
+fn a_closed_turn_is_not_a_death() {
+    let env = TestEnv::new();
+    let open = fixture("gemini-0.61.0/BeforeAgent.json");
+    let session = session_of(&open);
+    two_loops(&env, &session);
+    hook(&env, "gemini", "BeforeAgent", &open, &at(2)).assert_code(0);
+    assert!(turn_file(&env, "gemini", &session).exists());
+    hook(
+        &env,
+        "gemini",
+        "AfterAgent",
+        &fixture("gemini-0.61.0/AfterAgent.json"),
+        &at(3),
+    )
+    .assert_code(0);
+    assert!(!turn_file(&env, "gemini", &session).exists());
+    hook(
+        &env,
+        "gemini",
+        "SessionEnd",
+        &fixture("gemini-0.61.0/SessionEnd.json"),
+        &at(4),
+    )
+    .assert_code(0);
+    assert_eq!(
+        loop_state(&env, "T-1")["interrupt_reason"],
+        "session_expiry"
+    );
+}
+
+/// Claude Code ends a session with `resume` when it goes on elsewhere: nothing stopped.
+#[test]
+fn a_session_end_that_resumes_changes_nothing() {
+    let env = TestEnv::new();
+    let mut v: Value =
+        serde_json::from_slice(&fixture("claude-code-2.1.332/SessionEnd.json")).unwrap();
+    v["reason"] = "resume".into();
+    let payload = serde_json::to_vec(&v).unwrap();
+    two_loops(&env, &session_of(&payload));
+    let before = env.snapshot();
+    hook(&env, "claude", "SessionEnd", &payload, &at(5)).assert_code(0);
+    assert_eq!(env.snapshot(), before);
+}
+
+/// The per-turn hook refreshes what the session owns at most once a minute: a second stop
+/// within the window rewrites nothing.
+#[test]
+fn the_per_turn_heartbeat_is_coalesced() {
+    let env = TestEnv::new();
+    let stop = fixture("codex-0.171.0/Stop.json");
+    let session = session_of(&stop);
+    two_loops(&env, &session);
+    hook(&env, "codex", "Stop", &stop, &at(5)).assert_code(0);
+    assert_eq!(loop_state(&env, "T-1")["last_updated"], at(5));
+    let after_first = env.snapshot();
+    let half_a_minute_later = "2026-03-01T12:05:30Z";
+    hook(&env, "codex", "Stop", &stop, half_a_minute_later).assert_code(0);
+    assert_eq!(env.snapshot(), after_first, "a stop inside the window");
+    hook(&env, "codex", "Stop", &stop, &at(7)).assert_code(0);
+    assert_eq!(loop_state(&env, "T-1")["last_updated"], at(7));
+}
+
+/// A run lease the session holds is refreshed by the per-turn hook and released, with the
+/// reason, by a failure: the next session finds the run free and knows why.
+#[test]
+fn the_hooks_keep_and_end_the_sessions_run_lease() {
+    let env = TestEnv::new();
+    env.write("plan.md", "# plan\n");
+    env.git(&["add", "plan.md"]);
+    env.git(&["commit", "--quiet", "-m", "plan"]);
+    let failure = fixture("claude-code-2.1.332/StopFailure.after-429.json");
+    let session = session_of(&failure);
+    let out = env.baton(&session, 0, &["--json", "run", "new", "--plan", "plan.md"]);
+    out.assert_code(0);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let mut stop: Value =
+        serde_json::from_slice(&fixture("claude-code-2.1.332/Stop.json")).unwrap();
+    stop["session_id"] = session.clone().into();
+    hook(
+        &env,
+        "claude",
+        "Stop",
+        &serde_json::to_vec(&stop).unwrap(),
+        &at(5),
+    )
+    .assert_code(0);
+    let run = env.read_json(&env.state_dir().join(format!("runs/{id}.json")));
+    assert_eq!(run["lease"]["heartbeat_at"], at(5));
+    hook(&env, "claude", "StopFailure", &failure, &at(6)).assert_code(0);
+    let run = env.read_json(&env.state_dir().join(format!("runs/{id}.json")));
+    assert!(run["lease"].is_null(), "{run}");
+    assert_eq!(run["interrupt_reason"], "rate_limit");
+    let resume = env.baton("next-session", 7, &["--json", "resume"]);
+    resume.assert_code(0);
+    let text = resume.stdout;
+    assert!(text.contains("rate_limit"), "{text}");
+}
+
+/// A tool call finds its session without `--session`: Codex names it in the environment, and
+/// a Gemini CLI tool call finds the session its client process's hook recorded.
+#[test]
+fn a_tool_call_is_attributed_to_its_session() {
+    let env = TestEnv::new();
+    let out = env
+        .command(None, &at(0))
+        .env("CODEX_THREAD_ID", "codex-thread-7")
+        .args(["--json", "loop", "init", "T-1"])
+        .output()
+        .unwrap();
+    to_run(out).assert_code(0);
+    assert_eq!(loop_state(&env, "T-1")["session_id"], "codex-thread-7");
+
+    // A stand-in client: a script named `gemini` runs the session-start hook, then a tool call
+    // with only GEMINI_CLI=1, both as its children.
+    let start = fixture("gemini-0.61.0/SessionStart.json");
+    let session = session_of(&start);
+    let dir = env.repo.parent().unwrap().join("bin");
+    std::fs::create_dir_all(&dir).unwrap();
+    let payload = dir.join("start.json");
+    std::fs::write(&payload, &start).unwrap();
+    let script = dir.join("gemini");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\n\"$BATON\" hook gemini SessionStart < '{}' || exit 9\nGEMINI_CLI=1 \"$BATON\" --json loop init T-2\n",
+            payload.display()
+        ),
+    )
+    .unwrap();
+    let base = env.command(None, &at(1));
+    let out = like(&base, "sh")
+        .arg(&script)
+        .env("BATON", env!("CARGO_BIN_EXE_baton"))
+        .output()
+        .unwrap();
+    to_run(out).assert_code(0);
+    assert_eq!(loop_state(&env, "T-2")["session_id"], session.as_str());
+}
