@@ -117,6 +117,112 @@ impl FsStore {
         }
     }
 
+    /// `scan_loops`, keeping only the files whose bytes contain `needle` (a session id), so
+    /// that a hook finding what its session owns parses only those. An unreadable file is
+    /// kept, as in `scan_loops`.
+    pub fn scan_loops_mentioning(&self, needle: Option<&[u8]>) -> Result<Vec<Scanned>, StoreError> {
+        let dir = &self.layout.state_dir;
+        if !self.layout.check_state_dir()? {
+            return Ok(Vec::new());
+        }
+        let entries = std::fs::read_dir(dir).map_err(StoreError::io("list", dir))?;
+        let mut found = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(StoreError::io("list", dir))?;
+            let name = entry.file_name();
+            if let Some(target) = orphan_temp_target(&name) {
+                // Every replace writes its temp file under the lock of the file it replaces: a
+                // temp file whose lock is free belongs to a writer that was killed mid-write.
+                let scope = match target {
+                    t if t == LEGACY_LOOP_FILE => Some(LockScope::LegacyLoop),
+                    t if t == PAUSE_FILE => Some(LockScope::Feature),
+                    t if t == BATCH_FILE => Some(LockScope::Batch),
+                    t => key_from_file_name(t).map(LockScope::Loop),
+                };
+                if let Some(scope) = scope {
+                    // A writer creates its lock file before its temp file.
+                    let lock = self.layout.lock_file(scope);
+                    if !lock.exists() || matches!(DirLock::try_acquire(&lock), Ok(Some(_))) {
+                        let _ = std::fs::remove_file(entry.path());
+                    }
+                }
+                continue;
+            }
+            let Some(key) = name.to_str().and_then(key_from_file_name) else {
+                continue;
+            };
+            let path = entry.path();
+            let loaded = match self.read_mentioning(&path, needle) {
+                Ok(None) => continue,
+                Ok(Some(loaded)) => Ok(loaded),
+                Err(e) => Err(e),
+            };
+            found.push(Scanned {
+                key: key.to_string(),
+                loaded,
+            });
+        }
+        found.sort_by(|a, b| a.key.cmp(&b.key));
+        Ok(found)
+    }
+
+    /// `list_runs`, keeping only the runs whose bytes contain `needle`.
+    pub fn list_runs_mentioning(
+        &self,
+        needle: Option<&[u8]>,
+    ) -> Result<Vec<ListedRun>, StoreError> {
+        let dir = self.layout.runs_dir();
+        if !check_real_dir(&dir)? {
+            return Ok(Vec::new());
+        }
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir(&dir).map_err(StoreError::io("list", &dir))? {
+            let entry = entry.map_err(StoreError::io("list", &dir))?;
+            let name = entry.file_name();
+            let Some(id) = name
+                .to_str()
+                .and_then(|n| n.strip_suffix(".json"))
+                .and_then(|n| RunId::parse(n).ok())
+            else {
+                continue;
+            };
+            let path = entry.path();
+            let loaded = match self.read_mentioning(&path, needle) {
+                Ok(None) => continue,
+                Ok(Some(loaded)) => Ok(loaded),
+                Err(e) => Err(e),
+            };
+            found.push((id.to_string(), loaded));
+        }
+        found.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(found)
+    }
+
+    /// A state file that contains `needle` (any file without one), parsed; `None` for a file
+    /// without it. A file that vanished is an error, as a listed file that cannot be read is.
+    fn read_mentioning<T: DeserializeOwned>(
+        &self,
+        path: &Path,
+        needle: Option<&[u8]>,
+    ) -> Result<Option<Loaded<T>>, StoreError> {
+        let Some(bytes) = read_capped(path, STATE_FILE_CAP)? else {
+            return Err(StoreError::io("read", path)(
+                std::io::ErrorKind::NotFound.into(),
+            ));
+        };
+        if let Some(needle) = needle
+            && !bytes.windows(needle.len().max(1)).any(|w| w == needle)
+        {
+            return Ok(None);
+        }
+        let (state, access) = parse_state(path, &bytes)?;
+        Ok(Some(Loaded {
+            state,
+            path: path.into(),
+            access,
+        }))
+    }
+
     fn read<T: DeserializeOwned>(&self, path: &Path) -> Result<Option<Loaded<T>>, StoreError> {
         if !self.layout.check_state_dir()? {
             return Ok(None);
@@ -204,47 +310,7 @@ impl StateStore for FsStore {
     }
 
     fn scan_loops(&self) -> Result<Vec<Scanned>, StoreError> {
-        let dir = &self.layout.state_dir;
-        if !self.layout.check_state_dir()? {
-            return Ok(Vec::new());
-        }
-        let entries = std::fs::read_dir(dir).map_err(StoreError::io("list", dir))?;
-        let mut found = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(StoreError::io("list", dir))?;
-            let name = entry.file_name();
-            if let Some(target) = orphan_temp_target(&name) {
-                // Every replace writes its temp file under the lock of the file it replaces: a
-                // temp file whose lock is free belongs to a writer that was killed mid-write.
-                let scope = match target {
-                    t if t == LEGACY_LOOP_FILE => Some(LockScope::LegacyLoop),
-                    t if t == PAUSE_FILE => Some(LockScope::Feature),
-                    t if t == BATCH_FILE => Some(LockScope::Batch),
-                    t => key_from_file_name(t).map(LockScope::Loop),
-                };
-                if let Some(scope) = scope {
-                    // A writer creates its lock file before its temp file.
-                    let lock = self.layout.lock_file(scope);
-                    if !lock.exists() || matches!(DirLock::try_acquire(&lock), Ok(Some(_))) {
-                        let _ = std::fs::remove_file(entry.path());
-                    }
-                }
-                continue;
-            }
-            let Some(key) = name.to_str().and_then(key_from_file_name) else {
-                continue;
-            };
-            let path = entry.path();
-            let loaded = self.read(&path).and_then(|l| {
-                l.ok_or_else(|| StoreError::io("read", &path)(std::io::ErrorKind::NotFound.into()))
-            });
-            found.push(Scanned {
-                key: key.to_string(),
-                loaded,
-            });
-        }
-        found.sort_by(|a, b| a.key.cmp(&b.key));
-        Ok(found)
+        self.scan_loops_mentioning(None)
     }
 
     fn read_legacy_loop(&self) -> Result<Option<Loaded<LoopState>>, StoreError> {
@@ -303,29 +369,7 @@ impl StateStore for FsStore {
     }
 
     fn list_runs(&self) -> Result<Vec<ListedRun>, StoreError> {
-        let dir = self.layout.runs_dir();
-        if !check_real_dir(&dir)? {
-            return Ok(Vec::new());
-        }
-        let mut found = Vec::new();
-        for entry in std::fs::read_dir(&dir).map_err(StoreError::io("list", &dir))? {
-            let entry = entry.map_err(StoreError::io("list", &dir))?;
-            let name = entry.file_name();
-            let Some(id) = name
-                .to_str()
-                .and_then(|n| n.strip_suffix(".json"))
-                .and_then(|n| RunId::parse(n).ok())
-            else {
-                continue;
-            };
-            let path = entry.path();
-            let loaded = self.read(&path).and_then(|l| {
-                l.ok_or_else(|| StoreError::io("read", &path)(std::io::ErrorKind::NotFound.into()))
-            });
-            found.push((id.to_string(), loaded));
-        }
-        found.sort_by(|a, b| a.0.cmp(&b.0));
-        Ok(found)
+        self.list_runs_mentioning(None)
     }
 
     fn remove_run(&self, id: &RunId) -> Result<(), StoreError> {

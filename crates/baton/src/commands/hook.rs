@@ -335,14 +335,20 @@ impl Session<'_> {
         if !self.store.exists()? {
             return Ok(owned);
         }
-        for scanned in self.store.scan_loops()? {
+        // Only files that mention the session are parsed. An id JSON would escape is not
+        // looked for in the bytes: every file is parsed then.
+        let plain = session
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'));
+        let needle = plain.then_some(session.as_bytes());
+        for scanned in self.store.scan_loops_mentioning(needle)? {
             if let Ok(loaded) = scanned.loaded
                 && loaded.state.owner() == Some(session)
             {
                 owned.loops.push((scanned.key, loaded.state));
             }
         }
-        for (_, listed) in self.store.list_runs()? {
+        for (_, listed) in self.store.list_runs_mentioning(needle)? {
             if let Ok(loaded) = listed
                 && loaded
                     .state
