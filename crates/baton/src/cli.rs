@@ -6,7 +6,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::commands::{batch, demo, gate, ledger, pause, resume, run, schema, status, ticket_loop};
+use crate::commands::{
+    batch, demo, gate, init, ledger, pause, resume, run, schema, status, ticket_loop,
+};
 use crate::context::Ctx;
 use crate::error::{CommandError, ExitStatus};
 use crate::output::Report;
@@ -55,6 +57,7 @@ enum Command {
     Gate(gate::GateCommand),
     #[command(subcommand)]
     Batch(batch::BatchCommand),
+    Init(init::InitArgs),
     Demo(demo::DemoArgs),
     Schema(schema::SchemaArgs),
 }
@@ -136,6 +139,7 @@ fn dispatch(ctx: &Ctx, command: Command) -> Result<Report, CommandError> {
         Command::Status(args) => status::cmd_status(ctx, args),
         Command::Pause(args) => pause::cmd_pause(ctx, args),
         Command::Log(args) => crate::commands::log::cmd_log(ctx, args),
+        Command::Init(args) => init::cmd_init(ctx, args),
         Command::Demo(args) => demo::cmd_demo(ctx, args),
         Command::Schema(args) => schema::cmd_schema(ctx, args),
         Command::Continue(args) => crate::commands::continue_cmd::cmd_continue(ctx, args),

@@ -4,6 +4,7 @@ pub mod batch;
 pub mod continue_cmd;
 pub mod demo;
 pub mod gate;
+pub mod init;
 pub mod ledger;
 pub mod log;
 pub mod pause;

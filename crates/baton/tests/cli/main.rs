@@ -10,6 +10,7 @@ mod crash;
 mod dinostack;
 mod hostile;
 mod hostile_output;
+mod init;
 mod journal;
 mod ledgers;
 mod live_sessions;
