@@ -6,6 +6,7 @@ pub mod decide;
 pub mod feature;
 pub mod glob;
 pub mod hook;
+pub mod install;
 pub mod key;
 pub mod ledger;
 pub mod model;

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::commands::{
-    batch, demo, gate, hook, ledger, pause, resume, run, schema, status, ticket_loop,
+    batch, demo, gate, hook, init, ledger, pause, resume, run, schema, status, ticket_loop,
 };
 use crate::context::Ctx;
 use crate::error::{CommandError, ExitStatus};
@@ -59,6 +59,7 @@ enum Command {
     #[command(subcommand)]
     Batch(batch::BatchCommand),
     Hook(hook::HookArgs),
+    Init(init::InitArgs),
     Demo(demo::DemoArgs),
     Schema(schema::SchemaArgs),
 }
@@ -145,6 +146,7 @@ fn dispatch(ctx: &Ctx, command: Command) -> Result<Report, CommandError> {
         Command::Pause(args) => pause::cmd_pause(ctx, args),
         Command::Log(args) => crate::commands::log::cmd_log(ctx, args),
         Command::Hook(_) => unreachable!("hooks run before the context is read"),
+        Command::Init(args) => init::cmd_init(ctx, args),
         Command::Demo(args) => demo::cmd_demo(ctx, args),
         Command::Schema(args) => schema::cmd_schema(ctx, args),
         Command::Continue(args) => crate::commands::continue_cmd::cmd_continue(ctx, args),

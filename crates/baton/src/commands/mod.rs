@@ -5,6 +5,7 @@ pub mod continue_cmd;
 pub mod demo;
 pub mod gate;
 pub mod hook;
+pub mod init;
 pub mod ledger;
 pub mod log;
 pub mod pause;

@@ -163,6 +163,11 @@ impl TestEnv {
             .unwrap();
     }
 
+    /// The `HOME` every run sees.
+    pub fn home(&self) -> &Path {
+        &self.home
+    }
+
     pub fn state_dir(&self) -> PathBuf {
         self.repo.join(".agentic")
     }

@@ -11,6 +11,7 @@ mod dinostack;
 mod hooks;
 mod hostile;
 mod hostile_output;
+mod init;
 mod journal;
 mod ledgers;
 mod live_sessions;

@@ -1,0 +1,247 @@
+//! Where `baton init` writes for each client and scope, how it reads and writes those files,
+//! and which `baton` the hooks call.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use crate::context::Ctx;
+use crate::error::{CommandError, ExitStatus};
+use crate::output::shell_quote;
+use baton_core::hook::Client;
+use baton_store::{StoreError, atomic};
+
+/// The files one run touches.
+pub struct Targets {
+    /// The client's hook settings.
+    pub settings: PathBuf,
+    /// The skill file or the file holding the marked block.
+    pub instructions: PathBuf,
+    /// Codex's `config.toml`, where its hook trust lives (Codex only).
+    pub codex_config: Option<PathBuf>,
+    /// The project root (project scope only).
+    pub project: Option<PathBuf>,
+    /// The directory the files belong under: emptied directories below it are removed, never
+    /// it.
+    pub base: PathBuf,
+}
+
+impl Targets {
+    pub fn resolve(ctx: &Ctx, client: Client, user: bool) -> Result<Targets, CommandError> {
+        let home = || -> Result<PathBuf, CommandError> {
+            std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(PathBuf::from)
+                .filter(|h| h.is_absolute())
+                .ok_or_else(|| {
+                    CommandError::usage("HOME is not set to an absolute path")
+                        .hint("set HOME to your home directory")
+                })
+        };
+        let codex_home = || -> Result<PathBuf, CommandError> {
+            let dir = match std::env::var_os("CODEX_HOME").filter(|h| !h.is_empty()) {
+                Some(dir) => ctx.dir.join(dir),
+                None => home()?.join(".codex"),
+            };
+            Ok(dir.canonicalize().unwrap_or(dir))
+        };
+        let project = if user { None } else { Some(ctx.layout()?.root) };
+        let base = match (&project, client) {
+            (Some(root), _) => root.clone(),
+            (None, Client::Codex) => codex_home()?,
+            (None, _) => home()?,
+        };
+        let (settings, instructions) = match (client, user) {
+            (Client::Claude, _) => (
+                base.join(".claude/settings.json"),
+                base.join(".claude/skills/baton/SKILL.md"),
+            ),
+            (Client::Codex, false) => (base.join(".codex/hooks.json"), base.join("AGENTS.md")),
+            (Client::Codex, true) => (base.join("hooks.json"), base.join("AGENTS.md")),
+            (Client::Gemini, false) => (base.join(".gemini/settings.json"), base.join("GEMINI.md")),
+            (Client::Gemini, true) => (
+                base.join(".gemini/settings.json"),
+                base.join(".gemini/GEMINI.md"),
+            ),
+        };
+        let codex_config = match client {
+            Client::Codex => Some(codex_home()?.join("config.toml")),
+            _ => None,
+        };
+        Ok(Targets {
+            settings,
+            instructions,
+            codex_config,
+            project,
+            base,
+        })
+    }
+
+    /// A path as the summary shows it: relative to the project root in project scope.
+    pub fn display(&self, path: &Path) -> String {
+        match &self.project {
+            Some(root) => path
+                .strip_prefix(root)
+                .unwrap_or(path)
+                .display()
+                .to_string(),
+            None => path.display().to_string(),
+        }
+    }
+}
+
+/// How the hooks call baton.
+pub struct Program {
+    /// `baton`, or the shell-quoted absolute path of this executable.
+    pub command: String,
+    pub path: PathBuf,
+    /// Whether the `baton` found on PATH is this executable.
+    pub on_path: bool,
+}
+
+pub fn baton_program() -> Result<Program, CommandError> {
+    let path = std::env::current_exe()
+        .and_then(|p| p.canonicalize())
+        .map_err(|e| {
+            CommandError::new(
+                ExitStatus::Failure,
+                format!("cannot find this executable's path: {e}"),
+            )
+        })?;
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join("baton"))
+            .find(|candidate| {
+                candidate
+                    .metadata()
+                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            })
+    });
+    let on_path = found
+        .and_then(|p| p.canonicalize().ok())
+        .is_some_and(|p| p == path);
+    let command = if on_path {
+        "baton".to_string()
+    } else {
+        shell_quote(&path.to_string_lossy())
+    };
+    Ok(Program {
+        command,
+        path,
+        on_path,
+    })
+}
+
+/// One file's text before and after (`None`: no file).
+pub struct Change {
+    pub path: PathBuf,
+    pub old: Option<String>,
+    pub new: Option<String>,
+}
+
+impl Change {
+    pub fn new(path: PathBuf, old: Option<String>, new: Option<String>) -> Change {
+        Change { path, old, new }
+    }
+
+    pub fn changed(&self) -> bool {
+        self.old != self.new
+    }
+
+    pub fn action(&self) -> &'static str {
+        match (&self.old, &self.new) {
+            _ if !self.changed() => "unchanged",
+            (None, Some(_)) => "created",
+            (Some(_), None) => "deleted",
+            _ => "updated",
+        }
+    }
+
+    /// A unified diff of the change, empty when there is none.
+    pub fn diff(&self, targets: &Targets) -> String {
+        if !self.changed() {
+            return String::new();
+        }
+        let name = targets.display(&self.path);
+        let old_name = if self.old.is_some() {
+            format!("a/{name}")
+        } else {
+            "/dev/null".to_string()
+        };
+        let new_name = if self.new.is_some() {
+            format!("b/{name}")
+        } else {
+            "/dev/null".to_string()
+        };
+        let old = self.old.as_deref().unwrap_or_default();
+        let new = self.new.as_deref().unwrap_or_default();
+        similar::TextDiff::from_lines(old, new)
+            .unified_diff()
+            .context_radius(3)
+            .header(&old_name, &new_name)
+            .missing_newline_hint(true)
+            .to_string()
+    }
+
+    /// Writes the new text in one atomic replace (through a symlink to its target), or
+    /// deletes the file and the directories its removal leaves empty.
+    pub fn apply(&self, targets: &Targets) -> Result<(), CommandError> {
+        if !self.changed() {
+            return Ok(());
+        }
+        let target = write_target(&self.path);
+        match &self.new {
+            Some(text) => {
+                if let Some(dir) = target.parent() {
+                    std::fs::create_dir_all(dir)
+                        .map_err(StoreError::io("create directory", dir))?;
+                }
+                let mode = target
+                    .metadata()
+                    .map(|m| m.permissions().mode() & 0o7777)
+                    .unwrap_or(0o644);
+                atomic::replace_with_mode(&target, text.as_bytes(), mode)?;
+            }
+            None => {
+                std::fs::remove_file(&target).map_err(StoreError::io("remove", &target))?;
+                if let Some(parent) = target.parent() {
+                    atomic::sync_dir(parent)?;
+                }
+                let mut dir = self.path.parent();
+                while let Some(d) = dir {
+                    if d == targets.base || !d.starts_with(&targets.base) {
+                        break;
+                    }
+                    // Only an empty directory goes; anything else stops the walk.
+                    if std::fs::remove_dir(d).is_err() {
+                        break;
+                    }
+                    dir = d.parent();
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A settings file kept as a symlink (a dotfiles repository) is written through the link.
+fn write_target(path: &Path) -> PathBuf {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => {
+            std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+        }
+        _ => path.to_path_buf(),
+    }
+}
+
+/// A file's text, `None` when there is none.
+pub fn read(path: &Path) -> Result<Option<String>, CommandError> {
+    match std::fs::read(path) {
+        Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|_| {
+            CommandError::usage(format!("{} is not UTF-8 text", path.display())).hint(
+                "fix the file (or move it aside) and run the command again; nothing was changed",
+            )
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(StoreError::io("read", path)(e).into()),
+    }
+}

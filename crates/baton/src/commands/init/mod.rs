@@ -1,0 +1,222 @@
+//! `baton init claude|codex|gemini`: installs baton's hooks into an agent client's settings,
+//! the trust Codex needs before it runs them, and a short text telling the agent when to call
+//! baton. The edits themselves are pure (`baton_core::install`); this module finds the files,
+//! reads them, and writes every change only once all of them are known to be possible.
+
+mod files;
+
+use std::path::Path;
+
+use clap::Args;
+use serde_json::json;
+
+use crate::context::Ctx;
+use crate::error::{CommandError, ExitStatus};
+use crate::output::Report;
+use baton_core::hook::Client;
+use baton_core::install::codex_trust::{self, TrustChange};
+use baton_core::install::{instructions, settings};
+use files::{Change, Targets};
+
+/// Install baton's hooks into an agent client's settings, keeping every entry and key the user
+/// had: Claude Code (`.claude/settings.json`), Codex (`.codex/hooks.json`) or Gemini CLI
+/// (`.gemini/settings.json`).
+///
+/// Also installs a short text telling the agent when to call baton (a `baton` skill for Claude
+/// Code, a marked block in `AGENTS.md` for Codex and in `GEMINI.md` for Gemini CLI) and, for
+/// Codex, the per-handler trust entries in `$CODEX_HOME/config.toml` without which Codex runs
+/// no hook. Running it again changes nothing; `--remove` takes out exactly what it put in.
+/// The hooks call `baton` by name when the `baton` on PATH is this executable, else by its
+/// full path. See docs/init.md.
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The agent client: `claude` (Claude Code), `codex` (Codex CLI) or `gemini` (Gemini CLI).
+    #[arg(value_parser = Client::NAMES, value_name = "CLIENT")]
+    client: String,
+    /// Print a unified diff of every file that would change, and change nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Remove baton's hook entries, trust entries and instruction text instead of installing
+    /// them.
+    #[arg(long)]
+    remove: bool,
+    /// Install into the user's own settings (`~/.claude`, `$CODEX_HOME` or `~/.codex`,
+    /// `~/.gemini`) instead of the project's.
+    #[arg(long)]
+    user: bool,
+    /// Codex only: also mark the project trusted in `$CODEX_HOME/config.toml`, which Codex
+    /// requires before it runs a project's hooks.
+    #[arg(long, conflicts_with_all = ["remove", "user"])]
+    trust_project: bool,
+}
+
+pub fn cmd_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> {
+    let client = Client::parse(&args.client)
+        .ok_or_else(|| CommandError::usage(format!("unknown client {:?}", args.client)))?;
+    if args.trust_project && client != Client::Codex {
+        return Err(CommandError::usage(
+            "`--trust-project` is for Codex: Claude Code and Gemini CLI keep no per-project hook trust in a file baton edits",
+        )
+        .hint(format!("run `baton init {}` without it", client.as_str())));
+    }
+    let targets = Targets::resolve(ctx, client, args.user)?;
+    let program = files::baton_program()?;
+    let changes = plan(client, &targets, &program.command, &args)?;
+
+    let mut report = if args.dry_run {
+        let diff: String = changes.iter().map(|c| c.diff(&targets)).collect();
+        let text = if diff.is_empty() {
+            "nothing to change".to_string()
+        } else {
+            diff
+        };
+        Report::ok(json!({}), text)
+    } else {
+        for change in &changes {
+            change.apply(&targets)?;
+        }
+        let lines: Vec<String> = changes
+            .iter()
+            .filter(|c| c.changed())
+            .map(|c| format!("{} {}", c.action(), targets.display(&c.path)))
+            .collect();
+        let text = if lines.is_empty() {
+            "nothing to change".to_string()
+        } else {
+            lines.join("\n")
+        };
+        Report::ok(json!({}), text)
+    };
+    let file_list: Vec<serde_json::Value> = changes
+        .iter()
+        .map(|c| {
+            json!({
+                "path": c.path.display().to_string(),
+                "action": c.action(),
+                "changed": c.changed(),
+            })
+        })
+        .collect();
+    report = report
+        .with("client", client.as_str())
+        .with("scope", if args.user { "user" } else { "project" })
+        .with("dry_run", args.dry_run)
+        .with("remove", args.remove)
+        .with("changed", changes.iter().any(Change::changed))
+        .with("files", file_list);
+    if !args.remove {
+        report = report.with("command", program.command.clone());
+        for note in notes(client, &targets, &program, &changes, &args) {
+            report = report.note(note);
+        }
+    }
+    Ok(report)
+}
+
+/// Every file's old and new text, or the error that stops the whole command before anything
+/// is written.
+fn plan(
+    client: Client,
+    targets: &Targets,
+    baton: &str,
+    args: &InitArgs,
+) -> Result<Vec<Change>, CommandError> {
+    let mut changes = Vec::new();
+
+    let old = files::read(&targets.settings)?;
+    let edited = if args.remove {
+        settings::uninstall(old.as_deref(), client)
+    } else {
+        settings::install(old.as_deref(), client, baton)
+    }
+    .map_err(|e| refuse(&targets.settings, &e.to_string(), client, args))?;
+    changes.push(Change::new(
+        targets.settings.clone(),
+        old,
+        edited.text.clone(),
+    ));
+
+    let old = files::read(&targets.instructions)?;
+    let new = match (client, args.remove) {
+        (Client::Claude, false) => Some(instructions::skill_file()),
+        (Client::Claude, true) => None,
+        (_, false) => Some(instructions::upsert_block(old.as_deref())),
+        (_, true) => old.as_deref().and_then(instructions::remove_block),
+    };
+    changes.push(Change::new(targets.instructions.clone(), old, new));
+
+    if let Some(config) = &targets.codex_config {
+        let hooks_file = targets.settings.display().to_string();
+        let project = targets.project.as_ref().map(|p| p.display().to_string());
+        let change = TrustChange {
+            hooks_file: &hooks_file,
+            before: &edited.before,
+            after: &edited.after,
+            moved: &edited.moved,
+            trust_project: project.as_deref().filter(|_| args.trust_project),
+            remaining: args.remove.then_some(edited.handlers.as_slice()),
+        };
+        let old = files::read(config)?;
+        let new = codex_trust::apply(old.as_deref(), &change)
+            .map_err(|e| refuse(config, &format!("is not valid TOML: {e}"), client, args))?;
+        changes.push(Change::new(config.clone(), old, new));
+    }
+    Ok(changes)
+}
+
+fn refuse(path: &Path, problem: &str, client: Client, args: &InitArgs) -> CommandError {
+    let again = if args.remove {
+        format!("baton init {} --remove", client.as_str())
+    } else {
+        format!("baton init {}", client.as_str())
+    };
+    CommandError::new(ExitStatus::Usage, format!("{} {problem}", path.display())).hint(format!(
+        "fix the file (or move it aside), then run `{again}` again; nothing was changed"
+    ))
+}
+
+/// What the user has to do that baton cannot: put baton on the agent's PATH, trust the
+/// project.
+fn notes(
+    client: Client,
+    targets: &Targets,
+    program: &files::Program,
+    changes: &[Change],
+    args: &InitArgs,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    if !program.on_path {
+        out.push(format!(
+            "note: the `baton` on PATH is not this executable, so the hooks call {}; the agent's own tool calls run `baton` by name: put baton on the PATH they see (for example in /usr/local/bin)",
+            program.path.display()
+        ));
+    }
+    match client {
+        Client::Codex => {
+            out.push(
+                "note: Codex runs tool calls in a login shell (`bash -lc`) whose PATH comes from /etc/profile and ~/.profile: install baton in /usr/local/bin, or add a PATH line for its directory to ~/.profile"
+                    .to_string(),
+            );
+            let trusted = targets.project.as_ref().is_none_or(|project| {
+                let config = changes
+                    .iter()
+                    .find(|c| Some(&c.path) == targets.codex_config.as_ref())
+                    .and_then(|c| c.new.as_deref())
+                    .unwrap_or_default();
+                codex_trust::is_project_trusted(config, &project.display().to_string())
+            });
+            if !trusted && !args.trust_project && !args.user {
+                out.push(
+                    "note: Codex runs a project's hooks only in a trusted project, and this one is not: run `baton init codex --trust-project` (or trust it when Codex asks)"
+                        .to_string(),
+                );
+            }
+        }
+        Client::Gemini if !args.user => out.push(
+            "note: Gemini CLI reads `.gemini/settings.json` only in a trusted folder: trust the project when Gemini asks"
+                .to_string(),
+        ),
+        _ => {}
+    }
+    out
+}
