@@ -221,7 +221,7 @@ impl Session<'_> {
         }
         record.swept_at = Some(format_ts(now));
         self.files.write_record(&record)?;
-        first_error.map_or(Ok(()), Err)
+        owned.outcome(first_error)
     }
 
     /// A failure or a session end: what the session owns is interrupted, with the reason the
@@ -286,7 +286,7 @@ impl Session<'_> {
                 first_error.get_or_insert(e);
             }
         }
-        first_error.map_or(Ok(()), Err)
+        owned.outcome(first_error)
     }
 
     /// Before a compaction: one `checkpoint` event in the journal of each loop the session
@@ -342,21 +342,31 @@ impl Session<'_> {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'));
         let needle = plain.then_some(session.as_bytes());
         for scanned in self.store.scan_loops_mentioning(needle)? {
-            if let Ok(loaded) = scanned.loaded
-                && loaded.state.owner() == Some(session)
-            {
-                owned.loops.push((scanned.key, loaded.state));
+            match scanned.loaded {
+                Ok(loaded) if loaded.state.owner() == Some(session) => {
+                    owned.loops.push((scanned.key, loaded.state));
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    owned.unreadable.get_or_insert(e.to_string());
+                }
             }
         }
         for (_, listed) in self.store.list_runs_mentioning(needle)? {
-            if let Ok(loaded) = listed
-                && loaded
-                    .state
-                    .lease
-                    .as_ref()
-                    .is_some_and(|l| l.session.as_deref() == Some(session))
-            {
-                owned.runs.push(loaded.state);
+            match listed {
+                Ok(loaded)
+                    if loaded
+                        .state
+                        .lease
+                        .as_ref()
+                        .is_some_and(|l| l.session.as_deref() == Some(session)) =>
+                {
+                    owned.runs.push(loaded.state);
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    owned.unreadable.get_or_insert(e.to_string());
+                }
             }
         }
         Ok(owned)
@@ -375,6 +385,22 @@ impl Session<'_> {
 struct Owned {
     loops: Vec<(String, LoopState)>,
     runs: Vec<RunState>,
+    /// The first state file that mentions the session but could not be read.
+    unreadable: Option<String>,
+}
+
+impl Owned {
+    /// The first error of a pass over the owned files, else the unreadable file skipped.
+    fn outcome(&self, first_error: Option<CommandError>) -> Result<(), CommandError> {
+        match (first_error, &self.unreadable) {
+            (Some(e), _) => Err(e),
+            (None, Some(what)) => Err(CommandError::new(
+                crate::error::ExitStatus::Failure,
+                format!("skipped: {what}"),
+            )),
+            (None, None) => Ok(()),
+        }
+    }
 }
 
 /// Whether a refresh at `at` still holds at `now`.

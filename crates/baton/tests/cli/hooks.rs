@@ -470,3 +470,25 @@ fn a_tool_call_is_attributed_to_its_session() {
     to_run(out).assert_code(0);
     assert_eq!(loop_state(&env, "T-2")["session_id"], session.as_str());
 }
+
+/// A state file the hook cannot read is named on the one stderr line; the session's other
+/// work is still interrupted.
+#[test]
+fn an_unreadable_file_is_named_and_the_rest_still_interrupted() {
+    let env = TestEnv::new();
+    let failure = fixture("claude-code-2.1.332/StopFailure.after-429.json");
+    let session = session_of(&failure);
+    two_loops(&env, &session);
+    let torn = env.state_dir().join("loop-state-TORN.json");
+    std::fs::write(&torn, format!("{{\"session_id\": \"{session}\", \"phase\"")).unwrap();
+    let out = hook(&env, "claude", "StopFailure", &failure, &at(5));
+    out.assert_code(0);
+    assert_eq!(out.stdout, "");
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("loop-state-TORN.json"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(loop_state(&env, "T-1")["interrupt_reason"], "rate_limit");
+}
