@@ -1,0 +1,561 @@
+//! The real agent clients (Claude Code, Codex, Gemini CLI), run headless against a fake model API
+//! in a temp project (a fresh git repository) with a temp HOME.
+//!
+//! The pinned clients come from `$BATON_E2E_CLIENTS/node_modules/.bin/` when that is set, else
+//! from `<workspace>/target/e2e-clients/node_modules/.bin/`, installed there with npm on first
+//! use. Without npm or a reachable registry `Harness::new` says once per test that the test is
+//! skipped, and returns `None`.
+
+use std::fmt;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::fake_api::{FakeApi, Reply};
+
+/// The versions the harness installs; the hook formats and facts it relies on are theirs.
+pub const PINNED: [&str; 3] = [
+    "@anthropic-ai/claude-code@2.1.332",
+    "@openai/codex@0.171.0",
+    "@google/gemini-cli@0.61.0",
+];
+
+/// How long one client run may take before it is killed and the test fails.
+const RUN_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The model Gemini CLI is told to use; naming one keeps it from routing and retrying.
+pub const GEMINI_MODEL: &str = "gemini-2.5-flash";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Client {
+    Claude,
+    Codex,
+    Gemini,
+}
+
+impl Client {
+    fn program(self) -> &'static str {
+        match self {
+            Client::Claude => "claude",
+            Client::Codex => "codex",
+            Client::Gemini => "gemini",
+        }
+    }
+}
+
+/// The folder holding the clients' executables, or why there is none.
+fn clients_bin() -> Result<PathBuf, String> {
+    static BIN: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Some(dir) = std::env::var_os("BATON_E2E_CLIENTS") {
+            let bin = PathBuf::from(dir).join("node_modules/.bin");
+            return if all_present(&bin) {
+                Ok(bin)
+            } else {
+                Err(format!(
+                    "BATON_E2E_CLIENTS is set but {} lacks claude, codex or gemini",
+                    bin.display()
+                ))
+            };
+        }
+        let prefix = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/e2e-clients");
+        let bin = prefix.join("node_modules/.bin");
+        if all_present(&bin) {
+            return Ok(bin);
+        }
+        std::fs::create_dir_all(&prefix).map_err(|e| format!("cannot create {prefix:?}: {e}"))?;
+        let out = Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&prefix)
+            .args(PINNED)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("npm cannot be run ({e})"))?;
+        if !out.status.success() {
+            let err = String::from_utf8_lossy(&out.stderr);
+            let last = err.lines().rev().find(|l| !l.trim().is_empty());
+            return Err(format!(
+                "npm install of the clients failed ({}): {}",
+                out.status,
+                last.unwrap_or("no message")
+            ));
+        }
+        if all_present(&bin) {
+            Ok(bin)
+        } else {
+            Err(format!("npm install left no clients in {}", bin.display()))
+        }
+    })
+    .clone()
+}
+
+fn all_present(bin: &Path) -> bool {
+    ["claude", "codex", "gemini"]
+        .iter()
+        .all(|c| bin.join(c).exists())
+}
+
+/// The baton binary under test.
+pub fn baton_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_baton"))
+}
+
+/// What one client run did.
+pub struct Outcome {
+    /// The exit code; `None` when a signal ended the client.
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "exit {:?} after {:.1?}\n--- stdout\n{}\n--- stderr\n{}",
+            self.code, self.elapsed, self.stdout, self.stderr
+        )
+    }
+}
+
+/// One hook configured by hand in a client's settings.
+struct Hook {
+    event: String,
+    command: String,
+}
+
+/// A temp HOME and project, a fake API, and one client configured to use them.
+pub struct Harness {
+    pub client: Client,
+    pub api: FakeApi,
+    pub home: PathBuf,
+    pub project: PathBuf,
+    bin: PathBuf,
+    hooks: Vec<Hook>,
+    /// Codex only: write each hook's trust entry with the hash of another command.
+    codex_trust_spoiled: bool,
+    _tmp: tempfile::TempDir,
+}
+
+impl Harness {
+    /// A fresh harness for `client`, the fake API serving `script`; `None` (after one line on
+    /// stderr) when the clients cannot be had on this machine.
+    pub fn new(client: Client, test: &str, script: Vec<Reply>) -> Option<Harness> {
+        let bin = match clients_bin() {
+            Ok(bin) => bin,
+            Err(why) => {
+                // Straight to the process's stderr, past the test harness's capture, so the
+                // skip shows in the log of a passing run.
+                use std::io::Write;
+                let line = format!("e2e test {test} skipped: {why}\n");
+                let _ = std::io::stderr().write_all(line.as_bytes());
+                return None;
+            }
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        // Canonical paths: the clients resolve symlinks in the cwd, and hook trust is keyed by
+        // the path they see.
+        let root = tmp.path().canonicalize().unwrap();
+        let home = root.join("home");
+        let project = root.join("project");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&project).unwrap();
+        let git = Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(&project)
+            .output()
+            .expect("git runs");
+        assert!(git.status.success(), "git init: {git:?}");
+        // Codex runs tool calls in a login shell (`bash -lc`), and /etc/profile there sets PATH
+        // afresh, dropping whatever the client itself was started with. A login bash reads
+        // ~/.bash_profile after /etc/profile (and sh reads ~/.profile), so both put the folder
+        // of the baton binary under test back in front.
+        let baton_dir = baton_bin().parent().unwrap().to_path_buf();
+        let profile = format!(
+            "export PATH={}:\"$PATH\"\n",
+            shell_quote(&baton_dir.to_string_lossy())
+        );
+        std::fs::write(home.join(".bash_profile"), &profile).unwrap();
+        std::fs::write(home.join(".profile"), &profile).unwrap();
+        let harness = Harness {
+            client,
+            api: FakeApi::start(script),
+            home,
+            project,
+            bin,
+            hooks: Vec::new(),
+            codex_trust_spoiled: false,
+            _tmp: tmp,
+        };
+        harness.write_config();
+        Some(harness)
+    }
+
+    /// Configures `command` as a handler of `event` (the client's own event name) in the
+    /// client's settings, as a user would by hand.
+    pub fn add_hook(&mut self, event: &str, command: &str) {
+        self.hooks.push(Hook {
+            event: event.into(),
+            command: command.into(),
+        });
+        self.write_config();
+    }
+
+    /// Codex only: from now on every hook's trust entry holds the hash of a slightly different
+    /// command, as after the hook was edited without being trusted again.
+    pub fn spoil_codex_trust(&mut self) {
+        self.codex_trust_spoiled = true;
+        self.write_config();
+    }
+
+    /// Removes every hand-configured hook.
+    pub fn clear_hooks(&mut self) {
+        self.hooks.clear();
+        self.write_config();
+    }
+
+    fn hooks_json(&self, group: impl Fn(&Hook) -> Value) -> Value {
+        let mut events = serde_json::Map::new();
+        for hook in &self.hooks {
+            let list = events
+                .entry(hook.event.clone())
+                .or_insert_with(|| json!([]));
+            list.as_array_mut().unwrap().push(group(hook));
+        }
+        Value::Object(events)
+    }
+
+    fn write_config(&self) {
+        match self.client {
+            Client::Claude => {
+                let hooks = self.hooks_json(|h| {
+                    json!({"matcher": "", "hooks": [{"type": "command", "command": h.command}]})
+                });
+                write_json(
+                    &self.project.join(".claude/settings.json"),
+                    &json!({"hooks": hooks}),
+                );
+            }
+            Client::Codex => self.write_codex_config(),
+            Client::Gemini => {
+                let hooks = self.hooks_json(|h| {
+                    json!({"matcher": "*", "hooks": [{"type": "command", "command": h.command,
+                        "timeout": 30000}]})
+                });
+                write_json(
+                    &self.home.join(".gemini/settings.json"),
+                    &json!({
+                        "security": {"auth": {"selectedType": "gemini-api-key"}},
+                        "general": {"maxAttempts": 1},
+                        "hooks": hooks,
+                    }),
+                );
+                let mut trusted = serde_json::Map::new();
+                trusted.insert(
+                    self.project.to_string_lossy().into_owned(),
+                    json!("TRUST_FOLDER"),
+                );
+                write_json(
+                    &self.home.join(".gemini/trustedFolders.json"),
+                    &Value::Object(trusted),
+                );
+            }
+        }
+    }
+
+    /// `$CODEX_HOME/config.toml` for the fake provider, and the project's hooks in
+    /// `<project>/.codex/hooks.json` with the trust entries Codex needs before it runs them.
+    fn write_codex_config(&self) {
+        const HOOK_TIMEOUT: u64 = 30;
+        let codex_home = self.home.join(".codex");
+        std::fs::create_dir_all(&codex_home).unwrap();
+        let mut config = format!(
+            "model = \"gpt-fake\"\n\
+             model_provider = \"fake\"\n\
+             approval_policy = \"never\"\n\
+             sandbox_mode = \"danger-full-access\"\n\
+             \n\
+             [model_providers.fake]\n\
+             name = \"fake\"\n\
+             base_url = \"{}/v1\"\n\
+             env_key = \"FAKE_OPENAI_KEY\"\n\
+             wire_api = \"responses\"\n\
+             request_max_retries = 0\n\
+             stream_max_retries = 0\n\
+             \n\
+             [projects.{}]\n\
+             trust_level = \"trusted\"\n",
+            self.api.base_url(),
+            toml_string(&self.project.to_string_lossy()),
+        );
+        if !self.hooks.is_empty() {
+            let hooks_path = self.project.join(".codex/hooks.json");
+            let hooks = self.hooks_json(|h| {
+                json!({"hooks": [{"type": "command", "command": h.command,
+                    "timeout": HOOK_TIMEOUT}]})
+            });
+            write_json(&hooks_path, &json!({"hooks": hooks}));
+            let mut group_index = std::collections::HashMap::<&str, usize>::new();
+            for hook in &self.hooks {
+                let index = group_index.entry(&hook.event).or_default();
+                let event = snake_case(&hook.event);
+                let key = format!("{}:{event}:{index}:0", hooks_path.display());
+                let trusted_command = if self.codex_trust_spoiled {
+                    format!("{} ", hook.command)
+                } else {
+                    hook.command.clone()
+                };
+                config += &format!(
+                    "\n[hooks.state.{}]\ntrusted_hash = \"{}\"\n",
+                    toml_string(&key),
+                    codex_trusted_hash(&event, &trusted_command, HOOK_TIMEOUT)
+                );
+                *index += 1;
+            }
+        }
+        std::fs::write(codex_home.join("config.toml"), config).unwrap();
+    }
+
+    /// Runs the client headless on `prompt`, starting a new session.
+    pub fn run(&self, prompt: &str) -> Outcome {
+        let args: Vec<String> = match self.client {
+            Client::Claude => vec![
+                "-p".into(),
+                prompt.into(),
+                "--allowedTools".into(),
+                "Bash".into(),
+            ],
+            Client::Codex => vec!["exec".into(), prompt.into()],
+            Client::Gemini => gemini_args(&[], prompt),
+        };
+        self.run_args(&args)
+    }
+
+    /// Runs the client headless on `prompt`, resuming its latest session in the project.
+    pub fn resume(&self, prompt: &str) -> Outcome {
+        let args: Vec<String> = match self.client {
+            Client::Claude => vec![
+                "--continue".into(),
+                "-p".into(),
+                prompt.into(),
+                "--allowedTools".into(),
+                "Bash".into(),
+            ],
+            Client::Codex => vec![
+                "exec".into(),
+                "resume".into(),
+                "--last".into(),
+                prompt.into(),
+            ],
+            Client::Gemini => gemini_args(&["-r", "latest"], prompt),
+        };
+        self.run_args(&args)
+    }
+
+    /// Runs the client with these arguments in the project, with a cleared environment that
+    /// holds only what it needs to reach the fake API; killed after `RUN_TIMEOUT`.
+    pub fn run_args(&self, args: &[String]) -> Outcome {
+        let mut cmd = Command::new(self.bin.join(self.client.program()));
+        cmd.args(args)
+            .current_dir(&self.project)
+            .env_clear()
+            .env("PATH", self.path_var())
+            .env("HOME", &self.home)
+            .env("USER", "root")
+            .env("LANG", "C.UTF-8")
+            .env("SHELL", "/bin/bash")
+            .env("TERM", "dumb")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        match self.client {
+            Client::Claude => {
+                // No retries, as for the other two clients (Codex `request_max_retries = 0`,
+                // Gemini `maxAttempts: 1`): a 429 ends the run at once instead of after a
+                // backoff of many seconds.
+                cmd.env("ANTHROPIC_API_KEY", "sk-ant-fake")
+                    .env("ANTHROPIC_BASE_URL", self.api.base_url())
+                    .env("CLAUDE_CODE_MAX_RETRIES", "0");
+            }
+            Client::Codex => {
+                cmd.env("CODEX_HOME", self.home.join(".codex"))
+                    .env("FAKE_OPENAI_KEY", "x");
+            }
+            Client::Gemini => {
+                cmd.env("GEMINI_API_KEY", "fake")
+                    .env("GOOGLE_GEMINI_BASE_URL", self.api.base_url());
+            }
+        }
+        run_with_timeout(cmd, RUN_TIMEOUT)
+    }
+
+    /// The baton binary's folder, then the PATH the tests were started with (node lives there).
+    fn path_var(&self) -> String {
+        let baton_dir = baton_bin().parent().unwrap().to_path_buf();
+        let inherited = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into());
+        format!("{}:{inherited}", baton_dir.display())
+    }
+
+    /// A file in the project, as a string ("" when absent).
+    pub fn read(&self, name: &str) -> String {
+        std::fs::read_to_string(self.project.join(name)).unwrap_or_default()
+    }
+}
+
+fn gemini_args(extra: &[&str], prompt: &str) -> Vec<String> {
+    let mut args: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+    args.extend(
+        ["-p", prompt, "--approval-mode", "yolo", "-m", GEMINI_MODEL]
+            .iter()
+            .map(|s| s.to_string()),
+    );
+    args
+}
+
+/// Spawns `cmd` in its own process group and waits at most `timeout`; on timeout the group is
+/// killed and the test fails with what the client printed. When the client exits, whatever it
+/// left running in its group is killed too, so the pipes close.
+fn run_with_timeout(mut cmd: Command, timeout: Duration) -> Outcome {
+    use std::os::unix::process::CommandExt;
+    cmd.process_group(0);
+    let start = Instant::now();
+    let mut child = cmd.spawn().expect("the client starts");
+    let pgid = child.id() as i32;
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let out_reader = thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let err_reader = thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if start.elapsed() > timeout {
+            break None;
+        }
+        thread::sleep(Duration::from_millis(50));
+    };
+    let elapsed = start.elapsed();
+    // SAFETY: kill(2) on the process group this function created; no memory is involved.
+    unsafe {
+        libc::kill(-pgid, libc::SIGKILL);
+    }
+    let timed_out = status.is_none();
+    let status = status.unwrap_or_else(|| child.wait().unwrap());
+    let outcome = Outcome {
+        code: status.code(),
+        stdout: out_reader.join().unwrap(),
+        stderr: err_reader.join().unwrap(),
+        elapsed,
+    };
+    assert!(!timed_out, "the client ran over {timeout:?}: {outcome}");
+    outcome
+}
+
+fn write_json(path: &Path, value: &Value) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, serde_json::to_string_pretty(value).unwrap()).unwrap();
+}
+
+/// A TOML basic string (JSON string escapes are valid TOML ones).
+fn toml_string(s: &str) -> String {
+    serde_json::to_string(s).unwrap()
+}
+
+/// A string as one single-quoted shell word.
+pub fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// `SessionStart` -> `session_start`, as Codex names events in its hook-trust keys.
+pub fn snake_case(event: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in event.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// JSON with every object's keys sorted and no whitespace.
+fn canonical_json(value: &Value) -> String {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            let fields: Vec<String> = keys
+                .iter()
+                .map(|k| format!("{}:{}", Value::from(k.as_str()), canonical_json(&map[*k])))
+                .collect();
+            format!("{{{}}}", fields.join(","))
+        }
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(canonical_json).collect();
+            format!("[{}]", items.join(","))
+        }
+        other => other.to_string(),
+    }
+}
+
+/// The `trusted_hash` Codex expects in `[hooks.state."<key>"]` for one command handler with no
+/// matcher: `sha256:` and the hex digest of the canonical JSON of the event name and handler.
+pub fn codex_trusted_hash(snake_event: &str, command: &str, timeout_secs: u64) -> String {
+    let identity = json!({
+        "event_name": snake_event,
+        "hooks": [{"async": false, "command": command, "timeout": timeout_secs,
+            "type": "command"}],
+    });
+    let digest = Sha256::digest(canonical_json(&identity).as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_json_sorts_keys_and_drops_whitespace() {
+        let v = json!({"b": 1, "a": [{"z": true, "y": "x y"}]});
+        assert_eq!(canonical_json(&v), r#"{"a":[{"y":"x y","z":true}],"b":1}"#);
+    }
+
+    #[test]
+    fn snake_case_of_event_names() {
+        assert_eq!(snake_case("SessionStart"), "session_start");
+        assert_eq!(snake_case("UserPromptSubmit"), "user_prompt_submit");
+        assert_eq!(snake_case("Stop"), "stop");
+    }
+
+    #[test]
+    fn codex_trusted_hash_is_sha256_of_the_canonical_handler() {
+        // The digest `sha256sum` gives for the canonical JSON
+        // {"event_name":"session_start","hooks":[{"async":false,"command":"echo hi",
+        // "timeout":30,"type":"command"}]}
+        assert_eq!(
+            codex_trusted_hash("session_start", "echo hi", 30),
+            "sha256:59cef8dd19f237d2b895f105e1b58dbe36fc741179e521988935609cfe668f31"
+        );
+    }
+}

@@ -1,0 +1,458 @@
+//! A fake model API on 127.0.0.1: one small HTTP/1.1 server that speaks the three wire protocols
+//! the clients use (Anthropic Messages, OpenAI Responses, Gemini `streamGenerateContent`) and
+//! answers the main agent's requests from a script.
+//!
+//! Every connection gets one answer and is closed (`Connection: close`), so a streamed body ends
+//! when the socket does and no keep-alive bookkeeping is needed.
+//!
+//! Main-agent requests are the ones that offer the model tools (`tools` non-empty in the JSON
+//! body); only those consume the script. The clients' other requests (titles, summaries,
+//! next-speaker checks, quota probes) carry no tools and get a harmless text answer.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::thread;
+
+use serde_json::{Value, json};
+
+/// One scripted answer to a main-agent request.
+#[derive(Clone, Debug)]
+pub enum Reply {
+    /// An ordinary final answer: the turn ends.
+    Text(String),
+    /// A tool call that makes the client run this command with its own shell tool.
+    Shell(String),
+    /// HTTP 429 with the API's own rate-limit error body.
+    RateLimit,
+}
+
+/// One request the server received.
+#[derive(Clone, Debug)]
+pub struct Request {
+    pub method: String,
+    pub path: String,
+    pub body: String,
+    /// Whether it was a main-agent request (it offered tools), which consumed the script.
+    pub main: bool,
+}
+
+#[derive(Default)]
+struct State {
+    script: VecDeque<Reply>,
+    requests: Vec<Request>,
+    counter: u64,
+}
+
+pub struct FakeApi {
+    port: u16,
+    state: Arc<Mutex<State>>,
+}
+
+impl FakeApi {
+    /// Starts the server on an ephemeral port with `script` as the queue of main-agent replies.
+    /// Once the script is used up, every main request is answered `Text("done")`.
+    pub fn start(script: Vec<Reply>) -> FakeApi {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the fake API");
+        let port = listener.local_addr().unwrap().port();
+        let state = Arc::new(Mutex::new(State {
+            script: script.into(),
+            ..State::default()
+        }));
+        let shared = Arc::clone(&state);
+        thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                let shared = Arc::clone(&shared);
+                thread::spawn(move || {
+                    if let Err(e) = serve(stream, &shared) {
+                        eprintln!("fake API: connection error: {e}");
+                    }
+                });
+            }
+        });
+        FakeApi { port, state }
+    }
+
+    /// `http://127.0.0.1:PORT`, without a trailing slash.
+    pub fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn requests(&self) -> Vec<Request> {
+        self.state.lock().unwrap().requests.clone()
+    }
+
+    pub fn main_requests(&self) -> Vec<Request> {
+        self.requests().into_iter().filter(|r| r.main).collect()
+    }
+
+    /// Whether `text` appears in the body of any request the model received.
+    pub fn saw(&self, text: &str) -> bool {
+        self.requests().iter().any(|r| r.body.contains(text))
+    }
+
+    /// How many scripted replies are still unused.
+    pub fn remaining(&self) -> usize {
+        self.state.lock().unwrap().script.len()
+    }
+
+    /// A one-line-per-request summary, for failure messages.
+    pub fn summary(&self) -> String {
+        self.requests()
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} {} main={} body={}B\n",
+                    r.method,
+                    r.path,
+                    r.main,
+                    r.body.len()
+                )
+            })
+            .collect()
+    }
+}
+
+struct Incoming {
+    method: String,
+    path: String,
+    body: String,
+}
+
+fn read_request(stream: &TcpStream) -> std::io::Result<Option<Incoming>> {
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    if reader.read_line(&mut line)? == 0 {
+        return Ok(None);
+    }
+    let mut parts = line.split_whitespace();
+    let method = parts.next().unwrap_or_default().to_string();
+    let path = parts.next().unwrap_or_default().to_string();
+    let mut length = 0usize;
+    let mut chunked = false;
+    loop {
+        let mut header = String::new();
+        if reader.read_line(&mut header)? == 0 {
+            break;
+        }
+        let header = header.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = header.split_once(':') {
+            let (name, value) = (name.trim().to_ascii_lowercase(), value.trim());
+            if name == "content-length" {
+                length = value.parse().unwrap_or(0);
+            } else if name == "transfer-encoding" && value.eq_ignore_ascii_case("chunked") {
+                chunked = true;
+            }
+        }
+    }
+    let mut body = Vec::new();
+    if chunked {
+        loop {
+            let mut size = String::new();
+            reader.read_line(&mut size)?;
+            let size = usize::from_str_radix(size.trim().split(';').next().unwrap_or("0"), 16)
+                .unwrap_or(0);
+            let mut chunk = vec![0; size + 2];
+            reader.read_exact(&mut chunk)?;
+            if size == 0 {
+                break;
+            }
+            body.extend_from_slice(&chunk[..size]);
+        }
+    } else {
+        body.resize(length, 0);
+        reader.read_exact(&mut body)?;
+    }
+    Ok(Some(Incoming {
+        method,
+        path,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    }))
+}
+
+/// What to send back: status, content type, body.
+struct Answer {
+    status: u16,
+    content_type: &'static str,
+    body: String,
+}
+
+impl Answer {
+    fn json(status: u16, body: Value) -> Answer {
+        Answer {
+            status,
+            content_type: "application/json",
+            body: body.to_string(),
+        }
+    }
+
+    fn sse(body: String) -> Answer {
+        Answer {
+            status: 200,
+            content_type: "text/event-stream",
+            body,
+        }
+    }
+}
+
+fn serve(mut stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
+    let Some(req) = read_request(&stream)? else {
+        return Ok(());
+    };
+    let parsed: Value = serde_json::from_str(&req.body).unwrap_or(Value::Null);
+    let main = parsed["tools"].as_array().is_some_and(|t| !t.is_empty());
+    let route = req.path.split('?').next().unwrap_or_default().to_string();
+    let known = route.starts_with("/v1/messages")
+        || route.ends_with("/responses")
+        || route.contains(":streamGenerateContent")
+        || route.contains(":generateContent")
+        || route.contains(":countTokens");
+    let (reply, n) = {
+        let mut st = state.lock().unwrap();
+        st.counter += 1;
+        let n = st.counter;
+        let reply = if main && known && !route.ends_with("/count_tokens") {
+            st.script
+                .pop_front()
+                .unwrap_or_else(|| Reply::Text("done".into()))
+        } else {
+            Reply::Text("ok".into())
+        };
+        if let Some(dir) = std::env::var_os("BATON_E2E_DUMP") {
+            // For debugging: every request body in a file of its own.
+            let name = format!(
+                "{}-{n:03}.txt",
+                stream.local_addr().map(|a| a.port()).unwrap_or(0)
+            );
+            let _ = std::fs::write(
+                std::path::Path::new(&dir).join(name),
+                format!("{} {}\n{}", req.method, req.path, req.body),
+            );
+        }
+        st.requests.push(Request {
+            method: req.method.clone(),
+            path: req.path.clone(),
+            body: req.body.clone(),
+            main: main && known,
+        });
+        (reply, n)
+    };
+    let answer = if route.ends_with("/v1/messages/count_tokens") {
+        Answer::json(200, json!({"input_tokens": 10}))
+    } else if route.starts_with("/v1/messages") {
+        anthropic(&reply, &parsed, n)
+    } else if route.ends_with("/responses") {
+        openai(&reply, &parsed, n)
+    } else if route.contains(":streamGenerateContent") {
+        gemini(&reply, &parsed, n, true)
+    } else if route.contains(":generateContent") {
+        gemini(&reply, &parsed, n, false)
+    } else if route.contains(":countTokens") {
+        Answer::json(200, json!({"totalTokens": 10}))
+    } else if req.method == "HEAD" {
+        // Claude Code's reachability probe (`HEAD /api/hello`).
+        Answer::json(200, Value::Null)
+    } else {
+        eprintln!("fake API: unknown request {} {}", req.method, req.path);
+        Answer::json(404, json!({"error": {"message": "not found", "code": 404}}))
+    };
+    let reason = match answer.status {
+        200 => "OK",
+        404 => "Not Found",
+        429 => "Too Many Requests",
+        _ => "Status",
+    };
+    // A streamed body has no length: it ends when the connection closes.
+    let length = if answer.content_type == "text/event-stream" {
+        String::new()
+    } else {
+        format!("Content-Length: {}\r\n", answer.body.len())
+    };
+    let head = format!(
+        "HTTP/1.1 {} {reason}\r\nContent-Type: {}\r\n{length}Cache-Control: no-cache\r\nConnection: close\r\n\r\n",
+        answer.status, answer.content_type
+    );
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(answer.body.as_bytes())?;
+    stream.flush()?;
+    // The client may already have closed its end; the answer was written either way.
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    Ok(())
+}
+
+fn event(name: &str, data: &Value) -> String {
+    format!("event: {name}\ndata: {data}\n\n")
+}
+
+/// Anthropic Messages API: a streamed (or, when `stream` is not set, a plain JSON) message.
+fn anthropic(reply: &Reply, req: &Value, n: u64) -> Answer {
+    let model = req["model"].as_str().unwrap_or("claude-fake");
+    let (block, stop_reason) = match reply {
+        Reply::RateLimit => {
+            return Answer::json(
+                429,
+                json!({"type": "error", "error": {"type": "rate_limit_error",
+                    "message": "This request would exceed the rate limit for your organization."}}),
+            );
+        }
+        Reply::Text(text) => (json!({"type": "text", "text": text}), "end_turn"),
+        Reply::Shell(command) => (
+            json!({"type": "tool_use", "id": format!("toolu_fake{n}"), "name": "Bash",
+                "input": {"command": command, "description": "Run a command"}}),
+            "tool_use",
+        ),
+    };
+    let usage = json!({"input_tokens": 10, "output_tokens": 5,
+        "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0});
+    if req["stream"] != json!(true) {
+        return Answer::json(
+            200,
+            json!({"id": format!("msg_fake{n}"), "type": "message", "role": "assistant",
+                "model": model, "content": [block], "stop_reason": stop_reason,
+                "stop_sequence": null, "usage": usage}),
+        );
+    }
+    let mut out = event(
+        "message_start",
+        &json!({"type": "message_start", "message": {"id": format!("msg_fake{n}"),
+            "type": "message", "role": "assistant", "model": model, "content": [],
+            "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+    );
+    let (start, delta) = match reply {
+        Reply::Shell(_) => {
+            let mut start = block.clone();
+            start["input"] = json!({});
+            let partial = block["input"].to_string();
+            (
+                start,
+                json!({"type": "input_json_delta", "partial_json": partial}),
+            )
+        }
+        _ => (
+            json!({"type": "text", "text": ""}),
+            json!({"type": "text_delta", "text": block["text"]}),
+        ),
+    };
+    out += &event(
+        "content_block_start",
+        &json!({"type": "content_block_start", "index": 0, "content_block": start}),
+    );
+    out += &event(
+        "content_block_delta",
+        &json!({"type": "content_block_delta", "index": 0, "delta": delta}),
+    );
+    out += &event(
+        "content_block_stop",
+        &json!({"type": "content_block_stop", "index": 0}),
+    );
+    out += &event(
+        "message_delta",
+        &json!({"type": "message_delta",
+            "delta": {"stop_reason": stop_reason, "stop_sequence": null},
+            "usage": {"output_tokens": 5}}),
+    );
+    out += &event("message_stop", &json!({"type": "message_stop"}));
+    Answer::sse(out)
+}
+
+/// The arguments for Codex's shell tool, in the form of whichever shell tool the request offers.
+fn codex_shell_call(req: &Value, command: &str) -> (String, Value) {
+    let names: Vec<&str> = req["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    if names.contains(&"shell_command") {
+        ("shell_command".into(), json!({"command": command}))
+    } else if names.contains(&"exec_command") {
+        ("exec_command".into(), json!({"cmd": command}))
+    } else {
+        ("shell".into(), json!({"command": ["bash", "-lc", command]}))
+    }
+}
+
+/// OpenAI Responses API: a streamed response with one output item.
+fn openai(reply: &Reply, req: &Value, n: u64) -> Answer {
+    let item = match reply {
+        Reply::RateLimit => {
+            return Answer::json(
+                429,
+                json!({"error": {"message": "Rate limit reached for requests",
+                    "type": "requests", "param": null, "code": "rate_limit_exceeded"}}),
+            );
+        }
+        Reply::Text(text) => json!({"type": "message", "id": format!("msg_fake{n}"),
+            "role": "assistant", "status": "completed",
+            "content": [{"type": "output_text", "text": text, "annotations": []}]}),
+        Reply::Shell(command) => {
+            let (name, args) = codex_shell_call(req, command);
+            json!({"type": "function_call", "id": format!("fc_fake{n}"),
+                "call_id": format!("call_fake{n}"), "name": name,
+                "arguments": args.to_string(), "status": "completed"})
+        }
+    };
+    let id = format!("resp_fake{n}");
+    let mut out = event(
+        "response.created",
+        &json!({"type": "response.created", "response": {"id": id, "object": "response",
+            "status": "in_progress", "output": []}}),
+    );
+    out += &event(
+        "response.output_item.added",
+        &json!({"type": "response.output_item.added", "output_index": 0, "item": item}),
+    );
+    if let Reply::Text(text) = reply {
+        out += &event(
+            "response.output_text.delta",
+            &json!({"type": "response.output_text.delta", "item_id": item["id"],
+                "output_index": 0, "content_index": 0, "delta": text}),
+        );
+    }
+    out += &event(
+        "response.output_item.done",
+        &json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
+    );
+    out += &event(
+        "response.completed",
+        &json!({"type": "response.completed", "response": {"id": id, "object": "response",
+            "status": "completed", "output": [item],
+            "usage": {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens": 5, "output_tokens_details": {"reasoning_tokens": 0},
+                "total_tokens": 15}}}),
+    );
+    Answer::sse(out)
+}
+
+/// Gemini `generateContent` / `streamGenerateContent?alt=sse`: one candidate.
+fn gemini(reply: &Reply, _req: &Value, _n: u64, stream: bool) -> Answer {
+    let part = match reply {
+        Reply::RateLimit => {
+            return Answer::json(
+                429,
+                json!({"error": {"code": 429,
+                    "message": "Resource has been exhausted (e.g. check quota).",
+                    "status": "RESOURCE_EXHAUSTED"}}),
+            );
+        }
+        Reply::Text(text) => json!({"text": text}),
+        Reply::Shell(command) => json!({"functionCall": {"name": "run_shell_command",
+            "args": {"command": command, "description": "Run a command"}}}),
+    };
+    let chunk = json!({"candidates": [{"content": {"role": "model", "parts": [part]},
+            "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5,
+            "totalTokenCount": 15},
+        "modelVersion": "gemini-fake"});
+    if stream {
+        Answer::sse(format!("data: {chunk}\r\n\r\n"))
+    } else {
+        Answer::json(200, chunk)
+    }
+}
