@@ -269,7 +269,7 @@ pub fn interrupt_for(
                 (true, TranscriptEnd::RateLimit) => Interrupt {
                     reason: "rate_limit",
                     evidence: format!(
-                        "the session ended ({why}) in a turn its transcript ends with a rate limit (HTTP 429)"
+                        "the session ended ({why}) in a turn that a rate limit (HTTP 429) ended, by the client's transcript or error report"
                     ),
                 },
                 (true, TranscriptEnd::Unknown) => Interrupt {
@@ -345,6 +345,39 @@ pub fn transcript_end(client: Client, tail: &str) -> TranscriptEnd {
         }
     }
     TranscriptEnd::Unknown
+}
+
+/// Gemini CLI writes no 429 to its transcript and sends its hooks no sign of one; what it does
+/// write is an error report, `gemini-client-error-*.json` in its temp directory, holding the
+/// error and the request's context. A report is evidence of this project's rate limit when its
+/// context names the project's root and its error is a quota error (`RetryableQuotaError` or
+/// `TerminalQuotaError`, Gemini CLI's classes for HTTP 429, or the API's `Resource has been
+/// exhausted`). The caller keeps only reports written while the turn was open.
+pub fn gemini_error_report(report: &str, project_root: &str) -> TranscriptEnd {
+    let Ok(Value::Object(map)) = serde_json::from_str::<Value>(report) else {
+        return TranscriptEnd::Unknown;
+    };
+    let error = map.get("error").map(Value::to_string).unwrap_or_default();
+    let quota = ["QuotaError", "Resource has been exhausted"]
+        .iter()
+        .any(|sign| error.contains(sign));
+    // The root as it appears inside the JSON text of the context, followed by a separator, so
+    // that `/p/project` does not match `/p/project-2`.
+    let context = map.get("context").map(Value::to_string).unwrap_or_default();
+    let root = serde_json::to_string(project_root).unwrap_or_default();
+    let root = root.trim_matches('"').trim_end_matches('/');
+    let names_root = !root.is_empty()
+        && context.match_indices(root).any(|(i, _)| {
+            matches!(
+                context[i + root.len()..].chars().next(),
+                None | Some('/' | '"' | '\\' | ' ' | ',' | ')' | ':' | '\'')
+            )
+        });
+    if quota && names_root {
+        TranscriptEnd::RateLimit
+    } else {
+        TranscriptEnd::Unknown
+    }
 }
 
 #[cfg(test)]
@@ -576,5 +609,37 @@ mod tests {
             out["hookSpecificOutput"]["additionalContext"],
             "line \"1\"\nline 2"
         );
+    }
+
+    #[test]
+    fn a_gemini_error_report_is_evidence_only_for_its_own_project_and_a_quota_error() {
+        let report = |message: &str, dir: &str| {
+            serde_json::json!({
+                "error": { "message": message, "stack": format!("{message}\n    at x") },
+                "context": [{ "role": "user", "parts": [{ "text": format!("workspace: {dir}\nfile {dir}/GEMINI.md") }] }],
+            })
+            .to_string()
+        };
+        let quota = "RetryableQuotaError: Resource has been exhausted (e.g. check quota).";
+        assert_eq!(
+            gemini_error_report(&report(quota, "/tmp/x/project"), "/tmp/x/project"),
+            TranscriptEnd::RateLimit
+        );
+        // Another project, a longer name sharing the prefix, another error, not JSON.
+        for (text, root) in [
+            (report(quota, "/tmp/x/other"), "/tmp/x/project"),
+            (report(quota, "/tmp/x/project-2"), "/tmp/x/project"),
+            (
+                report("fetch failed: ECONNREFUSED", "/tmp/x/project"),
+                "/tmp/x/project",
+            ),
+            ("not json".to_string(), "/tmp/x/project"),
+        ] {
+            assert_eq!(
+                gemini_error_report(&text, root),
+                TranscriptEnd::Unknown,
+                "{text}"
+            );
+        }
     }
 }

@@ -93,6 +93,13 @@ impl SessionFiles {
         std::fs::symlink_metadata(self.turn_path()).is_ok()
     }
 
+    /// When the open turn was opened, by its mark's modification time.
+    pub fn turn_opened_at(&self) -> Option<std::time::SystemTime> {
+        std::fs::symlink_metadata(self.turn_path())
+            .and_then(|m| m.modified())
+            .ok()
+    }
+
     /// Closes the turn; true when one was open.
     pub fn close_turn(&self) -> Result<bool, StoreError> {
         let path = self.turn_path();
@@ -189,6 +196,41 @@ fn ensure_dir(dir: &Path) -> Result<(), StoreError> {
     std::fs::File::create(&ignore)
         .and_then(|mut f| f.write_all(b"*\n"))
         .map_err(StoreError::io("write", &ignore))
+}
+
+/// The text of each regular file in `dir` named `<prefix>…<suffix>`, modified at or after
+/// `since` and at most `cap` bytes long, newest first, at most `limit` of them: a client's
+/// error reports, read for evidence of how a turn ended. Anything unreadable is left out.
+pub fn recent_reports(
+    dir: &Path,
+    (prefix, suffix): (&str, &str),
+    since: std::time::SystemTime,
+    cap: u64,
+    limit: usize,
+) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<(std::time::SystemTime, PathBuf)> = entries
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with(prefix) && n.ends_with(suffix))
+        })
+        .filter_map(|e| {
+            let meta = std::fs::symlink_metadata(e.path()).ok()?;
+            let modified = meta.modified().ok()?;
+            (meta.is_file() && meta.len() <= cap && modified >= since).then(|| (modified, e.path()))
+        })
+        .collect();
+    found.sort_by(|a, b| b.0.cmp(&a.0));
+    found
+        .into_iter()
+        .take(limit)
+        .filter_map(|(_, path)| crate::read::read_capped(&path, cap).ok().flatten())
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        .collect()
 }
 
 /// The last `max` bytes of a file, from the start of the first whole line in them: enough of a

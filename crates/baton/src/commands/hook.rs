@@ -23,13 +23,13 @@ use crate::context::Ctx;
 use crate::error::CommandError;
 use baton_core::hook::{
     Action, Client, HEARTBEAT_COALESCE_SECS, HOOK_STDIN_CAP, HookEvent, Interrupt,
-    TRANSCRIPT_TAIL_BYTES, TranscriptEnd, interrupt_for, parse_payload, session_start_output,
-    transcript_end,
+    TRANSCRIPT_TAIL_BYTES, TranscriptEnd, gemini_error_report, interrupt_for, parse_payload,
+    session_start_output, transcript_end,
 };
 use baton_core::model::{LoopState, LoopStatus, RunState};
 use baton_core::time::{format_ts, parse_ts};
 use baton_store::layout::LayoutError;
-use baton_store::sessions::{SessionFiles, SessionRecord, read_tail};
+use baton_store::sessions::{SessionFiles, SessionRecord, read_tail, recent_reports};
 use baton_store::{FsStore, JournalTarget, Layout, StateStore, process};
 
 /// Run by an agent client's hook (installed by `baton init`): reads the client's JSON payload
@@ -230,6 +230,9 @@ impl Session<'_> {
         let turn_open = self.files.turn_open();
         // The transcript is read only when it can decide something: a turn that died.
         let transcript = match (&self.event.action, &self.event.transcript_path) {
+            (Action::SessionEnd { .. }, _) if turn_open && self.event.client == Client::Gemini => {
+                self.gemini_evidence()
+            }
             (Action::SessionEnd { .. }, Some(path)) if turn_open => {
                 read_tail(std::path::Path::new(path), TRANSCRIPT_TAIL_BYTES)
                     .map(|tail| transcript_end(self.event.client, &tail))
@@ -253,6 +256,29 @@ impl Session<'_> {
             _ => {}
         }
         result
+    }
+
+    /// Gemini CLI's error reports written in its temp directory since the turn opened, read
+    /// for a rate limit of this project (`gemini_error_report`).
+    fn gemini_evidence(&self) -> TranscriptEnd {
+        let Some(opened) = self.files.turn_opened_at() else {
+            return TranscriptEnd::Unknown;
+        };
+        let root = self.store.layout.root.to_string_lossy();
+        let reports = recent_reports(
+            &std::env::temp_dir(),
+            ("gemini-client-error-", ".json"),
+            opened
+                .checked_sub(std::time::Duration::from_secs(1))
+                .unwrap_or(opened),
+            HOOK_STDIN_CAP as u64,
+            16,
+        );
+        reports
+            .iter()
+            .map(|report| gemini_error_report(report, &root))
+            .find(|end| *end == TranscriptEnd::RateLimit)
+            .unwrap_or(TranscriptEnd::Unknown)
     }
 
     fn interrupt_owned(&self, interrupt: &Interrupt) -> Result<(), CommandError> {

@@ -492,3 +492,72 @@ fn an_unreadable_file_is_named_and_the_rest_still_interrupted() {
     );
     assert_eq!(loop_state(&env, "T-1")["interrupt_reason"], "rate_limit");
 }
+
+/// A Gemini CLI session whose turn dies after the client wrote an error report naming
+/// `named` (or none): the reason its loop is left with.
+fn gemini_turn_dies(named: Option<&Path>) -> String {
+    let env = TestEnv::new();
+    let reports = tempfile::tempdir().unwrap();
+    let open = fixture("gemini-0.61.0/BeforeAgent.after-429.json");
+    let session = session_of(&open);
+    let mut end: Value =
+        serde_json::from_slice(&fixture("gemini-0.61.0/SessionEnd.after-429.json")).unwrap();
+    end["session_id"] = session.clone().into();
+    let end = serde_json::to_vec(&end).unwrap();
+    two_loops(&env, &session);
+    let run = |event: &str, payload: &[u8], now: &str| {
+        let mut child = env
+            .command(None, now)
+            .args(["hook", "gemini", event])
+            .env("TMPDIR", reports.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(payload).unwrap();
+        to_run(child.wait_with_output().unwrap())
+    };
+    run("BeforeAgent", &open, &at(3)).assert_code(0);
+    if let Some(dir) = named {
+        let dir = if dir.is_relative() {
+            env.repo.canonicalize().unwrap().join(dir)
+        } else {
+            dir.to_path_buf()
+        };
+        let report = serde_json::json!({
+            "error": {
+                "message": "Resource has been exhausted (e.g. check quota).",
+                "stack": "RetryableQuotaError: Resource has been exhausted (e.g. check quota).\n    at classifyGoogleError",
+            },
+            "context": [{ "role": "user", "parts": [{ "text": format!("I'm currently working in the directory: {}", dir.display()) }] }],
+        });
+        std::fs::write(
+            reports
+                .path()
+                .join("gemini-client-error-Turn.run-sendMessageStream-1.json"),
+            report.to_string(),
+        )
+        .unwrap();
+    }
+    let out = run("SessionEnd", &end, &at(4));
+    out.assert_code(0);
+    assert_eq!(out.stderr, "");
+    loop_state(&env, "T-1")["interrupt_reason"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// Gemini CLI's own error report, written in its temp directory while the turn was open and
+/// naming this project, is the evidence of a rate limit its hooks are not given; with no
+/// report, or a report of another project, the turn's death stays unknown.
+#[test]
+fn a_gemini_error_report_of_this_project_classes_the_turn_as_a_rate_limit() {
+    assert_eq!(gemini_turn_dies(Some(Path::new(""))), "rate_limit");
+    assert_eq!(
+        gemini_turn_dies(Some(Path::new("/elsewhere/project"))),
+        "unknown"
+    );
+    assert_eq!(gemini_turn_dies(None), "unknown");
+}

@@ -40,7 +40,7 @@ pub enum Client {
 }
 
 impl Client {
-    fn program(self) -> &'static str {
+    pub fn program(self) -> &'static str {
         match self {
             Client::Claude => "claude",
             Client::Codex => "codex",

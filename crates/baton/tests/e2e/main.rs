@@ -1,9 +1,10 @@
 //! End-to-end tests with the real agent clients (Claude Code, Codex, Gemini CLI) against fake
 //! model APIs on 127.0.0.1. `fake_api` serves scripted model replies; `clients` runs each client
-//! headless in a temp project with a temp HOME. These tests prove the harness itself: that a
+//! headless in a temp project with a temp HOME. `smoke` proves the harness itself: that a
 //! scripted shell call runs, that a rate limit ends a run quickly, that a hand-configured
 //! SessionStart hook's context reaches the model, and what a tool call and a hook can see of the
-//! session they belong to.
+//! session they belong to. `flow` proves baton with each client: installed by `baton init`, a
+//! ticket loop driven through two phases, interrupted by a 429 and resumed with the packet.
 //!
 //! The clients come from `$BATON_E2E_CLIENTS/node_modules/.bin/` (for instance a folder where
 //! `npm install` put the pinned versions listed in `clients::PINNED`), else they are installed
@@ -12,4 +13,5 @@
 
 mod clients;
 mod fake_api;
+mod flow;
 mod smoke;
