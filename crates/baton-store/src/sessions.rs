@@ -224,7 +224,7 @@ pub fn recent_reports(
             (meta.is_file() && meta.len() <= cap && modified >= since).then(|| (modified, e.path()))
         })
         .collect();
-    found.sort_by(|a, b| b.0.cmp(&a.0));
+    found.sort_by_key(|f| std::cmp::Reverse(f.0));
     found
         .into_iter()
         .take(limit)
