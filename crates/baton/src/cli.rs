@@ -225,4 +225,29 @@ mod tests {
         walk(&super::Cli::command(), "", &mut missing);
         assert!(missing.is_empty(), "no description: {missing:#?}");
     }
+
+    /// Every command the installed guide tells an agent to run is one baton accepts.
+    #[test]
+    fn the_guide_for_agents_names_real_commands() {
+        use clap::Parser;
+        let guide = baton_core::install::instructions::GUIDE;
+        let commands: Vec<&str> = guide
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|c| c.starts_with("baton "))
+            .collect();
+        assert!(commands.len() >= 6, "{commands:?}");
+        for command in commands {
+            let filled = command
+                .replace("<ticket>", "PROJ-1")
+                .replace("<phase>", "qa")
+                .replace("<action>", "spawned")
+                .replace("\"<why>\"", "why");
+            let args: Vec<&str> = filled.split_whitespace().collect();
+            if let Err(e) = super::Cli::try_parse_from(&args) {
+                panic!("`{command}` does not parse: {e}");
+            }
+        }
+    }
 }

@@ -15,7 +15,7 @@ stopped. Call it from the shell; the session id is found automatically.
   `baton resume fresh <ticket>`.
 - Starting a ticket: `baton loop init <ticket>`.
 - At every phase transition: `baton loop set <ticket> --phase <phase> --action <action>`.
-- Finishing a ticket: `baton loop finish <ticket> complete` (or `stalled`).
+- Finishing a ticket: `baton loop finish <ticket> --status complete` (or `stalled`).
 - Stopping on purpose: commit, then `baton pause --reason \"<why>\"`.
 - Where things stand: `baton status`.
 - Never edit the files under `.agentic/` by hand: baton writes them atomically and checks who

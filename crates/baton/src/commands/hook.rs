@@ -39,7 +39,7 @@ use baton_store::{FsStore, JournalTarget, Layout, StateStore, process};
 /// anything is resumable); a turn's prompt and stop open and close the turn and refresh what
 /// the session owns; a failure (Claude Code's StopFailure) or a session end marks what the
 /// session owns as interrupted, with the class the evidence supports; a pre-compaction hook
-/// records a checkpoint.
+/// records a checkpoint. The session is the payload's `session_id`, whatever `--session` says.
 #[derive(Debug, Args)]
 pub struct HookArgs {
     /// The client that runs the hook: `claude`, `codex` or `gemini`.
