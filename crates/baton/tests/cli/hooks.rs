@@ -561,3 +561,33 @@ fn a_gemini_error_report_of_this_project_classes_the_turn_as_a_rate_limit() {
     );
     assert_eq!(gemini_turn_dies(None), "unknown");
 }
+
+/// However much is resumable, the packet a session start injects stays under Claude Code's
+/// 10,000-character limit for hook context (the tightest of the three clients), and says how
+/// to list the rest.
+#[test]
+fn the_injected_packet_stays_under_the_clients_limit() {
+    let env = TestEnv::new();
+    for i in 0..40 {
+        let ticket = format!("PROJ-{i}-{}", "long-ticket-name-".repeat(5));
+        let session = format!("earlier-{i}");
+        env.baton(&session, 0, &["loop", "init", &ticket])
+            .assert_code(0);
+        env.baton(
+            &session,
+            1,
+            &["loop", "interrupt", &ticket, "--reason", "rate_limit"],
+        )
+        .assert_code(0);
+    }
+    let start = fixture("claude-code-2.1.332/SessionStart.json");
+    let out = hook(&env, "claude", "SessionStart", &start, &at(30));
+    out.assert_code(0);
+    let injected: Value = serde_json::from_str(&out.stdout).unwrap();
+    let context = injected["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(context.chars().count() <= 10_000, "{}", context.len());
+    // Some were left out to keep within the limit, and the packet says where they are.
+    assert!(context.contains(" more: `baton status` lists them"), "{context}");
+}
