@@ -212,6 +212,56 @@ start_rows="$("$baton" -C "$start_repo" --json resume | jq '[.work[] | .kind] | 
 [[ "$("$baton" -C "$work/start-10k" --json resume | jq '.work | length')" -eq 10000 ]] ||
     { echo "bench.sh: baton resume did not see 10,000 loops" >&2; exit 1; }
 
+# Hooks: `baton hook claude …` with the client's payload on stdin, in a repository holding 100
+# loop files and 10 runs of other sessions, plus one loop and one run lease of the hook's own
+# session, last written two minutes before the clock (so a refresh rewrites them).
+hooks_repo="$work/hooks"
+new_repo "$hooks_repo"
+mkdir -p "$hooks_repo/.agentic"
+write_loops "$hooks_repo" 100
+for i in $(seq 1 10); do
+    BATON_SESSION="old-run-$i" BATON_NOW=2026-01-31T07:00:00Z "$baton" -C "$hooks_repo" run new --feature "feature $i" >/dev/null 2>&1
+done
+hook_session=hook-session
+BATON_SESSION=$hook_session BATON_NOW=2026-01-31T09:28:00Z "$baton" -C "$hooks_repo" loop init MINE >/dev/null
+hook_run="$(BATON_SESSION=$hook_session BATON_NOW=2026-01-31T09:28:00Z "$baton" -C "$hooks_repo" run new --feature mine | head -n 1)"
+[[ "$(find "$hooks_repo/.agentic" -maxdepth 1 -name 'loop-state-*.json' | wc -l)" -eq 101 &&
+    "$(find "$hooks_repo/.agentic/runs" -name '*.json' | wc -l)" -eq 11 ]] ||
+    { echo "bench.sh: the hooks repository is not 101 loops and 11 runs" >&2; exit 1; }
+mkdir -p "$work/hook-saved"
+cp "$hooks_repo/.agentic/loop-state-MINE.json" "$hooks_repo/.agentic/runs/$hook_run.json" "$work/hook-saved/"
+# Puts the session's own loop and lease back as they were, and forgets the session's last
+# refresh: each timed run then does the whole of its work.
+cat >"$work/hook-reset" <<RESET
+#!/bin/sh
+cp "$work/hook-saved/loop-state-MINE.json" "$hooks_repo/.agentic/"
+cp "$work/hook-saved/$hook_run.json" "$hooks_repo/.agentic/runs/"
+rm -f "$hooks_repo/.agentic/sessions/claude-$hook_session.json"
+RESET
+chmod +x "$work/hook-reset"
+payload() { # EVENT [KEY VALUE]: a Claude Code payload of the hook's session
+    jq -cn --arg s "$hook_session" --arg cwd "$2" --arg e "$1" \
+        '{session_id: $s, transcript_path: "/nonexistent.jsonl", cwd: $cwd, hook_event_name: $e}
+         + (if $e == "StopFailure" then {error: "rate_limit"} else {} end)
+         + (if $e == "SessionStart" then {source: "startup"} else {} end)'
+}
+payload Stop "$hooks_repo" >"$work/stop.json"
+payload StopFailure "$hooks_repo" >"$work/stopfailure.json"
+payload SessionStart "$start_repo" >"$work/sessionstart.json"
+# The hooks do what they are timed for.
+"$work/hook-reset"
+"$baton" hook claude Stop <"$work/stop.json"
+[[ "$(jq -r .last_updated "$hooks_repo/.agentic/loop-state-MINE.json")" == 2026-01-31T09:30:00Z ]] ||
+    { echo "bench.sh: the Stop hook did not refresh the session's loop" >&2; exit 1; }
+"$work/hook-reset"
+"$baton" hook claude StopFailure <"$work/stopfailure.json"
+[[ "$(jq -r .interrupt_reason "$hooks_repo/.agentic/loop-state-MINE.json")" == rate_limit &&
+    "$(jq -r .interrupt_reason "$hooks_repo/.agentic/runs/$hook_run.json")" == rate_limit ]] ||
+    { echo "bench.sh: the StopFailure hook did not interrupt the session's loop and run" >&2; exit 1; }
+"$baton" hook claude SessionStart <"$work/sessionstart.json" | jq -e '.hookSpecificOutput.additionalContext | length > 0' >/dev/null ||
+    { echo "bench.sh: the SessionStart hook printed no packet" >&2; exit 1; }
+"$work/hook-reset"
+
 # Each command must succeed before it is timed: a refusal is fast and would flatter the figures.
 "$baton" -C "$one" loop heartbeat PROJ-1 | grep -q '^heartbeat:' ||
     { echo "bench.sh: the heartbeat did not refresh" >&2; exit 1; }
@@ -277,6 +327,25 @@ hyperfine -N --warmup "$warmup" --runs "$runs" --style basic \
     -n 'resume, 1,000 loops' "$baton -C $work/start-1k resume" \
     -n 'resume, 10,000 loops' "$baton -C $work/start-10k resume"
 
+# A hook reads its payload on stdin: each command runs under `sh -c 'exec … < payload'`, and
+# so do the floors beside it, so the shell's start is in every figure alike.
+in_sh() { echo "sh -c 'exec $1 < $2'"; }
+echo "== hyperfine (hooks) --warmup $warmup --runs $runs"
+hyperfine --shell=none --warmup "$warmup" --runs "$runs" --style basic \
+    --export-json "$out/hyperfine-hooks.json" \
+    -n 'sh: true' "$(in_sh "$true_bin" "$work/stop.json")" \
+    -n 'sh: baton --version' "$(in_sh "$baton --version" "$work/stop.json")" \
+    -n 'hook Stop, refreshed under a minute ago' "$(in_sh "$baton hook claude Stop" "$work/stop.json")" \
+    -n 'sh: git status --porcelain, 10k files' "$(in_sh "git -C $start_repo status --porcelain" "$work/stop.json")" \
+    -n 'hook SessionStart, 100 loops 10 runs 3 ledgers' "$(in_sh "$baton hook claude SessionStart" "$work/sessionstart.json")"
+# Each run from the same start: the session's loop and lease two minutes old, no refresh
+# recorded. The reset runs before every timed run and is not timed.
+hyperfine --shell=none --warmup "$warmup" --runs "$runs" --style basic \
+    --export-json "$out/hyperfine-hooks-reset.json" \
+    --prepare "$work/hook-reset" \
+    -n 'hook Stop, refreshing 1 loop and 1 lease' "$(in_sh "$baton hook claude Stop" "$work/stop.json")" \
+    -n 'hook StopFailure, interrupting 1 loop and 1 lease' "$(in_sh "$baton hook claude StopFailure" "$work/stopfailure.json")"
+
 echo "== cargo bench -p baton-store --bench replace ${criterion_args[*]}"
 # The criterion temp files go to the same filesystem as the repositories above.
 BATON_BENCH_DIR="$work" cargo bench --quiet -p baton-store --bench replace -- \
@@ -304,6 +373,17 @@ status_ms="$(hyperfine_median_ms 'git status --porcelain, 10k files')"
 start100_ms="$(hyperfine_median_ms 'resume, 100 loops 10 runs 3 ledgers')"
 start1k_ms="$(hyperfine_median_ms 'resume, 1,000 loops')"
 start10k_ms="$(hyperfine_median_ms 'resume, 10,000 loops')"
+hooks_ms() { # FILE NAME STAT: a hook figure in ms (median, or max)
+    jq --arg name "$2" --arg stat "$3" '.results[] | select(.command == $name) | .[$stat] * 1e3' "$out/$1"
+}
+sh_true_ms="$(hooks_ms hyperfine-hooks.json 'sh: true' median)"
+sh_start_ms="$(hooks_ms hyperfine-hooks.json 'sh: baton --version' median)"
+stop_fresh_ms="$(hooks_ms hyperfine-hooks.json 'hook Stop, refreshed under a minute ago' median)"
+sh_status_ms="$(hooks_ms hyperfine-hooks.json 'sh: git status --porcelain, 10k files' median)"
+hook_start_ms="$(hooks_ms hyperfine-hooks.json 'hook SessionStart, 100 loops 10 runs 3 ledgers' median)"
+stop_sweep_ms="$(hooks_ms hyperfine-hooks-reset.json 'hook Stop, refreshing 1 loop and 1 lease' median)"
+failure_ms="$(hooks_ms hyperfine-hooks-reset.json 'hook StopFailure, interrupting 1 loop and 1 lease' median)"
+failure_max_ms="$(hooks_ms hyperfine-hooks-reset.json 'hook StopFailure, interrupting 1 loop and 1 lease' max)"
 replace_ms="$(criterion_median_ms atomic_replace/1KiB)"
 replace_nofsync_ms="$(criterion_median_ms atomic_replace/1KiB-no-fsync)"
 read_parse_ms="$(criterion_median_ms read_parse/loop-state)"
@@ -324,7 +404,9 @@ awk -v exec_floor="$true_ms" -v start="$start_ms" -v replace="$replace_ms" \
     -v hb="$heartbeat_ms" -v set="$set_ms" -v hb100="$heartbeat100_ms" -v quick="$quick" -v runs="$runs" \
     -v before="$busy_before" -v after="$busy_after" -v git="$git_ms" -v resume="$resume_ms" \
     -v append="$append_ms" -v derive="$derive_ms" -v st="$status_ms" -v s100="$start100_ms" \
-    -v s1k="$start1k_ms" -v s10k="$start10k_ms" '
+    -v s1k="$start1k_ms" -v s10k="$start10k_ms" -v shtrue="$sh_true_ms" -v shstart="$sh_start_ms" \
+    -v stopfresh="$stop_fresh_ms" -v shst="$sh_status_ms" -v hookstart="$hook_start_ms" \
+    -v stopsweep="$stop_sweep_ms" -v fail="$failure_ms" -v failmax="$failure_max_ms" '
 function row(name, median, target,   floor) {
     floor = start + replace
     printf "| %s | %.3f | %d | %s | %.3f | %.2fx | %.2fx | %+.3f |\n", name, median, target,
@@ -376,7 +458,19 @@ BEGIN {
     printf "| `baton resume`, 100 loops, 10 runs, 3 ledgers | %.3f | %.2fx | 1.5x | %s |\n", s100, s100 / st, (s100 / st <= 1.5 ? "yes" : "**no**")
     printf "| `baton resume`, 1,000 loops | %.3f | %.2fx | | |\n", s1k, s1k / st
     printf "| `baton resume`, 10,000 loops | %.3f | %.2fx | | |\n", s10k, s10k / st
+    print ""
+    print "Hooks, 100 loop files and 11 runs present (ms; every command and floor run as `sh -c '"'"'exec … < payload'"'"'`; above = median minus `sh: baton --version`):"
+    print ""
+    print "| command | median ms | above process start ms | target | met |"
+    print "|---|---:|---:|---:|:-:|"
+    printf "| floor: `sh: true` | %.3f | | | |\n", shtrue
+    printf "| floor: `sh: baton --version` | %.3f | 0 | | |\n", shstart
+    printf "| `hook claude Stop`, refreshed under a minute ago | %.3f | %+.3f | 2 ms median | %s |\n", stopfresh, stopfresh - shstart, (stopfresh <= 2 ? "yes" : "**no**")
+    printf "| `hook claude Stop`, refreshing 1 loop and 1 lease | %.3f | %+.3f | | |\n", stopsweep, stopsweep - shstart
+    printf "| `hook claude StopFailure`, interrupting 1 loop and 1 lease | %.3f (max %.3f) | %+.3f | 10 ms max | %s |\n", fail, failmax, fail - shstart, (failmax <= 10 ? "yes" : "**no**")
+    printf "| floor: `sh: git status --porcelain`, 10k files | %.3f | | | |\n", shst
+    printf "| `hook claude SessionStart`, 100 loops 10 runs 3 ledgers, 10k files | %.3f | | %.2fx git status | |\n", hookstart, hookstart / shst
 }' | tee "$summary"
 
 echo
-echo "results: $out (machine.txt, hyperfine.json, hyperfine.md, criterion/*/estimates.json, summary.md)"
+echo "results: $out (machine.txt, hyperfine.json, hyperfine.md, hyperfine-hooks*.json, criterion/*/estimates.json, summary.md)"
