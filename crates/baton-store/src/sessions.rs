@@ -236,8 +236,19 @@ pub fn recent_reports(
 /// The last `max` bytes of a file, from the start of the first whole line in them: enough of a
 /// transcript to see how its last turn ended without reading the whole of it.
 pub fn read_tail(path: &Path, max: u64) -> Result<String, StoreError> {
-    let mut file = std::fs::File::open(path).map_err(StoreError::io("open", path))?;
-    let len = file.metadata().map_err(StoreError::io("stat", path))?.len();
+    use std::os::unix::fs::OpenOptionsExt;
+    // Non-blocking, and only a regular file: a FIFO or a device named as the transcript must
+    // not hang a hook the client waits for.
+    let mut file = std::fs::File::options()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(StoreError::io("open", path))?;
+    let meta = file.metadata().map_err(StoreError::io("stat", path))?;
+    if !meta.is_file() {
+        return Err(StoreError::NotRegular { path: path.into() });
+    }
+    let len = meta.len();
     let from = len.saturating_sub(max);
     file.seek(SeekFrom::Start(from))
         .map_err(StoreError::io("seek", path))?;
@@ -313,6 +324,16 @@ mod tests {
                 "{id:?} -> {safe}"
             );
         }
+    }
+
+    #[test]
+    fn a_transcript_that_is_no_regular_file_is_refused_at_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fifo = tmp.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert!(read_tail(&fifo, 100).is_err());
+        assert!(read_tail(Path::new("/dev/zero"), 100).is_err());
     }
 
     #[test]

@@ -92,6 +92,12 @@ fn hook(dir: Option<PathBuf>, args: &HookArgs) -> Result<Option<String>, String>
             Client::NAMES.join(", ")
         )
     })?;
+    if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        return Err(
+            "the client's JSON payload goes on stdin, which is a terminal: run by the client's hook settings (`baton init`), or pipe a payload in"
+                .into(),
+        );
+    }
     let mut bytes = Vec::new();
     std::io::stdin()
         .take(HOOK_STDIN_CAP as u64 + 1)

@@ -589,5 +589,8 @@ fn the_injected_packet_stays_under_the_clients_limit() {
         .unwrap();
     assert!(context.chars().count() <= 10_000, "{}", context.len());
     // Some were left out to keep within the limit, and the packet says where they are.
-    assert!(context.contains(" more: `baton status` lists them"), "{context}");
+    assert!(
+        context.contains(" more: `baton status` lists them"),
+        "{context}"
+    );
 }
