@@ -59,7 +59,7 @@ pub fn run(dir: Option<PathBuf>, args: HookArgs) -> ExitCode {
     std::panic::set_hook(Box::new(|_| {}));
     let outcome = std::panic::catch_unwind(|| hook(dir, &args));
     let (stdout, error) = match outcome {
-        Ok(Ok(out)) => (out, None),
+        Ok(Ok(out)) => (out.stdout, out.warning),
         Ok(Err(e)) => (None, Some(e)),
         Err(panic) => {
             let what = panic
@@ -84,7 +84,7 @@ pub fn run(dir: Option<PathBuf>, args: HookArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn hook(dir: Option<PathBuf>, args: &HookArgs) -> Result<Option<String>, String> {
+fn hook(dir: Option<PathBuf>, args: &HookArgs) -> Result<Outcome, String> {
     let client = Client::parse(&args.client).ok_or_else(|| {
         format!(
             "no client {:?}: pass one of {}",
@@ -104,8 +104,12 @@ fn hook(dir: Option<PathBuf>, args: &HookArgs) -> Result<Option<String>, String>
         .read_to_end(&mut bytes)
         .map_err(|e| format!("cannot read the payload on stdin: {e}"))?;
     let event = parse_payload(client, &args.event, &bytes).map_err(|e| e.to_string())?;
+    let nothing = Outcome {
+        stdout: None,
+        warning: None,
+    };
     if event.action == Action::Ignored {
-        return Ok(None);
+        return Ok(nothing);
     }
     // The session's own directory: `-C`, else the payload's `cwd`, else where the hook runs.
     let dir = dir.or_else(|| {
@@ -119,7 +123,7 @@ fn hook(dir: Option<PathBuf>, args: &HookArgs) -> Result<Option<String>, String>
     // Outside a git repository there is no project, so nothing to keep: not an error.
     let layout = match Layout::discover(&ctx.dir, std::env::var_os("BATON_STATE_DIR")) {
         Ok(layout) => layout,
-        Err(LayoutError::NotARepo(_)) => return Ok(None),
+        Err(LayoutError::NotARepo(_)) => return Ok(nothing),
         Err(e) => return Err(e.to_string()),
     };
     let files = SessionFiles::new(&layout, client.as_str(), &event.session_id);
@@ -128,8 +132,19 @@ fn hook(dir: Option<PathBuf>, args: &HookArgs) -> Result<Option<String>, String>
         store: ctx.store().map_err(|e| e.message)?,
         files,
         event: &event,
+        warning: std::cell::RefCell::new(None),
     };
-    session.act().map_err(|e| e.message)
+    let out = session.act().map_err(|e| e.message)?;
+    Ok(Outcome {
+        stdout: out,
+        warning: session.warning.into_inner(),
+    })
+}
+
+/// What a hook prints: on stdout for the client, and at most one line on stderr.
+struct Outcome {
+    stdout: Option<String>,
+    warning: Option<String>,
 }
 
 struct Session<'a> {
@@ -137,6 +152,8 @@ struct Session<'a> {
     store: FsStore,
     files: SessionFiles,
     event: &'a HookEvent,
+    /// What went wrong without stopping the hook, for its one stderr line.
+    warning: std::cell::RefCell<Option<String>>,
 }
 
 impl Session<'_> {
@@ -156,20 +173,42 @@ impl Session<'_> {
     }
 
     /// Records the session and its client process, and hands over the packet when anything
-    /// is resumable.
+    /// is resumable. The session's files are hints: failing to keep them is a warning, and the
+    /// packet is printed all the same.
     fn start(&self) -> Result<Option<String>, CommandError> {
-        let ctx = self.ctx;
+        if let Err(e) = self.record_start() {
+            self.warn(e.message);
+        }
+        let survey = crate::actions::survey::survey(self.ctx)?;
+        let (packet, markdown) = crate::commands::resume::all::packet_of(&survey);
+        if packet.items.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(session_start_output(&markdown)))
+    }
+
+    fn record_start(&self) -> Result<(), CommandError> {
         let layout = &self.store.layout;
         layout.ensure_state_dir()?;
         layout.ensure_ignore_file()?;
-        let mut record = self.files.read_record().unwrap_or_else(|| SessionRecord {
-            client: self.event.client.as_str().into(),
-            session_id: self.event.session_id.clone(),
-            ..SessionRecord::default()
-        });
-        record.started_at = Some(format_ts(ctx.now));
-        let claude_pid = std::env::var("CLAUDE_PID").ok();
-        if let Ok((Some((pid, start)), _)) = process::resolve_holder(None, claude_pid.as_deref()) {
+        let previous = self.files.read_record();
+        let here = self.client_process();
+        let mut record = previous.clone().unwrap_or_else(|| self.new_record());
+        record.started_at = Some(format_ts(self.ctx.now));
+        // A turn left open by an earlier process of this session, killed before its session
+        // end, is not this one's. A compaction happens inside a running turn (Codex and Claude
+        // Code start the session again with `source: compact`): that turn stays open, and so
+        // does any turn of the same client process.
+        let compacting =
+            matches!(&self.event.action, Action::SessionStart { source } if source == "compact");
+        let same_process = here.is_some()
+            && previous.is_some_and(|p| {
+                (p.client_pid, p.client_pid_start) == (here.map(|h| h.0), here.map(|h| h.1))
+            });
+        if !compacting && !same_process {
+            self.files.close_turn()?;
+        }
+        if let Some((pid, start)) = here {
             record.client_pid = Some(pid);
             record.client_pid_start = Some(start);
             self.files.map_process(
@@ -179,25 +218,45 @@ impl Session<'_> {
                 start,
             )?;
         }
-        self.files.write_record(&record)?;
-        // A turn left open by an earlier process of this session is not this one's.
-        self.files.close_turn()?;
-        let survey = crate::actions::survey::survey(ctx)?;
-        let (packet, markdown) = crate::commands::resume::all::packet_of(&survey);
-        if packet.items.is_empty() {
-            return Ok(None);
+        Ok(self.files.write_record(&record)?)
+    }
+
+    /// The client process that runs this session: Claude Code names it (`CLAUDE_PID`); for
+    /// the others, the nearest agent among the hook's ancestors. A `CLAUDE_PID` inherited from
+    /// an outer Claude Code never names a Codex or Gemini CLI session's process.
+    fn client_process(&self) -> Option<(u32, u64)> {
+        match self.event.client {
+            Client::Claude => {
+                let claude_pid = std::env::var("CLAUDE_PID").ok();
+                process::resolve_holder(None, claude_pid.as_deref())
+                    .ok()
+                    .and_then(|(found, _)| found)
+            }
+            Client::Codex | Client::Gemini => process::agent_ancestor()
+                .and_then(|pid| process::start_time(pid).map(|start| (pid, start))),
         }
-        Ok(Some(session_start_output(&markdown)))
+    }
+
+    fn new_record(&self) -> SessionRecord {
+        SessionRecord {
+            client: self.event.client.as_str().into(),
+            session_id: self.event.session_id.clone(),
+            ..SessionRecord::default()
+        }
+    }
+
+    /// Keeps the first warning, for the hook's one stderr line.
+    fn warn(&self, message: String) {
+        self.warning.borrow_mut().get_or_insert(message);
     }
 
     /// Refreshes what the session owns, at most once per coalescing window unless `force`.
     fn sweep(&self, force: bool) -> Result<(), CommandError> {
         let now = self.ctx.now;
-        let mut record = self.files.read_record().unwrap_or_else(|| SessionRecord {
-            client: self.event.client.as_str().into(),
-            session_id: self.event.session_id.clone(),
-            ..SessionRecord::default()
-        });
+        let mut record = self
+            .files
+            .read_record()
+            .unwrap_or_else(|| self.new_record());
         if !force && fresh(record.swept_at.as_deref(), now) {
             return Ok(());
         }
@@ -333,11 +392,10 @@ impl Session<'_> {
             .map(|(key, s)| (key.clone(), s.position()))
             .collect();
         let fingerprint: String = positions.iter().map(|(k, p)| format!("{k}={p};")).collect();
-        let mut record = self.files.read_record().unwrap_or_else(|| SessionRecord {
-            client: self.event.client.as_str().into(),
-            session_id: self.event.session_id.clone(),
-            ..SessionRecord::default()
-        });
+        let mut record = self
+            .files
+            .read_record()
+            .unwrap_or_else(|| self.new_record());
         if record.checkpoint.as_deref() == Some(fingerprint.as_str()) {
             return self.sweep(false);
         }

@@ -594,3 +594,62 @@ fn the_injected_packet_stays_under_the_clients_limit() {
         "{context}"
     );
 }
+
+/// A compaction happens inside a running turn (Codex starts the session again with `source:
+/// compact`): the turn stays open, so a rate limit later in it is still found.
+#[test]
+fn a_compaction_keeps_the_turn_it_interrupts() {
+    let env = TestEnv::new();
+    let open = fixture("codex-0.171.0/UserPromptSubmit.json");
+    let session = session_of(&open);
+    two_loops(&env, &session);
+    hook(&env, "codex", "UserPromptSubmit", &open, &at(2)).assert_code(0);
+    let mut compact: Value =
+        serde_json::from_slice(&fixture("codex-0.171.0/SessionStart.compact.json")).unwrap();
+    compact["session_id"] = session.clone().into();
+    hook(
+        &env,
+        "codex",
+        "SessionStart",
+        &serde_json::to_vec(&compact).unwrap(),
+        &at(3),
+    )
+    .assert_code(0);
+    assert!(
+        turn_file(&env, "codex", &session).exists(),
+        "the turn goes on"
+    );
+    let mut end: Value =
+        serde_json::from_slice(&fixture("codex-0.171.0/SessionEnd.after-429.json")).unwrap();
+    end["session_id"] = session.into();
+    let end = with_transcript(
+        &serde_json::to_vec(&end).unwrap(),
+        &fixtures().join("transcripts/codex-0.171.0.rate-limit-tail.jsonl"),
+    );
+    hook(&env, "codex", "SessionEnd", &end, &at(4)).assert_code(0);
+    assert_eq!(loop_state(&env, "T-1")["interrupt_reason"], "rate_limit");
+}
+
+/// The session's files are hints: when they cannot be written, the session start still hands
+/// over the packet, and says what went wrong on its one stderr line.
+#[test]
+fn a_session_start_hands_over_the_packet_even_when_its_files_cannot_be_kept() {
+    let env = TestEnv::new();
+    let start = fixture("claude-code-2.1.332/SessionStart.json");
+    two_loops(&env, &session_of(&start));
+    let elsewhere = env.repo.parent().unwrap().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, env.state_dir().join("sessions")).unwrap();
+    let out = hook(&env, "claude", "SessionStart", &start, &at(5));
+    out.assert_code(0);
+    let injected: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert!(
+        injected["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .unwrap()
+            .contains("T-2")
+    );
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(out.stderr.contains("sessions"), "{}", out.stderr);
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+}
