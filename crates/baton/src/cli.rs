@@ -75,6 +75,14 @@ pub fn run() -> ExitCode {
                 let _ = err.print();
                 return ExitCode::SUCCESS;
             }
+            // A hook fails open even on a bad command line: to a client, exit 2 from a stop
+            // hook means "keep going", not "error".
+            if is_hook(std::env::args_os().skip(1)) {
+                let message = err.render().to_string();
+                let first = message.lines().next().unwrap_or_default();
+                eprintln!("baton hook: {}", first.trim_start_matches("error: "));
+                return ExitCode::SUCCESS;
+            }
             // `--json` promises one JSON object whatever happens, a bad command line included.
             let wants_json = std::env::args_os()
                 .skip(1)
@@ -132,6 +140,23 @@ pub fn run() -> ExitCode {
         Err(err) => render_error(&err, json),
     };
     print_and_exit(status, &stdout, &stderr)
+}
+
+/// Whether a command line names the `hook` command: its first word that is neither a global
+/// option nor an option's value.
+fn is_hook(args: impl Iterator<Item = std::ffi::OsString>) -> bool {
+    let mut args = args;
+    while let Some(arg) = args.next() {
+        match arg.to_str() {
+            Some("-C" | "--session") => {
+                args.next();
+            }
+            Some(a) if a.starts_with('-') => {}
+            Some(a) => return a == "hook",
+            None => return false,
+        }
+    }
+    false
 }
 
 fn dispatch(ctx: &Ctx, command: Command) -> Result<Report, CommandError> {

@@ -653,3 +653,24 @@ fn a_session_start_hands_over_the_packet_even_when_its_files_cannot_be_kept() {
     assert!(out.stderr.contains("sessions"), "{}", out.stderr);
     assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
 }
+
+/// A bad command line for a hook (a missing event, an extra word, an unknown option) is one
+/// stderr line and exit 0, never clap's exit 2, which a client reads as "keep going".
+#[test]
+fn a_bad_hook_command_line_exits_zero() {
+    let env = TestEnv::new();
+    let stop = fixture("claude-code-2.1.332/Stop.json");
+    for args in [
+        vec!["hook", "claude"],
+        vec!["hook", "claude", "Stop", "extra"],
+        vec!["hook", "claude", "Stop", "--bogus"],
+        vec!["-C", ".", "hook"],
+    ] {
+        let out = hook_with(&env, &args, &stop, &at(5));
+        out.assert_code(0);
+        assert_eq!(out.stdout, "", "{args:?}");
+        assert_eq!(out.stderr.lines().count(), 1, "{args:?}: {}", out.stderr);
+    }
+    // Any other command keeps clap's usage error.
+    env.run(None, &at(5), &["loop", "init"]).assert_code(2);
+}
