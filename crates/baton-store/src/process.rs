@@ -71,27 +71,34 @@ fn cmdline(pid: u32) -> Vec<String> {
 /// Agent programs recognised among baton's ancestors.
 const AGENTS: [&str; 3] = ["claude", "codex", "gemini"];
 
-fn is_agent(pid: u32) -> bool {
+/// Which agent a process is, if it is one.
+fn agent_of(pid: u32) -> Option<&'static str> {
     let base = |s: &str| s.rsplit('/').next().unwrap_or(s).to_string();
-    if comm(pid).is_some_and(|c| AGENTS.contains(&c.as_str())) {
-        return true;
+    let named = |name: &str| AGENTS.iter().copied().find(|a| *a == name);
+    if let Some(agent) = comm(pid).and_then(|c| named(&c)) {
+        return Some(agent);
     }
     // `node /…/bin/claude …`: the script, not the interpreter, names the agent.
     cmdline(pid)
         .iter()
         .take(2)
-        .any(|arg| AGENTS.contains(&base(arg).as_str()))
+        .find_map(|arg| named(&base(arg)))
 }
 
 /// The nearest ancestor of this process that is an agent (Claude Code, Codex CLI, Gemini CLI).
 pub fn agent_ancestor() -> Option<u32> {
+    agent_ancestor_named().map(|(pid, _)| pid)
+}
+
+/// The nearest agent ancestor and which agent it is: `claude`, `codex` or `gemini`.
+pub fn agent_ancestor_named() -> Option<(u32, &'static str)> {
     let mut pid = parent(std::process::id())?;
     for _ in 0..64 {
         if pid <= 1 {
             return None;
         }
-        if is_agent(pid) {
-            return Some(pid);
+        if let Some(agent) = agent_of(pid) {
+            return Some((pid, agent));
         }
         pid = parent(pid)?;
     }

@@ -36,12 +36,7 @@ impl Ctx {
         let session = session
             .filter(given)
             .or_else(|| std::env::var("BATON_SESSION").ok().filter(given))
-            .or_else(|| {
-                SESSION_VARS
-                    .iter()
-                    .find_map(|var| std::env::var(var).ok().filter(given))
-            })
-            .or_else(|| gemini_session(&dir));
+            .or_else(|| client_session(&dir));
         let now = match std::env::var("BATON_NOW") {
             Ok(raw) if !raw.is_empty() => raw.parse::<Timestamp>().map_err(|e| {
                 CommandError::usage(format!(
@@ -86,21 +81,37 @@ impl Ctx {
     }
 }
 
-/// The variables an agent client sets in its tool calls to name the session, in the order they
-/// are read.
-pub const SESSION_VARS: [&str; 4] = [
-    "BATON_SESSION",
-    "CLAUDE_CODE_SESSION_ID",
-    "CODEX_SESSION_ID",
-    "CODEX_THREAD_ID",
-];
+/// The session of the agent client whose tool call this is. Claude Code sets
+/// `CLAUDE_CODE_SESSION_ID` in its tool calls and Codex `CODEX_SESSION_ID` and
+/// `CODEX_THREAD_ID`; Gemini CLI sets none (only `GEMINI_CLI=1`), but a tool call runs under the
+/// same client process as the hooks, and the session-start hook recorded that process's session
+/// (`baton hook gemini SessionStart`). When one client runs inside another (a delegate started
+/// from a tool call), both leave their marks in the environment: the nearest agent process among
+/// this one's ancestors says whose tool call it is.
+fn client_session(dir: &std::path::Path) -> Option<String> {
+    let given = |s: &String| !s.is_empty() && s != "null";
+    let var = |name: &str| std::env::var(name).ok().filter(given);
+    let claude = var("CLAUDE_CODE_SESSION_ID");
+    let codex = var("CODEX_SESSION_ID").or_else(|| var("CODEX_THREAD_ID"));
+    let gemini = std::env::var_os("GEMINI_CLI").is_some();
+    let marks = usize::from(claude.is_some()) + usize::from(codex.is_some()) + usize::from(gemini);
+    if marks == 1 && !gemini {
+        return claude.or(codex);
+    }
+    if marks == 0 {
+        return None;
+    }
+    match baton_store::process::agent_ancestor_named() {
+        Some((_, "claude")) => claude,
+        Some((_, "codex")) => codex,
+        Some((pid, _)) if gemini => gemini_session(dir, pid),
+        // No agent process to be seen: the variables alone, Claude Code's first.
+        _ => claude.or(codex),
+    }
+}
 
-/// Gemini CLI gives its tool calls no session id (only `GEMINI_CLI=1`), but a tool call runs
-/// under the same client process as the hooks, and the session-start hook recorded that
-/// process's session (`baton hook gemini SessionStart`).
-fn gemini_session(dir: &std::path::Path) -> Option<String> {
-    std::env::var_os("GEMINI_CLI")?;
-    let pid = baton_store::process::agent_ancestor()?;
+/// The session a Gemini CLI session-start hook recorded for client process `pid`.
+fn gemini_session(dir: &std::path::Path, pid: u32) -> Option<String> {
     let start = baton_store::process::start_time(pid)?;
     let layout = Layout::discover(dir, std::env::var_os("BATON_STATE_DIR")).ok()?;
     baton_store::sessions::session_of_process(&layout, pid, start)

@@ -469,6 +469,25 @@ fn a_tool_call_is_attributed_to_its_session() {
         .unwrap();
     to_run(out).assert_code(0);
     assert_eq!(loop_state(&env, "T-2")["session_id"], session.as_str());
+
+    // A Codex run from a Claude Code tool call inherits Claude Code's session variable beside
+    // its own: the nearest agent process says whose tool call it is.
+    let nested = dir.join("codex");
+    std::fs::write(
+        &nested,
+        "#!/bin/sh
+\"$BATON\" --json loop init T-3\n",
+    )
+    .unwrap();
+    let out = like(&base, "sh")
+        .arg(&nested)
+        .env("BATON", env!("CARGO_BIN_EXE_baton"))
+        .env("CLAUDE_CODE_SESSION_ID", "outer-claude")
+        .env("CODEX_THREAD_ID", "inner-codex")
+        .output()
+        .unwrap();
+    to_run(out).assert_code(0);
+    assert_eq!(loop_state(&env, "T-3")["session_id"], "inner-codex");
 }
 
 /// A state file the hook cannot read is named on the one stderr line; the session's other
