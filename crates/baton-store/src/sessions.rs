@@ -37,6 +37,10 @@ pub struct SessionRecord {
     /// When the hooks last refreshed the liveness of everything this session owns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub swept_at: Option<String>,
+    /// The refresh window in seconds when a lease the session holds needs a shorter one than
+    /// the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_secs: Option<i64>,
     /// The position of everything this session owned at its last checkpoint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<String>,

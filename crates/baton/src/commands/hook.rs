@@ -257,13 +257,15 @@ impl Session<'_> {
             .files
             .read_record()
             .unwrap_or_else(|| self.new_record());
-        if !force && fresh(record.swept_at.as_deref(), now) {
+        let window = record.window_secs.unwrap_or(HEARTBEAT_COALESCE_SECS);
+        if !force && fresh(record.swept_at.as_deref(), now, window) {
             return Ok(());
         }
         let owned = self.owned()?;
         let mut first_error = None;
         for (key, state) in &owned.loops {
-            if state.status != LoopStatus::Active || fresh_ts(state.liveness(now), now) {
+            let live = fresh_ts(state.liveness(now), now, HEARTBEAT_COALESCE_SECS);
+            if state.status != LoopStatus::Active || live {
                 continue;
             }
             if let Some(ticket) = self.ticket_of(key, state)
@@ -272,18 +274,26 @@ impl Session<'_> {
                 first_error.get_or_insert(e);
             }
         }
+        // A lease may live shorter than a loop's 10 minutes (`run new --lease-ttl`): each is
+        // refreshed once a quarter of its TTL has passed, and the session's window shrinks to
+        // the shortest of them.
+        let mut next_window = HEARTBEAT_COALESCE_SECS;
         for run in &owned.runs {
+            let ttl = i64::try_from(run.policy.lease_ttl_secs).unwrap_or(i64::MAX);
+            let quarter = (ttl / 4).clamp(1, HEARTBEAT_COALESCE_SECS);
+            next_window = next_window.min(quarter);
             let beat = run
                 .lease
                 .as_ref()
                 .and_then(|l| parse_ts(Some(&l.heartbeat_at)));
-            if fresh_ts(beat, now) {
+            if fresh_ts(beat, now, quarter) {
                 continue;
             }
             if let Err(e) = run_heartbeat(self.ctx, &run.run_id, &HolderArgs::default()) {
                 first_error.get_or_insert(e);
             }
         }
+        record.window_secs = (next_window < HEARTBEAT_COALESCE_SECS).then_some(next_window);
         record.swept_at = Some(format_ts(now));
         self.files.write_record(&record)?;
         owned.outcome(first_error)
@@ -493,14 +503,14 @@ impl Owned {
     }
 }
 
-/// Whether a refresh at `at` still holds at `now`.
-fn fresh(at: Option<&str>, now: Timestamp) -> bool {
-    fresh_ts(parse_ts(at), now)
+/// Whether a refresh at `at` is still under `window` seconds old at `now`.
+fn fresh(at: Option<&str>, now: Timestamp, window: i64) -> bool {
+    fresh_ts(parse_ts(at), now, window)
 }
 
-fn fresh_ts(at: Option<Timestamp>, now: Timestamp) -> bool {
+fn fresh_ts(at: Option<Timestamp>, now: Timestamp, window: i64) -> bool {
     at.is_some_and(|t| {
         let age = now.duration_since(t);
-        age >= SignedDuration::ZERO && age < SignedDuration::from_secs(HEARTBEAT_COALESCE_SECS)
+        age >= SignedDuration::ZERO && age < SignedDuration::from_secs(window)
     })
 }

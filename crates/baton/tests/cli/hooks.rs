@@ -693,3 +693,38 @@ fn a_bad_hook_command_line_exits_zero() {
     // Any other command keeps clap's usage error.
     env.run(None, &at(5), &["loop", "init"]).assert_code(2);
 }
+
+/// A lease shorter than a loop's window (`--lease-ttl 60`) is refreshed once a quarter of its
+/// TTL has passed, and the session's refresh window shrinks to match.
+#[test]
+fn a_short_lease_is_refreshed_within_its_ttl() {
+    let env = TestEnv::new();
+    let stop = fixture("claude-code-2.1.332/Stop.json");
+    let session = session_of(&stop);
+    let out = env.baton(
+        &session,
+        0,
+        &[
+            "--json",
+            "run",
+            "new",
+            "--feature",
+            "short",
+            "--lease-ttl",
+            "60",
+        ],
+    );
+    out.assert_code(0);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let beat = || {
+        env.read_json(&env.state_dir().join(format!("runs/{id}.json")))["lease"]["heartbeat_at"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (t20, t40) = ("2026-03-01T12:00:20Z", "2026-03-01T12:00:40Z");
+    hook(&env, "claude", "Stop", &stop, t20).assert_code(0);
+    assert_eq!(beat(), t20, "20 s is over a quarter of a 60 s TTL");
+    hook(&env, "claude", "Stop", &stop, t40).assert_code(0);
+    assert_eq!(beat(), t40, "the session's window is 15 s, not 60 s");
+}
