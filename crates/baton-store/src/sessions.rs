@@ -41,6 +41,9 @@ pub struct SessionRecord {
     /// the default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window_secs: Option<i64>,
+    /// Tickets this session's failure hook interrupted, for its next prompt to hear about.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub interrupted: Vec<String>,
     /// The position of everything this session owned at its last checkpoint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<String>,

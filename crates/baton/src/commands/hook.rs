@@ -160,7 +160,10 @@ impl Session<'_> {
     fn act(&self) -> Result<Option<String>, CommandError> {
         match &self.event.action {
             Action::SessionStart { .. } => return self.start(),
-            Action::TurnOpen => self.files.open_turn(&format_ts(self.ctx.now))?,
+            Action::TurnOpen => {
+                self.files.open_turn(&format_ts(self.ctx.now))?;
+                return Ok(self.interrupted_note());
+            }
             Action::TurnEnd => {
                 self.files.close_turn()?;
                 self.sweep(false)?;
@@ -356,9 +359,39 @@ impl Session<'_> {
             .unwrap_or(TranscriptEnd::Unknown)
     }
 
+    /// A session that goes on after its own failure hook interrupted its work (Claude Code
+    /// after a rate limit, when the person types again) is told at its next prompt how to take
+    /// the work back: its writes are refused until it does. Said once.
+    fn interrupted_note(&self) -> Option<String> {
+        let mut record = self.files.read_record()?;
+        if record.interrupted.is_empty() {
+            return None;
+        }
+        let tickets = std::mem::take(&mut record.interrupted);
+        if let Err(e) = self.files.write_record(&record) {
+            self.warn(e.to_string());
+        }
+        let lines: Vec<String> = tickets
+            .iter()
+            .map(|t| {
+                let arg = crate::output::shell_quote(&baton_core::text::esc(t));
+                format!(
+                    "- {}: `baton resume {arg}`, then `baton resume accept {arg}`",
+                    baton_core::text::esc(t)
+                )
+            })
+            .collect();
+        let note = format!(
+            "baton: an API error ended this session's last turn, and baton marked its work interrupted. Before writing to it again, take it back (writes to interrupted work are refused):\n{}",
+            lines.join("\n")
+        );
+        Some(turn_context(&self.event.event, &note))
+    }
+
     fn interrupt_owned(&self, interrupt: &Interrupt) -> Result<(), CommandError> {
         let owned = self.owned()?;
         let mut first_error = None;
+        let mut interrupted = Vec::new();
         for (key, state) in &owned.loops {
             if state.status != LoopStatus::Active {
                 continue;
@@ -366,14 +399,32 @@ impl Session<'_> {
             let Some(ticket) = self.ticket_of(key, state) else {
                 continue;
             };
-            if let Err(e) = loop_interrupt(
+            match loop_interrupt(
                 self.ctx,
                 &ticket,
                 interrupt.reason,
                 None,
                 &WriteFlags::default(),
             ) {
-                first_error.get_or_insert(e);
+                Ok(_) => interrupted.push(ticket.to_string_lossy().into_owned()),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        // A failure does not end the session: remember what it interrupted for the next prompt.
+        if matches!(self.event.action, Action::Failure { .. }) && !interrupted.is_empty() {
+            let mut record = self
+                .files
+                .read_record()
+                .unwrap_or_else(|| self.new_record());
+            for t in interrupted {
+                if !record.interrupted.contains(&t) {
+                    record.interrupted.push(t);
+                }
+            }
+            if let Err(e) = self.files.write_record(&record) {
+                self.warn(e.to_string());
             }
         }
         for run in &owned.runs {
@@ -501,6 +552,18 @@ impl Owned {
             (None, None) => Ok(()),
         }
     }
+}
+
+/// Context for the model at the start of a turn, in the shape the clients read from a prompt
+/// hook (`UserPromptSubmit`, Gemini CLI's `BeforeAgent`).
+fn turn_context(event: &str, context: &str) -> String {
+    json!({
+        "hookSpecificOutput": {
+            "hookEventName": event,
+            "additionalContext": context,
+        }
+    })
+    .to_string()
 }
 
 /// Whether a refresh at `at` is still under `window` seconds old at `now`.

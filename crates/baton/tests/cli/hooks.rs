@@ -728,3 +728,35 @@ fn a_short_lease_is_refreshed_within_its_ttl() {
     hook(&env, "claude", "Stop", &stop, t40).assert_code(0);
     assert_eq!(beat(), t40, "the session's window is 15 s, not 60 s");
 }
+
+/// Claude Code goes on after a rate limit when the person types again, in the same session:
+/// its next prompt is told, once, how to take back the work the failure hook interrupted.
+#[test]
+fn a_session_that_goes_on_after_its_failure_is_told_how_to_take_its_work_back() {
+    let env = TestEnv::new();
+    let failure = fixture("claude-code-2.1.332/StopFailure.after-429.json");
+    let session = session_of(&failure);
+    two_loops(&env, &session);
+    let mut prompt: Value =
+        serde_json::from_slice(&fixture("claude-code-2.1.332/UserPromptSubmit.json")).unwrap();
+    prompt["session_id"] = session.into();
+    let prompt = serde_json::to_vec(&prompt).unwrap();
+    let first = hook(&env, "claude", "UserPromptSubmit", &prompt, &at(2));
+    assert_eq!(first.stdout, "");
+    hook(&env, "claude", "StopFailure", &failure, &at(3)).assert_code(0);
+    let next = hook(&env, "claude", "UserPromptSubmit", &prompt, &at(9));
+    next.assert_code(0);
+    let said: Value = serde_json::from_str(&next.stdout).unwrap();
+    assert_eq!(
+        said["hookSpecificOutput"]["hookEventName"],
+        "UserPromptSubmit"
+    );
+    let context = said["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(context.contains("`baton resume accept T-1`"), "{context}");
+    assert!(!context.contains("T-2"), "{context}");
+    // Said once.
+    let again = hook(&env, "claude", "UserPromptSubmit", &prompt, &at(10));
+    assert_eq!(again.stdout, "");
+}
