@@ -2,8 +2,8 @@
 //! (the payload parsers in `baton_core::hook`) over one set of actions here (docs/hooks.md).
 //!
 //! A hook fails open: whatever goes wrong is one line on stderr and exit 0. It never blocks the
-//! agent, never exits 2, and prints on stdout only a session start's packet, in the shape the
-//! client injects into the model's context.
+//! agent, never exits 2, and prints on stdout only context for the model (a session start's
+//! packet, a note after a failure), in the shape the client injects, never a decision.
 
 use std::ffi::OsStr;
 use std::io::{Read, Write};
