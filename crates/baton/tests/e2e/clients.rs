@@ -3,8 +3,9 @@
 //!
 //! The pinned clients come from `$BATON_E2E_CLIENTS/node_modules/.bin/` when that is set, else
 //! from `<workspace>/target/e2e-clients/node_modules/.bin/`, installed there with npm on first
-//! use. Without npm or a reachable registry `Harness::new` says once per test that the test is
-//! skipped, and returns `None`.
+//! use. Without npm or a reachable registry (or with `BATON_E2E_SKIP` set) `Harness::new` says
+//! once per test that the test is skipped, and returns `None`; any other failure to have the
+//! pinned clients fails the test.
 
 use std::fmt;
 use std::io::Read;
@@ -49,26 +50,35 @@ impl Client {
     }
 }
 
-/// The folder holding the clients' executables, or why there is none.
+/// The folder holding the clients' executables, or why the e2e tests are skipped. They are
+/// skipped only when the clients cannot be had from the registry: `BATON_E2E_SKIP` (set by
+/// `.ci/run` when `npm ping` fails), no npm at all, or an install that fails while the registry
+/// does not answer. Anything else (a `BATON_E2E_CLIENTS` without the pinned versions, an install
+/// that fails with the registry up) fails the tests.
 fn clients_bin() -> Result<PathBuf, String> {
     static BIN: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     BIN.get_or_init(|| {
-        if let Some(dir) = std::env::var_os("BATON_E2E_CLIENTS") {
-            let bin = PathBuf::from(dir).join("node_modules/.bin");
-            return if all_present(&bin) {
-                Ok(bin)
-            } else {
-                Err(format!(
-                    "BATON_E2E_CLIENTS is set but {} lacks claude, codex or gemini",
-                    bin.display()
-                ))
-            };
+        if let Some(why) = std::env::var("BATON_E2E_SKIP")
+            .ok()
+            .filter(|s| !s.is_empty())
+        {
+            return Err(why);
         }
-        let prefix = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/e2e-clients");
+        let given = std::env::var_os("BATON_E2E_CLIENTS").map(PathBuf::from);
+        let prefix = given.clone().unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/e2e-clients")
+        });
         let bin = prefix.join("node_modules/.bin");
-        if all_present(&bin) {
+        if pinned_present(&prefix) {
             return Ok(bin);
         }
+        assert!(
+            given.is_none(),
+            "BATON_E2E_CLIENTS={} does not hold the pinned clients: `npm install --prefix {} {}`",
+            prefix.display(),
+            prefix.display(),
+            PINNED.join(" ")
+        );
         std::fs::create_dir_all(&prefix).map_err(|e| format!("cannot create {prefix:?}: {e}"))?;
         let out = Command::new("npm")
             .args(["install", "--no-audit", "--no-fund", "--prefix"])
@@ -77,28 +87,58 @@ fn clients_bin() -> Result<PathBuf, String> {
             .stdin(Stdio::null())
             .output()
             .map_err(|e| format!("npm cannot be run ({e})"))?;
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("no message");
         if !out.status.success() {
-            let err = String::from_utf8_lossy(&out.stderr);
-            let last = err.lines().rev().find(|l| !l.trim().is_empty());
-            return Err(format!(
-                "npm install of the clients failed ({}): {}",
-                out.status,
-                last.unwrap_or("no message")
-            ));
+            if !registry_answers() {
+                return Err(format!("npm cannot reach its registry: {last}"));
+            }
+            panic!(
+                "npm install of the pinned clients failed with the registry up ({}): {err}",
+                out.status
+            );
         }
-        if all_present(&bin) {
-            Ok(bin)
-        } else {
-            Err(format!("npm install left no clients in {}", bin.display()))
-        }
+        assert!(
+            pinned_present(&prefix),
+            "npm install left no pinned clients in {}: {last}",
+            prefix.display()
+        );
+        Ok(bin)
     })
     .clone()
+}
+
+/// Whether each pinned client is installed under `prefix` at its pinned version.
+fn pinned_present(prefix: &Path) -> bool {
+    PINNED.iter().all(|spec| {
+        let (name, version) = spec.rsplit_once('@').expect("name@version");
+        let manifest = prefix.join("node_modules").join(name).join("package.json");
+        std::fs::read(&manifest)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .is_some_and(|m| m["version"] == version)
+    }) && all_present(&prefix.join("node_modules/.bin"))
 }
 
 fn all_present(bin: &Path) -> bool {
     ["claude", "codex", "gemini"]
         .iter()
         .all(|c| bin.join(c).exists())
+}
+
+/// Whether npm's registry answers (`npm ping`).
+fn registry_answers() -> bool {
+    Command::new("npm")
+        .arg("ping")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// The baton binary under test.
