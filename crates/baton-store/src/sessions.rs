@@ -41,9 +41,6 @@ pub struct SessionRecord {
     /// the default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window_secs: Option<i64>,
-    /// Tickets this session's failure hook interrupted, for its next prompt to hear about.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub interrupted: Vec<String>,
     /// The position of everything this session owned at its last checkpoint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<String>,
@@ -117,10 +114,51 @@ impl SessionFiles {
         }
     }
 
+    fn interrupted_path(&self) -> PathBuf {
+        self.dir.join(format!("{}.interrupted", self.stem))
+    }
+
+    /// Notes tickets this session's failure hook interrupted, for its next prompt to hear
+    /// about: one line each, appended without fsync (the failure hook has 0.1 s).
+    pub fn note_interrupted(&self, tickets: &[String]) -> Result<(), StoreError> {
+        use std::os::unix::fs::OpenOptionsExt;
+        ensure_dir(&self.dir)?;
+        let path = self.interrupted_path();
+        let lines: String = tickets
+            .iter()
+            .map(|t| format!("{}\n", t.replace('\n', " ")))
+            .collect();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&path)
+            .and_then(|mut f| f.write_all(lines.as_bytes()))
+            .map_err(StoreError::io("append", &path))
+    }
+
+    /// The tickets noted since the last call, each once, in order; the note is gone after.
+    pub fn take_interrupted(&self) -> Vec<String> {
+        let path = self.interrupted_path();
+        let Some(text) = read_small(&path) else {
+            return Vec::new();
+        };
+        let _ = std::fs::remove_file(&path);
+        let mut out: Vec<String> = Vec::new();
+        for line in text.lines().filter(|l| !l.is_empty()) {
+            if !out.iter().any(|t| t == line) {
+                out.push(line.to_string());
+            }
+        }
+        out
+    }
+
     /// Removes the session's record, its turn mark and the map entry of its client process.
     pub fn remove(&self, record: Option<&SessionRecord>) {
         let _ = std::fs::remove_file(self.turn_path());
         let _ = std::fs::remove_file(self.record_path());
+        let _ = std::fs::remove_file(self.interrupted_path());
         if let Some((pid, start)) = record.and_then(|r| Some((r.client_pid?, r.client_pid_start?)))
         {
             let map = self.dir.join(pid_map_name(pid, start));

@@ -363,13 +363,9 @@ impl Session<'_> {
     /// after a rate limit, when the person types again) is told at its next prompt how to take
     /// the work back: its writes are refused until it does. Said once.
     fn interrupted_note(&self) -> Option<String> {
-        let mut record = self.files.read_record()?;
-        if record.interrupted.is_empty() {
+        let tickets = self.files.take_interrupted();
+        if tickets.is_empty() {
             return None;
-        }
-        let tickets = std::mem::take(&mut record.interrupted);
-        if let Err(e) = self.files.write_record(&record) {
-            self.warn(e.to_string());
         }
         let lines: Vec<String> = tickets
             .iter()
@@ -414,16 +410,7 @@ impl Session<'_> {
         }
         // A failure does not end the session: remember what it interrupted for the next prompt.
         if matches!(self.event.action, Action::Failure { .. }) && !interrupted.is_empty() {
-            let mut record = self
-                .files
-                .read_record()
-                .unwrap_or_else(|| self.new_record());
-            for t in interrupted {
-                if !record.interrupted.contains(&t) {
-                    record.interrupted.push(t);
-                }
-            }
-            if let Err(e) = self.files.write_record(&record) {
+            if let Err(e) = self.files.note_interrupted(&interrupted) {
                 self.warn(e.to_string());
             }
         }
