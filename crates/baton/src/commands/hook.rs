@@ -409,10 +409,11 @@ impl Session<'_> {
             }
         }
         // A failure does not end the session: remember what it interrupted for the next prompt.
-        if matches!(self.event.action, Action::Failure { .. }) && !interrupted.is_empty() {
-            if let Err(e) = self.files.note_interrupted(&interrupted) {
-                self.warn(e.to_string());
-            }
+        if matches!(self.event.action, Action::Failure { .. })
+            && !interrupted.is_empty()
+            && let Err(e) = self.files.note_interrupted(&interrupted)
+        {
+            self.warn(e.to_string());
         }
         for run in &owned.runs {
             if let Err(e) = interrupt_lease(
