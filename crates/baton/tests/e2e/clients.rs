@@ -16,9 +16,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use crate::fake_api::{FakeApi, Reply};
+use baton_core::install::codex_trust;
 
 /// The versions the harness installs; the hook formats and facts it relies on are theirs.
 pub const PINNED: [&str; 3] = [
@@ -345,8 +345,8 @@ impl Harness {
             let mut group_index = std::collections::HashMap::<&str, usize>::new();
             for hook in &self.hooks {
                 let index = group_index.entry(&hook.event).or_default();
-                let event = snake_case(&hook.event);
-                let key = format!("{}:{event}:{index}:0", hooks_path.display());
+                let key =
+                    codex_trust::state_key(&hooks_path.to_string_lossy(), &hook.event, *index, 0);
                 let trusted_command = if self.codex_trust_spoiled {
                     format!("{} ", hook.command)
                 } else {
@@ -355,7 +355,13 @@ impl Harness {
                 config += &format!(
                     "\n[hooks.state.{}]\ntrusted_hash = \"{}\"\n",
                     toml_string(&key),
-                    codex_trusted_hash(&event, &trusted_command, HOOK_TIMEOUT)
+                    codex_trust::trusted_hash(
+                        &hook.event,
+                        &trusted_command,
+                        HOOK_TIMEOUT,
+                        None,
+                        None
+                    )
                 );
                 *index += 1;
             }
@@ -520,82 +526,4 @@ fn toml_string(s: &str) -> String {
 /// A string as one single-quoted shell word.
 pub fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
-}
-
-/// `SessionStart` -> `session_start`, as Codex names events in its hook-trust keys.
-pub fn snake_case(event: &str) -> String {
-    let mut out = String::new();
-    for (i, c) in event.chars().enumerate() {
-        if c.is_ascii_uppercase() {
-            if i > 0 {
-                out.push('_');
-            }
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// JSON with every object's keys sorted and no whitespace.
-fn canonical_json(value: &Value) -> String {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            let fields: Vec<String> = keys
-                .iter()
-                .map(|k| format!("{}:{}", Value::from(k.as_str()), canonical_json(&map[*k])))
-                .collect();
-            format!("{{{}}}", fields.join(","))
-        }
-        Value::Array(items) => {
-            let items: Vec<String> = items.iter().map(canonical_json).collect();
-            format!("[{}]", items.join(","))
-        }
-        other => other.to_string(),
-    }
-}
-
-/// The `trusted_hash` Codex expects in `[hooks.state."<key>"]` for one command handler with no
-/// matcher: `sha256:` and the hex digest of the canonical JSON of the event name and handler.
-pub fn codex_trusted_hash(snake_event: &str, command: &str, timeout_secs: u64) -> String {
-    let identity = json!({
-        "event_name": snake_event,
-        "hooks": [{"async": false, "command": command, "timeout": timeout_secs,
-            "type": "command"}],
-    });
-    let digest = Sha256::digest(canonical_json(&identity).as_bytes());
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256:{hex}")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn canonical_json_sorts_keys_and_drops_whitespace() {
-        let v = json!({"b": 1, "a": [{"z": true, "y": "x y"}]});
-        assert_eq!(canonical_json(&v), r#"{"a":[{"y":"x y","z":true}],"b":1}"#);
-    }
-
-    #[test]
-    fn snake_case_of_event_names() {
-        assert_eq!(snake_case("SessionStart"), "session_start");
-        assert_eq!(snake_case("UserPromptSubmit"), "user_prompt_submit");
-        assert_eq!(snake_case("Stop"), "stop");
-    }
-
-    #[test]
-    fn codex_trusted_hash_is_sha256_of_the_canonical_handler() {
-        // The digest `sha256sum` gives for the canonical JSON
-        // {"event_name":"session_start","hooks":[{"async":false,"command":"echo hi",
-        // "timeout":30,"type":"command"}]}
-        assert_eq!(
-            codex_trusted_hash("session_start", "echo hi", 30),
-            "sha256:59cef8dd19f237d2b895f105e1b58dbe36fc741179e521988935609cfe668f31"
-        );
-    }
 }
