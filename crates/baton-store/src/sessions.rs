@@ -230,9 +230,10 @@ fn file_safe(id: &str) -> String {
     }
 }
 
-/// Creates `.agentic/sessions/` (0700) with an ignore file of its own, so that a project whose
-/// `.agentic/.gitignore` predates this directory never commits a session file.
-fn ensure_dir(dir: &Path) -> Result<(), StoreError> {
+/// Creates a directory of baton's own under `.agentic/` (`sessions/`, `init/`), 0700, with an
+/// ignore file of its own, so that a project whose `.agentic/.gitignore` predates the directory
+/// never commits what is in it.
+pub fn ensure_dir(dir: &Path) -> Result<(), StoreError> {
     if check_real_dir(dir)? {
         return Ok(());
     }

@@ -383,3 +383,46 @@ fn the_hooks_call_baton_by_name_when_it_is_the_one_on_path() {
             .starts_with('/')
     );
 }
+
+/// `--remove` gives back the very bytes of a file however it was formatted (one line, an empty
+/// `hooks` object, no final newline), as long as nobody changed it since `init`; after a change
+/// of the user's, it takes out baton's entries alone and keeps that change.
+#[test]
+fn remove_gives_back_any_formatting_and_keeps_a_later_edit() {
+    let originals = [
+        r#"{"model": "opus"}"#,
+        "{\"hooks\": {}, \"theme\": \"dark\"}\n",
+        "{\"hooks\":{\"Stop\":[{\"hooks\":[{\"type\":\"command\",\"command\":\"notify-send done\"}]}]},\"model\":\"opus\"}",
+    ];
+    for client in ["claude", "codex", "gemini"] {
+        for original in originals {
+            let env = TestEnv::new();
+            let path = settings_path(&env, client);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, original).unwrap();
+            init(&env, &[client]).assert_code(0);
+            assert_ne!(read(&path).unwrap(), original.as_bytes(), "{client}");
+            init(&env, &[client]).assert_code(0);
+            init(&env, &[client, "--remove"]).assert_code(0);
+            assert_eq!(
+                String::from_utf8(read(&path).unwrap()).unwrap(),
+                original,
+                "{client}: {original}"
+            );
+        }
+        // A change of the user's after `init`: baton's entries go, the change stays.
+        let env = TestEnv::new();
+        let path = settings_path(&env, client);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, originals[0]).unwrap();
+        init(&env, &[client]).assert_code(0);
+        let edited =
+            String::from_utf8(read(&path).unwrap())
+                .unwrap()
+                .replacen("\"opus\"", "\"sonnet\"", 1);
+        std::fs::write(&path, &edited).unwrap();
+        init(&env, &[client, "--remove"]).assert_code(0);
+        let left: Value = serde_json::from_slice(&read(&path).unwrap()).unwrap();
+        assert_eq!(left, serde_json::json!({ "model": "sonnet" }), "{client}");
+    }
+}

@@ -4,6 +4,7 @@
 //! reads them, and writes every change only once all of them are known to be possible.
 
 mod files;
+mod originals;
 
 use std::path::Path;
 
@@ -61,8 +62,10 @@ pub fn cmd_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> {
     }
     let targets = Targets::resolve(ctx, client, args.user)?;
     let program = files::baton_program()?;
-    let changes = plan(client, &targets, &program.command, &args)?;
+    let originals = originals::Originals::for_scope(ctx, args.user)?;
+    let changes = plan(client, &targets, &program.command, &args, &originals)?;
 
+    let mut warnings = Vec::new();
     let mut report = if args.dry_run {
         let diff: String = changes.iter().map(|c| c.diff(&targets)).collect();
         let text = if diff.is_empty() {
@@ -74,6 +77,22 @@ pub fn cmd_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> {
     } else {
         for change in &changes {
             change.apply(&targets)?;
+            // What is remembered helps a later `--remove`; failing to keep it only costs that
+            // removal its byte-for-byte restore.
+            let whole = Some(&change.path) != targets.codex_config.as_ref();
+            match (&change.new, args.remove) {
+                _ if !whole => {}
+                (_, true) => originals.forget(&change.path),
+                (Some(new), false) if change.changed() => {
+                    if let Err(e) = originals.record(&change.path, change.old.as_deref(), new) {
+                        warnings.push(format!(
+                            "{}: `--remove` will take out baton's entries but cannot give back the exact bytes",
+                            e
+                        ));
+                    }
+                }
+                _ => {}
+            }
         }
         let lines: Vec<String> = changes
             .iter()
@@ -104,6 +123,9 @@ pub fn cmd_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> {
         .with("remove", args.remove)
         .with("changed", changes.iter().any(Change::changed))
         .with("files", file_list);
+    for w in warnings {
+        report = report.warn(w);
+    }
     if !args.remove {
         report = report.with("command", program.command.clone());
         for note in notes(client, &targets, &program, &changes, &args) {
@@ -120,8 +142,17 @@ fn plan(
     targets: &Targets,
     baton: &str,
     args: &InitArgs,
+    originals: &originals::Originals,
 ) -> Result<Vec<Change>, CommandError> {
     let mut changes = Vec::new();
+    // `--remove` gives a file back byte for byte when it still holds what baton wrote.
+    let restored = |path: &Path, old: Option<&str>, new: Option<String>| {
+        if args.remove {
+            originals.restore(path, old).unwrap_or(new)
+        } else {
+            new
+        }
+    };
 
     let old = files::read(&targets.settings)?;
     let edited = if args.remove {
@@ -130,11 +161,8 @@ fn plan(
         settings::install(old.as_deref(), client, baton)
     }
     .map_err(|e| refuse(&targets.settings, &e.to_string(), client, args))?;
-    changes.push(Change::new(
-        targets.settings.clone(),
-        old,
-        edited.text.clone(),
-    ));
+    let new = restored(&targets.settings, old.as_deref(), edited.text.clone());
+    changes.push(Change::new(targets.settings.clone(), old, new));
 
     let old = files::read(&targets.instructions)?;
     let new = match (client, args.remove) {
@@ -143,6 +171,7 @@ fn plan(
         (_, false) => Some(instructions::upsert_block(old.as_deref())),
         (_, true) => old.as_deref().and_then(instructions::remove_block),
     };
+    let new = restored(&targets.instructions, old.as_deref(), new);
     changes.push(Change::new(targets.instructions.clone(), old, new));
 
     if let Some(config) = &targets.codex_config {
@@ -159,6 +188,8 @@ fn plan(
         let old = files::read(config)?;
         let new = codex_trust::apply(old.as_deref(), &change)
             .map_err(|e| refuse(config, &format!("is not valid TOML: {e}"), client, args))?;
+        // Not given back whole: the project's trust, once granted, outlives baton's hooks,
+        // and `toml_edit` keeps the rest of the file as it was.
         changes.push(Change::new(config.clone(), old, new));
     }
     Ok(changes)
