@@ -426,3 +426,17 @@ fn remove_gives_back_any_formatting_and_keeps_a_later_edit() {
         assert_eq!(left, serde_json::json!({ "model": "sonnet" }), "{client}");
     }
 }
+
+/// A skill file someone changed after `init` is theirs: `--remove` leaves it.
+#[test]
+fn remove_leaves_a_skill_file_someone_changed() {
+    let env = TestEnv::new();
+    init(&env, &["claude"]).assert_code(0);
+    let skill = env.repo.join(".claude/skills/baton/SKILL.md");
+    let mut text = std::fs::read_to_string(&skill).unwrap();
+    text.push_str("\n- Our team also runs `make check` before `baton loop set`.\n");
+    std::fs::write(&skill, &text).unwrap();
+    init(&env, &["claude", "--remove"]).assert_code(0);
+    assert_eq!(std::fs::read_to_string(&skill).unwrap(), text);
+    assert!(!env.repo.join(".claude/settings.json").exists());
+}

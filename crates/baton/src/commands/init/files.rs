@@ -162,16 +162,13 @@ impl Change {
             return String::new();
         }
         let name = targets.display(&self.path);
-        let old_name = if self.old.is_some() {
-            format!("a/{name}")
-        } else {
-            "/dev/null".to_string()
+        // `a/` and `b/` before a relative path, as git writes them; an absolute path as it is.
+        let side = |prefix: &str, present: bool| match present {
+            false => "/dev/null".to_string(),
+            true if name.starts_with('/') => name.clone(),
+            true => format!("{prefix}/{name}"),
         };
-        let new_name = if self.new.is_some() {
-            format!("b/{name}")
-        } else {
-            "/dev/null".to_string()
-        };
+        let (old_name, new_name) = (side("a", self.old.is_some()), side("b", self.new.is_some()));
         let old = self.old.as_deref().unwrap_or_default();
         let new = self.new.as_deref().unwrap_or_default();
         similar::TextDiff::from_lines(old, new)

@@ -167,7 +167,8 @@ fn plan(
     let old = files::read(&targets.instructions)?;
     let new = match (client, args.remove) {
         (Client::Claude, false) => Some(instructions::skill_file()),
-        (Client::Claude, true) => None,
+        // A skill file someone changed since is theirs now: it stays.
+        (Client::Claude, true) => old.clone().filter(|t| *t != instructions::skill_file()),
         (_, false) => Some(instructions::upsert_block(old.as_deref())),
         (_, true) => old.as_deref().and_then(instructions::remove_block),
     };
