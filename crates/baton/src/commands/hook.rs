@@ -166,7 +166,7 @@ impl Session<'_> {
             }
             Action::TurnEnd => {
                 self.files.close_turn()?;
-                self.sweep(false)?;
+                self.sweep()?;
             }
             Action::Failure { .. } | Action::SessionEnd { .. } => self.end()?,
             Action::Checkpoint => self.checkpoint()?,
@@ -204,10 +204,10 @@ impl Session<'_> {
         // does any turn of the same client process.
         let compacting =
             matches!(&self.event.action, Action::SessionStart { source } if source == "compact");
-        let same_process = here.is_some()
-            && previous.is_some_and(|p| {
-                (p.client_pid, p.client_pid_start) == (here.map(|h| h.0), here.map(|h| h.1))
-            });
+        let before = previous
+            .as_ref()
+            .and_then(|p| Some((p.client_pid?, p.client_pid_start?)));
+        let same_process = here.is_some() && before == here;
         if !compacting && !same_process {
             self.files.close_turn()?;
         }
@@ -253,15 +253,15 @@ impl Session<'_> {
         self.warning.borrow_mut().get_or_insert(message);
     }
 
-    /// Refreshes what the session owns, at most once per coalescing window unless `force`.
-    fn sweep(&self, force: bool) -> Result<(), CommandError> {
+    /// Refreshes what the session owns, at most once per coalescing window.
+    fn sweep(&self) -> Result<(), CommandError> {
         let now = self.ctx.now;
         let mut record = self
             .files
             .read_record()
             .unwrap_or_else(|| self.new_record());
         let window = record.window_secs.unwrap_or(HEARTBEAT_COALESCE_SECS);
-        if !force && fresh(record.swept_at.as_deref(), now, window) {
+        if fresh(record.swept_at.as_deref(), now, window) {
             return Ok(());
         }
         let owned = self.owned()?;
@@ -446,7 +446,7 @@ impl Session<'_> {
             .read_record()
             .unwrap_or_else(|| self.new_record());
         if record.checkpoint.as_deref() == Some(fingerprint.as_str()) {
-            return self.sweep(false);
+            return self.sweep();
         }
         for (key, position) in &positions {
             let event = crate::journal::event(
@@ -463,7 +463,7 @@ impl Session<'_> {
         }
         record.checkpoint = Some(fingerprint);
         self.files.write_record(&record)?;
-        self.sweep(false)
+        self.sweep()
     }
 
     /// The loops and runs this session owns, as they are on disk now (read without a lock:
