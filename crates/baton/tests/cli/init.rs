@@ -440,3 +440,21 @@ fn remove_leaves_a_skill_file_someone_changed() {
     assert_eq!(std::fs::read_to_string(&skill).unwrap(), text);
     assert!(!env.repo.join(".claude/settings.json").exists());
 }
+
+/// The files `init` writes into a project are uncommitted changes until committed, and a
+/// resume treats a dirty tree with care: `init` says to commit them, and only when it wrote.
+#[test]
+fn init_says_to_commit_what_it_wrote_into_the_project() {
+    let env = TestEnv::new();
+    let first = init(&env, &["gemini"]);
+    first.assert_code(0);
+    assert!(
+        first
+            .stderr
+            .contains("note: commit .gemini/settings.json, GEMINI.md"),
+        "{}",
+        first.stderr
+    );
+    let again = init(&env, &["gemini"]);
+    assert!(!again.stderr.contains("note: commit"), "{}", again.stderr);
+}

@@ -217,6 +217,23 @@ fn notes(
     args: &InitArgs,
 ) -> Vec<String> {
     let mut out = Vec::new();
+    let in_project: Vec<String> = changes
+        .iter()
+        .filter(|c| c.changed() && c.new.is_some())
+        .filter(|c| {
+            targets
+                .project
+                .as_ref()
+                .is_some_and(|p| c.path.starts_with(p))
+        })
+        .map(|c| targets.display(&c.path))
+        .collect();
+    if !in_project.is_empty() {
+        out.push(format!(
+            "note: commit {}: until then they are uncommitted changes in the tree, and a resume asks before it takes such a tree as it is",
+            in_project.join(", ")
+        ));
+    }
     if !program.on_path {
         out.push(format!(
             "note: the `baton` on PATH is not this executable, so the hooks call {}; the agent's own tool calls run `baton` by name: put baton on the PATH they see (for example in /usr/local/bin)",
