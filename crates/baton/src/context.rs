@@ -20,9 +20,8 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    /// `-C`, `--session` (else the first of `BATON_SESSION`, `CLAUDE_CODE_SESSION_ID`,
-    /// `CODEX_SESSION_ID`, `CODEX_THREAD_ID`, else the session a Gemini CLI hook recorded for
-    /// the client process this call runs under) and `BATON_NOW`.
+    /// `-C`, `--session` (else `BATON_SESSION`, else the session of the agent client whose
+    /// tool call this is: `client_session`) and `BATON_NOW`.
     pub fn from_env(dir: Option<PathBuf>, session: Option<String>) -> Result<Ctx, CommandError> {
         let dir = match dir {
             Some(dir) => dir,
