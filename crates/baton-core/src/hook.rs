@@ -48,8 +48,9 @@ pub enum Action {
     TurnOpen,
     /// A turn ended normally: heartbeat what this session owns; never an interrupt.
     TurnEnd,
-    /// An API error ended the turn (Claude Code's StopFailure), with the error it names.
-    Failure { error: String },
+    /// An API error ended the turn (Claude Code's StopFailure), with the error it names and
+    /// the message shown for it (which may say when a limit resets).
+    Failure { error: String, message: String },
     /// The session ends; `terminal` is false for a reason that continues it (Claude Code's
     /// `resume`).
     SessionEnd { reason: String, terminal: bool },
@@ -175,6 +176,7 @@ fn action(client: Client, event: &str, map: &Map<String, Value>) -> Result<Actio
             error: Some(field("error"))
                 .filter(|e| !e.is_empty())
                 .unwrap_or_else(|| "unknown".into()),
+            message: field("last_assistant_message"),
         },
         (_, "SessionEnd") => {
             let reason = field("reason");
@@ -249,11 +251,11 @@ pub fn interrupt_for(
     transcript: TranscriptEnd,
 ) -> Option<Interrupt> {
     match action {
-        Action::Failure { error } if error == "rate_limit" => Some(Interrupt {
+        Action::Failure { error, .. } if error == "rate_limit" => Some(Interrupt {
             reason: "rate_limit",
             evidence: "the client's failure hook named a rate limit".into(),
         }),
-        Action::Failure { error } => Some(Interrupt {
+        Action::Failure { error, .. } => Some(Interrupt {
             reason: "unknown",
             evidence: format!(
                 "the client's failure hook named the error {:?}",
@@ -460,7 +462,8 @@ mod tests {
                 Client::Claude
             ),
             Action::Failure {
-                error: "rate_limit".into()
+                error: "rate_limit".into(),
+                message: "API Error: Request rejected (429) · Number of request tokens has exceeded your per-minute rate limit".into(),
             }
         );
         assert_eq!(
@@ -583,7 +586,10 @@ mod tests {
             reason: "other".into(),
             terminal,
         };
-        let failure = |e: &str| Action::Failure { error: e.into() };
+        let failure = |e: &str| Action::Failure {
+            error: e.into(),
+            message: String::new(),
+        };
         let cases = [
             (failure("rate_limit"), false, Unknown, Some("rate_limit")),
             (failure("server_error"), true, Unknown, Some("unknown")),

@@ -11,6 +11,7 @@ pub mod key;
 pub mod ledger;
 pub mod model;
 pub mod packet;
+pub mod reset;
 pub mod run_id;
 pub mod sections;
 pub mod text;

@@ -27,6 +27,7 @@ use baton_core::hook::{
     session_start_output, transcript_end,
 };
 use baton_core::model::{LoopState, LoopStatus, RunState};
+use baton_core::reset::reset_time;
 use baton_core::time::{format_ts, parse_ts};
 use baton_store::layout::LayoutError;
 use baton_store::sessions::{SessionFiles, SessionRecord, read_tail, recent_reports};
@@ -306,21 +307,36 @@ impl Session<'_> {
     /// evidence supports; a session end then forgets the session.
     fn end(&self) -> Result<(), CommandError> {
         let turn_open = self.files.turn_open();
-        // The transcript is read only when it can decide something: a turn that died.
-        let transcript = match (&self.event.action, &self.event.transcript_path) {
+        // The transcript is read only when it can decide something: a turn that died. What
+        // the evidence says is kept too: it may name when the limit resets.
+        let (transcript, said) = match (&self.event.action, &self.event.transcript_path) {
+            (Action::Failure { message, .. }, _) => (TranscriptEnd::Unknown, Some(message.clone())),
             (Action::SessionEnd { .. }, _) if turn_open && self.event.client == Client::Gemini => {
                 self.gemini_evidence()
             }
             (Action::SessionEnd { .. }, Some(path)) if turn_open => {
-                read_tail(std::path::Path::new(path), TRANSCRIPT_TAIL_BYTES)
-                    .map(|tail| transcript_end(self.event.client, &tail))
-                    .unwrap_or(TranscriptEnd::Unknown)
+                match read_tail(std::path::Path::new(path), TRANSCRIPT_TAIL_BYTES) {
+                    Ok(tail) => {
+                        let last_error = tail
+                            .lines()
+                            .rev()
+                            .find(|l| l.contains("\"error\""))
+                            .map(str::to_string);
+                        (transcript_end(self.event.client, &tail), last_error)
+                    }
+                    Err(_) => (TranscriptEnd::Unknown, None),
+                }
             }
-            _ => TranscriptEnd::Unknown,
+            _ => (TranscriptEnd::Unknown, None),
         };
         let interrupt = interrupt_for(&self.event.action, turn_open, transcript);
+        let rate_limited = interrupt.as_ref().is_some_and(|i| i.reason == "rate_limit");
+        let resume_after = said
+            .as_deref()
+            .filter(|_| rate_limited)
+            .and_then(|text| reset_time(text, self.ctx.now));
         let result = match &interrupt {
-            Some(i) => self.interrupt_owned(i),
+            Some(i) => self.interrupt_owned(i, resume_after),
             None => Ok(()),
         };
         match &self.event.action {
@@ -338,9 +354,9 @@ impl Session<'_> {
 
     /// Gemini CLI's error reports written in its temp directory since the turn opened, read
     /// for a rate limit of this project (`gemini_error_report`).
-    fn gemini_evidence(&self) -> TranscriptEnd {
+    fn gemini_evidence(&self) -> (TranscriptEnd, Option<String>) {
         let Some(opened) = self.files.turn_opened_at() else {
-            return TranscriptEnd::Unknown;
+            return (TranscriptEnd::Unknown, None);
         };
         let root = self.store.layout.root.to_string_lossy();
         let reports = recent_reports(
@@ -353,10 +369,11 @@ impl Session<'_> {
             16,
         );
         reports
-            .iter()
-            .map(|report| gemini_error_report(report, &root))
-            .find(|end| *end == TranscriptEnd::RateLimit)
-            .unwrap_or(TranscriptEnd::Unknown)
+            .into_iter()
+            .find(|report| gemini_error_report(report, &root) == TranscriptEnd::RateLimit)
+            .map_or((TranscriptEnd::Unknown, None), |report| {
+                (TranscriptEnd::RateLimit, Some(report))
+            })
     }
 
     /// A session that goes on after its own failure hook interrupted its work (Claude Code
@@ -384,7 +401,11 @@ impl Session<'_> {
         Some(turn_context(&self.event.event, &note))
     }
 
-    fn interrupt_owned(&self, interrupt: &Interrupt) -> Result<(), CommandError> {
+    fn interrupt_owned(
+        &self,
+        interrupt: &Interrupt,
+        resume_after: Option<Timestamp>,
+    ) -> Result<(), CommandError> {
         let owned = self.owned()?;
         let mut first_error = None;
         let mut interrupted = Vec::new();
@@ -399,7 +420,7 @@ impl Session<'_> {
                 self.ctx,
                 &ticket,
                 interrupt.reason,
-                None,
+                resume_after,
                 &WriteFlags::default(),
             ) {
                 Ok(_) => interrupted.push(ticket.to_string_lossy().into_owned()),

@@ -760,3 +760,33 @@ fn a_session_that_goes_on_after_its_failure_is_told_how_to_take_its_work_back() 
     let again = hook(&env, "claude", "UserPromptSubmit", &prompt, &at(10));
     assert_eq!(again.stdout, "");
 }
+
+/// A failure message that says when the limit resets sets the loop's `resume_after`; one that
+/// says nothing leaves the protocol's default wait.
+#[test]
+fn a_reset_time_in_the_failure_message_is_kept() {
+    let env = TestEnv::new();
+    let mut failure: Value =
+        serde_json::from_slice(&fixture("claude-code-2.1.332/StopFailure.after-429.json")).unwrap();
+    let session = failure["session_id"].as_str().unwrap().to_string();
+    two_loops(&env, &session);
+    // T0 + 3 minutes is 12:03; the limit resets at 13:00.
+    failure["last_assistant_message"] = "Claude AI usage limit reached|1772370000".into();
+    hook(
+        &env,
+        "claude",
+        "StopFailure",
+        &serde_json::to_vec(&failure).unwrap(),
+        &at(3),
+    )
+    .assert_code(0);
+    let t1 = loop_state(&env, "T-1");
+    assert_eq!(t1["interrupt_reason"], "rate_limit");
+    assert_eq!(t1["resume_after"], "2026-03-01T13:00:00Z");
+
+    let env = TestEnv::new();
+    two_loops(&env, &session);
+    let plain = fixture("claude-code-2.1.332/StopFailure.after-429.json");
+    hook(&env, "claude", "StopFailure", &plain, &at(3)).assert_code(0);
+    assert!(loop_state(&env, "T-1")["resume_after"].is_null());
+}
