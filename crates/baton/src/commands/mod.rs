@@ -14,5 +14,6 @@ pub mod run;
 pub mod schema;
 pub mod status;
 pub mod ticket_loop;
+pub mod wait;
 
 pub use crate::actions::project::{path_in_project, stored_path_in_project};

@@ -20,6 +20,7 @@ mod regressions;
 mod runs;
 mod scenarios;
 mod seed_rules;
+mod wait;
 
 #[test]
 fn every_test_file_is_listed() {
