@@ -8,6 +8,7 @@ pub mod loop_resume;
 pub mod loop_write;
 pub mod ownership;
 pub mod run_resume;
+pub mod supervise;
 pub mod wait;
 
 use serde::Serialize;
