@@ -677,6 +677,11 @@ pub fn clear_review_needed(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The feature as read at the epoch with the default lock wait.
+    fn read(layout: &Layout) -> Result<Option<FeatureFacts>, StoreError> {
+        read_feature(layout, &changes(), Timestamp::UNIX_EPOCH, DEFAULT_LOCK_WAIT)
+    }
     use crate::lock::DEFAULT_LOCK_WAIT;
 
     const POINTER: &str = "{\n  \"id\": \"F-001\",\n  \"slug\": \"x\",\n  \"title\": \"X\",\n  \"path\": \".aspis/features/F-001-x\",\n  \"branch\": \"main\",\n  \"mode\": \"mvp\",\n  \"phase\": \"plan\"\n}\n";
@@ -718,14 +723,7 @@ mod tests {
             "\"phase\": \"plan\",\n  \"scope\": {\"allowed\": [\"*.md\"], \"forbidden\": [\".aspis/**\"]}",
         );
         std::fs::write(layout.root.join(POINTER_PATH), with_scope).unwrap();
-        let facts = read_feature(
-            &layout,
-            &changes(),
-            Timestamp::UNIX_EPOCH,
-            DEFAULT_LOCK_WAIT,
-        )
-        .unwrap()
-        .unwrap();
+        let facts = read(&layout).unwrap().unwrap();
         assert!(facts.problems.is_empty(), "{:?}", facts.problems);
         assert_eq!(
             facts.dir.as_deref(),
@@ -741,16 +739,7 @@ mod tests {
     fn no_pointer_is_no_feature() {
         let (_d, layout) = project();
         std::fs::remove_file(layout.root.join(POINTER_PATH)).unwrap();
-        assert!(
-            read_feature(
-                &layout,
-                &changes(),
-                Timestamp::UNIX_EPOCH,
-                DEFAULT_LOCK_WAIT
-            )
-            .unwrap()
-            .is_none()
-        );
+        assert!(read(&layout).unwrap().is_none());
     }
 
     /// A pointer's path never leads a read outside the root, whichever way it tries.
@@ -769,14 +758,7 @@ mod tests {
         ] {
             let pointer = POINTER.replace(".aspis/features/F-001-x", &path);
             std::fs::write(layout.root.join(POINTER_PATH), pointer).unwrap();
-            let facts = read_feature(
-                &layout,
-                &changes(),
-                Timestamp::UNIX_EPOCH,
-                DEFAULT_LOCK_WAIT,
-            )
-            .unwrap()
-            .unwrap();
+            let facts = read(&layout).unwrap().unwrap();
             let rules: Vec<_> = facts.problems.iter().map(|r| r.rule).collect();
             assert_eq!(rules, ["feature.path-missing"], "{path}");
             assert!(facts.tasks.is_none() && facts.dir.is_none(), "{path}");
@@ -789,14 +771,7 @@ mod tests {
         let real = layout.root.join("elsewhere.json");
         std::fs::rename(layout.root.join(POINTER_PATH), &real).unwrap();
         std::os::unix::fs::symlink(&real, layout.root.join(POINTER_PATH)).unwrap();
-        let facts = read_feature(
-            &layout,
-            &changes(),
-            Timestamp::UNIX_EPOCH,
-            DEFAULT_LOCK_WAIT,
-        )
-        .unwrap()
-        .unwrap();
+        let facts = read(&layout).unwrap().unwrap();
         assert_eq!(facts.problems[0].rule, "feature.unreadable");
         assert!(facts.pointer.is_none());
 
@@ -805,14 +780,7 @@ mod tests {
         let tasks = layout.root.join(".aspis/features/F-001-x/TASKS.md");
         std::fs::rename(&tasks, layout.root.join("t.md")).unwrap();
         std::os::unix::fs::symlink(layout.root.join("t.md"), &tasks).unwrap();
-        let facts = read_feature(
-            &layout,
-            &changes(),
-            Timestamp::UNIX_EPOCH,
-            DEFAULT_LOCK_WAIT,
-        )
-        .unwrap()
-        .unwrap();
+        let facts = read(&layout).unwrap().unwrap();
         assert_eq!(facts.problems[0].rule, "feature.tasks-unreadable");
         assert!(facts.tasks.is_none());
     }
@@ -822,28 +790,14 @@ mod tests {
         let (_d, layout) = project();
         let tasks = layout.root.join(".aspis/features/F-001-x/TASKS.md");
         std::fs::write(&tasks, b"- [ ] T-01 \xff\xfe\n").unwrap();
-        let facts = read_feature(
-            &layout,
-            &changes(),
-            Timestamp::UNIX_EPOCH,
-            DEFAULT_LOCK_WAIT,
-        )
-        .unwrap()
-        .unwrap();
+        let facts = read(&layout).unwrap().unwrap();
         assert_eq!(facts.problems[0].rule, "feature.tasks-unreadable");
         assert!(facts.problems[0].message.contains("UTF-8"));
         std::fs::File::create(&tasks)
             .unwrap()
             .set_len(TASKS_CAP + 1)
             .unwrap();
-        let facts = read_feature(
-            &layout,
-            &changes(),
-            Timestamp::UNIX_EPOCH,
-            DEFAULT_LOCK_WAIT,
-        )
-        .unwrap()
-        .unwrap();
+        let facts = read(&layout).unwrap().unwrap();
         assert!(
             facts.problems[0].message.contains("cap"),
             "{:?}",
@@ -880,14 +834,7 @@ mod tests {
         // Killed after the pointer was replaced, before TASKS.md was.
         std::fs::write(layout.root.join(POINTER_PATH), &new_pointer).unwrap();
         std::fs::write(record_path(&layout), serde_json::to_vec(&record).unwrap()).unwrap();
-        let facts = read_feature(
-            &layout,
-            &changes(),
-            Timestamp::UNIX_EPOCH,
-            DEFAULT_LOCK_WAIT,
-        )
-        .unwrap()
-        .unwrap();
+        let facts = read(&layout).unwrap().unwrap();
         assert_eq!(
             std::fs::read_to_string(layout.root.join(&tasks_rel)).unwrap(),
             new_tasks
@@ -899,14 +846,7 @@ mod tests {
         // A file edited by hand since is left alone, with a warning.
         std::fs::write(layout.root.join(&tasks_rel), "- [ ] T-01 hand edit\n").unwrap();
         std::fs::write(record_path(&layout), serde_json::to_vec(&record).unwrap()).unwrap();
-        let facts = read_feature(
-            &layout,
-            &changes(),
-            Timestamp::UNIX_EPOCH,
-            DEFAULT_LOCK_WAIT,
-        )
-        .unwrap()
-        .unwrap();
+        let facts = read(&layout).unwrap().unwrap();
         assert_eq!(
             std::fs::read_to_string(layout.root.join(&tasks_rel)).unwrap(),
             "- [ ] T-01 hand edit\n"
@@ -939,14 +879,7 @@ mod tests {
                 .collect(),
         };
         std::fs::write(record_path(&layout), serde_json::to_vec(&record).unwrap()).unwrap();
-        let facts = read_feature(
-            &layout,
-            &changes(),
-            Timestamp::UNIX_EPOCH,
-            DEFAULT_LOCK_WAIT,
-        )
-        .unwrap()
-        .unwrap();
+        let facts = read(&layout).unwrap().unwrap();
         assert_eq!(std::fs::read_to_string(&readme).unwrap(), "mine\n");
         assert_eq!(
             facts
@@ -1017,13 +950,7 @@ mod tests {
         read_facts(&layout, &changes(), None, Vec::new()).unwrap();
         assert!(orphan.exists());
         drop(lock);
-        read_feature(
-            &layout,
-            &changes(),
-            Timestamp::UNIX_EPOCH,
-            DEFAULT_LOCK_WAIT,
-        )
-        .unwrap();
+        read(&layout).unwrap();
         assert!(!orphan.exists() && !pointer_orphan.exists());
     }
 }
