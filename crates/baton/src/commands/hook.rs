@@ -128,9 +128,12 @@ fn hook(dir: Option<PathBuf>, args: &HookArgs) -> Result<Outcome, String> {
         Err(e) => return Err(e.to_string()),
     };
     let files = SessionFiles::new(&layout, client.as_str(), &event.session_id);
+    // The layout just found is the store's: one discovery per hook call.
+    let mut store = FsStore::new(layout);
+    store.lock_wait = ctx.lock_wait;
     let session = Session {
         ctx: &ctx,
-        store: ctx.store().map_err(|e| e.message)?,
+        store,
         files,
         event: &event,
         warning: std::cell::RefCell::new(None),
