@@ -4,6 +4,7 @@
 pub mod batch;
 pub mod ledgers;
 pub mod loops;
+pub mod owned;
 pub mod project;
 pub mod run_facts;
 pub mod runs;

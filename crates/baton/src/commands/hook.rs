@@ -5,7 +5,6 @@
 //! agent, never exits 2, and prints on stdout only context for the model (a session start's
 //! packet, a note after a failure), in the shape the client injects, never a decision.
 
-use std::ffi::OsStr;
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,11 +13,10 @@ use clap::Args;
 use jiff::{SignedDuration, Timestamp};
 use serde_json::json;
 
-use crate::commands::run::release::interrupt_lease;
+use crate::actions::owned::{Owned, interrupt_owned, owned, ticket_of};
 use crate::commands::run::{HolderArgs, heartbeat::heartbeat as run_heartbeat};
+use crate::commands::ticket_loop::WriteFlags;
 use crate::commands::ticket_loop::heartbeat::heartbeat as loop_heartbeat;
-use crate::commands::ticket_loop::interrupt::interrupt as loop_interrupt;
-use crate::commands::ticket_loop::{Target, WriteFlags};
 use crate::context::Ctx;
 use crate::error::CommandError;
 use baton_core::hook::{
@@ -26,7 +24,7 @@ use baton_core::hook::{
     TRANSCRIPT_TAIL_BYTES, TranscriptEnd, gemini_error_report, interrupt_for, parse_payload,
     session_start_output, transcript_end,
 };
-use baton_core::model::{LoopState, LoopStatus, RunState};
+use baton_core::model::{LoopState, LoopStatus};
 use baton_core::reset::reset_time;
 use baton_core::time::{format_ts, parse_ts};
 use baton_store::layout::LayoutError;
@@ -410,28 +408,13 @@ impl Session<'_> {
         resume_after: Option<Timestamp>,
     ) -> Result<(), CommandError> {
         let owned = self.owned()?;
-        let mut first_error = None;
-        let mut interrupted = Vec::new();
-        for (key, state) in &owned.loops {
-            if state.status != LoopStatus::Active {
-                continue;
-            }
-            let Some(ticket) = self.ticket_of(key, state) else {
-                continue;
-            };
-            match loop_interrupt(
-                self.ctx,
-                &ticket,
-                interrupt.reason,
-                resume_after,
-                &WriteFlags::default(),
-            ) {
-                Ok(_) => interrupted.push(ticket.to_string_lossy().into_owned()),
-                Err(e) => {
-                    first_error.get_or_insert(e);
-                }
-            }
-        }
+        let (interrupted, result) = interrupt_owned(
+            self.ctx,
+            &owned,
+            interrupt.reason,
+            &interrupt.evidence,
+            resume_after,
+        );
         // A failure does not end the session: remember what it interrupted for the next prompt.
         if matches!(self.event.action, Action::Failure { .. })
             && !interrupted.is_empty()
@@ -439,18 +422,7 @@ impl Session<'_> {
         {
             self.warn(e.to_string());
         }
-        for run in &owned.runs {
-            if let Err(e) = interrupt_lease(
-                self.ctx,
-                &run.run_id,
-                &HolderArgs::default(),
-                interrupt.reason,
-                &interrupt.evidence,
-            ) {
-                first_error.get_or_insert(e);
-            }
-        }
-        owned.outcome(first_error)
+        result
     }
 
     /// Before a compaction: one `checkpoint` event in the journal of each loop the session
@@ -490,79 +462,13 @@ impl Session<'_> {
         self.sweep()
     }
 
-    /// The loops and runs this session owns, as they are on disk now (read without a lock:
-    /// each write re-reads its file under the lock and checks again).
+    /// The loops and runs this session owns.
     fn owned(&self) -> Result<Owned, CommandError> {
-        let session = self.event.session_id.as_str();
-        let mut owned = Owned::default();
-        if !self.store.exists()? {
-            return Ok(owned);
-        }
-        // Only files that mention the session are parsed. An id JSON would escape is not
-        // looked for in the bytes: every file is parsed then.
-        let plain = session
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'));
-        let needle = plain.then_some(session.as_bytes());
-        for scanned in self.store.scan_loops_mentioning(needle)? {
-            match scanned.loaded {
-                Ok(loaded) if loaded.state.owner() == Some(session) => {
-                    owned.loops.push((scanned.key, loaded.state));
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    owned.unreadable.get_or_insert(e.to_string());
-                }
-            }
-        }
-        for (_, listed) in self.store.list_runs_mentioning(needle)? {
-            match listed {
-                Ok(loaded)
-                    if loaded
-                        .state
-                        .lease
-                        .as_ref()
-                        .is_some_and(|l| l.session.as_deref() == Some(session)) =>
-                {
-                    owned.runs.push(loaded.state);
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    owned.unreadable.get_or_insert(e.to_string());
-                }
-            }
-        }
-        Ok(owned)
+        owned(&self.store, &self.event.session_id)
     }
 
-    /// The ticket argument that addresses the loop in `key`: its ticket id, or none for a loop
-    /// keyed by its session. `None` when neither leads back to this file.
     fn ticket_of(&self, key: &str, state: &LoopState) -> Option<std::ffi::OsString> {
-        let ticket = state.ticket_id.clone().unwrap_or_default();
-        let target = Target::derive(self.ctx, OsStr::new(&ticket));
-        (target.key == key).then(|| ticket.into())
-    }
-}
-
-#[derive(Default)]
-struct Owned {
-    loops: Vec<(String, LoopState)>,
-    runs: Vec<RunState>,
-    /// The first state file that mentions the session but could not be read.
-    unreadable: Option<String>,
-}
-
-impl Owned {
-    /// The first error of a pass over the owned files, else the unreadable file skipped.
-    fn outcome(&self, first_error: Option<CommandError>) -> Result<(), CommandError> {
-        match (first_error, &self.unreadable) {
-            (Some(e), _) => Err(e),
-            (None, Some(what)) => Err(CommandError::new(
-                crate::error::ExitStatus::Failure,
-                format!("skipped: {what}"),
-            )),
-            (None, None) => Ok(()),
-        }
+        ticket_of(self.ctx, key, state)
     }
 }
 

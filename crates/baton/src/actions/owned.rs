@@ -1,0 +1,125 @@
+//! What one session owns (its active loops and the run leases it holds) and the two things done
+//! to all of it at once: a refresh, and an interrupt with a reason. The hooks do both on a
+//! client's events; `baton supervise` interrupts what an agent left when it died unheard.
+
+use std::ffi::{OsStr, OsString};
+
+use jiff::Timestamp;
+
+use crate::commands::run::HolderArgs;
+use crate::commands::run::release::interrupt_lease;
+use crate::commands::ticket_loop::interrupt::interrupt as loop_interrupt;
+use crate::commands::ticket_loop::{Target, WriteFlags};
+use crate::context::Ctx;
+use crate::error::{CommandError, ExitStatus};
+use baton_core::model::{LoopState, LoopStatus, RunState};
+use baton_store::{FsStore, StateStore};
+
+#[derive(Default)]
+pub struct Owned {
+    pub loops: Vec<(String, LoopState)>,
+    pub runs: Vec<RunState>,
+    /// The first state file that mentions the session but could not be read.
+    pub unreadable: Option<String>,
+}
+
+impl Owned {
+    /// The first error of a pass over the owned files, else the unreadable file skipped.
+    pub fn outcome(&self, first_error: Option<CommandError>) -> Result<(), CommandError> {
+        match (first_error, &self.unreadable) {
+            (Some(e), _) => Err(e),
+            (None, Some(what)) => Err(CommandError::new(
+                ExitStatus::Failure,
+                format!("skipped: {what}"),
+            )),
+            (None, None) => Ok(()),
+        }
+    }
+}
+
+/// The loops and runs `session` owns, as they are on disk now (read without a lock: each
+/// write re-reads its file under the lock and checks again).
+pub fn owned(store: &FsStore, session: &str) -> Result<Owned, CommandError> {
+    let mut owned = Owned::default();
+    if !store.exists()? {
+        return Ok(owned);
+    }
+    // Only files that mention the session are parsed. An id JSON would escape is not looked
+    // for in the bytes: every file is parsed then.
+    let plain = session
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'));
+    let needle = plain.then_some(session.as_bytes());
+    for scanned in store.scan_loops_mentioning(needle)? {
+        match scanned.loaded {
+            Ok(loaded) if loaded.state.owner() == Some(session) => {
+                owned.loops.push((scanned.key, loaded.state));
+            }
+            Ok(_) => {}
+            Err(e) => {
+                owned.unreadable.get_or_insert(e.to_string());
+            }
+        }
+    }
+    for (_, listed) in store.list_runs_mentioning(needle)? {
+        match listed {
+            Ok(loaded)
+                if loaded
+                    .state
+                    .lease
+                    .as_ref()
+                    .is_some_and(|l| l.session.as_deref() == Some(session)) =>
+            {
+                owned.runs.push(loaded.state);
+            }
+            Ok(_) => {}
+            Err(e) => {
+                owned.unreadable.get_or_insert(e.to_string());
+            }
+        }
+    }
+    Ok(owned)
+}
+
+/// The ticket argument that addresses the loop in `key`: its ticket id, or none for a loop
+/// keyed by its session. `None` when neither leads back to this file.
+pub fn ticket_of(ctx: &Ctx, key: &str, state: &LoopState) -> Option<OsString> {
+    let ticket = state.ticket_id.clone().unwrap_or_default();
+    let target = Target::derive(ctx, OsStr::new(&ticket));
+    (target.key == key).then(|| ticket.into())
+}
+
+/// Interrupts every active loop in `owned` and every run lease it holds, for `reason` (a rate
+/// limit with its reset time when known), as the owner session `ctx.session`. Returns the
+/// tickets interrupted, and the first error met on the way (the others are still tried).
+pub fn interrupt_owned(
+    ctx: &Ctx,
+    owned: &Owned,
+    reason: &str,
+    evidence: &str,
+    resume_after: Option<Timestamp>,
+) -> (Vec<String>, Result<(), CommandError>) {
+    let mut first_error = None;
+    let mut interrupted = Vec::new();
+    for (key, state) in &owned.loops {
+        if state.status != LoopStatus::Active {
+            continue;
+        }
+        let Some(ticket) = ticket_of(ctx, key, state) else {
+            continue;
+        };
+        match loop_interrupt(ctx, &ticket, reason, resume_after, &WriteFlags::default()) {
+            Ok(_) => interrupted.push(ticket.to_string_lossy().into_owned()),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    for run in &owned.runs {
+        if let Err(e) = interrupt_lease(ctx, &run.run_id, &HolderArgs::default(), reason, evidence)
+        {
+            first_error.get_or_insert(e);
+        }
+    }
+    (interrupted, owned.outcome(first_error))
+}
