@@ -49,7 +49,7 @@ pub const ARCHIVE_DIR: &str = "archive";
 pub const RUNS_DIR: &str = "runs";
 
 /// What `.agentic/.gitignore` holds: baton's own files, and nothing else of the directory.
-pub const STATE_IGNORE: &str = "# Written by baton: its state stays out of commits. Other files here are left to the project.\n/.gitignore\n/locks/\n/runs/\n/archive/\n/journal/\n/loop-state*.json\n/batch-state.json\n/pause.json\n/resume-point.json\n/sessions/\n/init/\n/.*.tmp-*\n";
+pub const STATE_IGNORE: &str = "# Written by baton: its state stays out of commits. Other files here are left to the project.\n/.gitignore\n/locks/\n/runs/\n/archive/\n/journal/\n/loop-state*.json\n/batch-state.json\n/pause.json\n/resume-point.json\n/sessions/\n/init/\n/supervise/\n/.*.tmp-*\n";
 
 impl Layout {
     /// Finds the project root from `dir` as `git rev-parse --show-toplevel` would. The common

@@ -16,6 +16,7 @@ pub mod process;
 pub mod read;
 pub mod sessions;
 pub mod store;
+pub mod supervise;
 
 pub use error::StoreError;
 pub use journal::{Journal, JournalTarget};

@@ -68,6 +68,25 @@ fn cmdline(pid: u32) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// This process's ancestors, nearest first, each with its start time, up to (not including)
+/// pid 1.
+pub fn ancestors() -> Vec<ProcessId> {
+    let mut out = Vec::new();
+    let mut pid = parent(std::process::id());
+    while let Some(p) = pid.filter(|&p| p > 1) {
+        if out.len() >= 64 {
+            break;
+        }
+        let Some(fields) = stat_fields(p) else { break };
+        let Some(start) = fields.get(19).and_then(|s| s.parse().ok()) else {
+            break;
+        };
+        out.push((p, start));
+        pid = fields.get(1).and_then(|s| s.parse().ok());
+    }
+    out
+}
+
 /// Agent programs recognised among baton's ancestors.
 const AGENTS: [&str; 3] = ["claude", "codex", "gemini"];
 
