@@ -7,7 +7,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::commands::{
-    batch, demo, gate, hook, init, ledger, pause, resume, run, schema, status, ticket_loop, wait,
+    batch, demo, gate, hook, init, ledger, pause, resume, run, schema, status, supervise,
+    ticket_loop, wait,
 };
 use crate::context::Ctx;
 use crate::error::{CommandError, ExitStatus};
@@ -51,6 +52,7 @@ enum Command {
     Log(crate::commands::log::LogArgs),
     Pause(pause::PauseArgs),
     Wait(wait::WaitArgs),
+    Supervise(supervise::SuperviseArgs),
     #[command(subcommand)]
     Run(run::RunCommand),
     #[command(subcommand)]
@@ -171,6 +173,7 @@ fn dispatch(ctx: &Ctx, command: Command) -> Result<Report, CommandError> {
         Command::Status(args) => status::cmd_status(ctx, args),
         Command::Pause(args) => pause::cmd_pause(ctx, args),
         Command::Wait(args) => wait::cmd_wait(ctx, args),
+        Command::Supervise(args) => supervise::cmd_supervise(ctx, args),
         Command::Log(args) => crate::commands::log::cmd_log(ctx, args),
         Command::Hook(_) => unreachable!("hooks run before the context is read"),
         Command::Init(args) => init::cmd_init(ctx, args),

@@ -117,7 +117,7 @@ fn gemini_session(dir: &std::path::Path, pid: u32) -> Option<String> {
 }
 
 /// `250ms`, `5s`, `1m`, or bare seconds.
-fn parse_wait(raw: &str) -> Option<Duration> {
+pub fn parse_wait(raw: &str) -> Option<Duration> {
     let raw = raw.trim();
     let (num, unit) = raw.split_at(raw.trim_end_matches(char::is_alphabetic).len());
     let n: f64 = num
@@ -128,6 +128,7 @@ fn parse_wait(raw: &str) -> Option<Duration> {
         "ms" => n / 1000.0,
         "" | "s" => n,
         "m" => n * 60.0,
+        "h" => n * 3600.0,
         _ => return None,
     };
     Duration::try_from_secs_f64(secs).ok()

@@ -128,6 +128,8 @@ pub struct Carried {
     pub interrupted: Option<String>,
     /// What waiting for it gives (`decide_wait`), when it is interrupted or owned elsewhere.
     pub wait: Option<super::wait::Wait>,
+    /// The reset time its interrupt recorded, when the evidence named one.
+    pub reset: Option<Timestamp>,
     /// Still active in a session of this attempt after the agent ended: nothing recorded how
     /// it stopped.
     pub left_active: bool,
@@ -137,6 +139,8 @@ pub struct Carried {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attempt {
     pub exit: Exit,
+    /// Whether the agent's hooks told the supervisor anything (a session start at least).
+    pub heard: bool,
     /// The signal the supervisor itself was sent while the agent ran.
     pub signalled: Option<i32>,
     /// Whether the hooks saw a rate limit end a turn, and when they said it resets.
@@ -155,6 +159,11 @@ pub fn outcome(a: &Attempt) -> Outcome {
     use super::wait::Wait;
     if a.signalled.is_some() {
         return Outcome::Signalled;
+    }
+    if !a.heard {
+        return Outcome::NeedsPerson {
+            why: "the agent's hooks never reported, so nothing tells how it ended: check them with `baton init <client> --dry-run` (Codex also needs `--trust-project`)".into(),
+        };
     }
     if let Some(c) = a.carried.iter().find(|c| c.wait == Some(Wait::TakenOver)) {
         return Outcome::TakenOver {
@@ -179,12 +188,9 @@ pub fn outcome(a: &Attempt) -> Outcome {
                 ),
             };
         }
-        let resets = a.carried.iter().filter_map(|c| match c.wait {
-            Some(Wait::Until(t)) => Some(t),
-            _ => None,
-        });
+        let named = a.carried.iter().filter_map(|c| c.reset);
         return Outcome::RateLimited {
-            reset: resets.chain(a.hook_resets.iter().copied()).max(),
+            reset: named.chain(a.hook_resets.iter().copied()).max(),
         };
     }
     if let Some(c) = a.carried.iter().find(|c| c.interrupted.is_some()) {
@@ -217,6 +223,35 @@ pub fn outcome(a: &Attempt) -> Outcome {
             why: format!("the agent exited {code} and no rate limit was recorded"),
         },
         (Exit::Signal(_), _) => unreachable!("handled above"),
+    }
+}
+
+/// A relaunch is never earlier than the carried work itself may resume (a rate limit recorded
+/// without a reset time waits the loop protocol's default): relaunched sooner, the agent would
+/// only be told to wait.
+pub fn not_before(next: Next, carried: &[Carried]) -> Next {
+    use super::wait::Wait;
+    match next {
+        Next::Relaunch { at, why } => {
+            let work = carried
+                .iter()
+                .filter_map(|c| match c.wait {
+                    Some(Wait::Until(t)) if t > at => Some(t),
+                    _ => None,
+                })
+                .max();
+            match work {
+                Some(t) => Next::Relaunch {
+                    at: t,
+                    why: format!(
+                        "{why}; the work itself may resume at {}",
+                        crate::time::format_ts(t)
+                    ),
+                },
+                None => Next::Relaunch { at, why },
+            }
+        }
+        stop => stop,
     }
 }
 
@@ -542,6 +577,7 @@ mod tests {
         let t2: Timestamp = "2026-03-01T13:30:00Z".parse().unwrap();
         let base = Attempt {
             exit: Exit::Code(0),
+            heard: true,
             signalled: None,
             hook_rate_limit: false,
             hook_resets: vec![],
@@ -551,6 +587,10 @@ mod tests {
         let item = |interrupted: Option<&str>, wait| Carried {
             name: "loop T-1".into(),
             interrupted: interrupted.map(Into::into),
+            reset: match wait {
+                Some(Wait::Until(t)) => Some(t),
+                _ => None,
+            },
             wait,
             left_active: false,
         };
@@ -567,6 +607,7 @@ mod tests {
             Outcome::Signalled => "signalled",
         };
         assert_eq!(kind(outcome(&base)), "finished");
+        assert_eq!(kind(with(&|a| a.heard = false)), "person", "hooks silent");
         assert_eq!(kind(with(&|a| a.exit = Exit::Code(1))), "person");
         assert_eq!(
             kind(with(&|a| a.hook_other = Some("unknown".into()))),
@@ -609,6 +650,27 @@ mod tests {
             }),
             Outcome::RateLimited { reset: None }
         );
+        // The loop's own default wait (no reset named) is no reset time: the backoff decides,
+        // and the relaunch waits for the work.
+        let defaulted = Carried {
+            reset: None,
+            ..item(Some("rate_limit"), Some(Wait::Until(t)))
+        };
+        let limited = with(&|a| a.carried = vec![defaulted.clone()]);
+        assert_eq!(limited, Outcome::RateLimited { reset: None });
+        let now: Timestamp = NOW.parse().unwrap();
+        let soon = next_step(&limited, 0, 3, now, (BACKOFF_FIRST, BACKOFF_CAP), 0.5);
+        assert!(matches!(soon, Next::Relaunch { at, .. } if at < t));
+        let moved = not_before(soon, std::slice::from_ref(&defaulted));
+        assert!(
+            matches!(moved, Next::Relaunch { at, .. } if at == t),
+            "{moved:?}"
+        );
+        let later = Next::Relaunch {
+            at: t2,
+            why: String::new(),
+        };
+        assert_eq!(not_before(later.clone(), &[defaulted]), later);
         // ...unless the work then needs a person (`never` or `confirm` mode).
         assert_eq!(
             kind(with(&|a| {

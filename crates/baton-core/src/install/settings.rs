@@ -230,6 +230,15 @@ pub fn uninstall(text: Option<&str>, client: Client) -> Result<Edited, SettingsE
     })
 }
 
+/// The events baton's handlers for `client` are installed for in the settings `text`.
+pub fn installed_events(text: &str, client: Client) -> Result<Vec<String>, SettingsError> {
+    let root = parse(Some(text), Dialect::of(client))?;
+    Ok(placements(&root, client)?
+        .into_iter()
+        .map(|p| p.event)
+        .collect())
+}
+
 /// Every handler in the settings: `(event, group, handler)`.
 fn handlers(root: &CstRootNode) -> Vec<(String, usize, usize)> {
     let Some(Value::Object(map)) = root.value().and_then(|v| v.to_serde_value()) else {

@@ -184,6 +184,11 @@ impl Session<'_> {
         if let Err(e) = self.record_start() {
             self.warn(e.message);
         }
+        let source = match &self.event.action {
+            Action::SessionStart { source } => source.as_str(),
+            _ => "",
+        };
+        self.tell_supervisor("start", json!({ "source": source }));
         let survey = crate::actions::survey::survey(self.ctx)?;
         let (packet, markdown) = crate::commands::resume::all::packet_of(&survey);
         if packet.items.is_empty() {
@@ -340,6 +345,17 @@ impl Session<'_> {
             Some(i) => self.interrupt_owned(i, resume_after),
             None => Ok(()),
         };
+        let what = match &self.event.action {
+            Action::Failure { .. } => "failure",
+            _ => "end",
+        };
+        self.tell_supervisor(
+            what,
+            json!({
+                "reason": interrupt.as_ref().map(|i| i.reason),
+                "resume_after": resume_after.map(format_ts),
+            }),
+        );
         match &self.event.action {
             Action::SessionEnd { terminal: true, .. } => {
                 let record = self.files.read_record();
@@ -351,6 +367,24 @@ impl Session<'_> {
             _ => {}
         }
         result
+    }
+
+    /// Tells the `baton supervise` this agent runs under, if any, what this hook saw: the
+    /// session's id and how its turns ended, even when it owned no work yet. A failure to tell
+    /// is the hook's warning.
+    fn tell_supervisor(&self, what: &str, details: serde_json::Value) {
+        let mut line = json!({
+            "ts": format_ts(self.ctx.now),
+            "event": what,
+            "client": self.event.client.as_str(),
+            "session": self.event.session_id,
+        });
+        if let (Some(line), serde_json::Value::Object(details)) = (line.as_object_mut(), details) {
+            line.extend(details);
+        }
+        if let Err(e) = baton_store::supervise::note_to_supervisor(&self.store.layout, &line) {
+            self.warn(e.to_string());
+        }
     }
 
     /// Gemini CLI's error reports written in its temp directory since the turn opened, read

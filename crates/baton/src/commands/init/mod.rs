@@ -3,7 +3,7 @@
 //! baton. The edits themselves are pure (`baton_core::install`); this module finds the files,
 //! reads them, and writes every change only once all of them are known to be possible.
 
-mod files;
+pub mod files;
 mod originals;
 
 use std::path::Path;

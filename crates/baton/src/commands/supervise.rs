@@ -1,0 +1,684 @@
+//! `baton supervise -- <agent command>`: runs an agent, and when a rate limit stops it, waits
+//! for the reset and relaunches the same client in its resume form, so its session-start hook
+//! hands it the packet. The decisions are pure (`baton_core::decide::supervise`); this is the
+//! process plumbing around them: the child, the signals, the waits, the journal.
+
+use std::collections::BTreeSet;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::Duration;
+
+use clap::Args;
+use jiff::{SignedDuration, Timestamp};
+use serde_json::{Value, json};
+
+use crate::actions::owned::{interrupt_owned, owned, ticket_of};
+use crate::commands::init::files::Targets;
+use crate::commands::resume::gather;
+use crate::context::{Ctx, parse_wait};
+use crate::error::{CommandError, ExitStatus};
+use crate::output::Report;
+use baton_core::decide::supervise::{
+    Attempt, BACKOFF_CAP, CONTINUE_PROMPT, Carried, Exit, Next, check_command, next_step,
+    not_before, outcome, resume_command,
+};
+use baton_core::decide::wait::{Wait, decide_wait};
+use baton_core::hook::Client;
+use baton_core::install::{events, settings};
+use baton_core::model::LoopStatus;
+use baton_core::text::esc;
+use baton_core::time::{format_ts, human_age, parse_ts};
+use baton_store::supervise as files;
+use baton_store::{FsStore, JournalTarget, LockScope, StateStore, process};
+
+/// Run an agent, and when a rate limit stops it, wait for the reset and relaunch it where it
+/// stopped.
+///
+/// Give the command that starts the task, after `--`: `claude [OPTIONS] -p "<task>"`,
+/// `codex exec [OPTIONS] "<task>"` or `gemini [OPTIONS] -p "<task>"` (for Claude Code and
+/// Codex the task is the last word). When the agent ends with its work interrupted by a rate
+/// limit, supervise waits until the limit resets (the time the error named, else a backoff of
+/// 1 minute doubling to 30, with jitter) and relaunches the same session in the client's
+/// resume form (`claude --resume <session> -p …`, `codex exec resume <session> …`,
+/// `gemini -r latest -p …`), whose session-start hook hands the model the resume packet.
+///
+/// It stops, saying why, when the work is finished (exit 0), when the work needs a person
+/// (a crash, an ending no rule covers, `never` or `confirm` mode: exit 4), when another live
+/// session or supervisor has the work (exit 3), after `--max-restarts` relaunches, or on
+/// SIGINT or SIGTERM, which it passes to the agent (exit 1). It never retries a crash, never
+/// takes work over from a live owner, and never runs an agent whose hooks are not installed
+/// (`baton init <client>`). Every relaunch, wait and stop is in the work's journal
+/// (`baton log`). See docs/supervise.md.
+#[derive(Debug, Args)]
+pub struct SuperviseArgs {
+    /// Relaunch the agent at most N times; a rate limit after that stops supervise (exit 1).
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    max_restarts: u32,
+    /// The wait after a rate limit that named no reset time: FIRST, doubling with each
+    /// relaunch up to CAP, times a jitter of 0.8 to 1.2. Durations such as `30s`, `1m`, `2h`.
+    #[arg(long, value_name = "FIRST[,CAP]", default_value = "1m,30m")]
+    backoff: String,
+    /// Supervise only this ticket's loop, so that other supervisors may carry other tickets
+    /// of the project [default: the whole project, one supervisor at a time].
+    #[arg(long, value_name = "TICKET")]
+    ticket: Option<String>,
+    /// The agent client, when the program's own name (`claude`, `codex`, `gemini`) does not
+    /// say it (a wrapper script).
+    #[arg(long, value_parser = Client::NAMES, value_name = "CLIENT")]
+    client: Option<String>,
+    /// What a relaunched agent is told in place of the task [default: continue from where it
+    /// stopped, following the resume packet].
+    #[arg(long, value_name = "TEXT")]
+    resume_prompt: Option<String>,
+    /// The agent command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "AGENT COMMAND")]
+    command: Vec<String>,
+}
+
+/// The signal supervise was sent (SIGINT, SIGTERM), 0 until then.
+static SIGNALLED: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    SIGNALLED.store(sig, Ordering::SeqCst);
+}
+
+fn catch_signals() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only stores into an atomic, which is async-signal-safe; the
+        // struct is fully initialised before the call.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_signal as *const () as usize;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(sig, &action, std::ptr::null_mut());
+        }
+    }
+}
+
+fn signalled() -> Option<i32> {
+    Some(SIGNALLED.load(Ordering::SeqCst)).filter(|&s| s != 0)
+}
+
+/// How often the child and the signals are looked at, and how often a wait rereads the state.
+const POLL: Duration = Duration::from_millis(50);
+const RECHECK: SignedDuration = SignedDuration::from_secs(5);
+
+pub fn cmd_supervise(ctx: &Ctx, args: SuperviseArgs) -> Result<Report, CommandError> {
+    let client = client_of(&args)?;
+    check_command(client, &args.command).map_err(|e| {
+        CommandError::usage(e.0).hint("write it as `baton supervise -- <agent command…>`")
+    })?;
+    let backoff = parse_backoff(&args.backoff)?;
+    let store = ctx.store()?;
+    check_hooks(ctx, client)?;
+    let me = process::start_time(std::process::id())
+        .map(|start| (std::process::id(), start))
+        .ok_or_else(|| {
+            CommandError::new(
+                ExitStatus::Failure,
+                "cannot read this process's start time in /proc",
+            )
+        })?;
+    let ticket_key = args
+        .ticket
+        .as_deref()
+        .map(|t| crate::commands::ticket_loop::Target::derive(ctx, std::ffi::OsStr::new(t)).key);
+    store.layout.ensure_state_dir()?;
+    store.layout.ensure_ignore_file()?;
+    let mut claim = match files::claim(&store.layout, ticket_key.as_deref())? {
+        Ok(claim) => claim,
+        Err(busy) => return Err(refused_busy(&busy, args.ticket.as_deref())),
+    };
+    let log = files::create_log(&store.layout, me)?;
+    catch_signals();
+    let mut sup = Supervisor {
+        ctx,
+        store,
+        client,
+        args: &args,
+        log,
+        offset: 0,
+        session: None,
+        carried: ticket_key.into_iter().collect(),
+        claimed: BTreeSet::new(),
+        now: ctx.now,
+        fake_clock: std::env::var_os("BATON_NOW").is_some_and(|v| !v.is_empty()),
+        attempts: Vec::new(),
+    };
+    let result = sup.run(backoff, &mut claim);
+    let _ = std::fs::remove_file(&sup.log);
+    result
+}
+
+struct Supervisor<'a> {
+    ctx: &'a Ctx,
+    store: FsStore,
+    client: Client,
+    args: &'a SuperviseArgs,
+    log: PathBuf,
+    offset: u64,
+    /// The agent's session, as its session-start hook reported it.
+    session: Option<String>,
+    /// The loop keys of the work the agent has touched.
+    carried: BTreeSet<String>,
+    claimed: BTreeSet<String>,
+    now: Timestamp,
+    fake_clock: bool,
+    attempts: Vec<Value>,
+}
+
+impl Supervisor<'_> {
+    fn run(
+        &mut self,
+        backoff: (SignedDuration, SignedDuration),
+        claim: &mut files::Claim,
+    ) -> Result<Report, CommandError> {
+        let mut restarts = 0;
+        loop {
+            let argv = if restarts == 0 {
+                self.args.command.clone()
+            } else {
+                let prompt = self
+                    .args
+                    .resume_prompt
+                    .as_deref()
+                    .unwrap_or(CONTINUE_PROMPT);
+                resume_command(
+                    self.client,
+                    &self.args.command,
+                    self.session.as_deref(),
+                    prompt,
+                )
+                .map_err(|e| CommandError::usage(e.0))?
+            };
+            if restarts > 0 {
+                self.journal(
+                    "supervise.relaunch",
+                    json!({ "attempt": restarts + 1, "command": argv }),
+                );
+            }
+            say(&format!(
+                "attempt {}: {}",
+                restarts + 1,
+                esc(&argv
+                    .iter()
+                    .map(|a| crate::output::shell_quote(a))
+                    .collect::<Vec<_>>()
+                    .join(" "))
+            ));
+            let exit = self.run_child(&argv)?;
+            let attempt = self.look_back(exit)?;
+            if let Err(busy) = self.claim_carried(claim)? {
+                let err = refused_busy(&busy, None);
+                return Ok(self.stop(3, err.message.clone(), &attempt));
+            }
+            let jitter = jitter();
+            let next = next_step(
+                &outcome(&attempt),
+                restarts,
+                self.args.max_restarts,
+                self.now(),
+                backoff,
+                jitter,
+            );
+            match not_before(next, &attempt.carried) {
+                Next::Stop { status, why } => return Ok(self.stop(status, why, &attempt)),
+                Next::Relaunch { at, why } => {
+                    self.journal(
+                        "supervise.wait",
+                        json!({ "until": format_ts(at), "why": why, "attempt": restarts + 1 }),
+                    );
+                    say(&format!("{why}; relaunching at {}", format_ts(at)));
+                    if let Some(stop) = self.wait_until(at, &attempt)? {
+                        return Ok(stop);
+                    }
+                    restarts += 1;
+                }
+            }
+        }
+    }
+
+    /// The clock: the real one, or `BATON_NOW` moved on by the waits.
+    fn now(&self) -> Timestamp {
+        if self.fake_clock {
+            self.now
+        } else {
+            Timestamp::now()
+        }
+    }
+
+    fn at_now(&self, session: Option<String>) -> Ctx {
+        Ctx {
+            dir: self.ctx.dir.clone(),
+            session,
+            now: self.now(),
+            lock_wait: self.ctx.lock_wait,
+        }
+    }
+
+    /// Runs one attempt to its end, passing on SIGINT and SIGTERM.
+    fn run_child(&mut self, argv: &[String]) -> Result<Exit, CommandError> {
+        let mut cmd = Command::new(&argv[0]);
+        cmd.args(&argv[1..]).current_dir(&self.ctx.dir);
+        if self.fake_clock {
+            cmd.env("BATON_NOW", format_ts(self.now));
+        }
+        let mut child = cmd.spawn().map_err(|e| {
+            CommandError::new(
+                ExitStatus::Failure,
+                format!("cannot run {}: {e}", esc(&argv[0])),
+            )
+            .hint("is the agent installed and on PATH?")
+        })?;
+        let mut forwarded = false;
+        let status = loop {
+            if let Some(status) = child.try_wait().map_err(|e| {
+                CommandError::new(ExitStatus::Failure, format!("waiting for the agent: {e}"))
+            })? {
+                break status;
+            }
+            if let Some(sig) = signalled().filter(|_| !forwarded) {
+                forwarded = true;
+                // SAFETY: kill(2) on our own child's pid, which is not reaped yet.
+                unsafe {
+                    libc::kill(child.id() as i32, sig);
+                }
+            }
+            std::thread::sleep(POLL);
+        };
+        use std::os::unix::process::ExitStatusExt;
+        Ok(match (status.code(), status.signal()) {
+            (Some(code), _) => Exit::Code(code),
+            (None, Some(sig)) => Exit::Signal(sig),
+            (None, None) => Exit::Code(1),
+        })
+    }
+
+    /// What the attempt left: what its hooks reported, and the work its sessions touched
+    /// (work still active after the agent ended is marked interrupted first).
+    fn look_back(&mut self, exit: Exit) -> Result<Attempt, CommandError> {
+        let (events, offset) = files::read_log(&self.log, self.offset)?;
+        self.offset = offset;
+        let field = |e: &Value, k: &str| e[k].as_str().map(str::to_string);
+        let mut sessions: Vec<String> = Vec::new();
+        let (mut rate_limited, mut resets, mut other) = (false, Vec::new(), None);
+        for e in &events {
+            let Some(session) = field(e, "session") else {
+                continue;
+            };
+            if !sessions.contains(&session) {
+                sessions.push(session.clone());
+            }
+            if e["event"] == "start" {
+                self.session = Some(session);
+            }
+            match e["reason"].as_str() {
+                Some("rate_limit") => rate_limited = true,
+                Some("unknown") => other = Some("unknown".to_string()),
+                _ => {}
+            }
+            resets.extend(parse_ts(e["resume_after"].as_str()));
+        }
+        let mut left_active = BTreeSet::new();
+        for session in &sessions {
+            let owned = owned(&self.store, session)?;
+            for (key, state) in &owned.loops {
+                self.carried.insert(key.clone());
+                if state.status == LoopStatus::Active {
+                    left_active.insert(key.clone());
+                }
+            }
+            if owned
+                .loops
+                .iter()
+                .any(|(_, s)| s.status == LoopStatus::Active)
+                || !owned.runs.is_empty()
+            {
+                // The agent is gone and nothing recorded how: a crash, never a guess.
+                let why = match exit {
+                    Exit::Signal(sig) => format!("the agent was killed by signal {sig}"),
+                    Exit::Code(code) => format!("the agent exited {code} with its work active"),
+                };
+                let reason = if rate_limited && exit != Exit::Signal(libc::SIGKILL) {
+                    "rate_limit"
+                } else {
+                    "unknown"
+                };
+                let (_, result) = interrupt_owned(
+                    &self.at_now(Some(session.clone())),
+                    &owned,
+                    reason,
+                    &why,
+                    None,
+                );
+                if let Err(e) = result {
+                    say(&format!("warning: {}", e.message));
+                }
+            }
+        }
+        let carried = self.carried_now(&left_active)?;
+        let summary = json!({
+            "exit": match exit { Exit::Code(c) => json!({"code": c}), Exit::Signal(s) => json!({"signal": s}) },
+            "sessions": sessions,
+            "rate_limited": rate_limited,
+        });
+        self.attempts.push(summary);
+        Ok(Attempt {
+            exit,
+            heard: !events.is_empty(),
+            signalled: signalled(),
+            hook_rate_limit: rate_limited,
+            hook_resets: resets,
+            hook_other: other,
+            carried,
+        })
+    }
+
+    /// Each carried loop as it stands now, with what waiting for it gives.
+    fn carried_now(&self, left_active: &BTreeSet<String>) -> Result<Vec<Carried>, CommandError> {
+        let mut out = Vec::new();
+        for key in &self.carried {
+            let Some(loaded) = self.store.read_loop(key)? else {
+                continue;
+            };
+            let state = loaded.state;
+            let ctx = self.at_now(None);
+            let Some(ticket) = ticket_of(&ctx, key, &state) else {
+                continue;
+            };
+            let d = gather(&ctx, &ticket)?.decision;
+            let wait = decide_wait(
+                d.decision.verdict,
+                d.mode,
+                parse_ts(d.resume_after.as_deref()),
+                ctx.now,
+                None,
+            );
+            out.push(Carried {
+                name: format!("loop {}", esc(&ticket.to_string_lossy())),
+                interrupted: (state.status == LoopStatus::Interrupted).then(|| {
+                    state
+                        .interrupt_reason
+                        .clone()
+                        .unwrap_or_else(|| "unknown".into())
+                }),
+                wait: Some(wait),
+                reset: parse_ts(state.resume_after.as_deref()),
+                left_active: left_active.contains(key),
+            });
+        }
+        Ok(out)
+    }
+
+    /// Claims each carried loop this supervisor has not claimed yet (a supervisor of the whole
+    /// project already holds them all).
+    fn claim_carried(
+        &mut self,
+        claim: &mut files::Claim,
+    ) -> Result<Result<(), files::Busy>, CommandError> {
+        if self.args.ticket.is_none() {
+            return Ok(Ok(()));
+        }
+        for key in self.carried.clone() {
+            if self.claimed.contains(&key) {
+                continue;
+            }
+            if self.args.ticket.as_deref().is_some_and(|t| {
+                crate::commands::ticket_loop::Target::derive(self.ctx, std::ffi::OsStr::new(t)).key
+                    == key
+            }) {
+                self.claimed.insert(key);
+                continue;
+            }
+            match files::claim_more(&self.store.layout, &key)? {
+                Ok(file) => {
+                    claim.add(file);
+                    self.claimed.insert(key);
+                }
+                Err(busy) => return Ok(Err(busy)),
+            }
+        }
+        Ok(Ok(()))
+    }
+
+    /// Waits until `at`, reading the work again every few seconds: a takeover or a person's
+    /// decision meanwhile, or a signal, ends the wait with the stop it calls for.
+    fn wait_until(
+        &mut self,
+        at: Timestamp,
+        attempt: &Attempt,
+    ) -> Result<Option<Report>, CommandError> {
+        let progress = std::io::stderr().is_terminal();
+        loop {
+            if signalled().is_some() {
+                let why = "stopped by a signal while waiting for the rate limit to reset; the work stays interrupted".to_string();
+                return Ok(Some(self.stop(1, why, attempt)));
+            }
+            let now = self.now();
+            if now >= at {
+                break;
+            }
+            if progress {
+                eprint!(
+                    "\rbaton supervise: relaunching at {}, {} left   ",
+                    format_ts(at),
+                    human_age(at.duration_since(now))
+                );
+            }
+            if self.fake_clock {
+                self.now = at;
+            } else {
+                let step = at
+                    .duration_since(now)
+                    .clamp(SignedDuration::from_millis(10), RECHECK);
+                let deadline = std::time::Instant::now() + step.unsigned_abs();
+                while std::time::Instant::now() < deadline && signalled().is_none() {
+                    std::thread::sleep(POLL.min(deadline - std::time::Instant::now()));
+                }
+            }
+            // Someone may have taken the work, or made it a person's call, meanwhile.
+            for c in self.carried_now(&BTreeSet::new())? {
+                let stop = match c.wait {
+                    Some(Wait::TakenOver) => Some((
+                        3,
+                        format!("{} is owned by another live session now", c.name),
+                    )),
+                    Some(Wait::HumanFirst) => Some((
+                        4,
+                        format!(
+                            "{} needs a person before it resumes (`baton resume` says why)",
+                            c.name
+                        ),
+                    )),
+                    _ => None,
+                };
+                if let Some((status, why)) = stop {
+                    if progress {
+                        eprintln!();
+                    }
+                    return Ok(Some(self.stop(status, why, attempt)));
+                }
+            }
+        }
+        if progress {
+            eprintln!();
+        }
+        Ok(None)
+    }
+
+    /// Ends supervision: journals the stop and reports it.
+    fn stop(&self, status: u8, why: String, attempt: &Attempt) -> Report {
+        let signal = attempt.signalled.or_else(signalled);
+        self.journal(
+            "supervise.stop",
+            json!({ "status": status, "why": why, "signal": signal }),
+        );
+        let exit = match status {
+            0 => ExitStatus::Success,
+            3 => ExitStatus::Refused,
+            4 => ExitStatus::AskHuman,
+            _ => ExitStatus::Failure,
+        };
+        let verdict = match status {
+            0 => "finished",
+            3 => "taken_over",
+            4 => "ask_human",
+            _ if signal.is_some() => "signalled",
+            _ => "stopped",
+        };
+        let work: Vec<String> = self.carried.iter().cloned().collect();
+        let mut text = format!("baton supervise: {why}");
+        if status != 0 && !work.is_empty() {
+            text.push_str("\nnext: `baton resume` shows where the work stands");
+        }
+        Report::new(
+            exit,
+            json!({
+                "verdict": verdict,
+                "why": why,
+                "restarts": self.attempts.len().saturating_sub(1),
+                "attempts": self.attempts,
+                "session": self.session,
+                "work": work,
+            }),
+            text,
+        )
+    }
+
+    /// Appends one event to the journal of every carried loop; a failure is a warning.
+    fn journal(&self, name: &str, details: Value) {
+        let mut details = details;
+        if let Some(d) = details.as_object_mut() {
+            d.insert("supervisor".into(), std::process::id().into());
+            d.insert("client".into(), self.client.as_str().into());
+        }
+        let ctx = self.at_now(None);
+        let event = crate::journal::event(&ctx, name, None, details);
+        for key in &self.carried {
+            let Ok(_guard) = self.store.lock(LockScope::Loop(key)) else {
+                continue;
+            };
+            if let Some(w) = crate::journal::append(
+                &self.store,
+                JournalTarget::Loop(key),
+                std::slice::from_ref(&event),
+            ) {
+                say(&format!("warning: {w}"));
+            }
+        }
+    }
+}
+
+/// One line of supervise's own on stderr, between the agent's output.
+fn say(line: &str) {
+    eprintln!("baton supervise: {line}");
+}
+
+fn client_of(args: &SuperviseArgs) -> Result<Client, CommandError> {
+    if let Some(name) = &args.client {
+        return Client::parse(name)
+            .ok_or_else(|| CommandError::usage(format!("unknown client {name:?}")));
+    }
+    let program = args.command.first().map(String::as_str).unwrap_or_default();
+    let base = program.rsplit('/').next().unwrap_or(program);
+    Client::parse(base).ok_or_else(|| {
+        CommandError::usage(format!(
+            "supervise does not know the agent {:?}: it relaunches claude, codex and gemini",
+            esc(program)
+        ))
+        .hint("for a wrapper script, name the client with `--client claude|codex|gemini`")
+    })
+}
+
+fn parse_backoff(raw: &str) -> Result<(SignedDuration, SignedDuration), CommandError> {
+    let bad = || {
+        CommandError::usage(format!("--backoff {raw:?} is not FIRST[,CAP]"))
+            .hint("pass durations such as `--backoff 1m,30m` or `--backoff 5s`")
+    };
+    let one = |s: &str| {
+        parse_wait(s)
+            .filter(|d| !d.is_zero())
+            .and_then(|d| SignedDuration::try_from(d).ok())
+    };
+    let (first, cap) = match raw.split_once(',') {
+        Some((f, c)) => (one(f).ok_or_else(bad)?, one(c).ok_or_else(bad)?),
+        None => {
+            let first = one(raw).ok_or_else(bad)?;
+            (first, BACKOFF_CAP.max(first))
+        }
+    };
+    if cap < first {
+        return Err(bad());
+    }
+    Ok((first, cap))
+}
+
+/// Refuses to run an agent whose client has none of baton's hooks for the events supervise
+/// relies on, in the project's settings or the user's.
+fn check_hooks(ctx: &Ctx, client: Client) -> Result<(), CommandError> {
+    let mut found: BTreeSet<String> = BTreeSet::new();
+    for user in [false, true] {
+        let Ok(targets) = Targets::resolve(ctx, client, user) else {
+            continue;
+        };
+        let Ok(text) = std::fs::read_to_string(&targets.settings) else {
+            continue;
+        };
+        if let Ok(events) = settings::installed_events(&text, client) {
+            found.extend(events);
+        }
+    }
+    let needed: Vec<&str> = events(client)
+        .iter()
+        .copied()
+        .filter(|e| !matches!(*e, "PreCompact" | "PreCompress"))
+        .collect();
+    let missing: Vec<&str> = needed
+        .iter()
+        .copied()
+        .filter(|e| !found.contains(*e))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let name = client.as_str();
+    Err(CommandError::usage(format!(
+        "baton's {name} hooks are not installed (missing: {}): without them nothing would record why the agent stopped, so supervise does not run it",
+        missing.join(", ")
+    ))
+    .hint(format!(
+        "run `baton init {name}{}` in the project (or with `--user`), then supervise again",
+        if client == Client::Codex { " --trust-project" } else { "" }
+    )))
+}
+
+fn refused_busy(busy: &files::Busy, ticket: Option<&str>) -> CommandError {
+    let who = busy
+        .holder
+        .map(|p| format!("another `baton supervise` (pid {p})"))
+        .unwrap_or_else(|| "another `baton supervise`".into());
+    let what = match ticket {
+        Some(t) => format!("ticket {}", esc(t)),
+        None => "this work".into(),
+    };
+    CommandError::new(
+        ExitStatus::Refused,
+        format!(
+            "{who} already carries {what} in this project ({})",
+            busy.path.display()
+        ),
+    )
+    .hint("one supervisor per piece of work: stop the other one, or give each its own `--ticket`")
+}
+
+/// A number in [0, 1) that differs between supervisors and between calls.
+fn jitter() -> f64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let mixed = (u64::from(nanos) ^ (u64::from(std::process::id()) << 20))
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (mixed >> 11) as f64 / (1u64 << 53) as f64
+}
