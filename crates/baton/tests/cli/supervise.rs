@@ -1,0 +1,395 @@
+//! `baton supervise` with a stand-in for Claude Code: a script named `claude` that fires the
+//! client's hooks (`baton hook claude …` with the payload shapes Claude Code sends) and runs
+//! one scripted attempt per launch. Every stop condition, and the relaunch in the resume form
+//! after a rate limit, on the fake clock.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::Value;
+
+use crate::common::{Run, TestEnv, at, to_run};
+
+/// The stand-in client: counts its launches, saves its argv and the packet its session start
+/// printed, then sources `attempt-<n>.sh` with helpers for each way a run ends.
+const FAKE_CLAUDE: &str = r#"#!/bin/bash
+set -u
+d="$FAKE_DIR"
+n=$(( $(cat "$d/count" 2>/dev/null || echo 0) + 1 ))
+echo "$n" > "$d/count"
+printf '%s\n' "$@" > "$d/argv-$n"
+session="S$n"
+prev=""
+for a in "$@"; do
+  if [ "$prev" = "--resume" ]; then session="$a"; fi
+  prev="$a"
+done
+hook() { printf '%s' "$2" | baton hook claude "$1" >> "$d/hook-out-$n" 2>> "$d/hook-err-$n"; }
+p() { printf '{"session_id":"%s","hook_event_name":"%s","cwd":"%s"%s}' "$session" "$1" "$PWD" "${2:-}"; }
+rate_limit() {
+  hook StopFailure "$(p StopFailure ',"error":"rate_limit","last_assistant_message":"API Error: Request rejected (429) · '"$1"'"')"
+  hook SessionEnd "$(p SessionEnd ',"reason":"other"')"
+  exit 1
+}
+finish() {
+  hook Stop "$(p Stop ',"stop_hook_active":false')"
+  hook SessionEnd "$(p SessionEnd ',"reason":"other"')"
+  exit 0
+}
+hook SessionStart "$(p SessionStart ',"source":"startup"')"
+hook UserPromptSubmit "$(p UserPromptSubmit ',"prompt":"task"')"
+export BATON_SESSION="$session"
+. "$d/attempt-$n.sh"
+"#;
+
+struct Fake {
+    env: TestEnv,
+    dir: PathBuf,
+    bin: PathBuf,
+}
+
+impl Fake {
+    /// A project with baton's Claude Code hooks installed and committed, and the stand-in.
+    fn new() -> Fake {
+        let env = TestEnv::new();
+        let dir = env.home().join("fake");
+        let bin = dir.join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let claude = bin.join("claude");
+        std::fs::write(&claude, FAKE_CLAUDE).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let fake = Fake { env, dir, bin };
+        fake.run(&["init", "claude"]).assert_code(0);
+        fake.env.git(&["add", "."]);
+        fake.env.git(&["commit", "--quiet", "-m", "baton hooks"]);
+        fake
+    }
+
+    fn attempt(&self, n: u32, script: &str) {
+        std::fs::write(self.dir.join(format!("attempt-{n}.sh")), script).unwrap();
+    }
+
+    /// `baton` at minute 0 with the stand-in and baton on PATH, and no session.
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = self.env.command(None, &at(0));
+        let baton_dir = Path::new(env!("CARGO_BIN_EXE_baton")).parent().unwrap();
+        let path = format!(
+            "{}:{}:{}",
+            self.bin.display(),
+            baton_dir.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        cmd.env("PATH", path).env("FAKE_DIR", &self.dir).args(args);
+        cmd
+    }
+
+    fn run(&self, args: &[&str]) -> Run {
+        to_run(self.command(args).output().unwrap())
+    }
+
+    fn supervise(&self, extra: &[&str]) -> Run {
+        let mut args = vec!["--json", "supervise"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", "claude", "--allowedTools", "Bash", "-p", "do T-1"]);
+        self.run(&args)
+    }
+
+    fn launches(&self) -> u32 {
+        std::fs::read_to_string(self.dir.join("count"))
+            .map(|s| s.trim().parse().unwrap())
+            .unwrap_or(0)
+    }
+
+    fn read(&self, name: &str) -> String {
+        std::fs::read_to_string(self.dir.join(name)).unwrap_or_default()
+    }
+
+    fn loop_state(&self) -> Value {
+        let shown = self.env.baton("X", 500, &["--json", "loop", "show", "T-1"]);
+        shown.assert_code(0);
+        shown.json()["state"].clone()
+    }
+
+    fn journal(&self) -> Vec<Value> {
+        let log = self.env.baton("X", 500, &["--json", "log", "T-1"]);
+        log.assert_code(0);
+        log.json()["events"].as_array().unwrap().clone()
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.journal()
+            .iter()
+            .map(|e| e["event"].as_str().unwrap().to_string())
+            .collect()
+    }
+}
+
+const START: &str = "baton loop init T-1 >/dev/null\n\
+    baton loop set T-1 --phase skeptic --action spawned >/dev/null\n";
+
+#[test]
+fn a_rate_limit_is_waited_out_and_the_session_resumed_to_the_finish() {
+    let f = Fake::new();
+    f.attempt(1, &format!("{START}rate_limit 'Please try again in 5m.'\n"));
+    f.attempt(
+        2,
+        "baton resume accept T-1 >/dev/null\n\
+         baton loop set T-1 --phase qa --action spawned >/dev/null\n\
+         baton loop finish T-1 --status complete >/dev/null\n\
+         finish\n",
+    );
+    let run = f.supervise(&[]);
+    run.assert_code(0);
+    let j = run.json();
+    assert_eq!(j["verdict"], "finished", "{j}");
+    assert_eq!(j["restarts"], 1, "{j}");
+    assert_eq!(f.launches(), 2);
+    // The relaunch is Claude Code's resume form of the same session, the task replaced.
+    let argv: Vec<String> = f.read("argv-2").lines().map(String::from).collect();
+    assert_eq!(
+        &argv[..5],
+        ["--allowedTools", "Bash", "-p", "--resume", "S1"]
+    );
+    assert!(argv[5].contains("baton resume accept"), "{argv:?}");
+    assert!(!argv.iter().any(|a| a == "do T-1"), "{argv:?}");
+    // Its session start was handed the packet with the interrupted loop.
+    let packet = f.read("hook-out-2");
+    assert!(
+        packet.contains("T-1") && packet.contains("rate_limit"),
+        "{packet}"
+    );
+    assert_eq!(f.loop_state()["status"], "complete");
+    let events = f.journal();
+    let names: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "init",
+            "set",
+            "interrupt",
+            "supervise.wait",
+            "supervise.relaunch",
+            "takeover",
+            "set",
+            "finish",
+            "supervise.stop"
+        ],
+        "{events:?}"
+    );
+    // The wait was for the reset the error named, on the fake clock: no real sleep.
+    let wait = &events[3];
+    assert_eq!(wait["until"], at(5), "{wait}");
+    assert_eq!(events[8]["status"], 0);
+}
+
+#[test]
+fn a_rate_limit_with_no_reset_backs_off_and_never_relaunches_before_the_work_may_resume() {
+    let f = Fake::new();
+    f.attempt(1, &format!("{START}rate_limit 'Slow down.'\n"));
+    f.attempt(2, "rate_limit 'Slow down.'\n");
+    f.attempt(3, "rate_limit 'Slow down.'\n");
+    let run = f.supervise(&["--backoff", "10m,15m", "--max-restarts", "2"]);
+    run.assert_code(1);
+    let j = run.json();
+    assert_eq!(j["verdict"], "stopped", "{j}");
+    assert!(j["why"].as_str().unwrap().contains("limit of 2"), "{j}");
+    assert_eq!(f.launches(), 3);
+    let waits: Vec<String> = f
+        .journal()
+        .iter()
+        .filter(|e| e["event"] == "supervise.wait")
+        .map(|e| e["until"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(waits.len(), 2);
+    // 10 minutes x 0.8..1.2, then doubled and capped at 15 (x 0.8..1.2, at most 15).
+    let minute = |ts: &str| {
+        let t: jiff::Timestamp = ts.parse().unwrap();
+        let t0: jiff::Timestamp = at(0).parse().unwrap();
+        t.duration_since(t0).as_secs_f64() / 60.0
+    };
+    let first = minute(&waits[0]);
+    assert!((8.0..=12.0).contains(&first), "{waits:?}");
+    let second = minute(&waits[1]) - first;
+    assert!((12.0..=15.0).contains(&second), "{waits:?}");
+}
+
+#[test]
+fn a_crash_is_not_retried_and_its_work_is_marked_interrupted() {
+    let f = Fake::new();
+    f.attempt(1, &format!("{START}kill -9 $$\n"));
+    f.attempt(2, "finish\n");
+    let run = f.supervise(&[]);
+    run.assert_code(4);
+    let j = run.json();
+    assert_eq!(j["verdict"], "ask_human");
+    assert!(j["why"].as_str().unwrap().contains("signal 9"), "{j}");
+    assert_eq!(f.launches(), 1, "never relaunched");
+    let state = f.loop_state();
+    assert_eq!(state["status"], "interrupted", "{state}");
+    assert_eq!(state["interrupt_reason"], "unknown");
+    assert_eq!(f.names().last().unwrap(), "supervise.stop");
+}
+
+#[test]
+fn partial_work_in_the_tree_after_a_rate_limit_is_for_a_person() {
+    let f = Fake::new();
+    f.attempt(
+        1,
+        &format!("{START}echo half > half-done.txt\nrate_limit 'Please try again in 5m.'\n"),
+    );
+    f.attempt(2, "finish\n");
+    let run = f.supervise(&[]);
+    run.assert_code(4);
+    assert!(
+        run.json()["why"]
+            .as_str()
+            .unwrap()
+            .contains("needs a person")
+    );
+    assert_eq!(f.launches(), 1);
+}
+
+#[test]
+fn an_ending_that_is_no_rate_limit_stops_it() {
+    let f = Fake::new();
+    // The agent ends its run with the loop neither finished nor interrupted by an error.
+    f.attempt(1, &format!("{START}finish\n"));
+    let run = f.supervise(&[]);
+    run.assert_code(4);
+    let why = run.json()["why"].as_str().unwrap().to_string();
+    assert!(why.contains("before the work was finished"), "{why}");
+    // And an agent with no baton work that exits 0 is simply done.
+    let g = Fake::new();
+    g.attempt(1, "finish\n");
+    g.supervise(&[]).assert_code(0);
+}
+
+#[test]
+fn it_never_runs_without_the_hooks_and_names_the_fix() {
+    let f = Fake::new();
+    f.run(&["init", "claude", "--remove"]).assert_code(0);
+    f.attempt(1, "finish\n");
+    let run = f.supervise(&[]);
+    run.assert_code(2);
+    let err = &run.json()["error"];
+    assert!(
+        err["message"].as_str().unwrap().contains("not installed"),
+        "{err}"
+    );
+    assert!(
+        err["hints"][0]
+            .as_str()
+            .unwrap()
+            .contains("baton init claude")
+    );
+    assert_eq!(f.launches(), 0);
+}
+
+#[test]
+fn commands_it_cannot_relaunch_are_refused_before_anything_runs() {
+    let f = Fake::new();
+    f.attempt(1, "finish\n");
+    for args in [
+        vec!["supervise", "--", "aider", "do it"],
+        vec![
+            "supervise",
+            "--",
+            "claude",
+            "-p",
+            "do it",
+            "--allowedTools",
+            "Bash",
+        ],
+        vec!["supervise", "--backoff", "soon", "--", "claude", "-p", "x"],
+        vec!["supervise", "--backoff", "5m,1m", "--", "claude", "-p", "x"],
+    ] {
+        let run = f.run(&args);
+        run.assert_code(2);
+        assert!(run.stderr.contains("hint:"), "{args:?}: {}", run.stderr);
+    }
+    assert_eq!(f.launches(), 0);
+}
+
+/// Starts a supervisor whose first attempt waits for `go` to exist.
+fn blocked_supervisor(f: &Fake, extra: &[&str]) -> Child {
+    f.attempt(
+        1,
+        "baton loop init T-1 >/dev/null\n\
+         trap 'hook SessionEnd \"$(p SessionEnd \",\\\"reason\\\":\\\"other\\\"\")\"; exit 143' TERM\n\
+         echo up > \"$d/up\"\n\
+         while [ ! -e \"$d/go\" ]; do sleep 0.05; done\n\
+         finish\n",
+    );
+    let mut args = vec!["--json", "supervise"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--", "claude", "-p", "do T-1"]);
+    let child = f
+        .command(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while !f.dir.join("up").exists() {
+        assert!(
+            start.elapsed().as_secs() < 30,
+            "the first attempt never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child
+}
+
+#[test]
+fn a_second_supervisor_for_the_same_work_is_refused() {
+    let f = Fake::new();
+    let first = blocked_supervisor(&f, &[]);
+    let second = f.run(&["supervise", "--", "claude", "-p", "do T-1"]);
+    second.assert_code(3);
+    assert!(
+        second.stderr.contains("already carries"),
+        "{}",
+        second.stderr
+    );
+    // A supervisor of one ticket is refused too while the project's is running.
+    f.run(&["supervise", "--ticket", "T-2", "--", "claude", "-p", "x"])
+        .assert_code(3);
+    std::fs::write(f.dir.join("go"), "").unwrap();
+    let first = to_run(first.wait_with_output().unwrap());
+    first.assert_code(4);
+    assert_eq!(f.launches(), 1, "the refused ones launched nothing");
+    // Supervisors of different tickets run side by side.
+    let g = Fake::new();
+    let t1 = blocked_supervisor(&g, &["--ticket", "T-1"]);
+    g.run(&["supervise", "--ticket", "T-1", "--", "claude", "-p", "x"])
+        .assert_code(3);
+    std::fs::write(g.dir.join("attempt-2.sh"), "finish\n").unwrap();
+    g.run(&["supervise", "--ticket", "T-2", "--", "claude", "-p", "x"])
+        .assert_code(0);
+    std::fs::write(g.dir.join("go"), "").unwrap();
+    to_run(t1.wait_with_output().unwrap());
+}
+
+#[test]
+fn sigterm_is_passed_to_the_agent_and_recorded() {
+    let f = Fake::new();
+    let child = blocked_supervisor(&f, &[]);
+    // SAFETY: kill(2) on the supervisor this test started.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let run = to_run(child.wait_with_output().unwrap());
+    run.assert_code(1);
+    let j = run.json();
+    assert_eq!(j["verdict"], "signalled", "{j}");
+    let state = f.loop_state();
+    assert_eq!(state["status"], "interrupted", "{state}");
+    let stop = f.journal().last().unwrap().clone();
+    assert_eq!(stop["event"], "supervise.stop");
+    assert_eq!(stop["signal"], libc::SIGTERM);
+    assert_eq!(f.launches(), 1);
+}
