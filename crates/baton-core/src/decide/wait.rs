@@ -1,9 +1,11 @@
 //! `baton wait`: whether a piece of work can resume now, must wait for a rate limit to reset,
 //! was taken over by someone else, or needs a person first. A pure function of the resume
-//! decision the work already has.
+//! decision the work already has; and, for `baton wait` with no ticket, one verdict over every
+//! piece of work in the project.
 
 use jiff::Timestamp;
 
+use super::continuation::Class;
 use super::loop_resume::Mode;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,6 +69,61 @@ pub fn decide_wait(
             },
         },
         _ => Wait::HumanFirst,
+    }
+}
+
+/// The wait for a piece of work that is not a loop (the feature, the batch, a run, a ledger),
+/// from what `baton resume` with no argument says of it: its verdict there (the first word
+/// counts: `none (finished)` is `none`), its class when it is interrupted, and whether it is
+/// degraded (a blocker a person must clear: a run that is `blocked` or asks to `confirm` its
+/// alignment, a ledger phase marked BLOCKED, an unreadable or degraded feature).
+///
+/// - `none` (finished, not started) is [`Wait::Nothing`].
+/// - `own` (this session is on it) is [`Wait::Ready`].
+/// - `live` (another session is on it, or holds the run's live lease) is [`Wait::TakenOver`].
+/// - `degraded`, `blocked`, `confirm`, anything degraded, and a `timeout` (a delegate hit its
+///   cap: escalate or re-delegate, never a plain re-run) are [`Wait::HumanFirst`].
+/// - Anything else (`offer`, `resume`, `derive`, and a run's `replan`, `critic` or `ratify`)
+///   is interrupted and resumable: [`Wait::Ready`]. So is a rate limit, since none of these
+///   records when its limit resets: a rate limit whose reset time is unknown is ready, as it
+///   is for a loop.
+pub fn survey_wait(verdict: &str, class: Option<Class>, degraded: bool) -> Wait {
+    let first = verdict.split_whitespace().next().unwrap_or("");
+    match first {
+        "none" => Wait::Nothing,
+        "own" => Wait::Ready,
+        "live" => Wait::TakenOver,
+        "degraded" | "blocked" | "confirm" => Wait::HumanFirst,
+        _ if degraded || class == Some(Class::Timeout) => Wait::HumanFirst,
+        _ => Wait::Ready,
+    }
+}
+
+/// One verdict over many pieces of work: [`Wait::Ready`] if any is ready (there is work to do
+/// now); else [`Wait::Until`] the earliest reset if any waits for one; else
+/// [`Wait::HumanFirst`] if any needs a person; else [`Wait::TakenOver`] if any is taken over;
+/// else [`Wait::Nothing`] (nothing at all counts as nothing).
+pub fn combine(waits: impl IntoIterator<Item = Wait>) -> Wait {
+    let (mut ready, mut until, mut human, mut taken) = (false, None::<Timestamp>, false, false);
+    for w in waits {
+        match w {
+            Wait::Ready => ready = true,
+            Wait::Until(t) => until = Some(until.map_or(t, |u| u.min(t))),
+            Wait::HumanFirst => human = true,
+            Wait::TakenOver => taken = true,
+            Wait::Nothing => {}
+        }
+    }
+    if ready {
+        Wait::Ready
+    } else if let Some(t) = until {
+        Wait::Until(t)
+    } else if human {
+        Wait::HumanFirst
+    } else if taken {
+        Wait::TakenOver
+    } else {
+        Wait::Nothing
     }
 }
 
@@ -144,5 +201,60 @@ mod tests {
         .map(|w| w.exit_code())
         .collect();
         assert_eq!(codes, [0, 0, 0, 3, 4]);
+    }
+
+    #[test]
+    fn combine_table() {
+        let early: Timestamp = "2026-03-01T12:30:00Z".parse().unwrap();
+        let late: Timestamp = "2026-03-01T13:00:00Z".parse().unwrap();
+        use Wait::*;
+        let rows: [(&[Wait], Wait); 13] = [
+            (&[], Nothing),
+            (&[Nothing, Nothing], Nothing),
+            (&[Ready], Ready),
+            (&[Until(late), Ready, HumanFirst, TakenOver], Ready),
+            (&[Nothing, Until(late)], Until(late)),
+            (&[Until(late), Until(early)], Until(early)),
+            (&[Until(early), Until(late)], Until(early)),
+            (&[HumanFirst, Until(late), TakenOver], Until(late)),
+            (&[TakenOver, HumanFirst], HumanFirst),
+            (&[HumanFirst, Nothing], HumanFirst),
+            (&[TakenOver, Nothing], TakenOver),
+            (&[Nothing, TakenOver, TakenOver], TakenOver),
+            (&[Nothing, Ready, Nothing], Ready),
+        ];
+        for (waits, want) in rows {
+            assert_eq!(combine(waits.iter().copied()), want, "{waits:?}");
+        }
+    }
+
+    #[test]
+    fn survey_wait_table() {
+        use Class::*;
+        let rows: [(&str, Option<Class>, bool, Wait); 16] = [
+            ("none (finished)", None, false, Wait::Nothing),
+            ("none (not started)", None, false, Wait::Nothing),
+            ("own", None, false, Wait::Ready),
+            ("live", None, false, Wait::TakenOver),
+            ("live (ratify)", None, false, Wait::TakenOver),
+            ("degraded", None, true, Wait::HumanFirst),
+            ("blocked", Some(Crash), true, Wait::HumanFirst),
+            ("confirm", Some(Crash), true, Wait::HumanFirst),
+            ("offer", Some(RateLimit), false, Wait::Ready),
+            ("offer", Some(Pause), false, Wait::Ready),
+            ("resume", Some(Crash), false, Wait::Ready),
+            ("resume", Some(Timeout), false, Wait::HumanFirst),
+            ("derive", Some(Left), false, Wait::Ready),
+            ("derive", Some(Crash), true, Wait::HumanFirst),
+            ("ratify", Some(Crash), false, Wait::Ready),
+            ("replan", Some(Crash), false, Wait::Ready),
+        ];
+        for (verdict, class, degraded, want) in rows {
+            assert_eq!(
+                survey_wait(verdict, class, degraded),
+                want,
+                "{verdict} {class:?} {degraded}"
+            );
+        }
     }
 }

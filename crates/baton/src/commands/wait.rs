@@ -1,21 +1,28 @@
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io::IsTerminal;
 
 use clap::Args;
 use jiff::{SignedDuration, Timestamp};
-use serde_json::json;
+use serde_json::{Value, json};
 
+use crate::actions::survey::{Work, survey};
 use crate::commands::resume::gather;
 use crate::commands::ticket_loop::interrupt::parse_when;
 use crate::context::Ctx;
 use crate::error::{CommandError, ExitStatus};
 use crate::output::Report;
 use baton_core::decide::loop_resume::ResumeDecision;
-use baton_core::decide::wait::{Wait, decide_wait};
+use baton_core::decide::wait::{Wait, combine, decide_wait, survey_wait};
 use baton_core::text::esc;
 use baton_core::time::{format_ts, human_age, parse_ts};
 
 /// Say when interrupted work can resume, and with `--sleep` wait until then.
+///
+/// With a ticket, that ticket's loop. Without one, every piece of work `baton resume` (no
+/// argument) finds in the project (the feature, loops, the batch, runs, ledgers), each judged
+/// as on its own, then together: ready when any can resume now, else a wait until the earliest
+/// rate limit resets, else a person's decision if any needs one, else taken over if another
+/// live session runs any, else nothing to resume.
 ///
 /// Exit 0 when it is time (or nothing is left to resume), 3 when another live session runs the
 /// work, 4 when a person must decide first (partial work in the tree, no rule covers it, or the
@@ -23,15 +30,18 @@ use baton_core::time::{format_ts, human_age, parse_ts};
 /// to come.
 #[derive(Debug, Args)]
 pub struct WaitArgs {
-    /// The ticket id of the loop.
-    ticket: OsString,
+    /// The ticket id of the loop to wait for. Without it, every piece of work `baton resume`
+    /// (no argument) lists: the feature, loops, the batch, runs and ledgers.
+    ticket: Option<OsString>,
     /// Wait no longer than this: a delay such as `30m` or `2h`, or an RFC 3339 time. A limit
     /// that resets later is for a person to decide (exit 4).
     #[arg(long, value_name = "WHEN")]
     max: Option<String>,
-    /// Sleep until the work can resume, reading its state again every few seconds (a takeover
-    /// meanwhile ends the wait with exit 3). With `BATON_NOW` set, the clock moves on without
-    /// sleeping.
+    /// Sleep while the verdict is a wait for a rate limit to reset, reading the state again
+    /// every few seconds: the sleep ends when the work can resume, or early when it is taken
+    /// over (exit 3) or a person must decide (exit 4). Without a ticket, it ends once no piece
+    /// of work waits any more: one can resume, or none is left waiting. With `BATON_NOW` set,
+    /// the clock moves on without sleeping.
     #[arg(long)]
     sleep: bool,
 }
@@ -45,8 +55,59 @@ pub fn cmd_wait(ctx: &Ctx, args: WaitArgs) -> Result<Report, CommandError> {
         .as_deref()
         .map(|raw| parse_when(ctx.now, raw))
         .transpose()?;
+    match &args.ticket {
+        Some(ticket) => {
+            let shown = esc(&ticket.to_string_lossy()).into_owned();
+            let (wait, d, now) = sleep_through(
+                ctx,
+                args.sleep,
+                |at| {
+                    let d = gather(at, ticket)?.decision;
+                    let after = parse_ts(d.resume_after.as_deref());
+                    Ok((
+                        decide_wait(d.decision.verdict, d.mode, after, at.now, deadline),
+                        d,
+                    ))
+                },
+                |_, t| format!("waiting for {shown}: the limit resets at {}", format_ts(t)),
+            )?;
+            Ok(report(ticket, wait, &d, (ctx.now, now), deadline))
+        }
+        None => {
+            let (wait, all, now) = sleep_through(
+                ctx,
+                args.sleep,
+                |at| {
+                    let all = every_piece(at, deadline)?;
+                    Ok((combine(all.pieces.iter().map(|p| p.wait)), all))
+                },
+                |all: &All, t| match all.first(Wait::Until(t)) {
+                    Some(p) => format!(
+                        "waiting: the earliest limit resets at {} ({} {})",
+                        format_ts(t),
+                        p.kind,
+                        esc(&p.key)
+                    ),
+                    None => format!("waiting: the earliest limit resets at {}", format_ts(t)),
+                },
+            )?;
+            Ok(report_all(wait, &all, (ctx.now, now), deadline))
+        }
+    }
+}
+
+/// Decides with `check` on the state as it is at each moment; with `sleep`, sleeps while the
+/// verdict is a wait for a reset, reading the state again every `RECHECK` (on the fake clock
+/// of `BATON_NOW`, moving the clock to the reset instead), with a countdown on a terminal's
+/// stderr. Returns the last verdict, what it was decided on, and the time then.
+fn sleep_through<T>(
+    ctx: &Ctx,
+    sleep: bool,
+    mut check: impl FnMut(&Ctx) -> Result<(Wait, T), CommandError>,
+    waiting: impl Fn(&T, Timestamp) -> String,
+) -> Result<(Wait, T, Timestamp), CommandError> {
     let fake_clock = std::env::var_os("BATON_NOW").is_some_and(|v| !v.is_empty());
-    let progress = args.sleep && std::io::stderr().is_terminal();
+    let progress = sleep && std::io::stderr().is_terminal();
     let mut now = ctx.now;
     loop {
         let at = Ctx {
@@ -55,20 +116,13 @@ pub fn cmd_wait(ctx: &Ctx, args: WaitArgs) -> Result<Report, CommandError> {
             now,
             lock_wait: ctx.lock_wait,
         };
-        // The state is read afresh each time, its lock released before any sleep.
-        let d = gather(&at, &args.ticket)?.decision;
-        let after = parse_ts(d.resume_after.as_deref());
-        let wait = decide_wait(d.decision.verdict, d.mode, after, now, deadline);
+        // The state is read afresh each time, its locks released before any sleep.
+        let (wait, facts) = check(&at)?;
         match wait {
-            Wait::Until(t) if args.sleep => {
+            Wait::Until(t) if sleep => {
                 let left = t.duration_since(now);
                 if progress {
-                    eprint!(
-                        "\rwaiting for {}: the limit resets at {}, {} left   ",
-                        esc(&args.ticket.to_string_lossy()),
-                        format_ts(t),
-                        human_age(left)
-                    );
+                    eprint!("\r{}, {} left   ", waiting(&facts, t), human_age(left));
                 }
                 if fake_clock {
                     now = t;
@@ -82,20 +136,28 @@ pub fn cmd_wait(ctx: &Ctx, args: WaitArgs) -> Result<Report, CommandError> {
                 if progress {
                     eprintln!();
                 }
-                return Ok(report(&args, wait, &d, (ctx.now, now), deadline));
+                return Ok((wait, facts, now));
             }
         }
     }
 }
 
+fn status_of(wait: Wait) -> ExitStatus {
+    match wait.exit_code() {
+        3 => ExitStatus::Refused,
+        4 => ExitStatus::AskHuman,
+        _ => ExitStatus::Success,
+    }
+}
+
 fn report(
-    args: &WaitArgs,
+    ticket: &OsStr,
     wait: Wait,
     d: &ResumeDecision,
     (started, now): (Timestamp, Timestamp),
     deadline: Option<Timestamp>,
 ) -> Report {
-    let ticket = esc(&args.ticket.to_string_lossy()).into_owned();
+    let shown = esc(&ticket.to_string_lossy()).into_owned();
     let mut why: Vec<String> = d
         .decision
         .reasons
@@ -114,39 +176,189 @@ fn report(
     }
     let accept = d.accept.clone().or_else(|| d.decision.next.clone());
     let headline = match wait {
-        Wait::Ready => format!("{ticket}: it can resume now"),
-        Wait::Nothing => format!("{ticket}: nothing to resume"),
+        Wait::Ready => format!("{shown}: it can resume now"),
+        Wait::Nothing => format!("{shown}: nothing to resume"),
         Wait::Until(t) => format!(
-            "{ticket}: the rate limit resets at {}, in {}",
+            "{shown}: the rate limit resets at {}, in {}",
             format_ts(t),
             human_age(t.duration_since(now))
         ),
-        Wait::TakenOver => format!("{ticket}: another live session runs it"),
-        Wait::HumanFirst => format!("{ticket}: a person must decide before it resumes"),
+        Wait::TakenOver => format!("{shown}: another live session runs it"),
+        Wait::HumanFirst => format!("{shown}: a person must decide before it resumes"),
     };
     let mut text = format!("{headline}\n{}", why.join("\n"));
     if let Some(next) = accept.as_deref().filter(|_| wait != Wait::Nothing) {
         text.push_str(&format!("\nnext: {next}"));
     }
-    let status = match wait.exit_code() {
-        3 => ExitStatus::Refused,
-        4 => ExitStatus::AskHuman,
-        _ => ExitStatus::Success,
-    };
-    let until = match wait {
-        Wait::Until(t) => Some(format_ts(t)),
-        _ => None,
-    };
     Report::new(
-        status,
+        status_of(wait),
         json!({
             "verdict": wait.as_str(),
-            "ticket": args.ticket.to_string_lossy(),
-            "until": until,
+            "ticket": ticket.to_string_lossy(),
+            "until": until(wait),
             "waited_secs": now.duration_since(started).as_secs(),
             "resume": d.decision,
             "next": accept,
         }),
         text,
     )
+}
+
+fn until(wait: Wait) -> Option<String> {
+    match wait {
+        Wait::Until(t) => Some(format_ts(t)),
+        _ => None,
+    }
+}
+
+/// One piece of work, judged as `baton wait` judges it.
+struct Piece {
+    kind: &'static str,
+    key: String,
+    /// The verdict `baton resume` (no argument) gives it.
+    resume: String,
+    wait: Wait,
+    /// When its rate limit resets, while that is still to come.
+    resets: Option<Timestamp>,
+    next: Option<String>,
+}
+
+/// Every piece of work in the project, and the survey's warnings.
+struct All {
+    pieces: Vec<Piece>,
+    notes: Vec<String>,
+}
+
+impl All {
+    /// The first piece with this verdict.
+    fn first(&self, wait: Wait) -> Option<&Piece> {
+        self.pieces.iter().find(|p| p.wait == wait)
+    }
+}
+
+/// What `baton resume` (no argument) finds, each piece with its wait: a loop's as
+/// `baton wait <TICKET>` gives it (its resume verdict, mode and `resume_after`), anything else
+/// by its row in the survey ([`survey_wait`]: finished is nothing, this session's is ready,
+/// another live session's is taken over, degraded or a delegate's timeout is for a person,
+/// anything interrupted and resumable is ready).
+fn every_piece(ctx: &Ctx, deadline: Option<Timestamp>) -> Result<All, CommandError> {
+    let s = survey(ctx)?;
+    let mut pieces = Vec::with_capacity(s.work.len());
+    for w in &s.work {
+        pieces.push(if w.kind == "loop" {
+            a_loop(ctx, w, deadline)?
+        } else {
+            // The packet ranks a person's decision or a degraded state first: urgency 0.
+            let degraded = w.item.as_ref().is_some_and(|i| i.urgency == 0);
+            let wait = survey_wait(&w.verdict, w.class, degraded);
+            Piece {
+                kind: w.kind,
+                key: w.key.clone(),
+                resume: w.verdict.clone(),
+                wait,
+                resets: None,
+                next: w
+                    .item
+                    .as_ref()
+                    .and_then(|i| i.accept.clone())
+                    .or_else(|| w.next.clone()),
+            }
+        });
+    }
+    Ok(All {
+        pieces,
+        notes: s.notes,
+    })
+}
+
+/// A loop of the survey, decided as `baton wait <TICKET>` decides it: under its lock, released
+/// when this returns.
+fn a_loop(ctx: &Ctx, w: &Work, deadline: Option<Timestamp>) -> Result<Piece, CommandError> {
+    let d = gather(ctx, OsStr::new(&w.key))?.decision;
+    let after = parse_ts(d.resume_after.as_deref());
+    Ok(Piece {
+        kind: w.kind,
+        key: w.key.clone(),
+        resume: w.verdict.clone(),
+        wait: decide_wait(d.decision.verdict, d.mode, after, ctx.now, deadline),
+        resets: after.filter(|t| *t > ctx.now),
+        next: d.accept.or(d.decision.next),
+    })
+}
+
+fn report_all(
+    wait: Wait,
+    all: &All,
+    (started, now): (Timestamp, Timestamp),
+    deadline: Option<Timestamp>,
+) -> Report {
+    let named = |p: &Piece| format!("{} {}", p.kind, esc(&p.key));
+    let deciding = all.first(wait).map(named).unwrap_or_default();
+    let headline = match wait {
+        Wait::Ready => {
+            let more = all.pieces.iter().filter(|p| p.wait == Wait::Ready).count() - 1;
+            let more = if more > 0 {
+                format!(" (and {more} more)")
+            } else {
+                String::new()
+            };
+            format!("work can resume now: {deciding}{more}")
+        }
+        Wait::Until(t) => format!(
+            "the earliest rate limit resets at {}, in {}: {deciding}",
+            format_ts(t),
+            human_age(t.duration_since(now))
+        ),
+        Wait::HumanFirst => format!("a person must decide before the work resumes: {deciding}"),
+        Wait::TakenOver => format!("another live session runs the work: {deciding}"),
+        Wait::Nothing if all.pieces.is_empty() => {
+            "nothing in this project to resume: no feature, loop, batch, run or ledger".into()
+        }
+        Wait::Nothing => "nothing to resume".into(),
+    };
+    let mut text = format!("{headline}\n");
+    for p in &all.pieces {
+        let mut line = format!("  {}: {}", named(p), p.wait.as_str());
+        if let Some(t) = p.resets {
+            line.push_str(&format!(", resets at {}", format_ts(t)));
+            if let Some(max) = deadline.filter(|max| t > *max) {
+                line.push_str(&format!(" (after the --max of {})", format_ts(max)));
+            }
+        }
+        if let Some(next) = p.next.as_deref().filter(|_| p.wait != Wait::Nothing) {
+            line.push_str(&format!(" · next: {next}"));
+        }
+        text.push_str(&line);
+        text.push('\n');
+    }
+    let items: Vec<Value> = all
+        .pieces
+        .iter()
+        .map(|p| {
+            json!({
+                "kind": p.kind,
+                "key": p.key,
+                "verdict": p.wait.as_str(),
+                "until": until(p.wait),
+                "resets_at": p.resets.map(format_ts),
+                "resume": p.resume,
+                "next": p.next,
+            })
+        })
+        .collect();
+    let mut report = Report::new(
+        status_of(wait),
+        json!({
+            "verdict": wait.as_str(),
+            "until": until(wait),
+            "waited_secs": now.duration_since(started).as_secs(),
+            "items": items,
+        }),
+        text.trim_end().to_string(),
+    );
+    // Unreadable files are warnings beside the answer, as in `baton resume`.
+    for note in &all.notes {
+        report = report.warn(note.trim_start_matches("warning: ").to_string());
+    }
+    report
 }
