@@ -128,8 +128,6 @@ pub struct Carried {
     pub interrupted: Option<String>,
     /// What waiting for it gives (`decide_wait`), when it is interrupted or owned elsewhere.
     pub wait: Option<super::wait::Wait>,
-    /// The reset time its interrupt recorded, when the evidence named one.
-    pub reset: Option<Timestamp>,
     /// Still active in a session of this attempt after the agent ended: nothing recorded how
     /// it stopped.
     pub left_active: bool,
@@ -143,7 +141,8 @@ pub struct Attempt {
     pub heard: bool,
     /// The signal the supervisor itself was sent while the agent ran.
     pub signalled: Option<i32>,
-    /// Whether the hooks saw a rate limit end a turn, and when they said it resets.
+    /// Whether the hooks saw a rate limit end a turn, and when the evidence they read said it
+    /// resets (a reset recorded on the work by an earlier attempt is old news).
     pub hook_rate_limit: bool,
     pub hook_resets: Vec<Timestamp>,
     /// Another reason the hooks recorded for the end of a turn (`unknown`, `session_expiry`).
@@ -188,9 +187,8 @@ pub fn outcome(a: &Attempt) -> Outcome {
                 ),
             };
         }
-        let named = a.carried.iter().filter_map(|c| c.reset);
         return Outcome::RateLimited {
-            reset: named.chain(a.hook_resets.iter().copied()).max(),
+            reset: a.hook_resets.iter().copied().max(),
         };
     }
     if let Some(c) = a.carried.iter().find(|c| c.interrupted.is_some()) {
@@ -587,10 +585,6 @@ mod tests {
         let item = |interrupted: Option<&str>, wait| Carried {
             name: "loop T-1".into(),
             interrupted: interrupted.map(Into::into),
-            reset: match wait {
-                Some(Wait::Until(t)) => Some(t),
-                _ => None,
-            },
             wait,
             left_active: false,
         };
@@ -639,7 +633,7 @@ mod tests {
             with(&|a| {
                 a.exit = Exit::Code(1);
                 a.carried = vec![item(Some("rate_limit"), Some(Wait::Until(t)))];
-                a.hook_resets = vec![t2];
+                a.hook_resets = vec![t2, t];
             }),
             Outcome::RateLimited { reset: Some(t2) }
         );
@@ -652,10 +646,7 @@ mod tests {
         );
         // The loop's own default wait (no reset named) is no reset time: the backoff decides,
         // and the relaunch waits for the work.
-        let defaulted = Carried {
-            reset: None,
-            ..item(Some("rate_limit"), Some(Wait::Until(t)))
-        };
+        let defaulted = item(Some("rate_limit"), Some(Wait::Until(t)));
         let limited = with(&|a| a.carried = vec![defaulted.clone()]);
         assert_eq!(limited, Outcome::RateLimited { reset: None });
         let now: Timestamp = NOW.parse().unwrap();

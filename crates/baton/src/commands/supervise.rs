@@ -21,7 +21,7 @@ use crate::context::{Ctx, parse_wait};
 use crate::error::{CommandError, ExitStatus};
 use crate::output::Report;
 use baton_core::decide::supervise::{
-    Attempt, BACKOFF_CAP, CONTINUE_PROMPT, Carried, Exit, Next, check_command, next_step,
+    Attempt, BACKOFF_CAP, CONTINUE_PROMPT, Carried, Exit, Next, Outcome, check_command, next_step,
     not_before, outcome, resume_command,
 };
 use baton_core::decide::wait::{Wait, decide_wait};
@@ -214,16 +214,26 @@ impl Supervisor<'_> {
                 let err = refused_busy(&busy, None);
                 return Ok(self.stop(3, err.message.clone(), &attempt));
             }
-            let jitter = jitter();
+            let outcome = outcome(&attempt);
             let next = next_step(
-                &outcome(&attempt),
+                &outcome,
                 restarts,
                 self.args.max_restarts,
                 self.now(),
                 backoff,
-                jitter,
+                jitter(),
             );
-            match not_before(next, &attempt.carried) {
+            // No reset time known: the backoff is the best word on when the limit resets, so
+            // each rate-limited loop that has none records it, and every command (the
+            // relaunched agent's packet, `baton wait`) agrees with the relaunch.
+            let mut carried = attempt.carried.clone();
+            if let (Outcome::RateLimited { reset: None }, Next::Relaunch { at, .. }) =
+                (&outcome, &next)
+            {
+                self.record_reset(*at);
+                carried = self.carried_now(&BTreeSet::new())?;
+            }
+            match not_before(next, &carried) {
                 Next::Stop { status, why } => return Ok(self.stop(status, why, &attempt)),
                 Next::Relaunch { at, why } => {
                     self.journal(
@@ -405,11 +415,40 @@ impl Supervisor<'_> {
                         .unwrap_or_else(|| "unknown".into())
                 }),
                 wait: Some(wait),
-                reset: parse_ts(state.resume_after.as_deref()),
                 left_active: left_active.contains(key),
             });
         }
         Ok(out)
+    }
+
+    /// Records `at` as the reset time of each carried loop interrupted by a rate limit that
+    /// named none, as the session that owns it (the hooks write for it the same way).
+    fn record_reset(&self, at: Timestamp) {
+        for key in &self.carried {
+            let Ok(Some(loaded)) = self.store.read_loop(key) else {
+                continue;
+            };
+            let state = loaded.state;
+            if state.status != LoopStatus::Interrupted
+                || state.interrupt_reason.as_deref() != Some("rate_limit")
+                || state.resume_after.is_some()
+            {
+                continue;
+            }
+            let ctx = self.at_now(state.owner().map(str::to_string));
+            let Some(ticket) = ticket_of(&ctx, key, &state) else {
+                continue;
+            };
+            if let Err(e) = crate::commands::ticket_loop::interrupt::interrupt(
+                &ctx,
+                &ticket,
+                "rate_limit",
+                Some(at),
+                &crate::commands::ticket_loop::WriteFlags::default(),
+            ) {
+                say(&format!("warning: {}", e.message));
+            }
+        }
     }
 
     /// Claims each carried loop this supervisor has not claimed yet (a supervisor of the whole

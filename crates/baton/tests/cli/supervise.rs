@@ -187,34 +187,54 @@ fn a_rate_limit_is_waited_out_and_the_session_resumed_to_the_finish() {
 }
 
 #[test]
-fn a_rate_limit_with_no_reset_backs_off_and_never_relaunches_before_the_work_may_resume() {
+fn a_rate_limit_with_no_reset_backs_off_doubling_and_the_loop_agrees() {
     let f = Fake::new();
     f.attempt(1, &format!("{START}rate_limit 'Slow down.'\n"));
     f.attempt(2, "rate_limit 'Slow down.'\n");
     f.attempt(3, "rate_limit 'Slow down.'\n");
-    let run = f.supervise(&["--backoff", "10m,15m", "--max-restarts", "2"]);
+    let run = f.supervise(&["--backoff", "10s,15s", "--max-restarts", "2"]);
     run.assert_code(1);
     let j = run.json();
     assert_eq!(j["verdict"], "stopped", "{j}");
     assert!(j["why"].as_str().unwrap().contains("limit of 2"), "{j}");
     assert_eq!(f.launches(), 3);
-    let waits: Vec<String> = f
+    let secs = |ts: &Value| {
+        let t: jiff::Timestamp = ts.as_str().unwrap().parse().unwrap();
+        let t0: jiff::Timestamp = at(0).parse().unwrap();
+        t.duration_since(t0).as_secs_f64()
+    };
+    let waits: Vec<f64> = f
         .journal()
         .iter()
         .filter(|e| e["event"] == "supervise.wait")
-        .map(|e| e["until"].as_str().unwrap().to_string())
+        .map(|e| secs(&e["until"]))
         .collect();
     assert_eq!(waits.len(), 2);
-    // 10 minutes x 0.8..1.2, then doubled and capped at 15 (x 0.8..1.2, at most 15).
-    let minute = |ts: &str| {
-        let t: jiff::Timestamp = ts.parse().unwrap();
-        let t0: jiff::Timestamp = at(0).parse().unwrap();
-        t.duration_since(t0).as_secs_f64() / 60.0
-    };
-    let first = minute(&waits[0]);
-    assert!((8.0..=12.0).contains(&first), "{waits:?}");
-    let second = minute(&waits[1]) - first;
-    assert!((12.0..=15.0).contains(&second), "{waits:?}");
+    // 10 s x 0.8..1.2 (shorter than the loop protocol's own minute: the backoff is recorded
+    // as the loop's reset), then doubled and capped at 15 s.
+    assert!((8.0..=12.0).contains(&waits[0]), "{waits:?}");
+    assert!((12.0..=15.0).contains(&(waits[1] - waits[0])), "{waits:?}");
+    let state = f.loop_state();
+    assert_eq!(secs(&state["resume_after"]), waits[0], "{state}");
+}
+
+#[test]
+fn a_relaunch_never_comes_before_the_work_may_resume() {
+    let f = Fake::new();
+    // The agent itself recorded a reset an hour away, and its hooks read none.
+    f.attempt(
+        1,
+        &format!("{START}baton loop interrupt T-1 --reason rate_limit --resume-after 1h >/dev/null\nrate_limit 'Slow down.'\n"),
+    );
+    f.attempt(2, "baton resume accept T-1 >/dev/null\nbaton loop finish T-1 --status complete >/dev/null\nfinish\n");
+    let run = f.supervise(&["--backoff", "10s"]);
+    run.assert_code(0);
+    let wait = f
+        .journal()
+        .into_iter()
+        .find(|e| e["event"] == "supervise.wait")
+        .unwrap();
+    assert_eq!(wait["until"], at(60), "{wait}");
 }
 
 #[test]

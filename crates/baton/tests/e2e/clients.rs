@@ -371,17 +371,7 @@ impl Harness {
 
     /// Runs the client headless on `prompt`, starting a new session.
     pub fn run(&self, prompt: &str) -> Outcome {
-        let args: Vec<String> = match self.client {
-            Client::Claude => vec![
-                "-p".into(),
-                prompt.into(),
-                "--allowedTools".into(),
-                "Bash".into(),
-            ],
-            Client::Codex => vec!["exec".into(), prompt.into()],
-            Client::Gemini => gemini_args(&[], prompt),
-        };
-        self.run_args(&args)
+        self.run_args(&self.task_args(prompt))
     }
 
     /// Runs the client headless on `prompt`, resuming its latest session in the project.
@@ -408,9 +398,43 @@ impl Harness {
     /// Runs the client with these arguments in the project, with a cleared environment that
     /// holds only what it needs to reach the fake API; killed after `RUN_TIMEOUT`.
     pub fn run_args(&self, args: &[String]) -> Outcome {
-        let mut cmd = Command::new(self.bin.join(self.client.program()));
-        cmd.args(args)
-            .current_dir(&self.project)
+        let mut cmd = self.command(self.bin.join(self.client.program()));
+        cmd.args(args);
+        run_with_timeout(cmd, RUN_TIMEOUT)
+    }
+
+    /// `baton supervise [extra] -- <client> <args>`, with the client's environment; killed
+    /// after `timeout`.
+    pub fn supervise(&self, extra: &[&str], args: &[String], timeout: Duration) -> Outcome {
+        let mut cmd = self.command(baton_bin());
+        cmd.arg("supervise")
+            .args(extra)
+            .arg("--")
+            .arg(self.bin.join(self.client.program()))
+            .args(args);
+        run_with_timeout(cmd, timeout)
+    }
+
+    /// The arguments that start a headless task: `claude … -p <task>` (the task last, as
+    /// supervise wants it), `codex exec <task>`, `gemini -p <task> …`.
+    pub fn task_args(&self, prompt: &str) -> Vec<String> {
+        match self.client {
+            Client::Claude => vec![
+                "--allowedTools".into(),
+                "Bash".into(),
+                "-p".into(),
+                prompt.into(),
+            ],
+            Client::Codex => vec!["exec".into(), prompt.into()],
+            Client::Gemini => gemini_args(&[], prompt),
+        }
+    }
+
+    /// `program` in the project with a cleared environment that holds only what the client
+    /// needs to reach the fake API.
+    fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.current_dir(&self.project)
             .env_clear()
             .env("PATH", self.path_var())
             .env("HOME", &self.home)
@@ -440,7 +464,7 @@ impl Harness {
                     .env("GOOGLE_GEMINI_BASE_URL", self.api.base_url());
             }
         }
-        run_with_timeout(cmd, RUN_TIMEOUT)
+        cmd
     }
 
     /// The baton binary's folder, then the PATH the tests were started with (node lives there).

@@ -26,6 +26,18 @@ pub enum Reply {
     Shell(String),
     /// HTTP 429 with the API's own rate-limit error body.
     RateLimit,
+    /// HTTP 429 whose message says when to try again: "Please try again in <n>s."
+    RateLimitFor(u64),
+}
+
+impl Reply {
+    /// The rate-limit message `base`, with the retry delay when the reply names one.
+    fn limit_message(&self, base: &str) -> String {
+        match self {
+            Reply::RateLimitFor(secs) => format!("{base} Please try again in {secs}s."),
+            _ => base.to_string(),
+        }
+    }
 }
 
 /// One request the server received.
@@ -293,11 +305,11 @@ fn event(name: &str, data: &Value) -> String {
 fn anthropic(reply: &Reply, req: &Value, n: u64) -> Answer {
     let model = req["model"].as_str().unwrap_or("claude-fake");
     let (block, stop_reason) = match reply {
-        Reply::RateLimit => {
+        Reply::RateLimit | Reply::RateLimitFor(_) => {
             return Answer::json(
                 429,
                 json!({"type": "error", "error": {"type": "rate_limit_error",
-                    "message": "This request would exceed the rate limit for your organization."}}),
+                    "message": reply.limit_message("This request would exceed the rate limit for your organization.")}}),
             );
         }
         Reply::Text(text) => (json!({"type": "text", "text": text}), "end_turn"),
@@ -381,10 +393,10 @@ fn codex_shell_call(req: &Value, command: &str) -> (String, Value) {
 /// OpenAI Responses API: a streamed response with one output item.
 fn openai(reply: &Reply, req: &Value, n: u64) -> Answer {
     let item = match reply {
-        Reply::RateLimit => {
+        Reply::RateLimit | Reply::RateLimitFor(_) => {
             return Answer::json(
                 429,
-                json!({"error": {"message": "Rate limit reached for requests",
+                json!({"error": {"message": reply.limit_message("Rate limit reached for requests."),
                     "type": "requests", "param": null, "code": "rate_limit_exceeded"}}),
             );
         }
@@ -433,11 +445,11 @@ fn openai(reply: &Reply, req: &Value, n: u64) -> Answer {
 /// Gemini `generateContent` / `streamGenerateContent?alt=sse`: one candidate.
 fn gemini(reply: &Reply, _req: &Value, _n: u64, stream: bool) -> Answer {
     let part = match reply {
-        Reply::RateLimit => {
+        Reply::RateLimit | Reply::RateLimitFor(_) => {
             return Answer::json(
                 429,
                 json!({"error": {"code": 429,
-                    "message": "Resource has been exhausted (e.g. check quota).",
+                    "message": reply.limit_message("Resource has been exhausted (e.g. check quota)."),
                     "status": "RESOURCE_EXHAUSTED"}}),
             );
         }

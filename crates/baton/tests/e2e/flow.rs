@@ -11,7 +11,7 @@ use crate::clients::{Client, Harness, baton_bin};
 use crate::fake_api::Reply;
 
 /// `baton` run in the project as the user would run it, with the harness's HOME.
-fn baton(h: &Harness, args: &[&str]) -> (i32, String, String) {
+pub fn baton(h: &Harness, args: &[&str]) -> (i32, String, String) {
     let out = Command::new(baton_bin())
         .args(args)
         .current_dir(&h.project)
@@ -28,13 +28,13 @@ fn baton(h: &Harness, args: &[&str]) -> (i32, String, String) {
     )
 }
 
-fn loop_state(h: &Harness) -> Value {
+pub fn loop_state(h: &Harness) -> Value {
     let (code, out, err) = baton(h, &["--json", "loop", "show", "T-1"]);
     assert_eq!(code, 0, "{out}\n{err}");
     serde_json::from_str::<Value>(&out).unwrap()["state"].clone()
 }
 
-fn journal(h: &Harness) -> Vec<(String, Value)> {
+pub fn journal(h: &Harness) -> Vec<(String, Value)> {
     let (code, out, err) = baton(h, &["--json", "log", "T-1"]);
     assert_eq!(code, 0, "{out}\n{err}");
     let log: Value = serde_json::from_str(&out).unwrap();

@@ -5,6 +5,8 @@
 //! SessionStart hook's context reaches the model, and what a tool call and a hook can see of the
 //! session they belong to. `flow` proves baton with each client: installed by `baton init`, a
 //! ticket loop driven through two phases, interrupted by a 429 and resumed with the packet.
+//! `supervise` proves `baton supervise` with each client: 429s waited out and the session
+//! relaunched until the loop finishes, and a crash that is not retried.
 //!
 //! The clients come from `$BATON_E2E_CLIENTS/node_modules/.bin/` (for instance a folder where
 //! `npm install` put the pinned versions listed in `clients::PINNED`), else they are installed
@@ -15,3 +17,4 @@ mod clients;
 mod fake_api;
 mod flow;
 mod smoke;
+mod supervise;

@@ -1,0 +1,207 @@
+//! `baton supervise` with each real client: the fake API answers the task's model requests with
+//! 429s (saying when to try again), supervise waits each out and relaunches the client in its
+//! resume form, the session-start hook hands the model the packet, and the agent takes the loop
+//! back and finishes it, with no human input. A crash is not retried.
+
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::clients::{Client, Harness};
+use crate::fake_api::Reply;
+use crate::flow::{baton, journal, loop_state};
+
+const SUPERVISE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// `baton init <client>` and a commit of what it wrote, so the tree is clean and an
+/// interrupted loop resumes in automatic mode.
+fn installed(h: &Harness) {
+    let mut init = vec!["init", h.client.program()];
+    if h.client == Client::Codex {
+        init.push("--trust-project");
+    }
+    let (code, out, err) = baton(h, &init);
+    assert_eq!(code, 0, "baton init: {out}\n{err}");
+    for args in [
+        &["add", "."][..],
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.invalid",
+            "commit",
+            "-qm",
+            "baton hooks",
+        ][..],
+    ] {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(&h.project)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    }
+}
+
+fn carried_through_rate_limits(client: Client, test: &str) {
+    let script = vec![
+        Reply::Shell("baton loop init T-1".into()),
+        Reply::Shell("baton loop set T-1 --phase skeptic --action spawned".into()),
+        // The rate limit ends the first run, and is still on at the first relaunch.
+        Reply::RateLimitFor(1),
+        Reply::RateLimitFor(1),
+        Reply::Shell("baton resume accept T-1".into()),
+        Reply::Shell("baton loop set T-1 --phase qa --action spawned".into()),
+        Reply::Shell("baton loop finish T-1 --status complete".into()),
+        Reply::Text("finished".into()),
+    ];
+    let Some(h) = Harness::new(client, test, script) else {
+        return;
+    };
+    installed(&h);
+    let run = h.supervise(
+        &["--backoff", "1s,2s"],
+        &h.task_args("work on ticket T-1"),
+        SUPERVISE_TIMEOUT,
+    );
+    eprintln!("{test}: supervise {:?} after {:.1?}", run.code, run.elapsed);
+    assert_eq!(run.code, Some(0), "{run}\n{}", h.api.summary());
+    assert!(
+        run.stdout.contains("the work is finished"),
+        "{run}\n{}",
+        h.api.summary()
+    );
+    let state = loop_state(&h);
+    assert_eq!(state["status"], "complete", "{state}");
+    assert_eq!(state["last_phase"], "qa", "{state}");
+
+    // The journal tells the whole story, in order. (Codex's rate limit names no reset time:
+    // supervise records its backoff on the loop, a second `interrupt` event.)
+    let events = journal(&h);
+    let mut names: Vec<&str> = events
+        .iter()
+        .map(|(e, _)| e.as_str())
+        .filter(|e| *e != "checkpoint")
+        .collect();
+    names.dedup();
+    assert_eq!(
+        names,
+        [
+            "init",
+            "set",
+            "interrupt",
+            "supervise.wait",
+            "supervise.relaunch",
+            "supervise.wait",
+            "supervise.relaunch",
+            "takeover",
+            "set",
+            "finish",
+            "supervise.stop",
+        ],
+        "{run}"
+    );
+    let interrupt = &events.iter().find(|(e, _)| e == "interrupt").unwrap().1;
+    assert_eq!(interrupt["reason"], "rate_limit", "{interrupt}");
+    // Each wait is for the reset the 429 named (a second), or the short backoff when the
+    // client does not pass the message on: never the loop protocol's default minute.
+    for (_, wait) in events.iter().filter(|(e, _)| e == "supervise.wait") {
+        let until: jiff::Timestamp = wait["until"].as_str().unwrap().parse().unwrap();
+        let ts: jiff::Timestamp = wait["ts"].as_str().unwrap().parse().unwrap();
+        let secs = until.duration_since(ts).as_secs_f64();
+        assert!(secs <= 5.0, "waited {secs}s: {wait}");
+    }
+    // The relaunched session's model request carried the packet for the loop.
+    let packet = h
+        .api
+        .main_requests()
+        .iter()
+        .any(|r| r.body.contains("EXPECTED OUTCOME") && r.body.contains("T-1"));
+    assert!(
+        packet,
+        "no request carries the packet:\n{}",
+        h.api.summary()
+    );
+    let relaunch: Vec<Value> = events
+        .iter()
+        .filter(|(e, _)| e == "supervise.relaunch")
+        .map(|(_, v)| v["command"].clone())
+        .collect();
+    let resume_word = match client {
+        Client::Claude => "--resume",
+        Client::Codex => "resume",
+        Client::Gemini => "-r",
+    };
+    assert!(
+        relaunch
+            .iter()
+            .all(|c| c.as_array().unwrap().iter().any(|w| w == resume_word)),
+        "{relaunch:?}"
+    );
+}
+
+#[test]
+fn claude_is_carried_through_rate_limits_to_the_finish() {
+    carried_through_rate_limits(
+        Client::Claude,
+        "claude_is_carried_through_rate_limits_to_the_finish",
+    );
+}
+
+#[test]
+fn codex_is_carried_through_rate_limits_to_the_finish() {
+    carried_through_rate_limits(
+        Client::Codex,
+        "codex_is_carried_through_rate_limits_to_the_finish",
+    );
+}
+
+#[test]
+fn gemini_is_carried_through_rate_limits_to_the_finish() {
+    carried_through_rate_limits(
+        Client::Gemini,
+        "gemini_is_carried_through_rate_limits_to_the_finish",
+    );
+}
+
+/// The agent's own tool call kills its client with SIGKILL mid-phase: supervise stops, says
+/// why, and does not relaunch.
+fn crash_is_not_retried(client: Client, test: &str) {
+    let script = vec![
+        Reply::Shell("baton loop init T-1".into()),
+        // The shell's parent is the client process that runs the tool call.
+        Reply::Shell("kill -9 $PPID".into()),
+        Reply::Text("never reached".into()),
+    ];
+    let Some(h) = Harness::new(client, test, script) else {
+        return;
+    };
+    installed(&h);
+    let run = h.supervise(&[], &h.task_args("work on ticket T-1"), SUPERVISE_TIMEOUT);
+    eprintln!("{test}: supervise {:?} after {:.1?}", run.code, run.elapsed);
+    assert_eq!(run.code, Some(4), "{run}\n{}", h.api.summary());
+    let launches = run.stderr.matches("baton supervise: attempt").count();
+    assert_eq!(launches, 1, "relaunched after a crash: {run}");
+    let state = loop_state(&h);
+    assert_eq!(state["status"], "interrupted", "{state}");
+    assert_ne!(state["interrupt_reason"], "rate_limit", "{state}");
+    let (_, stop) = journal(&h).last().unwrap().clone();
+    assert_eq!(stop["event"], "supervise.stop", "{stop}");
+    assert_eq!(stop["status"], 4, "{stop}");
+}
+
+#[test]
+fn claude_crash_is_not_retried() {
+    crash_is_not_retried(Client::Claude, "claude_crash_is_not_retried");
+}
+
+#[test]
+fn codex_crash_is_not_retried() {
+    crash_is_not_retried(Client::Codex, "codex_crash_is_not_retried");
+}
+
+#[test]
+fn gemini_crash_is_not_retried() {
+    crash_is_not_retried(Client::Gemini, "gemini_crash_is_not_retried");
+}
