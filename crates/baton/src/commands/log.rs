@@ -231,7 +231,24 @@ fn journal_line(event: &Value) -> String {
             ));
             skip.extend(["from", "to"]);
         }
+        // The command a supervisor ran, as a shell would take it.
+        "supervise.relaunch" | "supervise.attempt" if event["command"].is_array() => {
+            let words: Vec<String> = event["command"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|w| crate::output::shell_quote(&shown(w)))
+                .collect();
+            parts.push(words.join(" "));
+            skip.push("command");
+        }
         _ => {}
+    }
+    let supervisor = name.starts_with("supervise.");
+    if supervisor {
+        // Its `session` is the agent's, when known: shown as a field.
+        skip.retain(|k| *k != "session");
+        skip.extend(["supervisor", "client"]);
     }
     if let Some(fields) = event.as_object() {
         for (key, value) in fields {
@@ -244,7 +261,13 @@ fn journal_line(event: &Value) -> String {
             parts.push(format!("{}={}", esc(key), shown(value)));
         }
     }
-    if name != "takeover" {
+    if supervisor {
+        parts.push(format!(
+            "(baton supervise, pid {}, {})",
+            shown(&event["supervisor"]),
+            shown(&event["client"])
+        ));
+    } else if name != "takeover" {
         let epoch = match &event["epoch"] {
             Value::Null => String::new(),
             e => format!(", epoch {}", shown(e)),

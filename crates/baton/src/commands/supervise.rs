@@ -146,6 +146,10 @@ pub fn cmd_supervise(ctx: &Ctx, args: SuperviseArgs) -> Result<Report, CommandEr
         now: ctx.now,
         fake_clock: std::env::var_os("BATON_NOW").is_some_and(|v| !v.is_empty()),
         attempts: Vec::new(),
+        json: std::env::args_os()
+            .skip(1)
+            .take_while(|a| a != "--")
+            .any(|a| a == "--json"),
     };
     let result = sup.run(backoff, &mut claim);
     let _ = std::fs::remove_file(&sup.log);
@@ -167,6 +171,8 @@ struct Supervisor<'a> {
     now: Timestamp,
     fake_clock: bool,
     attempts: Vec<Value>,
+    /// `--json` was given.
+    json: bool,
 }
 
 impl Supervisor<'_> {
@@ -194,10 +200,7 @@ impl Supervisor<'_> {
                 .map_err(|e| CommandError::usage(e.0))?
             };
             if restarts > 0 {
-                self.journal(
-                    "supervise.relaunch",
-                    json!({ "attempt": restarts + 1, "command": argv }),
-                );
+                self.journal("supervise.relaunch", json!({ "attempt": restarts + 1 }));
             }
             say(&format!(
                 "attempt {}: {}",
@@ -208,8 +211,23 @@ impl Supervisor<'_> {
                     .collect::<Vec<_>>()
                     .join(" "))
             ));
+            let started = self.now();
             let exit = self.run_child(&argv)?;
             let attempt = self.look_back(exit)?;
+            let how = match exit {
+                Exit::Code(code) => json!({ "exit_code": code }),
+                Exit::Signal(sig) => json!({ "killed_by_signal": sig }),
+            };
+            let mut details = json!({
+                "attempt": restarts + 1,
+                "started": format_ts(started),
+                "session": self.session,
+                "command": argv,
+            });
+            if let (Some(d), Value::Object(how)) = (details.as_object_mut(), how) {
+                d.extend(how);
+            }
+            self.journal("supervise.attempt", details);
             if let Err(busy) = self.claim_carried(claim)? {
                 let err = refused_busy(&busy, None);
                 return Ok(self.stop(3, err.message.clone(), &attempt));
@@ -272,6 +290,13 @@ impl Supervisor<'_> {
     fn run_child(&mut self, argv: &[String]) -> Result<Exit, CommandError> {
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..]).current_dir(&self.ctx.dir);
+        // Under `--json` stdout carries supervise's one object: the agent's output goes to
+        // stderr.
+        if self.json
+            && let Ok(err) = std::os::fd::AsFd::as_fd(&std::io::stderr()).try_clone_to_owned()
+        {
+            cmd.stdout(std::process::Stdio::from(err));
+        }
         if self.fake_clock {
             cmd.env("BATON_NOW", format_ts(self.now));
         }

@@ -171,19 +171,34 @@ fn a_rate_limit_is_waited_out_and_the_session_resumed_to_the_finish() {
             "init",
             "set",
             "interrupt",
+            "supervise.attempt",
             "supervise.wait",
             "supervise.relaunch",
             "takeover",
             "set",
             "finish",
+            "supervise.attempt",
             "supervise.stop"
         ],
         "{events:?}"
     );
+    assert_eq!(events[3]["exit_code"], 1, "{}", events[3]);
+    assert_eq!(events[3]["session"], "S1");
+    assert_eq!(events[9]["exit_code"], 0);
+    assert_eq!(events[9]["command"][5], "S1", "{}", events[9]);
     // The wait was for the reset the error named, on the fake clock: no real sleep.
-    let wait = &events[3];
+    let wait = &events[4];
     assert_eq!(wait["until"], at(5), "{wait}");
-    assert_eq!(events[8]["status"], 0);
+    assert_eq!(events[10]["status"], 0);
+    // `baton log` shows the supervisor's events in its text too.
+    let log = f.env.baton("X", 500, &["log", "T-1"]);
+    log.assert_code(0);
+    assert!(
+        log.stdout
+            .contains("supervise.attempt  claude --allowedTools Bash -p --resume S1 'Continue"),
+        "{}",
+        log.stdout
+    );
 }
 
 #[test]
@@ -251,7 +266,11 @@ fn a_crash_is_not_retried_and_its_work_is_marked_interrupted() {
     let state = f.loop_state();
     assert_eq!(state["status"], "interrupted", "{state}");
     assert_eq!(state["interrupt_reason"], "unknown");
-    assert_eq!(f.names().last().unwrap(), "supervise.stop");
+    assert_eq!(
+        f.names()[f.names().len() - 2..],
+        ["supervise.attempt", "supervise.stop"]
+    );
+    assert_eq!(f.journal()[3]["killed_by_signal"], 9);
 }
 
 #[test]
