@@ -118,6 +118,10 @@ fn carried_through_rate_limits(client: Client, test: &str) {
         let ts: jiff::Timestamp = wait["ts"].as_str().unwrap().parse().unwrap();
         let secs = until.duration_since(ts).as_secs_f64();
         assert!(secs <= 5.0, "waited {secs}s: {wait}");
+        // Claude Code and Gemini CLI pass the 429's message on; Codex does not.
+        let why = wait["why"].as_str().unwrap();
+        let named = why.contains("resets at") || why.contains("has reset");
+        assert_eq!(named, client != Client::Codex, "{wait}");
     }
     // The relaunched session's model request carried the packet for the loop.
     let packet = h
