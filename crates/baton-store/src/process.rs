@@ -68,12 +68,12 @@ fn cmdline(pid: u32) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// This process's ancestors, nearest first, each with its start time, up to (not including)
-/// pid 1.
+/// This process's ancestors, nearest first, each with its start time, up to pid 1 (which may
+/// be a container's entry point, a supervisor among them).
 pub fn ancestors() -> Vec<ProcessId> {
     let mut out = Vec::new();
     let mut pid = parent(std::process::id());
-    while let Some(p) = pid.filter(|&p| p > 1) {
+    while let Some(p) = pid.filter(|&p| p >= 1) {
         if out.len() >= 64 {
             break;
         }

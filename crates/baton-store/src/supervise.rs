@@ -77,8 +77,9 @@ pub fn note_to_supervisor(layout: &Layout, line: &Value) -> Result<bool, StoreEr
     Ok(false)
 }
 
-/// The JSON objects appended to `path` after byte `from`, and the offset after the last whole
-/// line read. A line that is not a JSON object is skipped.
+/// The JSON objects appended to `path` after byte `from`, and the offset of its end. Read once
+/// the agent has ended, when its hooks have too: a line that is not a JSON object (a torn tail
+/// included) is skipped, and never joins the next attempt's first line.
 pub fn read_log(path: &Path, from: u64) -> Result<(Vec<Value>, u64), StoreError> {
     let mut file = File::options()
         .read(true)
@@ -91,13 +92,12 @@ pub fn read_log(path: &Path, from: u64) -> Result<(Vec<Value>, u64), StoreError>
     file.take(16 * 1024 * 1024)
         .read_to_end(&mut bytes)
         .map_err(StoreError::io("read", path))?;
-    let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    let events = bytes[..whole]
+    let events = bytes
         .split(|&b| b == b'\n')
         .filter_map(|line| serde_json::from_slice::<Value>(line).ok())
         .filter(Value::is_object)
         .collect();
-    Ok((events, from + whole as u64))
+    Ok((events, from + bytes.len() as u64))
 }
 
 /// A supervisor's claim on its work, held until dropped.
@@ -167,11 +167,10 @@ fn lock(path: &Path, exclusive: bool) -> Result<Result<File, Busy>, StoreError> 
     };
     match got {
         Ok(()) => {
-            if exclusive {
-                use std::os::unix::fs::FileExt;
-                let _ = file.set_len(0);
-                let _ = file.write_all_at(format!("{}\n", std::process::id()).as_bytes(), 0);
-            }
+            // Every holder, shared ones too, names itself for whoever is refused; one write of
+            // one width, so no name is ever half replaced.
+            use std::os::unix::fs::FileExt;
+            let _ = file.write_all_at(format!("{:<10}\n", std::process::id()).as_bytes(), 0);
             Ok(Ok(file))
         }
         Err(std::fs::TryLockError::WouldBlock) => {
@@ -192,16 +191,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_log_reads_whole_lines_from_an_offset() {
+    fn the_log_reads_objects_from_an_offset_and_skips_a_torn_tail() {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("log.jsonl");
         std::fs::write(&path, "{\"a\":1}\nnot json\n{\"b\":2}\n{\"c\":").unwrap();
         let (events, at) = read_log(&path, 0).unwrap();
         assert_eq!(events.len(), 2);
-        assert_eq!(at, 25);
-        let (events, at2) = read_log(&path, at).unwrap();
-        assert!(events.is_empty());
-        assert_eq!(at2, at, "a torn last line is left for the next read");
+        assert_eq!(at, 30, "the torn tail is read past");
+        let mut f = File::options().append(true).open(&path).unwrap();
+        f.write_all(b"\n{\"d\":4}\n").unwrap();
+        let (events, _) = read_log(&path, at).unwrap();
+        assert_eq!(
+            events,
+            [serde_json::json!({"d": 4})],
+            "the next line is whole"
+        );
     }
 
     #[test]

@@ -87,11 +87,7 @@ pub fn run() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             // `--json` promises one JSON object whatever happens, a bad command line included.
-            let wants_json = std::env::args_os()
-                .skip(1)
-                .take_while(|a| a != "--")
-                .any(|a| a == "--json");
-            if wants_json && err.kind() != DisplayHelpOnMissingArgumentOrSubcommand {
+            if wants_json() && err.kind() != DisplayHelpOnMissingArgumentOrSubcommand {
                 let message = err.render().to_string();
                 let summary: Vec<&str> = message
                     .lines()
@@ -143,6 +139,15 @@ pub fn run() -> ExitCode {
         Err(err) => render_error(&err, json),
     };
     print_and_exit(status, &stdout, &stderr)
+}
+
+/// Whether the command line asks for `--json` (before any `--`): read from the arguments
+/// themselves where the parsed flag is not at hand.
+pub fn wants_json() -> bool {
+    std::env::args_os()
+        .skip(1)
+        .take_while(|a| a != "--")
+        .any(|a| a == "--json")
 }
 
 /// Whether a command line names the `hook` command: its first word that is neither a global

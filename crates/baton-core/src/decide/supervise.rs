@@ -145,7 +145,8 @@ pub struct Attempt {
     /// resets (a reset recorded on the work by an earlier attempt is old news).
     pub hook_rate_limit: bool,
     pub hook_resets: Vec<Timestamp>,
-    /// Another reason the hooks recorded for the end of a turn (`unknown`, `session_expiry`).
+    /// The hooks recorded a turn that died with nothing known (`unknown`); a session that
+    /// simply ended (`session_expiry`) is not this.
     pub hook_other: Option<String>,
     pub carried: Vec<Carried>,
 }

@@ -77,15 +77,18 @@ pub struct SuperviseArgs {
     command: Vec<String>,
 }
 
-/// The signal supervise was sent (SIGINT, SIGTERM), 0 until then.
+/// The first signal supervise was sent (SIGINT, SIGTERM, SIGHUP), 0 until then, and how many
+/// it has been sent.
 static SIGNALLED: AtomicI32 = AtomicI32::new(0);
+static SIGNALS: AtomicI32 = AtomicI32::new(0);
 
 extern "C" fn on_signal(sig: libc::c_int) {
-    SIGNALLED.store(sig, Ordering::SeqCst);
+    let _ = SIGNALLED.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
+    SIGNALS.fetch_add(1, Ordering::SeqCst);
 }
 
 fn catch_signals() {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: the handler only stores into an atomic, which is async-signal-safe; the
         // struct is fully initialised before the call.
         unsafe {
@@ -108,7 +111,8 @@ const RECHECK: SignedDuration = SignedDuration::from_secs(5);
 pub fn cmd_supervise(ctx: &Ctx, args: SuperviseArgs) -> Result<Report, CommandError> {
     let client = client_of(&args)?;
     check_command(client, &args.command).map_err(|e| {
-        CommandError::usage(e.0).hint("write it as `baton supervise -- <agent command…>`")
+        CommandError::usage(e.0)
+            .hint("supervise relaunches the agent in its resume form, so it must find the task")
     })?;
     let backoff = parse_backoff(&args.backoff)?;
     let store = ctx.store()?;
@@ -141,17 +145,21 @@ pub fn cmd_supervise(ctx: &Ctx, args: SuperviseArgs) -> Result<Report, CommandEr
         log,
         offset: 0,
         session: None,
-        carried: ticket_key.into_iter().collect(),
-        claimed: BTreeSet::new(),
+        carried: ticket_key.iter().cloned().collect(),
+        claimed: ticket_key.into_iter().collect(),
         now: ctx.now,
         fake_clock: std::env::var_os("BATON_NOW").is_some_and(|v| !v.is_empty()),
         attempts: Vec::new(),
-        json: std::env::args_os()
-            .skip(1)
-            .take_while(|a| a != "--")
-            .any(|a| a == "--json"),
+        json: crate::cli::wants_json(),
     };
     let result = sup.run(backoff, &mut claim);
+    if let Err(e) = &result {
+        // An error ends supervision too: the journal says so.
+        sup.journal(
+            "supervise.stop",
+            json!({ "status": e.status as u8, "why": e.message, "signal": signalled() }),
+        );
+    }
     let _ = std::fs::remove_file(&sup.log);
     result
 }
@@ -214,10 +222,7 @@ impl Supervisor<'_> {
             let started = self.now();
             let exit = self.run_child(&argv)?;
             let attempt = self.look_back(exit)?;
-            let how = match exit {
-                Exit::Code(code) => json!({ "exit_code": code }),
-                Exit::Signal(sig) => json!({ "killed_by_signal": sig }),
-            };
+            let how = exit_json(exit);
             let mut details = json!({
                 "attempt": restarts + 1,
                 "started": format_ts(started),
@@ -241,9 +246,9 @@ impl Supervisor<'_> {
                 backoff,
                 jitter(),
             );
-            // No reset time known: the backoff is the best word on when the limit resets, so
-            // each rate-limited loop that has none records it, and every command (the
-            // relaunched agent's packet, `baton wait`) agrees with the relaunch.
+            // The relaunch time is the best word on when the limit resets (a reset named, else
+            // the backoff): each rate-limited loop that records an earlier one (or none) takes
+            // it, so every command (the relaunched agent's packet, `baton wait`) agrees.
             let mut carried = attempt.carried.clone();
             if let (Outcome::RateLimited { reset: None }, Next::Relaunch { at, .. }) =
                 (&outcome, &next)
@@ -300,6 +305,15 @@ impl Supervisor<'_> {
         if self.fake_clock {
             cmd.env("BATON_NOW", format_ts(self.now));
         }
+        // Should supervise itself be killed, the agent gets SIGTERM rather than running on
+        // unsupervised.
+        // SAFETY: prctl(2) is async-signal-safe, and the closure touches no memory.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                Ok(())
+            });
+        }
         let mut child = cmd.spawn().map_err(|e| {
             CommandError::new(
                 ExitStatus::Failure,
@@ -307,15 +321,23 @@ impl Supervisor<'_> {
             )
             .hint("is the agent installed and on PATH?")
         })?;
-        let mut forwarded = false;
+        let mut forwarded = 0;
         let status = loop {
             if let Some(status) = child.try_wait().map_err(|e| {
                 CommandError::new(ExitStatus::Failure, format!("waiting for the agent: {e}"))
             })? {
                 break status;
             }
-            if let Some(sig) = signalled().filter(|_| !forwarded) {
-                forwarded = true;
+            // The first signal is passed on for the agent to end cleanly (its hooks record the
+            // interrupt); a second one kills it.
+            let sent = SIGNALS.load(Ordering::SeqCst);
+            if sent > forwarded {
+                let sig = if sent == 1 {
+                    signalled().unwrap_or(libc::SIGTERM)
+                } else {
+                    libc::SIGKILL
+                };
+                forwarded = sent;
                 // SAFETY: kill(2) on our own child's pid, which is not reaped yet.
                 unsafe {
                     libc::kill(child.id() as i32, sig);
@@ -338,6 +360,16 @@ impl Supervisor<'_> {
         self.offset = offset;
         let field = |e: &Value, k: &str| e[k].as_str().map(str::to_string);
         let mut sessions: Vec<String> = Vec::new();
+        // The agent's own session is the first to start in the attempt: another client started
+        // from one of its tool calls finds this log too, and neither names the session to
+        // resume nor says how the agent's turn ended.
+        let agent = events
+            .iter()
+            .find(|e| e["event"] == "start")
+            .and_then(|e| field(e, "session"));
+        if agent.is_some() {
+            self.session = agent.clone();
+        }
         let (mut rate_limited, mut resets, mut other) = (false, Vec::new(), None);
         for e in &events {
             let Some(session) = field(e, "session") else {
@@ -346,8 +378,8 @@ impl Supervisor<'_> {
             if !sessions.contains(&session) {
                 sessions.push(session.clone());
             }
-            if e["event"] == "start" {
-                self.session = Some(session);
+            if Some(&session) != agent.as_ref() {
+                continue;
             }
             match e["reason"].as_str() {
                 Some("rate_limit") => rate_limited = true,
@@ -376,11 +408,13 @@ impl Supervisor<'_> {
                     Exit::Signal(sig) => format!("the agent was killed by signal {sig}"),
                     Exit::Code(code) => format!("the agent exited {code} with its work active"),
                 };
-                let reason = if rate_limited && exit != Exit::Signal(libc::SIGKILL) {
-                    "rate_limit"
-                } else {
-                    "unknown"
-                };
+                // Only an ordinary exit after a rate limit is one; a signal is a crash.
+                let reason =
+                    if rate_limited && matches!(exit, Exit::Code(_)) && signalled().is_none() {
+                        "rate_limit"
+                    } else {
+                        "unknown"
+                    };
                 let (_, result) = interrupt_owned(
                     &self.at_now(Some(session.clone())),
                     &owned,
@@ -394,11 +428,12 @@ impl Supervisor<'_> {
             }
         }
         let carried = self.carried_now(&left_active)?;
-        let summary = json!({
-            "exit": match exit { Exit::Code(c) => json!({"code": c}), Exit::Signal(s) => json!({"signal": s}) },
-            "sessions": sessions,
-            "rate_limited": rate_limited,
-        });
+        let mut summary = exit_json(exit);
+        if let Some(o) = summary.as_object_mut() {
+            o.insert("session".into(), json!(agent));
+            o.insert("sessions".into(), json!(sessions));
+            o.insert("rate_limited".into(), rate_limited.into());
+        }
         self.attempts.push(summary);
         Ok(Attempt {
             exit,
@@ -419,10 +454,14 @@ impl Supervisor<'_> {
                 continue;
             };
             let state = loaded.state;
-            let ctx = self.at_now(None);
-            let Some(ticket) = ticket_of(&ctx, key, &state) else {
+            // A loop keyed by its session (no ticket) is found through its owner's session;
+            // the verdict is asked as nobody's session, as a newcomer would see it.
+            let Some(ticket) =
+                ticket_of(&self.at_now(state.owner().map(str::to_string)), key, &state)
+            else {
                 continue;
             };
+            let ctx = self.at_now(None);
             let d = gather(&ctx, &ticket)?.decision;
             let wait = decide_wait(
                 d.decision.verdict,
@@ -447,7 +486,8 @@ impl Supervisor<'_> {
     }
 
     /// Records `at` as the reset time of each carried loop interrupted by a rate limit that
-    /// named none, as the session that owns it (the hooks write for it the same way).
+    /// records none or an earlier one, as the session that owns it (the hooks write for it the
+    /// same way).
     fn record_reset(&self, at: Timestamp) {
         for key in &self.carried {
             let Ok(Some(loaded)) = self.store.read_loop(key) else {
@@ -456,7 +496,7 @@ impl Supervisor<'_> {
             let state = loaded.state;
             if state.status != LoopStatus::Interrupted
                 || state.interrupt_reason.as_deref() != Some("rate_limit")
-                || state.resume_after.is_some()
+                || parse_ts(state.resume_after.as_deref()).is_some_and(|t| t >= at)
             {
                 continue;
             }
@@ -517,6 +557,9 @@ impl Supervisor<'_> {
         let progress = std::io::stderr().is_terminal();
         loop {
             if signalled().is_some() {
+                if progress {
+                    eprintln!();
+                }
                 let why = "stopped by a signal while waiting for the rate limit to reset; the work stays interrupted".to_string();
                 return Ok(Some(self.stop(1, why, attempt)));
             }
@@ -635,6 +678,14 @@ impl Supervisor<'_> {
     }
 }
 
+/// How the agent ended, as the journal and `--json` say it.
+fn exit_json(exit: Exit) -> Value {
+    match exit {
+        Exit::Code(code) => json!({ "exit_code": code }),
+        Exit::Signal(sig) => json!({ "killed_by_signal": sig }),
+    }
+}
+
 /// One line of supervise's own on stderr, between the agent's output.
 fn say(line: &str) {
     eprintln!("baton supervise: {line}");
@@ -649,7 +700,7 @@ fn client_of(args: &SuperviseArgs) -> Result<Client, CommandError> {
     let base = program.rsplit('/').next().unwrap_or(program);
     Client::parse(base).ok_or_else(|| {
         CommandError::usage(format!(
-            "supervise does not know the agent {:?}: it relaunches claude, codex and gemini",
+            "supervise does not know the agent `{}`: it relaunches claude, codex and gemini",
             esc(program)
         ))
         .hint("for a wrapper script, name the client with `--client claude|codex|gemini`")

@@ -229,8 +229,9 @@ fn a_rate_limit_with_no_reset_backs_off_doubling_and_the_loop_agrees() {
     // as the loop's reset), then doubled and capped at 15 s.
     assert!((8.0..=12.0).contains(&waits[0]), "{waits:?}");
     assert!((12.0..=15.0).contains(&(waits[1] - waits[0])), "{waits:?}");
+    // The loop records each relaunch time as its reset, the latest last.
     let state = f.loop_state();
-    assert_eq!(secs(&state["resume_after"]), waits[0], "{state}");
+    assert_eq!(secs(&state["resume_after"]), waits[1], "{state}");
 }
 
 #[test]
@@ -271,6 +272,64 @@ fn a_crash_is_not_retried_and_its_work_is_marked_interrupted() {
         ["supervise.attempt", "supervise.stop"]
     );
     assert_eq!(f.journal()[3]["killed_by_signal"], 9);
+}
+
+#[test]
+fn a_crash_after_a_rate_limit_is_still_a_crash() {
+    let f = Fake::new();
+    // An interactive session: the failure hook interrupts the loop, the agent takes it back
+    // when the person goes on, then dies of SIGABRT with the loop active.
+    f.attempt(
+        1,
+        &format!(
+            "{START}hook StopFailure \"$(p StopFailure ',\"error\":\"rate_limit\",\"last_assistant_message\":\"429\"')\"\n\
+             baton resume accept T-1 >/dev/null\n\
+             kill -ABRT $$\n"
+        ),
+    );
+    f.attempt(2, "finish\n");
+    let run = f.supervise(&[]);
+    run.assert_code(4);
+    assert!(run.json()["why"].as_str().unwrap().contains("signal 6"));
+    assert_eq!(f.launches(), 1);
+    let state = f.loop_state();
+    assert_eq!(state["status"], "interrupted", "{state}");
+    assert_eq!(
+        state["interrupt_reason"], "unknown",
+        "a crash, not a rate limit: {state}"
+    );
+}
+
+#[test]
+fn a_signal_during_the_wait_stops_it_and_leaves_the_work_interrupted() {
+    let f = Fake::new();
+    f.attempt(1, &format!("{START}rate_limit 'Please try again in 1h.'\n"));
+    // The real clock: the wait is a real one, ended by SIGINT.
+    let mut cmd = f.command(&["--json", "supervise", "--", "claude", "-p", "do T-1"]);
+    cmd.env_remove("BATON_NOW")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = cmd.spawn().unwrap();
+    let start = std::time::Instant::now();
+    let journal = f.env.state_dir().join("journal/loop-T-1.jsonl");
+    while !std::fs::read_to_string(&journal).is_ok_and(|j| j.contains("supervise.wait")) {
+        assert!(start.elapsed().as_secs() < 30, "supervise never waited");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: kill(2) on the supervisor this test started.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let run = to_run(child.wait_with_output().unwrap());
+    run.assert_code(1);
+    assert_eq!(run.json()["verdict"], "signalled");
+    assert!(start.elapsed().as_secs() < 30, "the wait was not cut short");
+    let state = f.loop_state();
+    assert_eq!(state["interrupt_reason"], "rate_limit", "{state}");
+    let stop = f.journal().last().unwrap().clone();
+    assert_eq!(stop["event"], "supervise.stop");
+    assert_eq!(stop["signal"], libc::SIGINT);
+    assert_eq!(f.launches(), 1);
 }
 
 #[test]
@@ -399,6 +458,7 @@ fn a_second_supervisor_for_the_same_work_is_refused() {
         .assert_code(3);
     std::fs::write(f.dir.join("go"), "").unwrap();
     let first = to_run(first.wait_with_output().unwrap());
+    // Its agent ended the run with T-1 unfinished: a person's call.
     first.assert_code(4);
     assert_eq!(f.launches(), 1, "the refused ones launched nothing");
     // Supervisors of different tickets run side by side.
@@ -410,7 +470,16 @@ fn a_second_supervisor_for_the_same_work_is_refused() {
     g.run(&["supervise", "--ticket", "T-2", "--", "claude", "-p", "x"])
         .assert_code(0);
     std::fs::write(g.dir.join("go"), "").unwrap();
-    to_run(t1.wait_with_output().unwrap());
+    let t1 = to_run(t1.wait_with_output().unwrap());
+    t1.assert_code(4);
+    assert!(
+        t1.json()["why"]
+            .as_str()
+            .unwrap()
+            .contains("before the work was finished"),
+        "{}",
+        t1.stdout
+    );
 }
 
 #[test]
