@@ -76,7 +76,8 @@ impl DirLock {
     }
 }
 
-fn open(path: &Path) -> Result<File, StoreError> {
+/// Opens (creating) a lock sidecar: never through a symlink, never inherited by a child.
+pub(crate) fn open(path: &Path) -> Result<File, StoreError> {
     File::options()
         .read(true)
         .write(true)
@@ -95,7 +96,7 @@ fn open(path: &Path) -> Result<File, StoreError> {
 }
 
 /// The pid the current holder wrote into the sidecar.
-fn holder_pid(path: &Path) -> Option<u32> {
+pub(crate) fn holder_pid(path: &Path) -> Option<u32> {
     let mut text = String::new();
     open(path).ok()?.take(32).read_to_string(&mut text).ok()?;
     text.lines().next()?.trim().parse().ok()

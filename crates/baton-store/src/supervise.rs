@@ -151,15 +151,7 @@ impl Claim {
 }
 
 fn lock(path: &Path, exclusive: bool) -> Result<Result<File, Busy>, StoreError> {
-    let file = File::options()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(StoreError::io("open", path))?;
+    let file = crate::lock::open(path)?;
     let got = if exclusive {
         file.try_lock()
     } else {
@@ -173,15 +165,10 @@ fn lock(path: &Path, exclusive: bool) -> Result<Result<File, Busy>, StoreError> 
             let _ = file.write_all_at(format!("{:<10}\n", std::process::id()).as_bytes(), 0);
             Ok(Ok(file))
         }
-        Err(std::fs::TryLockError::WouldBlock) => {
-            let holder = std::fs::read_to_string(path)
-                .ok()
-                .and_then(|s| s.trim().parse().ok());
-            Ok(Err(Busy {
-                path: path.into(),
-                holder,
-            }))
-        }
+        Err(std::fs::TryLockError::WouldBlock) => Ok(Err(Busy {
+            path: path.into(),
+            holder: crate::lock::holder_pid(path),
+        })),
         Err(std::fs::TryLockError::Error(e)) => Err(StoreError::io("lock", path)(e)),
     }
 }

@@ -254,6 +254,21 @@ fn a_relaunch_never_comes_before_the_work_may_resume() {
 }
 
 #[test]
+fn a_rate_limit_before_any_work_is_heard_from_the_hooks_alone() {
+    let f = Fake::new();
+    // The task's first request is refused: the session owns nothing yet.
+    f.attempt(1, "rate_limit 'Please try again in 5m.'\n");
+    f.attempt(2, "finish\n");
+    let run = f.supervise(&[]);
+    run.assert_code(0);
+    assert_eq!(f.launches(), 2);
+    assert!(f.read("argv-2").contains("--resume\nS1\n"));
+    let attempts = &run.json()["attempts"];
+    assert_eq!(attempts[0]["rate_limited"], true, "{attempts}");
+    assert_eq!(attempts[0]["exit_code"], 1, "{attempts}");
+}
+
+#[test]
 fn a_crash_is_not_retried_and_its_work_is_marked_interrupted() {
     let f = Fake::new();
     f.attempt(1, &format!("{START}kill -9 $$\n"));
