@@ -260,6 +260,29 @@ pub const CONTINUE_PROMPT: &str = "Continue the work from where it stopped. The 
 above (from baton) says where each piece of work stands: follow its steps, taking the work \
 back with `baton resume accept` first.";
 
+/// The relaunch prompt for a task: the continue prompt, then the task as first given. A client
+/// may keep no trace of a prompt whose first request was refused (Gemini CLI resumes such a
+/// session without it), and the packet says where work stands, not what the task was.
+pub fn continue_prompt(task: &str) -> String {
+    format!("{CONTINUE_PROMPT}\n\nThe task, as first given:\n{task}")
+}
+
+/// The task prompt of a command `check_command` accepts.
+pub fn task_of(client: crate::hook::Client, argv: &[String]) -> Option<String> {
+    use crate::hook::Client;
+    let args = argv.get(1..)?;
+    match client {
+        Client::Claude | Client::Codex => args.last().cloned(),
+        Client::Gemini => args.iter().enumerate().find_map(|(i, a)| {
+            if a == "-p" || a == "--prompt" {
+                args.get(i + 1).cloned()
+            } else {
+                a.strip_prefix("--prompt=").map(str::to_string)
+            }
+        }),
+    }
+}
+
 /// Why an agent command cannot be supervised.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandError(pub String);
@@ -567,6 +590,14 @@ mod tests {
             assert!(check_command(c, &words(cmd)).is_err(), "{cmd}");
         }
         assert!(check_command(Client::Claude, &[]).is_err());
+        assert_eq!(
+            task_of(Client::Gemini, &words("gemini -m x -p the_task")).as_deref(),
+            Some("the task")
+        );
+        assert_eq!(
+            task_of(Client::Codex, &words("codex exec --json the_task")).as_deref(),
+            Some("the task")
+        );
     }
 
     #[test]

@@ -21,8 +21,8 @@ use crate::context::{Ctx, parse_wait};
 use crate::error::{CommandError, ExitStatus};
 use crate::output::Report;
 use baton_core::decide::supervise::{
-    Attempt, BACKOFF_CAP, CONTINUE_PROMPT, Carried, Exit, Next, Outcome, check_command, next_step,
-    not_before, outcome, resume_command,
+    Attempt, BACKOFF_CAP, Carried, Exit, Next, Outcome, check_command, continue_prompt, next_step,
+    not_before, outcome, resume_command, task_of,
 };
 use baton_core::decide::wait::{Wait, decide_wait};
 use baton_core::hook::Client;
@@ -69,7 +69,7 @@ pub struct SuperviseArgs {
     #[arg(long, value_parser = Client::NAMES, value_name = "CLIENT")]
     client: Option<String>,
     /// What a relaunched agent is told in place of the task [default: continue from where it
-    /// stopped, following the resume packet].
+    /// stopped, following the resume packet, then the task as first given].
     #[arg(long, value_name = "TEXT")]
     resume_prompt: Option<String>,
     /// The agent command and its arguments, after `--`.
@@ -194,16 +194,17 @@ impl Supervisor<'_> {
             let argv = if restarts == 0 {
                 self.args.command.clone()
             } else {
-                let prompt = self
-                    .args
-                    .resume_prompt
-                    .as_deref()
-                    .unwrap_or(CONTINUE_PROMPT);
+                let prompt = match &self.args.resume_prompt {
+                    Some(p) => p.clone(),
+                    None => continue_prompt(
+                        &task_of(self.client, &self.args.command).unwrap_or_default(),
+                    ),
+                };
                 resume_command(
                     self.client,
                     &self.args.command,
                     self.session.as_deref(),
-                    prompt,
+                    &prompt,
                 )
                 .map_err(|e| CommandError::usage(e.0))?
             };

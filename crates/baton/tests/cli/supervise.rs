@@ -17,7 +17,7 @@ set -u
 d="$FAKE_DIR"
 n=$(( $(cat "$d/count" 2>/dev/null || echo 0) + 1 ))
 echo "$n" > "$d/count"
-printf '%s\n' "$@" > "$d/argv-$n"
+printf '%s\0' "$@" > "$d/argv-$n"
 session="S$n"
 prev=""
 for a in "$@"; do
@@ -146,13 +146,22 @@ fn a_rate_limit_is_waited_out_and_the_session_resumed_to_the_finish() {
     assert_eq!(j["restarts"], 1, "{j}");
     assert_eq!(f.launches(), 2);
     // The relaunch is Claude Code's resume form of the same session, the task replaced.
-    let argv: Vec<String> = f.read("argv-2").lines().map(String::from).collect();
+    let argv: Vec<String> = f
+        .read("argv-2")
+        .split_terminator('\0')
+        .map(String::from)
+        .collect();
+    assert_eq!(argv.len(), 6, "{argv:?}");
     assert_eq!(
         &argv[..5],
         ["--allowedTools", "Bash", "-p", "--resume", "S1"]
     );
+    // The prompt: continue where the packet says, then the task as first given.
     assert!(argv[5].contains("baton resume accept"), "{argv:?}");
-    assert!(!argv.iter().any(|a| a == "do T-1"), "{argv:?}");
+    assert!(
+        argv[5].ends_with("The task, as first given:\ndo T-1"),
+        "{argv:?}"
+    );
     // Its session start was handed the packet with the interrupted loop.
     let packet = f.read("hook-out-2");
     assert!(
@@ -262,7 +271,7 @@ fn a_rate_limit_before_any_work_is_heard_from_the_hooks_alone() {
     let run = f.supervise(&[]);
     run.assert_code(0);
     assert_eq!(f.launches(), 2);
-    assert!(f.read("argv-2").contains("--resume\nS1\n"));
+    assert!(f.read("argv-2").contains("--resume\0S1\0"));
     let attempts = &run.json()["attempts"];
     assert_eq!(attempts[0]["rate_limited"], true, "{attempts}");
     assert_eq!(attempts[0]["exit_code"], 1, "{attempts}");

@@ -217,3 +217,59 @@ fn codex_crash_is_not_retried() {
 fn gemini_crash_is_not_retried() {
     crash_is_not_retried(Client::Gemini, "gemini_crash_is_not_retried");
 }
+
+/// The task's first model requests are refused: the session owns nothing yet, and supervise
+/// hears of the rate limit from the hooks alone, then relaunches the session, which does the
+/// whole task.
+fn limited_from_the_first_request(client: Client, test: &str) {
+    let script = vec![
+        Reply::RateLimitFor(1),
+        Reply::RateLimitFor(1),
+        Reply::Shell("baton loop init T-1".into()),
+        Reply::Shell("baton loop set T-1 --phase skeptic --action spawned".into()),
+        Reply::Shell("baton loop set T-1 --phase qa --action spawned".into()),
+        Reply::Shell("baton loop finish T-1 --status complete".into()),
+        Reply::Text("finished".into()),
+    ];
+    let Some(h) = Harness::new(client, test, script) else {
+        return;
+    };
+    installed(&h);
+    let run = h.supervise(
+        &["--backoff", "1s,2s"],
+        &h.task_args("work on ticket T-1"),
+        SUPERVISE_TIMEOUT,
+    );
+    eprintln!("{test}: supervise {:?} after {:.1?}", run.code, run.elapsed);
+    assert_eq!(run.code, Some(0), "{run}\n{}", h.api.summary());
+    assert_eq!(
+        run.stderr.matches("baton supervise: attempt").count(),
+        3,
+        "{run}"
+    );
+    let state = loop_state(&h);
+    assert_eq!(state["status"], "complete", "{state}");
+    // The relaunched session still has the task (Gemini CLI keeps no trace of a prompt whose
+    // request was refused, so the relaunch prompt repeats it).
+    let later = h.api.main_requests();
+    assert!(
+        later.last().unwrap().body.contains("work on ticket T-1"),
+        "{}",
+        h.api.summary()
+    );
+}
+
+#[test]
+fn claude_limited_from_the_first_request() {
+    limited_from_the_first_request(Client::Claude, "claude_limited_from_the_first_request");
+}
+
+#[test]
+fn codex_limited_from_the_first_request() {
+    limited_from_the_first_request(Client::Codex, "codex_limited_from_the_first_request");
+}
+
+#[test]
+fn gemini_limited_from_the_first_request() {
+    limited_from_the_first_request(Client::Gemini, "gemini_limited_from_the_first_request");
+}
