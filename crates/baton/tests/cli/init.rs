@@ -458,3 +458,34 @@ fn init_says_to_commit_what_it_wrote_into_the_project() {
     let again = init(&env, &["gemini"]);
     assert!(!again.stderr.contains("note: commit"), "{}", again.stderr);
 }
+
+#[test]
+fn the_ledger_merge_rule_goes_into_gitattributes_and_comes_out_byte_for_byte() {
+    let env = TestEnv::new();
+    let theirs = "*.png binary\n";
+    env.write(".gitattributes", theirs);
+    init(&env, &["claude"]).assert_code(0);
+    let attrs = std::fs::read_to_string(env.repo.join(".gitattributes")).unwrap();
+    assert!(attrs.starts_with(theirs), "{attrs}");
+    assert!(attrs.contains("plans/**/STATE.md merge=union"), "{attrs}");
+    // git itself reads the rule for a ledger.
+    let check = env.git(&["check-attr", "merge", "plans/auth/STATE.md"]);
+    assert_eq!(check.trim(), "plans/auth/STATE.md: merge: union");
+    // A second client adds nothing more.
+    init(&env, &["gemini"]).assert_code(0);
+    assert_eq!(
+        std::fs::read_to_string(env.repo.join(".gitattributes")).unwrap(),
+        attrs
+    );
+    init(&env, &["claude", "--remove"]).assert_code(0);
+    assert_eq!(
+        std::fs::read_to_string(env.repo.join(".gitattributes")).unwrap(),
+        theirs
+    );
+    // In a project without one, the file comes and goes with baton.
+    let fresh = TestEnv::new();
+    init(&fresh, &["codex"]).assert_code(0);
+    assert!(fresh.repo.join(".gitattributes").exists());
+    init(&fresh, &["codex", "--remove"]).assert_code(0);
+    assert!(!fresh.repo.join(".gitattributes").exists());
+}

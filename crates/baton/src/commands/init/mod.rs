@@ -16,7 +16,7 @@ use crate::error::{CommandError, ExitStatus};
 use crate::output::Report;
 use baton_core::hook::Client;
 use baton_core::install::codex_trust::{self, TrustChange};
-use baton_core::install::{instructions, settings};
+use baton_core::install::{gitattributes, instructions, settings};
 use files::{Change, Targets};
 
 /// Install baton's hooks into an agent client's settings, keeping every entry and key the user
@@ -174,6 +174,19 @@ fn plan(
     };
     let new = restored(&targets.instructions, old.as_deref(), new);
     changes.push(Change::new(targets.instructions.clone(), old, new));
+
+    // A plan's ledger merges by union across machines and branches (project scope only).
+    if let Some(root) = &targets.project {
+        let path = root.join(".gitattributes");
+        let old = files::read(&path)?;
+        let new = if args.remove {
+            old.as_deref().and_then(gitattributes::remove)
+        } else {
+            Some(gitattributes::upsert(old.as_deref()))
+        };
+        let new = restored(&path, old.as_deref(), new);
+        changes.push(Change::new(path, old, new));
+    }
 
     if let Some(config) = &targets.codex_config {
         let hooks_file = targets.settings.display().to_string();
