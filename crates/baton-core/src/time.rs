@@ -10,6 +10,17 @@ pub fn format_ts(ts: Timestamp) -> String {
     ts.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
+/// `format_ts` with milliseconds when the time has any: a ledger line's time, which orders the
+/// events of ledgers merged from two machines (`ledger::parse_ledger`), so two appends in one
+/// second keep their order.
+pub fn format_ts_ms(ts: Timestamp) -> String {
+    if ts.subsec_millisecond() == 0 {
+        format_ts(ts)
+    } else {
+        ts.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+    }
+}
+
 /// Parses a timestamp: RFC 3339, or a date-time with no offset, read as UTC (what Python's
 /// `datetime.utcnow().isoformat()` writes). `None` for a missing or unreadable one, which every
 /// rule treats as stale, like the protocol's missing timestamp.

@@ -628,7 +628,28 @@ pub fn parse_ledger(text: &str) -> Ledger {
             Err(e) => ledger.bad.push((n, raw.to_string(), e)),
         }
     }
+    ledger.events = history_order(std::mem::take(&mut ledger.events));
     ledger
+}
+
+/// The events in the order they happened: by each one's time, a line without a time taking
+/// the time of the event before it in the file, ties in file order. A ledger appended to on
+/// two machines and merged by git's union driver holds each side's lines as a block, either
+/// block first; ordered by time, both merges read the same history, so `derive` gives the same
+/// verdicts whichever way git put them.
+fn history_order(events: Vec<(usize, Line)>) -> Vec<(usize, Line)> {
+    let mut last = None;
+    let mut keyed: Vec<(Option<jiff::Timestamp>, (usize, Line))> = events
+        .into_iter()
+        .map(|event| {
+            if let Some(t) = crate::time::parse_ts(event.1.at.as_deref()) {
+                last = Some(t);
+            }
+            (last, event)
+        })
+        .collect();
+    keyed.sort_by_key(|(t, _)| *t);
+    keyed.into_iter().map(|(_, event)| event).collect()
 }
 
 #[cfg(test)]
@@ -879,5 +900,44 @@ mod tests {
         fn parsing_never_panics(raw in "\\PC{0,120}") {
             let _ = parse_line(&raw);
         }
+
+        /// Two machines append to one ledger (each line stamped, milliseconds apart or in the
+        /// same one), and git's union merge keeps each side's new lines as a block, either
+        /// block first: both merges read as one history.
+        #[test]
+        fn merged_blocks_read_the_same_whichever_lands_first(
+            times in proptest::collection::vec((0u64..40, any::<bool>()), 1..24),
+        ) {
+            let header = "# run-state — plan: plans/p/plan.md\nphase 1: started (base abc1234) @ 2026-03-01T11:00:00Z\n";
+            let (mut a, mut b) = (String::new(), String::new());
+            for (i, (ms, side)) in times.iter().enumerate() {
+                let t = jiff::Timestamp::from_millisecond(1_772_366_400_000 + (*ms as i64) * 250 + i as i64).unwrap();
+                let line = format!("phase {}: BLOCKED — step {i} @ {}\n", i % 3 + 1, crate::time::format_ts_ms(t));
+                if *side { a.push_str(&line) } else { b.push_str(&line) }
+            }
+            let order = |text: String| -> Vec<String> {
+                parse_ledger(&text).events.iter().map(|(_, l)| render_line(l)).collect()
+            };
+            let ab = order(format!("{header}{a}{b}"));
+            let ba = order(format!("{header}{b}{a}"));
+            prop_assert_eq!(&ab, &ba);
+            // And that history is in time order.
+            let mut sorted = ab.clone();
+            sorted.sort_by_key(|l| crate::time::parse_ts(l.rsplit(" @ ").next()));
+            prop_assert_eq!(ab, sorted);
+        }
+    }
+
+    #[test]
+    fn a_line_without_a_time_stays_after_the_one_before_it() {
+        let text = "phase 1: started (base abc1234) @ 2026-03-01T12:00:05Z\n\
+                    phase 1: BLOCKED — no time\n\
+                    phase 2: started (base abc1234) @ 2026-03-01T12:00:01Z\n";
+        let phases: Vec<String> = parse_ledger(text)
+            .events
+            .iter()
+            .map(|(n, _)| n.to_string())
+            .collect();
+        assert_eq!(phases, ["3", "1", "2"]);
     }
 }

@@ -1768,3 +1768,59 @@ fn a_declared_phase_the_ledger_never_names_is_the_resume_point() {
         "{out}"
     );
 }
+
+/// Commits the ledger of `plans/p` as it stands.
+fn commit_ledger(env: &TestEnv, message: &str) {
+    env.git(&["add", "plans/p/STATE.md"]);
+    env.git(&["commit", "--quiet", "-m", message]);
+}
+
+#[test]
+fn appends_on_two_machines_merge_by_union_and_derive_the_same_either_way() {
+    let env = derive_env();
+    // `baton init` puts the union merge rule for ledgers in .gitattributes.
+    env.baton("s", 0, &["init", "claude"]).assert_code(0);
+    env.git(&["add", "."]);
+    env.git(&["commit", "--quiet", "-m", "baton"]);
+    do_phase(&env, "1", "phase1.ok", 1);
+    env.baton("s", 1, &["ledger", "start", "plans/p", "--phase", "2"])
+        .assert_code(0);
+    commit_ledger(&env, "phase 1 done, phase 2 started");
+    // Machine B: its agent died on phase 2 at minute 2, with nothing to show.
+    env.git(&["checkout", "--quiet", "-b", "b"]);
+    env.baton("s", 2, &["ledger", "died", "plans/p", "--phase", "2"])
+        .assert_code(0);
+    commit_ledger(&env, "B: phase 2 died");
+    // Machine A: redid phase 2 and completed it at minute 3.
+    env.git(&["checkout", "--quiet", "-b", "a", "main"]);
+    env.write("phase2.ok", "phase 2\n");
+    env.git(&["add", "phase2.ok"]);
+    env.git(&["commit", "--quiet", "-m", "phase 2"]);
+    env.baton(
+        "s",
+        3,
+        &[
+            "ledger", "complete", "plans/p", "--phase", "2", "--tests", "3/3",
+        ],
+    )
+    .assert_code(0);
+    commit_ledger(&env, "A: phase 2 complete");
+
+    let mut seen = Vec::new();
+    for (into, from) in [("a", "b"), ("b", "a")] {
+        env.git(&["checkout", "--quiet", "-b", &format!("{into}-{from}"), into]);
+        // No conflict: git keeps both sides' appended lines.
+        env.git(&["merge", "--quiet", "--no-edit", from]);
+        let text = read(&ledger_p(&env));
+        assert!(!text.contains("<<<<<<<"), "{text}");
+        seen.push((text, verdicts(&derive(&env, &[]))));
+    }
+    let ((ab_text, ab), (ba_text, ba)) = (&seen[0], &seen[1]);
+    assert_ne!(ab_text, ba_text, "git put the two blocks in either order");
+    assert_eq!(ab, ba, "{ab_text}\n{ba_text}");
+    // The history by time: phase 2 died, was redone and completed.
+    assert_eq!(
+        ab,
+        &pairs(&[("1", "CONFIRMED"), ("2", "CONFIRMED"), ("3", "OPEN")])
+    );
+}

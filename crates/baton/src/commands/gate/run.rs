@@ -10,7 +10,7 @@ use crate::context::Ctx;
 use crate::error::{CommandError, ExitStatus};
 use crate::output::Report;
 use baton_core::ledger::{Event, Line};
-use baton_core::time::format_ts;
+use baton_core::time::format_ts_ms;
 
 /// Run a phase's declared exit gates and append each result to the ledger, with its evidence
 /// verbatim: `phase <N>: gate <name> → PASS|FAIL (evidence: <cmd> → exit <code>: <last line>)`.
@@ -108,7 +108,7 @@ pub fn cmd_gate_run(ctx: &Ctx, args: RunArgs) -> Result<Report, CommandError> {
             &plan,
             &Line {
                 event,
-                at: Some(format_ts(ctx.now)),
+                at: Some(format_ts_ms(ctx.now)),
             },
         )?;
         if report.status != ExitStatus::Success {

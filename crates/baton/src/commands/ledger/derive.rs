@@ -14,7 +14,7 @@ use baton_core::ledger::PhaseVerdict;
 use baton_core::ledger::{
     DeriveFacts, Event, Line, PhaseFacts, decide_ledger, parse_ledger, phase_claims,
 };
-use baton_core::time::format_ts;
+use baton_core::time::format_ts_ms;
 use baton_core::{Decision, Reason};
 use baton_store::{git, ledger};
 
@@ -214,7 +214,7 @@ pub fn cmd_ledger_derive(ctx: &Ctx, args: DeriveArgs) -> Result<Report, CommandE
                             phase,
                             confirmed: d.confirmed,
                         },
-                        at: Some(format_ts(ctx.now)),
+                        at: Some(format_ts_ms(ctx.now)),
                     },
                 )?;
                 if report.status != crate::error::ExitStatus::Success {

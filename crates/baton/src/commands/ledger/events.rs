@@ -10,7 +10,7 @@ use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::ledger::{Event, FinishOutcome, Line, Review};
-use baton_core::time::format_ts;
+use baton_core::time::format_ts_ms;
 use baton_store::git;
 
 /// Appends `event` to the ledger of `plan`, its values trimmed and its commits checked.
@@ -26,7 +26,7 @@ pub fn write(ctx: &Ctx, plan: &std::path::Path, event: Event) -> Result<Report, 
         &plan,
         &Line {
             event,
-            at: Some(format_ts(ctx.now)),
+            at: Some(format_ts_ms(ctx.now)),
         },
     )
 }
