@@ -44,6 +44,13 @@ pub enum StoreError {
     TooLargeToWrite { path: PathBuf, size: u64, cap: u64 },
     #[error("{path} changed while baton was about to rewrite it; nothing was written")]
     ChangedUnderfoot { path: PathBuf },
+    #[error("cannot {action} the PostgreSQL server {server}: {message}")]
+    Db {
+        action: &'static str,
+        /// The server, named without its password.
+        server: String,
+        message: String,
+    },
     #[error("git {args} failed in {dir}: {detail}")]
     Git {
         args: String,
@@ -94,6 +101,10 @@ impl StoreError {
                 ),
                 None => "nothing was changed; retry in a moment".into(),
             }),
+            StoreError::Db { action, .. } if *action == "connect to" => Some(
+                "check that the server runs and the URL (BATON_STORE or --store), PGHOST, PGPORT, PGUSER and the password (PGPASSWORD or ~/.pgpass) name it".into(),
+            ),
+            StoreError::Db { .. } => None,
             StoreError::TooLargeToWrite { .. } => Some(
                 "nothing was written; shorten what you are recording (a summary, a finding, a note)"
                     .into(),

@@ -12,6 +12,7 @@ pub mod journal;
 pub mod layout;
 pub mod ledger;
 pub mod lock;
+pub mod pg;
 pub mod process;
 pub mod read;
 pub mod sessions;

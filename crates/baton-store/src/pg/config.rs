@@ -1,0 +1,389 @@
+//! Connection settings as PostgreSQL users expect them, as libpq reads them: the URL first
+//! (`postgres://user:pass@host:port/db?sslmode=…`), then for what it leaves out `PGHOST`,
+//! `PGPORT`, `PGUSER`, `PGPASSWORD`, `PGDATABASE`, `PGSSLMODE`, `PGCONNECT_TIMEOUT`, then the
+//! password file (`PGPASSFILE`, else `~/.pgpass`, read only when no one else may read it).
+//! A password is never part of what baton prints: `shown` names the server without it.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use postgres::config::{Host, SslMode};
+
+/// Where and how to connect, and how to name the server without its password.
+#[derive(Clone)]
+pub struct Settings {
+    pub config: postgres::Config,
+    /// `postgres://user@host:port/db`: never a password.
+    pub shown: String,
+}
+
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.shown)
+    }
+}
+
+/// The surroundings settings are read from: an environment variable by name, and a file's
+/// text when only its owner may read it.
+pub trait Surroundings {
+    fn var(&self, name: &str) -> Option<String>;
+    fn private_file(&self, path: &Path) -> Option<String>;
+}
+
+/// The process's own environment and files.
+pub struct Process;
+
+impl Surroundings for Process {
+    fn var(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok().filter(|v| !v.is_empty())
+    }
+
+    fn private_file(&self, path: &Path) -> Option<String> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(path).ok()?;
+        // As libpq: a password file others may read is ignored.
+        (meta.is_file() && meta.mode() & 0o077 == 0)
+            .then(|| std::fs::read_to_string(path).ok())
+            .flatten()
+    }
+}
+
+/// Reads the settings for the store URL `url`.
+pub fn resolve(url: &str, env: &dyn Surroundings) -> Result<Settings, String> {
+    let shown_input = redact(url);
+    if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+        return Err(format!(
+            "{shown_input:?} is not a PostgreSQL URL: it starts with postgres:// or postgresql://"
+        ));
+    }
+    // The driver fills in 5432 for a host named without a port; libpq takes PGPORT then.
+    let url = match (explicit_port(url), env.var("PGPORT")) {
+        (false, Some(port)) => {
+            let port: u16 = port
+                .parse()
+                .map_err(|_| format!("PGPORT={port:?} is not a port number"))?;
+            with_port(url, port)
+        }
+        _ => url.to_string(),
+    };
+    let url = url.as_str();
+    let mut config: postgres::Config = url
+        .parse()
+        .map_err(|e| format!("{shown_input:?} is not a PostgreSQL URL: {e}"))?;
+    if config.get_hosts().is_empty() {
+        let hosts = env.var("PGHOST").unwrap_or_else(default_host);
+        for host in hosts.split(',').filter(|h| !h.is_empty()) {
+            if host.starts_with('/') {
+                config.host_path(host);
+            } else {
+                config.host(host);
+            }
+        }
+    }
+    if config.get_ports().is_empty() {
+        let port = match env.var("PGPORT") {
+            Some(p) => p
+                .parse()
+                .map_err(|_| format!("PGPORT={p:?} is not a port number"))?,
+            None => 5432,
+        };
+        config.port(port);
+    }
+    if config.get_user().is_none() {
+        let user = env
+            .var("PGUSER")
+            .or_else(|| env.var("USER"))
+            .or_else(|| env.var("LOGNAME"))
+            .ok_or("no user: put one in the URL (postgres://USER@host/db) or set PGUSER")?;
+        config.user(&user);
+    }
+    let user = config.get_user().unwrap_or_default().to_string();
+    if config.get_dbname().is_none() {
+        config.dbname(&env.var("PGDATABASE").unwrap_or_else(|| user.clone()));
+    }
+    if !query_has(url, "sslmode")
+        && let Some(mode) = env.var("PGSSLMODE")
+    {
+        config.ssl_mode(match mode.as_str() {
+            "disable" => SslMode::Disable,
+            "allow" | "prefer" => SslMode::Prefer,
+            "require" => SslMode::Require,
+            other => {
+                return Err(format!(
+                    "PGSSLMODE={other:?}: baton knows disable, prefer and require"
+                ));
+            }
+        });
+    }
+    if config.get_connect_timeout().is_none() {
+        let secs = env
+            .var("PGCONNECT_TIMEOUT")
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(10);
+        config.connect_timeout(Duration::from_secs(secs));
+    }
+    if config.get_application_name().is_none() {
+        config.application_name("baton");
+    }
+    let host = config
+        .get_hosts()
+        .first()
+        .map(host_name)
+        .unwrap_or_default();
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    let dbname = config.get_dbname().unwrap_or_default().to_string();
+    if config.get_password().is_none() {
+        let password = env.var("PGPASSWORD").or_else(|| {
+            let file = env
+                .var("PGPASSFILE")
+                .map(PathBuf::from)
+                .or_else(|| env.var("HOME").map(|h| Path::new(&h).join(".pgpass")))?;
+            pgpass_lookup(&env.private_file(&file)?, &host, port, &dbname, &user)
+        });
+        if let Some(password) = password {
+            config.password(password);
+        }
+    }
+    let shown = format!("postgres://{user}@{host}:{port}/{dbname}");
+    Ok(Settings { config, shown })
+}
+
+/// The hosts of a URL's authority (after any `user@`), and the byte range they take.
+fn hosts_range(url: &str) -> Option<(usize, usize)> {
+    let start = url.find("://")? + 3;
+    let rest = &url[start..];
+    let end = start + rest.find(['/', '?']).unwrap_or(rest.len());
+    let hosts_start = url[start..end]
+        .rfind('@')
+        .map_or(start, |at| start + at + 1);
+    Some((hosts_start, end))
+}
+
+/// Whether the URL names a port for its hosts.
+fn explicit_port(url: &str) -> bool {
+    hosts_range(url).is_some_and(|(a, b)| {
+        url[a..b].split(',').any(|h| match h.rfind(']') {
+            Some(i) => h[i..].contains(':'),
+            None => h.contains(':'),
+        })
+    })
+}
+
+/// The URL with `:port` after each of its hosts (none: unchanged).
+fn with_port(url: &str, port: u16) -> String {
+    let Some((a, b)) = hosts_range(url).filter(|(a, b)| a < b) else {
+        return url.to_string();
+    };
+    let hosts: Vec<String> = url[a..b]
+        .split(',')
+        .map(|h| format!("{h}:{port}"))
+        .collect();
+    format!("{}{}{}", &url[..a], hosts.join(","), &url[b..])
+}
+
+/// libpq's default: the Debian socket directory when it is there, else localhost.
+fn default_host() -> String {
+    if Path::new("/var/run/postgresql").is_dir() {
+        "/var/run/postgresql".into()
+    } else {
+        "localhost".into()
+    }
+}
+
+fn host_name(host: &Host) -> String {
+    match host {
+        Host::Tcp(name) => name.clone(),
+        Host::Unix(path) => path.display().to_string(),
+    }
+}
+
+fn query_has(url: &str, key: &str) -> bool {
+    url.split_once('?').is_some_and(|(_, query)| {
+        query
+            .split('&')
+            .any(|pair| pair.split('=').next() == Some(key))
+    })
+}
+
+/// `url` with any password replaced by `***`, to be printed.
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let (authority, tail) = match rest.find(['/', '?']) {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    let authority = match authority.rsplit_once('@') {
+        Some((userinfo, hosts)) => match userinfo.split_once(':') {
+            Some((user, _)) => format!("{user}:***@{hosts}"),
+            None => format!("{userinfo}@{hosts}"),
+        },
+        None => authority.to_string(),
+    };
+    let tail = tail
+        .split('&')
+        .map(|pair| {
+            if pair.trim_start_matches('?').starts_with("password=") {
+                let q = if pair.starts_with('?') { "?" } else { "" };
+                format!("{q}password=***")
+            } else {
+                pair.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("&");
+    format!("{scheme}://{authority}{tail}")
+}
+
+/// The password `.pgpass` gives for a connection: the first line
+/// `host:port:database:user:password` whose fields match (`*` matches anything; `\:` and `\\`
+/// escape). A socket connection matches the host `localhost`, as in libpq.
+pub fn pgpass_lookup(
+    text: &str,
+    host: &str,
+    port: u16,
+    dbname: &str,
+    user: &str,
+) -> Option<String> {
+    let host = if host.starts_with('/') {
+        "localhost"
+    } else {
+        host
+    };
+    let port = port.to_string();
+    for line in text.lines() {
+        if line.starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        let fields = split_pgpass(line);
+        let [h, p, d, u, password] = fields.as_slice() else {
+            continue;
+        };
+        let matches = |field: &str, value: &str| field == "*" || field == value;
+        if matches(h, host) && matches(p, &port) && matches(d, dbname) && matches(u, user) {
+            return Some(password.clone());
+        }
+    }
+    None
+}
+
+fn split_pgpass(line: &str) -> Vec<String> {
+    let mut fields = vec![String::new()];
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                if let Some(next) = chars.next() {
+                    fields.last_mut().unwrap().push(next);
+                }
+            }
+            ':' if fields.len() < 5 => fields.push(String::new()),
+            c => fields.last_mut().unwrap().push(c),
+        }
+    }
+    fields
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    struct Fake {
+        vars: HashMap<&'static str, String>,
+        files: HashMap<PathBuf, String>,
+    }
+
+    impl Surroundings for Fake {
+        fn var(&self, name: &str) -> Option<String> {
+            self.vars.get(name).cloned()
+        }
+        fn private_file(&self, path: &Path) -> Option<String> {
+            self.files.get(path).cloned()
+        }
+    }
+
+    fn fake(vars: &[(&'static str, &str)]) -> Fake {
+        Fake {
+            vars: vars.iter().map(|(k, v)| (*k, v.to_string())).collect(),
+            files: HashMap::new(),
+        }
+    }
+
+    #[test]
+    fn the_url_first_then_the_pg_variables_then_the_password_file() {
+        let env = fake(&[
+            ("PGHOST", "db.internal"),
+            ("PGPORT", "6543"),
+            ("PGUSER", "envuser"),
+            ("PGDATABASE", "envdb"),
+            ("PGPASSWORD", "envpass"),
+        ]);
+        let s = resolve("postgres://", &env).unwrap();
+        assert_eq!(s.shown, "postgres://envuser@db.internal:6543/envdb");
+        assert_eq!(s.config.get_password(), Some(&b"envpass"[..]));
+        let s = resolve("postgres://me:secret@h:1/d", &env).unwrap();
+        assert_eq!(
+            s.shown, "postgres://me@h:1/d",
+            "the URL wins, and no password shows"
+        );
+        assert_eq!(s.config.get_password(), Some(&b"secret"[..]));
+        assert_eq!(s.config.get_application_name(), Some("baton"));
+
+        let mut env = fake(&[("HOME", "/home/u"), ("USER", "u")]);
+        env.files.insert(
+            "/home/u/.pgpass".into(),
+            "# comment\nother:*:*:*:no\nh:5432:*:u:from\\:file\n".into(),
+        );
+        let s = resolve("postgres://h", &env).unwrap();
+        assert_eq!(s.shown, "postgres://u@h:5432/u");
+        assert_eq!(s.config.get_password(), Some(&b"from:file"[..]));
+    }
+
+    #[test]
+    fn bad_settings_say_what_is_wrong_without_the_password() {
+        let env = fake(&[("USER", "u")]);
+        let e = resolve("mysql://u:hunter2@h/d", &env).unwrap_err();
+        assert!(!e.contains("hunter2") && e.contains("postgres://"), "{e}");
+        let e = resolve("postgres://u:hunter2@h:notaport/d", &env).unwrap_err();
+        assert!(!e.contains("hunter2"), "{e}");
+        let e = resolve("postgres://h", &fake(&[("USER", "u"), ("PGPORT", "x")])).unwrap_err();
+        assert!(e.contains("PGPORT"), "{e}");
+        assert!(
+            resolve("postgres://h", &fake(&[])).is_err(),
+            "no user at all"
+        );
+    }
+
+    #[test]
+    fn redaction_and_pgpass_rules() {
+        assert_eq!(redact("postgres://a:b@h/d"), "postgres://a:***@h/d");
+        assert_eq!(
+            redact("postgresql://h/d?user=a&password=b&sslmode=require"),
+            "postgresql://h/d?user=a&password=***&sslmode=require"
+        );
+        assert_eq!(
+            redact("postgres://h?password=b"),
+            "postgres://h?password=***"
+        );
+        assert_eq!(redact("postgres://a@h"), "postgres://a@h");
+        assert!(explicit_port("postgres://a:b@h:1/d") && !explicit_port("postgres://a:b@h/d"));
+        assert!(!explicit_port("postgres://[::1]/d") && explicit_port("postgres://[::1]:5/d"));
+        assert_eq!(
+            with_port("postgres://a@h1,h2/d", 7),
+            "postgres://a@h1:7,h2:7/d"
+        );
+        assert_eq!(with_port("postgres:///d", 7), "postgres:///d");
+        let text = "*:*:db1:alice:one\n*:5432:*:*:two\n";
+        assert_eq!(
+            pgpass_lookup(text, "x", 5432, "db1", "alice").as_deref(),
+            Some("one")
+        );
+        assert_eq!(
+            pgpass_lookup(text, "/run/pg", 5432, "db2", "bob").as_deref(),
+            Some("two")
+        );
+        assert_eq!(pgpass_lookup(text, "x", 1, "db2", "bob"), None);
+    }
+}

@@ -1,0 +1,140 @@
+//! PostgreSQL for fleets of machines: the connection settings (`config`), the versioned schema
+//! (`migrations/`, applied by refinery) and what `baton store migrate|status` do with them.
+
+pub mod config;
+
+use postgres::Client;
+
+use crate::StoreError;
+use config::Settings;
+
+mod embedded {
+    refinery::embed_migrations!("migrations");
+}
+
+/// The table that records which migrations ran.
+const HISTORY_TABLE: &str = "baton_schema_history";
+
+fn db_error(
+    settings: &Settings,
+    action: &'static str,
+) -> impl FnOnce(postgres::Error) -> StoreError {
+    let server = settings.shown.clone();
+    move |e| StoreError::Db {
+        action,
+        server,
+        message: e.to_string(),
+    }
+}
+
+/// A connection to the server `settings` name.
+pub fn connect(settings: &Settings) -> Result<Client, StoreError> {
+    settings
+        .config
+        .connect(postgres::NoTls)
+        .map_err(db_error(settings, "connect to"))
+}
+
+/// The schema's version: the latest migration applied, `None` before the first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Version {
+    pub version: i32,
+    pub name: String,
+}
+
+/// Every migration baton knows, oldest first.
+pub fn known() -> Vec<Version> {
+    let mut all: Vec<Version> = embedded::migrations::runner()
+        .get_migrations()
+        .iter()
+        .map(|m| Version {
+            version: m.version() as i32,
+            name: m.name().to_string(),
+        })
+        .collect();
+    all.sort_by_key(|v| v.version);
+    all
+}
+
+/// Applies every migration not applied yet, in order, each in its own transaction; returns
+/// those it applied.
+pub fn migrate(client: &mut Client, settings: &Settings) -> Result<Vec<Version>, StoreError> {
+    let mut runner = embedded::migrations::runner();
+    runner.set_migration_table_name(HISTORY_TABLE);
+    let report = runner
+        .set_grouped(false)
+        .run(client)
+        .map_err(|e| StoreError::Db {
+            action: "migrate",
+            server: settings.shown.clone(),
+            message: e.to_string(),
+        })?;
+    Ok(report
+        .applied_migrations()
+        .iter()
+        .map(|m| Version {
+            version: m.version() as i32,
+            name: m.name().to_string(),
+        })
+        .collect())
+}
+
+/// What `baton store status` shows of a server.
+#[derive(Debug, Clone)]
+pub struct Status {
+    pub server_version: String,
+    /// The server's clock, which every liveness and lease age is read from.
+    pub server_now: String,
+    pub applied: Vec<Version>,
+    /// Rows of state per kind, and journal events, once the schema exists.
+    pub counts: Vec<(String, i64)>,
+}
+
+/// Reads the server's version, clock and schema state, writing nothing.
+pub fn status(client: &mut Client, settings: &Settings) -> Result<Status, StoreError> {
+    let err = || db_error(settings, "read the status of");
+    let row = client
+        .query_one(
+            "SELECT current_setting('server_version'), \
+                    to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), \
+                    to_regclass($1) IS NOT NULL",
+            &[&HISTORY_TABLE],
+        )
+        .map_err(err())?;
+    let (server_version, server_now, has_history): (String, String, bool) =
+        (row.get(0), row.get(1), row.get(2));
+    let mut applied = Vec::new();
+    if has_history {
+        for row in client
+            .query(
+                &format!("SELECT version, name FROM {HISTORY_TABLE} ORDER BY version"),
+                &[],
+            )
+            .map_err(err())?
+        {
+            applied.push(Version {
+                version: row.get(0),
+                name: row.get(1),
+            });
+        }
+    }
+    let mut counts = Vec::new();
+    if !applied.is_empty() {
+        for row in client
+            .query(
+                "SELECT kind, count(*) FROM baton_state GROUP BY kind \
+                 UNION ALL SELECT 'journal events', count(*) FROM baton_journal ORDER BY 1",
+                &[],
+            )
+            .map_err(err())?
+        {
+            counts.push((row.get(0), row.get(1)));
+        }
+    }
+    Ok(Status {
+        server_version,
+        server_now,
+        applied,
+        counts,
+    })
+}

@@ -1,0 +1,166 @@
+//! A throwaway PostgreSQL server for tests: `initdb` in a temp directory (as the `postgres`
+//! user when the tests run as root: initdb refuses root), started on 127.0.0.1 and a free
+//! port with trust authentication and fsync off, stopped and removed when dropped.
+//!
+//! The binaries come from `$BATON_PG_BIN`, else the newest `/usr/lib/postgresql/*/bin`, else
+//! `pg_config --bindir`. Without them the tests that need a server say once that they are
+//! skipped, unless `BATON_PG_REQUIRED` is set (CI sets it), which makes that a failure.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+pub struct PgServer {
+    bin: PathBuf,
+    data: PathBuf,
+    as_postgres: bool,
+    pub port: u16,
+    _dir: tempfile::TempDir,
+}
+
+fn bin_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("BATON_PG_BIN") {
+        return Some(dir.into());
+    }
+    let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .flatten()
+        .map(|e| e.path().join("bin"))
+        .filter(|b| b.join("initdb").exists())
+        .collect();
+    found.sort_by_key(|p| {
+        p.parent()
+            .and_then(|v| v.file_name())
+            .and_then(|v| v.to_str())
+            .and_then(|v| v.parse::<u32>().ok())
+    });
+    found.pop().or_else(|| {
+        let out = Command::new("pg_config").arg("--bindir").output().ok()?;
+        Some(String::from_utf8_lossy(&out.stdout).trim().into())
+    })
+}
+
+impl PgServer {
+    /// A running server, or `None` (after one line on stderr) where none can be had.
+    pub fn start(test: &str) -> Option<PgServer> {
+        let Some(bin) = bin_dir().filter(|b| b.join("initdb").exists()) else {
+            assert!(
+                std::env::var_os("BATON_PG_REQUIRED").is_none(),
+                "BATON_PG_REQUIRED is set, but no PostgreSQL binaries were found (set BATON_PG_BIN)"
+            );
+            eprintln!("{test}: skipped: no PostgreSQL server binaries (initdb) on this machine");
+            return None;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let as_postgres = unsafe { libc::geteuid() } == 0;
+        if as_postgres {
+            let pw = Command::new("id")
+                .args(["-u", "postgres"])
+                .output()
+                .unwrap();
+            let uid: u32 = String::from_utf8_lossy(&pw.stdout)
+                .trim()
+                .parse()
+                .expect("a postgres user");
+            std::os::unix::fs::chown(dir.path(), Some(uid), None).unwrap();
+        }
+        let data = dir.path().join("data");
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let server = PgServer {
+            bin,
+            data,
+            as_postgres,
+            port,
+            _dir: dir,
+        };
+        server.run(
+            "initdb",
+            &[
+                "-D",
+                &server.data.to_string_lossy(),
+                "-A",
+                "trust",
+                "-U",
+                "baton",
+                "--no-sync",
+                "-E",
+                "UTF8",
+                "--locale=C.UTF-8",
+            ],
+        );
+        let opts = format!(
+            "-h 127.0.0.1 -p {port} -k {} -c fsync=off -c synchronous_commit=off",
+            server.data.parent().unwrap().display()
+        );
+        server.run(
+            "pg_ctl",
+            &[
+                "-D",
+                &server.data.to_string_lossy(),
+                "-o",
+                &opts,
+                "-l",
+                &server.data.parent().unwrap().join("log").to_string_lossy(),
+                "-w",
+                "start",
+            ],
+        );
+        Some(server)
+    }
+
+    fn run(&self, program: &str, args: &[&str]) {
+        let path = self.bin.join(program);
+        let mut cmd = if self.as_postgres {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(&path);
+            c
+        } else {
+            Command::new(&path)
+        };
+        let out = cmd
+            .args(args)
+            .current_dir(self.data.parent().unwrap_or(Path::new("/")))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", path.display()));
+        assert!(
+            out.status.success(),
+            "{program} failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// The URL of database `postgres` as the superuser `baton`.
+    pub fn url(&self) -> String {
+        format!("postgres://baton@127.0.0.1:{}/postgres", self.port)
+    }
+}
+
+impl Drop for PgServer {
+    fn drop(&mut self) {
+        let path = self.bin.join("pg_ctl");
+        let mut cmd = if self.as_postgres {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(&path);
+            c
+        } else {
+            Command::new(&path)
+        };
+        let _ = cmd
+            .args([
+                "-D",
+                &self.data.to_string_lossy(),
+                "-m",
+                "immediate",
+                "stop",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
