@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::commands::{
-    batch, demo, gate, hook, init, ledger, pause, resume, run, schema, status, supervise,
+    batch, demo, gate, hook, init, ledger, pause, resume, run, schema, status, store, supervise,
     ticket_loop, wait,
 };
 use crate::context::Ctx;
@@ -53,6 +53,8 @@ enum Command {
     Pause(pause::PauseArgs),
     Wait(wait::WaitArgs),
     Supervise(supervise::SuperviseArgs),
+    #[command(subcommand)]
+    Store(store::StoreCommand),
     #[command(subcommand)]
     Run(run::RunCommand),
     #[command(subcommand)]
@@ -179,6 +181,7 @@ fn dispatch(ctx: &Ctx, command: Command) -> Result<Report, CommandError> {
         Command::Pause(args) => pause::cmd_pause(ctx, args),
         Command::Wait(args) => wait::cmd_wait(ctx, args),
         Command::Supervise(args) => supervise::cmd_supervise(ctx, args),
+        Command::Store(cmd) => store::dispatch(ctx, cmd),
         Command::Log(args) => crate::commands::log::cmd_log(ctx, args),
         Command::Hook(_) => unreachable!("hooks run before the context is read"),
         Command::Init(args) => init::cmd_init(ctx, args),

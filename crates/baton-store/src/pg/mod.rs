@@ -23,8 +23,23 @@ fn db_error(
     move |e| StoreError::Db {
         action,
         server,
-        message: e.to_string(),
+        message: with_causes(&e),
     }
+}
+
+/// An error and its causes, `: `-separated: the driver's own words stop at "error connecting
+/// to server", the cause says "Connection refused".
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let more = c.to_string();
+        if !text.contains(&more) {
+            text.push_str(&format!(": {more}"));
+        }
+        cause = c.source();
+    }
+    text
 }
 
 /// A connection to the server `settings` name.

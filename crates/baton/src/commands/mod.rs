@@ -13,6 +13,7 @@ pub mod resume;
 pub mod run;
 pub mod schema;
 pub mod status;
+pub mod store;
 pub mod supervise;
 pub mod ticket_loop;
 pub mod wait;

@@ -20,6 +20,7 @@ mod regressions;
 mod runs;
 mod scenarios;
 mod seed_rules;
+mod store;
 mod supervise;
 mod wait;
 

@@ -1,0 +1,139 @@
+//! `baton store migrate|status`: the PostgreSQL store's schema and what the server says.
+
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use crate::context::Ctx;
+use crate::error::{CommandError, ExitStatus};
+use crate::output::Report;
+use baton_store::pg::{self, config};
+
+/// The PostgreSQL store for fleets of machines: its schema and its server.
+///
+/// The server is `--store`, else `BATON_STORE`: a URL such as
+/// `postgres://user@db.internal:5432/baton`. What the URL leaves out comes from the variables
+/// PostgreSQL users set (`PGHOST`, `PGPORT`, `PGUSER`, `PGPASSWORD`, `PGDATABASE`,
+/// `PGSSLMODE`, `PGCONNECT_TIMEOUT`) and the password file (`PGPASSFILE`, else `~/.pgpass`).
+/// No password is ever printed.
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Apply the schema migrations the server has not had yet, in order (each in its own
+    /// transaction); running it again changes nothing.
+    Migrate(StoreArgs),
+    /// Show the server, its clock, the schema's version and how much state it holds; writes
+    /// nothing.
+    Status(StoreArgs),
+}
+
+/// Which server.
+#[derive(Debug, Args)]
+pub struct StoreArgs {
+    /// The PostgreSQL server [default: $BATON_STORE].
+    #[arg(long, value_name = "URL")]
+    store: Option<String>,
+}
+
+pub fn dispatch(ctx: &Ctx, cmd: StoreCommand) -> Result<Report, CommandError> {
+    let _ = ctx;
+    match cmd {
+        StoreCommand::Migrate(args) => cmd_migrate(&args),
+        StoreCommand::Status(args) => cmd_status(&args),
+    }
+}
+
+fn settings(args: &StoreArgs) -> Result<config::Settings, CommandError> {
+    let url = args
+        .store
+        .clone()
+        .or_else(|| std::env::var("BATON_STORE").ok().filter(|s| !s.is_empty()))
+        .ok_or_else(|| {
+            CommandError::usage("no PostgreSQL server is named")
+                .hint("pass `--store postgres://USER@HOST:PORT/DB`, or set BATON_STORE to that URL")
+        })?;
+    config::resolve(&url, &config::Process).map_err(|e| {
+        CommandError::usage(e)
+            .hint("a store URL reads like `postgres://user@db.internal:5432/baton`")
+    })
+}
+
+fn versions(list: &[pg::Version]) -> serde_json::Value {
+    list.iter()
+        .map(|v| json!({ "version": v.version, "name": v.name }))
+        .collect()
+}
+
+fn cmd_migrate(args: &StoreArgs) -> Result<Report, CommandError> {
+    let settings = settings(args)?;
+    let mut client = pg::connect(&settings)?;
+    let applied = pg::migrate(&mut client, &settings)?;
+    let latest = pg::known().last().map_or(0, |v| v.version);
+    let text = if applied.is_empty() {
+        format!(
+            "{}: the schema is up to date (version {latest})",
+            settings.shown
+        )
+    } else {
+        let names: Vec<String> = applied
+            .iter()
+            .map(|v| format!("V{} {}", v.version, v.name))
+            .collect();
+        format!(
+            "{}: applied {}; the schema is at version {latest}",
+            settings.shown,
+            names.join(", ")
+        )
+    };
+    Ok(Report::ok(
+        json!({
+            "server": settings.shown,
+            "applied": versions(&applied),
+            "version": latest,
+        }),
+        text,
+    ))
+}
+
+fn cmd_status(args: &StoreArgs) -> Result<Report, CommandError> {
+    let settings = settings(args)?;
+    let mut client = pg::connect(&settings)?;
+    let status = pg::status(&mut client, &settings)?;
+    let known = pg::known();
+    let at = status.applied.last().map_or(0, |v| v.version);
+    let latest = known.last().map_or(0, |v| v.version);
+    let pending: Vec<pg::Version> = known.into_iter().filter(|v| v.version > at).collect();
+    let mut lines = vec![
+        format!(
+            "{}: PostgreSQL {}, server clock {}",
+            settings.shown, status.server_version, status.server_now
+        ),
+        format!("schema: version {at} of {latest}"),
+    ];
+    for (what, n) in &status.counts {
+        lines.push(format!("  {what}: {n}"));
+    }
+    let mut report = Report::new(
+        ExitStatus::Success,
+        json!({
+            "server": settings.shown,
+            "server_version": status.server_version,
+            "server_now": status.server_now,
+            "version": at,
+            "latest": latest,
+            "pending": versions(&pending),
+            "counts": status.counts.iter().map(|(k, n)| json!({"kind": k, "count": n})).collect::<Vec<_>>(),
+        }),
+        lines.join("\n"),
+    );
+    if !pending.is_empty() {
+        report = report.note(format!(
+            "note: {} migration(s) to apply: run `baton store migrate`",
+            pending.len()
+        ));
+    }
+    if at > latest {
+        report = report.warn(format!(
+            "the server's schema is at version {at}, newer than this baton knows ({latest}): upgrade baton before writing to it"
+        ));
+    }
+    Ok(report)
+}
