@@ -4,13 +4,16 @@
 
 -- Every piece of state a project has: a loop (key: its LOOP_KEY), the batch, a run (key: its
 -- run id), the pause marks, the legacy loop file. `project` names the repository the same way
--- on every machine. `epoch` is the owner epoch the document holds, so a write can be made
--- conditional on the epoch it read; `written_at` is the server's clock at the last write.
+-- on every machine. `rev` counts the row's writes: a write names the `rev` it read and lands
+-- only if it is still that (one conditional statement: two machines racing get exactly one
+-- winner). `epoch` is the owner epoch the document holds; `written_at` is the server's clock at
+-- the last write, which liveness is read from.
 CREATE TABLE baton_state (
     project    text        NOT NULL,
     kind       text        NOT NULL CHECK (kind IN ('loop', 'batch', 'run', 'pause', 'legacy_loop')),
     key        text        NOT NULL,
     doc        text        NOT NULL,
+    rev        bigint      NOT NULL DEFAULT 1,
     epoch      bigint      NOT NULL DEFAULT 0,
     written_at timestamptz NOT NULL DEFAULT now(),
     host       text        NOT NULL DEFAULT '',

@@ -75,3 +75,133 @@ fn a_server_that_is_not_there_is_named_without_its_password() {
     );
     assert!(text.contains("PGHOST"), "{text}");
 }
+
+use baton_store::pg::records::{Kind, Records};
+
+fn records(server: &PgServer, host: &str) -> Records {
+    let settings = resolve(&server.url(), &Process).unwrap();
+    let client = connect(&settings).unwrap();
+    Records::new(client, settings, "proj", host)
+}
+
+fn migrated(test: &str) -> Option<PgServer> {
+    let server = PgServer::start(test)?;
+    let settings = resolve(&server.url(), &Process).unwrap();
+    migrate(&mut connect(&settings).unwrap(), &settings).unwrap();
+    Some(server)
+}
+
+#[test]
+fn a_write_lands_only_on_the_revision_it_read_and_keeps_its_bytes() {
+    let Some(server) = migrated("a_write_lands_only_on_the_revision_it_read_and_keeps_its_bytes")
+    else {
+        return;
+    };
+    let a = records(&server, "machine-a");
+    let b = records(&server, "machine-b");
+    // Bytes a JSON parser would not keep: key order, spacing, an escape.
+    let doc = "{\"z\":1,  \"a\":\"\\u00e9\",\n\"session_id\":\"A\"}\n";
+    assert!(a.write_if(Kind::Loop, "T-1", doc, 0, None).unwrap());
+    assert!(
+        !b.write_if(Kind::Loop, "T-1", "{}", 0, None).unwrap(),
+        "created once"
+    );
+    let read = b.read(Kind::Loop, "T-1").unwrap().unwrap();
+    assert_eq!(read.doc, doc);
+    assert_eq!(
+        (read.rev, read.epoch, read.host.as_str()),
+        (1, 0, "machine-a")
+    );
+    // The time is the server's.
+    assert!(read.written_at <= a.now().unwrap());
+    // B takes it over on the revision it read; A's write on the old one is refused.
+    assert!(
+        b.write_if(Kind::Loop, "T-1", "{\"session_id\":\"B\"}", 1, Some(1))
+            .unwrap()
+    );
+    assert!(
+        !a.write_if(Kind::Loop, "T-1", "{\"session_id\":\"A\"}", 0, Some(1))
+            .unwrap()
+    );
+    let now = a.read(Kind::Loop, "T-1").unwrap().unwrap();
+    assert_eq!((now.rev, now.epoch, now.host.as_str()), (2, 1, "machine-b"));
+    assert_eq!(a.list(Kind::Loop).unwrap().len(), 1);
+    assert!(a.list(Kind::Run).unwrap().is_empty());
+    // Archived only at the revision read.
+    assert!(!a.archive_if(Kind::Loop, "T-1", 1).unwrap());
+    assert!(a.archive_if(Kind::Loop, "T-1", 2).unwrap());
+    assert!(a.read(Kind::Loop, "T-1").unwrap().is_none());
+    // Journals keep their order, per target.
+    for i in 0..5 {
+        a.append_journal("loop-T-1", &format!("{{\"n\":{i}}}"))
+            .unwrap();
+        b.append_journal("batch", "{}").unwrap();
+    }
+    let events = b.read_journal("loop-T-1").unwrap();
+    assert_eq!(
+        events,
+        (0..5).map(|i| format!("{{\"n\":{i}}}")).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn racing_machines_get_exactly_one_winner_every_time() {
+    let Some(server) = migrated("racing_machines_get_exactly_one_winner_every_time") else {
+        return;
+    };
+    const RACERS: usize = 16;
+    const TRIALS: usize = 200;
+    let setup = records(&server, "setup");
+    for t in 0..TRIALS {
+        assert!(
+            setup
+                .write_if(Kind::Loop, &format!("T-{t}"), "{}", 0, None)
+                .unwrap()
+        );
+    }
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(RACERS));
+    let url = server.url();
+    let handles: Vec<_> = (0..RACERS)
+        .map(|r| {
+            let barrier = barrier.clone();
+            let url = url.clone();
+            std::thread::spawn(move || {
+                let settings = resolve(&url, &Process).unwrap();
+                let me = Records::new(
+                    connect(&settings).unwrap(),
+                    settings,
+                    "proj",
+                    &format!("m{r}"),
+                );
+                let mut won = Vec::new();
+                for t in 0..TRIALS {
+                    let key = format!("T-{t}");
+                    let read = me.read(Kind::Loop, &key).unwrap().unwrap();
+                    barrier.wait();
+                    let doc = format!("{{\"owner\":\"m{r}\"}}");
+                    if me
+                        .write_if(Kind::Loop, &key, &doc, read.epoch + 1, Some(read.rev))
+                        .unwrap()
+                    {
+                        won.push(t);
+                    }
+                    barrier.wait();
+                }
+                won
+            })
+        })
+        .collect();
+    let mut winners = vec![0; TRIALS];
+    for h in handles {
+        for t in h.join().unwrap() {
+            winners[t] += 1;
+        }
+    }
+    assert!(winners.iter().all(|&n| n == 1), "{winners:?}");
+    // And the record says who: the one winner's write, at epoch 1.
+    for t in 0..TRIALS {
+        let r = setup.read(Kind::Loop, &format!("T-{t}")).unwrap().unwrap();
+        assert_eq!((r.rev, r.epoch), (2, 1));
+        assert_eq!(r.doc, format!("{{\"owner\":\"{}\"}}", r.host));
+    }
+}

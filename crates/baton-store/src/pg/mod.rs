@@ -2,6 +2,7 @@
 //! (`migrations/`, applied by refinery) and what `baton store migrate|status` do with them.
 
 pub mod config;
+pub mod records;
 
 use postgres::Client;
 

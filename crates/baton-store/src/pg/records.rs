@@ -1,0 +1,223 @@
+//! The PostgreSQL store's records: read a piece of state with its revision, write it only if
+//! the revision is still the one read, append to a journal; every time is the server's.
+//!
+//! Each write is one statement whose condition the server checks (`WHERE rev = $read`), so two
+//! machines racing on one record get exactly one winner, whatever their clocks say.
+
+use std::cell::RefCell;
+
+use jiff::Timestamp;
+use postgres::Client;
+
+use super::config::Settings;
+use crate::StoreError;
+
+/// What a piece of state is: the kinds of `baton_state`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Loop,
+    Batch,
+    Run,
+    Pause,
+    LegacyLoop,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Loop => "loop",
+            Kind::Batch => "batch",
+            Kind::Run => "run",
+            Kind::Pause => "pause",
+            Kind::LegacyLoop => "legacy_loop",
+        }
+    }
+}
+
+/// A piece of state as the server holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// The JSON document, byte for byte as written.
+    pub doc: String,
+    /// How many times it was written: what a conditional write names.
+    pub rev: i64,
+    pub epoch: i64,
+    /// The server's clock at the last write.
+    pub written_at: Timestamp,
+    /// The machine that wrote it last.
+    pub host: String,
+}
+
+/// One project's state on one server, through one connection.
+pub struct Records {
+    client: RefCell<Client>,
+    settings: Settings,
+    /// The project's name, the same on every machine.
+    pub project: String,
+    /// This machine, recorded with every write.
+    pub host: String,
+}
+
+fn ts(t: std::time::SystemTime) -> Timestamp {
+    Timestamp::try_from(t).unwrap_or(Timestamp::UNIX_EPOCH)
+}
+
+impl Records {
+    pub fn new(client: Client, settings: Settings, project: &str, host: &str) -> Records {
+        Records {
+            client: RefCell::new(client),
+            settings,
+            project: project.into(),
+            host: host.into(),
+        }
+    }
+
+    fn err(&self, action: &'static str) -> impl FnOnce(postgres::Error) -> StoreError {
+        super::db_error(&self.settings, action)
+    }
+
+    /// The server's clock: what every age is measured by, never this machine's.
+    pub fn now(&self) -> Result<Timestamp, StoreError> {
+        let row = self
+            .client
+            .borrow_mut()
+            .query_one("SELECT now()", &[])
+            .map_err(self.err("read the clock of"))?;
+        Ok(ts(row.get(0)))
+    }
+
+    pub fn read(&self, kind: Kind, key: &str) -> Result<Option<Record>, StoreError> {
+        let row = self
+            .client
+            .borrow_mut()
+            .query_opt(
+                "SELECT doc, rev, epoch, written_at, host FROM baton_state \
+                 WHERE project = $1 AND kind = $2 AND key = $3",
+                &[&self.project, &kind.as_str(), &key],
+            )
+            .map_err(self.err("read from"))?;
+        Ok(row.map(|r| Record {
+            doc: r.get(0),
+            rev: r.get(1),
+            epoch: r.get(2),
+            written_at: ts(r.get(3)),
+            host: r.get(4),
+        }))
+    }
+
+    /// Every record of a kind, in key order.
+    pub fn list(&self, kind: Kind) -> Result<Vec<(String, Record)>, StoreError> {
+        let rows = self
+            .client
+            .borrow_mut()
+            .query(
+                "SELECT key, doc, rev, epoch, written_at, host FROM baton_state \
+                 WHERE project = $1 AND kind = $2 ORDER BY key",
+                &[&self.project, &kind.as_str()],
+            )
+            .map_err(self.err("list from"))?;
+        Ok(rows
+            .into_iter()
+            .map(|r| {
+                (
+                    r.get(0),
+                    Record {
+                        doc: r.get(1),
+                        rev: r.get(2),
+                        epoch: r.get(3),
+                        written_at: ts(r.get(4)),
+                        host: r.get(5),
+                    },
+                )
+            })
+            .collect())
+    }
+
+    /// Writes `doc` (holding owner epoch `epoch`) if the record is still at revision `read`
+    /// (`None`: only if there is no record yet). `Ok(false)`: someone wrote first, and nothing
+    /// was written. The server stamps the time.
+    pub fn write_if(
+        &self,
+        kind: Kind,
+        key: &str,
+        doc: &str,
+        epoch: i64,
+        read: Option<i64>,
+    ) -> Result<bool, StoreError> {
+        let mut client = self.client.borrow_mut();
+        let n = match read {
+            None => client.execute(
+                "INSERT INTO baton_state (project, kind, key, doc, epoch, host) \
+                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
+                &[
+                    &self.project,
+                    &kind.as_str(),
+                    &key,
+                    &doc,
+                    &epoch,
+                    &self.host,
+                ],
+            ),
+            Some(rev) => client.execute(
+                "UPDATE baton_state SET doc = $4, epoch = $5, host = $6, rev = rev + 1, \
+                 written_at = now() \
+                 WHERE project = $1 AND kind = $2 AND key = $3 AND rev = $7",
+                &[
+                    &self.project,
+                    &kind.as_str(),
+                    &key,
+                    &doc,
+                    &epoch,
+                    &self.host,
+                    &rev,
+                ],
+            ),
+        }
+        .map_err(self.err("write to"))?;
+        Ok(n == 1)
+    }
+
+    /// Moves the record at revision `read` to the archive, in one transaction; `Ok(false)` if
+    /// it was written meanwhile (nothing moved).
+    pub fn archive_if(&self, kind: Kind, key: &str, read: i64) -> Result<bool, StoreError> {
+        let mut client = self.client.borrow_mut();
+        let mut tx = client.transaction().map_err(self.err("archive in"))?;
+        let moved = tx
+            .execute(
+                "WITH gone AS (DELETE FROM baton_state \
+                   WHERE project = $1 AND kind = $2 AND key = $3 AND rev = $4 \
+                   RETURNING project, kind, key, doc) \
+                 INSERT INTO baton_archive (project, kind, key, doc) SELECT * FROM gone",
+                &[&self.project, &kind.as_str(), &key, &read],
+            )
+            .map_err(super::db_error(&self.settings, "archive in"))?;
+        tx.commit()
+            .map_err(super::db_error(&self.settings, "archive in"))?;
+        Ok(moved == 1)
+    }
+
+    /// Appends one event to a target's journal (`loop-<KEY>`, `batch`, `run-<ID>`).
+    pub fn append_journal(&self, target: &str, event: &str) -> Result<(), StoreError> {
+        self.client
+            .borrow_mut()
+            .execute(
+                "INSERT INTO baton_journal (project, target, event) VALUES ($1, $2, $3)",
+                &[&self.project, &target, &event],
+            )
+            .map_err(self.err("append to"))?;
+        Ok(())
+    }
+
+    /// A target's journal, oldest first.
+    pub fn read_journal(&self, target: &str) -> Result<Vec<String>, StoreError> {
+        let rows = self
+            .client
+            .borrow_mut()
+            .query(
+                "SELECT event FROM baton_journal WHERE project = $1 AND target = $2 ORDER BY seq",
+                &[&self.project, &target],
+            )
+            .map_err(self.err("read from"))?;
+        Ok(rows.into_iter().map(|r| r.get(0)).collect())
+    }
+}
