@@ -3,6 +3,7 @@
 
 pub mod config;
 pub mod records;
+pub mod transfer;
 
 use postgres::Client;
 

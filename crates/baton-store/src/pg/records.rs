@@ -76,6 +76,20 @@ impl Records {
         super::db_error(&self.settings, action)
     }
 
+    /// Runs `body` in one transaction, committed when it returns `Ok`, given the project and
+    /// this machine's name.
+    pub fn in_transaction<T>(
+        &self,
+        body: impl FnOnce(&mut postgres::Transaction<'_>, &str, &str) -> Result<T, postgres::Error>,
+    ) -> Result<T, StoreError> {
+        let mut client = self.client.borrow_mut();
+        let err = || super::db_error(&self.settings, "write to");
+        let mut tx = client.transaction().map_err(err())?;
+        let out = body(&mut tx, &self.project, &self.host).map_err(err())?;
+        tx.commit().map_err(err())?;
+        Ok(out)
+    }
+
     /// The server's clock: what every age is measured by, never this machine's.
     pub fn now(&self) -> Result<Timestamp, StoreError> {
         let row = self

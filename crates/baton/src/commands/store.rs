@@ -23,6 +23,24 @@ pub enum StoreCommand {
     /// Show the server, its clock, the schema's version and how much state it holds; writes
     /// nothing.
     Status(StoreArgs),
+    /// Copy this project's file store (`.agentic/`: loops, the batch, runs, pause marks, the
+    /// journal, the archive) to the server, byte for byte, in one transaction. Refused (exit
+    /// 3) when the project already holds state there.
+    Import(ProjectArgs),
+    /// Write the project's state on the server into this project's file store, byte for byte.
+    /// Refused (exit 3) when `.agentic/` already holds state.
+    Export(ProjectArgs),
+}
+
+/// Which server, and which project on it.
+#[derive(Debug, Args)]
+pub struct ProjectArgs {
+    #[command(flatten)]
+    store: StoreArgs,
+    /// The project's name on the server, the same on every machine [default: $BATON_PROJECT,
+    /// else the repository's root commit, which every clone shares].
+    #[arg(long, value_name = "NAME")]
+    project: Option<String>,
 }
 
 /// Which server.
@@ -34,11 +52,114 @@ pub struct StoreArgs {
 }
 
 pub fn dispatch(ctx: &Ctx, cmd: StoreCommand) -> Result<Report, CommandError> {
-    let _ = ctx;
     match cmd {
         StoreCommand::Migrate(args) => cmd_migrate(&args),
         StoreCommand::Status(args) => cmd_status(&args),
+        StoreCommand::Import(args) => cmd_import(ctx, &args),
+        StoreCommand::Export(args) => cmd_export(ctx, &args),
     }
+}
+
+/// The project's name: `--project`, `BATON_PROJECT`, else the repository's root commit.
+fn project(ctx: &Ctx, args: &ProjectArgs) -> Result<String, CommandError> {
+    if let Some(p) = args
+        .project
+        .clone()
+        .or_else(|| std::env::var("BATON_PROJECT").ok())
+        .filter(|p| !p.trim().is_empty())
+    {
+        return Ok(p.trim().to_string());
+    }
+    let root = ctx.layout()?.root;
+    let out = std::process::Command::new("git")
+        .args(["rev-list", "--max-parents=0", "HEAD"])
+        .current_dir(&root)
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .output()
+        .map_err(|e| CommandError::new(ExitStatus::Failure, format!("cannot run git: {e}")))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut roots: Vec<&str> = text.lines().filter(|l| !l.is_empty()).collect();
+    roots.sort_unstable();
+    match roots.first() {
+        Some(first) if out.status.success() => Ok(format!("git:{first}")),
+        _ => Err(CommandError::usage(
+            "the repository has no commit, so it has no name every clone shares",
+        )
+        .hint("pass `--project NAME` or set BATON_PROJECT, the same on every machine")),
+    }
+}
+
+fn records(ctx: &Ctx, args: &ProjectArgs) -> Result<pg::records::Records, CommandError> {
+    let settings = settings(&args.store)?;
+    let client = pg::connect(&settings)?;
+    Ok(pg::records::Records::new(
+        client,
+        settings,
+        &project(ctx, args)?,
+        &baton_store::process::host(),
+    ))
+}
+
+fn moved_json(moved: &pg::transfer::Moved) -> serde_json::Value {
+    json!({
+        "state": moved.state.len(),
+        "journal_events": moved.events(),
+        "archived": moved.archive.len(),
+    })
+}
+
+fn cmd_import(ctx: &Ctx, args: &ProjectArgs) -> Result<Report, CommandError> {
+    let layout = ctx.layout()?;
+    let moved = pg::transfer::collect(&layout)?;
+    let records = records(ctx, args)?;
+    if let Some(held) = pg::transfer::import(&records, &moved)? {
+        return Err(CommandError::new(
+            ExitStatus::Refused,
+            format!(
+                "the project {} already holds {held} records on the server; nothing was imported",
+                records.project
+            ),
+        )
+        .hint(
+            "import into a project that has nothing there yet (`--project`), or export it first",
+        ));
+    }
+    Ok(Report::ok(
+        json!({ "project": records.project, "imported": moved_json(&moved) }),
+        format!(
+            "imported {} state files, {} journal events and {} archived files into {}",
+            moved.state.len(),
+            moved.events(),
+            moved.archive.len(),
+            records.project
+        ),
+    ))
+}
+
+fn cmd_export(ctx: &Ctx, args: &ProjectArgs) -> Result<Report, CommandError> {
+    let layout = ctx.layout()?;
+    let records = records(ctx, args)?;
+    let moved = pg::transfer::fetch(&records)?;
+    if !pg::transfer::export(&layout, &moved)? {
+        return Err(CommandError::new(
+            ExitStatus::Refused,
+            format!(
+                "{} already holds state; nothing was exported",
+                layout.state_dir.display()
+            ),
+        )
+        .hint("export into a project whose state directory holds none (move it aside first)"));
+    }
+    Ok(Report::ok(
+        json!({ "project": records.project, "exported": moved_json(&moved) }),
+        format!(
+            "exported {} state files, {} journal events and {} archived files from {}",
+            moved.state.len(),
+            moved.events(),
+            moved.archive.len(),
+            records.project
+        ),
+    ))
 }
 
 fn settings(args: &StoreArgs) -> Result<config::Settings, CommandError> {

@@ -100,3 +100,107 @@ fn no_password_is_ever_printed_and_a_missing_server_is_named() {
     none.assert_code(2);
     assert!(none.stderr.contains("BATON_STORE"), "{}", none.stderr);
 }
+
+/// Every file of baton's state under `.agentic/` (not the lock sidecars or the ignore file),
+/// by path, with its bytes.
+fn state_files(env: &TestEnv) -> Vec<(String, Vec<u8>)> {
+    let root = env.state_dir();
+    let mut out = Vec::new();
+    let mut dirs = vec![root.clone()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            let rel = path
+                .strip_prefix(&root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            if path.is_dir() {
+                if rel != "locks" {
+                    dirs.push(path);
+                }
+            } else if rel != ".gitignore" {
+                out.push((rel, std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn import_then_export_gives_back_every_file_byte_for_byte() {
+    let Some(server) = PgServer::start("import_then_export_gives_back_every_file_byte_for_byte")
+    else {
+        return;
+    };
+    let env = TestEnv::new();
+    let url = server.url();
+    let run = |args: &[&str]| {
+        let mut cmd = env.command(Some("A"), T0);
+        cmd.env("BATON_STORE", &url);
+        crate::common::to_run(cmd.args(args).output().unwrap())
+    };
+    run(&["store", "migrate"]).assert_code(0);
+    for args in [
+        &["loop", "init", "T-1"][..],
+        &["loop", "set", "T-1", "--phase", "qa", "--action", "spawned"],
+        &[
+            "loop",
+            "interrupt",
+            "T-1",
+            "--reason",
+            "rate_limit",
+            "--resume-after",
+            "1h",
+        ],
+        &["loop", "init", "T-2"],
+        &["loop", "finish", "T-2", "--status", "complete"],
+        &["loop", "init", "T-2"],
+        &["batch", "start", "T-3", "T-4"],
+        &["run", "new", "--feature", "x"],
+        &["pause", "--reason", "end of day"],
+    ] {
+        run(args).assert_code(0);
+    }
+    let before = state_files(&env);
+    let names: Vec<&str> = before.iter().map(|(n, _)| n.as_str()).collect();
+    for expected in [
+        "batch-state.json",
+        "pause.json",
+        "loop-state-T-1.json",
+        "journal/batch.jsonl",
+    ] {
+        assert!(names.contains(&expected), "{names:?}");
+    }
+    assert!(names.iter().any(|n| n.starts_with("archive/")), "{names:?}");
+    assert!(names.iter().any(|n| n.starts_with("runs/")), "{names:?}");
+
+    let imported = run(&["--json", "store", "import"]);
+    imported.assert_code(0);
+    let j = imported.json();
+    assert!(j["project"].as_str().unwrap().starts_with("git:"), "{j}");
+    // Twice is refused: the project holds state there now.
+    let again = run(&["store", "import"]);
+    again.assert_code(3);
+    assert!(again.stderr.contains("already holds"), "{}", again.stderr);
+    // An export over existing state is refused, and changes nothing.
+    run(&["store", "export"]).assert_code(3);
+    assert_eq!(state_files(&env), before);
+
+    // The same project on another machine: its state directory empty, then exported into.
+    std::fs::rename(env.state_dir(), env.repo.join("old-state")).unwrap();
+    let exported = run(&["--json", "store", "export"]);
+    exported.assert_code(0);
+    assert_eq!(exported.json()["exported"], j["imported"]);
+    let after = state_files(&env);
+    assert_eq!(
+        after.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+        before.iter().map(|(n, _)| n).collect::<Vec<_>>()
+    );
+    assert_eq!(after, before, "byte for byte");
+    // And baton reads it as before.
+    let shown = run(&["--json", "loop", "show", "T-1"]);
+    shown.assert_code(0);
+    assert_eq!(shown.json()["state"]["interrupt_reason"], "rate_limit");
+}

@@ -1,0 +1,257 @@
+//! Moving state between the file store and PostgreSQL without loss: every state file, journal
+//! and archived file, byte for byte. An import writes nothing unless the project holds nothing
+//! on the server yet; an export writes nothing unless the state directory holds no state yet.
+//! The whole import is one transaction.
+
+use std::path::{Path, PathBuf};
+
+use super::records::{Kind, Records};
+use crate::StoreError;
+use crate::journal::JOURNAL_DIR;
+use crate::layout::{ARCHIVE_DIR, BATCH_FILE, LEGACY_LOOP_FILE, Layout, PAUSE_FILE, RUNS_DIR};
+use baton_core::key::key_from_file_name;
+
+/// What the file store holds, as it would go to the server.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Moved {
+    /// `(kind, key, document)`.
+    pub state: Vec<(Kind, String, String)>,
+    /// `(target, lines)`: each journal file's name without `.jsonl`, and its lines.
+    pub journals: Vec<(String, Vec<String>)>,
+    /// `(file name, text)` under `archive/`.
+    pub archive: Vec<(String, String)>,
+}
+
+impl Moved {
+    pub fn is_empty(&self) -> bool {
+        self.state.is_empty() && self.journals.is_empty() && self.archive.is_empty()
+    }
+
+    pub fn events(&self) -> usize {
+        self.journals.iter().map(|(_, l)| l.len()).sum()
+    }
+}
+
+fn text(path: &Path) -> Result<String, StoreError> {
+    let bytes = std::fs::read(path).map_err(StoreError::io("read", path))?;
+    String::from_utf8(bytes).map_err(|_| StoreError::Corrupt {
+        path: path.into(),
+        detail: "not UTF-8 text".into(),
+    })
+}
+
+/// The regular files of a directory (none when it is missing), by name.
+fn files(dir: &Path) -> Result<Vec<(String, PathBuf)>, StoreError> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(StoreError::io("list", dir)(e)),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(StoreError::io("list", dir))?;
+        let meta = std::fs::symlink_metadata(entry.path())
+            .map_err(StoreError::io("stat", entry.path()))?;
+        if let (true, Some(name)) = (meta.is_file(), entry.file_name().to_str()) {
+            // A writer's temp file is not state.
+            if !name.starts_with('.') {
+                out.push((name.to_string(), entry.path()));
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Everything the file store under `layout` holds.
+pub fn collect(layout: &Layout) -> Result<Moved, StoreError> {
+    let mut moved = Moved::default();
+    for (name, path) in files(&layout.state_dir)? {
+        let entry = if name == LEGACY_LOOP_FILE {
+            Some((Kind::LegacyLoop, String::new()))
+        } else if name == BATCH_FILE {
+            Some((Kind::Batch, String::new()))
+        } else if name == PAUSE_FILE {
+            Some((Kind::Pause, String::new()))
+        } else {
+            key_from_file_name(&name).map(|k| (Kind::Loop, k.to_string()))
+        };
+        if let Some((kind, key)) = entry {
+            moved.state.push((kind, key, text(&path)?));
+        }
+    }
+    for (name, path) in files(&layout.state_dir.join(RUNS_DIR))? {
+        if let Some(id) = name.strip_suffix(".json") {
+            moved.state.push((Kind::Run, id.to_string(), text(&path)?));
+        }
+    }
+    for (name, path) in files(&layout.state_dir.join(JOURNAL_DIR))? {
+        if let Some(target) = name.strip_suffix(".jsonl") {
+            let lines = text(&path)?.lines().map(str::to_string).collect();
+            moved.journals.push((target.to_string(), lines));
+        }
+    }
+    for (name, path) in files(&layout.state_dir.join(ARCHIVE_DIR))? {
+        moved.archive.push((name, text(&path)?));
+    }
+    Ok(moved)
+}
+
+/// The owner epoch a document holds (loops: `owner_epoch`; runs: `lease_epoch`), else 0.
+fn epoch_of(doc: &str) -> i64 {
+    let value: serde_json::Value = serde_json::from_str(doc).unwrap_or_default();
+    ["owner_epoch", "lease_epoch"]
+        .iter()
+        .find_map(|k| value[k].as_i64())
+        .unwrap_or(0)
+}
+
+/// Writes `moved` to the project on the server, in one transaction. Refused (nothing written,
+/// `Ok(Some(n))`) when the project already holds `n` records there.
+pub fn import(records: &Records, moved: &Moved) -> Result<Option<i64>, StoreError> {
+    records.in_transaction(|tx, project, host| {
+        let held: i64 = tx
+            .query_one(
+                "SELECT (SELECT count(*) FROM baton_state WHERE project = $1) \
+                      + (SELECT count(*) FROM baton_journal WHERE project = $1) \
+                      + (SELECT count(*) FROM baton_archive WHERE project = $1)",
+                &[&project],
+            )?
+            .get(0);
+        if held > 0 {
+            return Ok(Some(held));
+        }
+        for (kind, key, doc) in &moved.state {
+            tx.execute(
+                "INSERT INTO baton_state (project, kind, key, doc, epoch, host) \
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+                &[&project, &kind.as_str(), key, doc, &epoch_of(doc), &host],
+            )?;
+        }
+        for (target, lines) in &moved.journals {
+            for line in lines {
+                tx.execute(
+                    "INSERT INTO baton_journal (project, target, event) VALUES ($1, $2, $3)",
+                    &[&project, target, line],
+                )?;
+            }
+        }
+        for (name, doc) in &moved.archive {
+            tx.execute(
+                "INSERT INTO baton_archive (project, kind, key, doc) VALUES ($1, 'file', $2, $3)",
+                &[&project, name, doc],
+            )?;
+        }
+        Ok(None)
+    })
+}
+
+/// What the project holds on the server, as files would hold it.
+pub fn fetch(records: &Records) -> Result<Moved, StoreError> {
+    records.in_transaction(|tx, project, _| {
+        let mut moved = Moved::default();
+        for row in tx.query(
+            "SELECT kind, key, doc FROM baton_state WHERE project = $1 ORDER BY kind, key",
+            &[&project],
+        )? {
+            let kind = match row.get::<_, &str>(0) {
+                "loop" => Kind::Loop,
+                "batch" => Kind::Batch,
+                "run" => Kind::Run,
+                "pause" => Kind::Pause,
+                _ => Kind::LegacyLoop,
+            };
+            moved.state.push((kind, row.get(1), row.get(2)));
+        }
+        for row in tx.query(
+            "SELECT target, event FROM baton_journal WHERE project = $1 ORDER BY target, seq",
+            &[&project],
+        )? {
+            let target: String = row.get(0);
+            match moved.journals.last_mut() {
+                Some((t, lines)) if *t == target => lines.push(row.get(1)),
+                _ => moved.journals.push((target, vec![row.get(1)])),
+            }
+        }
+        for row in tx.query(
+            "SELECT key, doc FROM baton_archive WHERE project = $1 ORDER BY key, archived_at",
+            &[&project],
+        )? {
+            moved.archive.push((row.get(0), row.get(1)));
+        }
+        Ok(moved)
+    })
+}
+
+/// The file `kind`/`key` is kept in.
+fn state_path(layout: &Layout, kind: Kind, key: &str) -> PathBuf {
+    match kind {
+        Kind::Loop => layout.loop_file(key),
+        Kind::LegacyLoop => layout.legacy_loop_file(),
+        Kind::Batch => layout.batch_file(),
+        Kind::Pause => layout.pause_file(),
+        Kind::Run => layout.state_dir.join(RUNS_DIR).join(format!("{key}.json")),
+    }
+}
+
+/// Writes `moved` as files under `layout` (each replaced atomically, 0600). Refused (nothing
+/// written, `Ok(false)`) when the state directory already holds state.
+pub fn export(layout: &Layout, moved: &Moved) -> Result<bool, StoreError> {
+    if !collect(layout)?.is_empty() {
+        return Ok(false);
+    }
+    layout.ensure_state_dir()?;
+    layout.ensure_ignore_file()?;
+    let in_dir = |dir: &str| -> Result<PathBuf, StoreError> {
+        let d = layout.state_dir.join(dir);
+        if !crate::layout::check_real_dir(&d)? {
+            crate::layout::make_dir(&d)?;
+        }
+        Ok(d)
+    };
+    for (kind, key, doc) in &moved.state {
+        // A key or id from the server becomes a file name only as the file store names it.
+        let safe = match kind {
+            Kind::Loop => key_from_file_name(&format!("loop-state-{key}.json")).is_some(),
+            Kind::Run => baton_core::run_id::RunId::parse(key).is_ok(),
+            _ => key.is_empty(),
+        };
+        if !safe {
+            return Err(StoreError::Corrupt {
+                path: state_path(layout, Kind::Batch, "").with_file_name(key),
+                detail: format!(
+                    "the server holds a {} named {key:?}, which is no file name baton writes",
+                    kind.as_str()
+                ),
+            });
+        }
+        if *kind == Kind::Run {
+            in_dir(RUNS_DIR)?;
+        }
+        crate::atomic::replace(&state_path(layout, *kind, key), doc.as_bytes())?;
+    }
+    for (target, lines) in &moved.journals {
+        let dir = in_dir(JOURNAL_DIR)?;
+        let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        crate::atomic::replace(
+            &dir.join(format!("{}.jsonl", plain(target)?)),
+            body.as_bytes(),
+        )?;
+    }
+    for (name, doc) in &moved.archive {
+        let dir = in_dir(ARCHIVE_DIR)?;
+        crate::atomic::replace(&dir.join(plain(name)?), doc.as_bytes())?;
+    }
+    Ok(true)
+}
+
+/// A name from the server that is a plain file name: no separator, not hidden.
+fn plain(name: &str) -> Result<&str, StoreError> {
+    if name.is_empty() || name.starts_with('.') || name.contains('/') || name.contains('\0') {
+        return Err(StoreError::Corrupt {
+            path: PathBuf::from(name),
+            detail: "the server holds a name that is no plain file name".into(),
+        });
+    }
+    Ok(name)
+}
