@@ -22,7 +22,7 @@ pub mod supervise;
 pub use error::StoreError;
 pub use journal::{Journal, JournalTarget};
 pub use layout::{Layout, LockScope};
-pub use store::{FsStore, StateStore};
+pub use store::{FsStore, Guard, StateStore};
 
 /// The SHA-256 of `bytes`, as lowercase hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {

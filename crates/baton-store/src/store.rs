@@ -14,11 +14,14 @@ use crate::layout::{
     BATCH_FILE, LEGACY_LOOP_FILE, Layout, LockScope, PAUSE_FILE, check_real_dir, make_dir,
 };
 use crate::lock::{DEFAULT_LOCK_WAIT, DirLock};
+use crate::pg::backend::{Db, DbLock};
+use crate::pg::records::Kind;
 use crate::read::{Access, STATE_FILE_CAP, parse_state, read_capped};
 use crate::{StoreError, atomic};
 use baton_core::key::key_from_file_name;
 use baton_core::model::{BatchState, LoopState, Pauses, RunState, SCHEMA_VERSION};
 use baton_core::run_id::RunId;
+use std::rc::Rc;
 
 /// A state read from the store, with where it came from and whether it may be rewritten.
 #[derive(Debug, Clone)]
@@ -41,6 +44,9 @@ impl<T> Loaded<T> {
         }
     }
 }
+
+/// A record found by a listing: its key and its state, or why it could not be read.
+pub type Listed<T> = (String, Result<Loaded<T>, StoreError>);
 
 /// A run found by a listing: its id and its state, or why it could not be read.
 pub type ListedRun = (String, Result<Loaded<RunState>, StoreError>);
@@ -101,12 +107,22 @@ pub trait StateStore {
     fn read_journal(&self, target: JournalTarget) -> Result<Journal, StoreError>;
 }
 
-/// The files under `.agentic/`.
+/// The files under `.agentic/`, or with `db` the same state as records on a PostgreSQL server
+/// (`BATON_STORE`): loops, the batch, runs, pause marks and the journal go there; everything
+/// else (sessions, ledgers, locks of local files) stays in the project.
 #[derive(Debug, Clone)]
 pub struct FsStore {
     pub layout: Layout,
     /// How long to wait for a lock before giving up.
     pub lock_wait: Duration,
+    pub db: Option<Rc<Db>>,
+}
+
+/// A state file's lock, held until dropped: an `flock`, or the server's advisory lock.
+#[derive(Debug)]
+pub enum Guard {
+    File(DirLock),
+    Db(DbLock),
 }
 
 impl FsStore {
@@ -114,13 +130,74 @@ impl FsStore {
         FsStore {
             layout,
             lock_wait: DEFAULT_LOCK_WAIT,
+            db: None,
         }
+    }
+
+    /// The record a state file's path stands for in the database.
+    fn record_of(&self, path: &Path) -> Option<(Kind, String)> {
+        let name = path.file_name()?.to_str()?;
+        let parent = path.parent()?;
+        if parent == self.layout.runs_dir() {
+            return Some((Kind::Run, name.strip_suffix(".json")?.to_string()));
+        }
+        if parent != self.layout.state_dir {
+            return None;
+        }
+        Some(match name {
+            n if n == LEGACY_LOOP_FILE => (Kind::LegacyLoop, String::new()),
+            n if n == BATCH_FILE => (Kind::Batch, String::new()),
+            n if n == PAUSE_FILE => (Kind::Pause, String::new()),
+            n => (Kind::Loop, key_from_file_name(n)?.to_string()),
+        })
+    }
+
+    /// `db` and the record for `path`; `None` for the file store.
+    fn in_db(&self, path: &Path) -> Option<(&Rc<Db>, Kind, String)> {
+        let db = self.db.as_ref()?;
+        let (kind, key) = self.record_of(path)?;
+        Some((db, kind, key))
+    }
+
+    /// The records of a kind whose documents contain `needle`, parsed as `Loaded`.
+    fn db_list<T: DeserializeOwned>(
+        &self,
+        db: &Db,
+        kind: Kind,
+        needle: Option<&[u8]>,
+    ) -> Result<Vec<Listed<T>>, StoreError> {
+        let mut out = Vec::new();
+        for (key, doc) in db.list(kind)? {
+            if let Some(needle) = needle
+                && !doc
+                    .as_bytes()
+                    .windows(needle.len().max(1))
+                    .any(|w| w == needle)
+            {
+                continue;
+            }
+            let path = PathBuf::from(db.path(kind, &key));
+            let loaded = parse_state(&path, doc.as_bytes()).map(|(state, access)| Loaded {
+                state,
+                path,
+                access,
+            });
+            out.push((key, loaded));
+        }
+        Ok(out)
     }
 
     /// `scan_loops`, keeping only the files whose bytes contain `needle` (a session id), so
     /// that a hook finding what its session owns parses only those. An unreadable file is
     /// kept, as in `scan_loops`.
     pub fn scan_loops_mentioning(&self, needle: Option<&[u8]>) -> Result<Vec<Scanned>, StoreError> {
+        if let Some(db) = &self.db {
+            return Ok(self
+                .db_list(db, Kind::Loop, needle)?
+                .into_iter()
+                .map(|(key, loaded)| Scanned { key, loaded })
+                .collect());
+        }
         let dir = &self.layout.state_dir;
         if !self.layout.check_state_dir()? {
             return Ok(Vec::new());
@@ -171,6 +248,9 @@ impl FsStore {
         &self,
         needle: Option<&[u8]>,
     ) -> Result<Vec<ListedRun>, StoreError> {
+        if let Some(db) = &self.db {
+            return self.db_list(db, Kind::Run, needle);
+        }
         let dir = self.layout.runs_dir();
         if !check_real_dir(&dir)? {
             return Ok(Vec::new());
@@ -224,6 +304,18 @@ impl FsStore {
     }
 
     fn read<T: DeserializeOwned>(&self, path: &Path) -> Result<Option<Loaded<T>>, StoreError> {
+        if let Some((db, kind, key)) = self.in_db(path) {
+            let Some(doc) = db.read(kind, &key)? else {
+                return Ok(None);
+            };
+            let shown = PathBuf::from(db.path(kind, &key));
+            let (state, access) = parse_state(&shown, doc.as_bytes())?;
+            return Ok(Some(Loaded {
+                state,
+                path: shown,
+                access,
+            }));
+        }
         if !self.layout.check_state_dir()? {
             return Ok(None);
         }
@@ -252,10 +344,20 @@ impl FsStore {
                 cap: STATE_FILE_CAP,
             });
         }
+        if let Some((db, kind, key)) = self.in_db(path) {
+            let doc = String::from_utf8(bytes).map_err(|e| StoreError::Corrupt {
+                path: path.into(),
+                detail: e.to_string(),
+            })?;
+            return db.write(kind, &key, &doc, crate::pg::transfer::epoch_of(&doc));
+        }
         atomic::replace(path, &bytes)
     }
 
     fn archive(&self, path: &Path, stem: &str, now: Timestamp) -> Result<PathBuf, StoreError> {
+        if let Some((db, kind, key)) = self.in_db(path) {
+            return db.archive(kind, &key).map(PathBuf::from);
+        }
         let dir = self.layout.archive_dir();
         if !check_real_dir(&dir)? {
             make_dir(&dir)?;
@@ -273,9 +375,17 @@ impl FsStore {
 }
 
 impl StateStore for FsStore {
-    type Guard = DirLock;
+    type Guard = Guard;
 
-    fn lock(&self, scope: LockScope) -> Result<DirLock, StoreError> {
+    fn lock(&self, scope: LockScope) -> Result<Guard, StoreError> {
+        if let Some(db) = &self.db {
+            let path = self.layout.lock_file(scope);
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            return db.lock(&name, self.lock_wait).map(Guard::Db);
+        }
         self.layout.ensure_state_dir()?;
         // Every write takes a lock: the ignore file is there whoever made the directory (one
         // failed exclusive create when it already is).
@@ -286,10 +396,13 @@ impl StateStore for FsStore {
         {
             make_dir(dir)?;
         }
-        DirLock::acquire(&path, self.lock_wait)
+        DirLock::acquire(&path, self.lock_wait).map(Guard::File)
     }
 
     fn exists(&self) -> Result<bool, StoreError> {
+        if self.db.is_some() {
+            return Ok(true);
+        }
         self.layout.check_state_dir()
     }
 
@@ -318,6 +431,9 @@ impl StateStore for FsStore {
     }
 
     fn remove_legacy_loop(&self) -> Result<(), StoreError> {
+        if let Some(db) = &self.db {
+            return db.remove(Kind::LegacyLoop, "");
+        }
         let path = self.layout.legacy_loop_file();
         std::fs::remove_file(&path).map_err(StoreError::io("remove", &path))?;
         atomic::sync_dir(&self.layout.state_dir)
@@ -340,7 +456,7 @@ impl StateStore for FsStore {
     }
 
     fn read_run(&self, id: &RunId) -> Result<Option<Loaded<RunState>>, StoreError> {
-        if !check_real_dir(&self.layout.runs_dir())? {
+        if self.db.is_none() && !check_real_dir(&self.layout.runs_dir())? {
             return Ok(None);
         }
         let loaded: Option<Loaded<RunState>> = self.read(&self.layout.run_file(id))?;
@@ -362,7 +478,7 @@ impl StateStore for FsStore {
             detail: e.to_string(),
         })?;
         let dir = self.layout.runs_dir();
-        if !check_real_dir(&dir)? {
+        if self.db.is_none() && !check_real_dir(&dir)? {
             make_dir(&dir)?;
         }
         self.write(&self.layout.run_file(&id), state)
@@ -373,6 +489,9 @@ impl StateStore for FsStore {
     }
 
     fn remove_run(&self, id: &RunId) -> Result<(), StoreError> {
+        if let Some(db) = &self.db {
+            return db.remove(Kind::Run, id.as_str());
+        }
         let path = self.layout.run_file(id);
         std::fs::remove_file(&path).map_err(StoreError::io("remove", &path))?;
         atomic::sync_dir(&self.layout.runs_dir())
@@ -387,6 +506,9 @@ impl StateStore for FsStore {
     }
 
     fn remove_pause(&self) -> Result<(), StoreError> {
+        if let Some(db) = &self.db {
+            return db.remove(Kind::Pause, "");
+        }
         let path = self.layout.pause_file();
         match std::fs::remove_file(&path) {
             Ok(()) => atomic::sync_dir(&self.layout.state_dir),
@@ -400,12 +522,41 @@ impl StateStore for FsStore {
         target: JournalTarget,
         event: &serde_json::Value,
     ) -> Result<(), StoreError> {
+        if let Some(db) = &self.db {
+            let line = serde_json::to_string(event).map_err(|e| StoreError::Corrupt {
+                path: PathBuf::from(db.shown()),
+                detail: format!("cannot serialize an event: {e}"),
+            })?;
+            return db.append_journal(&journal_name(&self.layout, target)?, &line);
+        }
         crate::journal::append(&self.layout, target, event)
     }
 
     fn read_journal(&self, target: JournalTarget) -> Result<Journal, StoreError> {
+        if let Some(db) = &self.db {
+            let lines = db.read_journal(&journal_name(&self.layout, target)?)?;
+            let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+            let (events, skipped) = crate::journal::parse(text.as_bytes());
+            return Ok(Journal {
+                events,
+                skipped,
+                truncated: false,
+            });
+        }
         crate::journal::read(&self.layout, target)
     }
+}
+
+/// A journal's name in the database: its file's name without `.jsonl` (`loop-<KEY>`, `batch`,
+/// `run-<ID>`), as `baton store import` names it.
+fn journal_name(layout: &Layout, target: JournalTarget) -> Result<String, StoreError> {
+    let path = layout.journal_file(target)?;
+    Ok(path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_suffix(".jsonl"))
+        .unwrap_or_default()
+        .to_string())
 }
 
 /// The file a temp file `.<name>.tmp-<pid>-<hex>` (as `atomic::replace` names them) was to

@@ -111,7 +111,20 @@ pub fn run() -> ExitCode {
         return hook::run(cli.dir, args);
     }
     let json = cli.json;
-    let result = Ctx::from_env(cli.dir, cli.session).and_then(|ctx| dispatch(&ctx, cli.command));
+    // Commands that keep no state of their own read the machine's clock; the others, with a
+    // shared store, the server's.
+    let state_command = !matches!(
+        cli.command,
+        Command::Store(_) | Command::Init(_) | Command::Schema(_) | Command::Demo(_)
+    );
+    let result = Ctx::from_env(cli.dir, cli.session)
+        .and_then(|mut ctx| {
+            if state_command {
+                ctx.use_server_clock()?;
+            }
+            Ok(ctx)
+        })
+        .and_then(|ctx| dispatch(&ctx, cli.command));
     let (status, stdout, stderr) = match result {
         Ok(mut report) => {
             if json {

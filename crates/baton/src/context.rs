@@ -76,7 +76,92 @@ impl Ctx {
     pub fn store(&self) -> Result<FsStore, CommandError> {
         let mut store = FsStore::new(self.layout()?);
         store.lock_wait = self.lock_wait;
+        store.db = database(&store.layout.root)?;
         Ok(store)
+    }
+
+    /// With `BATON_STORE` naming a server and no `BATON_NOW`, the clock every decision reads
+    /// is the server's: machines whose clocks disagree still agree on which owner is live.
+    pub fn use_server_clock(&mut self) -> Result<(), CommandError> {
+        if std::env::var_os("BATON_NOW").is_some_and(|v| !v.is_empty()) {
+            return Ok(());
+        }
+        if let Ok(layout) = self.layout()
+            && let Some(db) = database(&layout.root)?
+        {
+            self.now = db.now()?;
+        }
+        Ok(())
+    }
+}
+
+/// The store URL, when `BATON_STORE` names one.
+pub fn store_url() -> Option<String> {
+    std::env::var("BATON_STORE")
+        .ok()
+        .filter(|s| !s.trim().is_empty())
+}
+
+type Shared = std::mem::ManuallyDrop<Option<std::rc::Rc<baton_store::pg::backend::Db>>>;
+
+thread_local! {
+    /// One connection per process, opened on first use. Never dropped: the driver cannot
+    /// close a connection once thread-local storage is being torn down, and the process's
+    /// exit closes it (and with it any advisory lock) in any case.
+    static DATABASE: std::cell::RefCell<Shared> =
+        const { std::cell::RefCell::new(std::mem::ManuallyDrop::new(None)) };
+}
+
+/// The PostgreSQL backend `BATON_STORE` names, connected once per process; `None` for files.
+pub fn database(
+    root: &std::path::Path,
+) -> Result<Option<std::rc::Rc<baton_store::pg::backend::Db>>, CommandError> {
+    let Some(url) = store_url() else {
+        return Ok(None);
+    };
+    if let Some(db) = DATABASE.with(|d| (**d.borrow()).clone()) {
+        return Ok(Some(db));
+    }
+    let db = std::rc::Rc::new(baton_store::pg::backend::Db::open(
+        &url,
+        &project_name(root)?,
+        &baton_store::process::host(),
+    )?);
+    DATABASE.with(|d| *d.borrow_mut() = std::mem::ManuallyDrop::new(Some(db.clone())));
+    Ok(Some(db))
+}
+
+/// The project's name in a shared store: `BATON_PROJECT`, else `git:<root commit>`, the
+/// repository's first commit, which every clone shares.
+pub fn project_name(root: &std::path::Path) -> Result<String, CommandError> {
+    if let Some(p) = std::env::var("BATON_PROJECT")
+        .ok()
+        .filter(|p| !p.trim().is_empty())
+    {
+        return Ok(p.trim().to_string());
+    }
+    let out = std::process::Command::new("git")
+        .args(["rev-list", "--max-parents=0", "HEAD"])
+        .current_dir(root)
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .output()
+        .map_err(|e| {
+            CommandError::new(
+                crate::error::ExitStatus::Failure,
+                format!("cannot run git: {e}"),
+            )
+        })?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut roots: Vec<&str> = text.lines().filter(|l| !l.is_empty()).collect();
+    roots.sort_unstable();
+    match roots.first() {
+        Some(first) if out.status.success() => Ok(format!("git:{first}")),
+        _ => Err(CommandError::usage(
+            "the repository has no commit, so it has no name every clone shares",
+        )
+        .hint(
+            "set BATON_PROJECT (or pass `--project`) to a name that is the same on every machine",
+        )),
     }
 }
 

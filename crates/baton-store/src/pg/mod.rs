@@ -1,6 +1,7 @@
 //! PostgreSQL for fleets of machines: the connection settings (`config`), the versioned schema
 //! (`migrations/`, applied by refinery) and what `baton store migrate|status` do with them.
 
+pub mod backend;
 pub mod config;
 pub mod records;
 pub mod transfer;

@@ -13,7 +13,7 @@ use super::config::Settings;
 use crate::StoreError;
 
 /// What a piece of state is: the kinds of `baton_state`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kind {
     Loop,
     Batch,
@@ -189,6 +189,74 @@ impl Records {
         }
         .map_err(self.err("write to"))?;
         Ok(n == 1)
+    }
+
+    /// Writes `doc` whatever is there (created or replaced): for a writer that holds the
+    /// record's lock and read nothing first.
+    pub fn upsert(&self, kind: Kind, key: &str, doc: &str, epoch: i64) -> Result<bool, StoreError> {
+        let n = self
+            .client
+            .borrow_mut()
+            .execute(
+                "INSERT INTO baton_state (project, kind, key, doc, epoch, host) \
+                 VALUES ($1, $2, $3, $4, $5, $6) \
+                 ON CONFLICT (project, kind, key) DO UPDATE SET doc = EXCLUDED.doc, \
+                 epoch = EXCLUDED.epoch, host = EXCLUDED.host, rev = baton_state.rev + 1, \
+                 written_at = now()",
+                &[
+                    &self.project,
+                    &kind.as_str(),
+                    &key,
+                    &doc,
+                    &epoch,
+                    &self.host,
+                ],
+            )
+            .map_err(self.err("write to"))?;
+        Ok(n == 1)
+    }
+
+    /// Deletes a record (a finished run, a legacy file adopted, pause marks lifted).
+    pub fn remove(&self, kind: Kind, key: &str) -> Result<(), StoreError> {
+        self.client
+            .borrow_mut()
+            .execute(
+                "DELETE FROM baton_state WHERE project = $1 AND kind = $2 AND key = $3",
+                &[&self.project, &kind.as_str(), &key],
+            )
+            .map_err(self.err("delete from"))?;
+        Ok(())
+    }
+
+    /// The advisory lock key of a scope in this project.
+    pub fn lock_key(&self, scope: &str) -> Result<i64, StoreError> {
+        let row = self
+            .client
+            .borrow_mut()
+            .query_one(
+                "SELECT hashtextextended($1, 0)",
+                &[&format!("baton/{}/{scope}", self.project)],
+            )
+            .map_err(self.err("lock on"))?;
+        Ok(row.get(0))
+    }
+
+    /// Takes the advisory lock `key` if nobody holds it.
+    pub fn try_lock(&self, key: i64) -> Result<bool, StoreError> {
+        let row = self
+            .client
+            .borrow_mut()
+            .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
+            .map_err(self.err("lock on"))?;
+        Ok(row.get(0))
+    }
+
+    pub fn unlock(&self, key: i64) -> Result<(), StoreError> {
+        self.client
+            .borrow_mut()
+            .query_one("SELECT pg_advisory_unlock($1)", &[&key])
+            .map_err(self.err("unlock on"))?;
+        Ok(())
     }
 
     /// Moves the record at revision `read` to the archive, in one transaction; `Ok(false)` if

@@ -98,7 +98,7 @@ pub fn collect(layout: &Layout) -> Result<Moved, StoreError> {
 }
 
 /// The owner epoch a document holds (loops: `owner_epoch`; runs: `lease_epoch`), else 0.
-fn epoch_of(doc: &str) -> i64 {
+pub(crate) fn epoch_of(doc: &str) -> i64 {
     let value: serde_json::Value = serde_json::from_str(doc).unwrap_or_default();
     ["owner_epoch", "lease_epoch"]
         .iter()

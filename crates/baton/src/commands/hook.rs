@@ -118,7 +118,8 @@ fn hook(dir: Option<PathBuf>, args: &HookArgs) -> Result<Outcome, String> {
             .map(PathBuf::from)
             .filter(|d| d.is_dir())
     });
-    let ctx = Ctx::from_env(dir, Some(event.session_id.clone())).map_err(|e| e.message)?;
+    let mut ctx = Ctx::from_env(dir, Some(event.session_id.clone())).map_err(|e| e.message)?;
+    ctx.use_server_clock().map_err(|e| e.message)?;
     // Outside a git repository there is no project, so nothing to keep: not an error.
     let layout = match Layout::discover(&ctx.dir, std::env::var_os("BATON_STATE_DIR")) {
         Ok(layout) => layout,
@@ -129,6 +130,7 @@ fn hook(dir: Option<PathBuf>, args: &HookArgs) -> Result<Outcome, String> {
     // The layout just found is the store's: one discovery per hook call.
     let mut store = FsStore::new(layout);
     store.lock_wait = ctx.lock_wait;
+    store.db = crate::context::database(&store.layout.root).map_err(|e| e.message)?;
     let session = Session {
         ctx: &ctx,
         store,

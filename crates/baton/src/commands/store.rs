@@ -60,32 +60,16 @@ pub fn dispatch(ctx: &Ctx, cmd: StoreCommand) -> Result<Report, CommandError> {
     }
 }
 
-/// The project's name: `--project`, `BATON_PROJECT`, else the repository's root commit.
+/// The project's name: `--project`, else as every command names it.
 fn project(ctx: &Ctx, args: &ProjectArgs) -> Result<String, CommandError> {
-    if let Some(p) = args
+    match args
         .project
-        .clone()
-        .or_else(|| std::env::var("BATON_PROJECT").ok())
-        .filter(|p| !p.trim().is_empty())
+        .as_deref()
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
     {
-        return Ok(p.trim().to_string());
-    }
-    let root = ctx.layout()?.root;
-    let out = std::process::Command::new("git")
-        .args(["rev-list", "--max-parents=0", "HEAD"])
-        .current_dir(&root)
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .output()
-        .map_err(|e| CommandError::new(ExitStatus::Failure, format!("cannot run git: {e}")))?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut roots: Vec<&str> = text.lines().filter(|l| !l.is_empty()).collect();
-    roots.sort_unstable();
-    match roots.first() {
-        Some(first) if out.status.success() => Ok(format!("git:{first}")),
-        _ => Err(CommandError::usage(
-            "the repository has no commit, so it has no name every clone shares",
-        )
-        .hint("pass `--project NAME` or set BATON_PROJECT, the same on every machine")),
+        Some(p) => Ok(p.to_string()),
+        None => crate::context::project_name(&ctx.layout()?.root),
     }
 }
 

@@ -136,10 +136,14 @@ fn import_then_export_gives_back_every_file_byte_for_byte() {
     };
     let env = TestEnv::new();
     let url = server.url();
+    // The state is made in the file store; only `baton store` names the server.
     let run = |args: &[&str]| {
-        let mut cmd = env.command(Some("A"), T0);
-        cmd.env("BATON_STORE", &url);
-        crate::common::to_run(cmd.args(args).output().unwrap())
+        let mut args = args.to_vec();
+        if args.first() == Some(&"store") || args.get(1) == Some(&"store") {
+            args.extend(["--store", url.as_str()]);
+        }
+        let cmd = env.command(Some("A"), T0).args(&args).output().unwrap();
+        crate::common::to_run(cmd)
     };
     run(&["store", "migrate"]).assert_code(0);
     for args in [
@@ -203,4 +207,125 @@ fn import_then_export_gives_back_every_file_byte_for_byte() {
     let shown = run(&["--json", "loop", "show", "T-1"]);
     shown.assert_code(0);
     assert_eq!(shown.json()["state"]["interrupt_reason"], "rate_limit");
+}
+
+/// A migrated throwaway server, and a command for the project at `dir` with `BATON_STORE` set.
+fn with_store(test: &str) -> Option<(PgServer, TestEnv)> {
+    let server = PgServer::start(test)?;
+    let env = TestEnv::new();
+    let mut cmd = env.command(None, T0);
+    cmd.env("BATON_STORE", server.url());
+    crate::common::to_run(cmd.args(["store", "migrate"]).output().unwrap()).assert_code(0);
+    Some((server, env))
+}
+
+fn at_store(
+    env: &TestEnv,
+    dir: &std::path::Path,
+    url: &str,
+    session: &str,
+    args: &[&str],
+) -> crate::common::Run {
+    let mut cmd = env.command(Some(session), T0);
+    cmd.env("BATON_STORE", url)
+        .env_remove("BATON_NOW")
+        .current_dir(dir);
+    crate::common::to_run(cmd.args(args).output().unwrap())
+}
+
+#[test]
+fn with_baton_store_the_state_lives_on_the_server_and_the_gates_hold() {
+    let Some((server, env)) =
+        with_store("with_baton_store_the_state_lives_on_the_server_and_the_gates_hold")
+    else {
+        return;
+    };
+    let url = server.url();
+    let run = |session: &str, args: &[&str]| at_store(&env, &env.repo, &url, session, args);
+    run("A", &["loop", "init", "T-1"]).assert_code(0);
+    run(
+        "A",
+        &["loop", "set", "T-1", "--phase", "qa", "--action", "spawned"],
+    )
+    .assert_code(0);
+    // Another session's write to a live loop is refused, as with files.
+    let refused = run(
+        "B",
+        &[
+            "loop", "set", "T-1", "--phase", "qa", "--action", "returned",
+        ],
+    );
+    refused.assert_code(3);
+    assert!(
+        refused.stdout.contains("gate.foreign-live-owner"),
+        "{}",
+        refused.stdout
+    );
+    run("A", &["loop", "interrupt", "T-1", "--reason", "unknown"]).assert_code(0);
+    // Nothing of the loop is in the project's files: it is on the server.
+    let files: Vec<String> = std::fs::read_dir(env.state_dir())
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(
+        !files.iter().any(|f| f.starts_with("loop-state")),
+        "{files:?}"
+    );
+    let status = run("X", &["--json", "store", "status"]);
+    assert_eq!(
+        status.json()["counts"][1]["kind"],
+        "loop",
+        "{}",
+        status.stdout
+    );
+
+    // A second machine: another clone of the project, the same name on the server.
+    let other = env.repo.parent().unwrap().join("machine-b");
+    env.git(&[
+        "clone",
+        "--quiet",
+        env.repo.to_str().unwrap(),
+        other.to_str().unwrap(),
+    ]);
+    let shown = at_store(&env, &other, &url, "C", &["--json", "loop", "show", "T-1"]);
+    shown.assert_code(0);
+    assert_eq!(shown.json()["state"]["status"], "interrupted");
+
+    // Sessions on both machines race to take it over: exactly one wins.
+    let children: Vec<_> = (0..12)
+        .map(|i| {
+            let dir = if i % 2 == 0 { &env.repo } else { &other };
+            let mut cmd = env.command(Some(&format!("S{i}")), T0);
+            cmd.env("BATON_STORE", &url)
+                .env_remove("BATON_NOW")
+                .current_dir(dir)
+                .args(["resume", "accept", "T-1"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
+            cmd.spawn().unwrap()
+        })
+        .collect();
+    let codes: Vec<i32> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap().status.code().unwrap_or(-1))
+        .collect();
+    assert_eq!(codes.iter().filter(|&&c| c == 0).count(), 1, "{codes:?}");
+    assert!(codes.iter().all(|&c| c == 0 || c == 3), "{codes:?}");
+    // The journal on the server tells it, whichever machine asks.
+    let log = at_store(&env, &other, &url, "X", &["--json", "log", "T-1"]);
+    let events: Vec<String> = log.json()["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["event"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        events,
+        ["init", "set", "interrupt", "takeover"],
+        "{}",
+        log.stdout
+    );
 }

@@ -20,7 +20,7 @@ use baton_core::model::{DiscardedWork, LoopState, LoopStatus, Phase};
 use baton_core::text::{esc, esc_join};
 use baton_core::time::format_ts;
 use baton_core::{Decision, Reason};
-use baton_store::lock::DirLock;
+use baton_store::Guard;
 use baton_store::read::read_capped;
 use baton_store::{FsStore, JournalTarget, LockScope, StateStore, git, random_hex};
 
@@ -174,7 +174,7 @@ fn claim_pending(state: &LoopState) -> bool {
 /// The loop claimed by this session, ready to be finished under its lock.
 struct Claimed {
     store: FsStore,
-    _guard: Option<DirLock>,
+    _guard: Option<Guard>,
     target: Target,
     original: LoopState,
     path: PathBuf,

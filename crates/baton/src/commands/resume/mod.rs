@@ -21,8 +21,8 @@ use baton_core::decide::loop_resume::{
 };
 use baton_core::model::LoopState;
 use baton_core::text::esc;
+use baton_store::Guard;
 use baton_store::git::TreeStatus;
-use baton_store::lock::DirLock;
 use baton_store::store::Loaded;
 use baton_store::{FsStore, LockScope, StateStore};
 
@@ -67,7 +67,7 @@ pub fn cmd_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandError> {
 /// Everything the resume check needs, read under the loop's lock.
 pub struct Gathered {
     pub store: FsStore,
-    pub _guard: Option<DirLock>,
+    pub _guard: Option<Guard>,
     pub target: Target,
     pub loaded: Option<Loaded<LoopState>>,
     /// `loaded` is a legacy `loop-state.json` that a live session still writes, not the keyed

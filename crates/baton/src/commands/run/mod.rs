@@ -21,7 +21,7 @@ use baton_core::decide::lease::{Here, LeaseState};
 use baton_core::model::{Lease, RunState};
 use baton_core::run_id::{RunId, RunTarget};
 use baton_core::time::format_ts;
-use baton_store::lock::DirLock;
+use baton_store::Guard;
 use baton_store::{FsStore, LockScope, StateStore, random_hex, sha256_hex};
 
 /// Track a single-run pipeline and resume it safely: `baton run new`, `record`, `resume`.
@@ -236,7 +236,7 @@ baton's record of the run: {}",
 pub fn open_for_write(
     ctx: &Ctx,
     raw_id: &str,
-) -> Result<(RunId, FsStore, DirLock, RunState), CommandError> {
+) -> Result<(RunId, FsStore, Guard, RunState), CommandError> {
     let id = parse_run_id(raw_id)?;
     let store = ctx.store()?;
     if !store.exists()? {
