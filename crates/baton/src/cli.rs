@@ -37,6 +37,11 @@ struct Cli {
     /// Print exactly one JSON object on stdout.
     #[arg(long, global = true)]
     json: bool,
+    /// Keep the state in this PostgreSQL server, shared by every machine [default:
+    /// $BATON_STORE, else `store = "…"` in the project's .baton.toml, else the files under
+    /// .agentic/]. See `baton store --help`.
+    #[arg(long, global = true, value_name = "URL")]
+    store: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -106,6 +111,11 @@ pub fn run() -> ExitCode {
             return ExitCode::from(ExitStatus::Usage as u8);
         }
     };
+    if let Some(url) = &cli.store {
+        // SAFETY: set before any thread is started; every later read of the store URL goes
+        // through the environment, as with BATON_STORE itself.
+        unsafe { std::env::set_var("BATON_STORE", url) };
+    }
     if let Command::Hook(args) = cli.command {
         // A hook answers its client, not a person: it fails open whatever happens.
         return hook::run(cli.dir, args);
@@ -171,7 +181,7 @@ fn is_hook(args: impl Iterator<Item = std::ffi::OsString>) -> bool {
     let mut args = args;
     while let Some(arg) = args.next() {
         match arg.to_str() {
-            Some("-C" | "--session") => {
+            Some("-C" | "--session" | "--store") => {
                 args.next();
             }
             Some(a) if a.starts_with('-') => {}

@@ -95,11 +95,49 @@ impl Ctx {
     }
 }
 
-/// The store URL, when `BATON_STORE` names one.
-pub fn store_url() -> Option<String> {
-    std::env::var("BATON_STORE")
+/// The project setting file: `store = "postgres://…"` names the project's shared store.
+pub const PROJECT_SETTINGS: &str = ".baton.toml";
+
+/// The store URL: `--store` or `BATON_STORE`, else the project's `.baton.toml`; `None` for the
+/// file store. The project's file is committed, so a URL with a password in it is refused.
+pub fn store_url(root: Option<&std::path::Path>) -> Result<Option<String>, CommandError> {
+    if let Some(url) = std::env::var("BATON_STORE")
         .ok()
         .filter(|s| !s.trim().is_empty())
+    {
+        return Ok(Some(url));
+    }
+    let Some(root) = root else { return Ok(None) };
+    let path = root.join(PROJECT_SETTINGS);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(CommandError::new(
+                crate::error::ExitStatus::Failure,
+                format!("cannot read {}: {e}", path.display()),
+            ));
+        }
+    };
+    let bad = |why: String| {
+        CommandError::usage(format!("{}: {why}", path.display())).hint(
+            "write it as `store = \"postgres://USER@HOST:PORT/DB\"`, the password in PGPASSWORD or ~/.pgpass",
+        )
+    };
+    let doc: toml_edit::DocumentMut = text.parse().map_err(|e| bad(format!("not TOML: {e}")))?;
+    let Some(item) = doc.get("store") else {
+        return Ok(None);
+    };
+    let url = item
+        .as_str()
+        .ok_or_else(|| bad("`store` is not a string".into()))?
+        .to_string();
+    if baton_store::pg::config::redact(&url) != url {
+        return Err(bad(
+            "the URL holds a password, and this file is committed with the project".into(),
+        ));
+    }
+    Ok(Some(url))
 }
 
 type Shared = std::mem::ManuallyDrop<Option<std::rc::Rc<baton_store::pg::backend::Db>>>;
@@ -116,7 +154,7 @@ thread_local! {
 pub fn database(
     root: &std::path::Path,
 ) -> Result<Option<std::rc::Rc<baton_store::pg::backend::Db>>, CommandError> {
-    let Some(url) = store_url() else {
+    let Some(url) = store_url(Some(root))? else {
         return Ok(None);
     };
     if let Some(db) = DATABASE.with(|d| (**d.borrow()).clone()) {

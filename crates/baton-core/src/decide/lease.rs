@@ -80,6 +80,13 @@ pub fn lease_state(
     match holder_alive {
         Some(false) => LeaseState::Stale(format!("{holder}: that process is gone")),
         Some(true) => LeaseState::Live(format!("{holder} is running")),
+        // On another machine the holder's process cannot be looked at: the heartbeat alone
+        // says it is alive.
+        None if lease.host != here.host => LeaseState::Live(format!(
+            "{holder} is on another machine, whose process cannot be checked from here: it lives by its heartbeat alone, sent {} ago, within the {} TTL",
+            human_age(beat_age.unwrap_or_default()),
+            human_age(ttl)
+        )),
         None => LeaseState::Live(format!(
             "{holder} sent a heartbeat {} ago, within the {} TTL",
             human_age(beat_age.unwrap_or_default()),
@@ -204,6 +211,13 @@ mod tests {
             "live",
             "other host, fresh"
         );
+        match lease_state(Some(&lease("h2", "A", 1)), &here("B"), None, now(), ttl) {
+            LeaseState::Live(why) => assert!(
+                why.contains("another machine") && why.contains("heartbeat alone"),
+                "{why}"
+            ),
+            other => panic!("{other:?}"),
+        }
         assert_eq!(
             kind(lease_state(
                 Some(&lease("h2", "A", 11)),

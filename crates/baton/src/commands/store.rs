@@ -10,8 +10,8 @@ use baton_store::pg::{self, config};
 
 /// The PostgreSQL store for fleets of machines: its schema and its server.
 ///
-/// The server is `--store`, else `BATON_STORE`: a URL such as
-/// `postgres://user@db.internal:5432/baton`. What the URL leaves out comes from the variables
+/// The server is `--store`, else `BATON_STORE`, else the project's setting (`store = "…"` in
+/// `.baton.toml` at its root): a URL such as `postgres://user@db.internal:5432/baton`. What the URL leaves out comes from the variables
 /// PostgreSQL users set (`PGHOST`, `PGPORT`, `PGUSER`, `PGPASSWORD`, `PGDATABASE`,
 /// `PGSSLMODE`, `PGCONNECT_TIMEOUT`) and the password file (`PGPASSFILE`, else `~/.pgpass`).
 /// No password is ever printed.
@@ -19,10 +19,10 @@ use baton_store::pg::{self, config};
 pub enum StoreCommand {
     /// Apply the schema migrations the server has not had yet, in order (each in its own
     /// transaction); running it again changes nothing.
-    Migrate(StoreArgs),
+    Migrate,
     /// Show the server, its clock, the schema's version and how much state it holds; writes
     /// nothing.
-    Status(StoreArgs),
+    Status,
     /// Copy this project's file store (`.agentic/`: loops, the batch, runs, pause marks, the
     /// journal, the archive) to the server, byte for byte, in one transaction. Refused (exit
     /// 3) when the project already holds state there.
@@ -32,29 +32,19 @@ pub enum StoreCommand {
     Export(ProjectArgs),
 }
 
-/// Which server, and which project on it.
+/// Which project on the server.
 #[derive(Debug, Args)]
 pub struct ProjectArgs {
-    #[command(flatten)]
-    store: StoreArgs,
     /// The project's name on the server, the same on every machine [default: $BATON_PROJECT,
     /// else the repository's root commit, which every clone shares].
     #[arg(long, value_name = "NAME")]
     project: Option<String>,
 }
 
-/// Which server.
-#[derive(Debug, Args)]
-pub struct StoreArgs {
-    /// The PostgreSQL server [default: $BATON_STORE].
-    #[arg(long, value_name = "URL")]
-    store: Option<String>,
-}
-
 pub fn dispatch(ctx: &Ctx, cmd: StoreCommand) -> Result<Report, CommandError> {
     match cmd {
-        StoreCommand::Migrate(args) => cmd_migrate(&args),
-        StoreCommand::Status(args) => cmd_status(&args),
+        StoreCommand::Migrate => cmd_migrate(ctx),
+        StoreCommand::Status => cmd_status(ctx),
         StoreCommand::Import(args) => cmd_import(ctx, &args),
         StoreCommand::Export(args) => cmd_export(ctx, &args),
     }
@@ -74,7 +64,7 @@ fn project(ctx: &Ctx, args: &ProjectArgs) -> Result<String, CommandError> {
 }
 
 fn records(ctx: &Ctx, args: &ProjectArgs) -> Result<pg::records::Records, CommandError> {
-    let settings = settings(&args.store)?;
+    let settings = settings(ctx)?;
     let client = pg::connect(&settings)?;
     Ok(pg::records::Records::new(
         client,
@@ -146,15 +136,12 @@ fn cmd_export(ctx: &Ctx, args: &ProjectArgs) -> Result<Report, CommandError> {
     ))
 }
 
-fn settings(args: &StoreArgs) -> Result<config::Settings, CommandError> {
-    let url = args
-        .store
-        .clone()
-        .or_else(|| std::env::var("BATON_STORE").ok().filter(|s| !s.is_empty()))
-        .ok_or_else(|| {
-            CommandError::usage("no PostgreSQL server is named")
-                .hint("pass `--store postgres://USER@HOST:PORT/DB`, or set BATON_STORE to that URL")
-        })?;
+fn settings(ctx: &Ctx) -> Result<config::Settings, CommandError> {
+    let root = ctx.layout().ok().map(|l| l.root);
+    let url = crate::context::store_url(root.as_deref())?.ok_or_else(|| {
+        CommandError::usage("no PostgreSQL server is named")
+            .hint("pass `--store postgres://USER@HOST:PORT/DB`, or set BATON_STORE to that URL")
+    })?;
     config::resolve(&url, &config::Process).map_err(|e| {
         CommandError::usage(e)
             .hint("a store URL reads like `postgres://user@db.internal:5432/baton`")
@@ -167,8 +154,8 @@ fn versions(list: &[pg::Version]) -> serde_json::Value {
         .collect()
 }
 
-fn cmd_migrate(args: &StoreArgs) -> Result<Report, CommandError> {
-    let settings = settings(args)?;
+fn cmd_migrate(ctx: &Ctx) -> Result<Report, CommandError> {
+    let settings = settings(ctx)?;
     let mut client = pg::connect(&settings)?;
     let applied = pg::migrate(&mut client, &settings)?;
     let latest = pg::known().last().map_or(0, |v| v.version);
@@ -198,8 +185,8 @@ fn cmd_migrate(args: &StoreArgs) -> Result<Report, CommandError> {
     ))
 }
 
-fn cmd_status(args: &StoreArgs) -> Result<Report, CommandError> {
-    let settings = settings(args)?;
+fn cmd_status(ctx: &Ctx) -> Result<Report, CommandError> {
+    let settings = settings(ctx)?;
     let mut client = pg::connect(&settings)?;
     let status = pg::status(&mut client, &settings)?;
     let known = pg::known();

@@ -329,3 +329,96 @@ fn with_baton_store_the_state_lives_on_the_server_and_the_gates_hold() {
         log.stdout
     );
 }
+
+#[test]
+fn the_project_setting_names_the_store_but_never_a_password() {
+    let Some((server, env)) =
+        with_store("the_project_setting_names_the_store_but_never_a_password")
+    else {
+        return;
+    };
+    env.write(
+        ".baton.toml",
+        &format!("# shared state\nstore = \"{}\"\n", server.url()),
+    );
+    let plain = |args: &[&str]| {
+        let mut cmd = env.command(Some("A"), T0);
+        crate::common::to_run(cmd.args(args).output().unwrap())
+    };
+    plain(&["loop", "init", "T-1"]).assert_code(0);
+    assert!(!env.state_dir().join("loop-state-T-1.json").exists());
+    let status = plain(&["--json", "store", "status"]);
+    status.assert_code(0);
+    assert_eq!(status.json()["counts"][1]["count"], 1, "{}", status.stdout);
+
+    let with_password = server.url().replace("baton@", "baton:hunter2@");
+    env.write(".baton.toml", &format!("store = \"{with_password}\"\n"));
+    let refused = plain(&["loop", "show", "T-1"]);
+    refused.assert_code(2);
+    assert!(
+        refused.stderr.contains("holds a password"),
+        "{}",
+        refused.stderr
+    );
+    assert!(!refused.stderr.contains("hunter2"), "{}", refused.stderr);
+}
+
+#[test]
+fn a_machine_whose_clock_runs_two_hours_ahead_still_sees_a_live_owner() {
+    let Some((server, env)) =
+        with_store("a_machine_whose_clock_runs_two_hours_ahead_still_sees_a_live_owner")
+    else {
+        return;
+    };
+    let Ok(faketime) = which("faketime") else {
+        assert!(
+            std::env::var_os("BATON_PG_REQUIRED").is_none(),
+            "CI installs faketime"
+        );
+        eprintln!("skipped: faketime is not installed");
+        return;
+    };
+    let url = server.url();
+    // Machine B runs baton (the built binary, dynamically linked) with its clock two hours
+    // ahead: by its own clock, A's write of a moment ago is long past the 10-minute window.
+    let ahead = |env: &TestEnv, store: Option<&str>| {
+        let mut inner = env.command(Some("B"), T0);
+        inner.env_remove("BATON_NOW");
+        if let Some(url) = store {
+            inner.env("BATON_STORE", url);
+        }
+        let mut cmd = crate::common::like(&inner, &faketime);
+        cmd.args([
+            "-f",
+            "+2h",
+            env!("CARGO_BIN_EXE_baton"),
+            "--json",
+            "resume",
+            "T-1",
+        ]);
+        crate::common::to_run(cmd.output().unwrap()).json()["verdict"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    // With the store, every age is the server's: A is live, and nothing is taken over.
+    at_store(&env, &env.repo, &url, "A", &["loop", "init", "T-1"]).assert_code(0);
+    let verdict = ahead(&env, Some(&url));
+    assert!(verdict.starts_with("live"), "{verdict}");
+    // The same with files, deciding by the machine's own clock, would offer A's live loop.
+    let files = TestEnv::new();
+    let mut init = files.command(Some("A"), T0);
+    init.env_remove("BATON_NOW");
+    crate::common::to_run(init.args(["loop", "init", "T-1"]).output().unwrap()).assert_code(0);
+    let verdict = ahead(&files, None);
+    assert!(!verdict.starts_with("live"), "{verdict}");
+}
+
+fn which(program: &str) -> Result<std::path::PathBuf, ()> {
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|d| d.join(program))
+        .find(|p| p.exists())
+        .ok_or(())
+}
