@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Two machines on one box against one PostgreSQL server: network namespaces joined by veth
+# pairs (addresses only inside them), the server in one, baton in two others, each with a host
+# name of its own. Needs root, ip (iproute2), unshare, and the PostgreSQL server binaries.
+#
+#   scripts/fleet.sh [--trials N] [--no-cut]
+#
+# 1. Race: N times (default 200), a loop is interrupted, then a session on each machine runs
+#    `baton resume accept` at the same moment: exactly one must win each time.
+# 2. Cut (skipped with --no-cut; takes about 70 s): machine 1 holds a run lease with a 60 s TTL;
+#    its link is cut; machine 2 is refused until the TTL has passed by the server's clock, then
+#    takes the run over; the link comes back, and machine 1's write on its old epoch is refused.
+#
+# Prints one line per check and exits non-zero on the first that fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+trials=200
+cut=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --trials) trials="$2"; shift 2 ;;
+    --no-cut) cut=0; shift ;;
+    *) echo "usage: scripts/fleet.sh [--trials N] [--no-cut]" >&2; exit 2 ;;
+  esac
+done
+
+[ "$(id -u)" = 0 ] || { echo "fleet.sh: run as root (network namespaces)" >&2; exit 2; }
+pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+[ -x "$pgbin/initdb" ] || { echo "fleet.sh: no PostgreSQL server binaries" >&2; exit 2; }
+cargo build --release --locked -q
+baton="$PWD/target/release/baton"
+
+ns=(baton-srv baton-m1 baton-m2)
+work=$(mktemp -d /tmp/baton-fleet.XXXXXX)
+chmod 755 "$work"
+cleanup() {
+  ip netns exec baton-srv runuser -u postgres -- "$pgbin/pg_ctl" -D "$work/pg/data" -m immediate stop >/dev/null 2>&1 || true
+  for n in "${ns[@]}"; do ip netns del "$n" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+for n in "${ns[@]}"; do ip netns del "$n" 2>/dev/null || true; ip netns add "$n"; done
+for i in 1 2; do
+  ip link add "bm$i" type veth peer name "bs$i"
+  ip link set "bm$i" netns "baton-m$i"
+  ip link set "bs$i" netns baton-srv
+  ip -n baton-srv addr add "10.77.$i.1/24" dev "bs$i"
+  ip -n "baton-m$i" addr add "10.77.$i.2/24" dev "bm$i"
+  ip -n baton-srv link set "bs$i" up
+  ip -n "baton-m$i" link set "bm$i" up
+  ip -n "baton-m$i" link set lo up
+done
+ip -n baton-srv link set lo up
+
+# The server, inside its namespace, for both machines' addresses.
+mkdir -p "$work/pg" && chown postgres "$work/pg"
+runuser -u postgres -- "$pgbin/initdb" -D "$work/pg/data" -A trust -U baton --no-sync >/dev/null
+echo "host all all 10.77.0.0/16 trust" >> "$work/pg/data/pg_hba.conf"
+ip netns exec baton-srv runuser -u postgres -- "$pgbin/pg_ctl" -D "$work/pg/data" \
+  -o "-c listen_addresses=* -p 5432 -k $work/pg -c fsync=off" -l "$work/pg/log" -w start >/dev/null
+
+# One clone of the project per machine: the same name on the server (its root commit).
+git init -q "$work/origin"
+git -C "$work/origin" -c user.name=t -c user.email=t@e commit -q --allow-empty -m init
+for i in 1 2; do git clone -q "$work/origin" "$work/m$i"; done
+
+# `on I SESSION ARGS…`: baton on machine I (its own namespace and host name).
+on() {
+  local i="$1" session="$2"; shift 2
+  unshare --uts sh -c 'hostname "$0" && exec "$@"' "machine-$i" \
+    ip netns exec "baton-m$i" env BATON_STORE="postgres://baton@10.77.$i.1:5432/postgres" \
+    BATON_SESSION="$session" "$baton" -C "$work/m$i" "$@"
+}
+
+on 1 setup store migrate >/dev/null
+echo "fleet: server in baton-srv, machines baton-m1 and baton-m2"
+
+start=$(date +%s.%N)
+for t in $(seq 1 "$trials"); do
+  on 1 "S$t" loop init "T-$t" >/dev/null
+  on 1 "S$t" loop interrupt "T-$t" --reason unknown >/dev/null
+  set +e
+  on 1 "A$t" resume accept "T-$t" >/dev/null 2>&1 & a=$!
+  on 2 "B$t" resume accept "T-$t" >/dev/null 2>&1 & b=$!
+  wait "$a"; ra=$?; wait "$b"; rb=$?
+  set -e
+  wins=$(( (ra == 0) + (rb == 0) ))
+  if [ "$wins" != 1 ] || { [ "$ra" != 0 ] && [ "$ra" != 3 ]; } || { [ "$rb" != 0 ] && [ "$rb" != 3 ]; }; then
+    echo "fleet: FAIL race trial $t: machine 1 exit $ra, machine 2 exit $rb" >&2
+    exit 1
+  fi
+done
+secs=$(echo "$(date +%s.%N) - $start" | bc)
+echo "fleet: race: $trials trials, exactly one owner each time ($secs s)"
+
+[ "$cut" = 1 ] || exit 0
+run=$(on 1 A run new --feature fleet --lease-ttl 60 2>/dev/null)
+[ -n "$run" ] || { echo "fleet: FAIL no run id" >&2; exit 1; }
+ip -n baton-m1 link set bm1 down
+set +e
+on 2 B run resume "$run" > "$work/early" 2>&1; early=$?
+set -e
+if [ "$early" = 0 ]; then
+  echo "fleet: FAIL machine 2 took the run over before the TTL" >&2; cat "$work/early" >&2; exit 1
+fi
+grep -q "another machine" "$work/early" || {
+  echo "fleet: FAIL the refusal does not say the holder is on another machine" >&2; cat "$work/early" >&2; exit 1
+}
+sleep 62
+on 2 B run resume "$run" > "$work/late" 2>&1 || {
+  echo "fleet: FAIL machine 2 could not take the run over after the TTL" >&2; cat "$work/late" >&2; exit 1
+}
+ip -n baton-m1 link set bm1 up
+set +e
+on 1 A run finish "$run" --epoch 1 --status complete > "$work/old" 2>&1; old=$?
+set -e
+if [ "$old" != 3 ]; then
+  echo "fleet: FAIL machine 1's write on its old epoch gave exit $old, not 3" >&2; cat "$work/old" >&2; exit 1
+fi
+echo "fleet: cut: refused before the TTL (holder on another machine), taken over after it, the old holder's write refused by epoch"
