@@ -24,6 +24,8 @@ pub struct Db {
     settings: Settings,
     /// The revision each record had when this process last read it.
     revs: RefCell<HashMap<(Kind, String), Option<i64>>>,
+    /// The server's clock when the connection was opened, for the first `now()`.
+    opened_at: std::cell::Cell<Option<Timestamp>>,
 }
 
 impl std::fmt::Debug for Db {
@@ -60,8 +62,15 @@ impl Db {
                 message,
             })?;
         let mut client = super::connect(&settings)?;
-        let status = super::status(&mut client, &settings)?;
-        let at = status.applied.last().map_or(0, |v| v.version);
+        // One round trip: the server's clock and the schema's version.
+        let (now, at) = match client.query_one(
+            "SELECT now(), coalesce(max(version), 0) FROM baton_schema_history",
+            &[],
+        ) {
+            Ok(row) => (Some(row.get::<_, std::time::SystemTime>(0)), row.get::<_, i32>(1)),
+            Err(e) if e.code() == Some(&postgres::error::SqlState::UNDEFINED_TABLE) => (None, 0),
+            Err(e) => return Err(super::db_error(&settings, "use")(e)),
+        };
         let latest = super::known().last().map_or(0, |v| v.version);
         if at != latest {
             return Err(StoreError::Db {
@@ -81,6 +90,7 @@ impl Db {
             records: Records::new(client, settings.clone(), project, host),
             settings,
             revs: RefCell::new(HashMap::new()),
+            opened_at: std::cell::Cell::new(now.and_then(|t| Timestamp::try_from(t).ok())),
         })
     }
 
@@ -93,14 +103,17 @@ impl Db {
         &self.records.project
     }
 
-    /// The server's clock.
+    /// The server's clock (the first call: as the connection was opened, with no round trip).
     pub fn now(&self) -> Result<Timestamp, StoreError> {
-        self.records.now()
+        match self.opened_at.take() {
+            Some(t) => Ok(t),
+            None => self.records.now(),
+        }
     }
 
     /// Takes the lock of `scope` (a state file's name), waiting at most `wait`.
     pub fn lock(self: &Rc<Self>, scope: &str, wait: Duration) -> Result<DbLock, StoreError> {
-        let key = self.records.lock_key(scope)?;
+        let key = self.records.lock_key(scope);
         let start = Instant::now();
         loop {
             if self.records.try_lock(key)? {
@@ -149,17 +162,18 @@ impl Db {
     pub fn write(&self, kind: Kind, key: &str, doc: &str, epoch: i64) -> Result<(), StoreError> {
         let read = self.revs.borrow().get(&(kind, key.to_string())).copied();
         let landed = match read {
-            Some(rev) => self.records.write_if(kind, key, doc, epoch, rev)?,
-            None => self.records.upsert(kind, key, doc, epoch)?,
+            Some(rev) => self.records.write_if_rev(kind, key, doc, epoch, rev)?,
+            None => Some(self.records.upsert(kind, key, doc, epoch)?),
         };
-        if !landed {
+        let Some(rev) = landed else {
             return Err(StoreError::ChangedUnderfoot {
                 path: self.path(kind, key).into(),
             });
-        }
+        };
         // The next write in this process follows this one.
-        let now = self.records.read(kind, key)?.map(|r| r.rev);
-        self.revs.borrow_mut().insert((kind, key.to_string()), now);
+        self.revs
+            .borrow_mut()
+            .insert((kind, key.to_string()), Some(rev));
         Ok(())
     }
 

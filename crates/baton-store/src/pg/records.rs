@@ -158,62 +158,52 @@ impl Records {
         epoch: i64,
         read: Option<i64>,
     ) -> Result<bool, StoreError> {
+        Ok(self.write_if_rev(kind, key, doc, epoch, read)?.is_some())
+    }
+
+    /// `write_if`, giving the record's new revision when the write landed.
+    pub fn write_if_rev(
+        &self,
+        kind: Kind,
+        key: &str,
+        doc: &str,
+        epoch: i64,
+        read: Option<i64>,
+    ) -> Result<Option<i64>, StoreError> {
         let mut client = self.client.borrow_mut();
-        let n = match read {
-            None => client.execute(
+        let row = match read {
+            None => client.query_opt(
                 "INSERT INTO baton_state (project, kind, key, doc, epoch, host) \
-                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
-                &[
-                    &self.project,
-                    &kind.as_str(),
-                    &key,
-                    &doc,
-                    &epoch,
-                    &self.host,
-                ],
+                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING rev",
+                &[&self.project, &kind.as_str(), &key, &doc, &epoch, &self.host],
             ),
-            Some(rev) => client.execute(
+            Some(rev) => client.query_opt(
                 "UPDATE baton_state SET doc = $4, epoch = $5, host = $6, rev = rev + 1, \
                  written_at = now() \
-                 WHERE project = $1 AND kind = $2 AND key = $3 AND rev = $7",
-                &[
-                    &self.project,
-                    &kind.as_str(),
-                    &key,
-                    &doc,
-                    &epoch,
-                    &self.host,
-                    &rev,
-                ],
+                 WHERE project = $1 AND kind = $2 AND key = $3 AND rev = $7 RETURNING rev",
+                &[&self.project, &kind.as_str(), &key, &doc, &epoch, &self.host, &rev],
             ),
         }
         .map_err(self.err("write to"))?;
-        Ok(n == 1)
+        Ok(row.map(|r| r.get(0)))
     }
 
     /// Writes `doc` whatever is there (created or replaced): for a writer that holds the
-    /// record's lock and read nothing first.
-    pub fn upsert(&self, kind: Kind, key: &str, doc: &str, epoch: i64) -> Result<bool, StoreError> {
-        let n = self
+    /// record's lock and read nothing first. Gives the record's new revision.
+    pub fn upsert(&self, kind: Kind, key: &str, doc: &str, epoch: i64) -> Result<i64, StoreError> {
+        let row = self
             .client
             .borrow_mut()
-            .execute(
+            .query_one(
                 "INSERT INTO baton_state (project, kind, key, doc, epoch, host) \
                  VALUES ($1, $2, $3, $4, $5, $6) \
                  ON CONFLICT (project, kind, key) DO UPDATE SET doc = EXCLUDED.doc, \
                  epoch = EXCLUDED.epoch, host = EXCLUDED.host, rev = baton_state.rev + 1, \
-                 written_at = now()",
-                &[
-                    &self.project,
-                    &kind.as_str(),
-                    &key,
-                    &doc,
-                    &epoch,
-                    &self.host,
-                ],
+                 written_at = now() RETURNING rev",
+                &[&self.project, &kind.as_str(), &key, &doc, &epoch, &self.host],
             )
             .map_err(self.err("write to"))?;
-        Ok(n == 1)
+        Ok(row.get(0))
     }
 
     /// Deletes a record (a finished run, a legacy file adopted, pause marks lifted).
@@ -228,17 +218,14 @@ impl Records {
         Ok(())
     }
 
-    /// The advisory lock key of a scope in this project.
-    pub fn lock_key(&self, scope: &str) -> Result<i64, StoreError> {
-        let row = self
-            .client
-            .borrow_mut()
-            .query_one(
-                "SELECT hashtextextended($1, 0)",
-                &[&format!("baton/{}/{scope}", self.project)],
-            )
-            .map_err(self.err("lock on"))?;
-        Ok(row.get(0))
+    /// The advisory lock key of a scope in this project: the first 8 bytes of a SHA-256 of
+    /// both, the same on every machine.
+    pub fn lock_key(&self, scope: &str) -> i64 {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::digest(format!("baton/{}/{scope}", self.project).as_bytes());
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(&digest[..8]);
+        i64::from_be_bytes(bytes)
     }
 
     /// Takes the advisory lock `key` if nobody holds it.
