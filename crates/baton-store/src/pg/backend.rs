@@ -67,7 +67,10 @@ impl Db {
             "SELECT now(), coalesce(max(version), 0) FROM baton_schema_history",
             &[],
         ) {
-            Ok(row) => (Some(row.get::<_, std::time::SystemTime>(0)), row.get::<_, i32>(1)),
+            Ok(row) => (
+                Some(row.get::<_, std::time::SystemTime>(0)),
+                row.get::<_, i32>(1),
+            ),
             Err(e) if e.code() == Some(&postgres::error::SqlState::UNDEFINED_TABLE) => (None, 0),
             Err(e) => return Err(super::db_error(&settings, "use")(e)),
         };

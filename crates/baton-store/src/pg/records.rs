@@ -175,13 +175,28 @@ impl Records {
             None => client.query_opt(
                 "INSERT INTO baton_state (project, kind, key, doc, epoch, host) \
                  VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING rev",
-                &[&self.project, &kind.as_str(), &key, &doc, &epoch, &self.host],
+                &[
+                    &self.project,
+                    &kind.as_str(),
+                    &key,
+                    &doc,
+                    &epoch,
+                    &self.host,
+                ],
             ),
             Some(rev) => client.query_opt(
                 "UPDATE baton_state SET doc = $4, epoch = $5, host = $6, rev = rev + 1, \
                  written_at = now() \
                  WHERE project = $1 AND kind = $2 AND key = $3 AND rev = $7 RETURNING rev",
-                &[&self.project, &kind.as_str(), &key, &doc, &epoch, &self.host, &rev],
+                &[
+                    &self.project,
+                    &kind.as_str(),
+                    &key,
+                    &doc,
+                    &epoch,
+                    &self.host,
+                    &rev,
+                ],
             ),
         }
         .map_err(self.err("write to"))?;
@@ -200,7 +215,14 @@ impl Records {
                  ON CONFLICT (project, kind, key) DO UPDATE SET doc = EXCLUDED.doc, \
                  epoch = EXCLUDED.epoch, host = EXCLUDED.host, rev = baton_state.rev + 1, \
                  written_at = now() RETURNING rev",
-                &[&self.project, &kind.as_str(), &key, &doc, &epoch, &self.host],
+                &[
+                    &self.project,
+                    &kind.as_str(),
+                    &key,
+                    &doc,
+                    &epoch,
+                    &self.host,
+                ],
             )
             .map_err(self.err("write to"))?;
         Ok(row.get(0))
