@@ -94,6 +94,14 @@ done
 secs=$(echo "$(date +%s.%N) - $start" | bc)
 echo "fleet: race: $trials trials, exactly one owner each time ($secs s)"
 
+# Where the work is owned, as the other machine sees it.
+on 1 OWNER loop init OWNED-1 >/dev/null
+on 2 X status > "$work/status"
+grep -q "owned on another machine: machine-1" "$work/status" || {
+  echo "fleet: FAIL machine 2's status does not say OWNED-1 is owned on machine-1" >&2; cat "$work/status" >&2; exit 1
+}
+echo "fleet: status on machine 2 says a loop of machine 1 is owned on machine-1"
+
 [ "$cut" = 1 ] || exit 0
 run=$(on 1 A run new --feature fleet --lease-ttl 60 2>/dev/null)
 [ -n "$run" ] || { echo "fleet: FAIL no run id" >&2; exit 1; }

@@ -29,6 +29,9 @@ pub struct Loaded<T> {
     pub state: T,
     pub path: PathBuf,
     pub access: Access,
+    /// The machine that wrote it last, when the store records one (PostgreSQL); `None` for a
+    /// file, which this machine wrote.
+    pub writer: Option<String>,
 }
 
 impl<T> Loaded<T> {
@@ -167,7 +170,7 @@ impl FsStore {
         needle: Option<&[u8]>,
     ) -> Result<Vec<Listed<T>>, StoreError> {
         let mut out = Vec::new();
-        for (key, doc) in db.list(kind)? {
+        for (key, doc, host) in db.list(kind)? {
             if let Some(needle) = needle
                 && !doc
                     .as_bytes()
@@ -181,6 +184,7 @@ impl FsStore {
                 state,
                 path,
                 access,
+                writer: Some(host),
             });
             out.push((key, loaded));
         }
@@ -300,12 +304,13 @@ impl FsStore {
             state,
             path: path.into(),
             access,
+            writer: None,
         }))
     }
 
     fn read<T: DeserializeOwned>(&self, path: &Path) -> Result<Option<Loaded<T>>, StoreError> {
         if let Some((db, kind, key)) = self.in_db(path) {
-            let Some(doc) = db.read(kind, &key)? else {
+            let Some((doc, host)) = db.read(kind, &key)? else {
                 return Ok(None);
             };
             let shown = PathBuf::from(db.path(kind, &key));
@@ -314,6 +319,7 @@ impl FsStore {
                 state,
                 path: shown,
                 access,
+                writer: Some(host),
             }));
         }
         if !self.layout.check_state_dir()? {
@@ -327,6 +333,7 @@ impl FsStore {
             state,
             path: path.into(),
             access,
+            writer: None,
         }))
     }
 

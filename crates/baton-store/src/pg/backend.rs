@@ -137,16 +137,16 @@ impl Db {
     }
 
     /// A record's document, remembering its revision for the write after it.
-    pub fn read(&self, kind: Kind, key: &str) -> Result<Option<String>, StoreError> {
+    pub fn read(&self, kind: Kind, key: &str) -> Result<Option<(String, String)>, StoreError> {
         let record = self.records.read(kind, key)?;
         self.revs
             .borrow_mut()
             .insert((kind, key.to_string()), record.as_ref().map(|r| r.rev));
-        Ok(record.map(|r| r.doc))
+        Ok(record.map(|r| (r.doc, r.host)))
     }
 
-    /// Every record of a kind: `(key, document)`.
-    pub fn list(&self, kind: Kind) -> Result<Vec<(String, String)>, StoreError> {
+    /// Every record of a kind: `(key, document, the host that wrote it last)`.
+    pub fn list(&self, kind: Kind) -> Result<Vec<(String, String, String)>, StoreError> {
         Ok(self
             .records
             .list(kind)?
@@ -155,7 +155,7 @@ impl Db {
                 self.revs
                     .borrow_mut()
                     .insert((kind, k.clone()), Some(r.rev));
-                (k, r.doc)
+                (k, r.doc, r.host)
             })
             .collect())
     }

@@ -40,6 +40,25 @@ pub struct Owner {
     pub mine: bool,
     /// The last write, or the lease's last heartbeat.
     pub last_write: Option<String>,
+    /// The other machine the owner works on, when its last write (a lease: its holder) came
+    /// from one; absent for this machine. Only a shared store (PostgreSQL) records it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
+}
+
+/// `host` when it is another machine than this one.
+fn other_machine(host: Option<&str>) -> Option<String> {
+    let host = host.filter(|h| !h.is_empty())?;
+    (host != baton_store::process::host()).then(|| host.to_string())
+}
+
+/// Marks where the owner of the work just pushed works, from the host that wrote it last.
+fn owned_on(work: &mut [Work], writer: Option<&str>) {
+    if let Some(owner) = work.last_mut().and_then(|w| w.owner.as_mut())
+        && owner.session.is_some()
+    {
+        owner.machine = other_machine(writer);
+    }
 }
 
 /// One row of the project's work.
@@ -165,7 +184,10 @@ pub fn survey(ctx: &Ctx) -> Result<Survey, CommandError> {
     let mut work = Vec::new();
     for scanned in loops {
         match scanned.loaded {
-            Ok(l) => work.push(scan.a_loop(&scanned.key, &l.state)),
+            Ok(l) => {
+                work.push(scan.a_loop(&scanned.key, &l.state));
+                owned_on(&mut work, l.writer.as_deref());
+            }
             Err(e) => notes.push(format!(
                 "warning: skipped an unreadable loop: {}",
                 esc(&e.to_string())
@@ -187,7 +209,10 @@ pub fn survey(ctx: &Ctx) -> Result<Survey, CommandError> {
         });
     }
     match batch {
-        Ok(Some(l)) => work.push(scan.the_batch(&l.state)),
+        Ok(Some(l)) => {
+            work.push(scan.the_batch(&l.state));
+            owned_on(&mut work, l.writer.as_deref());
+        }
         Ok(None) => {}
         Err(e) => notes.push(format!(
             "warning: skipped the unreadable batch: {}",
@@ -263,6 +288,7 @@ fn loop_owner(ctx: &Ctx, state: &LoopState) -> Owner {
         live: state.status == LoopStatus::Active && is_live(ctx.now, last),
         mine: ctx.session().is_some() && state.owner() == ctx.session(),
         last_write: last.map(baton_core::time::format_ts),
+        machine: None,
     }
 }
 
@@ -420,6 +446,7 @@ impl Scan<'_> {
                 live,
                 mine,
                 last_write: last.map(baton_core::time::format_ts),
+                machine: None,
             }),
             verdict: String::new(),
             class: None,
@@ -573,6 +600,9 @@ impl Scan<'_> {
             live: matches!(lease, LeaseState::Live(_) | LeaseState::Mine),
             mine: lease == LeaseState::Mine,
             last_write: beat.clone().or_else(|| run.updated_at.clone()),
+            machine: holder
+                .as_ref()
+                .and_then(|_| other_machine(run.lease.as_ref().map(|l| l.host.as_str()))),
         });
         work.verdict = d.decision.verdict.into();
         work.next = d.decision.next.clone();
@@ -989,6 +1019,7 @@ impl Scan<'_> {
                 live: is_live(ctx.now, last_at),
                 mine: false,
                 last_write: last_at.map(baton_core::time::format_ts),
+                machine: None,
             }),
             verdict: "none (finished)".into(),
             class: None,

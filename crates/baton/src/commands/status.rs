@@ -78,6 +78,13 @@ fn row(ctx: &Ctx, w: &Work, colour: bool) -> String {
         fit(&owner(ctx, w.owner.as_ref()), 14),
     );
     out.push_str(&wrap(&format!("phase: {}", w.phase), "  "));
+    // Where the owner works, with a store shared by several machines.
+    if let Some(host) = w.owner.as_ref().and_then(|o| o.machine.as_deref()) {
+        out.push_str(&wrap(
+            &format!("owned on another machine: {}", esc(host)),
+            "  ",
+        ));
+    }
     if let Some(next) = &w.next {
         out.push_str(&wrap(&format!("next: {next}"), "  "));
     }

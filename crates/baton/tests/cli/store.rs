@@ -422,3 +422,53 @@ fn which(program: &str) -> Result<std::path::PathBuf, ()> {
         .find(|p| p.exists())
         .ok_or(())
 }
+
+#[test]
+fn status_and_resume_say_where_the_work_is_owned() {
+    let Some((server, env)) = with_store("status_and_resume_say_where_the_work_is_owned") else {
+        return;
+    };
+    let url = server.url();
+    at_store(&env, &env.repo, &url, "A", &["loop", "init", "T-1"]).assert_code(0);
+    at_store(&env, &env.repo, &url, "A", &["loop", "init", "T-2"]).assert_code(0);
+    let mine = at_store(&env, &env.repo, &url, "X", &["status"]);
+    assert!(!mine.stdout.contains("another machine"), "{}", mine.stdout);
+    // T-2's owner last wrote from another machine.
+    let settings =
+        baton_store::pg::config::resolve(&url, &baton_store::pg::config::Process).unwrap();
+    let mut client = baton_store::pg::connect(&settings).unwrap();
+    client
+        .execute(
+            "UPDATE baton_state SET host = 'machine-b' WHERE key = 'T-2'",
+            &[],
+        )
+        .unwrap();
+    let status = at_store(&env, &env.repo, &url, "X", &["status"]);
+    assert!(
+        status
+            .stdout
+            .contains("owned on another machine: machine-b"),
+        "{}",
+        status.stdout
+    );
+    let resume = at_store(&env, &env.repo, &url, "X", &["--json", "resume"]);
+    let rows = resume.json()["work"].as_array().unwrap().clone();
+    let machine = |key: &str| {
+        rows.iter()
+            .find(|r| r["key"] == key)
+            .map(|r| r["owner"]["machine"].clone())
+            .unwrap()
+    };
+    assert_eq!(machine("T-2"), "machine-b", "{rows:?}");
+    assert_eq!(
+        machine("T-1"),
+        serde_json::Value::Null,
+        "this machine: {rows:?}"
+    );
+    let text = at_store(&env, &env.repo, &url, "X", &["resume"]);
+    assert!(
+        text.stdout.contains("owned on machine-b"),
+        "{}",
+        text.stdout
+    );
+}

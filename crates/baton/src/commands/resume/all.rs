@@ -47,8 +47,15 @@ fn row_line(w: &Work) -> String {
         .class
         .map(|c| format!(" · {}", c.as_str()))
         .unwrap_or_default();
+    // With a store shared by several machines, where the owner works.
+    let machine = w
+        .owner
+        .as_ref()
+        .and_then(|o| o.machine.as_deref())
+        .map(|h| format!(" · owned on {}", esc(h)))
+        .unwrap_or_default();
     let mut line = format!(
-        "{} {}: {}{class} · {}\n",
+        "{} {}: {}{class} · {}{machine}\n",
         w.kind,
         esc(&w.key),
         w.verdict,
