@@ -101,9 +101,15 @@ fn a_write_lands_only_on_the_revision_it_read_and_keeps_its_bytes() {
     let b = records(&server, "machine-b");
     // Bytes a JSON parser would not keep: key order, spacing, an escape.
     let doc = "{\"z\":1,  \"a\":\"\\u00e9\",\n\"session_id\":\"A\"}\n";
-    assert!(a.write_if(Kind::Loop, "T-1", doc, 0, None).unwrap());
     assert!(
-        !b.write_if(Kind::Loop, "T-1", "{}", 0, None).unwrap(),
+        a.write_if(Kind::Loop, "T-1", doc, 0, None)
+            .unwrap()
+            .is_some()
+    );
+    assert!(
+        !b.write_if(Kind::Loop, "T-1", "{}", 0, None)
+            .unwrap()
+            .is_some(),
         "created once"
     );
     let read = b.read(Kind::Loop, "T-1").unwrap().unwrap();
@@ -118,10 +124,12 @@ fn a_write_lands_only_on_the_revision_it_read_and_keeps_its_bytes() {
     assert!(
         b.write_if(Kind::Loop, "T-1", "{\"session_id\":\"B\"}", 1, Some(1))
             .unwrap()
+            .is_some()
     );
     assert!(
         !a.write_if(Kind::Loop, "T-1", "{\"session_id\":\"A\"}", 0, Some(1))
             .unwrap()
+            .is_some()
     );
     let now = a.read(Kind::Loop, "T-1").unwrap().unwrap();
     assert_eq!((now.rev, now.epoch, now.host.as_str()), (2, 1, "machine-b"));
@@ -157,6 +165,7 @@ fn racing_machines_get_exactly_one_winner_every_time() {
             setup
                 .write_if(Kind::Loop, &format!("T-{t}"), "{}", 0, None)
                 .unwrap()
+                .is_some()
         );
     }
     let barrier = std::sync::Arc::new(std::sync::Barrier::new(RACERS));
@@ -182,6 +191,7 @@ fn racing_machines_get_exactly_one_winner_every_time() {
                     if me
                         .write_if(Kind::Loop, &key, &doc, read.epoch + 1, Some(read.rev))
                         .unwrap()
+                        .is_some()
                     {
                         won.push(t);
                     }

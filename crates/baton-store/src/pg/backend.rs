@@ -165,7 +165,7 @@ impl Db {
     pub fn write(&self, kind: Kind, key: &str, doc: &str, epoch: i64) -> Result<(), StoreError> {
         let read = self.revs.borrow().get(&(kind, key.to_string())).copied();
         let landed = match read {
-            Some(rev) => self.records.write_if_rev(kind, key, doc, epoch, rev)?,
+            Some(rev) => self.records.write_if(kind, key, doc, epoch, rev)?,
             None => Some(self.records.upsert(kind, key, doc, epoch)?),
         };
         let Some(rev) = landed else {

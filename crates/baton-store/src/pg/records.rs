@@ -148,21 +148,9 @@ impl Records {
     }
 
     /// Writes `doc` (holding owner epoch `epoch`) if the record is still at revision `read`
-    /// (`None`: only if there is no record yet). `Ok(false)`: someone wrote first, and nothing
-    /// was written. The server stamps the time.
+    /// (`None`: only if there is no record yet), and gives its new revision. `Ok(None)`:
+    /// someone wrote first, and nothing was written. The server stamps the time.
     pub fn write_if(
-        &self,
-        kind: Kind,
-        key: &str,
-        doc: &str,
-        epoch: i64,
-        read: Option<i64>,
-    ) -> Result<bool, StoreError> {
-        Ok(self.write_if_rev(kind, key, doc, epoch, read)?.is_some())
-    }
-
-    /// `write_if`, giving the record's new revision when the write landed.
-    pub fn write_if_rev(
         &self,
         kind: Kind,
         key: &str,

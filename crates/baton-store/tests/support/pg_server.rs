@@ -112,16 +112,22 @@ impl PgServer {
         Some(server)
     }
 
-    fn run(&self, program: &str, args: &[&str]) {
+    /// A server program, run as the `postgres` user when the tests run as root.
+    fn command(&self, program: &str) -> Command {
         let path = self.bin.join(program);
-        let mut cmd = if self.as_postgres {
+        if self.as_postgres {
             let mut c = Command::new("runuser");
             c.args(["-u", "postgres", "--"]).arg(&path);
             c
         } else {
             Command::new(&path)
-        };
-        let out = cmd
+        }
+    }
+
+    fn run(&self, program: &str, args: &[&str]) {
+        let path = self.bin.join(program);
+        let out = self
+            .command(program)
             .args(args)
             .current_dir(self.data.parent().unwrap_or(Path::new("/")))
             .stdin(Stdio::null())
@@ -143,15 +149,8 @@ impl PgServer {
 
 impl Drop for PgServer {
     fn drop(&mut self) {
-        let path = self.bin.join("pg_ctl");
-        let mut cmd = if self.as_postgres {
-            let mut c = Command::new("runuser");
-            c.args(["-u", "postgres", "--"]).arg(&path);
-            c
-        } else {
-            Command::new(&path)
-        };
-        let _ = cmd
+        let _ = self
+            .command("pg_ctl")
             .args([
                 "-D",
                 &self.data.to_string_lossy(),
