@@ -107,9 +107,9 @@ fn a_write_lands_only_on_the_revision_it_read_and_keeps_its_bytes() {
             .is_some()
     );
     assert!(
-        !b.write_if(Kind::Loop, "T-1", "{}", 0, None)
+        b.write_if(Kind::Loop, "T-1", "{}", 0, None)
             .unwrap()
-            .is_some(),
+            .is_none(),
         "created once"
     );
     let read = b.read(Kind::Loop, "T-1").unwrap().unwrap();
@@ -127,9 +127,9 @@ fn a_write_lands_only_on_the_revision_it_read_and_keeps_its_bytes() {
             .is_some()
     );
     assert!(
-        !a.write_if(Kind::Loop, "T-1", "{\"session_id\":\"A\"}", 0, Some(1))
+        a.write_if(Kind::Loop, "T-1", "{\"session_id\":\"A\"}", 0, Some(1))
             .unwrap()
-            .is_some()
+            .is_none()
     );
     let now = a.read(Kind::Loop, "T-1").unwrap().unwrap();
     assert_eq!((now.rev, now.epoch, now.host.as_str()), (2, 1, "machine-b"));
