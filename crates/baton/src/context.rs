@@ -89,6 +89,14 @@ impl Ctx {
         if let Ok(layout) = self.layout()
             && let Some(db) = database(&layout.root)?
         {
+            self.clock_of(&db)?;
+        }
+        Ok(())
+    }
+
+    /// `use_server_clock` for a caller that already has the store's database.
+    pub fn clock_of(&mut self, db: &baton_store::pg::backend::Db) -> Result<(), CommandError> {
+        if std::env::var_os("BATON_NOW").is_none_or(|v| v.is_empty()) {
             self.now = db.now()?;
         }
         Ok(())

@@ -119,7 +119,6 @@ fn hook(dir: Option<PathBuf>, args: &HookArgs) -> Result<Outcome, String> {
             .filter(|d| d.is_dir())
     });
     let mut ctx = Ctx::from_env(dir, Some(event.session_id.clone())).map_err(|e| e.message)?;
-    ctx.use_server_clock().map_err(|e| e.message)?;
     // Outside a git repository there is no project, so nothing to keep: not an error.
     let layout = match Layout::discover(&ctx.dir, std::env::var_os("BATON_STATE_DIR")) {
         Ok(layout) => layout,
@@ -131,6 +130,10 @@ fn hook(dir: Option<PathBuf>, args: &HookArgs) -> Result<Outcome, String> {
     let mut store = FsStore::new(layout);
     store.lock_wait = ctx.lock_wait;
     store.db = crate::context::database(&store.layout.root).map_err(|e| e.message)?;
+    // With a shared store the server's clock decides, read from the one connection.
+    if let Some(db) = &store.db {
+        ctx.clock_of(db).map_err(|e| e.message)?;
+    }
     let session = Session {
         ctx: &ctx,
         store,
