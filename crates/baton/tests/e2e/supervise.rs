@@ -44,6 +44,25 @@ fn installed(h: &Harness) {
     }
 }
 
+/// The harness for `script`, with baton's hooks installed and committed, and the outcome of
+/// `baton supervise --backoff 1s,2s` on the task, which must end with exit 0.
+fn supervised_to_the_end(
+    client: Client,
+    test: &str,
+    script: Vec<Reply>,
+) -> Option<(Harness, crate::clients::Outcome)> {
+    let h = Harness::new(client, test, script)?;
+    installed(&h);
+    let run = h.supervise(
+        &["--backoff", "1s,2s"],
+        &h.task_args("work on ticket T-1"),
+        SUPERVISE_TIMEOUT,
+    );
+    eprintln!("{test}: supervise {:?} after {:.1?}", run.code, run.elapsed);
+    assert_eq!(run.code, Some(0), "{run}\n{}", h.api.summary());
+    Some((h, run))
+}
+
 fn carried_through_rate_limits(client: Client, test: &str) {
     let script = vec![
         Reply::Shell("baton loop init T-1".into()),
@@ -56,17 +75,9 @@ fn carried_through_rate_limits(client: Client, test: &str) {
         Reply::Shell("baton loop finish T-1 --status complete".into()),
         Reply::Text("finished".into()),
     ];
-    let Some(h) = Harness::new(client, test, script) else {
+    let Some((h, run)) = supervised_to_the_end(client, test, script) else {
         return;
     };
-    installed(&h);
-    let run = h.supervise(
-        &["--backoff", "1s,2s"],
-        &h.task_args("work on ticket T-1"),
-        SUPERVISE_TIMEOUT,
-    );
-    eprintln!("{test}: supervise {:?} after {:.1?}", run.code, run.elapsed);
-    assert_eq!(run.code, Some(0), "{run}\n{}", h.api.summary());
     assert!(
         run.stdout.contains("the work is finished"),
         "{run}\n{}",
@@ -231,17 +242,9 @@ fn limited_from_the_first_request(client: Client, test: &str) {
         Reply::Shell("baton loop finish T-1 --status complete".into()),
         Reply::Text("finished".into()),
     ];
-    let Some(h) = Harness::new(client, test, script) else {
+    let Some((h, run)) = supervised_to_the_end(client, test, script) else {
         return;
     };
-    installed(&h);
-    let run = h.supervise(
-        &["--backoff", "1s,2s"],
-        &h.task_args("work on ticket T-1"),
-        SUPERVISE_TIMEOUT,
-    );
-    eprintln!("{test}: supervise {:?} after {:.1?}", run.code, run.elapsed);
-    assert_eq!(run.code, Some(0), "{run}\n{}", h.api.summary());
     assert_eq!(
         run.stderr.matches("baton supervise: attempt").count(),
         3,
