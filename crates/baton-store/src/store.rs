@@ -362,17 +362,20 @@ impl FsStore {
     }
 
     fn archive(&self, path: &Path, stem: &str, now: Timestamp) -> Result<PathBuf, StoreError> {
+        let stamp = now.strftime("%Y%m%dT%H%M%SZ");
+        let name = format!("{stem}.{stamp}.json");
+        let other = || format!("{stem}.{stamp}-{}.json", crate::random_hex(2));
         if let Some((db, kind, key)) = self.in_db(path) {
-            return db.archive(kind, &key).map(PathBuf::from);
+            // Named as the file store names it, so that an export gives the same files.
+            return db.archive(kind, &key, &name, &other()).map(PathBuf::from);
         }
         let dir = self.layout.archive_dir();
         if !check_real_dir(&dir)? {
             make_dir(&dir)?;
         }
-        let stamp = now.strftime("%Y%m%dT%H%M%SZ");
-        let mut target = dir.join(format!("{stem}.{stamp}.json"));
+        let mut target = dir.join(&name);
         if target.exists() {
-            target = dir.join(format!("{stem}.{stamp}-{}.json", crate::random_hex(2)));
+            target = dir.join(other());
         }
         std::fs::rename(path, &target).map_err(StoreError::io("archive", path))?;
         atomic::sync_dir(&dir)?;

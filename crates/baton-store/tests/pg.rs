@@ -136,9 +136,20 @@ fn a_write_lands_only_on_the_revision_it_read_and_keeps_its_bytes() {
     assert_eq!(a.list(Kind::Loop).unwrap().len(), 1);
     assert!(a.list(Kind::Run).unwrap().is_empty());
     // Archived only at the revision read.
-    assert!(!a.archive_if(Kind::Loop, "T-1", 1).unwrap());
-    assert!(a.archive_if(Kind::Loop, "T-1", 2).unwrap());
+    let name = "loop-state-T-1.20260301T120000Z.json";
+    let other = "loop-state-T-1.20260301T120000Z-ab.json";
+    assert_eq!(a.archive_if(Kind::Loop, "T-1", 1, name, other).unwrap(), None);
+    assert_eq!(
+        a.archive_if(Kind::Loop, "T-1", 2, name, other).unwrap(),
+        Some(name.to_string())
+    );
     assert!(a.read(Kind::Loop, "T-1").unwrap().is_none());
+    // A second archive in the same second takes the other name, as the file store does.
+    a.write_if(Kind::Loop, "T-1", "{}", 0, None).unwrap();
+    assert_eq!(
+        a.archive_if(Kind::Loop, "T-1", 1, name, other).unwrap(),
+        Some(other.to_string())
+    );
     // Journals keep their order, per target.
     for i in 0..5 {
         a.append_journal("loop-T-1", &format!("{{\"n\":{i}}}"))

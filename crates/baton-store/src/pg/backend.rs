@@ -180,8 +180,15 @@ impl Db {
         Ok(())
     }
 
-    /// Moves a record to the archive; returns where it went, for the message.
-    pub fn archive(&self, kind: Kind, key: &str) -> Result<String, StoreError> {
+    /// Moves a record to the archive under the file name `name` (`other` when the archive
+    /// already holds that name); returns where it went, for the message.
+    pub fn archive(
+        &self,
+        kind: Kind,
+        key: &str,
+        name: &str,
+        other: &str,
+    ) -> Result<String, StoreError> {
         let rev = match self
             .revs
             .borrow()
@@ -200,17 +207,13 @@ impl Db {
                     )
                 })?,
         };
-        if !self.records.archive_if(kind, key, rev)? {
+        let Some(name) = self.records.archive_if(kind, key, rev, name, other)? else {
             return Err(StoreError::ChangedUnderfoot {
                 path: self.path(kind, key).into(),
             });
-        }
+        };
         self.revs.borrow_mut().insert((kind, key.to_string()), None);
-        Ok(format!(
-            "{}#archive/{}/{key}",
-            self.settings.shown,
-            kind.as_str()
-        ))
+        Ok(format!("{}#archive/{name}", self.settings.shown))
     }
 
     pub fn remove(&self, kind: Kind, key: &str) -> Result<(), StoreError> {

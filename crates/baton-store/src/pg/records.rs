@@ -256,23 +256,39 @@ impl Records {
         Ok(())
     }
 
-    /// Moves the record at revision `read` to the archive, in one transaction; `Ok(false)` if
-    /// it was written meanwhile (nothing moved).
-    pub fn archive_if(&self, kind: Kind, key: &str, read: i64) -> Result<bool, StoreError> {
+    /// Moves the record at revision `read` to the archive as the file `name` (`other` when
+    /// the archive holds that name already), in one transaction; the name it took, or `None`
+    /// if the record was written meanwhile (nothing moved).
+    pub fn archive_if(
+        &self,
+        kind: Kind,
+        key: &str,
+        read: i64,
+        name: &str,
+        other: &str,
+    ) -> Result<Option<String>, StoreError> {
+        let err = || super::db_error(&self.settings, "archive in");
         let mut client = self.client.borrow_mut();
-        let mut tx = client.transaction().map_err(self.err("archive in"))?;
+        let mut tx = client.transaction().map_err(err())?;
+        let taken = tx
+            .query_opt(
+                "SELECT 1 FROM baton_archive WHERE project = $1 AND key = $2",
+                &[&self.project, &name],
+            )
+            .map_err(err())?
+            .is_some();
+        let name = if taken { other } else { name };
         let moved = tx
             .execute(
                 "WITH gone AS (DELETE FROM baton_state \
-                   WHERE project = $1 AND kind = $2 AND key = $3 AND rev = $4 \
-                   RETURNING project, kind, key, doc) \
-                 INSERT INTO baton_archive (project, kind, key, doc) SELECT * FROM gone",
-                &[&self.project, &kind.as_str(), &key, &read],
+                   WHERE project = $1 AND kind = $2 AND key = $3 AND rev = $4 RETURNING doc) \
+                 INSERT INTO baton_archive (project, kind, key, doc) \
+                 SELECT $1, 'file', $5, doc FROM gone",
+                &[&self.project, &kind.as_str(), &key, &read, &name],
             )
-            .map_err(super::db_error(&self.settings, "archive in"))?;
-        tx.commit()
-            .map_err(super::db_error(&self.settings, "archive in"))?;
-        Ok(moved == 1)
+            .map_err(err())?;
+        tx.commit().map_err(err())?;
+        Ok((moved == 1).then(|| name.to_string()))
     }
 
     /// Appends one event to a target's journal (`loop-<KEY>`, `batch`, `run-<ID>`).

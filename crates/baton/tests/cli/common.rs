@@ -31,6 +31,132 @@ pub struct TestEnv {
     _dir: tempfile::TempDir,
     pub repo: PathBuf,
     home: PathBuf,
+    /// Under `BATON_TEST_STORE`, the PostgreSQL project every run of this environment uses.
+    mirror: Option<Mirror>,
+}
+
+/// The suite against PostgreSQL: with `BATON_TEST_STORE=postgres://…` every `baton` run keeps
+/// its state on that server, in a project of its own. The tests go on reading and writing
+/// files: before each run, state files the test changed replace the project's records; after
+/// it (and before the test reads a file), the records replace the files. What is compared is
+/// the bytes of every document, journal and archived file, so a run sees exactly what the test
+/// wrote and the test exactly what the run wrote.
+struct Mirror {
+    url: String,
+    project: String,
+    records: baton_store::pg::records::Records,
+    /// What the files and the server last agreed on.
+    last: std::cell::RefCell<baton_store::pg::transfer::Moved>,
+}
+
+/// The server the suite runs against, when it does.
+pub fn pg_mode() -> bool {
+    std::env::var_os("BATON_TEST_STORE").is_some()
+}
+
+/// For a test that holds only against files (symlinks, permissions, torn files, mtimes,
+/// flocks) or starts servers of its own: under `BATON_TEST_STORE` it says why and returns.
+#[macro_export]
+macro_rules! files_only {
+    ($why:literal) => {
+        if $crate::common::pg_mode() {
+            eprintln!("skipped against PostgreSQL: {}", $why);
+            return;
+        }
+    };
+}
+
+/// How a message names the state file `file` (relative to the state directory, or its
+/// start): the file itself, or under `BATON_TEST_STORE` the record the server holds.
+pub fn named(file: &str) -> String {
+    if !pg_mode() {
+        return file.to_string();
+    }
+    if let Some(rest) = file.strip_prefix("archive/") {
+        return format!("#archive/{rest}");
+    }
+    if let Some(id) = file.strip_prefix("runs/") {
+        return format!("#run/{}", id.trim_end_matches(".json"));
+    }
+    match file {
+        "loop-state.json" => "#legacy_loop/".into(),
+        "batch-state.json" => "#batch/".into(),
+        "pause.json" => "#pause/".into(),
+        f => format!(
+            "#loop/{}",
+            baton_core::key::key_from_file_name(f).expect("a state file's name")
+        ),
+    }
+}
+
+impl Mirror {
+    fn new(project: &str) -> Option<Mirror> {
+        use baton_store::pg;
+        let url = std::env::var("BATON_TEST_STORE").ok()?;
+        let settings = pg::config::resolve(&url, &pg::config::Process).unwrap();
+        let client = pg::connect(&settings).unwrap();
+        Some(Mirror {
+            url,
+            project: project.to_string(),
+            records: pg::records::Records::new(client, settings, project, "test"),
+            last: Default::default(),
+        })
+    }
+
+    fn layout(state_dir: &Path) -> baton_store::layout::Layout {
+        baton_store::layout::Layout {
+            root: state_dir.parent().unwrap().to_path_buf(),
+            state_dir: state_dir.to_path_buf(),
+        }
+    }
+
+    /// State files changed since the last agreement replace the project's records.
+    fn files_to_server(&self, state_dir: &Path) {
+        use baton_store::pg::transfer;
+        let files = transfer::collect(&Self::layout(state_dir)).unwrap();
+        if files == *self.last.borrow() {
+            return;
+        }
+        self.records
+            .in_transaction(|tx, project, _| {
+                for table in ["baton_state", "baton_journal", "baton_archive"] {
+                    tx.execute(
+                        &format!("DELETE FROM {table} WHERE project = $1"),
+                        &[&project],
+                    )?;
+                }
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(transfer::import(&self.records, &files).unwrap(), None);
+        *self.last.borrow_mut() = files;
+    }
+
+    /// Records changed since the last agreement replace the state files.
+    fn server_to_files(&self, state_dir: &Path) {
+        use baton_store::pg::transfer;
+        let held = transfer::fetch(&self.records).unwrap();
+        if held == *self.last.borrow() {
+            return;
+        }
+        if let Ok(entries) = std::fs::read_dir(state_dir) {
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let path = entry.path();
+                if ["runs", "journal", "archive"].contains(&name.as_str()) {
+                    std::fs::remove_dir_all(&path).unwrap();
+                } else if name == "loop-state.json"
+                    || name == "batch-state.json"
+                    || name == "pause.json"
+                    || baton_core::key::key_from_file_name(&name).is_some()
+                {
+                    std::fs::remove_file(&path).unwrap();
+                }
+            }
+        }
+        assert!(transfer::export(&Self::layout(state_dir), &held).unwrap());
+        *self.last.borrow_mut() = held;
+    }
 }
 
 /// What one run printed, and how it exited.
@@ -71,10 +197,12 @@ impl TestEnv {
         let home = dir.path().join("home");
         std::fs::create_dir_all(&repo).unwrap();
         std::fs::create_dir_all(&home).unwrap();
+        let mirror = Mirror::new(&dir.path().file_name().unwrap().to_string_lossy());
         let env = TestEnv {
             _dir: dir,
             repo,
             home,
+            mirror,
         };
         env.git(&["init", "--quiet", "--initial-branch=main"]);
         env.write("README.md", "# test project\n");
@@ -102,6 +230,11 @@ impl TestEnv {
     pub fn command(&self, session: Option<&str>, now: &str) -> Command {
         let mut cmd = self.base_command(env!("CARGO_BIN_EXE_baton"));
         cmd.env("BATON_NOW", now);
+        if let Some(mirror) = &self.mirror {
+            mirror.files_to_server(&self.state_dir());
+            cmd.env("BATON_STORE", &mirror.url)
+                .env("BATON_PROJECT", &mirror.project);
+        }
         if let Some(session) = session {
             cmd.env("BATON_SESSION", session);
         }
@@ -110,6 +243,7 @@ impl TestEnv {
 
     pub fn run(&self, session: Option<&str>, now: &str, args: &[&str]) -> Run {
         let out = self.command(session, now).args(args).output().unwrap();
+        self.sync();
         to_run(out)
     }
 
@@ -172,11 +306,20 @@ impl TestEnv {
         self.repo.join(".agentic")
     }
 
+    /// Under `BATON_TEST_STORE`, brings the state files up to what the server holds; called
+    /// after every run and before every read of a state file.
+    pub fn sync(&self) {
+        if let Some(mirror) = &self.mirror {
+            mirror.server_to_files(&self.state_dir());
+        }
+    }
+
     pub fn loop_file(&self, key: &str) -> PathBuf {
         self.state_dir().join(format!("loop-state-{key}.json"))
     }
 
     pub fn read_json(&self, path: &Path) -> Value {
+        self.sync();
         serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
     }
 
@@ -217,6 +360,7 @@ impl TestEnv {
                 }
             }
         }
+        self.sync();
         let mut out = Vec::new();
         walk(&self.state_dir(), &mut out);
         out.sort();

@@ -228,6 +228,7 @@ fn sigkill_during_loop_transitions_never_tears_a_file_or_loses_an_acknowledged_o
         }
         let stderr = child.stderr.take();
         let status = child.wait().unwrap();
+        env.sync();
         let stderr = stderr
             .map(|mut s| {
                 let mut text = String::new();

@@ -8,7 +8,7 @@ use std::process::Stdio;
 
 use serde_json::Value;
 
-use crate::common::{Run, TestEnv, at, like, to_run};
+use crate::common::{Run, TestEnv, at, like, named, to_run};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/clients")
@@ -505,7 +505,7 @@ fn an_unreadable_file_is_named_and_the_rest_still_interrupted() {
     assert_eq!(out.stdout, "");
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
     assert!(
-        out.stderr.contains("loop-state-TORN.json"),
+        out.stderr.contains(&named("loop-state-TORN.json")),
         "{}",
         out.stderr
     );

@@ -41,6 +41,7 @@ const SET: &[&str] = &[
 
 #[test]
 fn a_symlinked_state_file_is_refused() {
+    crate::files_only!("a test of the file store itself");
     let env = setup();
     let real = env.repo.join("elsewhere.json");
     std::fs::rename(env.loop_file("PROJ-1"), &real).unwrap();
@@ -65,6 +66,7 @@ fn a_symlinked_state_file_is_refused() {
 
 #[test]
 fn a_symlinked_state_directory_is_refused() {
+    crate::files_only!("a test of the file store itself");
     let env = TestEnv::new();
     let real = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(real.path(), env.state_dir()).unwrap();
@@ -84,6 +86,7 @@ fn a_symlinked_state_directory_is_refused() {
 
 #[test]
 fn truncated_empty_and_oversized_files_are_refused() {
+    crate::files_only!("a test of the file store itself");
     for (content, says) in [
         (
             b"{\"schema_version\": 1, \"status\": \"act".to_vec(),
@@ -107,6 +110,7 @@ fn truncated_empty_and_oversized_files_are_refused() {
 
 #[test]
 fn an_unreadable_candidate_never_stops_the_scan() {
+    crate::files_only!("a test of the file store itself");
     let env = setup();
     std::fs::write(env.loop_file("BROKEN-1"), b"{").unwrap();
     let out = env.baton("B", 30, &["resume", "PROJ-1"]);

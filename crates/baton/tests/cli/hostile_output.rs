@@ -508,6 +508,7 @@ fn a_batch_refusal_points_at_batch_show() {
 
 #[test]
 fn a_state_directory_that_is_a_file_is_named_a_file() {
+    crate::files_only!("a test of the file store itself");
     let env = TestEnv::new();
     std::fs::write(env.state_dir(), "not a directory\n").unwrap();
     let out = env.baton("A", 0, &["loop", "init", "PROJ-1"]);

@@ -227,6 +227,7 @@ fn a_refused_commit_gives_the_loop_back_unchanged() {
 
 #[test]
 fn a_lock_that_is_not_released_answers_exit_3_with_the_holders_pid() {
+    crate::files_only!("the test holds the flock of a state file");
     let env = TestEnv::new();
     env.baton("A", 0, &["loop", "init", "PROJ-1"])
         .assert_code(0);
@@ -372,6 +373,7 @@ fn lost_work_is_flagged_for_engineer_returned_with_or_without_a_summary() {
 
 #[test]
 fn discard_keeps_the_brief_and_records_the_stash_before_making_it() {
+    crate::files_only!("the git stand-in reads the loop file while the command runs");
     let env = TestEnv::new();
     // An untracked Brief, as a conductor authors it mid-loop.
     env.write("briefs/proj-1.md", "# Brief\nGoal: fix it\n");

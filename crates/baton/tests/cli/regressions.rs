@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::common::{TestEnv, at};
+use crate::common::{TestEnv, at, named};
 
 #[test]
 fn json_holds_for_command_line_errors_and_every_exit_code() {
@@ -33,7 +33,7 @@ fn json_holds_for_command_line_errors_and_every_exit_code() {
         broken.json()["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("loop-state-PROJ-1.json")
+            .contains(&named("loop-state-PROJ-1.json"))
     );
 }
 

@@ -710,6 +710,7 @@ fn unknown_fields_survive_every_rewrite() {
 
 #[test]
 fn session_id_resolution_and_the_state_dir_override() {
+    crate::files_only!("the state directory override moves files");
     let env = TestEnv::new();
     let out = env
         .command(None, &at(0))
@@ -823,6 +824,7 @@ fn demo_teaches_the_loop_in_one_screen() {
 
 #[test]
 fn the_resume_scan_removes_temp_files_of_killed_writers() {
+    crate::files_only!("a test of the file store itself");
     let env = TestEnv::new();
     init_qa_returned(&env, "A");
     let orphan = env.state_dir().join(".loop-state-PROJ-1.json.tmp-999-abcd");

@@ -69,6 +69,7 @@ fn migrate_then_status_as_a_user_runs_them() {
 
 #[test]
 fn no_password_is_ever_printed_and_a_missing_server_is_named() {
+    crate::files_only!("it starts servers of its own");
     let env = TestEnv::new();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -130,6 +131,7 @@ fn state_files(env: &TestEnv) -> Vec<(String, Vec<u8>)> {
 
 #[test]
 fn import_then_export_gives_back_every_file_byte_for_byte() {
+    crate::files_only!("it starts servers of its own");
     let Some(server) = PgServer::start("import_then_export_gives_back_every_file_byte_for_byte")
     else {
         return;
@@ -332,6 +334,7 @@ fn with_baton_store_the_state_lives_on_the_server_and_the_gates_hold() {
 
 #[test]
 fn the_project_setting_names_the_store_but_never_a_password() {
+    crate::files_only!("it starts servers of its own");
     let Some((server, env)) =
         with_store("the_project_setting_names_the_store_but_never_a_password")
     else {
@@ -365,6 +368,7 @@ fn the_project_setting_names_the_store_but_never_a_password() {
 
 #[test]
 fn a_machine_whose_clock_runs_two_hours_ahead_still_sees_a_live_owner() {
+    crate::files_only!("it starts servers of its own");
     let Some((server, env)) =
         with_store("a_machine_whose_clock_runs_two_hours_ahead_still_sees_a_live_owner")
     else {
