@@ -138,7 +138,10 @@ fn a_write_lands_only_on_the_revision_it_read_and_keeps_its_bytes() {
     // Archived only at the revision read.
     let name = "loop-state-T-1.20260301T120000Z.json";
     let other = "loop-state-T-1.20260301T120000Z-ab.json";
-    assert_eq!(a.archive_if(Kind::Loop, "T-1", 1, name, other).unwrap(), None);
+    assert_eq!(
+        a.archive_if(Kind::Loop, "T-1", 1, name, other).unwrap(),
+        None
+    );
     assert_eq!(
         a.archive_if(Kind::Loop, "T-1", 2, name, other).unwrap(),
         Some(name.to_string())
