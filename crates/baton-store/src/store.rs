@@ -162,6 +162,35 @@ impl FsStore {
         Some((db, kind, key))
     }
 
+    /// How messages name the state `path` stands for: the file, or the server's record.
+    pub fn shown(&self, path: &Path) -> PathBuf {
+        match self.in_db(path) {
+            Some((db, kind, key)) => PathBuf::from(db.path(kind, &key)),
+            None => path.to_path_buf(),
+        }
+    }
+
+    /// Whether the state `path` stands for exists: a look at the file (no read, no lock), or
+    /// a query for the record.
+    pub fn holds(&self, path: &Path) -> Result<bool, StoreError> {
+        match self.in_db(path) {
+            Some((db, kind, key)) => Ok(db.read(kind, &key)?.is_some()),
+            None => Ok(std::fs::symlink_metadata(path).is_ok()),
+        }
+    }
+
+    /// How messages name a journal: its file, or the server's record of it.
+    pub fn journal_shown(&self, target: JournalTarget) -> Result<PathBuf, StoreError> {
+        match &self.db {
+            Some(db) => Ok(PathBuf::from(format!(
+                "{}#journal/{}",
+                db.shown(),
+                journal_name(&self.layout, target)?
+            ))),
+            None => self.layout.journal_file(target),
+        }
+    }
+
     /// The records of a kind whose documents contain `needle`, parsed as `Loaded`.
     fn db_list<T: DeserializeOwned>(
         &self,

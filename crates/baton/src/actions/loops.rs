@@ -60,7 +60,7 @@ impl Adoption {
 pub fn adopt_legacy(store: &FsStore, ctx: &Ctx) -> Result<Adoption, CommandError> {
     let mut adoption = Adoption::default();
     // Most projects have no legacy file; seeing that takes no lock.
-    if !store.exists()? || std::fs::symlink_metadata(store.layout.legacy_loop_file()).is_err() {
+    if !store.exists()? || !store.holds(&store.layout.legacy_loop_file())? {
         return Ok(adoption);
     }
     let _legacy_lock = store.lock(LockScope::LegacyLoop)?;

@@ -386,7 +386,10 @@ impl Scan<'_> {
             ));
         }
         let mut references = vec![
-            format!("state: {}", layout.loop_file(key).display()),
+            format!(
+                "state: {}",
+                self.store.shown(&layout.loop_file(key)).display()
+            ),
             format!("history: `baton log {t}`"),
         ];
         if let Some(brief) = &state.brief_path {
@@ -529,7 +532,10 @@ impl Scan<'_> {
             ],
             blockers,
             references: vec![
-                format!("state: {}", self.store.layout.batch_file().display()),
+                format!(
+                    "state: {}",
+                    self.store.shown(&self.store.layout.batch_file()).display()
+                ),
                 "history: `baton log batch`".into(),
             ],
             urgency: urgency(Some(c.class), c.waiting, false),

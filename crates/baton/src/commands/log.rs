@@ -86,7 +86,7 @@ pub fn cmd_log(ctx: &Ctx, args: LogArgs) -> Result<Report, CommandError> {
                 Resolved::Run(id) => ("run", JournalTarget::Run(id)),
                 Resolved::Ledger(_) => unreachable!("handled above"),
             };
-            let path = store.layout.journal_file(target)?;
+            let path = store.journal_shown(target)?;
             (kind, path, store.read_journal(target)?)
         }
     };

@@ -78,7 +78,7 @@ pub fn cmd_pause(ctx: &Ctx, args: PauseArgs) -> Result<Report, CommandError> {
     drop(guard);
     let who = esc_or(ctx.session(), "every session (no session id)");
     let mut report = Report::ok(
-        json!({ "pause": mark, "path": store.layout.pause_file().display().to_string(), "tree_dirty": dirty }),
+        json!({ "pause": mark, "path": store.shown(&store.layout.pause_file()).display().to_string(), "tree_dirty": dirty }),
         format!(
             "paused at {} for {who}\nnext: the next session's `baton resume` offers this work as paused",
             mark.paused_at

@@ -37,16 +37,19 @@ pub struct TestEnv {
 
 /// The suite against PostgreSQL: with `BATON_TEST_STORE=postgres://…` every `baton` run keeps
 /// its state on that server, in a project of its own. The tests go on reading and writing
-/// files: before each run, state files the test changed replace the project's records; after
-/// it (and before the test reads a file), the records replace the files. What is compared is
-/// the bytes of every document, journal and archived file, so a run sees exactly what the test
-/// wrote and the test exactly what the run wrote.
+/// files: before each run, state files the test changed replace the project's records, and
+/// the files are taken away, so that the run finds its state on the server alone; after it
+/// (and before the test reads a file), the records are written back as files. What is compared
+/// is the bytes of every document, journal and archived file, so a run sees exactly what the
+/// test wrote and the test exactly what the run wrote.
 struct Mirror {
     url: String,
     project: String,
     records: baton_store::pg::records::Records,
     /// What the files and the server last agreed on.
     last: std::cell::RefCell<baton_store::pg::transfer::Moved>,
+    /// The state files are away while runs use the server.
+    away: std::cell::Cell<bool>,
 }
 
 /// The server the suite runs against, when it does.
@@ -100,6 +103,7 @@ impl Mirror {
             project: project.to_string(),
             records: pg::records::Records::new(client, settings, project, "test"),
             last: Default::default(),
+            away: Default::default(),
         })
     }
 
@@ -110,52 +114,68 @@ impl Mirror {
         }
     }
 
-    /// State files changed since the last agreement replace the project's records.
+    /// State files changed since the last agreement replace the project's records; then the
+    /// files are taken away.
     fn files_to_server(&self, state_dir: &Path) {
         use baton_store::pg::transfer;
-        let files = transfer::collect(&Self::layout(state_dir)).unwrap();
-        if files == *self.last.borrow() {
+        if self.away.get() {
             return;
         }
-        self.records
-            .in_transaction(|tx, project, _| {
-                for table in ["baton_state", "baton_journal", "baton_archive"] {
-                    tx.execute(
-                        &format!("DELETE FROM {table} WHERE project = $1"),
-                        &[&project],
-                    )?;
-                }
-                Ok(())
-            })
-            .unwrap();
-        assert_eq!(transfer::import(&self.records, &files).unwrap(), None);
-        *self.last.borrow_mut() = files;
+        let files = transfer::collect(&Self::layout(state_dir)).unwrap();
+        if files != *self.last.borrow() {
+            self.records
+                .in_transaction(|tx, project, _| {
+                    for table in ["baton_state", "baton_journal", "baton_archive"] {
+                        tx.execute(
+                            &format!("DELETE FROM {table} WHERE project = $1"),
+                            &[&project],
+                        )?;
+                    }
+                    Ok(())
+                })
+                .unwrap();
+            assert_eq!(transfer::import(&self.records, &files).unwrap(), None);
+            *self.last.borrow_mut() = files;
+        }
+        remove_state_files(state_dir);
+        self.away.set(true);
     }
 
-    /// Records changed since the last agreement replace the state files.
+    /// The project's records written back as the state files.
     fn server_to_files(&self, state_dir: &Path) {
         use baton_store::pg::transfer;
         let held = transfer::fetch(&self.records).unwrap();
-        if held == *self.last.borrow() {
+        if !self.away.get() && held == *self.last.borrow() {
             return;
         }
-        if let Ok(entries) = std::fs::read_dir(state_dir) {
-            for entry in entries.flatten() {
-                let name = entry.file_name().to_string_lossy().into_owned();
-                let path = entry.path();
-                if ["runs", "journal", "archive"].contains(&name.as_str()) {
-                    std::fs::remove_dir_all(&path).unwrap();
-                } else if name == "loop-state.json"
-                    || name == "batch-state.json"
-                    || name == "pause.json"
-                    || baton_core::key::key_from_file_name(&name).is_some()
-                {
-                    std::fs::remove_file(&path).unwrap();
-                }
-            }
+        remove_state_files(state_dir);
+        // Nothing held writes nothing, not even the state directory.
+        if !held.is_empty() {
+            assert!(transfer::export(&Self::layout(state_dir), &held).unwrap());
         }
-        assert!(transfer::export(&Self::layout(state_dir), &held).unwrap());
         *self.last.borrow_mut() = held;
+        self.away.set(false);
+    }
+}
+
+/// The files `baton store import` moves: loops, the batch, the pause marks, runs, journals
+/// and the archive.
+fn remove_state_files(state_dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(state_dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = entry.path();
+        if ["runs", "journal", "archive"].contains(&name.as_str()) {
+            std::fs::remove_dir_all(&path).unwrap();
+        } else if name == "loop-state.json"
+            || name == "batch-state.json"
+            || name == "pause.json"
+            || baton_core::key::key_from_file_name(&name).is_some()
+        {
+            std::fs::remove_file(&path).unwrap();
+        }
     }
 }
 

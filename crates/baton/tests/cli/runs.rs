@@ -430,11 +430,18 @@ fn a_30_minute_old_plan_with_nothing_changed_is_ratified_and_the_run_restored() 
         "{json}"
     );
     let state_file = json["state_file"].as_str().unwrap();
-    assert_eq!(
-        Path::new(state_file).canonicalize().unwrap(),
-        run_file(&env, &id).canonicalize().unwrap(),
-        "{json}"
-    );
+    if pg_mode() {
+        assert!(
+            state_file.ends_with(&named(&format!("runs/{id}.json"))),
+            "{json}"
+        );
+    } else {
+        assert_eq!(
+            Path::new(state_file).canonicalize().unwrap(),
+            run_file(&env, &id).canonicalize().unwrap(),
+            "{json}"
+        );
+    }
     assert_eq!(json["lock_acquired"], true, "{json}");
     assert_eq!(json["epoch"], 1, "the same holder keeps its epoch: {json}");
 

@@ -316,6 +316,24 @@ fn with_baton_store_the_state_lives_on_the_server_and_the_gates_hold() {
         .collect();
     assert_eq!(codes.iter().filter(|&&c| c == 0).count(), 1, "{codes:?}");
     assert!(codes.iter().all(|&c| c == 0 || c == 3), "{codes:?}");
+    // The owner's heartbeat from a third machine, whose clone has no state directory at all.
+    let winner = format!("S{}", codes.iter().position(|&c| c == 0).unwrap());
+    let third = env.repo.parent().unwrap().join("machine-c");
+    env.git(&[
+        "clone",
+        "--quiet",
+        env.repo.to_str().unwrap(),
+        third.to_str().unwrap(),
+    ]);
+    let beat = at_store(
+        &env,
+        &third,
+        &url,
+        &winner,
+        &["--json", "loop", "heartbeat", "T-1"],
+    );
+    beat.assert_code(0);
+    assert_eq!(beat.json()["refreshed"], true, "{}", beat.stdout);
     // The journal on the server tells it, whichever machine asks.
     let log = at_store(&env, &other, &url, "X", &["--json", "log", "T-1"]);
     let events: Vec<String> = log.json()["events"]

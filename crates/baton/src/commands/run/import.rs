@@ -46,7 +46,7 @@ pub fn cmd_run_import(ctx: &Ctx, args: ImportArgs) -> Result<Report, CommandErro
         baton_store::JournalTarget::Run(&id),
         &[import_event(ctx, &run)],
     );
-    let path = store.layout.run_file(&id);
+    let path = store.shown(&store.layout.run_file(&id));
     let report = Report::ok(
         json!({ "run_id": id.to_string(), "imported_from": run.imported_from, "state_file": path.display().to_string() }),
         format!(

@@ -242,7 +242,7 @@ pub fn cmd_run_new(ctx: &Ctx, args: NewArgs) -> Result<Report, CommandError> {
         JournalTarget::Run(&id),
         &[event],
     ));
-    let path = store.layout.run_file(&id);
+    let path = store.shown(&store.layout.run_file(&id));
     // stdout is the run id alone, so that `RUN=$(baton run new …)` captures just it.
     let mut report = Report::ok(
         json!({ "run_id": id.to_string(), "state_file": path.display().to_string(), "epoch": run.lease_epoch, "lease": run.lease }),

@@ -186,7 +186,7 @@ pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandErro
         ));
         journal_warning = crate::journal::append(&store, JournalTarget::Run(&id), &events);
     }
-    let path = store.layout.run_file(&id);
+    let path = store.shown(&store.layout.run_file(&id));
     let text = render(&d, &run, &path, &notes);
     let mut json = decision_json(&d.decision);
     json["run_id"] = json!(id.to_string());

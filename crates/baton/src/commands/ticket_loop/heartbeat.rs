@@ -38,7 +38,7 @@ pub fn heartbeat(ctx: &Ctx, ticket: &OsStr, flags: &WriteFlags) -> Result<Report
             format!("no heartbeat: {why}"),
         ))
     };
-    if !store.layout.check_state_dir()? {
+    if !store.exists()? {
         return noop("no state directory".into());
     }
     let _guard = store.lock(LockScope::Loop(&target.key))?;

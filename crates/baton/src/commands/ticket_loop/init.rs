@@ -193,7 +193,7 @@ pub fn cmd_loop_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> 
     let mut report = loop_report(
         &decision,
         &target,
-        &store.layout.loop_file(&target.key),
+        &store.shown(&store.layout.loop_file(&target.key)),
         &state,
         &message,
     )

@@ -185,7 +185,7 @@ fn refresh_batch(store: &FsStore, ctx: &Ctx, target: &Target) -> Result<(), Comm
     let Some(me) = ctx.session() else {
         return Ok(());
     };
-    if std::fs::symlink_metadata(store.layout.batch_file()).is_err() {
+    if !store.holds(&store.layout.batch_file())? {
         return Ok(());
     }
     let _batch = store.lock(LockScope::Batch)?;
