@@ -63,13 +63,13 @@ impl Db {
             })?;
         let mut client = super::connect(&settings)?;
         // One round trip: the server's clock and the schema's version.
-        let (now, at) = match client.query_one(
+        let (now, at) = match client.query_typed(
             "SELECT now(), coalesce(max(version), 0) FROM baton_schema_history",
             &[],
         ) {
-            Ok(row) => (
-                Some(row.get::<_, std::time::SystemTime>(0)),
-                row.get::<_, i32>(1),
+            Ok(rows) => (
+                Some(rows[0].get::<_, std::time::SystemTime>(0)),
+                rows[0].get::<_, i32>(1),
             ),
             Err(e) if e.code() == Some(&postgres::error::SqlState::UNDEFINED_TABLE) => (None, 0),
             Err(e) => return Err(super::db_error(&settings, "use")(e)),

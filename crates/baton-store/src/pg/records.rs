@@ -8,6 +8,7 @@ use std::cell::RefCell;
 
 use jiff::Timestamp;
 use postgres::Client;
+use postgres::types::{ToSql, Type};
 
 use super::config::Settings;
 use crate::StoreError;
@@ -32,6 +33,12 @@ impl Kind {
             Kind::LegacyLoop => "legacy_loop",
         }
     }
+}
+
+/// A statement's parameter: every one baton sends is text or a bigint.
+enum Param<'a> {
+    Text(&'a str),
+    Int(i64),
 }
 
 /// A piece of state as the server holds it.
@@ -92,58 +99,66 @@ impl Records {
 
     /// The server's clock: what every age is measured by, never this machine's.
     pub fn now(&self) -> Result<Timestamp, StoreError> {
-        let row = self
-            .client
+        let rows = self.run("read the clock of", "SELECT now()", &[])?;
+        Ok(ts(rows[0].get(0)))
+    }
+
+    /// One statement in one round trip: parsed, bound and run together, its parameters typed
+    /// here (text or bigint) rather than asked of the server first.
+    fn run(
+        &self,
+        action: &'static str,
+        sql: &str,
+        params: &[Param<'_>],
+    ) -> Result<Vec<postgres::Row>, StoreError> {
+        let typed: Vec<(&(dyn ToSql + Sync), Type)> = params
+            .iter()
+            .map(|p| match p {
+                Param::Text(t) => (t as &(dyn ToSql + Sync), Type::TEXT),
+                Param::Int(i) => (i as &(dyn ToSql + Sync), Type::INT8),
+            })
+            .collect();
+        self.client
             .borrow_mut()
-            .query_one("SELECT now()", &[])
-            .map_err(self.err("read the clock of"))?;
-        Ok(ts(row.get(0)))
+            .query_typed(sql, &typed)
+            .map_err(self.err(action))
+    }
+
+    fn record(r: &postgres::Row, at: usize) -> Record {
+        Record {
+            doc: r.get(at),
+            rev: r.get(at + 1),
+            epoch: r.get(at + 2),
+            written_at: ts(r.get(at + 3)),
+            host: r.get(at + 4),
+        }
     }
 
     pub fn read(&self, kind: Kind, key: &str) -> Result<Option<Record>, StoreError> {
-        let row = self
-            .client
-            .borrow_mut()
-            .query_opt(
-                "SELECT doc, rev, epoch, written_at, host FROM baton_state \
-                 WHERE project = $1 AND kind = $2 AND key = $3",
-                &[&self.project, &kind.as_str(), &key],
-            )
-            .map_err(self.err("read from"))?;
-        Ok(row.map(|r| Record {
-            doc: r.get(0),
-            rev: r.get(1),
-            epoch: r.get(2),
-            written_at: ts(r.get(3)),
-            host: r.get(4),
-        }))
+        let rows = self.run(
+            "read from",
+            "SELECT doc, rev, epoch, written_at, host FROM baton_state \
+             WHERE project = $1 AND kind = $2 AND key = $3",
+            &[
+                Param::Text(&self.project),
+                Param::Text(kind.as_str()),
+                Param::Text(key),
+            ],
+        )?;
+        Ok(rows.first().map(|r| Self::record(r, 0)))
     }
 
     /// Every record of a kind, in key order.
     pub fn list(&self, kind: Kind) -> Result<Vec<(String, Record)>, StoreError> {
-        let rows = self
-            .client
-            .borrow_mut()
-            .query(
-                "SELECT key, doc, rev, epoch, written_at, host FROM baton_state \
-                 WHERE project = $1 AND kind = $2 ORDER BY key",
-                &[&self.project, &kind.as_str()],
-            )
-            .map_err(self.err("list from"))?;
+        let rows = self.run(
+            "list from",
+            "SELECT key, doc, rev, epoch, written_at, host FROM baton_state \
+             WHERE project = $1 AND kind = $2 ORDER BY key",
+            &[Param::Text(&self.project), Param::Text(kind.as_str())],
+        )?;
         Ok(rows
-            .into_iter()
-            .map(|r| {
-                (
-                    r.get(0),
-                    Record {
-                        doc: r.get(1),
-                        rev: r.get(2),
-                        epoch: r.get(3),
-                        written_at: ts(r.get(4)),
-                        host: r.get(5),
-                    },
-                )
-            })
+            .iter()
+            .map(|r| (r.get(0), Self::record(r, 1)))
             .collect())
     }
 
@@ -158,73 +173,63 @@ impl Records {
         epoch: i64,
         read: Option<i64>,
     ) -> Result<Option<i64>, StoreError> {
-        let mut client = self.client.borrow_mut();
-        let row = match read {
-            None => client.query_opt(
+        let mut params = vec![
+            Param::Text(&self.project),
+            Param::Text(kind.as_str()),
+            Param::Text(key),
+            Param::Text(doc),
+            Param::Int(epoch),
+            Param::Text(&self.host),
+        ];
+        let sql = match read {
+            None => {
                 "INSERT INTO baton_state (project, kind, key, doc, epoch, host) \
-                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING rev",
-                &[
-                    &self.project,
-                    &kind.as_str(),
-                    &key,
-                    &doc,
-                    &epoch,
-                    &self.host,
-                ],
-            ),
-            Some(rev) => client.query_opt(
+                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING rev"
+            }
+            Some(rev) => {
+                params.push(Param::Int(rev));
                 "UPDATE baton_state SET doc = $4, epoch = $5, host = $6, rev = rev + 1, \
                  written_at = now() \
-                 WHERE project = $1 AND kind = $2 AND key = $3 AND rev = $7 RETURNING rev",
-                &[
-                    &self.project,
-                    &kind.as_str(),
-                    &key,
-                    &doc,
-                    &epoch,
-                    &self.host,
-                    &rev,
-                ],
-            ),
-        }
-        .map_err(self.err("write to"))?;
-        Ok(row.map(|r| r.get(0)))
+                 WHERE project = $1 AND kind = $2 AND key = $3 AND rev = $7 RETURNING rev"
+            }
+        };
+        let rows = self.run("write to", sql, &params)?;
+        Ok(rows.first().map(|r| r.get(0)))
     }
 
     /// Writes `doc` whatever is there (created or replaced): for a writer that holds the
     /// record's lock and read nothing first. Gives the record's new revision.
     pub fn upsert(&self, kind: Kind, key: &str, doc: &str, epoch: i64) -> Result<i64, StoreError> {
-        let row = self
-            .client
-            .borrow_mut()
-            .query_one(
-                "INSERT INTO baton_state (project, kind, key, doc, epoch, host) \
-                 VALUES ($1, $2, $3, $4, $5, $6) \
-                 ON CONFLICT (project, kind, key) DO UPDATE SET doc = EXCLUDED.doc, \
-                 epoch = EXCLUDED.epoch, host = EXCLUDED.host, rev = baton_state.rev + 1, \
-                 written_at = now() RETURNING rev",
-                &[
-                    &self.project,
-                    &kind.as_str(),
-                    &key,
-                    &doc,
-                    &epoch,
-                    &self.host,
-                ],
-            )
-            .map_err(self.err("write to"))?;
-        Ok(row.get(0))
+        let rows = self.run(
+            "write to",
+            "INSERT INTO baton_state (project, kind, key, doc, epoch, host) \
+             VALUES ($1, $2, $3, $4, $5, $6) \
+             ON CONFLICT (project, kind, key) DO UPDATE SET doc = EXCLUDED.doc, \
+             epoch = EXCLUDED.epoch, host = EXCLUDED.host, rev = baton_state.rev + 1, \
+             written_at = now() RETURNING rev",
+            &[
+                Param::Text(&self.project),
+                Param::Text(kind.as_str()),
+                Param::Text(key),
+                Param::Text(doc),
+                Param::Int(epoch),
+                Param::Text(&self.host),
+            ],
+        )?;
+        Ok(rows[0].get(0))
     }
 
     /// Deletes a record (a finished run, a legacy file adopted, pause marks lifted).
     pub fn remove(&self, kind: Kind, key: &str) -> Result<(), StoreError> {
-        self.client
-            .borrow_mut()
-            .execute(
-                "DELETE FROM baton_state WHERE project = $1 AND kind = $2 AND key = $3",
-                &[&self.project, &kind.as_str(), &key],
-            )
-            .map_err(self.err("delete from"))?;
+        self.run(
+            "delete from",
+            "DELETE FROM baton_state WHERE project = $1 AND kind = $2 AND key = $3",
+            &[
+                Param::Text(&self.project),
+                Param::Text(kind.as_str()),
+                Param::Text(key),
+            ],
+        )?;
         Ok(())
     }
 
@@ -240,24 +245,25 @@ impl Records {
 
     /// Takes the advisory lock `key` if nobody holds it.
     pub fn try_lock(&self, key: i64) -> Result<bool, StoreError> {
-        let row = self
-            .client
-            .borrow_mut()
-            .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
-            .map_err(self.err("lock on"))?;
-        Ok(row.get(0))
+        let rows = self.run(
+            "lock on",
+            "SELECT pg_try_advisory_lock($1)",
+            &[Param::Int(key)],
+        )?;
+        Ok(rows[0].get(0))
     }
 
     pub fn unlock(&self, key: i64) -> Result<(), StoreError> {
-        self.client
-            .borrow_mut()
-            .query_one("SELECT pg_advisory_unlock($1)", &[&key])
-            .map_err(self.err("unlock on"))?;
+        self.run(
+            "unlock on",
+            "SELECT pg_advisory_unlock($1)",
+            &[Param::Int(key)],
+        )?;
         Ok(())
     }
 
     /// Moves the record at revision `read` to the archive as the file `name` (`other` when
-    /// the archive holds that name already), in one transaction; the name it took, or `None`
+    /// the archive holds that name already), in one statement; the name it took, or `None`
     /// if the record was written meanwhile (nothing moved).
     pub fn archive_if(
         &self,
@@ -267,52 +273,48 @@ impl Records {
         name: &str,
         other: &str,
     ) -> Result<Option<String>, StoreError> {
-        let err = || super::db_error(&self.settings, "archive in");
-        let mut client = self.client.borrow_mut();
-        let mut tx = client.transaction().map_err(err())?;
-        let taken = tx
-            .query_opt(
-                "SELECT 1 FROM baton_archive WHERE project = $1 AND key = $2",
-                &[&self.project, &name],
-            )
-            .map_err(err())?
-            .is_some();
-        let name = if taken { other } else { name };
-        let moved = tx
-            .execute(
-                "WITH gone AS (DELETE FROM baton_state \
-                   WHERE project = $1 AND kind = $2 AND key = $3 AND rev = $4 RETURNING doc) \
-                 INSERT INTO baton_archive (project, kind, key, doc) \
-                 SELECT $1, 'file', $5, doc FROM gone",
-                &[&self.project, &kind.as_str(), &key, &read, &name],
-            )
-            .map_err(err())?;
-        tx.commit().map_err(err())?;
-        Ok((moved == 1).then(|| name.to_string()))
+        let rows = self.run(
+            "archive in",
+            "WITH gone AS (DELETE FROM baton_state \
+               WHERE project = $1 AND kind = $2 AND key = $3 AND rev = $4 RETURNING doc), \
+             taken AS (SELECT EXISTS (SELECT 1 FROM baton_archive \
+               WHERE project = $1 AND key = $5) AS yes) \
+             INSERT INTO baton_archive (project, kind, key, doc) \
+             SELECT $1, 'file', CASE WHEN taken.yes THEN $6 ELSE $5 END, gone.doc \
+             FROM gone, taken RETURNING key",
+            &[
+                Param::Text(&self.project),
+                Param::Text(kind.as_str()),
+                Param::Text(key),
+                Param::Int(read),
+                Param::Text(name),
+                Param::Text(other),
+            ],
+        )?;
+        Ok(rows.first().map(|r| r.get(0)))
     }
 
     /// Appends one event to a target's journal (`loop-<KEY>`, `batch`, `run-<ID>`).
     pub fn append_journal(&self, target: &str, event: &str) -> Result<(), StoreError> {
-        self.client
-            .borrow_mut()
-            .execute(
-                "INSERT INTO baton_journal (project, target, event) VALUES ($1, $2, $3)",
-                &[&self.project, &target, &event],
-            )
-            .map_err(self.err("append to"))?;
+        self.run(
+            "append to",
+            "INSERT INTO baton_journal (project, target, event) VALUES ($1, $2, $3)",
+            &[
+                Param::Text(&self.project),
+                Param::Text(target),
+                Param::Text(event),
+            ],
+        )?;
         Ok(())
     }
 
     /// A target's journal, oldest first.
     pub fn read_journal(&self, target: &str) -> Result<Vec<String>, StoreError> {
-        let rows = self
-            .client
-            .borrow_mut()
-            .query(
-                "SELECT event FROM baton_journal WHERE project = $1 AND target = $2 ORDER BY seq",
-                &[&self.project, &target],
-            )
-            .map_err(self.err("read from"))?;
-        Ok(rows.into_iter().map(|r| r.get(0)).collect())
+        let rows = self.run(
+            "read from",
+            "SELECT event FROM baton_journal WHERE project = $1 AND target = $2 ORDER BY seq",
+            &[Param::Text(&self.project), Param::Text(target)],
+        )?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 }
