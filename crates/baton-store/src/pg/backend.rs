@@ -74,7 +74,7 @@ impl Db {
             Err(e) if e.code() == Some(&postgres::error::SqlState::UNDEFINED_TABLE) => (None, 0),
             Err(e) => return Err(super::db_error(&settings, "use")(e)),
         };
-        let latest = super::known().last().map_or(0, |v| v.version);
+        let latest = super::LATEST;
         if at != latest {
             return Err(StoreError::Db {
                 action: "use",
