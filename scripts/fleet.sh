@@ -3,13 +3,17 @@
 # pairs (addresses only inside them), the server in one, baton in two others, each with a host
 # name of its own. Needs root, ip (iproute2), unshare, and the PostgreSQL server binaries.
 #
-#   scripts/fleet.sh [--trials N] [--no-cut]
+#   scripts/fleet.sh [--trials N] [--no-cut] [--soak SECONDS]
 #
 # 1. Race: N times (default 200), a loop is interrupted, then a session on each machine runs
 #    `baton resume accept` at the same moment: exactly one must win each time.
 # 2. Cut (skipped with --no-cut; takes about 70 s): machine 1 holds a run lease with a 60 s TTL;
 #    its link is cut; machine 2 is refused until the TTL has passed by the server's clock, then
 #    takes the run over; the link comes back, and machine 1's write on its old epoch is refused.
+# 3. Soak (default 120 s; --soak 0 skips it): 64 simulated agents, 32 on each machine, cycle
+#    init / set / heartbeat / interrupt / accept on 16 shared tickets; then the journal must
+#    hold every acknowledged write, and no ticket two owners at one epoch. Prints operations
+#    per second and latency percentiles (crates/baton/examples/fleet_soak.rs).
 #
 # Prints one line per check and exits non-zero on the first that fails.
 set -euo pipefail
@@ -17,19 +21,22 @@ cd "$(dirname "$0")/.."
 
 trials=200
 cut=1
+soak=120
 while [ $# -gt 0 ]; do
   case "$1" in
     --trials) trials="$2"; shift 2 ;;
     --no-cut) cut=0; shift ;;
-    *) echo "usage: scripts/fleet.sh [--trials N] [--no-cut]" >&2; exit 2 ;;
+    --soak) soak="$2"; shift 2 ;;
+    *) echo "usage: scripts/fleet.sh [--trials N] [--no-cut] [--soak SECONDS]" >&2; exit 2 ;;
   esac
 done
 
 [ "$(id -u)" = 0 ] || { echo "fleet.sh: run as root (network namespaces)" >&2; exit 2; }
 pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 [ -x "$pgbin/initdb" ] || { echo "fleet.sh: no PostgreSQL server binaries" >&2; exit 2; }
-cargo build --release --locked -q
+cargo build --release --locked -q -p baton --bin baton --example fleet_soak
 baton="$PWD/target/release/baton"
+soaker="$PWD/target/release/examples/fleet_soak"
 
 ns=(baton-srv baton-m1 baton-m2)
 work=$(mktemp -d /tmp/baton-fleet.XXXXXX)
@@ -65,12 +72,16 @@ git init -q "$work/origin"
 git -C "$work/origin" -c user.name=t -c user.email=t@e commit -q --allow-empty -m init
 for i in 1 2; do git clone -q "$work/origin" "$work/m$i"; done
 
-# `on I SESSION ARGS…`: baton on machine I (its own namespace and host name).
+# `machine I COMMAND…`: a command on machine I (its own namespace, host name and store URL).
+machine() {
+  local i="$1"; shift
+  unshare --uts sh -c 'hostname "$0" && exec "$@"' "machine-$i" \
+    ip netns exec "baton-m$i" env BATON_STORE="postgres://baton@10.77.$i.1:5432/postgres" "$@"
+}
+# `on I SESSION ARGS…`: baton on machine I as SESSION.
 on() {
   local i="$1" session="$2"; shift 2
-  unshare --uts sh -c 'hostname "$0" && exec "$@"' "machine-$i" \
-    ip netns exec "baton-m$i" env BATON_STORE="postgres://baton@10.77.$i.1:5432/postgres" \
-    BATON_SESSION="$session" "$baton" -C "$work/m$i" "$@"
+  machine "$i" env BATON_SESSION="$session" "$baton" -C "$work/m$i" "$@"
 }
 
 on 1 setup store migrate >/dev/null
@@ -101,6 +112,19 @@ grep -q "owned on another machine: machine-1" "$work/status" || {
   echo "fleet: FAIL machine 2's status does not say OWNED-1 is owned on machine-1" >&2; cat "$work/status" >&2; exit 1
 }
 echo "fleet: status on machine 2 says a loop of machine 1 is owned on machine-1"
+
+if [ "$soak" -gt 0 ]; then
+  for i in 1 2; do
+    machine "$i" env BATON_PROJECT=fleet-soak "$soaker" agents --baton "$baton" --dir "$work/m$i" \
+      --machine "$i" --agents 32 --first $(( (i - 1) * 32 )) --tickets 16 --seconds "$soak" \
+      --out "$work/soak-$i" &
+  done
+  wait
+  machine 1 env BATON_PROJECT=fleet-soak "$soaker" check --baton "$baton" --dir "$work/m1" \
+    --tickets 16 --seconds "$soak" "$work/soak-1" "$work/soak-2" || {
+    echo "fleet: FAIL soak" >&2; exit 1
+  }
+fi
 
 [ "$cut" = 1 ] || exit 0
 run=$(on 1 A run new --feature fleet --lease-ttl 60 2>/dev/null)

@@ -4,6 +4,8 @@
 #[path = "support/pg_server.rs"]
 mod pg_server;
 
+use std::time::Duration;
+
 use baton_store::pg::config::{Process, resolve};
 use baton_store::pg::{connect, known, migrate, status};
 use pg_server::PgServer;
@@ -228,4 +230,47 @@ fn racing_machines_get_exactly_one_winner_every_time() {
         assert_eq!((r.rev, r.epoch), (2, 1));
         assert_eq!(r.doc, format!("{{\"owner\":\"{}\"}}", r.host));
     }
+}
+
+#[test]
+fn a_held_lock_is_handed_over_on_release_and_a_wait_gives_up_on_time() {
+    let Some(server) =
+        migrated("a_held_lock_is_handed_over_on_release_and_a_wait_gives_up_on_time")
+    else {
+        return;
+    };
+    let a = records(&server, "machine-a");
+    let b = records(&server, "machine-b");
+    let key = a.lock_key("loop-T-1");
+    assert!(a.try_lock(key).unwrap());
+    assert!(!b.try_lock(key).unwrap(), "held by a");
+    let start = std::time::Instant::now();
+    assert!(!b.lock_within(key, Duration::from_millis(300)).unwrap());
+    let waited = start.elapsed();
+    assert!(
+        waited >= Duration::from_millis(300),
+        "gave up early: {waited:?}"
+    );
+    // b waits; a releases 200 ms later; b has it well before its 10 s are up.
+    let url = server.url();
+    let waiter = std::thread::spawn(move || {
+        let settings = resolve(&url, &Process).unwrap();
+        let b = Records::new(connect(&settings).unwrap(), settings, "proj", "machine-b");
+        let start = std::time::Instant::now();
+        let got = b.lock_within(key, Duration::from_secs(10)).unwrap();
+        (got, start.elapsed())
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    a.unlock(key).unwrap();
+    let (got, waited) = waiter.join().unwrap();
+    assert!(got);
+    assert!(waited < Duration::from_secs(5), "{waited:?}");
+    // The timeout is not left behind on the connection that gave up.
+    let left = b
+        .in_transaction(|tx, _, _| {
+            tx.query_one("SHOW lock_timeout", &[])
+                .map(|r| r.get::<_, String>(0))
+        })
+        .unwrap();
+    assert_eq!(left, "0");
 }

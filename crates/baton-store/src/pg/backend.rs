@@ -118,22 +118,19 @@ impl Db {
     pub fn lock(self: &Rc<Self>, scope: &str, wait: Duration) -> Result<DbLock, StoreError> {
         let key = self.records.lock_key(scope);
         let start = Instant::now();
-        loop {
-            if self.records.try_lock(key)? {
-                return Ok(DbLock {
-                    db: self.clone(),
-                    key,
-                });
-            }
-            if start.elapsed() >= wait {
-                return Err(StoreError::LockBusy {
-                    path: format!("{}#lock/{scope}", self.settings.shown).into(),
-                    holder: None,
-                    waited: start.elapsed(),
-                });
-            }
-            std::thread::sleep(Duration::from_millis(10));
+        // Free, it takes one round trip; held, the server queues this caller and hands it the
+        // lock the moment it is released, or gives up after `wait`.
+        if self.records.try_lock(key)? || self.records.lock_within(key, wait)? {
+            return Ok(DbLock {
+                db: self.clone(),
+                key,
+            });
         }
+        Err(StoreError::LockBusy {
+            path: format!("{}#lock/{scope}", self.settings.shown).into(),
+            holder: None,
+            waited: start.elapsed(),
+        })
     }
 
     /// A record's document, remembering its revision for the write after it.

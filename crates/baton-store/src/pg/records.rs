@@ -5,6 +5,7 @@
 //! machines racing on one record get exactly one winner, whatever their clocks say.
 
 use std::cell::RefCell;
+use std::time::Duration;
 
 use jiff::Timestamp;
 use postgres::Client;
@@ -251,6 +252,32 @@ impl Records {
             &[Param::Int(key)],
         )?;
         Ok(rows[0].get(0))
+    }
+
+    /// Waits for the advisory lock `key` at most `wait`: `Ok(false)` if it is still held then.
+    pub fn lock_within(&self, key: i64, wait: Duration) -> Result<bool, StoreError> {
+        let ms = wait.as_millis().clamp(1, i32::MAX as u128).to_string();
+        self.run(
+            "lock on",
+            "SELECT set_config('lock_timeout', $1, false)",
+            &[Param::Text(&ms)],
+        )?;
+        let taken = self.client.borrow_mut().query_typed(
+            "SELECT pg_advisory_lock($1)",
+            &[(&key as &(dyn ToSql + Sync), Type::INT8)],
+        );
+        let reset = self.run(
+            "lock on",
+            "SELECT set_config('lock_timeout', '0', false)",
+            &[],
+        );
+        match taken {
+            Ok(_) => reset.map(|_| true),
+            Err(e) if e.code() == Some(&postgres::error::SqlState::LOCK_NOT_AVAILABLE) => {
+                reset.map(|_| false)
+            }
+            Err(e) => Err(self.err("lock on")(e)),
+        }
     }
 
     pub fn unlock(&self, key: i64) -> Result<(), StoreError> {
