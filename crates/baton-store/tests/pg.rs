@@ -274,3 +274,78 @@ fn a_held_lock_is_handed_over_on_release_and_a_wait_gives_up_on_time() {
         .unwrap();
     assert_eq!(left, "0");
 }
+
+/// Whether the connection `url` gives is encrypted, as the server sees it; or the error.
+fn encrypted(url: &str) -> Result<bool, String> {
+    let settings = resolve(url, &Process)?;
+    let mut client = connect(&settings).map_err(|e| e.to_string())?;
+    let row = client
+        .query_one(
+            "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+            &[],
+        )
+        .map_err(|e| e.to_string())?;
+    Ok(row.get(0))
+}
+
+#[test]
+fn sslmode_encrypts_and_checks_the_certificate_as_libpq_does() {
+    let Some((server, certs)) =
+        PgServer::start_tls("sslmode_encrypts_and_checks_the_certificate_as_libpq_does")
+    else {
+        return;
+    };
+    let ca = certs.path().join("ca.pem");
+    let other = certs.path().join("other.pem");
+    let at = |host: &str, query: &str| {
+        format!("postgres://baton@{host}:{}/postgres?{query}", server.port)
+    };
+    let ip = "127.0.0.1";
+    assert_eq!(encrypted(&at(ip, "sslmode=disable")), Ok(false));
+    assert_eq!(
+        encrypted(&at(ip, "application_name=t")),
+        Ok(true),
+        "prefer, the default"
+    );
+    assert_eq!(
+        encrypted(&at(ip, "sslmode=require")),
+        Ok(true),
+        "no root: unchecked"
+    );
+    let root = |mode: &str, file: &std::path::Path| {
+        format!("sslmode={mode}&sslrootcert={}", file.display())
+    };
+    assert_eq!(
+        encrypted(&at("localhost", &root("verify-full", &ca))),
+        Ok(true)
+    );
+    assert_eq!(
+        encrypted(&at(ip, &root("verify-ca", &ca))),
+        Ok(true),
+        "names not checked"
+    );
+    // The certificate names localhost, not the address.
+    let wrong_name = encrypted(&at(ip, &root("verify-full", &ca))).unwrap_err();
+    assert!(wrong_name.contains("certificate"), "{wrong_name}");
+    // Signed by another root: refused by verify-ca, and by require once a root is given.
+    for mode in ["verify-ca", "verify-full", "require"] {
+        let e = encrypted(&at("localhost", &root(mode, &other))).unwrap_err();
+        assert!(e.contains("certificate"), "{mode}: {e}");
+    }
+    let no_root = encrypted(&at("localhost", "sslmode=verify-full")).unwrap_err();
+    assert!(no_root.contains("sslrootcert"), "{no_root}");
+}
+
+#[test]
+fn require_against_a_server_without_tls_is_refused() {
+    let Some(server) = PgServer::start("require_against_a_server_without_tls_is_refused") else {
+        return;
+    };
+    let url = format!("{}?sslmode=require", server.url());
+    let e = encrypted(&url).unwrap_err();
+    assert!(
+        e.contains("TLS") || e.contains("SSL") || e.contains("ssl"),
+        "{e}"
+    );
+    assert_eq!(encrypted(&server.url()), Ok(false), "prefer falls back");
+}

@@ -1,18 +1,22 @@
 //! Connection settings as PostgreSQL users expect them, as libpq reads them: the URL first
 //! (`postgres://user:pass@host:port/db?sslmode=…`), then for what it leaves out `PGHOST`,
-//! `PGPORT`, `PGUSER`, `PGPASSWORD`, `PGDATABASE`, `PGSSLMODE`, `PGCONNECT_TIMEOUT`, then the
-//! password file (`PGPASSFILE`, else `~/.pgpass`, read only when no one else may read it).
+//! `PGPORT`, `PGUSER`, `PGPASSWORD`, `PGDATABASE`, `PGSSLMODE`, `PGSSLROOTCERT`,
+//! `PGCONNECT_TIMEOUT`, then the password file (`PGPASSFILE`, else `~/.pgpass`, read only when no one else may read it).
 //! A password is never part of what baton prints: `shown` names the server without it.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use postgres::config::{Host, SslMode};
+use postgres::config::Host;
+
+use super::tls::{SslMode, Tls};
 
 /// Where and how to connect, and how to name the server without its password.
 #[derive(Clone)]
 pub struct Settings {
     pub config: postgres::Config,
+    /// `sslmode` and the root certificates, which the driver's own parser does not take.
+    pub tls: Tls,
     /// `postgres://user@host:port/db`: never a password.
     pub shown: String,
 }
@@ -66,6 +70,9 @@ pub fn resolve(url: &str, env: &dyn Surroundings) -> Result<Settings, String> {
         }
         _ => url.to_string(),
     };
+    // The TLS settings are baton's to read: the driver knows neither verify-ca nor
+    // verify-full nor sslrootcert.
+    let (url, ssl_mode, root_cert) = take_tls_params(&url);
     let url = url.as_str();
     let mut config: postgres::Config = url
         .parse()
@@ -101,20 +108,23 @@ pub fn resolve(url: &str, env: &dyn Surroundings) -> Result<Settings, String> {
     if config.get_dbname().is_none() {
         config.dbname(&env.var("PGDATABASE").unwrap_or_else(|| user.clone()));
     }
-    if !query_has(url, "sslmode")
-        && let Some(mode) = env.var("PGSSLMODE")
-    {
-        config.ssl_mode(match mode.as_str() {
-            "disable" => SslMode::Disable,
-            "allow" | "prefer" => SslMode::Prefer,
-            "require" => SslMode::Require,
-            other => {
-                return Err(format!(
-                    "PGSSLMODE={other:?}: baton knows disable, prefer and require"
-                ));
-            }
+    let mode = match ssl_mode.or_else(|| env.var("PGSSLMODE").map(|m| ("PGSSLMODE", m))) {
+        None => SslMode::Prefer,
+        Some((from, mode)) => SslMode::parse(&mode).ok_or_else(|| {
+            format!(
+                "{from}={mode:?}: sslmode is one of disable, allow, prefer, require, verify-ca, verify-full"
+            )
+        })?,
+    };
+    config.ssl_mode(mode.driver());
+    let root_cert = root_cert
+        .or_else(|| env.var("PGSSLROOTCERT"))
+        .map(PathBuf::from)
+        .or_else(|| {
+            let default = Path::new(&env.var("HOME")?).join(".postgresql/root.crt");
+            default.is_file().then_some(default)
         });
-    }
+    let tls = Tls { mode, root_cert };
     if config.get_connect_timeout().is_none() {
         let secs = env
             .var("PGCONNECT_TIMEOUT")
@@ -145,7 +155,7 @@ pub fn resolve(url: &str, env: &dyn Surroundings) -> Result<Settings, String> {
         }
     }
     let shown = format!("postgres://{user}@{host}:{port}/{dbname}");
-    Ok(Settings { config, shown })
+    Ok(Settings { config, tls, shown })
 }
 
 /// The hosts of a URL's authority (after any `user@`), and the byte range they take.
@@ -197,12 +207,33 @@ fn host_name(host: &Host) -> String {
     }
 }
 
-fn query_has(url: &str, key: &str) -> bool {
-    url.split_once('?').is_some_and(|(_, query)| {
-        query
-            .split('&')
-            .any(|pair| pair.split('=').next() == Some(key))
-    })
+/// `url` without its `sslmode` and `sslrootcert` parameters, and their values (`sslmode`
+/// with where it came from, for messages).
+fn take_tls_params(url: &str) -> (String, Option<(&'static str, String)>, Option<String>) {
+    let Some((base, query)) = url.split_once('?') else {
+        return (url.to_string(), None, None);
+    };
+    let (mut mode, mut root) = (None, None);
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|pair| match pair.split_once('=') {
+            Some(("sslmode", v)) => {
+                mode = Some(("sslmode", v.to_string()));
+                false
+            }
+            Some(("sslrootcert", v)) => {
+                root = Some(v.to_string());
+                false
+            }
+            _ => true,
+        })
+        .collect();
+    let url = if kept.is_empty() {
+        base.to_string()
+    } else {
+        format!("{base}?{}", kept.join("&"))
+    };
+    (url, mode, root)
 }
 
 /// `url` with any password replaced by `***`, to be printed.

@@ -4,6 +4,7 @@
 pub mod backend;
 pub mod config;
 pub mod records;
+pub mod tls;
 pub mod transfer;
 
 use postgres::Client;
@@ -47,10 +48,16 @@ fn with_causes(e: &dyn std::error::Error) -> String {
 
 /// A connection to the server `settings` name.
 pub fn connect(settings: &Settings) -> Result<Client, StoreError> {
-    settings
-        .config
-        .connect(postgres::NoTls)
-        .map_err(db_error(settings, "connect to"))
+    let connector = tls::connector(&settings.tls).map_err(|message| StoreError::Db {
+        action: "connect to",
+        server: settings.shown.clone(),
+        message,
+    })?;
+    match connector {
+        None => settings.config.connect(postgres::NoTls),
+        Some(tls) => settings.config.connect(tls),
+    }
+    .map_err(db_error(settings, "connect to"))
 }
 
 /// The schema's version: the latest migration applied, `None` before the first.
@@ -108,6 +115,8 @@ pub struct Status {
     pub server_version: String,
     /// The server's clock, which every liveness and lease age is read from.
     pub server_now: String,
+    /// The TLS version of this connection, as the server sees it; `None`: not encrypted.
+    pub tls: Option<String>,
     pub applied: Vec<Version>,
     /// Rows of state per kind, and journal events, once the schema exists.
     pub counts: Vec<(String, i64)>,
@@ -120,12 +129,13 @@ pub fn status(client: &mut Client, settings: &Settings) -> Result<Status, StoreE
         .query_one(
             "SELECT current_setting('server_version'), \
                     to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), \
-                    to_regclass($1) IS NOT NULL",
+                    to_regclass($1) IS NOT NULL, \
+                    (SELECT version FROM pg_stat_ssl WHERE pid = pg_backend_pid() AND ssl)",
             &[&HISTORY_TABLE],
         )
         .map_err(err())?;
-    let (server_version, server_now, has_history): (String, String, bool) =
-        (row.get(0), row.get(1), row.get(2));
+    let (server_version, server_now, has_history, tls): (String, String, bool, Option<String>) =
+        (row.get(0), row.get(1), row.get(2), row.get(3));
     let mut applied = Vec::new();
     if has_history {
         for row in client
@@ -157,6 +167,7 @@ pub fn status(client: &mut Client, settings: &Settings) -> Result<Status, StoreE
     Ok(Status {
         server_version,
         server_now,
+        tls,
         applied,
         counts,
     })

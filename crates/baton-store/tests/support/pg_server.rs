@@ -7,6 +7,7 @@
 //! skipped, unless `BATON_PG_REQUIRED` is set (CI sets it), which makes that a failure.
 
 use std::net::TcpListener;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -43,6 +44,70 @@ fn bin_dir() -> Option<PathBuf> {
 impl PgServer {
     /// A running server, or `None` (after one line on stderr) where none can be had.
     pub fn start(test: &str) -> Option<PgServer> {
+        Self::start_with(test, None)
+    }
+
+    /// A running server that offers TLS with a certificate for `localhost` (and no other
+    /// name), signed by a throwaway root; with the directory that holds the root (`ca.pem`)
+    /// and an unrelated one (`other.pem`).
+    pub fn start_tls(test: &str) -> Option<(PgServer, tempfile::TempDir)> {
+        let dir = tempfile::tempdir().unwrap();
+        let certs = dir.path();
+        let openssl = |args: &[&str]| {
+            let out = Command::new("openssl")
+                .args(args)
+                .current_dir(certs)
+                .output()
+                .expect("openssl (the command) makes the test certificates");
+            assert!(
+                out.status.success(),
+                "openssl {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        let ec = [
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+        ];
+        for (name, cn) in [("ca", "baton test root"), ("other", "another root")] {
+            let key = format!("{name}.key");
+            let pem = format!("{name}.pem");
+            let subj = format!("/CN={cn}");
+            let mut args = vec!["req", "-x509", "-days", "2", "-subj", &subj];
+            args.extend(ec);
+            args.extend(["-keyout", &key, "-out", &pem]);
+            openssl(&args);
+        }
+        let mut args = vec!["req", "-subj", "/CN=localhost", "-keyout", "server.key"];
+        args.extend(ec);
+        args.extend(["-out", "server.csr"]);
+        openssl(&args);
+        std::fs::write(certs.join("ext.cnf"), "subjectAltName=DNS:localhost\n").unwrap();
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            "ext.cnf",
+            "-out",
+            "server.crt",
+        ]);
+        let server = Self::start_with(test, Some(certs))?;
+        Some((server, dir))
+    }
+
+    fn start_with(test: &str, certs: Option<&Path>) -> Option<PgServer> {
         let Some(bin) = bin_dir().filter(|b| b.join("initdb").exists()) else {
             assert!(
                 std::env::var_os("BATON_PG_REQUIRED").is_none(),
@@ -92,10 +157,24 @@ impl PgServer {
                 "--locale=C.UTF-8",
             ],
         );
-        let opts = format!(
+        let mut opts = format!(
             "-h 127.0.0.1 -p {port} -k {} -c fsync=off -c synchronous_commit=off",
             server.data.parent().unwrap().display()
         );
+        if let Some(certs) = certs {
+            // The server reads its key only when the key is its own and private.
+            for file in ["server.crt", "server.key"] {
+                let to = server.data.join(file);
+                std::fs::copy(certs.join(file), &to).unwrap();
+                std::fs::set_permissions(&to, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+                    .unwrap();
+                if as_postgres {
+                    let uid = std::fs::metadata(&server.data).unwrap().uid();
+                    std::os::unix::fs::chown(&to, Some(uid), None).unwrap();
+                }
+            }
+            opts.push_str(" -c ssl=on -c ssl_cert_file=server.crt -c ssl_key_file=server.key");
+        }
         server.run(
             "pg_ctl",
             &[

@@ -198,6 +198,13 @@ fn cmd_status(ctx: &Ctx) -> Result<Report, CommandError> {
             "{}: PostgreSQL {}, server clock {}",
             settings.shown, status.server_version, status.server_now
         ),
+        format!(
+            "connection: {}",
+            status.tls.as_deref().map_or(
+                "not encrypted (sslmode=require or verify-full asks for TLS)".into(),
+                |v| { format!("encrypted ({v})") }
+            )
+        ),
         format!("schema: version {at} of {latest}"),
     ];
     for (what, n) in &status.counts {
@@ -209,6 +216,7 @@ fn cmd_status(ctx: &Ctx) -> Result<Report, CommandError> {
             "server": settings.shown,
             "server_version": status.server_version,
             "server_now": status.server_now,
+            "tls": status.tls,
             "version": at,
             "latest": latest,
             "pending": versions(&pending),

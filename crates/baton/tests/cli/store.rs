@@ -212,6 +212,42 @@ fn import_then_export_gives_back_every_file_byte_for_byte() {
 }
 
 /// A migrated throwaway server, and a command for the project at `dir` with `BATON_STORE` set.
+#[test]
+fn a_store_url_with_verify_full_works_over_tls_and_status_says_so() {
+    let Some((server, certs)) =
+        PgServer::start_tls("a_store_url_with_verify_full_works_over_tls_and_status_says_so")
+    else {
+        return;
+    };
+    let env = TestEnv::new();
+    let url = format!(
+        "postgres://baton@localhost:{}/postgres?sslmode=verify-full&sslrootcert={}",
+        server.port,
+        certs.path().join("ca.pem").display()
+    );
+    let run = |args: &[&str]| {
+        let mut cmd = env.command(Some("A"), T0);
+        cmd.env("BATON_STORE", &url).env_remove("BATON_NOW");
+        crate::common::to_run(cmd.args(args).output().unwrap())
+    };
+    run(&["store", "migrate"]).assert_code(0);
+    run(&["loop", "init", "T-1"]).assert_code(0);
+    let status = run(&["--json", "store", "status"]);
+    status.assert_code(0);
+    let j = status.json();
+    assert!(
+        j["tls"].as_str().is_some_and(|v| v.starts_with("TLSv1")),
+        "{j}"
+    );
+    assert_eq!(j["counts"][0]["kind"], "journal events", "{j}");
+    let text = run(&["store", "status"]);
+    assert!(
+        text.stdout.contains("connection: encrypted (TLSv1"),
+        "{}",
+        text.stdout
+    );
+}
+
 fn with_store(test: &str) -> Option<(PgServer, TestEnv)> {
     let server = PgServer::start(test)?;
     let env = TestEnv::new();

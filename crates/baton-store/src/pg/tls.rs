@@ -1,0 +1,273 @@
+//! TLS for the store's connection, as libpq's `sslmode` asks for it:
+//!
+//! | sslmode | encrypted | the server's certificate |
+//! |---|---|---|
+//! | `disable` | never | - |
+//! | `allow`, `prefer` (the default) | when the server offers it | as `require` |
+//! | `require` | always | not checked, unless a root certificate file exists: then as `verify-ca` |
+//! | `verify-ca` | always | signed by a root in `sslrootcert` |
+//! | `verify-full` | always | signed by a root in `sslrootcert`, and names the host connected to |
+//!
+//! The root certificates come from `sslrootcert` in the URL, else `PGSSLROOTCERT`, else
+//! `~/.postgresql/root.crt` when it exists. The TLS is rustls with the ring provider.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustls::client::WebPkiServerVerifier;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore};
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+/// libpq's `sslmode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SslMode {
+    Disable,
+    Allow,
+    Prefer,
+    Require,
+    VerifyCa,
+    VerifyFull,
+}
+
+impl SslMode {
+    pub fn parse(text: &str) -> Option<SslMode> {
+        Some(match text {
+            "disable" => SslMode::Disable,
+            "allow" => SslMode::Allow,
+            "prefer" => SslMode::Prefer,
+            "require" => SslMode::Require,
+            "verify-ca" => SslMode::VerifyCa,
+            "verify-full" => SslMode::VerifyFull,
+            _ => return None,
+        })
+    }
+
+    /// The driver's own setting: whether TLS is tried, and whether it must be had.
+    pub fn driver(self) -> postgres::config::SslMode {
+        use postgres::config::SslMode as Driver;
+        match self {
+            SslMode::Disable => Driver::Disable,
+            SslMode::Allow | SslMode::Prefer => Driver::Prefer,
+            SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => Driver::Require,
+        }
+    }
+}
+
+/// How the connection is to be secured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tls {
+    pub mode: SslMode,
+    /// The root certificates (PEM) the server's certificate must be signed by.
+    pub root_cert: Option<PathBuf>,
+}
+
+/// What is checked of the server's certificate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Check {
+    Nothing,
+    Chain,
+    ChainAndName,
+}
+
+impl Tls {
+    fn check(&self) -> Result<Check, String> {
+        let needs_roots = |what: &str| {
+            format!(
+                "sslmode={what} checks the server's certificate against root certificates: \
+                 name their file with sslrootcert=FILE in the URL, or PGSSLROOTCERT, or put it \
+                 at ~/.postgresql/root.crt"
+            )
+        };
+        Ok(match (self.mode, &self.root_cert) {
+            (SslMode::VerifyFull, Some(_)) => Check::ChainAndName,
+            (SslMode::VerifyFull, None) => return Err(needs_roots("verify-full")),
+            (SslMode::VerifyCa, Some(_)) => Check::Chain,
+            (SslMode::VerifyCa, None) => return Err(needs_roots("verify-ca")),
+            (_, Some(_)) => Check::Chain,
+            (_, None) => Check::Nothing,
+        })
+    }
+}
+
+/// The connector for `tls`; `None` when the connection is never encrypted.
+pub fn connector(tls: &Tls) -> Result<Option<MakeRustlsConnect>, String> {
+    if tls.mode == SslMode::Disable {
+        return Ok(None);
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier: Arc<dyn ServerCertVerifier> = match tls.check()? {
+        Check::Nothing => Arc::new(AnyCertificate(provider.clone())),
+        check => {
+            let path = tls.root_cert.as_deref().unwrap_or(Path::new(""));
+            let roots = roots(path)?;
+            let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
+                .build()
+                .map_err(|e| {
+                    format!(
+                        "cannot use the root certificates in {}: {e}",
+                        path.display()
+                    )
+                })?;
+            if check == Check::Chain {
+                Arc::new(AnyName(webpki))
+            } else {
+                webpki
+            }
+        }
+    };
+    let config = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS: {e}"))?
+        .dangerous()
+        .with_custom_certificate_verifier(verifier)
+        .with_no_client_auth();
+    Ok(Some(MakeRustlsConnect::new(config)))
+}
+
+/// The certificates of a PEM file.
+fn roots(path: &Path) -> Result<Arc<RootCertStore>, String> {
+    let shown = path.display();
+    let certs = CertificateDer::pem_file_iter(path)
+        .map_err(|e| format!("cannot read the root certificates in {shown}: {e}"))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("cannot read the root certificates in {shown}: {e}"))?;
+    let mut store = RootCertStore::empty();
+    let (added, _) = store.add_parsable_certificates(certs);
+    if added == 0 {
+        return Err(format!(
+            "{shown} holds no certificate: it must be PEM (-----BEGIN CERTIFICATE-----)"
+        ));
+    }
+    Ok(Arc::new(store))
+}
+
+/// `require` without root certificates, as libpq: encrypted, the certificate unchecked; the
+/// handshake's signatures still are.
+#[derive(Debug)]
+struct AnyCertificate(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for AnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// `verify-ca`: the chain is checked, the host name is not.
+#[derive(Debug)]
+struct AnyName(Arc<WebPkiServerVerifier>);
+
+impl ServerCertVerifier for AnyName {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        match self
+            .0
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+        {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_each_mode_checks() {
+        let tls = |mode, root: Option<&str>| Tls {
+            mode,
+            root_cert: root.map(PathBuf::from),
+        };
+        assert_eq!(tls(SslMode::Require, None).check(), Ok(Check::Nothing));
+        assert_eq!(tls(SslMode::Prefer, None).check(), Ok(Check::Nothing));
+        assert_eq!(tls(SslMode::Require, Some("r")).check(), Ok(Check::Chain));
+        assert_eq!(tls(SslMode::VerifyCa, Some("r")).check(), Ok(Check::Chain));
+        assert_eq!(
+            tls(SslMode::VerifyFull, Some("r")).check(),
+            Ok(Check::ChainAndName)
+        );
+        let refused = tls(SslMode::VerifyFull, None).check().unwrap_err();
+        assert!(refused.contains("sslrootcert"), "{refused}");
+        assert!(tls(SslMode::VerifyCa, None).check().is_err());
+        assert!(connector(&tls(SslMode::Disable, None)).unwrap().is_none());
+        let missing = connector(&tls(SslMode::VerifyCa, Some("/nonexistent/root.crt")));
+        assert!(
+            missing.err().unwrap().contains("/nonexistent/root.crt"),
+            "names the file"
+        );
+    }
+}
