@@ -120,6 +120,9 @@ pub fn cmd_demo(ctx: &Ctx, args: DemoArgs) -> Result<Report, CommandError> {
             .env("BATON_SESSION", format!("session-{}", step.session))
             .env("BATON_NOW", format_ts(now))
             .env_remove("BATON_STATE_DIR")
+            // The demo's state is its throwaway repository's files, never a shared server's.
+            .env_remove("BATON_STORE")
+            .env_remove("BATON_PROJECT")
             .env_remove("CLAUDE_CODE_SESSION_ID")
             .output()
             .map_err(|e| {

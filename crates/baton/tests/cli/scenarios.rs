@@ -823,6 +823,21 @@ fn demo_teaches_the_loop_in_one_screen() {
 }
 
 #[test]
+fn demo_keeps_to_its_own_files_whatever_store_is_set() {
+    let env = TestEnv::new();
+    // A server that is not there: the demo never asks it.
+    let out = env
+        .command(Some("A"), &at(0))
+        .env("BATON_STORE", "postgres://nobody@127.0.0.1:1/none")
+        .arg("demo")
+        .output()
+        .unwrap();
+    let out = crate::common::to_run(out);
+    out.assert_code(0);
+    assert!(out.stdout.contains("resumed PROJ-1"), "{}", out.stdout);
+}
+
+#[test]
 fn the_resume_scan_removes_temp_files_of_killed_writers() {
     crate::files_only!("a test of the file store itself");
     let env = TestEnv::new();
