@@ -7,9 +7,10 @@
 #
 # 1. Race: N times (default 200), a loop is interrupted, then a session on each machine runs
 #    `baton resume accept` at the same moment: exactly one must win each time.
-# 2. Cut (skipped with --no-cut; takes about 70 s): machine 1 holds a run lease with a 60 s TTL;
-#    its link is cut; machine 2 is refused until the TTL has passed by the server's clock, then
-#    takes the run over; the link comes back, and machine 1's write on its old epoch is refused.
+# 2. Cut (skipped with --no-cut; takes about 90 s): machine 1 holds a run lease with a 60 s TTL
+#    and heartbeats it every 5 s; its link is cut; machine 2 is refused until the TTL has passed
+#    by the server's clock, then takes the run over; the link comes back, and machine 1's next
+#    heartbeat refreshes nothing and its write on its old epoch is refused.
 # 3. Soak (default 120 s; --soak 0 skips it): 64 simulated agents, 32 on each machine, cycle
 #    init / set / heartbeat / interrupt / accept on 16 shared tickets; then the journal must
 #    hold every acknowledged write, and no ticket two owners at one epoch. Prints operations
@@ -42,6 +43,7 @@ ns=(baton-srv baton-m1 baton-m2)
 work=$(mktemp -d /tmp/baton-fleet.XXXXXX)
 chmod 755 "$work"
 cleanup() {
+  [ -z "${holder:-}" ] || kill "$holder" 2>/dev/null || true
   ip netns exec baton-srv runuser -u postgres -- "$pgbin/pg_ctl" -D "$work/pg/data" -m immediate stop >/dev/null 2>&1 || true
   for n in "${ns[@]}"; do ip netns del "$n" 2>/dev/null || true; done
   rm -rf "$work"
@@ -129,7 +131,24 @@ fi
 [ "$cut" = 1 ] || exit 0
 run=$(on 1 A run new --feature fleet --lease-ttl 60 2>/dev/null)
 [ -n "$run" ] || { echo "fleet: FAIL no run id" >&2; exit 1; }
+# The holder keeps its lease alive every 5 s, as an agent's hooks do, whenever it can reach the
+# server; each answer is kept.
+( while [ ! -e "$work/stop-holder" ]; do
+    on 1 A --json run heartbeat "$run" --epoch 1 >> "$work/beats" 2>/dev/null
+    echo >> "$work/beats"
+    sleep 5
+  done ) &
+holder=$!
+sleep 12
+grep -q '"refreshed":true' "$work/beats" || {
+  echo "fleet: FAIL the holder's heartbeats did not land before the cut" >&2; cat "$work/beats" >&2; exit 1
+}
+set +e
+on 2 B run resume "$run" > "$work/live" 2>&1; live=$?
+set -e
+[ "$live" != 0 ] || { echo "fleet: FAIL machine 2 took a live run over" >&2; cat "$work/live" >&2; exit 1; }
 ip -n baton-m1 link set bm1 down
+cut_at=$(date +%s)
 set +e
 on 2 B run resume "$run" > "$work/early" 2>&1; early=$?
 set -e
@@ -139,15 +158,28 @@ fi
 grep -q "another machine" "$work/early" || {
   echo "fleet: FAIL the refusal does not say the holder is on another machine" >&2; cat "$work/early" >&2; exit 1
 }
+# The last heartbeat landed at most 5 s before the cut; the lease is stale 60 s after it.
 sleep 62
 on 2 B run resume "$run" > "$work/late" 2>&1 || {
   echo "fleet: FAIL machine 2 could not take the run over after the TTL" >&2; cat "$work/late" >&2; exit 1
 }
+taken=$(( $(date +%s) - cut_at ))
 ip -n baton-m1 link set bm1 up
+# The holder's next heartbeat reaches the server again and refreshes nothing.
+: > "$work/beats"
+sleep 8
+touch "$work/stop-holder"
+wait "$holder"
+grep -q '"refreshed":false' "$work/beats" || {
+  echo "fleet: FAIL the old holder's heartbeat after the link returned was not refused" >&2; cat "$work/beats" >&2; exit 1
+}
+if grep -q '"refreshed":true' "$work/beats"; then
+  echo "fleet: FAIL the old holder refreshed a lease it had lost" >&2; cat "$work/beats" >&2; exit 1
+fi
 set +e
 on 1 A run finish "$run" --epoch 1 --status complete > "$work/old" 2>&1; old=$?
 set -e
 if [ "$old" != 3 ]; then
   echo "fleet: FAIL machine 1's write on its old epoch gave exit $old, not 3" >&2; cat "$work/old" >&2; exit 1
 fi
-echo "fleet: cut: refused before the TTL (holder on another machine), taken over after it, the old holder's write refused by epoch"
+echo "fleet: cut: the holder heartbeating; refused before the TTL (holder on another machine), taken over ${taken} s after the cut, the old holder's heartbeat and write refused by epoch"

@@ -10,9 +10,10 @@
 //! `agents` runs N agents (sessions `agent-I` … `agent-(I+N-1)`) with `BATON_STORE` as it finds
 //! it, and writes one line per command to FILE: `op exit micros [ticket iteration]`, the last
 //! two for each `loop set` that exited 0 (an acknowledged write; each carries an iteration no
-//! other write uses). `check` reads every ticket's journal from the server and fails unless
-//! every acknowledged write is in it and no two sessions wrote one ticket at the same owner
-//! epoch; then it prints operations per second and latency percentiles per command.
+//! other write uses). `check` replays every ticket's journal from the server and fails unless
+//! every acknowledged write is in it, epochs never go back, no two sessions wrote at one owner
+//! epoch, each `set` starts from the iteration the one before it left, and the record ends
+//! where its journal does; then it prints operations per second and latency percentiles.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
@@ -197,6 +198,23 @@ fn one_agent(flags: &Flags, agent: u64, deadline: Instant) -> Vec<String> {
     lines
 }
 
+/// One JSON answer of baton, which must exit 0.
+fn baton_json(flags: &Flags, args: &[&str]) -> Result<serde_json::Value, String> {
+    let out = Command::new(&flags.baton)
+        .current_dir(&flags.dir)
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run baton: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "baton {args:?} exited {:?}: {}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| format!("baton {args:?}: {e}"))
+}
+
 /// The value at `p` (0..=100) of sorted `v`, in milliseconds.
 fn percentile(v: &[u64], p: f64) -> f64 {
     let at = ((v.len() as f64 - 1.0) * p / 100.0).round() as usize;
@@ -242,33 +260,60 @@ fn check(flags: &Flags) -> Result<(), String> {
     let mut events = 0;
     for t in 1..=flags.tickets {
         let ticket = format!("T-{t}");
-        let out = Command::new(&flags.baton)
-            .current_dir(&flags.dir)
-            .args(["--json", "log", &ticket])
-            .output()
-            .map_err(|e| format!("cannot run baton log: {e}"))?;
-        let log: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| {
-            format!(
-                "baton log {ticket}: {e}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            )
-        })?;
+        let log = baton_json(flags, &["--json", "log", &ticket])?;
+        // Replayed in journal order: epochs never go back, one session per epoch, and each
+        // `set` starts from the iteration the one before it left (a write lost or clobbered
+        // in between would break the chain).
         let mut owners: BTreeMap<u64, BTreeSet<String>> = BTreeMap::new();
+        let mut highest = 0;
+        let mut iteration: Option<u64> = None;
         for e in log["events"].as_array().into_iter().flatten() {
             events += 1;
             let session = e["session"].as_str().unwrap_or_default().to_string();
-            let epoch = e["epoch"].as_u64().unwrap_or(u64::MAX);
+            let epoch = e["epoch"]
+                .as_u64()
+                .ok_or_else(|| format!("{ticket}: an event without an epoch: {e}"))?;
+            if epoch < highest {
+                return Err(format!(
+                    "{ticket}: {session} wrote at epoch {epoch} after epoch {highest}: {e}"
+                ));
+            }
+            highest = epoch;
             owners.entry(epoch).or_default().insert(session);
-            if e["event"] == "set"
-                && let Some(i) = e["to"]["iteration"].as_u64()
-            {
-                written.insert((ticket.clone(), i));
+            match e["event"].as_str() {
+                Some("init") => iteration = e["iteration"].as_u64(),
+                Some("set") => {
+                    let from = e["from"]["iteration"].as_u64();
+                    if iteration.is_some() && from != iteration {
+                        return Err(format!(
+                            "{ticket}: a set started from iteration {from:?}, but the one before left {iteration:?}: {e}"
+                        ));
+                    }
+                    iteration = e["to"]["iteration"].as_u64();
+                    if let Some(i) = iteration {
+                        written.insert((ticket.clone(), i));
+                    }
+                }
+                _ => {}
             }
         }
         if let Some((epoch, sessions)) = owners.iter().find(|(_, s)| s.len() > 1) {
             return Err(format!(
                 "{ticket}: sessions {sessions:?} all wrote at owner epoch {epoch}"
             ));
+        }
+        // The record ends where its journal does.
+        if iteration.is_some() {
+            let shown = baton_json(flags, &["--json", "loop", "show", &ticket])?;
+            let state = &shown["state"];
+            if state["loop_state"]["iteration"].as_u64() != iteration
+                || state["owner_epoch"].as_u64() != Some(highest)
+            {
+                return Err(format!(
+                    "{ticket}: the record (iteration {}, epoch {}) is not where its journal ends (iteration {iteration:?}, epoch {highest})",
+                    state["loop_state"]["iteration"], state["owner_epoch"]
+                ));
+            }
         }
     }
     let lost: Vec<_> = acked.iter().filter(|a| !written.contains(a)).collect();

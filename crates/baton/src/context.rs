@@ -94,6 +94,17 @@ impl Ctx {
         Ok(())
     }
 
+    /// The time now, for a command that runs on (a wait, a supervisor): the server's clock
+    /// with a store (a fresh `now()` each call), else this machine's.
+    pub fn clock(&self) -> Result<jiff::Timestamp, CommandError> {
+        if let Ok(layout) = self.layout()
+            && let Some(db) = database(&layout.root)?
+        {
+            return Ok(db.now()?);
+        }
+        Ok(jiff::Timestamp::now())
+    }
+
     /// `use_server_clock` for a caller that already has the store's database.
     pub fn clock_of(&mut self, db: &baton_store::pg::backend::Db) -> Result<(), CommandError> {
         if std::env::var_os("BATON_NOW").is_none_or(|v| v.is_empty()) {
@@ -170,11 +181,24 @@ pub fn database(
     }
     let db = std::rc::Rc::new(baton_store::pg::backend::Db::open(
         &url,
+        store_surroundings(),
         &project_name(root)?,
         &baton_store::process::host(),
     )?);
     DATABASE.with(|d| *d.borrow_mut() = std::mem::ManuallyDrop::new(Some(db.clone())));
     Ok(Some(db))
+}
+
+/// Where the store URL's other settings come from: the environment and files, but for a URL
+/// from the project's committed `.baton.toml` (no `BATON_STORE`) never `PGPASSWORD`.
+pub fn store_surroundings() -> &'static dyn baton_store::pg::config::Surroundings {
+    use baton_store::pg::config::{Process, WithoutEnvPassword};
+    static FROM_FILE: WithoutEnvPassword<Process> = WithoutEnvPassword(Process);
+    if std::env::var("BATON_STORE").is_ok_and(|s| !s.trim().is_empty()) {
+        &Process
+    } else {
+        &FROM_FILE
+    }
 }
 
 /// The project's name in a shared store: `BATON_PROJECT`, else `git:<root commit>`, the
@@ -197,6 +221,14 @@ pub fn project_name(root: &std::path::Path) -> Result<String, CommandError> {
                 format!("cannot run git: {e}"),
             )
         })?;
+    if is_shallow(root) {
+        return Err(CommandError::usage(
+            "this clone is shallow: its first commit is not the repository's, so it has no name every clone shares",
+        )
+        .hint(
+            "set BATON_PROJECT (or pass `--project`) to a name that is the same on every machine, or fetch the whole history (`git fetch --unshallow`)",
+        ));
+    }
     let text = String::from_utf8_lossy(&out.stdout);
     let mut roots: Vec<&str> = text.lines().filter(|l| !l.is_empty()).collect();
     roots.sort_unstable();
@@ -209,6 +241,20 @@ pub fn project_name(root: &std::path::Path) -> Result<String, CommandError> {
             "set BATON_PROJECT (or pass `--project`) to a name that is the same on every machine",
         )),
     }
+}
+
+/// Whether the clone at `root` is shallow (`git clone --depth`, as CI runners make them): its
+/// `shallow` file, or git's answer when `.git` is a file (a worktree or a submodule).
+fn is_shallow(root: &std::path::Path) -> bool {
+    let git = root.join(".git");
+    if git.is_dir() {
+        return git.join("shallow").exists();
+    }
+    std::process::Command::new("git")
+        .args(["rev-parse", "--is-shallow-repository"])
+        .current_dir(root)
+        .output()
+        .is_ok_and(|o| o.stdout.starts_with(b"true"))
 }
 
 /// The session of the agent client whose tool call this is. Claude Code sets

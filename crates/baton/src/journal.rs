@@ -34,8 +34,7 @@ pub fn append(store: &FsStore, target: JournalTarget, events: &[Value]) -> Optio
     for event in events {
         if let Err(e) = store.append_journal(target, event) {
             let path = store
-                .layout
-                .journal_file(target)
+                .journal_shown(target)
                 .map(|p| p.display().to_string())
                 .unwrap_or_else(|_| store.layout.journal_dir().display().to_string());
             return Some(format!(

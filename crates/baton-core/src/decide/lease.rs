@@ -17,6 +17,10 @@ pub struct Here {
     /// has neither a session nor a known process. (An epoch never identifies anyone: it is a
     /// fencing token that anyone can read.)
     pub token_sha256: Option<String>,
+    /// The state is on a server every machine shares: a host name then no longer tells one
+    /// machine from another (containers, cloned machines), so a lease taken in another boot of
+    /// "this" host is another machine's, not one from before a reboot.
+    pub shared_store: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,11 +74,11 @@ pub fn lease_state(
         }
         None => return LeaseState::Stale(format!("{holder} has no readable heartbeat")),
     }
-    if lease.host == here.host
+    let other_boot = lease.host == here.host
         && lease.boot_id.is_some()
         && here.boot_id.is_some()
-        && lease.boot_id != here.boot_id
-    {
+        && lease.boot_id != here.boot_id;
+    if other_boot && !here.shared_store {
         return LeaseState::Stale(format!("{holder} was taken before this machine rebooted"));
     }
     match holder_alive {
@@ -82,7 +86,7 @@ pub fn lease_state(
         Some(true) => LeaseState::Live(format!("{holder} is running")),
         // On another machine the holder's process cannot be looked at: the heartbeat alone
         // says it is alive.
-        None if lease.host != here.host => LeaseState::Live(format!(
+        None if lease.host != here.host || other_boot => LeaseState::Live(format!(
             "{holder} is on another machine, whose process cannot be checked from here: it lives by its heartbeat alone, sent {} ago, within the {} TTL",
             human_age(beat_age.unwrap_or_default()),
             human_age(ttl)
@@ -140,7 +144,28 @@ mod tests {
             session: Some(session.into()),
             pid: Some((7, 70)),
             token_sha256: None,
+            shared_store: false,
         }
+    }
+
+    #[test]
+    fn another_boot_of_this_host_is_a_reboot_with_files_and_another_machine_with_a_server() {
+        let mut taken = lease("h1", "A", 1);
+        taken.boot_id = Some("boot-0".into());
+        let files = lease_state(Some(&taken), &here("B"), None, now(), DEFAULT_TTL);
+        assert!(
+            matches!(&files, LeaseState::Stale(why) if why.contains("rebooted")),
+            "{files:?}"
+        );
+        let shared = Here {
+            shared_store: true,
+            ..here("B")
+        };
+        let server = lease_state(Some(&taken), &shared, None, now(), DEFAULT_TTL);
+        assert!(
+            matches!(&server, LeaseState::Live(why) if why.contains("another machine")),
+            "{server:?}"
+        );
     }
 
     /// One row per liveness rule of the run lock.

@@ -54,13 +54,17 @@ impl Drop for DbLock {
 impl Db {
     /// Connects to the server `url` names, for `project`, and checks that its schema is the
     /// one this baton writes.
-    pub fn open(url: &str, project: &str, host: &str) -> Result<Db, StoreError> {
-        let settings =
-            config::resolve(url, &config::Process).map_err(|message| StoreError::Db {
-                action: "use",
-                server: config::redact(url),
-                message,
-            })?;
+    pub fn open(
+        url: &str,
+        env: &dyn config::Surroundings,
+        project: &str,
+        host: &str,
+    ) -> Result<Db, StoreError> {
+        let settings = config::resolve(url, env).map_err(|message| StoreError::Db {
+            action: "use",
+            server: config::redact(url),
+            message,
+        })?;
         let mut client = super::connect(&settings)?;
         // One round trip: the server's clock and the schema's version.
         let (now, at) = match client.query_typed(

@@ -52,6 +52,21 @@ impl Surroundings for Process {
     }
 }
 
+/// The surroundings of a URL that came from the project's committed `.baton.toml`: as
+/// `inner`, but without `PGPASSWORD`, so that a cloned repository cannot send the user's
+/// password to a server of its choosing. The password file still answers, for the host named.
+pub struct WithoutEnvPassword<S>(pub S);
+
+impl<S: Surroundings> Surroundings for WithoutEnvPassword<S> {
+    fn var(&self, name: &str) -> Option<String> {
+        (name != "PGPASSWORD").then(|| self.0.var(name)).flatten()
+    }
+
+    fn private_file(&self, path: &Path) -> Option<String> {
+        self.0.private_file(path)
+    }
+}
+
 /// Reads the settings for the store URL `url`.
 pub fn resolve(url: &str, env: &dyn Surroundings) -> Result<Settings, String> {
     let shown_input = redact(url);
@@ -340,6 +355,23 @@ mod tests {
             vars: vars.iter().map(|(k, v)| (*k, v.to_string())).collect(),
             files: HashMap::new(),
         }
+    }
+
+    #[test]
+    fn a_url_from_the_project_file_never_takes_pgpassword() {
+        let env = fake(&[("PGPASSWORD", "envpass"), ("HOME", "/home/u")]);
+        let url = "postgres://u@db.internal:5432/d";
+        let s = resolve(url, &env).unwrap();
+        assert_eq!(s.config.get_password(), Some(&b"envpass"[..]));
+        let mut env = WithoutEnvPassword(env);
+        let s = resolve(url, &env).unwrap();
+        assert_eq!(s.config.get_password(), None);
+        env.0.files.insert(
+            PathBuf::from("/home/u/.pgpass"),
+            "db.internal:5432:d:u:filepass\n".into(),
+        );
+        let s = resolve(url, &env).unwrap();
+        assert_eq!(s.config.get_password(), Some(&b"filepass"[..]));
     }
 
     #[test]

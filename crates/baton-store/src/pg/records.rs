@@ -266,11 +266,7 @@ impl Records {
             "SELECT pg_advisory_lock($1)",
             &[(&key as &(dyn ToSql + Sync), Type::INT8)],
         );
-        let reset = self.run(
-            "lock on",
-            "SELECT set_config('lock_timeout', '0', false)",
-            &[],
-        );
+        let reset = self.run("lock on", "RESET lock_timeout", &[]);
         match taken {
             Ok(_) => reset.map(|_| true),
             Err(e) if e.code() == Some(&postgres::error::SqlState::LOCK_NOT_AVAILABLE) => {

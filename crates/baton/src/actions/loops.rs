@@ -84,7 +84,7 @@ pub fn adopt_legacy(store: &FsStore, ctx: &Ctx) -> Result<Adoption, CommandError
     }
     let mut adopted = legacy.state.clone();
     let key = legacy_key(&adopted);
-    let legacy_name = store.layout.legacy_loop_file();
+    let legacy_name = store.shown(&store.layout.legacy_loop_file());
     // The ownership gate, whatever the status: the originating Stop hook marks the legacy file
     // `interrupted` at the end of every turn of a session that goes on working, so a recent
     // write by another session (or by no session, for a caller that has one) is live state.

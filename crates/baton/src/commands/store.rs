@@ -142,7 +142,7 @@ fn settings(ctx: &Ctx) -> Result<config::Settings, CommandError> {
         CommandError::usage("no PostgreSQL server is named")
             .hint("pass `--store postgres://USER@HOST:PORT/DB`, or set BATON_STORE to that URL")
     })?;
-    config::resolve(&url, &config::Process).map_err(|e| {
+    config::resolve(&url, crate::context::store_surroundings()).map_err(|e| {
         CommandError::usage(e)
             .hint("a store URL reads like `postgres://user@db.internal:5432/baton`")
     })

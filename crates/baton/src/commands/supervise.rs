@@ -274,12 +274,14 @@ impl Supervisor<'_> {
         }
     }
 
-    /// The clock: the real one, or `BATON_NOW` moved on by the waits.
+    /// The clock: the real one (the server's with a store), or `BATON_NOW` moved on by the
+    /// waits. A server that cannot be reached falls back to this machine's clock: the store
+    /// call that follows reports it.
     fn now(&self) -> Timestamp {
         if self.fake_clock {
             self.now
         } else {
-            Timestamp::now()
+            self.ctx.clock().unwrap_or_else(|_| Timestamp::now())
         }
     }
 

@@ -129,7 +129,7 @@ fn sleep_through<T>(
                 } else {
                     let step = left.clamp(SignedDuration::from_millis(10), RECHECK);
                     std::thread::sleep(step.unsigned_abs());
-                    now = Timestamp::now();
+                    now = ctx.clock()?;
                 }
             }
             _ => {

@@ -530,3 +530,44 @@ fn status_and_resume_say_where_the_work_is_owned() {
         text.stdout
     );
 }
+
+#[test]
+fn a_shallow_clone_needs_the_project_named() {
+    let env = TestEnv::new();
+    env.write("second.txt", "2\n");
+    env.git(&["add", "."]);
+    env.git(&["commit", "--quiet", "-m", "second"]);
+    let shallow = env.repo.parent().unwrap().join("shallow");
+    env.git(&[
+        "clone",
+        "--quiet",
+        "--depth",
+        "1",
+        &format!("file://{}", env.repo.display()),
+        shallow.to_str().unwrap(),
+    ]);
+    let run = |project: Option<&str>| {
+        let mut cmd = env.command(Some("A"), T0);
+        // A server that is not there: the project's name is settled before connecting.
+        cmd.env("BATON_STORE", "postgres://nobody@127.0.0.1:1/none")
+            .env_remove("BATON_PROJECT")
+            .current_dir(&shallow)
+            .args(["loop", "init", "T-1"]);
+        if let Some(p) = project {
+            cmd.env("BATON_PROJECT", p);
+        }
+        crate::common::to_run(cmd.output().unwrap())
+    };
+    let refused = run(None);
+    refused.assert_code(2);
+    assert!(refused.stderr.contains("shallow"), "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("BATON_PROJECT"),
+        "{}",
+        refused.stderr
+    );
+    // Named, it goes on to the server (which is not there).
+    let named = run(Some("acme"));
+    named.assert_code(1);
+    assert!(named.stderr.contains("cannot connect"), "{}", named.stderr);
+}
