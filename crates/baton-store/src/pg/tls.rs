@@ -100,24 +100,15 @@ pub fn connector(tls: &Tls) -> Result<Option<MakeRustlsConnect>, String> {
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let verifier: Arc<dyn ServerCertVerifier> = match tls.check()? {
-        Check::Nothing => Arc::new(AnyCertificate(provider.clone())),
-        check => {
-            let path = tls.root_cert.as_deref().unwrap_or(Path::new(""));
-            let roots = roots(path)?;
-            let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
-                .build()
-                .map_err(|e| {
-                    format!(
-                        "cannot use the root certificates in {}: {e}",
-                        path.display()
-                    )
-                })?;
-            if check == Check::Chain {
-                Arc::new(AnyName(webpki))
-            } else {
-                webpki
-            }
-        }
+        Check::ChainAndName => webpki(tls, &provider)?,
+        Check::Chain => Arc::new(Lenient {
+            chain: Some(webpki(tls, &provider)?),
+            provider: provider.clone(),
+        }),
+        Check::Nothing => Arc::new(Lenient {
+            chain: None,
+            provider: provider.clone(),
+        }),
     };
     let config = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -145,61 +136,29 @@ fn roots(path: &Path) -> Result<Arc<RootCertStore>, String> {
     Ok(Arc::new(store))
 }
 
-/// `require` without root certificates, as libpq: encrypted, the certificate unchecked; the
-/// handshake's signatures still are.
-#[derive(Debug)]
-struct AnyCertificate(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for AnyCertificate {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
+/// The standard check: the chain up to one of the root certificates, and the host's name.
+fn webpki(tls: &Tls, provider: &Arc<CryptoProvider>) -> Result<Arc<WebPkiServerVerifier>, String> {
+    let path = tls.root_cert.as_deref().unwrap_or(Path::new(""));
+    WebPkiServerVerifier::builder_with_provider(roots(path)?, provider.clone())
+        .build()
+        .map_err(|e| {
+            format!(
+                "cannot use the root certificates in {}: {e}",
+                path.display()
+            )
+        })
 }
 
-/// `verify-ca`: the chain is checked, the host name is not.
+/// Less than the standard check: with `chain`, the chain but not the host's name
+/// (`verify-ca`); without, no look at the certificate at all (`require` without root
+/// certificates, as libpq). The handshake's signatures are checked either way.
 #[derive(Debug)]
-struct AnyName(Arc<WebPkiServerVerifier>);
+struct Lenient {
+    chain: Option<Arc<WebPkiServerVerifier>>,
+    provider: Arc<CryptoProvider>,
+}
 
-impl ServerCertVerifier for AnyName {
+impl ServerCertVerifier for Lenient {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -208,10 +167,10 @@ impl ServerCertVerifier for AnyName {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        match self
-            .0
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
-        {
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
             )) => Ok(ServerCertVerified::assertion()),
@@ -225,7 +184,8 @@ impl ServerCertVerifier for AnyName {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
+        let algorithms = &self.provider.signature_verification_algorithms;
+        rustls::crypto::verify_tls12_signature(message, cert, dss, algorithms)
     }
 
     fn verify_tls13_signature(
@@ -234,11 +194,14 @@ impl ServerCertVerifier for AnyName {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
+        let algorithms = &self.provider.signature_verification_algorithms;
+        rustls::crypto::verify_tls13_signature(message, cert, dss, algorithms)
     }
 
     fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.supported_verify_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
 

@@ -439,22 +439,19 @@ fn a_machine_whose_clock_runs_two_hours_ahead_still_sees_a_live_owner() {
     let url = server.url();
     // Machine B runs baton (the built binary, dynamically linked) with its clock two hours
     // ahead: by its own clock, A's write of a moment ago is long past the 10-minute window.
-    let ahead = |env: &TestEnv, store: Option<&str>| {
+    let run_ahead = |env: &TestEnv, store: Option<&str>, args: &[&str]| {
         let mut inner = env.command(Some("B"), T0);
         inner.env_remove("BATON_NOW");
         if let Some(url) = store {
             inner.env("BATON_STORE", url);
         }
         let mut cmd = crate::common::like(&inner, &faketime);
-        cmd.args([
-            "-f",
-            "+2h",
-            env!("CARGO_BIN_EXE_baton"),
-            "--json",
-            "resume",
-            "T-1",
-        ]);
-        crate::common::to_run(cmd.output().unwrap()).json()["verdict"]
+        cmd.args(["-f", "+2h", env!("CARGO_BIN_EXE_baton")])
+            .args(args);
+        crate::common::to_run(cmd.output().unwrap())
+    };
+    let ahead = |env: &TestEnv, store: Option<&str>| {
+        run_ahead(env, store, &["--json", "resume", "T-1"]).json()["verdict"]
             .as_str()
             .unwrap()
             .to_string()
@@ -463,6 +460,22 @@ fn a_machine_whose_clock_runs_two_hours_ahead_still_sees_a_live_owner() {
     at_store(&env, &env.repo, &url, "A", &["loop", "init", "T-1"]).assert_code(0);
     let verdict = ahead(&env, Some(&url));
     assert!(verdict.starts_with("live"), "{verdict}");
+    run_ahead(&env, Some(&url), &["resume", "accept", "T-1", "--force"]).assert_code(3);
+    run_ahead(
+        &env,
+        Some(&url),
+        &["loop", "set", "T-1", "--phase", "qa", "--action", "spawned"],
+    )
+    .assert_code(3);
+    let shown = at_store(
+        &env,
+        &env.repo,
+        &url,
+        "X",
+        &["--json", "loop", "show", "T-1"],
+    );
+    assert_eq!(shown.json()["state"]["session_id"], "A", "{}", shown.stdout);
+    assert_eq!(shown.json()["state"]["owner_epoch"], 0, "{}", shown.stdout);
     // The same with files, deciding by the machine's own clock, would offer A's live loop.
     let files = TestEnv::new();
     let mut init = files.command(Some("A"), T0);
