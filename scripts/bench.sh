@@ -4,6 +4,8 @@
 #
 #   scripts/bench.sh            the full run: hyperfine --warmup 20 --runs 300, criterion defaults
 #   scripts/bench.sh --quick    far fewer runs, for CI: under a minute once the bench is built
+#   scripts/bench.sh --debug    the debug build `cargo test` leaves, not a release build: for
+#                               CI, which checks that every step runs and keeps no figure
 #   scripts/bench.sh --out DIR  write the hyperfine JSON and the summary to DIR
 #                               (default: a new directory under $TMPDIR, printed at the end)
 #
@@ -19,9 +21,11 @@ set -euo pipefail
 
 quick=0
 out=""
+profile=release
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --quick) quick=1 ;;
+        --debug) profile=dev ;;
         --out)
             out="${2:?--out needs a directory}"
             shift
@@ -82,10 +86,14 @@ else
 fi
 out="$(cd "$out" && pwd)"
 
-echo "== build (release)"
-cargo build --release --quiet -p baton
+echo "== build ($profile)"
+cargo build --profile "$profile" --quiet -p baton
 target_dir="$(cargo metadata --format-version 1 --no-deps | jq -r .target_directory)"
-baton="$target_dir/release/baton"
+if [[ $profile == dev ]]; then
+    baton="$target_dir/debug/baton"
+else
+    baton="$target_dir/release/baton"
+fi
 "$baton" --version
 
 # A hermetic environment: no user or system git config, a fixed clock, one session id.
@@ -348,7 +356,9 @@ hyperfine --shell=none --warmup "$warmup" --runs "$runs" --style basic \
 
 echo "== cargo bench -p baton-store --bench replace ${criterion_args[*]}"
 # The criterion temp files go to the same filesystem as the repositories above.
-BATON_BENCH_DIR="$work" cargo bench --quiet -p baton-store --bench replace -- \
+bench_profile=()
+[[ $profile == dev ]] && bench_profile=(--profile dev)
+BATON_BENCH_DIR="$work" cargo bench --quiet "${bench_profile[@]}" -p baton-store --bench replace -- \
     "${criterion_args[@]}"
 
 busy_after="$(cpu_busy_pct)"

@@ -3,8 +3,9 @@
 # pairs (addresses only inside them), the server in one, baton in two others, each with a host
 # name of its own. Needs root, ip (iproute2), unshare, and the PostgreSQL server binaries.
 #
-#   scripts/fleet.sh [--trials N] [--no-cut] [--soak SECONDS]
+#   scripts/fleet.sh [--trials N] [--no-cut] [--soak SECONDS] [--debug]
 #
+# --debug uses the debug build `cargo test` leaves instead of a release build (for CI).
 # 1. Race: N times (default 200), a loop is interrupted, then a session on each machine runs
 #    `baton resume accept` at the same moment: exactly one must win each time.
 # 2. Cut (skipped with --no-cut; takes about 90 s): machine 1 holds a run lease with a 60 s TTL
@@ -23,21 +24,25 @@ cd "$(dirname "$0")/.."
 trials=200
 cut=1
 soak=120
+profile=release
 while [ $# -gt 0 ]; do
   case "$1" in
     --trials) trials="$2"; shift 2 ;;
     --no-cut) cut=0; shift ;;
     --soak) soak="$2"; shift 2 ;;
-    *) echo "usage: scripts/fleet.sh [--trials N] [--no-cut] [--soak SECONDS]" >&2; exit 2 ;;
+    --debug) profile=dev; shift ;;
+    *) echo "usage: scripts/fleet.sh [--trials N] [--no-cut] [--soak SECONDS] [--debug]" >&2; exit 2 ;;
   esac
 done
 
 [ "$(id -u)" = 0 ] || { echo "fleet.sh: run as root (network namespaces)" >&2; exit 2; }
 pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 [ -x "$pgbin/initdb" ] || { echo "fleet.sh: no PostgreSQL server binaries" >&2; exit 2; }
-cargo build --release --locked -q -p baton --bin baton --example fleet_soak
-baton="$PWD/target/release/baton"
-soaker="$PWD/target/release/examples/fleet_soak"
+cargo build --profile "$profile" --locked -q -p baton --bin baton --example fleet_soak
+dir=release
+[ "$profile" = release ] || dir=debug
+baton="$PWD/target/$dir/baton"
+soaker="$PWD/target/$dir/examples/fleet_soak"
 
 ns=(baton-srv baton-m1 baton-m2)
 work=$(mktemp -d /tmp/baton-fleet.XXXXXX)
