@@ -17,6 +17,21 @@ pub enum StoreError {
     NotADirectory { path: PathBuf },
     #[error("{path} belongs to uid {owner}, not to this user (uid {me})")]
     NotOwned { path: PathBuf, owner: u32, me: u32 },
+    /// A state file another user owns: it could have been planted to steer a run.
+    #[error(
+        "{path} belongs to uid {owner}, not to this user (uid {me}); baton never trusts a state file another user could have planted"
+    )]
+    ForeignFile { path: PathBuf, owner: u32, me: u32 },
+    /// A state directory another user owns.
+    #[error(
+        "{path} belongs to uid {owner}, not to this user (uid {me}); baton keeps state only in a directory of its own user"
+    )]
+    ForeignDir { path: PathBuf, owner: u32, me: u32 },
+    /// A state directory every user may write to: any of them could plant or swap a file in it.
+    #[error(
+        "{path} is writable by every user (mode {mode:04o}); another user could plant or swap state in it"
+    )]
+    OpenDir { path: PathBuf, mode: u32 },
     #[error("{path} is {size} bytes, over the {cap}-byte cap for a state file")]
     TooLarge { path: PathBuf, size: u64, cap: u64 },
     #[error("{path} is empty")]
@@ -79,13 +94,40 @@ impl StoreError {
                     path.display()
                 ))
             }
-            StoreError::Io { .. } => None,
+            StoreError::Io { op, path, .. } if *op == "fsync directory" => Some(format!(
+                "the change is in {} but the disk did not confirm it, so it may not survive a \
+                 power cut: check the disk, then run the command again",
+                path.display()
+            )),
+            StoreError::Io { path, source, .. } if source.raw_os_error() == Some(libc::ENOSPC) => {
+                Some(format!(
+                    "the disk holding {} is full: free space, then run the command again",
+                    path.display()
+                ))
+            }
+            StoreError::Io { path, .. } => Some(format!(
+                "check the disk holding {} (the kernel log may say more), then run the command \
+                 again",
+                path.display()
+            )),
             StoreError::Symlink { path } => Some(format!(
                 "replace the link with the real file or directory it points to, or remove it: `rm {}`",
                 path.display()
             )),
             StoreError::NotOwned { path, .. } => Some(format!(
                 "baton imports only a file this user wrote; if you trust it, copy it (`cp {} ./mine.json`) and pass `--from ./mine.json`",
+                path.display()
+            )),
+            StoreError::ForeignFile { path, owner, me } => Some(format!(
+                "nothing was changed; if uid {owner} did not write it, remove it (`rm {0}`); if it is yours, take it back (`chown {me} {0}`)",
+                path.display()
+            )),
+            StoreError::ForeignDir { path, owner, me } => Some(format!(
+                "nothing was changed; run baton as uid {owner}, or if the directory is yours, take it back: `chown -R {me} {}`",
+                path.display()
+            )),
+            StoreError::OpenDir { path, .. } => Some(format!(
+                "nothing was changed; take write access away from other users: `chmod o-w {}`",
                 path.display()
             )),
             StoreError::NotRegular { path } => {

@@ -28,7 +28,7 @@ use serde::Serialize;
 use crate::git::Changes;
 use crate::layout::{Layout, LockScope, check_real_dir, make_dir};
 use crate::lock::DirLock;
-use crate::read::{STATE_FILE_CAP, read_capped};
+use crate::read::{STATE_FILE_CAP, read_capped, read_state};
 use crate::{StoreError, atomic, sha256_hex};
 use baton_core::Reason;
 use baton_core::feature::{
@@ -530,7 +530,7 @@ fn complete_pending(
         return Ok(Vec::new());
     }
     let path = record_path(layout);
-    let bytes = match read_capped(&path, STATE_FILE_CAP) {
+    let bytes = match read_state(&path, STATE_FILE_CAP) {
         Ok(Some(bytes)) => bytes,
         Ok(None) => return Ok(Vec::new()),
         Err(e) => {

@@ -139,8 +139,9 @@ impl Layout {
             .map(Path::to_path_buf)
     }
 
-    /// Refuses a state directory that is a symlink: it could point anywhere, including into
-    /// another project's state.
+    /// Refuses a state directory that is a symlink (it could point anywhere, including into
+    /// another project's state), one every user may write to and one another user owns
+    /// (`check_real_dir`).
     pub fn check_state_dir(&self) -> Result<bool, StoreError> {
         check_real_dir(&self.state_dir)
     }
@@ -175,22 +176,97 @@ impl Layout {
     }
 }
 
-/// `Ok(true)` for a real directory, `Ok(false)` when missing; an error for a link or a file.
+/// `Ok(true)` for a real directory, `Ok(false)` when missing; an error for a link, a file, and
+/// a directory another user could plant a file in: one every user may write to (mode `o+w`,
+/// sticky or not) or one another user owns, root included. Every directory baton keeps state
+/// in (the state directory, `locks/`, `runs/`, `journal/`, `archive/`, `sessions/`, `init/`,
+/// `supervise/`) is checked here before anything in it is read or created; the check costs
+/// the one `lstat` it always did. A git checkout's 0755 or 0775 directories pass.
 pub fn check_real_dir(path: &Path) -> Result<bool, StoreError> {
+    use std::os::unix::fs::MetadataExt;
     match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_symlink() => Err(StoreError::Symlink { path: path.into() }),
         Ok(meta) if !meta.is_dir() => Err(StoreError::NotADirectory { path: path.into() }),
+        Ok(meta) if meta.mode() & 0o002 != 0 => Err(StoreError::OpenDir {
+            path: path.into(),
+            mode: meta.mode() & 0o7777,
+        }),
+        Ok(meta) if meta.uid() != crate::read::euid() => Err(StoreError::ForeignDir {
+            path: path.into(),
+            owner: meta.uid(),
+            me: crate::read::euid(),
+        }),
         Ok(_) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(StoreError::io("stat", path)(e)),
     }
 }
 
+/// Creates a directory (0700) that `check_real_dir` found missing, and any missing parent. The
+/// directory itself is made by one `mkdir`, never taken over: one that appeared since the
+/// check (another process made it) is checked again before it is used.
 pub fn make_dir(path: &Path) -> Result<(), StoreError> {
     use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(path)
-        .map_err(StoreError::io("create directory", path))
+    let mkdir = |recursive: bool, dir: &Path| {
+        std::fs::DirBuilder::new()
+            .recursive(recursive)
+            .mode(0o700)
+            .create(dir)
+    };
+    let made = match mkdir(false, path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => match path.parent() {
+            Some(parent) => mkdir(true, parent)
+                .map_err(StoreError::io("create directory", parent))
+                .map(|()| mkdir(false, path))?,
+            None => Err(e),
+        },
+        other => other,
+    };
+    match made {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => check_real_dir(path).map(drop),
+        Err(e) => Err(StoreError::io("create directory", path)(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_directory_other_users_may_write_to_is_refused_and_a_checkout_s_is_not() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("state");
+        assert!(!check_real_dir(&dir).unwrap(), "missing");
+        make_dir(&dir).unwrap();
+        assert!(check_real_dir(&dir).unwrap());
+        for (mode, ok) in [
+            (0o755, true),
+            (0o775, true),
+            (0o777, false),
+            (0o1777, false),
+        ] {
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).unwrap();
+            match check_real_dir(&dir) {
+                Ok(true) if ok => {}
+                Err(StoreError::OpenDir { mode: found, .. }) if !ok => assert_eq!(found, mode),
+                other => panic!("mode {mode:o}: {other:?}"),
+            }
+            // One that appeared after the check is checked again, never taken over.
+            assert_eq!(make_dir(&dir).is_ok(), ok, "mode {mode:o}");
+        }
+        if crate::read::euid() == 0 {
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+            std::os::unix::fs::chown(&dir, Some(65534), None).unwrap();
+            assert!(matches!(
+                check_real_dir(&dir),
+                Err(StoreError::ForeignDir {
+                    owner: 65534,
+                    me: 0,
+                    ..
+                })
+            ));
+        }
+    }
 }

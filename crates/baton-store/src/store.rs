@@ -16,7 +16,7 @@ use crate::layout::{
 use crate::lock::{DEFAULT_LOCK_WAIT, DirLock};
 use crate::pg::backend::{Db, DbLock};
 use crate::pg::records::Kind;
-use crate::read::{Access, STATE_FILE_CAP, parse_state, read_capped};
+use crate::read::{Access, STATE_FILE_CAP, parse_state, read_state};
 use crate::{StoreError, atomic};
 use baton_core::key::key_from_file_name;
 use baton_core::model::{BatchState, LoopState, Pauses, RunState, SCHEMA_VERSION};
@@ -318,7 +318,7 @@ impl FsStore {
         path: &Path,
         needle: Option<&[u8]>,
     ) -> Result<Option<Loaded<T>>, StoreError> {
-        let Some(bytes) = read_capped(path, STATE_FILE_CAP)? else {
+        let Some(bytes) = read_state(path, STATE_FILE_CAP)? else {
             return Err(StoreError::io("read", path)(
                 std::io::ErrorKind::NotFound.into(),
             ));
@@ -354,7 +354,7 @@ impl FsStore {
         if !self.layout.check_state_dir()? {
             return Ok(None);
         }
-        let Some(bytes) = read_capped(path, STATE_FILE_CAP)? else {
+        let Some(bytes) = read_state(path, STATE_FILE_CAP)? else {
             return Ok(None);
         };
         let (state, access) = parse_state(path, &bytes)?;
