@@ -15,6 +15,7 @@ mod init;
 mod journal;
 mod ledgers;
 mod live_sessions;
+mod privileges;
 mod races;
 mod regressions;
 mod runs;
