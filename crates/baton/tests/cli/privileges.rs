@@ -285,3 +285,34 @@ fn a_symlink_another_user_planted_is_refused_and_its_target_left_alone() {
         );
     }
 }
+
+/// Root running baton in an unprivileged user's project (`sudo baton …`) is refused before it
+/// creates a file the user could not then change.
+#[test]
+fn a_state_directory_another_user_owns_is_refused_even_to_root() {
+    crate::files_only!("a test of the file store's permissions");
+    let p = Project::new();
+    if !p.dropped {
+        eprintln!("note: skipped: a project of another user needs root");
+        return;
+    }
+    p.baton(0, &["loop", "init", "PROJ-1"]).assert_code(0);
+    let dir = p.state_dir();
+    let before = tree(&dir);
+    for args in [SET, &["loop", "init", "PROJ-2"], &["resume", "PROJ-1"]] {
+        // The environment's own command, run by the test's user: root.
+        let out = to_run(
+            p.env
+                .command(Some("A"), &at(1))
+                .args(args)
+                .output()
+                .unwrap(),
+        );
+        assert_refused(
+            &out,
+            &format!("{} belongs to uid {USER}", dir.display()),
+            &format!("run baton as uid {USER}"),
+        );
+        assert_eq!(tree(&dir), before, "{args:?} changed {}", dir.display());
+    }
+}
