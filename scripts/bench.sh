@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Whole-process and in-process benchmarks of baton's hot paths, with the floors measured in the
-# same run, for docs/performance.md.
+# same run, for docs/performance.md. Beside them, in the same hyperfine run, a seed-style
+# baseline: scripts/seed_baseline.py does the jobs of `loop set` and `ledger block` the way the
+# seed protocols have an agent do them today (python3, json, fcntl, a rewrite in place and a
+# plain append), and in a durable variant with baton's fsyncs, on files of the same shape.
 #
 #   scripts/bench.sh            the full run: hyperfine --warmup 20 --runs 300, criterion defaults
 #   scripts/bench.sh --quick    far fewer runs, for CI: under a minute once the bench is built
@@ -9,9 +12,9 @@
 #   scripts/bench.sh --out DIR  write the hyperfine JSON and the summary to DIR
 #                               (default: a new directory under $TMPDIR, printed at the end)
 #
-# Needs hyperfine and jq (Debian packages); installs nothing. The temp repositories are made
-# under $TMPDIR (default /tmp), and the criterion bench writes its temp files there too, so the
-# fsync floor and the commands measure the same filesystem.
+# Needs hyperfine, jq and python3 (Debian packages); installs nothing. The temp repositories are
+# made under $TMPDIR (default /tmp), and the criterion bench writes its temp files there too, so
+# the fsync floor and the commands measure the same filesystem.
 #
 # Timings are only worth comparing on a quiet machine: a concurrent build that writes many files
 # makes every fsync wait for that writeback (ext4 commits one journal for everyone), so the share
@@ -31,7 +34,7 @@ while [[ $# -gt 0 ]]; do
             shift
             ;;
         -h | --help)
-            sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+            sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
             exit 0
             ;;
         *)
@@ -43,14 +46,14 @@ while [[ $# -gt 0 ]]; do
 done
 
 missing=()
-for tool in hyperfine jq git cargo; do
+for tool in hyperfine jq git python3 cargo; do
     command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
 if [[ ${#missing[@]} -gt 0 ]]; then
     echo "bench.sh: missing ${missing[*]}" >&2
     for tool in "${missing[@]}"; do
         case "$tool" in
-            hyperfine | jq | git) echo "  apt-get install $tool" >&2 ;;
+            hyperfine | jq | git | python3) echo "  apt-get install $tool" >&2 ;;
             cargo) echo "  install Rust with rustup (https://rustup.rs)" >&2 ;;
         esac
     done
@@ -95,6 +98,10 @@ else
     baton="$target_dir/release/baton"
 fi
 "$baton" --version
+# The interpreter itself, not a version manager's shim in front of it (a pyenv shim is a shell
+# script that adds over 100 ms to every start).
+python="$(python3 -c 'import sys; print(sys.executable)')"
+"$python" --version
 
 # A hermetic environment: no user or system git config, a fixed clock, one session id.
 export GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1
@@ -161,6 +168,45 @@ awk -v h="$base" 'BEGIN {
     { echo "bench.sh: ledger derive failed" >&2; exit 1; }
 [[ "$(grep -c '' "$ledger_repo/plans/big/STATE.md")" -eq 100001 ]] ||
     { echo "bench.sh: the big ledger does not hold 100,000 events" >&2; exit 1; }
+
+# The seed-style baseline: scripts/seed_baseline.py on a loop file and a ledger of the same shape
+# as baton's, made by baton (PROJ-1 rewritten in place, PROJ-2 replaced durably; one ledger
+# each). The script is copied beside them, so no path on its command line has whitespace.
+seed_py="$work/seed_baseline.py"
+cp scripts/seed_baseline.py "$seed_py"
+if [[ "$python" =~ [[:space:]] ]]; then
+    echo "bench.sh: the python3 interpreter's path \`$python\` contains whitespace" >&2
+    exit 1
+fi
+seed_repo="$work/seed"
+new_repo "$seed_repo"
+"$baton" -C "$seed_repo" loop init PROJ-1 >/dev/null
+"$baton" -C "$seed_repo" loop init PROJ-2 >/dev/null
+seed_loop="$seed_repo/.agentic/loop-state-PROJ-1.json"
+seed_loop_durable="$seed_repo/.agentic/loop-state-PROJ-2.json"
+mkdir -p "$ledger_repo/plans/seed" "$ledger_repo/plans/seed-durable"
+echo "# Plan" >"$ledger_repo/plans/seed/plan.md"
+echo "# Plan" >"$ledger_repo/plans/seed-durable/plan.md"
+"$baton" -C "$ledger_repo" ledger init plans/seed >/dev/null
+"$baton" -C "$ledger_repo" ledger init plans/seed-durable >/dev/null
+seed_ledger="$ledger_repo/plans/seed/STATE.md"
+seed_ledger_durable="$ledger_repo/plans/seed-durable/STATE.md"
+# The line `baton ledger block plans/small --phase 1 --reason benchmark` appends, less its stamp.
+seed_line="'phase 1: BLOCKED — benchmark'"
+# The jobs are done before they are timed: baton reads the transition back as its own, and
+# each ledger ends with the line, stamped as baton stamps it.
+"$python" "$seed_py" loop-set "$seed_loop" qa returned 2
+"$python" "$seed_py" loop-set "$seed_loop_durable" qa returned 2 --durable
+for key in PROJ-1 PROJ-2; do
+    "$baton" -C "$seed_repo" resume "$key" | grep -q 'qa iteration 2/5 · returned' ||
+        { echo "bench.sh: baton does not read back the seed-style transition of $key" >&2; exit 1; }
+done
+"$python" "$seed_py" ledger-append "$seed_ledger" 'phase 1: BLOCKED — benchmark'
+"$python" "$seed_py" ledger-append "$seed_ledger_durable" 'phase 1: BLOCKED — benchmark' --durable
+for f in "$seed_ledger" "$seed_ledger_durable"; do
+    [[ "$(tail -n 1 "$f")" == "phase 1: BLOCKED — benchmark @ $BATON_NOW" ]] ||
+        { echo "bench.sh: the seed-style append did not end $f with the line" >&2; exit 1; }
+done
 
 # Session start: `baton resume` with no argument on a repository with a 10,000-file tree, 100
 # loops (half interrupted by a rate limit, half gone silent), 10 runs and 3 ledgers; then the
@@ -286,7 +332,7 @@ payload SessionStart "$start_repo" >"$work/sessionstart.json"
     free -h
     echo "df -T $work:"
     df -T "$work"
-    echo "hyperfine: $(hyperfine --version); rustc: $(rustc --version)"
+    echo "hyperfine: $(hyperfine --version); rustc: $(rustc --version); $("$python" --version) ($python)"
 } >"$out/machine.txt"
 cat "$out/machine.txt"
 
@@ -329,6 +375,11 @@ hyperfine -N --warmup "$warmup" --runs "$runs" --style basic \
     -n 'git status (run resume floor)' "git -C $runs_repo status --porcelain=v2 --branch -z --untracked-files=no" \
     -n 'run resume' "$baton -C $runs_repo run resume $run_id" \
     -n 'ledger append' "$baton -C $ledger_repo ledger block plans/small --phase 1 --reason benchmark" \
+    -n 'python3 -c pass' "$python -c pass" \
+    -n 'seed: loop set' "$python $seed_py loop-set $seed_loop qa returned 2" \
+    -n 'seed: loop set, durable' "$python $seed_py loop-set $seed_loop_durable qa returned 2 --durable" \
+    -n 'seed: ledger append' "$python $seed_py ledger-append $seed_ledger $seed_line" \
+    -n 'seed: ledger append, durable' "$python $seed_py ledger-append $seed_ledger_durable $seed_line --durable" \
     -n 'ledger derive, 100k events' "$baton -C $ledger_repo ledger derive plans/big --no-gates" \
     -n 'git status --porcelain, 10k files' "git -C $start_repo status --porcelain" \
     -n 'resume, 100 loops 10 runs 3 ledgers' "$baton -C $start_repo resume" \
@@ -379,6 +430,11 @@ git_ms="$(hyperfine_median_ms 'git status (run resume floor)')"
 resume_ms="$(hyperfine_median_ms 'run resume')"
 append_ms="$(hyperfine_median_ms 'ledger append')"
 derive_ms="$(hyperfine_median_ms 'ledger derive, 100k events')"
+py_start_ms="$(hyperfine_median_ms 'python3 -c pass')"
+seed_set_ms="$(hyperfine_median_ms 'seed: loop set')"
+seed_set_durable_ms="$(hyperfine_median_ms 'seed: loop set, durable')"
+seed_append_ms="$(hyperfine_median_ms 'seed: ledger append')"
+seed_append_durable_ms="$(hyperfine_median_ms 'seed: ledger append, durable')"
 status_ms="$(hyperfine_median_ms 'git status --porcelain, 10k files')"
 start100_ms="$(hyperfine_median_ms 'resume, 100 loops 10 runs 3 ledgers')"
 start1k_ms="$(hyperfine_median_ms 'resume, 1,000 loops')"
@@ -416,7 +472,9 @@ awk -v exec_floor="$true_ms" -v start="$start_ms" -v replace="$replace_ms" \
     -v append="$append_ms" -v derive="$derive_ms" -v st="$status_ms" -v s100="$start100_ms" \
     -v s1k="$start1k_ms" -v s10k="$start10k_ms" -v shtrue="$sh_true_ms" -v shstart="$sh_start_ms" \
     -v stopfresh="$stop_fresh_ms" -v shst="$sh_status_ms" -v hookstart="$hook_start_ms" \
-    -v stopsweep="$stop_sweep_ms" -v fail="$failure_ms" -v failmax="$failure_max_ms" '
+    -v stopsweep="$stop_sweep_ms" -v fail="$failure_ms" -v failmax="$failure_max_ms" \
+    -v pystart="$py_start_ms" -v sset="$seed_set_ms" -v ssetd="$seed_set_durable_ms" \
+    -v sapp="$seed_append_ms" -v sappd="$seed_append_durable_ms" '
 function row(name, median, target,   floor) {
     floor = start + replace
     printf "| %s | %.3f | %d | %s | %.3f | %.2fx | %.2fx | %+.3f |\n", name, median, target,
@@ -459,6 +517,14 @@ BEGIN {
     print "|---|---:|---:|:-:|---:|---:|"
     printf "| `baton ledger block <plan> …` (one locked, sealed, synced append) | %.3f | | | %.3f | %.2fx |\n", append, start + replace, append / (start + replace)
     printf "| `baton ledger derive <plan> --no-gates`, 100,000 events | %.3f | 100 | %s | | |\n", derive, (derive <= 100 ? "yes" : "**no**")
+    print ""
+    print "The same jobs the seed way: scripts/seed_baseline.py under python3, in the same hyperfine run (medians, ms; seed way = flock on the file, rewrite in place or plain append, no fsync; durable = baton'"'"'s sidecar lock and fsyncs):"
+    print ""
+    print "| job | baton ms | python3, seed way ms | seed way / baton | python3, durable ms | durable / baton |"
+    print "|---|---:|---:|---:|---:|---:|"
+    printf "| process start: `baton --version`; `python3 -c pass` | %.3f | %.3f | %.2fx | | |\n", start, pystart, pystart / start
+    printf "| loop transition: `baton loop set …`; `seed_baseline.py loop-set …` | %.3f | %.3f | %.2fx | %.3f | %.2fx |\n", set, sset, sset / set, ssetd, ssetd / set
+    printf "| ledger append: `baton ledger block …`; `seed_baseline.py ledger-append …` | %.3f | %.3f | %.2fx | %.3f | %.2fx |\n", append, sapp, sapp / append, sappd, sappd / append
     print ""
     print "Session start on a 10,000-file tree (medians, ms; floor = `git status --porcelain` on the same tree):"
     print ""
