@@ -10,7 +10,7 @@ use std::io::Write;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 
-use crate::StoreError;
+use crate::{StoreError, faults};
 
 /// An append-only file opened for one append, under its exclusive lock (released on drop).
 pub struct Locked {
@@ -31,14 +31,18 @@ pub fn open_locked(path: &Path, create: Option<u32>) -> Result<Locked, StoreErro
     if let Some(mode) = create {
         options.create(true).mode(mode);
     }
-    let file = options.open(path).map_err(|e| {
-        if e.raw_os_error() == Some(libc::ELOOP) {
-            StoreError::Symlink { path: path.into() }
-        } else {
-            io("open")(e)
-        }
-    })?;
-    file.lock().map_err(io("lock"))?;
+    let file = faults::point("append.open")
+        .and_then(|()| options.open(path))
+        .map_err(|e| {
+            if e.raw_os_error() == Some(libc::ELOOP) {
+                StoreError::Symlink { path: path.into() }
+            } else {
+                io("open")(e)
+            }
+        })?;
+    faults::point("append.flock")
+        .and_then(|()| file.lock())
+        .map_err(io("lock"))?;
     let meta = file.metadata().map_err(io("stat"))?;
     if !meta.is_file() {
         return Err(StoreError::NotRegular { path: path.into() });
@@ -59,8 +63,8 @@ impl Locked {
         let mut buf = Vec::with_capacity(line.len() + 2);
         if self.len > 0 {
             let mut last = [0u8; 1];
-            self.file
-                .read_exact_at(&mut last, self.len - 1)
+            faults::point("append.read_tail")
+                .and_then(|()| self.file.read_exact_at(&mut last, self.len - 1))
                 .map_err(io("read"))?;
             if last[0] != b'\n' {
                 buf.push(b'\n');
@@ -71,15 +75,26 @@ impl Locked {
         buf.push(b'\n');
         // One write: O_APPEND puts it at the end as one piece, and the lock keeps other writers
         // out.
-        let written = self.file.write(&buf).map_err(io("append to"))?;
-        if written != buf.len() {
-            // A short write to a regular file means the disk is full; finish it so no line is
-            // torn.
-            self.file
-                .write_all(&buf[written..])
-                .map_err(io("append to"))?;
+        let written = faults::write("append.write", &mut self.file, &buf).and_then(|written| {
+            if written == buf.len() {
+                return Ok(());
+            }
+            // A short write to a regular file means the disk is nearly full; finish the line
+            // or fail.
+            self.file.write_all(&buf[written..])
+        });
+        let synced = written.map_err(io("append to")).and_then(|()| {
+            faults::point("append.fdatasync")
+                .and_then(|()| self.file.sync_data())
+                .map_err(io("fdatasync"))
+        });
+        if let Err(e) = synced {
+            // A failed write may have left part of the line, and after a failed fdatasync
+            // nobody can say what the disk holds: cut the file back to where it was (the lock
+            // keeps everyone else out), so that it holds what it held before the command.
+            let _ = self.file.set_len(self.len);
+            return Err(e);
         }
-        self.file.sync_data().map_err(io("fdatasync"))?;
         self.len += buf.len() as u64;
         Ok(sealed)
     }

@@ -2,11 +2,10 @@
 //! transition reported done survives a power cut.
 
 use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-use crate::StoreError;
+use crate::{StoreError, faults};
 
 /// Writes `bytes` to a temp file in the same directory (mode 0600), fsyncs it, renames it over
 /// `path` and fsyncs the directory. On any error the old file is untouched and the temp file
@@ -33,7 +32,9 @@ pub fn replace_with_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Sto
         crate::random_hex(4)
     ));
     let result = write_synced(&tmp, bytes, mode).and_then(|()| {
-        std::fs::rename(&tmp, path).map_err(StoreError::io("rename into place", path))
+        faults::point("atomic.rename")
+            .and_then(|()| std::fs::rename(&tmp, path))
+            .map_err(StoreError::io("rename into place", path))
     });
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
@@ -43,21 +44,37 @@ pub fn replace_with_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Sto
 }
 
 fn write_synced(tmp: &Path, bytes: &[u8], mode: u32) -> Result<(), StoreError> {
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(tmp)
+    let mut file = faults::point("atomic.create")
+        .and_then(|()| {
+            OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(mode)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .open(tmp)
+        })
         .map_err(StoreError::io("create", tmp))?;
-    file.write_all(bytes)
-        .map_err(StoreError::io("write", tmp))?;
-    file.sync_all().map_err(StoreError::io("fsync", tmp))
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        match faults::write("atomic.write", &mut file, rest) {
+            Ok(0) => {
+                let e = std::io::Error::from(std::io::ErrorKind::WriteZero);
+                return Err(StoreError::io("write", tmp)(e));
+            }
+            Ok(n) => rest = &rest[n..],
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(StoreError::io("write", tmp)(e)),
+        }
+    }
+    faults::point("atomic.fsync")
+        .and_then(|()| file.sync_all())
+        .map_err(StoreError::io("fsync", tmp))
 }
 
 /// Makes a rename or an unlink in `dir` durable.
 pub fn sync_dir(dir: &Path) -> Result<(), StoreError> {
-    File::open(dir)
+    faults::point("dir.fsync")
+        .and_then(|()| File::open(dir))
         .and_then(|d| d.sync_all())
         .map_err(StoreError::io("fsync directory", dir))
 }

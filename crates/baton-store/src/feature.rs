@@ -625,7 +625,9 @@ fn roll_forward(
         let _ = std::fs::set_permissions(&full, std::fs::Permissions::from_mode(mode));
     }
     let path = record_path(layout);
-    std::fs::remove_file(&path).map_err(StoreError::io("remove", &path))?;
+    crate::faults::point("remove")
+        .and_then(|()| std::fs::remove_file(&path))
+        .map_err(StoreError::io("remove", &path))?;
     atomic::sync_dir(&layout.state_dir)?;
     Ok(warnings)
 }

@@ -16,11 +16,13 @@ fn git(dir: &Path) -> Command {
 }
 
 fn run(dir: &Path, args: &[&str]) -> Result<Output, StoreError> {
-    git(dir).args(args).output().map_err(|e| StoreError::Git {
-        args: args.join(" "),
-        dir: dir.into(),
-        detail: format!("cannot start git: {e}"),
-    })
+    crate::faults::point("git.run")
+        .and_then(|()| git(dir).args(args).output())
+        .map_err(|e| StoreError::Git {
+            args: args.join(" "),
+            dir: dir.into(),
+            detail: format!("cannot start git: {e}"),
+        })
 }
 
 fn run_ok(dir: &Path, args: &[&str]) -> Result<String, StoreError> {
@@ -248,21 +250,24 @@ pub fn branch_name(raw: &str) -> &str {
 pub fn base_ref(root: &Path, base: &str) -> String {
     let name = branch_name(base);
     let remote = format!("refs/remotes/origin/{name}");
-    if ref_exists(root, &remote) {
+    if ref_exists(root, &remote).unwrap_or(false) {
         format!("origin/{name}")
     } else {
         name.to_string()
     }
 }
 
-/// Whether `refname` (fully qualified) exists.
-pub fn ref_exists(root: &Path, refname: &str) -> bool {
-    run(root, &["show-ref", "--verify", "--quiet", refname]).is_ok_and(|o| o.status.success())
+/// Whether `refname` (fully qualified) exists; an error when git cannot be run at all, so that
+/// a broken git is never taken for a missing branch.
+pub fn ref_exists(root: &Path, refname: &str) -> Result<bool, StoreError> {
+    Ok(run(root, &["show-ref", "--verify", "--quiet", refname])?
+        .status
+        .success())
 }
 
 /// The branch new loops are measured against, as a branch name: the branch of `origin/HEAD`,
 /// else `main`, else `master`, when it exists.
-pub fn default_base(root: &Path) -> Option<String> {
+pub fn default_base(root: &Path) -> Result<Option<String>, StoreError> {
     if let Ok(out) = run_ok(
         root,
         &[
@@ -274,13 +279,15 @@ pub fn default_base(root: &Path) -> Option<String> {
     ) {
         let name = branch_name(out.trim());
         if !name.is_empty() {
-            return Some(name.to_string());
+            return Ok(Some(name.to_string()));
         }
     }
-    ["main", "master"]
-        .into_iter()
-        .find(|name| ref_exists(root, &format!("refs/heads/{name}")))
-        .map(str::to_string)
+    for name in ["main", "master"] {
+        if ref_exists(root, &format!("refs/heads/{name}"))? {
+            return Ok(Some(name.to_string()));
+        }
+    }
+    Ok(None)
 }
 
 /// Stashes every change outside `excluded` (baton's own files, the artifacts a loop points

@@ -208,10 +208,12 @@ pub fn check_real_dir(path: &Path) -> Result<bool, StoreError> {
 pub fn make_dir(path: &Path) -> Result<(), StoreError> {
     use std::os::unix::fs::DirBuilderExt;
     let mkdir = |recursive: bool, dir: &Path| {
-        std::fs::DirBuilder::new()
-            .recursive(recursive)
-            .mode(0o700)
-            .create(dir)
+        crate::faults::point("dir.create").and_then(|()| {
+            std::fs::DirBuilder::new()
+                .recursive(recursive)
+                .mode(0o700)
+                .create(dir)
+        })
     };
     let made = match mkdir(false, path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => match path.parent() {

@@ -5,6 +5,7 @@
 pub mod append;
 pub mod atomic;
 pub mod error;
+pub mod faults;
 pub mod feature;
 pub mod gate;
 pub mod git;

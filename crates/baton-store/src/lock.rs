@@ -15,7 +15,7 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::StoreError;
+use crate::{StoreError, faults};
 
 /// How long a command waits for a lock by default. Locks are held for milliseconds (no git,
 /// no user hook ever runs under one), so a wait this long means a holder is stuck.
@@ -36,7 +36,10 @@ impl DirLock {
     /// drops it at once, and the process exiting releases it in any case.
     pub fn acquire(path: &Path, wait: Duration) -> Result<DirLock, StoreError> {
         let file = open(path)?;
-        let file = match file.try_lock() {
+        let file = match faults::point("lock.flock")
+            .map_err(std::fs::TryLockError::Error)
+            .and_then(|()| file.try_lock())
+        {
             Ok(()) => file,
             Err(std::fs::TryLockError::Error(e)) => return Err(StoreError::io("lock", path)(e)),
             Err(std::fs::TryLockError::WouldBlock) => {
@@ -78,14 +81,17 @@ impl DirLock {
 
 /// Opens (creating) a lock sidecar: never through a symlink, never inherited by a child.
 pub(crate) fn open(path: &Path) -> Result<File, StoreError> {
-    File::options()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
+    faults::point("lock.open")
+        .and_then(|()| {
+            File::options()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .open(path)
+        })
         .map_err(|e| {
             if e.raw_os_error() == Some(libc::ELOOP) {
                 StoreError::Symlink { path: path.into() }

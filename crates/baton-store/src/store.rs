@@ -406,7 +406,9 @@ impl FsStore {
         if target.exists() {
             target = dir.join(other());
         }
-        std::fs::rename(path, &target).map_err(StoreError::io("archive", path))?;
+        crate::faults::point("archive.rename")
+            .and_then(|()| std::fs::rename(path, &target))
+            .map_err(StoreError::io("archive", path))?;
         atomic::sync_dir(&dir)?;
         atomic::sync_dir(&self.layout.state_dir)?;
         Ok(target)
@@ -474,7 +476,9 @@ impl StateStore for FsStore {
             return db.remove(Kind::LegacyLoop, "");
         }
         let path = self.layout.legacy_loop_file();
-        std::fs::remove_file(&path).map_err(StoreError::io("remove", &path))?;
+        crate::faults::point("remove")
+            .and_then(|()| std::fs::remove_file(&path))
+            .map_err(StoreError::io("remove", &path))?;
         atomic::sync_dir(&self.layout.state_dir)
     }
 

@@ -240,7 +240,7 @@ pub fn work_committed(root: &Path, state: &LoopState) -> Option<bool> {
     let tip = state
         .branch
         .as_deref()
-        .filter(|b| git::ref_exists(root, &format!("refs/heads/{b}")))
+        .filter(|b| git::ref_exists(root, &format!("refs/heads/{b}")).unwrap_or(false))
         .unwrap_or("HEAD");
     git::commits_beyond(root, &base, tip).ok()?.map(|n| n > 0)
 }

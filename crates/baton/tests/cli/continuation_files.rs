@@ -11,7 +11,8 @@ use crate::common::{TestEnv, rules};
 
 const BRANCH: &str = "feature/F-001-export-retries";
 const FEATURE_DIR: &str = ".aspis/features/F-001-export-retries";
-const POINTER: &str = ".aspis/current/active_feature.json";
+pub(crate) const TASKS_PATH: &str = ".aspis/features/F-001-export-retries/TASKS.md";
+pub(crate) const POINTER: &str = ".aspis/current/active_feature.json";
 
 /// The pointer as the feature scaffold writes it, plus keys baton does not know (a `scope`, a
 /// non-ASCII title written with Python's default `ensure_ascii`).
@@ -62,12 +63,17 @@ Tests first (write failing, then implement):
 
 fn feature_env() -> TestEnv {
     let env = TestEnv::new();
+    feature_setup(&env);
+    env
+}
+
+/// The feature branch with its pointer and `TASKS.md` committed.
+pub(crate) fn feature_setup(env: &TestEnv) {
     env.git(&["switch", "--quiet", "-c", BRANCH]);
     env.write(POINTER, &pointer_text("build"));
     env.write(&format!("{FEATURE_DIR}/TASKS.md"), TASKS);
     env.git(&["add", "."]);
     env.git(&["commit", "--quiet", "-m", "F-001 scaffold"]);
-    env
 }
 
 fn read(env: &TestEnv, rel: &str) -> Vec<u8> {

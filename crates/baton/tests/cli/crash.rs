@@ -65,7 +65,7 @@ fn crash_trials() -> u64 {
 
 /// `.<name>.tmp-<anything>`: the temp file of an atomic replace. A writer killed between creating
 /// it and renaming it over `<name>` leaves it behind; that is allowed, a torn `<name>` is not.
-fn is_temp_file(name: &str) -> bool {
+pub(crate) fn is_temp_file(name: &str) -> bool {
     name.strip_prefix('.')
         .and_then(|rest| rest.split_once(".tmp-"))
         .is_some_and(|(target, _)| !target.is_empty())
@@ -75,7 +75,7 @@ fn is_temp_file(name: &str) -> bool {
 /// lock sidecars under `locks/` and leftover temp files, and the journals (`*.jsonl`), which
 /// are appended to, never replaced: every complete line of one is a JSON object, and only the
 /// bytes after its last newline may be torn. Returns what is wrong, naming the file.
-fn check_state_dir(dir: &Path) -> Result<(), String> {
+pub(crate) fn check_state_dir(dir: &Path) -> Result<(), String> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),

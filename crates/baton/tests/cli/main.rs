@@ -8,6 +8,7 @@ mod continuation;
 mod continuation_files;
 mod crash;
 mod dinostack;
+mod faults;
 mod hooks;
 mod hostile;
 mod hostile_output;

@@ -75,10 +75,16 @@ pub fn cmd_resume_accept(ctx: &Ctx, args: AcceptArgs) -> Result<Report, CommandE
     match (offer.decision.verdict, offer.mode) {
         ("offer", Some(_)) if !g.held_legacy => {}
         ("own", _) if claim_pending(&loaded.state) => {
-            // An accept of this session stopped after its claim (killed during git, or its
-            // lock stayed busy after): finish it now.
-            let done = Claimed::from_gathered(g, |_| {});
-            return finish_accept(ctx, done, Vec::new(), None, &args, notes);
+            // An accept of this session stopped after its claim (killed before or during git,
+            // or its lock stayed busy after): finish it now, setting the work aside first when
+            // it is still in the tree.
+            let dirty = g.tree.as_ref().is_some_and(|t| t.dirty);
+            let (done, mode) = if dirty && (args.commit || args.discard) {
+                (set_aside_work(ctx, g, &args, |_| {})?, Some(Mode::Confirm))
+            } else {
+                (Claimed::from_gathered(g, |_| {}), None)
+            };
+            return finish_accept(ctx, done, Vec::new(), mode, &args, notes);
         }
         ("own", _) => {
             return Ok(Report::ok(
@@ -157,7 +163,7 @@ pub fn cmd_resume_accept(ctx: &Ctx, args: AcceptArgs) -> Result<Report, CommandE
     let offered = offer.decision.reasons.clone();
     let dirty = g.tree.as_ref().is_some_and(|t| t.dirty);
     let done = if dirty && (args.discard || args.commit) {
-        set_aside_work(ctx, g, &args)?
+        set_aside_work(ctx, g, &args, |state| claim(ctx, state))?
     } else {
         // Without git work, the accept is one step under the lock `gather` took.
         Claimed::from_gathered(g, |state| claim(ctx, state))
@@ -167,7 +173,7 @@ pub fn cmd_resume_accept(ctx: &Ctx, args: AcceptArgs) -> Result<Report, CommandE
 
 /// An accept that claimed the loop and did not finish: active and owned, yet still carrying the
 /// interrupt it was accepted from.
-fn claim_pending(state: &LoopState) -> bool {
+pub(super) fn claim_pending(state: &LoopState) -> bool {
     state.status == LoopStatus::Active && state.interrupted_at.is_some()
 }
 
@@ -205,7 +211,12 @@ impl Claimed {
 /// Claims the loop under its lock, runs git (and the user's hooks) with the lock released, and
 /// takes the lock again. A failed git call gives the loop back exactly as it was; a takeover
 /// in the meantime is caught by the epoch.
-fn set_aside_work(ctx: &Ctx, g: Gathered, args: &AcceptArgs) -> Result<Claimed, CommandError> {
+fn set_aside_work(
+    ctx: &Ctx,
+    g: Gathered,
+    args: &AcceptArgs,
+    claim: impl FnOnce(&mut LoopState),
+) -> Result<Claimed, CommandError> {
     let Claimed {
         store,
         _guard: guard,
@@ -213,7 +224,7 @@ fn set_aside_work(ctx: &Ctx, g: Gathered, args: &AcceptArgs) -> Result<Claimed, 
         original,
         mut claimed,
         ..
-    } = Claimed::from_gathered(g, |state| claim(ctx, state));
+    } = Claimed::from_gathered(g, claim);
     let message = format!(
         "baton: partial work of {} set aside on resume at {} ({})",
         target.shown(),
@@ -269,10 +280,15 @@ fn set_aside_work(ctx: &Ctx, g: Gathered, args: &AcceptArgs) -> Result<Claimed, 
     let guard = patient
         .lock(LockScope::Loop(&target.key))
         .map_err(|e| {
+            // A busy lock is a refusal; a lock that cannot be taken at all is an error.
+            let (status, why) = match e {
+                baton_store::StoreError::LockBusy { .. } => (ExitStatus::Refused, "stayed busy"),
+                _ => (ExitStatus::Failure, "could not be taken"),
+            };
             CommandError::new(
-                ExitStatus::Refused,
+                status,
                 format!(
-                    "{done_so_far}; the loop for {} is claimed for this session, but its lock stayed busy: {e}",
+                    "{done_so_far}; the loop for {} is claimed for this session, but its lock {why}: {e}",
                     target.shown()
                 ),
             )
@@ -379,7 +395,10 @@ fn finish_accept(
         ));
     }
     if let Some(branch) = state.branch.as_deref()
-        && !git::ref_exists(&layout.root, &format!("refs/heads/{branch}"))
+        && matches!(
+            git::ref_exists(&layout.root, &format!("refs/heads/{branch}")),
+            Ok(false)
+        )
     {
         reasons.push(Reason::new(
             "loop.branch-missing",
@@ -517,7 +536,7 @@ fn lost_work(root: &Path, state: &LoopState) -> Option<Reason> {
     let branch = state
         .branch
         .as_deref()
-        .filter(|b| git::ref_exists(root, &format!("refs/heads/{b}")));
+        .filter(|b| git::ref_exists(root, &format!("refs/heads/{b}")).unwrap_or(false));
     let tip = branch.unwrap_or("HEAD");
     let base = git::base_ref(root, base);
     if git::commits_beyond(root, &base, tip).ok()?? != 0 {

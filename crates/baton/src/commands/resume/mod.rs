@@ -121,8 +121,12 @@ pub fn gather(ctx: &Ctx, ticket: &std::ffi::OsStr) -> Result<Gathered, CommandEr
         Some(held) => Some(held.state.clone()),
         None => store.read_loop(&target.key)?.map(|l| l.state),
     };
+    // An accept of this session that stopped after its claim needs the tree too: it may still
+    // have the work to set aside.
     let mut tree = match &unlocked {
-        Some(state) if held.is_none() && is_resumable(state, ctx.now) => {
+        Some(state)
+            if held.is_none() && (is_resumable(state, ctx.now) || accept::claim_pending(state)) =>
+        {
             loop_tree(&store.layout, state).ok()
         }
         _ => None,

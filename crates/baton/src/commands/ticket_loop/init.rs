@@ -44,8 +44,8 @@ pub struct InitArgs {
 fn checked_base(root: &std::path::Path, raw: &str) -> Result<String, CommandError> {
     let name = git::branch_name(raw.trim());
     let known = !name.is_empty()
-        && (git::ref_exists(root, &format!("refs/heads/{name}"))
-            || git::ref_exists(root, &format!("refs/remotes/origin/{name}")));
+        && (git::ref_exists(root, &format!("refs/heads/{name}"))?
+            || git::ref_exists(root, &format!("refs/remotes/origin/{name}"))?);
     if known {
         Ok(name.to_string())
     } else {
@@ -68,12 +68,10 @@ pub fn cmd_loop_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> 
     }
     // git runs before the lock is taken (a user's fsmonitor hook must not stall other writers).
     let layout = &store.layout;
-    let branch = git::tree_status(&layout.root, &[])
-        .ok()
-        .and_then(|t| t.branch);
+    let branch = git::tree_status(&layout.root, &[])?.branch;
     let base = match args.base.as_deref() {
         Some(raw) => Some(checked_base(&layout.root, raw)?),
-        None => git::default_base(&layout.root),
+        None => git::default_base(&layout.root)?,
     };
     let _guard = store.lock(LockScope::Loop(&target.key))?;
     let existing = store.read_loop(&target.key)?;
