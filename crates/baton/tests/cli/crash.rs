@@ -186,36 +186,40 @@ struct Tally {
     temp_files_left: usize,
 }
 
-#[test]
-fn sigkill_during_loop_transitions_never_tears_a_file_or_loses_an_acknowledged_one() {
+/// One kind of write for [`kill_writes`]: write number `n` is acknowledged when it exits 0,
+/// and the files say which write landed last.
+struct Writer<'a> {
+    session: &'a str,
+    /// The arguments of write number `n`.
+    args: &'a dyn Fn(u64) -> Vec<String>,
+    /// The number of the last write the files hold.
+    on_disk: &'a dyn Fn() -> Result<u64, String>,
+    /// What else must hold after write `n` exited 0 (its journal event).
+    acknowledged: &'a dyn Fn(u64) -> Result<(), String>,
+}
+
+/// Runs writes one after another, killing three in four after a random delay, and checks
+/// after each that every file under the state directory reads, that an acknowledged write is
+/// on disk, and that a killed one left either itself or the write before it.
+fn kill_writes(env: &TestEnv, label: &str, writer: &Writer) -> Tally {
     let seed = seed();
     let trials = crash_trials();
-    eprintln!("crash harness: BATON_CRASH_SEED={seed} BATON_CRASH_TRIALS={trials}");
+    eprintln!("{label}: BATON_CRASH_SEED={seed} BATON_CRASH_TRIALS={trials}");
     let mut rng = Rng(seed);
-    let env = TestEnv::new();
-    env.baton("owner", 0, &["loop", "init", TICKET])
-        .assert_code(0);
     let state_dir = env.state_dir();
-    let loop_file = env.loop_file(TICKET);
-    let journal = state_dir
-        .join("journal")
-        .join(format!("loop-{TICKET}.jsonl"));
     let now = at(1);
-    let mut on_disk = iteration_on_disk(&loop_file).unwrap();
+    let mut on_disk = (writer.on_disk)().unwrap();
     let mut tally = Tally::default();
     let started = Instant::now();
-    let mut iteration = on_disk;
+    let mut n = on_disk;
     while tally.kills < trials {
-        iteration += 1;
+        n += 1;
         tally.runs += 1;
         // Three runs in four die; the survivors prove that acknowledged writes land.
         let kill_delay = (rng.up_to(3) != 0).then(|| rng.up_to(MAX_KILL_DELAY_US));
         let mut child = env
-            .command(Some("owner"), &now)
-            .args([
-                "loop", "set", TICKET, "--phase", "qa", "--action", "returned",
-            ])
-            .args(["--iteration", &iteration.to_string()])
+            .command(Some(writer.session), &now)
+            .args((writer.args)(n))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -238,10 +242,10 @@ fn sigkill_during_loop_transitions_never_tears_a_file_or_loses_an_acknowledged_o
             .unwrap_or_default();
         let what = match kill_delay {
             Some(delay) => format!(
-                "run {} (`--iteration {iteration}`, SIGKILL after {delay}us)",
+                "{label}: run {} (write {n}, SIGKILL after {delay}us)",
                 tally.runs
             ),
-            None => format!("run {} (`--iteration {iteration}`, not killed)", tally.runs),
+            None => format!("{label}: run {} (write {n}, not killed)", tally.runs),
         };
         let fail = |problem: String| -> ! {
             panic!(
@@ -251,35 +255,29 @@ fn sigkill_during_loop_transitions_never_tears_a_file_or_loses_an_acknowledged_o
         if let Err(problem) = check_state_dir(&state_dir) {
             fail(problem);
         }
-        let found = iteration_on_disk(&loop_file).unwrap_or_else(|e| fail(e));
+        let found = (writer.on_disk)().unwrap_or_else(|e| fail(e));
         match (status.code(), status.signal()) {
             (Some(0), _) => {
-                if found != iteration {
+                if found != n {
                     fail(format!(
-                        "exited 0, but the file holds iteration {found}: an acknowledged transition is lost"
+                        "exited 0, but the files hold write {found}: an acknowledged write is lost"
                     ));
                 }
-                // The event is appended under the same lock, before the command reports success.
-                let journalled = journal_iteration(&journal);
-                if journalled != Some(iteration) {
-                    fail(format!(
-                        "exited 0, but the journal's last transition is to iteration {journalled:?}: its event is lost"
-                    ));
-                }
+                (writer.acknowledged)(n).unwrap_or_else(|e| fail(e));
                 if kill_delay.is_some() {
                     tally.finished_before_the_kill += 1;
                 }
             }
             (None, Some(libc::SIGKILL)) if kill_delay.is_some() => {
-                // A killed transition may or may not have landed, but the file holds either it
-                // or what was there before: never anything older, never anything else.
-                if found == iteration {
+                // A killed write may or may not have landed, but the files hold either it or
+                // what was there before: never anything older, never anything else.
+                if found == n {
                     tally.killed_after_landing += 1;
                 } else if found == on_disk {
                     tally.killed_before_landing += 1;
                 } else {
                     fail(format!(
-                        "killed; the file holds iteration {found}, neither the previous {on_disk} nor this {iteration}"
+                        "killed; the files hold write {found}, neither the previous {on_disk} nor this {n}"
                     ));
                 }
             }
@@ -289,33 +287,125 @@ fn sigkill_during_loop_transitions_never_tears_a_file_or_loses_an_acknowledged_o
         }
         on_disk = found;
     }
-    // One more transition after all the kills: no lock is stuck and the store still works.
-    iteration += 1;
-    let last = iteration.to_string();
-    env.baton(
-        "owner",
-        1,
-        &[
-            "loop",
-            "set",
-            TICKET,
-            "--phase",
-            "qa",
-            "--action",
-            "returned",
-            "--iteration",
-            &last,
-        ],
-    )
-    .assert_code(0);
-    assert_eq!(iteration_on_disk(&loop_file), Ok(iteration), "seed {seed}");
+    // One more write after all the kills: no lock is stuck and the store still works.
+    n += 1;
+    let last = env
+        .command(Some(writer.session), &now)
+        .args((writer.args)(n))
+        .output()
+        .unwrap();
+    assert!(
+        last.status.success(),
+        "{label}: the write after the kills failed (seed {seed})"
+    );
+    assert_eq!((writer.on_disk)(), Ok(n), "{label}: seed {seed}");
     tally.temp_files_left = std::fs::read_dir(&state_dir)
         .unwrap()
         .filter(|e| is_temp_file(&e.as_ref().unwrap().file_name().to_string_lossy()))
         .count();
     eprintln!(
-        "crash harness: {tally:?} in {:.1}s",
+        "{label}: {tally:?} in {:.1}s",
         started.elapsed().as_secs_f64()
+    );
+    tally
+}
+
+#[test]
+fn sigkill_during_loop_transitions_never_tears_a_file_or_loses_an_acknowledged_one() {
+    let env = TestEnv::new();
+    env.baton("owner", 0, &["loop", "init", TICKET])
+        .assert_code(0);
+    let loop_file = env.loop_file(TICKET);
+    let journal = env
+        .state_dir()
+        .join("journal")
+        .join(format!("loop-{TICKET}.jsonl"));
+    kill_writes(
+        &env,
+        "crash harness (loop set)",
+        &Writer {
+            session: "owner",
+            args: &|n| {
+                [
+                    "loop",
+                    "set",
+                    TICKET,
+                    "--phase",
+                    "qa",
+                    "--action",
+                    "returned",
+                    "--iteration",
+                ]
+                .iter()
+                .map(|a| a.to_string())
+                .chain([n.to_string()])
+                .collect()
+            },
+            on_disk: &|| iteration_on_disk(&loop_file),
+            // The event is appended under the same lock, before the command reports success.
+            acknowledged: &|n| match journal_iteration(&journal) {
+                Some(last) if last == n => Ok(()),
+                last => Err(format!(
+                    "exited 0, but the journal's last transition is to iteration {last:?}: its event is lost"
+                )),
+            },
+        },
+    );
+}
+
+/// The same for a run's record: each write records one more completed agent (`worker-N`)
+/// under the run lock, so the run file says which write landed last.
+#[test]
+fn sigkill_during_run_records_never_tears_a_file_or_loses_an_acknowledged_one() {
+    let env = TestEnv::new();
+    let out = env.baton("owner", 0, &["--json", "run", "new"]);
+    out.assert_code(0);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let run_file = env.state_dir().join("runs").join(format!("{id}.json"));
+    let journal = env
+        .state_dir()
+        .join("journal")
+        .join(format!("run-{id}.jsonl"));
+    let last_worker = |bytes: &[u8]| -> Result<u64, String> {
+        let text = String::from_utf8_lossy(bytes);
+        Ok(text
+            .match_indices("worker-")
+            .filter_map(|(at, _)| {
+                let digits: String = text[at + 7..]
+                    .chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect();
+                digits.parse().ok()
+            })
+            .max()
+            .unwrap_or(0))
+    };
+    kill_writes(
+        &env,
+        "crash harness (run record)",
+        &Writer {
+            session: "owner",
+            args: &|n| {
+                ["run", "record", &id, "--agent", &format!("worker-{n}")]
+                    .iter()
+                    .map(|a| a.to_string())
+                    .collect()
+            },
+            on_disk: &|| {
+                let bytes = std::fs::read(&run_file)
+                    .map_err(|e| format!("cannot read {}: {e}", run_file.display()))?;
+                last_worker(&bytes)
+            },
+            acknowledged: &|n| {
+                let bytes = std::fs::read(&journal).unwrap_or_default();
+                match last_worker(&bytes)? {
+                    last if last == n => Ok(()),
+                    last => Err(format!(
+                        "exited 0, but the journal's last recorded agent is worker-{last}: its event is lost"
+                    )),
+                }
+            },
+        },
     );
 }
 

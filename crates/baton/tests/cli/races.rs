@@ -2,12 +2,15 @@
 //! trial (docs/reliability.md, the race harness).
 //!
 //! Each trial builds a fresh project whose loop was last written 30 minutes ago (stale: the
-//! liveness window is 10 minutes), then starts 16 `baton` processes with 16 session ids against
-//! it. The first to get the loop's lock takes the loop over and makes it live again, so every
+//! liveness window is 10 minutes), then starts `BATON_RACERS` (default 16; `scripts/long-tests.sh`
+//! runs 32) `baton` processes with as many session ids against it. The first to get the loop's lock takes the loop over and makes it live again, so every
 //! later one must be refused by the ownership gate (exit 3). A gate evaluated outside the lock,
 //! or a lock that does not exclude, lets two of them win.
 //!
-//! Even trials hold every process at a barrier (a shell waiting on its stdin) until all 16 are
+//! The other gates race the same way: batch starts against the batch limit, and accepts of a
+//! ticket whose only state is a legacy `loop-state.json`, which exactly one must adopt.
+//!
+//! Even trials hold every process at a barrier (a shell waiting on its stdin) until all are
 //! started, then release them together; odd trials let them race as they start. The number of
 //! trials is `BATON_RACE_TRIALS` (default 20; `scripts/long-tests.sh` runs 500).
 
@@ -19,9 +22,18 @@ use serde_json::Value;
 use crate::common::{Run, TestEnv, at, to_run};
 
 const TICKET: &str = "PROJ-1";
-const CONTENDERS: usize = 16;
 /// Minutes after the owner's last write when the contenders arrive: well past the window.
 const STALE_MINUTE: i64 = 30;
+
+/// How many processes race in each trial: `BATON_RACERS`, default 16.
+pub(crate) fn racers() -> usize {
+    match std::env::var("BATON_RACERS") {
+        Ok(raw) => raw
+            .parse()
+            .unwrap_or_else(|_| panic!("BATON_RACERS={raw:?} is not a number")),
+        Err(_) => 16,
+    }
+}
 
 fn trials() -> usize {
     match std::env::var("BATON_RACE_TRIALS") {
@@ -72,7 +84,7 @@ fn behind_barrier(env: &TestEnv, session: &str, args: &[&str]) -> Command {
 
 /// Starts all contenders, then waits for all; returns each session id with how its run ended.
 fn race(env: &TestEnv, args: &[&str], barrier: bool) -> Vec<(String, Run)> {
-    let sessions: Vec<String> = (0..CONTENDERS).map(|n| format!("s{n}")).collect();
+    let sessions: Vec<String> = (0..racers()).map(|n| format!("s{n}")).collect();
     let mut children: Vec<Child> = sessions
         .iter()
         .map(|session| {
@@ -210,13 +222,14 @@ fn trial_label(trial: usize, trials: usize, barrier: bool) -> String {
         "racing as they start"
     };
     format!(
-        "trial {}/{trials} ({CONTENDERS} processes {start})",
-        trial + 1
+        "trial {}/{trials} ({} processes {start})",
+        trial + 1,
+        racers()
     )
 }
 
 #[test]
-fn sixteen_resume_accepts_on_one_stale_loop_make_exactly_one_owner() {
+fn racing_resume_accepts_on_one_stale_loop_make_exactly_one_owner() {
     let trials = trials();
     for trial in 0..trials {
         let barrier = trial % 2 == 0;
@@ -238,7 +251,7 @@ fn sixteen_resume_accepts_on_one_stale_loop_make_exactly_one_owner() {
 }
 
 #[test]
-fn sixteen_loop_sets_on_one_stale_loop_make_exactly_one_takeover() {
+fn racing_loop_sets_on_one_stale_loop_make_exactly_one_takeover() {
     let trials = trials();
     for trial in 0..trials {
         let barrier = trial % 2 == 0;
@@ -272,5 +285,73 @@ fn sixteen_loop_sets_on_one_stale_loop_make_exactly_one_takeover() {
             "{label}: a takeover by `loop set` is not a resume"
         );
         assert_eq!(out["epoch"], after["owner_epoch"], "{label}: {out}");
+    }
+}
+
+/// The batch limit: one active batch per project. Every racer starts a batch of its own on a
+/// project without one; exactly one starts it and every other is refused.
+#[test]
+fn racing_batch_starts_make_exactly_one_active_batch() {
+    let trials = trials();
+    for trial in 0..trials {
+        let barrier = trial % 2 == 0;
+        let label = trial_label(trial, trials, barrier);
+        let env = TestEnv::new();
+        let runs = race(
+            &env,
+            &["--json", "batch", "start", "PROJ-1", "PROJ-2"],
+            barrier,
+        );
+        let (winner, _) = single_winner(&runs, &label);
+        for (_, run) in runs.iter().filter(|(_, run)| run.code == 3) {
+            assert!(
+                run.stdout.contains("Another batch session is active"),
+                "{label}: {}",
+                describe(&runs)
+            );
+        }
+        let batch = env.read_json(&env.state_dir().join("batch-state.json"));
+        assert_eq!(batch["session_id"], winner, "{label}: {batch}");
+        assert_eq!(batch["status"], "active", "{label}: {batch}");
+    }
+}
+
+/// Legacy adoption: a ticket whose only state is the unkeyed `loop-state.json` of the
+/// originating projects. Every racer accepts it; exactly one adopts it onto its keyed file and
+/// takes it over, the legacy file is gone, and the journal holds one adoption.
+#[test]
+fn racing_accepts_of_a_legacy_loop_adopt_it_exactly_once() {
+    let trials = trials();
+    for trial in 0..trials {
+        let barrier = trial % 2 == 0;
+        let label = trial_label(trial, trials, barrier);
+        let env = TestEnv::new();
+        let legacy = serde_json::json!({
+            "schema_version": 1, "session_id": "X", "ticket_id": TICKET, "status": "interrupted",
+            "last_phase": "qa", "last_phase_action": "returned", "last_updated": at(-60),
+            "loop_state": { "phase": "qa", "iteration": 3, "max_iterations": 5 },
+        });
+        env.write_json(&env.state_dir().join("loop-state.json"), &legacy);
+        let runs = race(&env, &["--json", "resume", "accept", TICKET], barrier);
+        let (winner, _) = single_winner(&runs, &label);
+        assert!(
+            !env.state_dir().join("loop-state.json").exists(),
+            "{label}: the legacy file is still there"
+        );
+        let keyed = env.read_json(&env.loop_file(TICKET));
+        assert_eq!(keyed["session_id"], winner, "{label}: {keyed}");
+        assert_eq!(keyed["loop_state"]["iteration"], 3, "{label}: {keyed}");
+        let journal = env.run(None, &at(STALE_MINUTE), &["--json", "log", TICKET]);
+        let journal = journal.json();
+        let count = |name: &str| {
+            journal["events"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|e| e["event"] == name)
+                .count()
+        };
+        assert_eq!(count("adopt"), 1, "{label}: one adoption: {journal}");
+        assert_eq!(count("takeover"), 1, "{label}: one takeover: {journal}");
     }
 }

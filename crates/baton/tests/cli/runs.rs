@@ -722,8 +722,6 @@ fn after_a_takeover_the_old_holder_cannot_record() {
     assert_eq!(agents, ["researcher", "planner"], "{file}");
 }
 
-const CONTENDERS: usize = 16;
-
 fn race_trials() -> usize {
     match std::env::var("BATON_RACE_TRIALS") {
         Ok(raw) => raw
@@ -740,11 +738,12 @@ fn behind_barrier(inner: &Command) -> Command {
 }
 
 #[test]
-fn sixteen_sessions_racing_for_a_free_run_lock_make_exactly_one_holder() {
+fn sessions_racing_for_a_free_run_lock_make_exactly_one_holder() {
     let trials = race_trials();
     let started = Instant::now();
     // One agent process per contender, so that no two contenders share a holder.
-    let holders: Vec<Holder> = (0..CONTENDERS).map(|_| Holder::start()).collect();
+    let contenders = crate::races::racers();
+    let holders: Vec<Holder> = (0..contenders).map(|_| Holder::start()).collect();
     for trial in 0..trials {
         let barrier = trial % 2 == 0;
         let label = format!(
@@ -811,7 +810,7 @@ fn sixteen_sessions_racing_for_a_free_run_lock_make_exactly_one_holder() {
         let winners: Vec<&(String, Run)> = runs.iter().filter(|(_, r)| r.code == 0).collect();
         let losers = runs.iter().filter(|(_, r)| r.code == 3).count();
         assert!(
-            winners.len() == 1 && losers == CONTENDERS - 1,
+            winners.len() == 1 && losers == contenders - 1,
             "{label}: {} holders, {losers} refused:\n{}",
             winners.len(),
             describe()
@@ -838,7 +837,7 @@ fn sixteen_sessions_racing_for_a_free_run_lock_make_exactly_one_holder() {
         assert_eq!(after["lease"]["epoch"], 2, "{label}: {after}");
     }
     eprintln!(
-        "{trials} trials of {CONTENDERS} contenders in {:.1?}",
+        "{trials} trials of {contenders} contenders in {:.1?}",
         started.elapsed()
     );
 }
