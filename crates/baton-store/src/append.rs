@@ -47,6 +47,8 @@ pub fn open_locked(path: &Path, create: Option<u32>) -> Result<Locked, StoreErro
     if !meta.is_file() {
         return Err(StoreError::NotRegular { path: path.into() });
     }
+    // Another user's ledger or journal could have been planted to steer a run.
+    crate::read::refuse_foreign(&meta, path)?;
     Ok(Locked {
         file,
         len: meta.len(),
