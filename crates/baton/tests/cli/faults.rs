@@ -562,3 +562,106 @@ fn a_transition_takes_its_steps_in_the_safe_order() {
         ]
     );
 }
+
+/// The same order seen from outside, in the system calls themselves (`strace`), so that a step
+/// whose call was dropped while its fault point stayed is caught too: the lock, the temp file
+/// written and synced, the rename, the directory synced, then the journal locked, appended and
+/// synced; and the state file itself is never opened for writing.
+#[test]
+fn the_system_calls_of_a_transition_make_it_durable_in_order() {
+    crate::files_only!("the file store's system calls");
+    if Command::new("strace").arg("-V").output().is_err() {
+        eprintln!("skipped: strace is not installed (apt-get install strace)");
+        return;
+    }
+    let env = TestEnv::new();
+    env.baton("A", 0, &["loop", "init", "PROJ-1"])
+        .assert_code(0);
+    let log = env.repo.with_file_name("strace.log");
+    let out = env
+        .command(Some("A"), &at(1))
+        .args([
+            "loop", "set", "PROJ-1", "--phase", "qa", "--action", "returned",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let mut traced = crate::common::like(&env.command(Some("A"), &at(2)), "strace");
+    traced
+        .args(["-f", "-qq", "-e", "signal=none", "-o"])
+        .arg(&log)
+        .args([
+            "-e",
+            "trace=openat,rename,renameat,renameat2,fsync,fdatasync,write,flock",
+        ])
+        .arg(env!("CARGO_BIN_EXE_baton"))
+        .args([
+            "loop", "set", "PROJ-1", "--phase", "engineer", "--action", "spawned",
+        ]);
+    let out = traced.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let state = env.state_dir().to_string_lossy().into_owned();
+    let loop_file = format!("{state}/loop-state-PROJ-1.json");
+    let mut fds: BTreeMap<String, String> = BTreeMap::new();
+    let mut calls: Vec<(String, String)> = Vec::new();
+    for line in std::fs::read_to_string(&log).unwrap().lines() {
+        let Some((_pid, call)) = line.split_once(' ') else {
+            continue;
+        };
+        let Some((name, rest)) = call.split_once('(') else {
+            continue;
+        };
+        let quoted: Vec<&str> = rest.split('"').skip(1).step_by(2).collect();
+        let result = rest.rsplit("= ").next().unwrap_or("").trim().to_string();
+        let fd = rest.split([',', ')']).next().unwrap_or("").to_string();
+        match name {
+            "openat" => {
+                let path = quoted.first().copied().unwrap_or("").to_string();
+                if path == loop_file {
+                    assert!(
+                        !rest.contains("O_WRONLY") && !rest.contains("O_RDWR"),
+                        "the state file was opened for writing in place: {line}"
+                    );
+                }
+                fds.insert(result, path);
+            }
+            "rename" | "renameat" | "renameat2" => {
+                calls.push(("rename".into(), quoted.last().copied().unwrap_or("").into()))
+            }
+            "write" | "fsync" | "fdatasync" | "flock" => {
+                let path = fds.get(&fd).cloned().unwrap_or_default();
+                calls.push((name.to_string(), path));
+            }
+            _ => {}
+        }
+    }
+    let is_tmp = |p: &str| p.contains("/.loop-state-PROJ-1.json.tmp-");
+    let journal = format!("{state}/journal/loop-PROJ-1.jsonl");
+    let want: [(&str, &dyn Fn(&str) -> bool); 8] = [
+        ("flock", &|p| {
+            p.ends_with("/locks/loop-state-PROJ-1.json.lock")
+        }),
+        ("write", &is_tmp),
+        ("fsync", &is_tmp),
+        ("rename", &|p| p == loop_file),
+        ("fsync", &|p| p == state),
+        ("flock", &|p| p == journal),
+        ("write", &|p| p == journal),
+        ("fdatasync", &|p| p == journal),
+    ];
+    let mut at_call = 0;
+    for (name, matches) in want {
+        match calls[at_call..]
+            .iter()
+            .position(|(n, p)| n == name && matches(p))
+        {
+            Some(i) => at_call += i + 1,
+            None => panic!("no {name} in order after call {at_call}; the calls: {calls:#?}"),
+        }
+    }
+}
