@@ -248,6 +248,10 @@ fn racing_resume_accepts_on_one_stale_loop_make_exactly_one_owner() {
         );
         assert_eq!(out["epoch"], after["owner_epoch"], "{label}: {out}");
     }
+    eprintln!(
+        "{trials} trials of {} racers: exactly one winner in each",
+        racers()
+    );
 }
 
 #[test]
@@ -286,6 +290,10 @@ fn racing_loop_sets_on_one_stale_loop_make_exactly_one_takeover() {
         );
         assert_eq!(out["epoch"], after["owner_epoch"], "{label}: {out}");
     }
+    eprintln!(
+        "{trials} trials of {} racers: exactly one winner in each",
+        racers()
+    );
 }
 
 /// The batch limit: one active batch per project. Every racer starts a batch of its own on a
@@ -314,6 +322,10 @@ fn racing_batch_starts_make_exactly_one_active_batch() {
         assert_eq!(batch["session_id"], winner, "{label}: {batch}");
         assert_eq!(batch["status"], "active", "{label}: {batch}");
     }
+    eprintln!(
+        "{trials} trials of {} racers: exactly one winner in each",
+        racers()
+    );
 }
 
 /// Legacy adoption: a ticket whose only state is the unkeyed `loop-state.json` of the
@@ -354,4 +366,8 @@ fn racing_accepts_of_a_legacy_loop_adopt_it_exactly_once() {
         assert_eq!(count("adopt"), 1, "{label}: one adoption: {journal}");
         assert_eq!(count("takeover"), 1, "{label}: one takeover: {journal}");
     }
+    eprintln!(
+        "{trials} trials of {} racers: exactly one winner in each",
+        racers()
+    );
 }
