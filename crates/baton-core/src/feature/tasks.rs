@@ -254,6 +254,21 @@ fn find_note(rest: &str, note: &str) -> Option<usize> {
     None
 }
 
+/// `rest` (the text after a task's id) with the keyword of every `IN PROGRESS:` note made
+/// `PAUSED:`. Each search starts just after a keyword, which ends in `:`, so it finds the notes
+/// `find_note` finds on the whole text.
+fn pause_notes(rest: &str) -> String {
+    let mut out = String::with_capacity(rest.len());
+    let mut rest = rest;
+    while let Some(at) = find_note(rest, IN_PROGRESS_NOTE) {
+        out.push_str(&rest[..at]);
+        out.push_str(PAUSED_NOTE);
+        rest = &rest[at + IN_PROGRESS_NOTE.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// A title as a person reads it: the text before the first note, without the separator that
 /// led to the note.
 fn clean_title(text: &str) -> String {
@@ -393,11 +408,12 @@ fn set_line_mark(line: &str, tl: &TaskLine<'_>, mark: Mark) -> String {
     let after_box = &line[tl.box_at + 1..];
     match (mark, progress_at) {
         (Mark::InProgress, _) | (_, None) => new.push_str(after_box),
-        (Mark::Open, Some(at)) => {
-            let at = tl.rest_at + at - (tl.box_at + 1);
-            new.push_str(&after_box[..at]);
-            new.push_str(PAUSED_NOTE);
-            new.push_str(&after_box[at + IN_PROGRESS_NOTE.len()..]);
+        (Mark::Open, Some(_)) => {
+            // Every `IN PROGRESS:` note is paused: one left behind would still read as in
+            // progress.
+            let rest_start = tl.rest_at - (tl.box_at + 1);
+            new.push_str(&after_box[..rest_start]);
+            new.push_str(&pause_notes(&after_box[rest_start..]));
         }
         (Mark::Done, Some(at)) if tl.rest[..at].trim().is_empty() => {
             // No title before the note: the note's text is the only description the task has,
@@ -729,5 +745,18 @@ Format: `- [ ] T-NN [P?] [US?] <description>`\n\
             let list = parse_tasks(&text);
             let _ = set_marks(&text, &list.tasks.iter().map(|t| (t.id.clone(), Mark::Done)).collect::<Vec<_>>());
         }
+    }
+
+    /// Found by fuzzing: a line carrying two `IN PROGRESS:` notes, set open, had only its first
+    /// note paused and still read as in progress.
+    #[test]
+    fn setting_open_pauses_every_in_progress_note() {
+        let text = "- [ ] T-05 Wire it IN PROGRESS: tests pass IN PROGRESS: docs left\n";
+        let out = set_marks(text, &[("T-05".into(), Mark::Open)]);
+        assert_eq!(
+            out,
+            "- [ ] T-05 Wire it PAUSED: tests pass PAUSED: docs left\n"
+        );
+        assert_eq!(parse_tasks(&out).tasks[0].mark, Mark::Open);
     }
 }
