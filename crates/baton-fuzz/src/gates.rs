@@ -60,7 +60,9 @@ fn plan_md(text: &str) {
             assert!(!g.command.is_empty() && !g.command.contains('`'));
             assert!(!g.name.is_empty());
         }
-        let mut plan = format!("## Phase {phase}\n\n");
+        // `plan_phases` drops leading zeros (`Phase 0b` is phase `b`), and a heading's phase
+        // starts with a digit: one zero in front keeps the heading a phase heading.
+        let mut plan = format!("## Phase 0{phase}\n\n");
         for g in &gates {
             plan.push_str(&format!(
                 "**Exit gate:** `{}` → exit {}\n",

@@ -60,9 +60,11 @@ pub fn ids(data: &[u8]) {
         assert!(!key.is_empty());
         assert_safe_key(key);
     }
+    // A batch prefix only ever starts a batch id, never a path of its own: it is the key up to
+    // its first `-`, so it may end in a dot.
     let prefix = batch_prefix(data);
-    assert!(!prefix.is_empty() && !prefix.contains('-'));
-    assert_safe_key(&prefix);
+    assert!(!prefix.is_empty() && !prefix.contains('-') && !prefix.starts_with('.'));
+    assert!(prefix.bytes().all(is_key_byte), "prefix {prefix:?}");
 
     // Run ids and what `--resume` names: only the allowlisted alphabet, and a run id as it
     // was given.
