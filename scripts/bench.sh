@@ -14,7 +14,8 @@
 #
 # Needs hyperfine, jq and python3 (Debian packages); installs nothing. The temp repositories are
 # made under $TMPDIR (default /tmp), and the criterion bench writes its temp files there too, so
-# the fsync floor and the commands measure the same filesystem.
+# the fsync floor and the commands measure the same filesystem. The baseline runs the interpreter
+# behind `python3` on the PATH, or $BATON_BENCH_PYTHON (a path, e.g. /usr/bin/python3).
 #
 # Timings are only worth comparing on a quiet machine: a concurrent build that writes many files
 # makes every fsync wait for that writeback (ext4 commits one journal for everyone), so the share
@@ -34,7 +35,7 @@ while [[ $# -gt 0 ]]; do
             shift
             ;;
         -h | --help)
-            sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
+            sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
             exit 0
             ;;
         *)
@@ -100,7 +101,7 @@ fi
 "$baton" --version
 # The interpreter itself, not a version manager's shim in front of it (a pyenv shim is a shell
 # script that adds over 100 ms to every start).
-python="$(python3 -c 'import sys; print(sys.executable)')"
+python="${BATON_BENCH_PYTHON:-$(python3 -c 'import sys; print(sys.executable)')}"
 "$python" --version
 
 # A hermetic environment: no user or system git config, a fixed clock, one session id.
