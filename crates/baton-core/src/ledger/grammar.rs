@@ -253,12 +253,11 @@ fn split_timestamp(line: &str) -> Option<(&str, String, bool)> {
         .filter(|_| wrapped)
         .unwrap_or(&token)
         .to_string();
-    // ISO 8601 allows a date alone; wrapped, it is unmistakably the line's time.
-    let date_only = wrapped
-        && token.len() == 10
+    let date_only = token.len() == 10
         && token.as_bytes()[..4].iter().all(u8::is_ascii_digit)
         && token.parse::<jiff::civil::Date>().is_ok();
-    if !is_timestamp(&token) && !date_only {
+    let full = is_timestamp(&token);
+    if !full && !date_only {
         return None;
     }
     let head = head.trim_end();
@@ -266,6 +265,11 @@ fn split_timestamp(line: &str) -> Option<(&str, String, bool)> {
         Some(h) => (h.trim_end(), true),
         None => (head, wrapped),
     };
+    // ISO 8601 allows a date alone; wrapped or after `@` (the form `render_line` writes), it is
+    // unmistakably the line's time.
+    if !full && !marked {
+        return None;
+    }
     Some((head, token, marked))
 }
 fn non_empty<'a>(s: &'a str, what: &str) -> Result<&'a str, ParseError> {
@@ -884,6 +888,24 @@ mod tests {
             )
                 .prop_map(|(step, outcome)| Event::Finish { step, outcome }),
         ]
+    }
+
+    /// Found by fuzzing: a date alone in brackets was read as the line's time, but written
+    /// back as `@ <date>`, which did not read as a time, so a rewrite moved it into the text.
+    #[test]
+    fn a_date_alone_reads_back_as_the_time_it_renders() {
+        for raw in [
+            "phase 1: BLOCKED — waiting (2026-03-02)",
+            "phase 1: BLOCKED — waiting [2026-03-02]",
+            "phase 1: BLOCKED — waiting @ 2026-03-02",
+        ] {
+            let line = parse_line(raw).unwrap();
+            assert_eq!(line.at.as_deref(), Some("2026-03-02"), "{raw}");
+            assert_eq!(parse_line(&render_line(&line)), Ok(line), "{raw}");
+        }
+        // Unmarked, a date stays part of the text.
+        let line = parse_line("phase 1: BLOCKED — wait till 2026-03-02").unwrap();
+        assert_eq!(line.at, None);
     }
 
     proptest! {
