@@ -23,8 +23,9 @@ Options:
                     -max_total_time, since under `nice` a busy machine gives it less CPU than
                     wall time
   -j, --jobs N      run N targets at a time (default 2, one per core of a 2-core machine)
-      --cmin        do not fuzz: re-minimise each target's corpus (`cargo fuzz cmin`), keeping
-                    only inputs that add coverage, then print the corpus sizes
+      --cmin        do not fuzz: re-minimise each target's corpus (libFuzzer -merge=1, as
+                    `cargo fuzz cmin` does), keeping only the inputs that add coverage, and
+                    print the corpus sizes before and after
       --list        print the target names and exit
   -h, --help        print this help and exit
 
@@ -74,27 +75,34 @@ if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
   exit 2
 fi
 
+mkdir -p fuzz/logs
 corpus_size() {
   local dir="fuzz/corpus/$1"
   printf '%s files, %s bytes' "$(find "$dir" -type f | wc -l)" \
     "$(find "$dir" -type f -printf '%s\n' | awk '{s += $1} END {print s + 0}')"
 }
 
+echo "fuzz.sh: building the targets (nightly, AddressSanitizer)"
+nice -n 19 cargo +nightly fuzz build
+# The binaries are run as built here, not through `cargo fuzz run` or `cargo fuzz cmin`, which
+# would rebuild them whenever a source file changed while they ran.
+bin_dir="fuzz/target/$(rustc +nightly -vV | sed -n 's/^host: //p')/release"
+
 if [ "$cmin" = 1 ]; then
+  # What `cargo fuzz cmin` does: merge the corpus into an empty directory, keeping only the
+  # inputs that add coverage, and put the result in its place.
   for t in "${targets[@]}"; do
     echo "== $t: before $(corpus_size "$t")"
-    nice -n 19 cargo +nightly fuzz cmin "$t" "fuzz/corpus/$t" >/dev/null 2>&1
+    kept=$(mktemp -d "fuzz/.cmin-$t.XXXXXX")
+    nice -n 19 "$bin_dir/$t" -merge=1 -timeout=10 -rss_limit_mb=4096 "$kept" "fuzz/corpus/$t" \
+      >"fuzz/logs/$t.cmin.log" 2>&1
+    rm -rf "fuzz/corpus/$t"
+    mv "$kept" "fuzz/corpus/$t"
+    chmod 755 "fuzz/corpus/$t"
     echo "== $t: after  $(corpus_size "$t")"
   done
   exit 0
 fi
-
-mkdir -p fuzz/logs
-echo "fuzz.sh: building the targets (nightly, AddressSanitizer)"
-nice -n 19 cargo +nightly fuzz build
-# The binaries are run as built here, not through `cargo fuzz run`, which would rebuild them
-# whenever a source file changed while the fuzzing ran.
-bin_dir="fuzz/target/$(rustc +nightly -vV | sed -n 's/^host: //p')/release"
 
 # One target: fuzz it until it has had $seconds of CPU time, then write its figures to
 # fuzz/logs/<target>.result. libFuzzer limits wall time only, and under `nice` on a shared
