@@ -77,6 +77,19 @@ enum Steps {
     RollForward,
 }
 
+/// A live loop of session A, and the transition it records next.
+fn a_transition(env: &TestEnv) -> Cmd {
+    env.baton("A", 0, &["loop", "init", "PROJ-1"])
+        .assert_code(0);
+    Cmd::new(
+        "A",
+        1,
+        &[
+            "loop", "set", "PROJ-1", "--phase", "qa", "--action", "returned",
+        ],
+    )
+}
+
 fn scenarios() -> Vec<Scenario> {
     vec![
         Scenario {
@@ -88,17 +101,7 @@ fn scenarios() -> Vec<Scenario> {
         },
         Scenario {
             name: "loop set (a transition)",
-            setup: |env| {
-                env.baton("A", 0, &["loop", "init", "PROJ-1"])
-                    .assert_code(0);
-                Cmd::new(
-                    "A",
-                    1,
-                    &[
-                        "loop", "set", "PROJ-1", "--phase", "qa", "--action", "returned",
-                    ],
-                )
-            },
+            setup: a_transition,
             files: &[],
             next: &["resume", "PROJ-1"],
             steps: Steps::One,
@@ -488,15 +491,7 @@ fn a_crash_point_kills_and_an_armed_fault_fails_the_step_it_names() {
     // The harness above means something only if the points fire: this pins that they do.
     crate::files_only!("faults are injected into the file store's steps");
     let env = TestEnv::new();
-    env.baton("A", 0, &["loop", "init", "PROJ-1"])
-        .assert_code(0);
-    let cmd = Cmd::new(
-        "A",
-        1,
-        &[
-            "loop", "set", "PROJ-1", "--phase", "qa", "--action", "returned",
-        ],
-    );
+    let cmd = a_transition(&env);
     let ran = run(
         &env,
         &cmd,
@@ -525,16 +520,8 @@ fn a_crash_point_kills_and_an_armed_fault_fails_the_step_it_names() {
 fn a_transition_takes_its_steps_in_the_safe_order() {
     crate::files_only!("the file store's steps");
     let env = TestEnv::new();
-    env.baton("A", 0, &["loop", "init", "PROJ-1"])
-        .assert_code(0);
+    let cmd = a_transition(&env);
     let trace: PathBuf = env.repo.with_file_name("trace");
-    let cmd = Cmd::new(
-        "A",
-        1,
-        &[
-            "loop", "set", "PROJ-1", "--phase", "qa", "--action", "returned",
-        ],
-    );
     let ran = run(
         &env,
         &cmd,
@@ -642,7 +629,8 @@ fn the_system_calls_of_a_transition_make_it_durable_in_order() {
     }
     let is_tmp = |p: &str| p.contains("/.loop-state-PROJ-1.json.tmp-");
     let journal = format!("{state}/journal/loop-PROJ-1.jsonl");
-    let want: [(&str, &dyn Fn(&str) -> bool); 8] = [
+    type Is<'a> = &'a dyn Fn(&str) -> bool;
+    let want: [(&str, Is); 8] = [
         ("flock", &|p| {
             p.ends_with("/locks/loop-state-PROJ-1.json.lock")
         }),
