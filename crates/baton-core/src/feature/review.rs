@@ -103,8 +103,10 @@ pub fn format_review_needed(review: &ReviewNeeded) -> String {
         ("cap", &review.cap),
         ("written", &review.written_at),
     ] {
-        if let Some(v) = value {
-            out.push_str(&format!("- {key}: {}\n", one_line(v)));
+        // A value of nothing but control characters would write a field that reads back as
+        // absent.
+        if let Some(v) = value.as_deref().map(one_line).filter(|v| !v.is_empty()) {
+            out.push_str(&format!("- {key}: {v}\n"));
         }
     }
     out.push_str(&format!("\n{WHY}\n\n"));
@@ -211,5 +213,21 @@ mod tests {
         assert_eq!(parse_review_needed(""), ReviewNeeded::default());
         let back = parse_review_needed("REVIEW NEEDED\n## Why\ncap hit\n");
         assert_eq!(back.reason.as_deref(), Some("cap hit"));
+    }
+
+    /// Found by fuzzing: a task of control characters only was written as an empty `- task:`
+    /// field, which reads back as no task, so a second write differed from the first.
+    #[test]
+    fn a_field_of_control_characters_is_not_written() {
+        let review = ReviewNeeded {
+            task: Some("\u{1}".into()),
+            ..ReviewNeeded::default()
+        };
+        let written = format_review_needed(&review);
+        assert!(!written.contains("- task:"), "{written}");
+        assert_eq!(
+            format_review_needed(&parse_review_needed(&written)),
+            written
+        );
     }
 }
