@@ -52,6 +52,8 @@ fn one_line(s: &str) -> String {
 fn body(s: &str) -> String {
     s.trim_end()
         .lines()
+        // A carriage return ending a line would be read back as part of the line ending.
+        .map(|l| l.trim_end_matches('\r'))
         .map(|l| {
             if l.starts_with('#') || l.starts_with("\\#") {
                 format!("\\{l}")
@@ -229,5 +231,14 @@ mod tests {
             format_review_needed(&parse_review_needed(&written)),
             written
         );
+    }
+
+    /// Found by fuzzing: carriage returns ending a line of the reason lost one to each read,
+    /// so every rewrite of the note changed it.
+    #[test]
+    fn carriage_returns_ending_a_line_do_not_change_a_rewrite() {
+        let text = "# REVIEW_NEEDED\n\n## Why\n\nit hit\r\r\r\nthe cap\n";
+        let once = format_review_needed(&parse_review_needed(text));
+        assert_eq!(format_review_needed(&parse_review_needed(&once)), once);
     }
 }
