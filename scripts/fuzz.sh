@@ -23,9 +23,9 @@ Options:
                     -max_total_time, since under `nice` a busy machine gives it less CPU than
                     wall time
   -j, --jobs N      run N targets at a time (default 2, one per core of a 2-core machine)
-      --cmin        do not fuzz: re-minimise each target's corpus (libFuzzer -merge=1, as
-                    `cargo fuzz cmin` does), keeping only the inputs that add coverage, and
-                    print the corpus sizes before and after
+      --cmin        do not fuzz: re-minimise each target's corpus (like `cargo fuzz cmin`,
+                    with libFuzzer's -set_cover_merge=1), keeping a smallest set of inputs
+                    that reaches all the coverage, and print the sizes before and after
       --list        print the target names and exit
   -h, --help        print this help and exit
 
@@ -89,12 +89,13 @@ nice -n 19 cargo +nightly fuzz build
 bin_dir="fuzz/target/$(rustc +nightly -vV | sed -n 's/^host: //p')/release"
 
 if [ "$cmin" = 1 ]; then
-  # What `cargo fuzz cmin` does: merge the corpus into an empty directory, keeping only the
-  # inputs that add coverage, and put the result in its place.
+  # What `cargo fuzz cmin` does, merging the corpus into an empty directory and putting the
+  # result in its place, but with libFuzzer's set-cover merge, which keeps a smallest set of
+  # inputs reaching every feature the corpus reaches (about half what a plain merge keeps).
   for t in "${targets[@]}"; do
     echo "== $t: before $(corpus_size "$t")"
     kept=$(mktemp -d "fuzz/.cmin-$t.XXXXXX")
-    nice -n 19 "$bin_dir/$t" -merge=1 -timeout=10 -rss_limit_mb=4096 "$kept" "fuzz/corpus/$t" \
+    nice -n 19 "$bin_dir/$t" -set_cover_merge=1 -timeout=10 -rss_limit_mb=4096 "$kept" "fuzz/corpus/$t" \
       >"fuzz/logs/$t.cmin.log" 2>&1
     rm -rf "fuzz/corpus/$t"
     mv "$kept" "fuzz/corpus/$t"
