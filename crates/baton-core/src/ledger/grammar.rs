@@ -198,7 +198,8 @@ fn split_evidence(s: &str) -> Option<(&str, &str)> {
             let cut = from + cmd.len();
             return Some((&s[..cut], result));
         }
-        from = s.len() - result.len();
+        // Back by the arrow's closing space, which may open the next arrow (`a -> → exit 0`).
+        from = s.len() - result.len() - 1;
     }
     split_arrow(s)
 }
@@ -888,6 +889,23 @@ mod tests {
             )
                 .prop_map(|(step, outcome)| Event::Finish { step, outcome }),
         ]
+    }
+
+    /// Found by fuzzing: a command ending in an arrow, followed by the arrow before the result,
+    /// was read with the result after the second arrow, but its rendering (one space between
+    /// the arrows) was read with the split at the first.
+    #[test]
+    fn a_command_ending_in_an_arrow_reads_back() {
+        let line =
+            parse_line("phase 1: gate t → PASS (evidence: cargo test ->  → exit 0: ok)").unwrap();
+        let Event::Gate { cmd, result, .. } = &line.event else {
+            panic!("{line:?}");
+        };
+        assert_eq!(
+            (cmd.as_str(), result.as_str()),
+            ("cargo test ->", "exit 0: ok")
+        );
+        assert_eq!(parse_line(&render_line(&line)), Ok(line));
     }
 
     /// Found by fuzzing: a date alone in brackets was read as the line's time, but written
