@@ -440,12 +440,20 @@ fn set_line_mark(line: &str, tl: &TaskLine<'_>, mark: Mark) -> String {
                 .filter_map(|n| find_note(tail, n))
                 .min()
                 .map_or(body_end, |e| note_at + IN_PROGRESS_NOTE.len() + e);
-            // Drop the separator that led to the note, but never into the id.
+            // Drop the separator that led to the note, but never into the id
+            // nor into the colon of a note just before (`BLOCKED: IN PROGRESS: …`).
             let before = &after_box[..note_at];
-            let kept = before
-                .trim_end()
-                .trim_end_matches(['—', '–', '-', ':', '|', ';', ',', '('])
-                .trim_end();
+            let mut kept = before.trim_end();
+            while ![BLOCKED_NOTE, PAUSED_NOTE]
+                .iter()
+                .any(|n| kept.ends_with(n))
+            {
+                match kept.strip_suffix(['—', '–', '-', ':', '|', ';', ',', '(']) {
+                    Some(k) => kept = k,
+                    None => break,
+                }
+            }
+            let kept = kept.trim_end();
             let kept = if kept.len() < rest_start {
                 &before[..rest_start]
             } else {
@@ -758,5 +766,19 @@ Format: `- [ ] T-NN [P?] [US?] <description>`\n\
             "- [ ] T-05 Wire it PAUSED: tests pass PAUSED: docs left\n"
         );
         assert_eq!(parse_tasks(&out).tasks[0].mark, Mark::Open);
+    }
+
+    /// Found by fuzzing: setting done a task whose empty `BLOCKED:` note came right before its
+    /// `IN PROGRESS:` note dropped the blocker's colon with the separator, and so the blocker.
+    #[test]
+    fn setting_done_keeps_a_blocker_just_before_the_progress_note() {
+        let text = "- [~] T-03 Third BLOCKED: IN PROGRESS: half\n";
+        let out = set_marks(text, &[("T-03".into(), Mark::Done)]);
+        let task = &parse_tasks(&out).tasks[0];
+        assert_eq!(
+            (task.mark, task.blocked.as_deref()),
+            (Mark::Done, Some("")),
+            "{out}"
+        );
     }
 }
