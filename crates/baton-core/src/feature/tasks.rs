@@ -269,12 +269,14 @@ fn pause_notes(rest: &str) -> String {
     out
 }
 
-/// A title as a person reads it: the text before the first note, without the separator that
-/// led to the note.
+/// A title as a person reads it: the text before the first note, without the separators (and
+/// the spaces among them) that led to the note. Cleaning a cleaned title changes nothing, so a
+/// note rewritten from its text reads back the same.
 fn clean_title(text: &str) -> String {
     text.trim()
-        .trim_end_matches(['—', '–', '-', ':', '|', ';', ',', '('])
-        .trim()
+        .trim_end_matches(|c: char| {
+            c.is_whitespace() || ['—', '–', '-', ':', '|', ';', ',', '('].contains(&c)
+        })
         .to_string()
 }
 
@@ -766,6 +768,21 @@ Format: `- [ ] T-NN [P?] [US?] <description>`\n\
             "- [ ] T-05 Wire it PAUSED: tests pass PAUSED: docs left\n"
         );
         assert_eq!(parse_tasks(&out).tasks[0].mark, Mark::Open);
+    }
+
+    /// Found by fuzzing: a blocker whose text ends in separators split by a space read as one
+    /// text before setting its task done and as a shorter one after.
+    #[test]
+    fn a_blocker_ending_in_separators_reads_the_same_after_its_task_is_done() {
+        let text = "- [~] T-07 a BLOCKED: env(( ,( IN PROGRESS: half\n";
+        let before = parse_tasks(text).tasks[0].blocked.clone();
+        let out = set_marks(text, &[("T-07".into(), Mark::Done)]);
+        let task = &parse_tasks(&out).tasks[0];
+        assert_eq!(
+            (task.mark, task.blocked.clone()),
+            (Mark::Done, before),
+            "{out}"
+        );
     }
 
     /// Found by fuzzing: setting done a task whose empty `BLOCKED:` note came right before its

@@ -125,7 +125,7 @@ impl Holder {
     fn start() -> Holder {
         Holder(
             Command::new("sleep")
-                .arg("300")
+                .arg("infinity")
                 .stdin(Stdio::null())
                 .spawn()
                 .expect("spawn sleep"),
