@@ -294,6 +294,7 @@ fn kill_writes(env: &TestEnv, label: &str, writer: &Writer) -> Tally {
         .args((writer.args)(n))
         .output()
         .unwrap();
+    env.sync();
     assert!(
         last.status.success(),
         "{label}: the write after the kills failed (seed {seed})"
