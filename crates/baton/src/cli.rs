@@ -4,15 +4,15 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::commands::{
-    batch, demo, gate, hook, init, ledger, pause, resume, run, schema, status, store, supervise,
-    ticket_loop, wait,
+    batch, completions, demo, gate, hook, init, ledger, man, pause, resume, run, schema, status,
+    store, supervise, ticket_loop, wait,
 };
 use crate::context::Ctx;
 use crate::error::{CommandError, ExitStatus};
-use crate::output::Report;
+use crate::output::{self, ColorChoice, Report};
 use baton_core::text::esc;
 
 /// Durable state for coding-agent runs: resume an interrupted run exactly where it stopped.
@@ -25,8 +25,12 @@ use baton_core::text::esc;
 ///
 /// Start with `baton demo`.
 #[derive(Debug, Parser)]
-#[command(name = "baton", version, max_term_width = 100)]
-struct Cli {
+#[command(
+    name = "baton",
+    version = env!("BATON_VERSION"),
+    max_term_width = 100
+)]
+pub(crate) struct Cli {
     /// Run as if started in DIR (the project root is the git top level above it).
     #[arg(short = 'C', global = true, value_name = "DIR")]
     dir: Option<PathBuf>,
@@ -42,6 +46,11 @@ struct Cli {
     /// .agentic/]. See `baton store --help`.
     #[arg(long, global = true, value_name = "URL")]
     store: Option<String>,
+    /// When to colour the output: `auto` on a terminal unless NO_COLOR is set to something,
+    /// `always` even when piped (and whatever NO_COLOR says), `never`. `--json` is never
+    /// coloured.
+    #[arg(long, global = true, value_name = "WHEN", value_enum, default_value_t = ColorChoice::Auto)]
+    color: ColorChoice,
     #[command(subcommand)]
     command: Command,
 }
@@ -72,10 +81,20 @@ enum Command {
     Init(init::InitArgs),
     Demo(demo::DemoArgs),
     Schema(schema::SchemaArgs),
+    Completions(completions::CompletionsArgs),
+    Man(man::ManArgs),
 }
 
 pub fn run() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    // clap colours its own help and errors as `--color` says, so the choice is read before
+    // the command line is parsed.
+    let color = color_in_args(std::env::args_os().skip(1));
+    output::set_color_choice(color);
+    let parsed = Cli::command()
+        .color(color.into())
+        .try_get_matches()
+        .and_then(|mut matches| Cli::from_arg_matches_mut(&mut matches));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(err) => {
             use clap::error::ErrorKind::{
@@ -116,25 +135,30 @@ pub fn run() -> ExitCode {
         // through the environment, as with BATON_STORE itself.
         unsafe { std::env::set_var("BATON_STORE", url) };
     }
-    if let Command::Hook(args) = cli.command {
-        // A hook answers its client, not a person: it fails open whatever happens.
-        return hook::run(cli.dir, args);
-    }
     let json = cli.json;
-    // Commands that keep no state of their own read the machine's clock; the others, with a
-    // shared store, the server's.
-    let state_command = !matches!(
-        cli.command,
-        Command::Store(_) | Command::Init(_) | Command::Schema(_) | Command::Demo(_)
-    );
-    let result = Ctx::from_env(cli.dir, cli.session)
-        .and_then(|mut ctx| {
-            if state_command {
-                ctx.use_server_clock()?;
-            }
-            Ok(ctx)
-        })
-        .and_then(|ctx| dispatch(&ctx, cli.command));
+    let result = match cli.command {
+        // A hook answers its client, not a person: it fails open whatever happens.
+        Command::Hook(args) => return hook::run(cli.dir, args),
+        // Neither reads a project: they print what the command definitions say.
+        Command::Completions(args) => completions::cmd_completions(args),
+        Command::Man(args) => man::cmd_man(args),
+        command => {
+            // Commands that keep no state of their own read the machine's clock; the others,
+            // with a shared store, the server's.
+            let state_command = !matches!(
+                command,
+                Command::Store(_) | Command::Init(_) | Command::Schema(_) | Command::Demo(_)
+            );
+            Ctx::from_env(cli.dir, cli.session)
+                .and_then(|mut ctx| {
+                    if state_command {
+                        ctx.use_server_clock()?;
+                    }
+                    Ok(ctx)
+                })
+                .and_then(|ctx| dispatch(&ctx, command))
+        }
+    };
     let (status, stdout, stderr) = match result {
         Ok(mut report) => {
             if json {
@@ -155,8 +179,9 @@ pub fn run() -> ExitCode {
                 (report.status, out, String::new())
             } else {
                 let mut stderr: String = report.notes.iter().map(|n| format!("{n}\n")).collect();
+                let warning = painted("warning:", WARNING);
                 for w in &report.warnings {
-                    stderr.push_str(&format!("warning: {w}\n"));
+                    stderr.push_str(&format!("{warning} {w}\n"));
                 }
                 (report.status, report.text, stderr)
             }
@@ -175,13 +200,36 @@ pub fn wants_json() -> bool {
         .any(|a| a == "--json")
 }
 
+/// The `--color` of a command line (before any `--`; the last one wins), `auto` when it has
+/// none or names no choice clap would accept.
+fn color_in_args(args: impl Iterator<Item = std::ffi::OsString>) -> ColorChoice {
+    use clap::ValueEnum;
+    let mut choice = ColorChoice::Auto;
+    let mut args = args.take_while(|a| a != "--");
+    while let Some(arg) = args.next() {
+        let value = match arg.to_str() {
+            Some("--color") => args.next(),
+            Some(a) => a.strip_prefix("--color=").map(Into::into),
+            None => None,
+        };
+        if let Some(c) = value
+            .as_deref()
+            .and_then(|v| v.to_str())
+            .and_then(|v| ColorChoice::from_str(v, false).ok())
+        {
+            choice = c;
+        }
+    }
+    choice
+}
+
 /// Whether a command line names the `hook` command: its first word that is neither a global
 /// option nor an option's value.
 fn is_hook(args: impl Iterator<Item = std::ffi::OsString>) -> bool {
     let mut args = args;
     while let Some(arg) = args.next() {
         match arg.to_str() {
-            Some("-C" | "--session" | "--store") => {
+            Some("-C" | "--session" | "--store" | "--color") => {
                 args.next();
             }
             Some(a) if a.starts_with('-') => {}
@@ -206,7 +254,9 @@ fn dispatch(ctx: &Ctx, command: Command) -> Result<Report, CommandError> {
         Command::Supervise(args) => supervise::cmd_supervise(ctx, args),
         Command::Store(cmd) => store::dispatch(ctx, cmd),
         Command::Log(args) => crate::commands::log::cmd_log(ctx, args),
-        Command::Hook(_) => unreachable!("hooks run before the context is read"),
+        Command::Hook(_) | Command::Completions(_) | Command::Man(_) => {
+            unreachable!("these run before the context is read")
+        }
         Command::Init(args) => init::cmd_init(ctx, args),
         Command::Demo(args) => demo::cmd_demo(ctx, args),
         Command::Schema(args) => schema::cmd_schema(ctx, args),
@@ -223,11 +273,26 @@ fn render_error(err: &CommandError, json: bool) -> (ExitStatus, String, String) 
     }
     // A message can quote what a state file holds (a parse error names the bad value): escaped,
     // it cannot start a line of its own. Hints are baton's own text, some of several lines.
-    let mut text = format!("error: {}\n", esc(&err.message));
+    let mut text = format!("{} {}\n", painted("error:", ERROR), esc(&err.message));
     for hint in &err.hints {
         text.push_str(&format!("hint: {hint}\n"));
     }
     (err.status, String::new(), text)
+}
+
+/// Bold red, as clap shows its own errors.
+const ERROR: &str = "1;31";
+/// Bold yellow.
+const WARNING: &str = "1;33";
+
+/// `label` in the SGR colour `code`, when stderr is coloured.
+fn painted(label: &str, code: &str) -> String {
+    use std::io::IsTerminal;
+    if output::colour(std::io::stderr().is_terminal()) {
+        format!("\x1b[{code}m{label}\x1b[0m")
+    } else {
+        label.to_string()
+    }
 }
 
 /// Prints both streams; a closed stdout (`baton … | head`) is not an error.

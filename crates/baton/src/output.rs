@@ -1,5 +1,7 @@
 //! What a command prints: text for agents and people, or exactly one JSON object.
 
+use std::sync::OnceLock;
+
 use serde_json::{Map, Value, json};
 
 use crate::error::ExitStatus;
@@ -121,5 +123,78 @@ pub fn shell_quote(arg: &str) -> String {
         arg.to_string()
     } else {
         format!("'{}'", arg.replace('\'', r"'\''"))
+    }
+}
+
+/// When to colour what baton prints: `--color`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    /// Colour on a terminal, unless `NO_COLOR` is set to something.
+    #[default]
+    Auto,
+    /// Colour even when piped, and whatever `NO_COLOR` says.
+    Always,
+    /// Never colour.
+    Never,
+}
+
+impl From<ColorChoice> for clap::ColorChoice {
+    fn from(choice: ColorChoice) -> clap::ColorChoice {
+        match choice {
+            ColorChoice::Auto => clap::ColorChoice::Auto,
+            ColorChoice::Always => clap::ColorChoice::Always,
+            ColorChoice::Never => clap::ColorChoice::Never,
+        }
+    }
+}
+
+/// The `--color` of this process, set once after the command line is read.
+static COLOR_CHOICE: OnceLock<ColorChoice> = OnceLock::new();
+
+/// Records `--color` for [`colour`]; the first call wins.
+pub fn set_color_choice(choice: ColorChoice) {
+    let _ = COLOR_CHOICE.set(choice);
+}
+
+/// Whether to colour a stream: `--color always` yes, `--color never` no, and `auto` (the
+/// default) only when the stream is a terminal and `NO_COLOR` is unset or empty. For stdout:
+/// `colour(std::io::stdout().is_terminal())`.
+pub fn colour(stream_is_terminal: bool) -> bool {
+    colour_with(
+        COLOR_CHOICE.get().copied().unwrap_or_default(),
+        stream_is_terminal,
+        std::env::var_os("NO_COLOR").as_deref(),
+    )
+}
+
+fn colour_with(
+    choice: ColorChoice,
+    stream_is_terminal: bool,
+    no_color: Option<&std::ffi::OsStr>,
+) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => stream_is_terminal && no_color.is_none_or(|v| v.is_empty()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn auto_colours_a_terminal_unless_no_color_is_set_to_something() {
+        use ColorChoice::*;
+        let set = Some(OsStr::new("1"));
+        let empty = Some(OsStr::new(""));
+        assert!(colour_with(Auto, true, None));
+        assert!(colour_with(Auto, true, empty));
+        assert!(!colour_with(Auto, true, set));
+        assert!(!colour_with(Auto, false, None));
+        // `always` wins over NO_COLOR, and over a pipe.
+        assert!(colour_with(Always, false, set));
+        assert!(!colour_with(Never, true, None));
     }
 }

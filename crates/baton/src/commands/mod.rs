@@ -1,6 +1,7 @@
 //! One module per command group, one file per command: an `Args` struct and a `cmd_` function.
 
 pub mod batch;
+pub mod completions;
 pub mod continue_cmd;
 pub mod demo;
 pub mod gate;
@@ -8,6 +9,7 @@ pub mod hook;
 pub mod init;
 pub mod ledger;
 pub mod log;
+pub mod man;
 pub mod pause;
 pub mod resume;
 pub mod run;
