@@ -1,6 +1,8 @@
 //! What a command prints: text for agents and people, or exactly one JSON object.
 
+use std::io::{IsTerminal, Write};
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
@@ -179,10 +181,86 @@ fn colour_with(
     }
 }
 
+/// A progress line for a long operation, `importing 120/4000 records…`, rewritten in place on
+/// stderr when stderr is a terminal and never otherwise: a pipe or a log file gets nothing.
+/// It is erased when the work is done (or the value dropped), so that what follows starts on
+/// a clean line.
+pub struct Progress {
+    label: String,
+    out: Option<Box<dyn Write>>,
+    /// When the line was last drawn, and how wide it was.
+    drawn: Option<(Instant, usize)>,
+}
+
+impl Progress {
+    /// At most this often a line is redrawn: faster is flicker, and costs time on a slow
+    /// terminal.
+    const EVERY: Duration = Duration::from_millis(100);
+
+    /// A progress line for `label` (`importing`, then `120/4000 records…`), shown only when
+    /// stderr is a terminal.
+    pub fn new(label: impl Into<String>) -> Progress {
+        let out: Option<Box<dyn Write>> = if std::io::stderr().is_terminal() {
+            Some(Box::new(std::io::stderr()))
+        } else {
+            None
+        };
+        Progress::to(label, out)
+    }
+
+    /// A progress line drawn on `out`, or nowhere.
+    pub fn to(label: impl Into<String>, out: Option<Box<dyn Write>>) -> Progress {
+        Progress {
+            label: label.into(),
+            out,
+            drawn: None,
+        }
+    }
+
+    /// `done` of `total` `what` (`records`): drawn unless the line was drawn less than a tenth
+    /// of a second ago; the last step is always drawn.
+    pub fn update(&mut self, done: usize, total: usize, what: &str) {
+        let recent = self.drawn.is_some_and(|(at, _)| at.elapsed() < Self::EVERY);
+        if done < total && recent {
+            return;
+        }
+        self.update_now(done, total, what);
+    }
+
+    /// [`Progress::update`] without the throttle, for steps that are each slow.
+    pub fn update_now(&mut self, done: usize, total: usize, what: &str) {
+        let Some(out) = self.out.as_mut() else {
+            return;
+        };
+        let line = format!("{} {done}/{total} {what}…", self.label);
+        let width = line.chars().count();
+        // Spaces over what is left of a longer line before.
+        let pad = self.drawn.map_or(0, |(_, w)| w.saturating_sub(width));
+        let _ = write!(out, "\r{line}{:pad$}", "");
+        let _ = out.flush();
+        self.drawn = Some((Instant::now(), width));
+    }
+
+    /// Erases the line, if one was drawn.
+    pub fn finish(&mut self) {
+        if let (Some(out), Some((_, width))) = (self.out.as_mut(), self.drawn.take()) {
+            let _ = write!(out, "\r{:width$}\r", "");
+            let _ = out.flush();
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::ffi::OsStr;
+    use std::sync::{Arc, Mutex};
 
     #[test]
     fn auto_colours_a_terminal_unless_no_color_is_set_to_something() {
@@ -196,5 +274,75 @@ mod tests {
         // `always` wins over NO_COLOR, and over a pipe.
         assert!(colour_with(Always, false, set));
         assert!(!colour_with(Never, true, None));
+    }
+
+    /// What a progress line wrote.
+    #[derive(Clone, Default)]
+    struct Sink(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Sink {
+        fn text(&self) -> String {
+            String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+        }
+    }
+
+    #[test]
+    fn progress_away_from_a_terminal_writes_nothing() {
+        let mut p = Progress::to("importing", None);
+        p.update(1, 2, "records");
+        p.update_now(2, 2, "records");
+        p.finish();
+        assert!(p.drawn.is_none());
+    }
+
+    #[test]
+    fn progress_is_throttled_but_draws_the_last_step_and_erases_itself() {
+        let sink = Sink::default();
+        let mut p = Progress::to("importing", Some(Box::new(sink.clone())));
+        for done in 0..=1000 {
+            p.update(done, 1000, "records");
+        }
+        let drawn = sink.text();
+        // A loop this quick is drawn once at the start and once at the end.
+        assert_eq!(drawn.matches('\r').count(), 2, "{drawn:?}");
+        assert!(
+            drawn.starts_with("\rimporting 0/1000 records…"),
+            "{drawn:?}"
+        );
+        assert!(
+            drawn.ends_with("\rimporting 1000/1000 records…"),
+            "{drawn:?}"
+        );
+        drop(p);
+        let erased = sink.text();
+        let width = "importing 1000/1000 records…".chars().count();
+        assert!(
+            erased.ends_with(&format!("\r{}\r", " ".repeat(width))),
+            "{erased:?}"
+        );
+    }
+
+    #[test]
+    fn a_shorter_progress_line_covers_the_longer_one_before() {
+        let sink = Sink::default();
+        let mut p = Progress::to("phase", Some(Box::new(sink.clone())));
+        p.update_now(10, 10, "gates of build");
+        p.update_now(10, 10, "gates");
+        assert!(sink.text().ends_with("\rphase 10/10 gates…         "));
+        // Nothing is drawn twice over once it is erased.
+        p.finish();
+        let once = sink.text();
+        p.finish();
+        assert_eq!(sink.text(), once);
     }
 }

@@ -30,6 +30,11 @@ impl Moved {
     pub fn events(&self) -> usize {
         self.journals.iter().map(|(_, l)| l.len()).sum()
     }
+
+    /// How many records an import writes: each state document, journal line and archived file.
+    pub fn records(&self) -> usize {
+        self.state.len() + self.events() + self.archive.len()
+    }
 }
 
 fn text(path: &Path) -> Result<String, StoreError> {
@@ -109,6 +114,22 @@ pub(crate) fn epoch_of(doc: &str) -> i64 {
 /// Writes `moved` to the project on the server, in one transaction. Refused (nothing written,
 /// `Ok(Some(n))`) when the project already holds `n` records there.
 pub fn import(records: &Records, moved: &Moved) -> Result<Option<i64>, StoreError> {
+    import_with_progress(records, moved, &mut |_, _| {})
+}
+
+/// [`import`], calling `progress(done, total)` after each record it writes (one round trip to
+/// the server each).
+pub fn import_with_progress(
+    records: &Records,
+    moved: &Moved,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Option<i64>, StoreError> {
+    let total = moved.records();
+    let mut done = 0;
+    let mut step = || {
+        done += 1;
+        progress(done, total);
+    };
     records.in_transaction(|tx, project, host| {
         let held: i64 = tx
             .query_one(
@@ -127,6 +148,7 @@ pub fn import(records: &Records, moved: &Moved) -> Result<Option<i64>, StoreErro
                  VALUES ($1, $2, $3, $4, $5, $6)",
                 &[&project, &kind.as_str(), key, doc, &epoch_of(doc), &host],
             )?;
+            step();
         }
         for (target, lines) in &moved.journals {
             for line in lines {
@@ -134,6 +156,7 @@ pub fn import(records: &Records, moved: &Moved) -> Result<Option<i64>, StoreErro
                     "INSERT INTO baton_journal (project, target, event) VALUES ($1, $2, $3)",
                     &[&project, target, line],
                 )?;
+                step();
             }
         }
         for (name, doc) in &moved.archive {
@@ -141,6 +164,7 @@ pub fn import(records: &Records, moved: &Moved) -> Result<Option<i64>, StoreErro
                 "INSERT INTO baton_archive (project, kind, key, doc) VALUES ($1, 'file', $2, $3)",
                 &[&project, name, doc],
             )?;
+            step();
         }
         Ok(None)
     })
@@ -197,6 +221,21 @@ fn state_path(layout: &Layout, kind: Kind, key: &str) -> PathBuf {
 /// Writes `moved` as files under `layout` (each replaced atomically, 0600). Refused (nothing
 /// written, `Ok(false)`) when the state directory already holds state.
 pub fn export(layout: &Layout, moved: &Moved) -> Result<bool, StoreError> {
+    export_with_progress(layout, moved, &mut |_, _| {})
+}
+
+/// [`export`], calling `progress(done, total)` after each file it writes (an fsync each).
+pub fn export_with_progress(
+    layout: &Layout,
+    moved: &Moved,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<bool, StoreError> {
+    let total = moved.state.len() + moved.journals.len() + moved.archive.len();
+    let mut done = 0;
+    let mut step = || {
+        done += 1;
+        progress(done, total);
+    };
     if !collect(layout)?.is_empty() {
         return Ok(false);
     }
@@ -229,6 +268,7 @@ pub fn export(layout: &Layout, moved: &Moved) -> Result<bool, StoreError> {
             in_dir(RUNS_DIR)?;
         }
         crate::atomic::replace(&state_path(layout, *kind, key), doc.as_bytes())?;
+        step();
     }
     for (target, lines) in &moved.journals {
         let dir = in_dir(JOURNAL_DIR)?;
@@ -237,10 +277,12 @@ pub fn export(layout: &Layout, moved: &Moved) -> Result<bool, StoreError> {
             &dir.join(format!("{}.jsonl", plain(target)?)),
             body.as_bytes(),
         )?;
+        step();
     }
     for (name, doc) in &moved.archive {
         let dir = in_dir(ARCHIVE_DIR)?;
         crate::atomic::replace(&dir.join(plain(name)?), doc.as_bytes())?;
+        step();
     }
     Ok(true)
 }

@@ -1,11 +1,12 @@
-//! `baton store migrate|status`: the PostgreSQL store's schema and what the server says.
+//! `baton store migrate|status|import|export`: the PostgreSQL store's schema, what the server
+//! says, and moving a project's state between the file store and the server.
 
 use clap::{Args, Subcommand};
 use serde_json::json;
 
 use crate::context::Ctx;
 use crate::error::{CommandError, ExitStatus};
-use crate::output::Report;
+use crate::output::{Progress, Report};
 use baton_store::pg::{self, config};
 
 /// The PostgreSQL store for fleets of machines: its schema and its server.
@@ -86,7 +87,13 @@ fn cmd_import(ctx: &Ctx, args: &ProjectArgs) -> Result<Report, CommandError> {
     let layout = ctx.layout()?;
     let moved = pg::transfer::collect(&layout)?;
     let records = records(ctx, args)?;
-    if let Some(held) = pg::transfer::import(&records, &moved)? {
+    // One round trip a record: thousands take a while.
+    let mut progress = Progress::new("importing");
+    let imported = pg::transfer::import_with_progress(&records, &moved, &mut |done, total| {
+        progress.update(done, total, "records");
+    });
+    progress.finish();
+    if let Some(held) = imported? {
         return Err(CommandError::new(
             ExitStatus::Refused,
             format!(
@@ -114,7 +121,13 @@ fn cmd_export(ctx: &Ctx, args: &ProjectArgs) -> Result<Report, CommandError> {
     let layout = ctx.layout()?;
     let records = records(ctx, args)?;
     let moved = pg::transfer::fetch(&records)?;
-    if !pg::transfer::export(&layout, &moved)? {
+    // An fsync'd replace a file.
+    let mut progress = Progress::new("exporting");
+    let exported = pg::transfer::export_with_progress(&layout, &moved, &mut |done, total| {
+        progress.update(done, total, "files");
+    });
+    progress.finish();
+    if !exported? {
         return Err(CommandError::new(
             ExitStatus::Refused,
             format!(

@@ -9,11 +9,12 @@ use crate::actions::ledgers::declared_phases;
 use crate::commands::gate::{declared_gates, run_declared};
 use crate::context::Ctx;
 use crate::error::CommandError;
-use crate::output::Report;
+use crate::output::{Progress, Report};
 use baton_core::ledger::PhaseVerdict;
 use baton_core::ledger::{
     DeriveFacts, Event, Line, PhaseFacts, decide_ledger, parse_ledger, phase_claims,
 };
+use baton_core::text::esc;
 use baton_core::time::format_ts_ms;
 use baton_core::{Decision, Reason};
 use baton_store::{git, ledger};
@@ -81,8 +82,14 @@ pub fn cmd_ledger_derive(ctx: &Ctx, args: DeriveArgs) -> Result<Report, CommandE
         .flat_map(|(_, from, to)| [from.as_str(), to.as_str()])
         .collect();
     let resolved = git::resolve_commits(&plan.root, &ends)?;
-    for (((phase, _from, _to), reachable), ends) in
-        claimed.into_iter().zip(reachable).zip(resolved.chunks(2))
+    // Gates can take minutes each: a terminal shows which phase's are running.
+    let phases = claimed.len();
+    let mut progress = Progress::new("re-running gates, phase");
+    for (n, (((phase, _from, _to), reachable), ends)) in claimed
+        .into_iter()
+        .zip(reachable)
+        .zip(resolved.chunks(2))
+        .enumerate()
     {
         let (from_sha, to_sha) = (&ends[0], &ends[1]);
         let commit_known = reachable || to_sha.is_some();
@@ -101,6 +108,9 @@ pub fn cmd_ledger_derive(ctx: &Ctx, args: DeriveArgs) -> Result<Report, CommandE
             None
         } else {
             let mut runs = Vec::new();
+            if !declared.is_empty() {
+                progress.update_now(n + 1, phases, &format!("({})", esc(&phase)));
+            }
             for gate in &declared {
                 let run = run_declared(&plan, &phase, gate, timeout)?;
                 let pass = !run.timed_out && run.exit == Some(gate.expect_exit);
@@ -120,6 +130,7 @@ pub fn cmd_ledger_derive(ctx: &Ctx, args: DeriveArgs) -> Result<Report, CommandE
             },
         );
     }
+    progress.finish();
     // The ledger's own appends are not half-done work.
     let layout = ctx.layout()?;
     let state_dir = layout.state_dir_in_tree();
