@@ -37,8 +37,6 @@ fn commit(dir: &Path) -> Option<String> {
     } else {
         dir.join(common)
     };
-    // A tarball unpacked inside some other repository is not a checkout of baton.
-    git(dir, &["ls-files", "--error-unmatch", "build.rs"])?;
     rerun_if_changed(&git_dir.join("HEAD"));
     let head = std::fs::read_to_string(git_dir.join("HEAD")).ok()?;
     if let Some(branch) = head.trim().strip_prefix("ref: ") {
@@ -46,6 +44,10 @@ fn commit(dir: &Path) -> Option<String> {
         rerun_if_changed(&common.join(branch));
         rerun_if_changed(&common.join("packed-refs"));
     }
+    // A tarball unpacked inside some other repository is not a checkout of baton. (Checked
+    // after the above: the commit that first tracks this file moves the branch, and so
+    // reruns the script.)
+    git(dir, &["ls-files", "--error-unmatch", "build.rs"])?;
     // Seven digits exactly, whatever `core.abbrev` says.
     let line = git(dir, &["log", "-1", "--format=%H %cs", "HEAD"])?;
     let (hash, date) = line.trim().split_once(' ')?;
