@@ -9,6 +9,7 @@ mod continuation_files;
 mod crash;
 mod dinostack;
 mod faults;
+mod finish;
 mod hooks;
 mod hostile;
 mod hostile_output;
