@@ -16,5 +16,6 @@ pub mod run_id;
 pub mod sections;
 pub mod text;
 pub mod time;
+pub mod timeline;
 
 pub use decide::{Decision, Reason};

@@ -11,6 +11,7 @@ use crate::error::CommandError;
 use baton_store::lock::DEFAULT_LOCK_WAIT;
 use baton_store::{FsStore, Layout};
 
+#[derive(Clone)]
 pub struct Ctx {
     pub dir: PathBuf,
     pub session: Option<String>,

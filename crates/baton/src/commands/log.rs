@@ -12,7 +12,7 @@ use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::key::KeySource;
-use baton_core::ledger::{parse_ledger, render_line};
+use baton_core::ledger::{Event, Ledger, parse_ledger, render_line};
 use baton_core::run_id::{RunId, RunTarget};
 use baton_core::text::esc;
 use baton_store::{Journal, JournalTarget, StateStore};
@@ -42,6 +42,33 @@ pub struct LogArgs {
     limit: Option<usize>,
 }
 
+/// A ledger's events in file order, each as `baton log` shows it: its line number, time, kind,
+/// phase and text, and for a gate its name and result.
+pub(crate) fn ledger_events(ledger: &Ledger) -> Vec<Value> {
+    ledger
+        .events
+        .iter()
+        .map(|(n, line)| {
+            let mut event = json!({
+                "line": n,
+                "ts": line.at,
+                "event": line.event.kind(),
+                "phase": line.event.phase(),
+                "text": render_line(line),
+            });
+            match &line.event {
+                Event::Gate { name, pass, .. } => {
+                    event["gate"] = json!(name);
+                    event["pass"] = json!(pass);
+                }
+                Event::Resumed { confirmed, .. } => event["confirmed"] = json!(confirmed),
+                _ => {}
+            }
+            event
+        })
+        .collect()
+}
+
 /// Which history TARGET names.
 enum Resolved {
     Loop(Target),
@@ -58,19 +85,7 @@ pub fn cmd_log(ctx: &Ctx, args: LogArgs) -> Result<Report, CommandError> {
             let text = baton_store::ledger::read(&plan.ledger)?
                 .ok_or_else(|| crate::commands::ledger::missing(plan))?;
             let ledger = parse_ledger(&text);
-            let events = ledger
-                .events
-                .iter()
-                .map(|(n, line)| {
-                    json!({
-                        "line": n,
-                        "ts": line.at,
-                        "event": line.event.kind(),
-                        "phase": line.event.phase(),
-                        "text": render_line(line),
-                    })
-                })
-                .collect();
+            let events = ledger_events(&ledger);
             let journal = Journal {
                 events,
                 skipped: ledger.bad.len(),
@@ -208,7 +223,7 @@ fn position(value: &Value) -> String {
 
 /// `<ts>  <event>  <details>`: the takeover with both sessions and both epochs, a `set` as
 /// where the loop was and where it went, every other event as its fields.
-fn journal_line(event: &Value) -> String {
+pub(crate) fn journal_line(event: &Value) -> String {
     let name = shown(&event["event"]);
     let mut parts = Vec::new();
     let mut skip = vec!["ts", "event", "session", "epoch"];
@@ -278,7 +293,7 @@ fn journal_line(event: &Value) -> String {
 }
 
 /// `<ts>  <kind>  <the line>` of a ledger event; a line without a time shows `-`.
-fn ledger_line(event: &Value) -> String {
+pub(crate) fn ledger_line(event: &Value) -> String {
     let ts = match &event["ts"] {
         Value::Null => "-".to_string(),
         ts => shown(ts),

@@ -31,7 +31,7 @@ fn log_json(env: &TestEnv, target: &str) -> Value {
 
 /// The acceptance script: session A starts the loop and moves it, a rate limit interrupts it,
 /// session B accepts the resume later, moves it on and finishes it.
-fn scripted_history(env: &TestEnv) {
+pub(crate) fn scripted_history(env: &TestEnv) {
     env.baton("A", 0, &["loop", "init", "PROJ-1"])
         .assert_code(0);
     env.set_phase("A", 1, "PROJ-1", "skeptic", "spawned")

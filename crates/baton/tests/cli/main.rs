@@ -25,6 +25,7 @@ mod scenarios;
 mod seed_rules;
 mod store;
 mod supervise;
+mod timeline;
 mod wait;
 
 #[test]

@@ -1,6 +1,7 @@
 //! `baton status`: one table of every piece of work in the project.
 
 use std::io::IsTerminal;
+use std::path::PathBuf;
 
 use clap::Args;
 use serde_json::json;
@@ -12,23 +13,87 @@ use crate::output::Report;
 use baton_core::text::esc;
 use baton_core::time::{age, human_age, parse_ts};
 
+mod html;
+mod watch;
+
 /// Show every feature, loop, batch, run and ledger in the project: kind, key, phase, status,
 /// owner (live or stale, with the age of its last write), the verdict its own command gives,
 /// and the next step.
 ///
 /// Interrupted work also shows how it was interrupted (pause, crash, timeout, left,
 /// rate_limit). The table fits 80 columns; long values are shortened with `…` (the JSON keeps
-/// them whole). Colour only on a terminal, never with `NO_COLOR` set.
+/// them whole). Colour as `--color` says: by default only on a terminal, never with `NO_COLOR`
+/// set.
+///
+/// `--html` draws the same work as a timeline instead: one self-contained page (no network)
+/// with a lane per loop, batch, run and ledger, most urgent first; stretches coloured by the
+/// session that owned them; interrupts with their class, resumes with their verdict or mode,
+/// takeovers with both epochs, gate results, and a line at now. Pointing at a mark shows the
+/// line `baton log` prints for it; clicking keeps it. Idle stretches longer than 30 minutes
+/// are folded (≈).
+///
+/// `--watch` redraws the table on a terminal whenever it changes, until Ctrl-C.
 #[derive(Debug, Args)]
-pub struct StatusArgs {}
+pub struct StatusArgs {
+    /// Print the timeline page (HTML) instead of the table; with `--out`, write it to a file.
+    #[arg(long, conflicts_with = "watch")]
+    html: bool,
+    /// With `--html`: write the page to FILE (replaced whole; relative to `-C`) and print its
+    /// path.
+    #[arg(long, value_name = "FILE", requires = "html")]
+    out: Option<PathBuf>,
+    /// Redraw the table whenever it changes, until Ctrl-C (stdout must be a terminal).
+    #[arg(long)]
+    watch: bool,
+    /// With `--watch`: how often to look again, in seconds.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        requires = "watch",
+        default_value = "2",
+        value_parser = parse_interval
+    )]
+    interval: std::time::Duration,
+}
+
+fn parse_interval(raw: &str) -> Result<std::time::Duration, String> {
+    match raw.parse::<f64>() {
+        Ok(secs) if (0.1..=3600.0).contains(&secs) => Ok(std::time::Duration::from_secs_f64(secs)),
+        _ => Err(format!(
+            "{raw:?} is not a number of seconds from 0.1 to 3600 (for example `--interval 5`)"
+        )),
+    }
+}
 
 /// The width the table keeps to.
 const WIDTH: usize = 80;
 
-pub fn cmd_status(ctx: &Ctx, _args: StatusArgs) -> Result<Report, CommandError> {
+pub fn cmd_status(ctx: &Ctx, args: StatusArgs) -> Result<Report, CommandError> {
+    if args.html {
+        return html::cmd_html(ctx, args.out.as_deref());
+    }
+    if args.watch {
+        return watch::cmd_watch(ctx, args.interval);
+    }
+    table(ctx)
+}
+
+/// Interrupted work first (most urgent first), then live, then finished.
+pub(crate) fn by_urgency(work: &[Work]) -> Vec<&Work> {
+    let mut work: Vec<&Work> = work.iter().collect();
+    work.sort_by_key(|w| {
+        (
+            w.item.as_ref().map_or(u8::MAX, |i| i.urgency),
+            w.verdict.starts_with("none"),
+        )
+    });
+    work
+}
+
+/// The table, as `baton status` prints it.
+fn table(ctx: &Ctx) -> Result<Report, CommandError> {
     let s = survey(ctx)?;
-    let colour = std::io::stdout().is_terminal()
-        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let colour = crate::output::colour(std::io::stdout().is_terminal());
     let mut text = String::new();
     if s.work.is_empty() {
         text.push_str("nothing in this project: no feature, loop, batch, run or ledger\n");
@@ -38,15 +103,7 @@ pub fn cmd_status(ctx: &Ctx, _args: StatusArgs) -> Result<Report, CommandError> 
             "KIND", "KEY", "STATUS", "OWNER", "CLASS", "VERDICT"
         ));
     }
-    let mut work: Vec<&Work> = s.work.iter().collect();
-    // Interrupted work first (most urgent first), then live, then finished.
-    work.sort_by_key(|w| {
-        (
-            w.item.as_ref().map_or(u8::MAX, |i| i.urgency),
-            w.verdict.starts_with("none"),
-        )
-    });
-    for w in &work {
+    for w in by_urgency(&s.work) {
         text.push_str(&row(ctx, w, colour));
     }
     let rows: Vec<_> = s.work.iter().map(|w| json!(w)).collect();

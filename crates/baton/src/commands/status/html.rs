@@ -1,0 +1,140 @@
+//! `baton status --html`: the work `baton status` lists, each with its history, drawn as one
+//! timeline page (`baton_core::timeline`).
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::actions::survey::{Work, survey};
+use crate::commands::log::{journal_line, ledger_events, ledger_line};
+use crate::context::Ctx;
+use crate::error::CommandError;
+use crate::output::Report;
+use baton_core::ledger::parse_ledger;
+use baton_core::run_id::RunId;
+use baton_core::text::esc;
+use baton_core::time::parse_ts;
+use baton_core::timeline::{EventIn, LaneIn, build, render_html};
+use baton_store::{FsStore, JournalTarget, StateStore};
+
+pub fn cmd_html(ctx: &Ctx, out: Option<&Path>) -> Result<Report, CommandError> {
+    let s = survey(ctx)?;
+    let store = ctx.store()?;
+    let mut warnings: Vec<String> = s
+        .notes
+        .iter()
+        .map(|n| n.trim_start_matches("warning: ").to_string())
+        .collect();
+    let mut lanes = Vec::new();
+    for w in super::by_urgency(&s.work) {
+        match history(&store, w) {
+            Ok(Some(events)) => lanes.push(lane(w, events)),
+            Ok(None) => {}
+            Err(e) => {
+                warnings.push(format!(
+                    "the history of {} {} is unreadable, so its lane is empty: {}",
+                    w.kind,
+                    esc(&w.key),
+                    esc(&e.message)
+                ));
+                lanes.push(lane(w, Vec::new()));
+            }
+        }
+    }
+    let title = store
+        .layout
+        .root
+        .file_name()
+        .map_or_else(|| "project".into(), |n| n.to_string_lossy().into_owned());
+    let timeline = build(&title, lanes, ctx.now);
+    let page = render_html(&timeline);
+    let summary = json!({
+        "lanes": timeline.lanes.len(),
+        "events": timeline.events,
+        "sessions": timeline.sessions,
+        "bytes": page.len(),
+    });
+    let mut report = match out {
+        Some(out) => {
+            let path = ctx.dir.join(out);
+            baton_store::atomic::replace_with_mode(&path, page.as_bytes(), 0o644).map_err(|e| {
+                CommandError::new(
+                    crate::error::ExitStatus::Failure,
+                    format!("cannot write the timeline to {}: {e}", path.display()),
+                )
+                .hint("pass `--out` a file in a directory you can write to")
+            })?;
+            let shown = path.display().to_string();
+            Report::ok(json!({ "path": shown }), format!("{shown}\n")).note(format!(
+                "wrote the timeline of {} lane(s) and {} event(s) ({} KB); open it in a browser",
+                timeline.lanes.len(),
+                timeline.events,
+                page.len().div_ceil(1024)
+            ))
+        }
+        None => Report::ok(json!({ "html": page }), page),
+    };
+    if let Value::Object(fields) = summary {
+        report.json.extend(fields);
+    }
+    for w in warnings {
+        report = report.warn(w);
+    }
+    Ok(report)
+}
+
+/// The events of one piece of work, oldest first; `None` for work without a history of its own
+/// (the feature pointer).
+fn history(store: &FsStore, w: &Work) -> Result<Option<Vec<EventIn>>, CommandError> {
+    let events: Vec<Value> = match w.kind {
+        "loop" => store.read_journal(JournalTarget::Loop(&w.key))?.events,
+        "batch" => store.read_journal(JournalTarget::Batch)?.events,
+        "run" => match RunId::parse(&w.key) {
+            Ok(id) => store.read_journal(JournalTarget::Run(&id))?.events,
+            Err(_) => Vec::new(),
+        },
+        "ledger" => {
+            let path = store.layout.root.join(&w.key).join("STATE.md");
+            match baton_store::ledger::read(&path)? {
+                Some(text) => {
+                    let events = ledger_events(&parse_ledger(&text));
+                    return Ok(Some(
+                        events
+                            .into_iter()
+                            .map(|e| EventIn {
+                                at: parse_ts(e["ts"].as_str()),
+                                line: ledger_line(&e),
+                                fields: e,
+                            })
+                            .collect(),
+                    ));
+                }
+                None => Vec::new(),
+            }
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some(
+        events
+            .into_iter()
+            .map(|e| EventIn {
+                at: parse_ts(e["ts"].as_str()),
+                line: journal_line(&e),
+                fields: e,
+            })
+            .collect(),
+    ))
+}
+
+fn lane(w: &Work, events: Vec<EventIn>) -> LaneIn {
+    LaneIn {
+        kind: w.kind.to_string(),
+        key: w.key.clone(),
+        status: w.status.clone(),
+        verdict: w.verdict.clone(),
+        class: w.class.map(|c| c.as_str().to_string()),
+        next: w.next.clone(),
+        live: w.owner.as_ref().is_some_and(|o| o.live),
+        events,
+    }
+}

@@ -1,0 +1,57 @@
+//! `baton status --watch`: the table redrawn on a terminal whenever it changes.
+
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+
+use crate::context::Ctx;
+use crate::error::CommandError;
+
+pub fn cmd_watch(ctx: &Ctx, interval: Duration) -> Result<crate::output::Report, CommandError> {
+    if crate::cli::wants_json() {
+        return Err(CommandError::usage(
+            "`--watch` redraws a table for people; `--json` prints one object",
+        )
+        .hint("run `baton --json status` again when you want the state once more"));
+    }
+    if !std::io::stdout().is_terminal() {
+        return Err(
+            CommandError::usage("`--watch` redraws a terminal, and stdout is not one")
+                .hint("run `baton status` to print the table once"),
+        );
+    }
+    let replay = std::env::var_os("BATON_NOW").is_some_and(|v| !v.is_empty());
+    let mut shown = String::new();
+    loop {
+        let mut now = ctx.clone();
+        if !replay {
+            now.now = ctx.clock()?;
+        }
+        // A failed read (a lock held a moment too long) is shown, and the next look tries again.
+        let screen = match super::table(&now) {
+            Ok(report) => {
+                let mut screen = report.text;
+                for w in &report.warnings {
+                    screen.push_str(&format!("warning: {w}\n"));
+                }
+                screen
+            }
+            Err(e) => format!("error: {}\n", e.message),
+        };
+        if screen != shown {
+            let mut out = std::io::stdout().lock();
+            let header = format!(
+                "baton status --watch: as of {}, looking every {}s; Ctrl-C to stop\n\n",
+                baton_core::time::format_ts(now.now),
+                interval.as_secs_f64()
+            );
+            // Home, clear the screen, draw.
+            let drawn = write!(out, "\x1b[H\x1b[2J{header}{screen}").and_then(|()| out.flush());
+            if drawn.is_err() {
+                // The terminal went away.
+                return Ok(crate::output::Report::ok(serde_json::json!({}), ""));
+            }
+            shown = screen;
+        }
+        std::thread::sleep(interval);
+    }
+}

@@ -1,0 +1,357 @@
+//! `baton status --html`: the timeline page, loaded in headless Chromium (Debian's
+//! `chromium-headless-shell`), which must draw every lane and mark with no console message;
+//! and `baton status --watch`, which redraws a terminal.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use crate::common::{TestEnv, at, pg_mode};
+
+/// The browser: `BATON_CHROMIUM`, else `chromium-headless-shell` or `chromium` on the PATH.
+/// Without one the tests say so and pass, except under `CI`, which installs it.
+fn chromium() -> Option<PathBuf> {
+    let candidates = std::env::var_os("BATON_CHROMIUM")
+        .map(|c| vec![PathBuf::from(c)])
+        .unwrap_or_else(|| vec!["chromium-headless-shell".into(), "chromium".into()]);
+    let found = candidates.into_iter().find(|c| {
+        Command::new(c)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    if found.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must install chromium-headless-shell (.ci/run does)"
+        );
+        eprintln!("skipped: no chromium-headless-shell (apt-get install chromium-headless-shell)");
+    }
+    found
+}
+
+/// What Chromium made of a page: the DOM after its script ran, and everything it logged.
+struct Loaded {
+    dom: String,
+    log: String,
+}
+
+/// Loads `page` headless, as root too (`--no-sandbox`), with nothing reaching the network, and
+/// `extra` as the job (`--dump-dom`, `--screenshot=…`).
+fn load(browser: &Path, page: &Path, extra: &[&str]) -> Loaded {
+    let profile = tempfile::tempdir().unwrap();
+    let out = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(extra)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "chromium failed: {log}");
+    Loaded {
+        dom: String::from_utf8_lossy(&out.stdout).into_owned(),
+        log,
+    }
+}
+
+/// The page's script ran to its end and nothing was logged to its console: no error, no
+/// warning, no message at all.
+#[track_caller]
+fn assert_clean(loaded: &Loaded) {
+    let console: Vec<&str> = loaded
+        .log
+        .lines()
+        .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught"))
+        .collect();
+    assert!(console.is_empty(), "console messages: {console:#?}");
+    assert!(
+        loaded.dom.contains("data-rendered=\"ok\""),
+        "the script did not finish: {}",
+        &loaded.dom[..loaded.dom.len().min(2000)]
+    );
+    assert!(
+        !loaded.dom.contains("data-errors"),
+        "script errors in the page"
+    );
+}
+
+/// The journal's acceptance history (session A's loop interrupted by a rate limit, resumed
+/// automatically by session B's takeover, finished) and a plan ledger whose gate fails, then
+/// passes.
+fn scripted(env: &TestEnv) {
+    crate::journal::scripted_history(env);
+    std::fs::create_dir_all(env.repo.join("plans/x")).unwrap();
+    env.baton("B", 32, &["ledger", "init", "plans/x"])
+        .assert_code(0);
+    env.baton("B", 33, &["ledger", "start", "plans/x", "--phase", "1"])
+        .assert_code(0);
+    for (minute, result) in [(35, "--fail"), (38, "--pass")] {
+        env.baton(
+            "B",
+            minute,
+            &[
+                "ledger",
+                "gate",
+                "plans/x",
+                "--phase",
+                "1",
+                "--name",
+                "tests",
+                result,
+                "--cmd",
+                "cargo test",
+                "--result",
+                if result == "--fail" {
+                    "exit 101"
+                } else {
+                    "exit 0"
+                },
+            ],
+        )
+        .assert_code(0);
+    }
+}
+
+#[test]
+fn the_timeline_page_draws_the_scripted_history_in_chromium() {
+    let env = TestEnv::new();
+    scripted(&env);
+
+    let out = env.run(
+        None,
+        &at(60),
+        &["--json", "status", "--html", "--out", "timeline.html"],
+    );
+    out.assert_code(0);
+    let v = out.json();
+    let page = env.repo.join("timeline.html");
+    assert_eq!(v["path"], page.display().to_string());
+    assert_eq!(v["lanes"], 2, "{v}");
+    assert_eq!(v["sessions"], json!(["A", "B"]), "{v}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(v["bytes"], html.len());
+
+    // Text mode: stdout is the path alone, so `X=$(baton status --html --out F)` gets it.
+    let text = env.run(None, &at(60), &["status", "--html", "--out", "t2.html"]);
+    text.assert_code(0);
+    assert_eq!(
+        text.stdout.trim_end(),
+        env.repo.join("t2.html").display().to_string()
+    );
+    assert!(text.stderr.contains("2 lane(s)"), "{}", text.stderr);
+    // Without `--out`, stdout is the page itself.
+    let stdout = env.run(None, &at(60), &["status", "--html"]);
+    stdout.assert_code(0);
+    assert!(stdout.stdout.starts_with("<!DOCTYPE html>"));
+
+    let Some(browser) = chromium() else { return };
+    let loaded = load(&browser, &page, &["--dump-dom"]);
+    assert_clean(&loaded);
+    let dom = &loaded.dom;
+    // One lane per piece of work, the loop (interrupted earlier, now finished) and the ledger.
+    assert_eq!(dom.matches("class=\"lane\"").count(), 2, "{dom}");
+    assert!(
+        dom.contains("data-kind=\"loop\" data-key=\"PROJ-1\""),
+        "{dom}"
+    );
+    assert!(
+        dom.contains("data-kind=\"ledger\" data-key=\"plans/x\""),
+        "{dom}"
+    );
+    // The rate-limit interrupt, with its class.
+    assert!(
+        dom.contains("class=\"mark m-interrupt c-rate_limit\"")
+            && dom.contains("data-class=\"rate_limit\""),
+        "no rate-limit interrupt mark: {dom}"
+    );
+    // The automatic resume: B's takeover, both sessions and both epochs beside it.
+    assert!(dom.contains("class=\"mark m-takeover\""), "{dom}");
+    assert!(
+        dom.contains("A (epoch 0) → B (epoch 1), automatic"),
+        "the takeover's label: {dom}"
+    );
+    // The failed gate, then the passing one.
+    let lanes = &dom[dom.find("id=\"lanes\"").expect("the lanes")..];
+    let fail = lanes.find("m-gate_fail").expect("a failed gate mark");
+    let pass = lanes.find("m-gate_pass").expect("a passing gate mark");
+    assert!(fail < pass, "fail then pass");
+    // Each session's stretch in its own colour, and the line at now.
+    assert_eq!(dom.matches("class=\"seg\"").count(), 2, "{dom}");
+    assert!(dom.contains("class=\"nowline\""));
+    assert!(dom.contains("session A") && dom.contains("session B"));
+
+    // The picture: a PNG of the page as a browser draws it.
+    let shot = env.repo.join("timeline.png");
+    load(
+        &browser,
+        &page,
+        &[
+            &format!("--screenshot={}", shot.display()),
+            "--window-size=1200,420",
+            "--hide-scrollbars",
+        ],
+    );
+    let png = std::fs::read(&shot).unwrap();
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
+    assert!(png.len() > 10_000, "a blank page? {} bytes", png.len());
+    if let Some(keep) = std::env::var_os("BATON_TIMELINE_SHOT") {
+        std::fs::copy(&shot, keep).unwrap();
+    }
+}
+
+/// A project of 200 loops with 100 events each (20,000 journal events over three days, with
+/// idle nights), written the way baton writes its journal.
+fn large_project(env: &TestEnv) {
+    let mut journals = Vec::new();
+    for i in 0..200 {
+        let ticket = format!("PROJ-{i}");
+        env.baton(&format!("s{}", i % 9), 0, &["loop", "init", &ticket])
+            .assert_code(0);
+        journals.push(env.state_dir().join(format!("journal/loop-{ticket}.jsonl")));
+    }
+    let t0: jiff::Timestamp = crate::common::T0.parse().unwrap();
+    for (i, journal) in journals.iter().enumerate() {
+        let mut lines = String::new();
+        let mut epoch = 0;
+        let mut session = format!("s{}", i % 9);
+        for n in 1..100u64 {
+            // Ten hours of work a day, a transition every ~20 minutes of it, three days.
+            let minute = (n * 21 + i as u64 % 13) as i64;
+            let day = minute / 600;
+            let ts = t0 + jiff::SignedDuration::from_mins(day * 1440 + minute % 600);
+            let ts = ts.strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+            let event = match n % 25 {
+                7 => {
+                    let reason = ["rate_limit", "unknown", "pause"][n as usize % 3];
+                    json!({"ts": ts, "event": "interrupt", "session": session, "epoch": epoch,
+                        "reason": reason, "resume_after": null})
+                }
+                8 => {
+                    let to = format!("s{}", (i + n as usize) % 9);
+                    let e = json!({"ts": ts, "event": "takeover", "session": to, "epoch": epoch + 1,
+                        "from_session": session, "from_epoch": epoch, "to_session": to,
+                        "to_epoch": epoch + 1, "mode": "automatic", "resume_count": 1,
+                        "work": null, "interrupt_reason": "rate_limit"});
+                    epoch += 1;
+                    session = to;
+                    e
+                }
+                _ => json!({"ts": ts, "event": "set", "session": session, "epoch": epoch,
+                    "from": {"phase": "qa", "action": "spawned", "iteration": n},
+                    "to": {"phase": "skeptic", "action": "returned", "iteration": n + 1},
+                    "open_findings": n % 3}),
+            };
+            lines.push_str(&event.to_string());
+            lines.push('\n');
+        }
+        use std::io::Write;
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(journal)
+            .unwrap()
+            .write_all(lines.as_bytes())
+            .unwrap();
+    }
+}
+
+/// The acceptance's large page: 200 lanes and 20,000 events stay under 2 MB and load in
+/// Chromium with every lane drawn (how fast is `scripts/timeline-bench.sh`'s figure).
+#[test]
+fn the_page_of_200_lanes_and_20000_events_is_under_2_mb_and_loads() {
+    if pg_mode() {
+        // The journals are written as files here; the PostgreSQL pass has its own history.
+        return;
+    }
+    let env = TestEnv::new();
+    large_project(&env);
+    let out = env.run(
+        None,
+        &at(4 * 1440),
+        &["--json", "status", "--html", "--out", "large.html"],
+    );
+    out.assert_code(0);
+    let v: Value = out.json();
+    assert_eq!(v["lanes"], 200);
+    assert_eq!(v["events"], 20_000);
+    let bytes = v["bytes"].as_u64().unwrap();
+    assert!(bytes < 2 * 1024 * 1024, "the page is {bytes} bytes");
+    let page = env.repo.join("large.html");
+    if let Some(keep) = std::env::var_os("BATON_TIMELINE_LARGE") {
+        std::fs::copy(&page, keep).unwrap();
+    }
+    let Some(browser) = chromium() else { return };
+    let loaded = load(&browser, &page, &["--dump-dom"]);
+    assert_clean(&loaded);
+    assert_eq!(loaded.dom.matches("class=\"lane\"").count(), 200);
+    // The idle nights are folded.
+    assert!(loaded.dom.contains("class=\"fold\""));
+}
+
+/// `--watch` draws the table on a terminal (here a pseudo-terminal from `script`), draws it
+/// again when the state changes, and refuses a pipe.
+#[test]
+fn status_watch_redraws_on_a_terminal_and_refuses_a_pipe() {
+    let env = TestEnv::new();
+    env.baton("A", 0, &["loop", "init", "PROJ-1"])
+        .assert_code(0);
+    let piped = env.run(None, &at(1), &["status", "--watch"]);
+    piped.assert_code(2);
+    assert!(
+        piped.stderr.contains("stdout is not one"),
+        "{}",
+        piped.stderr
+    );
+    assert!(piped.stdout.is_empty());
+
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped: no `script` (util-linux) to give baton a terminal");
+        return;
+    }
+    let baton = env!("CARGO_BIN_EXE_baton");
+    let mut cmd = crate::common::like(&env.command(None, &at(1)), "script");
+    let child = cmd
+        .args([
+            "-qfec",
+            &format!("{baton} status --watch --interval 0.2"),
+            "/dev/null",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    env.baton(
+        "A",
+        1,
+        &[
+            "loop", "set", "PROJ-1", "--phase", "qa", "--action", "spawned",
+        ],
+    )
+    .assert_code(0);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    let screen = String::from_utf8_lossy(&out.stdout);
+    let draws = screen.matches("\x1b[H\x1b[2J").count();
+    assert_eq!(
+        draws, 2,
+        "one draw, one redraw after the change: {screen:?}"
+    );
+    assert!(
+        screen.contains("skeptic") && screen.contains("qa"),
+        "{screen:?}"
+    );
+}
