@@ -81,7 +81,7 @@ if [ -n "$shot" ]; then
   b bob 11:05 ledger gate plans/checkout --phase 2 --name lint --pass --cmd "cargo clippy" --result "exit 0"
   (cd "$repo" && BATON_NOW=2026-03-02T11:55:00Z "$baton" status --html --out "$work/page.html" >/dev/null)
   "$browser" "${flags[@]}" --user-data-dir="$work/profile" --hide-scrollbars \
-    --window-size=1200,330 --screenshot="$shot" "file://$work/page.html" 2>/dev/null
+    --window-size=1200,260 --screenshot="$shot" "file://$work/page.html" 2>/dev/null
   echo "timeline.sh: wrote $shot"
 fi
 

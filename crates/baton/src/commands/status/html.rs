@@ -27,7 +27,7 @@ pub fn cmd_html(ctx: &Ctx, out: Option<&Path>) -> Result<Report, CommandError> {
         .collect();
     let mut lanes = Vec::new();
     for w in super::by_urgency(&s.work) {
-        match history(&store, w) {
+        match history(&store, w, &mut warnings) {
             Ok(Some(events)) => lanes.push(lane(w, events)),
             Ok(None) => {}
             Err(e) => {
@@ -85,12 +85,27 @@ pub fn cmd_html(ctx: &Ctx, out: Option<&Path>) -> Result<Report, CommandError> {
 
 /// The events of one piece of work, oldest first; `None` for work without a history of its own
 /// (the feature pointer).
-fn history(store: &FsStore, w: &Work) -> Result<Option<Vec<EventIn>>, CommandError> {
+fn history(
+    store: &FsStore,
+    w: &Work,
+    warnings: &mut Vec<String>,
+) -> Result<Option<Vec<EventIn>>, CommandError> {
+    let mut journal = |target: JournalTarget| -> Result<Vec<Value>, CommandError> {
+        let journal = store.read_journal(target)?;
+        if journal.truncated {
+            warnings.push(format!(
+                "the history of {} {} is long: its lane shows only its most recent events",
+                w.kind,
+                esc(&w.key)
+            ));
+        }
+        Ok(journal.events)
+    };
     let events: Vec<Value> = match w.kind {
-        "loop" => store.read_journal(JournalTarget::Loop(&w.key))?.events,
-        "batch" => store.read_journal(JournalTarget::Batch)?.events,
+        "loop" => journal(JournalTarget::Loop(&w.key))?,
+        "batch" => journal(JournalTarget::Batch)?,
         "run" => match RunId::parse(&w.key) {
-            Ok(id) => store.read_journal(JournalTarget::Run(&id))?.events,
+            Ok(id) => journal(JournalTarget::Run(&id))?,
             Err(_) => Vec::new(),
         },
         "ledger" => {
