@@ -25,6 +25,9 @@ pub struct LaneIn {
     pub next: Option<String>,
     /// Whether its owner is still on it: its last stretch of ownership reaches now.
     pub live: bool,
+    /// Its last write (a lease: the last heartbeat). Where work stopped without an interrupt
+    /// being recorded, its class (`class`) is marked here.
+    pub last_write: Option<Timestamp>,
     /// Oldest first.
     pub events: Vec<EventIn>,
 }
@@ -179,7 +182,7 @@ fn mark_of(fields: &Value) -> (MarkKind, String) {
                 text(&fields["mode"]).map_or(String::new(), |m| format!(", {m}")),
             ),
         ),
-        "resume" | "resumed" | "fresh" | "supervise.relaunch" => {
+        "resume" | "resumed" | "batch.resumed" | "fresh" | "supervise.relaunch" => {
             let how = text(&fields["verdict"])
                 .or(text(&fields["mode"]))
                 .map(str::to_string);
@@ -295,7 +298,10 @@ fn round(x: f64) -> f64 {
 pub fn build(title: &str, lanes: Vec<LaneIn>, now: Timestamp) -> Timeline {
     let mut times: Vec<i64> = lanes
         .iter()
-        .flat_map(|l| l.events.iter().filter_map(|e| e.at.map(|t| t.as_second())))
+        .flat_map(|l| {
+            let events = l.events.iter().filter_map(|e| e.at);
+            events.chain(l.last_write).map(|t| t.as_second())
+        })
         .collect();
     times.push(now.as_second());
     let start = times
@@ -305,22 +311,25 @@ pub fn build(title: &str, lanes: Vec<LaneIn>, now: Timestamp) -> Timeline {
         .and_then(|s| Timestamp::from_second(s).ok())
         .unwrap_or(now);
     let (axis, folds) = Axis::new(times);
-    let mut sessions: Vec<String> = Vec::new();
-    let mut seen: HashMap<String, ()> = HashMap::new();
-    let mut remember = |s: &str| {
-        if seen.insert(s.to_string(), ()).is_none() {
-            sessions.push(s.to_string());
-        }
-    };
     let mut out = Vec::with_capacity(lanes.len());
     let mut events = 0;
     for lane in lanes {
         events += lane.events.len();
-        let laid = lay_out(&lane, &axis, now);
-        for s in laid.segments.iter().filter_map(|s| s.session.as_deref()) {
-            remember(s);
+        out.push(lay_out(&lane, &axis, now));
+    }
+    // Sessions in the order they first owned anything, so a session keeps its colour from one
+    // page to the next while the lanes' order changes.
+    let mut owned: Vec<(Timestamp, &str)> = out
+        .iter()
+        .flat_map(|l| &l.segments)
+        .filter_map(|s| Some((s.from, s.session.as_deref()?)))
+        .collect();
+    owned.sort();
+    let mut sessions: Vec<String> = Vec::new();
+    for (_, s) in owned {
+        if !sessions.iter().any(|x| x == s) {
+            sessions.push(s.to_string());
         }
-        out.push(laid);
     }
     let folds: Vec<Fold> = folds
         .into_iter()
@@ -357,7 +366,8 @@ fn ticks(axis: &Axis, folds: &[Fold], start: Timestamp, now: Timestamp) -> Vec<(
         .copied()
         .find(|s| shown / s <= 10)
         .unwrap_or(2592000);
-    let mut out: Vec<(f64, Timestamp)> = Vec::new();
+    // The start is always labelled, so even a short page has a time on its axis.
+    let mut out: Vec<(f64, Timestamp)> = vec![(axis.x(start), start)];
     let mut t = (start.as_second() / step + 1) * step;
     while t < now.as_second() {
         // Over a folded stretch in one jump: the next tick is the first after it.
@@ -388,6 +398,8 @@ fn lay_out(lane: &LaneIn, axis: &Axis, now: Timestamp) -> Lane {
     // The open stretch, not yet ended.
     let mut open: Option<Segment> = None;
     let mut last: Option<Timestamp> = None;
+    // A ledger line without a time takes the time before it, or the lane's first one.
+    let first = lane.events.iter().find_map(|e| e.at);
     let mut close = |open: &mut Option<Segment>, to: Timestamp| {
         if let Some(mut s) = open.take() {
             s.x1 = axis.x(to);
@@ -407,7 +419,7 @@ fn lay_out(lane: &LaneIn, axis: &Axis, now: Timestamp) -> Lane {
         })
     };
     for event in &lane.events {
-        let Some(at) = event.at.or(last) else {
+        let Some(at) = event.at.or(last).or(first) else {
             continue;
         };
         last = Some(at);
@@ -459,6 +471,23 @@ fn lay_out(lane: &LaneIn, axis: &Axis, now: Timestamp) -> Lane {
     if let Some(end) = end {
         let end = end.max(open.as_ref().map_or(end, |o| o.from));
         close(&mut open, end);
+    }
+    // Work that stopped without an interrupt being recorded (a session that died, a pause
+    // mark, a delegate that timed out or was left): its class, where it was last written.
+    let recorded = marks.last().is_some_and(|m| m.kind == MarkKind::Interrupt);
+    if let (Some(class), false) = (&lane.class, recorded)
+        && let Some(at) = lane.last_write.or(last)
+    {
+        marks.push(Mark {
+            x: axis.x(at),
+            at,
+            kind: MarkKind::Interrupt,
+            label: format!("{class} (nothing recorded)"),
+            line: format!(
+                "{}  no interrupt was recorded: the last write was here, and `baton status` classes the work as {class}",
+                crate::time::format_ts(at)
+            ),
+        });
     }
     Lane {
         kind: lane.kind.clone(),
@@ -722,6 +751,27 @@ mod tests {
         assert!(xs[1] - xs[0] > 5.0 * (xs[2] - xs[1]), "{xs:?}");
         assert!(xs.iter().all(|x| (0.0..=100.0).contains(x)));
         assert!(t.now_x <= 99.0 + 1e-9);
+    }
+
+    #[test]
+    fn work_classed_without_a_recorded_interrupt_is_marked_at_its_last_write() {
+        let events = history().into_iter().take(2).collect::<Vec<_>>();
+        let mut lane = a_loop(events, false);
+        lane.class = Some("crash".into());
+        lane.last_write = Some(ts(2));
+        let t = build("p", vec![lane.clone()], ts(60));
+        let last = t.lanes[0].marks.last().unwrap();
+        assert_eq!((last.kind, last.at), (MarkKind::Interrupt, ts(2)));
+        assert_eq!(last.label, "crash (nothing recorded)");
+        // A recorded interrupt is not marked twice.
+        lane.events = history().into_iter().take(3).collect();
+        let t = build("p", vec![lane], ts(60));
+        let interrupts = t.lanes[0]
+            .marks
+            .iter()
+            .filter(|m| m.kind == MarkKind::Interrupt)
+            .count();
+        assert_eq!(interrupts, 1);
     }
 
     #[test]

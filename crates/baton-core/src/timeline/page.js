@@ -182,6 +182,12 @@
   });
   document.addEventListener("keydown", function (e) { if (e.key === "Escape") details.hidden = true; });
 
+  root.dataset.scriptStartMs = began.toFixed(1);
   root.dataset.renderMs = (performance.now() - began).toFixed(1);
   root.dataset.rendered = "ok";
+  // From the start of the page's load to the first frame drawn after the script: reading,
+  // parsing, the script, style, layout and paint.
+  requestAnimationFrame(function () {
+    setTimeout(function () { root.dataset.drawnMs = performance.now().toFixed(1); }, 0);
+  });
 })();

@@ -268,7 +268,7 @@ fn large_project(env: &TestEnv) {
 }
 
 /// The acceptance's large page: 200 lanes and 20,000 events stay under 2 MB and load in
-/// Chromium with every lane drawn (how fast is `scripts/timeline-bench.sh`'s figure).
+/// Chromium with every lane drawn (how fast is a benchmark's figure: `scripts/timeline.sh --bench`).
 #[test]
 fn the_page_of_200_lanes_and_20000_events_is_under_2_mb_and_loads() {
     if pg_mode() {
@@ -354,4 +354,61 @@ fn status_watch_redraws_on_a_terminal_and_refuses_a_pipe() {
         screen.contains("skeptic") && screen.contains("qa"),
         "{screen:?}"
     );
+}
+
+/// The data block of a page: what its script draws.
+fn page_data(page: &str) -> Value {
+    let start = page.find("id=\"data\">").expect("a data block") + 10;
+    let end = start + page[start..].find("</script>").unwrap();
+    serde_json::from_str(&page[start..end]).unwrap()
+}
+
+/// A ticket whose loop key differs from it still has its history on its lane; work that
+/// stopped with no interrupt recorded (here a pause mark) is marked with the class
+/// `baton status` gives it, where it was last written.
+#[test]
+fn a_lane_has_its_loops_history_under_any_ticket_and_the_class_of_an_unrecorded_stop() {
+    let env = TestEnv::new();
+    env.baton("A", 0, &["loop", "init", "gh#42 fix"])
+        .assert_code(0);
+    env.baton(
+        "A",
+        5,
+        &[
+            "loop",
+            "set",
+            "gh#42 fix",
+            "--phase",
+            "qa",
+            "--action",
+            "spawned",
+        ],
+    )
+    .assert_code(0);
+    env.baton("A", 6, &["pause", "--reason", "end of day"])
+        .assert_code(0);
+    let out = env.run(None, &at(40), &["status", "--html"]);
+    out.assert_code(0);
+    assert_eq!(out.stderr, "", "no warning: the journal was found");
+    let data = page_data(&out.stdout);
+    let lane = &data["lanes"][0];
+    assert_eq!(lane["key"], "gh#42 fix");
+    assert_eq!(lane["class"], "pause", "{lane}");
+    let strings = data["strings"].as_array().unwrap();
+    let marks: Vec<(u64, &str)> = lane["marks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let label = m[4].as_u64().unwrap() as usize;
+            (m[1].as_u64().unwrap(), strings[label].as_str().unwrap())
+        })
+        .collect();
+    // init, set, then the pause nobody recorded as an interrupt of the loop.
+    assert_eq!(marks.len(), 3, "{marks:?}");
+    assert_eq!(marks[2], (2, "pause (nothing recorded)"), "{marks:?}");
+    // A page drawn for a moment before its events says so.
+    let early = env.run(None, "2026-02-01T00:00:00Z", &["status", "--html"]);
+    early.assert_code(0);
+    assert!(early.stderr.contains("after now"), "{}", early.stderr);
 }

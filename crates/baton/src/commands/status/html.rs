@@ -1,6 +1,7 @@
 //! `baton status --html`: the work `baton status` lists, each with its history, drawn as one
 //! timeline page (`baton_core::timeline`).
 
+use std::io::IsTerminal;
 use std::path::Path;
 
 use serde_json::{Value, json};
@@ -10,6 +11,7 @@ use crate::commands::log::{journal_line, ledger_events, ledger_line};
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
+use baton_core::key::sanitize;
 use baton_core::ledger::parse_ledger;
 use baton_core::run_id::RunId;
 use baton_core::text::esc;
@@ -46,6 +48,17 @@ pub fn cmd_html(ctx: &Ctx, out: Option<&Path>) -> Result<Report, CommandError> {
         .root
         .file_name()
         .map_or_else(|| "project".into(), |n| n.to_string_lossy().into_owned());
+    let latest = lanes
+        .iter()
+        .flat_map(|l| l.events.iter().filter_map(|e| e.at))
+        .max();
+    if let Some(latest) = latest.filter(|t| *t > ctx.now) {
+        warnings.push(format!(
+            "an event is dated {}, after now ({}): a clock ahead, or BATON_NOW in the past; the page draws it after the now-line",
+            baton_core::time::format_ts(latest),
+            baton_core::time::format_ts(ctx.now)
+        ));
+    }
     let timeline = build(&title, lanes, ctx.now);
     let page = render_html(&timeline);
     let summary = json!({
@@ -72,7 +85,14 @@ pub fn cmd_html(ctx: &Ctx, out: Option<&Path>) -> Result<Report, CommandError> {
                 page.len().div_ceil(1024)
             ))
         }
-        None => Report::ok(json!({ "html": page }), page),
+        None => {
+            let report = Report::ok(json!({ "html": page }), page);
+            if std::io::stdout().is_terminal() {
+                report.note("`--out FILE` writes the page to a file to open in a browser")
+            } else {
+                report
+            }
+        }
     };
     if let Value::Object(fields) = summary {
         report.json.extend(fields);
@@ -102,7 +122,8 @@ fn history(
         Ok(journal.events)
     };
     let events: Vec<Value> = match w.kind {
-        "loop" => journal(JournalTarget::Loop(&w.key))?,
+        // The row names the ticket; its journal is named by the loop key derived from it.
+        "loop" => journal(JournalTarget::Loop(&sanitize(w.key.as_bytes())))?,
         "batch" => journal(JournalTarget::Batch)?,
         "run" => match RunId::parse(&w.key) {
             Ok(id) => journal(JournalTarget::Run(&id))?,
@@ -150,6 +171,10 @@ fn lane(w: &Work, events: Vec<EventIn>) -> LaneIn {
         class: w.class.map(|c| c.as_str().to_string()),
         next: w.next.clone(),
         live: w.owner.as_ref().is_some_and(|o| o.live),
+        last_write: w
+            .owner
+            .as_ref()
+            .and_then(|o| parse_ts(o.last_write.as_deref())),
         events,
     }
 }

@@ -23,11 +23,14 @@ pub fn cmd_watch(ctx: &Ctx, interval: Duration) -> Result<crate::output::Report,
     let mut shown = String::new();
     loop {
         let mut now = ctx.clone();
-        if !replay {
-            now.now = ctx.clock()?;
-        }
-        // A failed read (a lock held a moment too long) is shown, and the next look tries again.
-        let screen = match super::table(&now) {
+        // A failed read (a lock held a moment too long, a server away) is shown, and the next
+        // look tries again.
+        let clock = if replay { Ok(ctx.now) } else { ctx.clock() };
+        let table = clock.and_then(|t| {
+            now.now = t;
+            super::table(&now)
+        });
+        let screen = match table {
             Ok(report) => {
                 let mut screen = report.text;
                 for w in &report.warnings {
@@ -40,7 +43,7 @@ pub fn cmd_watch(ctx: &Ctx, interval: Duration) -> Result<crate::output::Report,
         if screen != shown {
             let mut out = std::io::stdout().lock();
             let header = format!(
-                "baton status --watch: as of {}, looking every {}s; Ctrl-C to stop\n\n",
+                "baton status --watch: drawn at {}, redrawn when it changes (looking every {}s); Ctrl-C to stop\n\n",
                 baton_core::time::format_ts(now.now),
                 interval.as_secs_f64()
             );
