@@ -55,6 +55,9 @@ pub enum MarkKind {
     GatePass,
     GateFail,
     End,
+    /// Work that stopped with no interrupt recorded, at its last write, with the class
+    /// `baton status` gives it.
+    Unrecorded,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -474,14 +477,16 @@ fn lay_out(lane: &LaneIn, axis: &Axis, now: Timestamp) -> Lane {
     }
     // Work that stopped without an interrupt being recorded (a session that died, a pause
     // mark, a delegate that timed out or was left): its class, where it was last written.
-    let recorded = marks.last().is_some_and(|m| m.kind == MarkKind::Interrupt);
+    let recorded = marks
+        .last()
+        .is_some_and(|m| matches!(m.kind, MarkKind::Interrupt | MarkKind::End));
     if let (Some(class), false) = (&lane.class, recorded)
         && let Some(at) = lane.last_write.or(last)
     {
         marks.push(Mark {
             x: axis.x(at),
             at,
-            kind: MarkKind::Interrupt,
+            kind: MarkKind::Unrecorded,
             label: format!("{class} (nothing recorded)"),
             line: format!(
                 "{}  no interrupt was recorded: the last write was here, and `baton status` classes the work as {class}",
@@ -529,6 +534,7 @@ fn kind_code(kind: MarkKind) -> u8 {
         MarkKind::GatePass => 5,
         MarkKind::GateFail => 6,
         MarkKind::End => 7,
+        MarkKind::Unrecorded => 8,
     }
 }
 
@@ -761,17 +767,17 @@ mod tests {
         lane.last_write = Some(ts(2));
         let t = build("p", vec![lane.clone()], ts(60));
         let last = t.lanes[0].marks.last().unwrap();
-        assert_eq!((last.kind, last.at), (MarkKind::Interrupt, ts(2)));
+        assert_eq!((last.kind, last.at), (MarkKind::Unrecorded, ts(2)));
         assert_eq!(last.label, "crash (nothing recorded)");
         // A recorded interrupt is not marked twice.
         lane.events = history().into_iter().take(3).collect();
         let t = build("p", vec![lane], ts(60));
-        let interrupts = t.lanes[0]
+        let stops = t.lanes[0]
             .marks
             .iter()
-            .filter(|m| m.kind == MarkKind::Interrupt)
+            .filter(|m| matches!(m.kind, MarkKind::Interrupt | MarkKind::Unrecorded))
             .count();
-        assert_eq!(interrupts, 1);
+        assert_eq!(stops, 1);
     }
 
     #[test]

@@ -7,9 +7,9 @@
   });
   var D = JSON.parse(document.getElementById("data").textContent);
   var S = D.strings;
-  var KINDS = ["event", "start", "interrupt", "resume", "takeover", "gate_pass", "gate_fail", "end"];
-  var GLYPHS = ["", "○", "▼", "▶", "⇄", "✓", "✗", "■"];
-  var NAMES = ["event", "start", "interrupt", "resume", "takeover", "gate passed", "gate failed", "end"];
+  var KINDS = ["event", "start", "interrupt", "resume", "takeover", "gate_pass", "gate_fail", "end", "interrupt m-unrecorded"];
+  var GLYPHS = ["", "○", "▼", "▶", "⇄", "✓", "✗", "■", "▽"];
+  var NAMES = ["event", "start", "interrupt", "resume", "takeover", "gate passed", "gate failed", "end", "stopped, nothing recorded"];
   var PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#393b79", "#637939"];
 
   function colour(i) {
@@ -36,7 +36,7 @@
 
   // Header: what the page holds, who owned what, what the marks mean.
   var interrupts = 0;
-  D.lanes.forEach(function (l) { l.marks.forEach(function (m) { if (m[1] === 2) interrupts++; }); });
+  D.lanes.forEach(function (l) { l.marks.forEach(function (m) { if (m[1] === 2 || m[1] === 8) interrupts++; }); });
   document.getElementById("summary").textContent =
     D.lanes.length + " lane" + (D.lanes.length === 1 ? "" : "s") + " · " + D.events + " events · " +
     D.sessions.length + " session" + (D.sessions.length === 1 ? "" : "s") + " · " + interrupts + " interrupt" +
@@ -114,7 +114,7 @@
       var mark = el("i", "mark m-" + kind, GLYPHS[m[1]]);
       mark.style.left = m[0] + "%";
       mark.dataset.m = li + ":" + mi;
-      if (m[1] === 2) {
+      if (m[1] === 2 || m[1] === 8) {
         var cls = S[m[4]].split(":")[0];
         mark.className += " c-" + cls;
         mark.dataset.class = cls;

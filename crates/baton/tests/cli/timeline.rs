@@ -406,7 +406,7 @@ fn a_lane_has_its_loops_history_under_any_ticket_and_the_class_of_an_unrecorded_
         .collect();
     // init, set, then the pause nobody recorded as an interrupt of the loop.
     assert_eq!(marks.len(), 3, "{marks:?}");
-    assert_eq!(marks[2], (2, "pause (nothing recorded)"), "{marks:?}");
+    assert_eq!(marks[2], (8, "pause (nothing recorded)"), "{marks:?}");
     // A page drawn for a moment before its events says so.
     let early = env.run(None, "2026-02-01T00:00:00Z", &["status", "--html"]);
     early.assert_code(0);
