@@ -12,17 +12,24 @@ use std::collections::HashMap;
 use jiff::Timestamp;
 use serde_json::Value;
 
-/// One piece of work as `baton status` lists it, with its history.
+/// What a lane's label says of its work, as `baton status` lists it.
 #[derive(Debug, Clone, Default)]
-pub struct LaneIn {
+pub struct Label {
     /// `loop`, `batch`, `run` or `ledger`.
     pub kind: String,
     pub key: String,
     pub status: String,
     /// The verdict its own command gives now.
     pub verdict: String,
+    /// The interrupt class `baton status` gives it, when it is interrupted.
     pub class: Option<String>,
     pub next: Option<String>,
+}
+
+/// One piece of work with its history.
+#[derive(Debug, Clone, Default)]
+pub struct LaneIn {
+    pub label: Label,
     /// Whether its owner is still on it: its last stretch of ownership reaches now.
     pub live: bool,
     /// Its last write (a lease: the last heartbeat). Where work stopped without an interrupt
@@ -89,12 +96,7 @@ pub struct Segment {
 
 #[derive(Debug, Clone)]
 pub struct Lane {
-    pub kind: String,
-    pub key: String,
-    pub status: String,
-    pub verdict: String,
-    pub class: Option<String>,
-    pub next: Option<String>,
+    pub label: Label,
     pub segments: Vec<Segment>,
     pub marks: Vec<Mark>,
 }
@@ -395,7 +397,7 @@ fn ticks(axis: &Axis, folds: &[Fold], start: Timestamp, now: Timestamp) -> Vec<(
 /// the first event of a session, moves at a takeover (or when another session writes), and
 /// stops at an interrupt or a finish; the last stretch reaches now while its owner is live.
 fn lay_out(lane: &LaneIn, axis: &Axis, now: Timestamp) -> Lane {
-    let ledger = lane.kind == "ledger";
+    let ledger = lane.label.kind == "ledger";
     let mut marks = Vec::with_capacity(lane.events.len());
     let mut segments = Vec::new();
     // The open stretch, not yet ended.
@@ -480,7 +482,7 @@ fn lay_out(lane: &LaneIn, axis: &Axis, now: Timestamp) -> Lane {
     let recorded = marks
         .last()
         .is_some_and(|m| matches!(m.kind, MarkKind::Interrupt | MarkKind::End));
-    if let (Some(class), false) = (&lane.class, recorded)
+    if let (Some(class), false) = (&lane.label.class, recorded)
         && let Some(at) = lane.last_write.or(last)
     {
         marks.push(Mark {
@@ -495,12 +497,7 @@ fn lay_out(lane: &LaneIn, axis: &Axis, now: Timestamp) -> Lane {
         });
     }
     Lane {
-        kind: lane.kind.clone(),
-        key: lane.key.clone(),
-        status: lane.status.clone(),
-        verdict: lane.verdict.clone(),
-        class: lane.class.clone(),
-        next: lane.next.clone(),
+        label: lane.label.clone(),
         segments,
         marks,
     }
@@ -586,13 +583,14 @@ fn data(t: &Timeline) -> Value {
                     ])
                 })
                 .collect();
+            let l = &lane.label;
             serde_json::json!({
-                "kind": lane.kind,
-                "key": lane.key,
-                "status": lane.status,
-                "verdict": lane.verdict,
-                "class": lane.class,
-                "next": lane.next,
+                "kind": l.kind,
+                "key": l.key,
+                "status": l.status,
+                "verdict": l.verdict,
+                "class": l.class,
+                "next": l.next,
                 "seg": segments,
                 "marks": marks,
             })
@@ -667,10 +665,13 @@ mod tests {
 
     fn a_loop(events: Vec<EventIn>, live: bool) -> LaneIn {
         LaneIn {
-            kind: "loop".into(),
-            key: "PROJ-1".into(),
-            status: "active".into(),
-            verdict: "offer".into(),
+            label: Label {
+                kind: "loop".into(),
+                key: "PROJ-1".into(),
+                status: "active".into(),
+                verdict: "offer".into(),
+                ..Label::default()
+            },
             live,
             events,
             ..LaneIn::default()
@@ -763,7 +764,7 @@ mod tests {
     fn work_classed_without_a_recorded_interrupt_is_marked_at_its_last_write() {
         let events = history().into_iter().take(2).collect::<Vec<_>>();
         let mut lane = a_loop(events, false);
-        lane.class = Some("crash".into());
+        lane.label.class = Some("crash".into());
         lane.last_write = Some(ts(2));
         let t = build("p", vec![lane.clone()], ts(60));
         let last = t.lanes[0].marks.last().unwrap();
@@ -811,7 +812,10 @@ mod tests {
         });
         events.push(ev(9, json!({"event": "complete", "phase": "1"})));
         let lane = LaneIn {
-            kind: "ledger".into(),
+            label: Label {
+                kind: "ledger".into(),
+                ..Label::default()
+            },
             events,
             ..LaneIn::default()
         };
@@ -829,7 +833,7 @@ mod tests {
         let mut events = history();
         events[1].line = "</script><script>alert(1)</script>".into();
         let mut lane = a_loop(events, false);
-        lane.key = "<b>&".into();
+        lane.label.key = "<b>&".into();
         let page = render_html(&build("<p>", vec![lane], ts(60)));
         assert_eq!(
             page.matches("</script>").count(),

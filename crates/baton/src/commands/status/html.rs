@@ -16,7 +16,7 @@ use baton_core::ledger::parse_ledger;
 use baton_core::run_id::RunId;
 use baton_core::text::esc;
 use baton_core::time::parse_ts;
-use baton_core::timeline::{EventIn, LaneIn, build, render_html};
+use baton_core::timeline::{EventIn, Label, LaneIn, build, render_html};
 use baton_store::{FsStore, JournalTarget, StateStore};
 
 pub fn cmd_html(ctx: &Ctx, out: Option<&Path>) -> Result<Report, CommandError> {
@@ -131,45 +131,38 @@ fn history(
         },
         "ledger" => {
             let path = store.layout.root.join(&w.key).join("STATE.md");
-            match baton_store::ledger::read(&path)? {
-                Some(text) => {
-                    let events = ledger_events(&parse_ledger(&text));
-                    return Ok(Some(
-                        events
-                            .into_iter()
-                            .map(|e| EventIn {
-                                at: parse_ts(e["ts"].as_str()),
-                                line: ledger_line(&e),
-                                fields: e,
-                            })
-                            .collect(),
-                    ));
-                }
+            return Ok(Some(match baton_store::ledger::read(&path)? {
+                Some(text) => events_in(ledger_events(&parse_ledger(&text)), ledger_line),
                 None => Vec::new(),
-            }
+            }));
         }
         _ => return Ok(None),
     };
-    Ok(Some(
-        events
-            .into_iter()
-            .map(|e| EventIn {
-                at: parse_ts(e["ts"].as_str()),
-                line: journal_line(&e),
-                fields: e,
-            })
-            .collect(),
-    ))
+    Ok(Some(events_in(events, journal_line)))
+}
+
+/// Events as the timeline takes them, each with the line `baton log` prints for it.
+fn events_in(events: Vec<Value>, line: fn(&Value) -> String) -> Vec<EventIn> {
+    events
+        .into_iter()
+        .map(|e| EventIn {
+            at: parse_ts(e["ts"].as_str()),
+            line: line(&e),
+            fields: e,
+        })
+        .collect()
 }
 
 fn lane(w: &Work, events: Vec<EventIn>) -> LaneIn {
     LaneIn {
-        kind: w.kind.to_string(),
-        key: w.key.clone(),
-        status: w.status.clone(),
-        verdict: w.verdict.clone(),
-        class: w.class.map(|c| c.as_str().to_string()),
-        next: w.next.clone(),
+        label: Label {
+            kind: w.kind.to_string(),
+            key: w.key.clone(),
+            status: w.status.clone(),
+            verdict: w.verdict.clone(),
+            class: w.class.map(|c| c.as_str().to_string()),
+            next: w.next.clone(),
+        },
         live: w.owner.as_ref().is_some_and(|o| o.live),
         last_write: w
             .owner
