@@ -590,6 +590,61 @@ impl StateStore for FsStore {
     }
 }
 
+impl FsStore {
+    /// Every journal kept, its state present or not (the journal outlives what it describes):
+    /// the loop keys, whether the batch has one, and the run ids, each sorted. Files whose
+    /// names no target would give are left out.
+    pub fn list_journals(&self) -> Result<Journals, StoreError> {
+        let names = match &self.db {
+            Some(db) => db.journal_names()?,
+            None => {
+                let dir = self.layout.journal_dir();
+                let entries = match std::fs::read_dir(&dir) {
+                    Ok(entries) => entries,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                        return Ok(Journals::default());
+                    }
+                    Err(e) => return Err(StoreError::io("list", &dir)(e)),
+                };
+                let mut names = Vec::new();
+                for entry in entries {
+                    let entry = entry.map_err(StoreError::io("list", &dir))?;
+                    if let Some(name) = entry
+                        .file_name()
+                        .to_str()
+                        .and_then(|n| n.strip_suffix(".jsonl"))
+                    {
+                        names.push(name.to_string());
+                    }
+                }
+                names.sort();
+                names
+            }
+        };
+        let mut out = Journals::default();
+        for name in names {
+            if name == "batch" {
+                out.batch = true;
+            } else if let Some(key) = name.strip_prefix("loop-") {
+                if !key.is_empty() && baton_core::key::sanitize(key.as_bytes()) == key {
+                    out.loops.push(key.to_string());
+                }
+            } else if let Some(id) = name.strip_prefix("run-").and_then(|i| RunId::parse(i).ok()) {
+                out.runs.push(id);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// What `FsStore::list_journals` finds.
+#[derive(Debug, Default)]
+pub struct Journals {
+    pub loops: Vec<String>,
+    pub batch: bool,
+    pub runs: Vec<RunId>,
+}
+
 /// A journal's name in the database: its file's name without `.jsonl` (`loop-<KEY>`, `batch`,
 /// `run-<ID>`), as `baton store import` names it.
 fn journal_name(layout: &Layout, target: JournalTarget) -> Result<String, StoreError> {

@@ -231,6 +231,10 @@ impl Db {
         self.records.read_journal(target)
     }
 
+    pub fn journal_names(&self) -> Result<Vec<String>, StoreError> {
+        self.records.journal_names()
+    }
+
     /// How a record is named in messages: the server and the record, never a password.
     pub fn path(&self, kind: Kind, key: &str) -> String {
         format!("{}#{}/{key}", self.settings.shown, kind.as_str())

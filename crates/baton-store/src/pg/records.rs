@@ -331,6 +331,16 @@ impl Records {
         Ok(())
     }
 
+    /// The names of every journal of the project (`loop-<KEY>`, `batch`, `run-<ID>`), sorted.
+    pub fn journal_names(&self) -> Result<Vec<String>, StoreError> {
+        let rows = self.run(
+            "read from",
+            "SELECT DISTINCT target FROM baton_journal WHERE project = $1 ORDER BY target",
+            &[Param::Text(&self.project)],
+        )?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
     /// A target's journal, oldest first.
     pub fn read_journal(&self, target: &str) -> Result<Vec<String>, StoreError> {
         let rows = self.run(

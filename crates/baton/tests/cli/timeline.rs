@@ -412,3 +412,45 @@ fn a_lane_has_its_loops_history_under_any_ticket_and_the_class_of_an_unrecorded_
     early.assert_code(0);
     assert!(early.stderr.contains("after now"), "{}", early.stderr);
 }
+
+/// Work whose state is gone keeps its journal, and its lane: a loop archived by `resume fresh`
+/// is drawn after the work that still has state, with its whole history.
+#[test]
+fn archived_work_keeps_its_lane() {
+    let env = TestEnv::new();
+    env.baton("A", 0, &["loop", "init", "PROJ-1"])
+        .assert_code(0);
+    env.baton(
+        "A",
+        5,
+        &["loop", "finish", "PROJ-1", "--status", "complete"],
+    )
+    .assert_code(0);
+    env.baton("A", 6, &["resume", "fresh", "PROJ-1"])
+        .assert_code(0);
+    env.baton("B", 7, &["loop", "init", "PROJ-2"])
+        .assert_code(0);
+    let out = env.run(None, &at(10), &["status", "--html"]);
+    out.assert_code(0);
+    let data = page_data(&out.stdout);
+    let lanes: Vec<(&str, &str, usize)> = data["lanes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["key"].as_str().unwrap(),
+                l["status"].as_str().unwrap(),
+                l["marks"].as_array().unwrap().len(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        lanes,
+        [("PROJ-2", "active", 1), ("PROJ-1", "no state", 3)],
+        "init, finish and fresh on the archived loop's lane"
+    );
+    // The table lists only work with state, as before.
+    let table = env.run(None, &at(10), &["status"]);
+    assert!(!table.stdout.contains("PROJ-1"), "{}", table.stdout);
+}

@@ -43,6 +43,14 @@ pub fn cmd_html(ctx: &Ctx, out: Option<&Path>) -> Result<Report, CommandError> {
             }
         }
     }
+    // Work whose state is gone (archived, pruned) keeps its journal: its lanes come last.
+    match archived(&store, &s.work, &mut warnings) {
+        Ok(more) => lanes.extend(more),
+        Err(e) => warnings.push(format!(
+            "the journals of archived work could not be listed: {}",
+            esc(&e.message)
+        )),
+    }
     let title = store
         .layout
         .root
@@ -139,6 +147,59 @@ fn history(
         _ => return Ok(None),
     };
     Ok(Some(events_in(events, journal_line)))
+}
+
+/// Lanes for the journals no surveyed work claims: loops archived by `resume fresh` or a new
+/// `loop init`, a finished batch, pruned runs.
+fn archived(
+    store: &FsStore,
+    work: &[Work],
+    warnings: &mut Vec<String>,
+) -> Result<Vec<LaneIn>, CommandError> {
+    let journals = store.list_journals()?;
+    let has = |kind: &str, key: &str| {
+        work.iter().any(|w| {
+            w.kind == kind
+                && (w.key == key || (kind == "loop" && sanitize(w.key.as_bytes()) == key))
+        })
+    };
+    let mut rows = Vec::new();
+    for key in journals.loops.iter().filter(|k| !has("loop", k)) {
+        rows.push(("loop", key.clone()));
+    }
+    if journals.batch && !work.iter().any(|w| w.kind == "batch") {
+        rows.push(("batch", "batch".to_string()));
+    }
+    for id in journals.runs.iter().filter(|id| !has("run", id.as_str())) {
+        rows.push(("run", id.to_string()));
+    }
+    let mut lanes = Vec::new();
+    for (kind, key) in rows {
+        let w = Work {
+            kind,
+            key: key.clone(),
+            phase: String::new(),
+            status: "no state".into(),
+            owner: None,
+            verdict: "none (archived or pruned)".into(),
+            class: None,
+            next: Some(format!(
+                "`baton log {}` prints its history",
+                crate::output::shell_quote(&key)
+            )),
+            item: None,
+        };
+        match history(store, &w, warnings) {
+            Ok(Some(events)) if !events.is_empty() => lanes.push(lane(&w, events)),
+            Ok(_) => {}
+            Err(e) => warnings.push(format!(
+                "the history of {kind} {} is unreadable: {}",
+                esc(&key),
+                esc(&e.message)
+            )),
+        }
+    }
+    Ok(lanes)
 }
 
 /// Events as the timeline takes them, each with the line `baton log` prints for it.
