@@ -204,14 +204,12 @@ fn pid_map_name(pid: u32, start: u64) -> String {
     format!("pid-{pid}-{start}")
 }
 
+/// A session file's text, read as a state file is: not through a symlink, not another user's
+/// file, at most 4 KiB. Anything else is no record at all, so a planted file cannot name the
+/// session a tool call belongs to.
 fn read_small(path: &Path) -> Option<String> {
-    let mut text = String::new();
-    std::fs::File::open(path)
-        .ok()?
-        .take(4096)
-        .read_to_string(&mut text)
-        .ok()?;
-    Some(text)
+    let bytes = crate::read::read_state(path, 4096).ok()??;
+    String::from_utf8(bytes).ok()
 }
 
 /// A session id as a file name: kept when it is short and plain (the clients send UUIDs),
@@ -321,6 +319,36 @@ mod tests {
         Layout {
             root: dir.into(),
             state_dir: dir.join(".agentic"),
+        }
+    }
+
+    #[test]
+    fn a_session_file_is_read_only_when_it_is_a_small_file_of_this_user() {
+        let tmp = tempfile::tempdir().unwrap();
+        let layout = layout(tmp.path());
+        let files = SessionFiles::new(&layout, "gemini", "s-1");
+        files.map_process("gemini", "s-1", 42, 7).unwrap();
+        assert_eq!(session_of_process(&layout, 42, 7).as_deref(), Some("s-1"));
+        let map = layout
+            .state_dir
+            .join(SESSIONS_DIR)
+            .join(pid_map_name(42, 7));
+        // A symlink to a file that names another session is not followed.
+        let elsewhere = tmp.path().join("planted");
+        std::fs::write(&elsewhere, "gemini\nx\nsomeone-else\n").unwrap();
+        std::fs::remove_file(&map).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &map).unwrap();
+        assert_eq!(session_of_process(&layout, 42, 7), None);
+        // Nor is a file larger than any record baton writes.
+        std::fs::remove_file(&map).unwrap();
+        std::fs::write(&map, format!("gemini\nx\ns-1\n{}", " ".repeat(5000))).unwrap();
+        assert_eq!(session_of_process(&layout, 42, 7), None);
+        // Nor, when it can be made here (as root), another user's file.
+        std::fs::write(&map, "gemini\nx\ns-1\n").unwrap();
+        let path = std::ffi::CString::new(map.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid C string; the call only changes the file's owner.
+        if unsafe { libc::chown(path.as_ptr(), 65534, 65534) } == 0 {
+            assert_eq!(session_of_process(&layout, 42, 7), None);
         }
     }
 
