@@ -37,8 +37,14 @@ impl Moved {
     }
 }
 
+/// A file to move, read as a state file is read: not through a symlink, not another user's
+/// (a file planted in the state directory must not reach the shared store), and whole: the
+/// cap only stops what no journal or state file comes near.
 fn text(path: &Path) -> Result<String, StoreError> {
-    let bytes = std::fs::read(path).map_err(StoreError::io("read", path))?;
+    const CAP: u64 = 1 << 30;
+    let bytes = crate::read::read_state(path, CAP)?.ok_or_else(|| {
+        StoreError::io("read", path)(std::io::Error::from(std::io::ErrorKind::NotFound))
+    })?;
     String::from_utf8(bytes).map_err(|_| StoreError::Corrupt {
         path: path.into(),
         detail: "not UTF-8 text".into(),
@@ -296,4 +302,35 @@ fn plain(name: &str) -> Result<&str, StoreError> {
         });
     }
     Ok(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `store import` moves nothing another user planted in the state directory: its first
+    /// step refuses, naming the file.
+    #[test]
+    fn collect_refuses_another_users_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let layout = Layout {
+            root: tmp.path().into(),
+            state_dir: tmp.path().join(".agentic"),
+        };
+        std::fs::create_dir_all(&layout.state_dir).unwrap();
+        let file = layout.state_dir.join("loop-state-P-1.json");
+        std::fs::write(&file, "{}").unwrap();
+        assert_eq!(collect(&layout).unwrap().state.len(), 1);
+        let path = std::ffi::CString::new(file.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid C string; the call only changes the file's owner. Only root can.
+        if unsafe { libc::chown(path.as_ptr(), 65534, 65534) } != 0 {
+            return;
+        }
+        match collect(&layout) {
+            Err(StoreError::ForeignFile { path, owner, .. }) => {
+                assert_eq!((path, owner), (file, 65534));
+            }
+            other => panic!("another user's file was moved: {other:?}"),
+        }
+    }
 }
