@@ -30,7 +30,8 @@ mod watch;
 /// session that owned them; interrupts with their class, resumes with their verdict or mode,
 /// takeovers with both epochs, gate results, and a line at now. Pointing at a mark shows the
 /// line `baton log` prints for it; clicking keeps it. Idle stretches longer than 30 minutes
-/// are folded (≈).
+/// are folded (≈). Work whose state is gone (archived, pruned) keeps a lane from its journal,
+/// after the rest. For example: `baton status --html --out timeline.html`.
 ///
 /// `--watch` redraws the table on a terminal whenever it changes, until Ctrl-C.
 #[derive(Debug, Args)]
