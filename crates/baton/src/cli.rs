@@ -91,7 +91,7 @@ pub fn run() -> ExitCode {
     let color = color_in_args(std::env::args_os().skip(1));
     output::set_color_choice(color);
     let parsed = Cli::command()
-        .color(color.into())
+        .color(color)
         .try_get_matches()
         .and_then(|mut matches| Cli::from_arg_matches_mut(&mut matches));
     let cli = match parsed {

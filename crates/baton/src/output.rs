@@ -128,27 +128,9 @@ pub fn shell_quote(arg: &str) -> String {
     }
 }
 
-/// When to colour what baton prints: `--color`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum ColorChoice {
-    /// Colour on a terminal, unless `NO_COLOR` is set to something.
-    #[default]
-    Auto,
-    /// Colour even when piped, and whatever `NO_COLOR` says.
-    Always,
-    /// Never colour.
-    Never,
-}
-
-impl From<ColorChoice> for clap::ColorChoice {
-    fn from(choice: ColorChoice) -> clap::ColorChoice {
-        match choice {
-            ColorChoice::Auto => clap::ColorChoice::Auto,
-            ColorChoice::Always => clap::ColorChoice::Always,
-            ColorChoice::Never => clap::ColorChoice::Never,
-        }
-    }
-}
+/// When to colour what baton prints (`--color`): clap's own choice, so that its help and
+/// errors follow the same value.
+pub use clap::ColorChoice;
 
 /// The `--color` of this process, set once after the command line is read.
 static COLOR_CHOICE: OnceLock<ColorChoice> = OnceLock::new();
