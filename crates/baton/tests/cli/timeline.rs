@@ -454,3 +454,37 @@ fn archived_work_keeps_its_lane() {
     let table = env.run(None, &at(10), &["status"]);
     assert!(!table.stdout.contains("PROJ-1"), "{}", table.stdout);
 }
+
+/// A ledger as the originating protocol writes it: its vocabulary has no time on a line, so
+/// the lane is drawn at the file's last change (and says so) rather than left empty.
+#[test]
+fn a_ledger_without_times_is_drawn_at_its_last_change() {
+    let env = TestEnv::new();
+    env.write(
+        "plans/p/STATE.md",
+        "# run-state — plan: plans/p/plan.md\n\
+         phase 1: started (base abc1234)\n\
+         phase 1: gate tests → FAIL (evidence: cargo test → exit 101)\n\
+         phase 1: gate tests → PASS (evidence: cargo test → exit 0)\n",
+    );
+    env.set_age("plans/p/STATE.md", 30);
+    let out = env.run(None, &at(0), &["status", "--html"]);
+    out.assert_code(0);
+    assert!(
+        out.stderr
+            .contains("no line of plans/p carries a time: its 3 event(s) are drawn at the file's last change, 2026-03-01T11:30:00Z"),
+        "{}",
+        out.stderr
+    );
+    let data = page_data(&out.stdout);
+    let lane = &data["lanes"][0];
+    assert_eq!(lane["key"], "plans/p");
+    let kinds: Vec<u64> = lane["marks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m[1].as_u64().unwrap())
+        .collect();
+    // started, the failed gate, the passing gate (then the stop the survey classes, if any).
+    assert_eq!(kinds[..3], [1, 6, 5], "{lane}");
+}

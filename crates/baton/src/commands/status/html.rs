@@ -139,10 +139,30 @@ fn history(
         },
         "ledger" => {
             let path = store.layout.root.join(&w.key).join("STATE.md");
-            return Ok(Some(match baton_store::ledger::read(&path)? {
-                Some(text) => events_in(ledger_events(&parse_ledger(&text)), ledger_line),
-                None => Vec::new(),
-            }));
+            let Some(text) = baton_store::ledger::read(&path)? else {
+                return Ok(Some(Vec::new()));
+            };
+            let mut events = events_in(ledger_events(&parse_ledger(&text)), ledger_line);
+            // The originating protocol writes no time on its lines (the suffix is optional):
+            // such a ledger is drawn at the file's last change rather than not at all.
+            if !events.is_empty() && events.iter().all(|e| e.at.is_none()) {
+                let changed = std::fs::metadata(&path)
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| jiff::Timestamp::try_from(t).ok());
+                if let Some(changed) = changed {
+                    for e in &mut events {
+                        e.at = Some(changed);
+                    }
+                    warnings.push(format!(
+                        "no line of {} carries a time: its {} event(s) are drawn at the file's last change, {}",
+                        esc(&w.key),
+                        events.len(),
+                        baton_core::time::format_ts(changed)
+                    ));
+                }
+            }
+            return Ok(Some(events));
         }
         _ => return Ok(None),
     };
