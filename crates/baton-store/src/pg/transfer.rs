@@ -117,15 +117,10 @@ pub(crate) fn epoch_of(doc: &str) -> i64 {
         .unwrap_or(0)
 }
 
-/// Writes `moved` to the project on the server, in one transaction. Refused (nothing written,
-/// `Ok(Some(n))`) when the project already holds `n` records there.
-pub fn import(records: &Records, moved: &Moved) -> Result<Option<i64>, StoreError> {
-    import_with_progress(records, moved, &mut |_, _| {})
-}
-
-/// [`import`], calling `progress(done, total)` after each record it writes (one round trip to
-/// the server each).
-pub fn import_with_progress(
+/// Writes `moved` to the project on the server, in one transaction, calling `progress(done,
+/// total)` after each record it writes (one round trip to the server each). Refused (nothing
+/// written, `Ok(Some(n))`) when the project already holds `n` records there.
+pub fn import(
     records: &Records,
     moved: &Moved,
     progress: &mut dyn FnMut(usize, usize),
@@ -224,14 +219,10 @@ fn state_path(layout: &Layout, kind: Kind, key: &str) -> PathBuf {
     }
 }
 
-/// Writes `moved` as files under `layout` (each replaced atomically, 0600). Refused (nothing
+/// Writes `moved` as files under `layout` (each replaced atomically, 0600), calling
+/// `progress(done, total)` after each file it writes (an fsync each). Refused (nothing
 /// written, `Ok(false)`) when the state directory already holds state.
-pub fn export(layout: &Layout, moved: &Moved) -> Result<bool, StoreError> {
-    export_with_progress(layout, moved, &mut |_, _| {})
-}
-
-/// [`export`], calling `progress(done, total)` after each file it writes (an fsync each).
-pub fn export_with_progress(
+pub fn export(
     layout: &Layout,
     moved: &Moved,
     progress: &mut dyn FnMut(usize, usize),

@@ -89,7 +89,7 @@ fn cmd_import(ctx: &Ctx, args: &ProjectArgs) -> Result<Report, CommandError> {
     let records = records(ctx, args)?;
     // One round trip a record: thousands take a while.
     let mut progress = Progress::new("importing");
-    let imported = pg::transfer::import_with_progress(&records, &moved, &mut |done, total| {
+    let imported = pg::transfer::import(&records, &moved, &mut |done, total| {
         progress.update(done, total, "records");
     });
     progress.finish();
@@ -123,7 +123,7 @@ fn cmd_export(ctx: &Ctx, args: &ProjectArgs) -> Result<Report, CommandError> {
     let moved = pg::transfer::fetch(&records)?;
     // An fsync'd replace a file.
     let mut progress = Progress::new("exporting");
-    let exported = pg::transfer::export_with_progress(&layout, &moved, &mut |done, total| {
+    let exported = pg::transfer::export(&layout, &moved, &mut |done, total| {
         progress.update(done, total, "files");
     });
     progress.finish();

@@ -134,7 +134,10 @@ impl Mirror {
                     Ok(())
                 })
                 .unwrap();
-            assert_eq!(transfer::import(&self.records, &files).unwrap(), None);
+            assert_eq!(
+                transfer::import(&self.records, &files, &mut |_, _| {}).unwrap(),
+                None
+            );
             *self.last.borrow_mut() = files;
         }
         remove_state_files(state_dir);
