@@ -22,7 +22,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use baton_core::model::LoopState;
 use baton_store::atomic::replace;
 use baton_store::read::{STATE_FILE_CAP, parse_state, read_capped};
-use baton_store::{FsStore, Layout, StateStore};
+use baton_store::{FileStore, Layout, StateStore};
 
 /// A loop in its second Skeptic/QA iteration, as `baton loop set` leaves it after a few
 /// transitions: findings and a QA failure recorded, a Brief attached, one field from a newer
@@ -140,22 +140,26 @@ fn heartbeat_path(c: &mut Criterion) {
     let key = "PROJ-1234";
     let (mut state, _) = parse_state::<LoopState>(Path::new("fixture"), LOOP_STATE.as_bytes())
         .expect("fixture parses");
-    let store = FsStore::new(Layout::discover(&work_dir, None).expect("discover"));
+    let store = FileStore::new(Layout::discover(&work_dir, None).expect("discover"));
     {
         let _guard = store.lock(baton_store::LockScope::Loop(key)).expect("lock");
         state.repo = Some(root.display().to_string());
-        store.write_loop(key, &state).expect("first write");
+        store
+            .write_loop(key, &state, &baton_store::Expect::Absent)
+            .expect("first write");
     }
 
     let mut group = c.benchmark_group("heartbeat_path");
     group.bench_function("in-process", |b| {
         b.iter(|| {
             let store =
-                FsStore::new(Layout::discover(black_box(&work_dir), None).expect("discover"));
+                FileStore::new(Layout::discover(black_box(&work_dir), None).expect("discover"));
             let _guard = store.lock(baton_store::LockScope::Loop(key)).expect("lock");
             let mut loaded = store.read_loop(key).expect("read").expect("present");
             loaded.state.last_updated = Some("2026-01-31T09:30:00Z".to_string());
-            store.write_loop(key, &loaded.state).expect("write");
+            store
+                .write_loop(key, &loaded.state, &loaded.expect())
+                .expect("write");
         })
     });
     group.finish();

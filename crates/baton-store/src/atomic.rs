@@ -18,6 +18,18 @@ pub fn replace(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
 /// project file baton rewrites (a feature pointer, a `TASKS.md`), which should keep the mode the
 /// project gave it rather than become private to baton's user.
 pub fn replace_with_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<(), StoreError> {
+    replace_checked(path, bytes, mode, &|| Ok(()))
+}
+
+/// `replace_with_mode`, calling `check` once the new bytes are durable in the temp file and
+/// right before the rename: an error there (the file is no longer what the writer read) removes
+/// the temp file and leaves the old state in place.
+pub fn replace_checked(
+    path: &Path,
+    bytes: &[u8],
+    mode: u32,
+    check: &dyn Fn() -> Result<(), StoreError>,
+) -> Result<(), StoreError> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -31,11 +43,13 @@ pub fn replace_with_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Sto
         std::process::id(),
         crate::random_hex(4)
     ));
-    let result = write_synced(&tmp, bytes, mode).and_then(|()| {
-        faults::point("atomic.rename")
-            .and_then(|()| std::fs::rename(&tmp, path))
-            .map_err(StoreError::io("rename into place", path))
-    });
+    let result = write_synced(&tmp, bytes, mode)
+        .and_then(|()| check())
+        .and_then(|()| {
+            faults::point("atomic.rename")
+                .and_then(|()| std::fs::rename(&tmp, path))
+                .map_err(StoreError::io("rename into place", path))
+        });
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
         return result;

@@ -59,6 +59,15 @@ pub enum StoreError {
     TooLargeToWrite { path: PathBuf, size: u64, cap: u64 },
     #[error("{path} changed while baton was about to rewrite it; nothing was written")]
     ChangedUnderfoot { path: PathBuf },
+    /// A write fenced on what its writer read, refused because the record is not that any more.
+    #[error(
+        "{path} changed since baton read it (expected {expected}, found {found}); nothing was written"
+    )]
+    Conflict {
+        path: PathBuf,
+        expected: String,
+        found: String,
+    },
     #[error("cannot {action} the PostgreSQL server {server}: {message}")]
     Db {
         action: &'static str,
@@ -160,7 +169,7 @@ impl StoreError {
             StoreError::NewerSchema { .. } => Some(
                 "upgrade baton to a version that knows this schema; nothing was changed".into(),
             ),
-            StoreError::ChangedUnderfoot { .. } => Some(
+            StoreError::ChangedUnderfoot { .. } | StoreError::Conflict { .. } => Some(
                 "another program is editing it; run the command again once it is done".into(),
             ),
             StoreError::Git { .. } => {

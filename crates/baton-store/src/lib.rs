@@ -23,7 +23,8 @@ pub mod supervise;
 pub use error::StoreError;
 pub use journal::{Journal, JournalTarget};
 pub use layout::{Layout, LockScope};
-pub use store::{FsStore, Guard, StateStore};
+pub use pg::store::PgStore;
+pub use store::{Expect, FileStore, Guard, RecordKey, RecordKind, Revision, StateStore, Versioned};
 
 /// The SHA-256 of `bytes`, as lowercase hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {

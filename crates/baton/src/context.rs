@@ -9,7 +9,7 @@ use jiff::Timestamp;
 
 use crate::error::CommandError;
 use baton_store::lock::DEFAULT_LOCK_WAIT;
-use baton_store::{FsStore, Layout};
+use baton_store::{FileStore, Layout, PgStore, StateStore};
 
 #[derive(Clone)]
 pub struct Ctx {
@@ -74,11 +74,25 @@ impl Ctx {
         )?)
     }
 
-    pub fn store(&self) -> Result<FsStore, CommandError> {
-        let mut store = FsStore::new(self.layout()?);
-        store.lock_wait = self.lock_wait;
-        store.db = database(&store.layout.root)?;
-        Ok(store)
+    pub fn store(&self) -> Result<Box<dyn StateStore>, CommandError> {
+        self.store_at(self.layout()?)
+    }
+
+    /// The store of the project `layout` names: the PostgreSQL server `BATON_STORE` (or the
+    /// project's `.baton.toml`) names, else the files under the state directory.
+    pub fn store_at(&self, layout: Layout) -> Result<Box<dyn StateStore>, CommandError> {
+        Ok(match database(&layout.root)? {
+            Some(db) => {
+                let mut store = PgStore::new(layout, db);
+                store.lock_wait = self.lock_wait;
+                Box::new(store)
+            }
+            None => {
+                let mut store = FileStore::new(layout);
+                store.lock_wait = self.lock_wait;
+                Box::new(store)
+            }
+        })
     }
 
     /// With `BATON_STORE` naming a server and no `BATON_NOW`, the clock every decision reads
@@ -90,7 +104,7 @@ impl Ctx {
         if let Ok(layout) = self.layout()
             && let Some(db) = database(&layout.root)?
         {
-            self.clock_of(&db)?;
+            self.now = db.now()?;
         }
         Ok(())
     }
@@ -106,10 +120,12 @@ impl Ctx {
         Ok(jiff::Timestamp::now())
     }
 
-    /// `use_server_clock` for a caller that already has the store's database.
-    pub fn clock_of(&mut self, db: &baton_store::pg::backend::Db) -> Result<(), CommandError> {
-        if std::env::var_os("BATON_NOW").is_none_or(|v| v.is_empty()) {
-            self.now = db.now()?;
+    /// `use_server_clock` for a caller that already has the store.
+    pub fn clock_of(&mut self, store: &dyn StateStore) -> Result<(), CommandError> {
+        if std::env::var_os("BATON_NOW").is_none_or(|v| v.is_empty())
+            && let Some(now) = store.shared_clock()?
+        {
+            self.now = now;
         }
         Ok(())
     }

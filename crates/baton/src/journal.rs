@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use crate::context::Ctx;
 use baton_core::model::{BatchState, LoopState, RunState};
 use baton_core::time::format_ts;
-use baton_store::{FsStore, JournalTarget, StateStore};
+use baton_store::{JournalTarget, StateStore};
 
 /// An event: `ts` (the command's clock, so `BATON_NOW` replays), its name, the acting session,
 /// the target's owner epoch after the write when it has one, and the event's own fields.
@@ -30,13 +30,13 @@ pub fn event(ctx: &Ctx, name: &str, epoch: Option<u64>, details: Value) -> Value
 }
 
 /// Appends `events` in order; on failure, the warning to print (the state write stands).
-pub fn append(store: &FsStore, target: JournalTarget, events: &[Value]) -> Option<String> {
+pub fn append(store: &dyn StateStore, target: JournalTarget, events: &[Value]) -> Option<String> {
     for event in events {
         if let Err(e) = store.append_journal(target, event) {
             let path = store
                 .journal_shown(target)
                 .map(|p| p.display().to_string())
-                .unwrap_or_else(|_| store.layout.journal_dir().display().to_string());
+                .unwrap_or_else(|_| store.layout().journal_dir().display().to_string());
             return Some(format!(
                 "the state was written, but its journal {path} was not appended ({e}); `baton log` will miss this event: check the file and its directory"
             ));

@@ -4,26 +4,23 @@
 //! - A lock is a session advisory lock on the server (`pg_advisory_lock`), one per state file
 //!   scope and project: it serializes writers on every machine, and it dies with the
 //!   connection, as an `flock` dies with its process.
-//! - Each read remembers the record's revision; the write after it lands only if the revision
-//!   is still that one (fencing in the database: a holder whose lock was lost is refused).
+//! - Each write names the revision its writer read and lands only if the record is still at
+//!   it (fencing in the database: a holder whose lock was lost is refused).
 //! - Every time baton decides by is the server's clock.
 
-use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 
 use super::config::{self, Settings};
-use super::records::{Kind, Records};
+use super::records::{Record, Records};
 use crate::StoreError;
+use crate::store::RecordKind;
 
 pub struct Db {
     records: Records,
     settings: Settings,
-    /// The revision each record had when this process last read it.
-    revs: RefCell<HashMap<(Kind, String), Option<i64>>>,
     /// The server's clock when the connection was opened, for the first `now()`.
     opened_at: std::cell::Cell<Option<Timestamp>>,
 }
@@ -96,7 +93,6 @@ impl Db {
         Ok(Db {
             records: Records::new(client, settings.clone(), project, host),
             settings,
-            revs: RefCell::new(HashMap::new()),
             opened_at: std::cell::Cell::new(now.and_then(|t| Timestamp::try_from(t).ok())),
         })
     }
@@ -137,90 +133,49 @@ impl Db {
         })
     }
 
-    /// A record's document, remembering its revision for the write after it.
-    pub fn read(&self, kind: Kind, key: &str) -> Result<Option<(String, String)>, StoreError> {
-        let record = self.records.read(kind, key)?;
-        self.revs
-            .borrow_mut()
-            .insert((kind, key.to_string()), record.as_ref().map(|r| r.rev));
-        Ok(record.map(|r| (r.doc, r.host)))
+    /// A record: its document, revision and the host that wrote it last.
+    pub fn read(&self, kind: RecordKind, key: &str) -> Result<Option<Record>, StoreError> {
+        self.records.read(kind, key)
     }
 
-    /// Every record of a kind: `(key, document, the host that wrote it last)`.
-    pub fn list(&self, kind: Kind) -> Result<Vec<(String, String, String)>, StoreError> {
-        Ok(self
-            .records
-            .list(kind)?
-            .into_iter()
-            .map(|(k, r)| {
-                self.revs
-                    .borrow_mut()
-                    .insert((kind, k.clone()), Some(r.rev));
-                (k, r.doc, r.host)
-            })
-            .collect())
+    /// Every record of a kind, in key order.
+    pub fn list(&self, kind: RecordKind) -> Result<Vec<(String, Record)>, StoreError> {
+        self.records.list(kind)
     }
 
-    /// Writes a document holding owner epoch `epoch`: on the revision this process read, or
-    /// created if it read none; unread, it is written as it is (the caller holds the lock).
-    pub fn write(&self, kind: Kind, key: &str, doc: &str, epoch: i64) -> Result<(), StoreError> {
-        let read = self.revs.borrow().get(&(kind, key.to_string())).copied();
-        let landed = match read {
-            Some(rev) => self.records.write_if(kind, key, doc, epoch, rev)?,
-            None => Some(self.records.upsert(kind, key, doc, epoch)?),
-        };
-        let Some(rev) = landed else {
-            return Err(StoreError::ChangedUnderfoot {
-                path: self.path(kind, key).into(),
-            });
-        };
-        // The next write in this process follows this one.
-        self.revs
-            .borrow_mut()
-            .insert((kind, key.to_string()), Some(rev));
-        Ok(())
-    }
-
-    /// Moves a record to the archive under the file name `name` (`other` when the archive
-    /// already holds that name); returns where it went, for the message.
-    pub fn archive(
+    /// Writes a document holding owner epoch `epoch` if the record is at revision `read`
+    /// (`None`: only if there is none yet); the new revision, or `None` when it was not.
+    pub fn write_if(
         &self,
-        kind: Kind,
+        kind: RecordKind,
         key: &str,
+        doc: &str,
+        epoch: i64,
+        read: Option<i64>,
+    ) -> Result<Option<i64>, StoreError> {
+        self.records.write_if(kind, key, doc, epoch, read)
+    }
+
+    /// Moves the record at revision `read` to the archive under the file name `name` (`other`
+    /// when the archive already holds that name); where it went, or `None` when the record was
+    /// not at that revision (nothing moved).
+    pub fn archive_if(
+        &self,
+        kind: RecordKind,
+        key: &str,
+        read: i64,
         name: &str,
         other: &str,
-    ) -> Result<String, StoreError> {
-        let rev = match self
-            .revs
-            .borrow()
-            .get(&(kind, key.to_string()))
-            .copied()
-            .flatten()
-        {
-            Some(rev) => rev,
-            None => self
-                .records
-                .read(kind, key)?
-                .map(|r| r.rev)
-                .ok_or_else(|| {
-                    StoreError::io("archive", self.path(kind, key))(
-                        std::io::ErrorKind::NotFound.into(),
-                    )
-                })?,
-        };
-        let Some(name) = self.records.archive_if(kind, key, rev, name, other)? else {
-            return Err(StoreError::ChangedUnderfoot {
-                path: self.path(kind, key).into(),
-            });
-        };
-        self.revs.borrow_mut().insert((kind, key.to_string()), None);
-        Ok(format!("{}#archive/{name}", self.settings.shown))
+    ) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .records
+            .archive_if(kind, key, read, name, other)?
+            .map(|name| format!("{}#archive/{name}", self.settings.shown)))
     }
 
-    pub fn remove(&self, kind: Kind, key: &str) -> Result<(), StoreError> {
-        self.records.remove(kind, key)?;
-        self.revs.borrow_mut().insert((kind, key.to_string()), None);
-        Ok(())
+    /// Deletes the record at revision `read`; whether it was.
+    pub fn remove_if(&self, kind: RecordKind, key: &str, read: i64) -> Result<bool, StoreError> {
+        self.records.remove_if(kind, key, read)
     }
 
     pub fn append_journal(&self, target: &str, event: &str) -> Result<(), StoreError> {
@@ -236,7 +191,7 @@ impl Db {
     }
 
     /// How a record is named in messages: the server and the record, never a password.
-    pub fn path(&self, kind: Kind, key: &str) -> String {
+    pub fn path(&self, kind: RecordKind, key: &str) -> String {
         format!("{}#{}/{key}", self.settings.shown, kind.as_str())
     }
 }

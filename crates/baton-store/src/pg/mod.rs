@@ -4,6 +4,7 @@
 pub mod backend;
 pub mod config;
 pub mod records;
+pub mod store;
 pub mod tls;
 pub mod transfer;
 

@@ -15,26 +15,7 @@ use super::config::Settings;
 use crate::StoreError;
 
 /// What a piece of state is: the kinds of `baton_state`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Kind {
-    Loop,
-    Batch,
-    Run,
-    Pause,
-    LegacyLoop,
-}
-
-impl Kind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::Loop => "loop",
-            Kind::Batch => "batch",
-            Kind::Run => "run",
-            Kind::Pause => "pause",
-            Kind::LegacyLoop => "legacy_loop",
-        }
-    }
-}
+pub use crate::store::RecordKind as Kind;
 
 /// A statement's parameter: every one baton sends is text or a bigint.
 enum Param<'a> {
@@ -198,40 +179,21 @@ impl Records {
         Ok(rows.first().map(|r| r.get(0)))
     }
 
-    /// Writes `doc` whatever is there (created or replaced): for a writer that holds the
-    /// record's lock and read nothing first. Gives the record's new revision.
-    pub fn upsert(&self, kind: Kind, key: &str, doc: &str, epoch: i64) -> Result<i64, StoreError> {
+    /// Deletes a record (a finished run, a legacy file adopted, pause marks lifted) if it is
+    /// still at revision `read`; whether it was.
+    pub fn remove_if(&self, kind: Kind, key: &str, read: i64) -> Result<bool, StoreError> {
         let rows = self.run(
-            "write to",
-            "INSERT INTO baton_state (project, kind, key, doc, epoch, host) \
-             VALUES ($1, $2, $3, $4, $5, $6) \
-             ON CONFLICT (project, kind, key) DO UPDATE SET doc = EXCLUDED.doc, \
-             epoch = EXCLUDED.epoch, host = EXCLUDED.host, rev = baton_state.rev + 1, \
-             written_at = now() RETURNING rev",
-            &[
-                Param::Text(&self.project),
-                Param::Text(kind.as_str()),
-                Param::Text(key),
-                Param::Text(doc),
-                Param::Int(epoch),
-                Param::Text(&self.host),
-            ],
-        )?;
-        Ok(rows[0].get(0))
-    }
-
-    /// Deletes a record (a finished run, a legacy file adopted, pause marks lifted).
-    pub fn remove(&self, kind: Kind, key: &str) -> Result<(), StoreError> {
-        self.run(
             "delete from",
-            "DELETE FROM baton_state WHERE project = $1 AND kind = $2 AND key = $3",
+            "DELETE FROM baton_state WHERE project = $1 AND kind = $2 AND key = $3 AND rev = $4 \
+             RETURNING rev",
             &[
                 Param::Text(&self.project),
                 Param::Text(kind.as_str()),
                 Param::Text(key),
+                Param::Int(read),
             ],
         )?;
-        Ok(())
+        Ok(!rows.is_empty())
     }
 
     /// The advisory lock key of a scope in this project: the first 8 bytes of a SHA-256 of

@@ -19,8 +19,8 @@ use baton_core::time::is_live;
 use baton_core::{Decision, Reason};
 use baton_store::git::{self, TreeStatus};
 use baton_store::layout::LEGACY_LOOP_FILE;
-use baton_store::store::Loaded;
-use baton_store::{FsStore, JournalTarget, Layout, LockScope, StateStore};
+use baton_store::{Expect, RecordKey, Versioned};
+use baton_store::{JournalTarget, Layout, LockScope, StateStore};
 
 /// What the gate sees of a loop's owner. An interrupt is the owner's own release of the loop, so
 /// an interrupted loop's last write no longer makes it live: otherwise the offer of the resume
@@ -40,12 +40,12 @@ pub fn owner_record(state: &LoopState, now: jiff::Timestamp) -> OwnerRecord<'_> 
 #[derive(Default)]
 pub struct Adoption {
     pub notes: Vec<String>,
-    pub held: Option<(String, Loaded<LoopState>)>,
+    pub held: Option<(String, Versioned<LoopState>)>,
 }
 
 impl Adoption {
     /// The legacy loop left in place for `key`, if that is the key asked about.
-    pub fn held_for(&self, key: &str) -> Option<&Loaded<LoopState>> {
+    pub fn held_for(&self, key: &str) -> Option<&Versioned<LoopState>> {
         self.held.as_ref().filter(|(k, _)| k == key).map(|(_, l)| l)
     }
 }
@@ -57,10 +57,10 @@ impl Adoption {
 /// removes the legacy one. A keyed file that differs wins, and the legacy file is archived
 /// rather than deleted. An unreadable legacy file is reported and left alone, and so is one
 /// that another session is still writing: moving it would lose that session's next write.
-pub fn adopt_legacy(store: &FsStore, ctx: &Ctx) -> Result<Adoption, CommandError> {
+pub fn adopt_legacy(store: &dyn StateStore, ctx: &Ctx) -> Result<Adoption, CommandError> {
     let mut adoption = Adoption::default();
     // Most projects have no legacy file; seeing that takes no lock.
-    if !store.exists()? || !store.holds(&store.layout.legacy_loop_file())? {
+    if !store.exists()? || !store.contains(&RecordKey::LegacyLoop)? {
         return Ok(adoption);
     }
     let _legacy_lock = store.lock(LockScope::LegacyLoop)?;
@@ -84,7 +84,8 @@ pub fn adopt_legacy(store: &FsStore, ctx: &Ctx) -> Result<Adoption, CommandError
     }
     let mut adopted = legacy.state.clone();
     let key = legacy_key(&adopted);
-    let legacy_name = store.shown(&store.layout.legacy_loop_file());
+    let legacy_name = store.name(&RecordKey::LegacyLoop);
+    let legacy_read = legacy.expect();
     // The ownership gate, whatever the status: the originating Stop hook marks the legacy file
     // `interrupted` at the end of every turn of a session that goes on working, so a recent
     // write by another session (or by no session, for a caller that has one) is live state.
@@ -108,7 +109,7 @@ pub fn adopt_legacy(store: &FsStore, ctx: &Ctx) -> Result<Adoption, CommandError
             esc(&e.to_string())
         ),
         Ok(Some(keyed)) if keyed.state == adopted => {
-            store.remove_legacy_loop()?;
+            store.remove(&RecordKey::LegacyLoop, &legacy_read)?;
             format!(
                 "note: finished adopting legacy {} onto {} (removed the leftover)",
                 legacy_name.display(),
@@ -132,9 +133,9 @@ pub fn adopt_legacy(store: &FsStore, ctx: &Ctx) -> Result<Adoption, CommandError
         }
         Ok(Some(keyed)) if keyed.state.status.is_terminal() => {
             // Only a resumable (or live) keyed file wins; a finished one gives way.
-            let archived = store.archive_loop(&key, ctx.now)?;
-            store.write_loop(&key, &adopted)?;
-            store.remove_legacy_loop()?;
+            let archived = store.archive_loop(&key, &keyed.expect(), ctx.now)?;
+            store.write_loop(&key, &adopted, &Expect::Absent)?;
+            store.remove(&RecordKey::LegacyLoop, &legacy_read)?;
             journal_adoption(
                 store,
                 ctx,
@@ -151,7 +152,7 @@ pub fn adopt_legacy(store: &FsStore, ctx: &Ctx) -> Result<Adoption, CommandError
             )
         }
         Ok(Some(_)) => {
-            let archived = store.archive_legacy_loop(ctx.now)?;
+            let archived = store.archive(&RecordKey::LegacyLoop, &legacy_read, ctx.now)?;
             format!(
                 "note: {} already exists and wins over legacy {}; the legacy file was moved to {}",
                 loop_file_name(&key),
@@ -160,8 +161,8 @@ pub fn adopt_legacy(store: &FsStore, ctx: &Ctx) -> Result<Adoption, CommandError
             )
         }
         Ok(None) => {
-            store.write_loop(&key, &adopted)?;
-            store.remove_legacy_loop()?;
+            store.write_loop(&key, &adopted, &Expect::Absent)?;
+            store.remove(&RecordKey::LegacyLoop, &legacy_read)?;
             journal_adoption(store, ctx, &key, &adopted, None, &mut adoption.notes);
             format!(
                 "note: adopted legacy {} onto {}",
@@ -177,7 +178,7 @@ pub fn adopt_legacy(store: &FsStore, ctx: &Ctx) -> Result<Adoption, CommandError
 /// The `adopt` event of a legacy loop adopted onto its keyed file, appended under the key's
 /// lock; a failure is a note, like the rest of what adoption says.
 fn journal_adoption(
-    store: &FsStore,
+    store: &dyn StateStore,
     ctx: &Ctx,
     key: &str,
     adopted: &LoopState,

@@ -13,7 +13,7 @@ use crate::commands::ticket_loop::{Target, WriteFlags};
 use crate::context::Ctx;
 use crate::error::{CommandError, ExitStatus};
 use baton_core::model::{LoopState, LoopStatus, RunState};
-use baton_store::{FsStore, StateStore};
+use baton_store::StateStore;
 
 #[derive(Default)]
 pub struct Owned {
@@ -39,7 +39,7 @@ impl Owned {
 
 /// The loops and runs `session` owns, as they are on disk now (read without a lock: each
 /// write re-reads its file under the lock and checks again).
-pub fn owned(store: &FsStore, session: &str) -> Result<Owned, CommandError> {
+pub fn owned(store: &dyn StateStore, session: &str) -> Result<Owned, CommandError> {
     let mut owned = Owned::default();
     if !store.exists()? {
         return Ok(owned);
@@ -50,7 +50,7 @@ pub fn owned(store: &FsStore, session: &str) -> Result<Owned, CommandError> {
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'));
     let needle = plain.then_some(session.as_bytes());
-    for scanned in store.scan_loops_mentioning(needle)? {
+    for scanned in store.scan_loops(needle)? {
         match scanned.loaded {
             Ok(loaded) if loaded.state.owner() == Some(session) => {
                 owned.loops.push((scanned.key, loaded.state));
@@ -61,7 +61,7 @@ pub fn owned(store: &FsStore, session: &str) -> Result<Owned, CommandError> {
             }
         }
     }
-    for (_, listed) in store.list_runs_mentioning(needle)? {
+    for (_, listed) in store.list_runs(needle)? {
         match listed {
             Ok(loaded)
                 if loaded

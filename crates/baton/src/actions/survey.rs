@@ -28,7 +28,7 @@ use baton_core::time::{is_live, parse_ts};
 use baton_store::feature::{FeatureFacts, read_feature};
 use baton_store::git::{self, Changes};
 use baton_store::layout::LEGACY_LOOP_FILE;
-use baton_store::{FsStore, StateStore};
+use baton_store::{RecordKey, StateStore};
 
 /// Who owns a piece of work, and whether they are still on it.
 #[derive(Debug, Clone, Serialize)]
@@ -99,7 +99,7 @@ const PLAN_DIRS_CAP: usize = 2_000;
 
 pub fn survey(ctx: &Ctx) -> Result<Survey, CommandError> {
     let store = ctx.store()?;
-    let root = store.layout.root.clone();
+    let root = store.layout().root.clone();
     // git status is the slow part on a large tree: it runs while the state files are read.
     let status = std::thread::spawn({
         let root = root.clone();
@@ -122,18 +122,18 @@ pub fn survey(ctx: &Ctx) -> Result<Survey, CommandError> {
         None
     };
     let adoption = if exists {
-        adopt_legacy(&store, ctx)?
+        adopt_legacy(&*store, ctx)?
     } else {
         Default::default()
     };
     notes.extend(adoption.notes.iter().cloned());
     let loops = if exists {
-        store.scan_loops()?
+        store.scan_loops(None)?
     } else {
         Vec::new()
     };
     let runs = if exists {
-        store.list_runs()?
+        store.list_runs(None)?
     } else {
         Vec::new()
     };
@@ -158,7 +158,7 @@ pub fn survey(ctx: &Ctx) -> Result<Survey, CommandError> {
     };
     let scan = Scan {
         ctx,
-        store: &store,
+        store: &*store,
         changes: changes.as_ref(),
         pause: pause.as_ref(),
         here,
@@ -167,7 +167,7 @@ pub fn survey(ctx: &Ctx) -> Result<Survey, CommandError> {
     // completed) is still work the next session must hear about: a degraded row, not silence.
     let mut unreadable_feature = None;
     let feature = match read_feature(
-        &store.layout,
+        store.layout(),
         changes.as_ref().unwrap_or(&Changes::default()),
         ctx.now,
         ctx.lock_wait,
@@ -275,7 +275,7 @@ pub fn survey(ctx: &Ctx) -> Result<Survey, CommandError> {
 
 struct Scan<'a> {
     ctx: &'a Ctx,
-    store: &'a FsStore,
+    store: &'a dyn StateStore,
     changes: Option<&'a Changes>,
     pause: Option<&'a Pauses>,
     here: Here,
@@ -295,7 +295,7 @@ fn loop_owner(ctx: &Ctx, state: &LoopState) -> Owner {
 impl Scan<'_> {
     fn a_loop(&self, key: &str, state: &LoopState) -> Work {
         let ctx = self.ctx;
-        let layout = &self.store.layout;
+        let layout = self.store.layout();
         let ticket = state.ticket_id.clone().unwrap_or_else(|| key.to_string());
         let t = shell_quote(&esc(&ticket));
         let resumable = is_resumable(state, ctx.now);
@@ -388,7 +388,7 @@ impl Scan<'_> {
         let mut references = vec![
             format!(
                 "state: {}",
-                self.store.shown(&layout.loop_file(key)).display()
+                self.store.name(&RecordKey::Loop(key.to_string())).display()
             ),
             format!("history: `baton log {t}`"),
         ];
@@ -532,10 +532,7 @@ impl Scan<'_> {
             ],
             blockers,
             references: vec![
-                format!(
-                    "state: {}",
-                    self.store.shown(&self.store.layout.batch_file()).display()
-                ),
+                format!("state: {}", self.store.name(&RecordKey::Batch).display()),
                 "history: `baton log batch`".into(),
             ],
             urgency: urgency(Some(c.class), c.waiting, false),
@@ -560,14 +557,14 @@ impl Scan<'_> {
     /// Whether the tree is clean outside baton's own state directory; `None` when git could
     /// not say.
     fn tree_clean(&self) -> Option<bool> {
-        let state = self.store.layout.state_dir_in_tree();
+        let state = self.store.layout().state_dir_in_tree();
         let excluded: Vec<&Path> = state.as_deref().into_iter().collect();
         self.changes.map(|c| !c.dirty_excluding(&excluded))
     }
 
     fn a_run(&self, id: &str, run: &RunState, path: &Path) -> Result<Work, CommandError> {
         let ctx = self.ctx;
-        let root = &self.store.layout.root;
+        let root = &self.store.layout().root;
         let mut work = Work {
             kind: "run",
             key: id.to_string(),
@@ -593,7 +590,7 @@ impl Scan<'_> {
             .changes
             .map(Changes::head_and_index)
             .unwrap_or_default();
-        if let Some(state_dir) = self.store.layout.state_dir_in_tree() {
+        if let Some(state_dir) = self.store.layout().state_dir_in_tree() {
             repo.staged
                 .retain(|p| !Path::new(p).starts_with(&state_dir));
         }
@@ -745,7 +742,7 @@ impl Scan<'_> {
     /// when another session has.
     fn the_feature(&self, f: &FeatureFacts, on_it: Option<bool>) -> Work {
         let ctx = self.ctx;
-        let root = &self.store.layout.root;
+        let root = &self.store.layout().root;
         let p = f.pointer.as_ref();
         let field = |v: Option<&str>| esc(v.unwrap_or("?")).into_owned();
         let key = p
@@ -967,7 +964,7 @@ impl Scan<'_> {
 
     fn a_ledger(&self, path: &Path) -> Result<Option<Work>, CommandError> {
         let ctx = self.ctx;
-        let root = &self.store.layout.root;
+        let root = &self.store.layout().root;
         let Some(text) = baton_store::ledger::read(path)? else {
             return Ok(None);
         };

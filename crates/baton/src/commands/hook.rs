@@ -29,7 +29,7 @@ use baton_core::reset::reset_time;
 use baton_core::time::{format_ts, parse_ts};
 use baton_store::layout::LayoutError;
 use baton_store::sessions::{SessionFiles, SessionRecord, read_tail, recent_reports};
-use baton_store::{FsStore, JournalTarget, Layout, StateStore, process};
+use baton_store::{JournalTarget, Layout, StateStore, process};
 
 /// Run by an agent client's hook (installed by `baton init`): reads the client's JSON payload
 /// on stdin and keeps baton's state in step with the session. Always exits 0.
@@ -127,13 +127,9 @@ fn hook(dir: Option<PathBuf>, args: &HookArgs) -> Result<Outcome, String> {
     };
     let files = SessionFiles::new(&layout, client.as_str(), &event.session_id);
     // The layout just found is the store's: one discovery per hook call.
-    let mut store = FsStore::new(layout);
-    store.lock_wait = ctx.lock_wait;
-    store.db = crate::context::database(&store.layout.root).map_err(|e| e.message)?;
+    let store = ctx.store_at(layout).map_err(|e| e.message)?;
     // With a shared store the server's clock decides, read from the one connection.
-    if let Some(db) = &store.db {
-        ctx.clock_of(db).map_err(|e| e.message)?;
-    }
+    ctx.clock_of(&*store).map_err(|e| e.message)?;
     let session = Session {
         ctx: &ctx,
         store,
@@ -156,7 +152,7 @@ struct Outcome {
 
 struct Session<'a> {
     ctx: &'a Ctx,
-    store: FsStore,
+    store: Box<dyn StateStore>,
     files: SessionFiles,
     event: &'a HookEvent,
     /// What went wrong without stopping the hook, for its one stderr line.
@@ -203,7 +199,7 @@ impl Session<'_> {
     }
 
     fn record_start(&self) -> Result<(), CommandError> {
-        let layout = &self.store.layout;
+        let layout = self.store.layout();
         layout.ensure_state_dir()?;
         layout.ensure_ignore_file()?;
         let previous = self.files.read_record();
@@ -387,7 +383,7 @@ impl Session<'_> {
         if let (Some(line), serde_json::Value::Object(details)) = (line.as_object_mut(), details) {
             line.extend(details);
         }
-        if let Err(e) = baton_store::supervise::note_to_supervisor(&self.store.layout, &line) {
+        if let Err(e) = baton_store::supervise::note_to_supervisor(self.store.layout(), &line) {
             self.warn(e.to_string());
         }
     }
@@ -398,7 +394,7 @@ impl Session<'_> {
         let Some(opened) = self.files.turn_opened_at() else {
             return (TranscriptEnd::Unknown, None);
         };
-        let root = self.store.layout.root.to_string_lossy();
+        let root = self.store.layout().root.to_string_lossy();
         let reports = recent_reports(
             &std::env::temp_dir(),
             ("gemini-client-error-", ".json"),
@@ -491,7 +487,8 @@ impl Session<'_> {
                 json!({ "position": position, "hook": self.event.event }),
             );
             let _guard = self.store.lock(baton_store::LockScope::Loop(key))?;
-            if let Some(w) = crate::journal::append(&self.store, JournalTarget::Loop(key), &[event])
+            if let Some(w) =
+                crate::journal::append(&*self.store, JournalTarget::Loop(key), &[event])
             {
                 return Err(CommandError::new(crate::error::ExitStatus::Failure, w));
             }
@@ -503,7 +500,7 @@ impl Session<'_> {
 
     /// The loops and runs this session owns.
     fn owned(&self) -> Result<Owned, CommandError> {
-        owned(&self.store, &self.event.session_id)
+        owned(&*self.store, &self.event.session_id)
     }
 
     fn ticket_of(&self, key: &str, state: &LoopState) -> Option<std::ffi::OsString> {

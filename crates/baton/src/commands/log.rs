@@ -15,7 +15,7 @@ use baton_core::key::KeySource;
 use baton_core::ledger::{Event, Ledger, parse_ledger, render_line};
 use baton_core::run_id::{RunId, RunTarget};
 use baton_core::text::esc;
-use baton_store::{Journal, JournalTarget, StateStore};
+use baton_store::{Journal, JournalTarget};
 
 /// Show the history of a loop, the batch, a run or a plan ledger, oldest first.
 ///

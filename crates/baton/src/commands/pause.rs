@@ -9,7 +9,7 @@ use crate::output::Report;
 use baton_core::model::{PauseMark, Pauses};
 use baton_core::text::esc_or;
 use baton_core::time::format_ts;
-use baton_store::{LockScope, StateStore, git};
+use baton_store::{Expect, LockScope, RecordKey, git};
 
 /// Mark this session's work paused on purpose, so the next session resumes it from the next
 /// step instead of treating it as a crash.
@@ -41,12 +41,12 @@ pub fn cmd_pause(ctx: &Ctx, args: PauseArgs) -> Result<Report, CommandError> {
             return Ok(Report::ok(json!({ "cleared": false }), "no pause mark"));
         };
         loaded.writable()?;
-        let mut pauses = loaded.state;
+        let mut pauses = loaded.state.clone();
         let had = pauses.clear(ctx.session());
         if pauses.marks.is_empty() {
-            store.remove_pause()?;
+            store.remove(&RecordKey::Pause, &loaded.expect())?;
         } else if had {
-            store.write_pause(&pauses)?;
+            store.write_pause(&pauses, &loaded.expect())?;
         }
         let text = if had {
             "pause mark removed"
@@ -62,23 +62,25 @@ pub fn cmd_pause(ctx: &Ctx, args: PauseArgs) -> Result<Report, CommandError> {
         extra: Default::default(),
     };
     // Asked before the lock: git status can start a user's fsmonitor hook.
-    let excluded: Vec<std::path::PathBuf> = store.layout.state_dir_in_tree().into_iter().collect();
+    let excluded: Vec<std::path::PathBuf> =
+        store.layout().state_dir_in_tree().into_iter().collect();
     let refs: Vec<&std::path::Path> = excluded.iter().map(|p| p.as_path()).collect();
-    let dirty = git::tree_dirty(&store.layout.root, &refs)?;
+    let dirty = git::tree_dirty(&store.layout().root, &refs)?;
     let guard = store.lock(LockScope::Feature)?;
-    let mut pauses = match store.read_pause()? {
+    let old = store.read_pause()?;
+    let mut pauses = match &old {
         Some(old) => {
             old.writable()?;
-            old.state
+            old.state.clone()
         }
         None => Pauses::default(),
     };
     pauses.set(mark.clone());
-    store.write_pause(&pauses)?;
+    store.write_pause(&pauses, &Expect::read(old.as_ref()))?;
     drop(guard);
     let who = esc_or(ctx.session(), "every session (no session id)");
     let mut report = Report::ok(
-        json!({ "pause": mark, "path": store.shown(&store.layout.pause_file()).display().to_string(), "tree_dirty": dirty }),
+        json!({ "pause": mark, "path": store.name(&RecordKey::Pause).display().to_string(), "tree_dirty": dirty }),
         format!(
             "paused at {} for {who}\nnext: the next session's `baton resume` offers this work as paused",
             mark.paused_at

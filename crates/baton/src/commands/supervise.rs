@@ -31,7 +31,7 @@ use baton_core::model::LoopStatus;
 use baton_core::text::esc;
 use baton_core::time::{format_ts, human_age, parse_ts};
 use baton_store::supervise as files;
-use baton_store::{FsStore, JournalTarget, LockScope, StateStore, process};
+use baton_store::{JournalTarget, LockScope, StateStore, process};
 
 /// Run an agent, and when a rate limit stops it, wait for the reset and relaunch it where it
 /// stopped.
@@ -129,13 +129,13 @@ pub fn cmd_supervise(ctx: &Ctx, args: SuperviseArgs) -> Result<Report, CommandEr
         .ticket
         .as_deref()
         .map(|t| crate::commands::ticket_loop::Target::derive(ctx, std::ffi::OsStr::new(t)).key);
-    store.layout.ensure_state_dir()?;
-    store.layout.ensure_ignore_file()?;
-    let mut claim = match files::claim(&store.layout, ticket_key.as_deref())? {
+    store.layout().ensure_state_dir()?;
+    store.layout().ensure_ignore_file()?;
+    let mut claim = match files::claim(store.layout(), ticket_key.as_deref())? {
         Ok(claim) => claim,
         Err(busy) => return Err(refused_busy(&busy, args.ticket.as_deref())),
     };
-    let log = files::create_log(&store.layout, me)?;
+    let log = files::create_log(store.layout(), me)?;
     catch_signals();
     let mut sup = Supervisor {
         ctx,
@@ -166,7 +166,7 @@ pub fn cmd_supervise(ctx: &Ctx, args: SuperviseArgs) -> Result<Report, CommandEr
 
 struct Supervisor<'a> {
     ctx: &'a Ctx,
-    store: FsStore,
+    store: Box<dyn StateStore>,
     client: Client,
     args: &'a SuperviseArgs,
     log: PathBuf,
@@ -393,7 +393,7 @@ impl Supervisor<'_> {
         }
         let mut left_active = BTreeSet::new();
         for session in &sessions {
-            let owned = owned(&self.store, session)?;
+            let owned = owned(&*self.store, session)?;
             for (key, state) in &owned.loops {
                 self.carried.insert(key.clone());
                 if state.status == LoopStatus::Active {
@@ -539,7 +539,7 @@ impl Supervisor<'_> {
                 self.claimed.insert(key);
                 continue;
             }
-            match files::claim_more(&self.store.layout, &key)? {
+            match files::claim_more(self.store.layout(), &key)? {
                 Ok(file) => {
                     claim.add(file);
                     self.claimed.insert(key);
@@ -671,7 +671,7 @@ impl Supervisor<'_> {
                 continue;
             };
             if let Some(w) = crate::journal::append(
-                &self.store,
+                &*self.store,
                 JournalTarget::Loop(key),
                 std::slice::from_ref(&event),
             ) {

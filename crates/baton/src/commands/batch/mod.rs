@@ -20,7 +20,7 @@ use baton_core::model::BatchState;
 use baton_core::text::esc;
 use baton_core::time::format_ts;
 use baton_store::layout::BATCH_FILE;
-use baton_store::{FsStore, JournalTarget, LockScope, StateStore};
+use baton_store::{JournalTarget, LockScope, StateStore};
 
 /// Run several tickets as one batch, one per project root.
 #[derive(Debug, Subcommand)]
@@ -100,7 +100,7 @@ fn update(
     event: &'static str,
     apply: impl FnOnce(&mut BatchState) -> Result<(String, serde_json::Value), CommandError>,
 ) -> Result<Report, CommandError> {
-    let store: FsStore = ctx.store()?;
+    let store: Box<dyn StateStore> = ctx.store()?;
     if !store.exists()? {
         return Err(no_batch());
     }
@@ -162,7 +162,7 @@ fn update(
     }
     let (message, details) = apply(&mut state)?;
     state.touch(&format_ts(ctx.now));
-    store.write_batch(&state)?;
+    store.write_batch(&state, &loaded.expect())?;
     let mut journal_warning = None;
     if crate::journal::batch_changed(&loaded.state, &state) {
         let mut events = Vec::new();
@@ -189,7 +189,7 @@ fn update(
             Some(state.owner_epoch),
             details,
         ));
-        journal_warning = crate::journal::append(&store, JournalTarget::Batch, &events);
+        journal_warning = crate::journal::append(&*store, JournalTarget::Batch, &events);
     }
     let decision = baton_core::Decision {
         verdict: "ok",

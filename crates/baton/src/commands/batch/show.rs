@@ -7,7 +7,6 @@ use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::text::{esc, esc_or};
 use baton_core::time::{age, human_age, is_live};
-use baton_store::StateStore;
 
 /// Show the batch and the ticket a batch resume picks next.
 #[derive(Debug, Args)]

@@ -16,7 +16,7 @@ use baton_core::text::esc;
 use baton_core::time::format_ts;
 use baton_core::{Decision, Reason};
 use baton_store::layout::BATCH_FILE;
-use baton_store::{JournalTarget, LockScope, StateStore, random_hex};
+use baton_store::{Expect, JournalTarget, LockScope, RecordKey, random_hex};
 
 /// Start a batch of 2 or more tickets, owned by this session.
 ///
@@ -82,7 +82,7 @@ pub fn cmd_batch_start(ctx: &Ctx, args: StartArgs) -> Result<Report, CommandErro
         ) {
             return Ok(Report::decision(&d));
         }
-        let to = store.archive_batch(ctx.now)?;
+        let to = store.archive(&RecordKey::Batch, &Expect::read(existing.as_ref()), ctx.now)?;
         reasons.push(Reason::new(
             "batch.previous-archived",
             format!(
@@ -134,7 +134,7 @@ pub fn cmd_batch_start(ctx: &Ctx, args: StartArgs) -> Result<Report, CommandErro
             ("wallclock_started_at".into(), now.into()),
         ]),
     };
-    store.write_batch(&state)?;
+    store.write_batch(&state, &Expect::Absent)?;
     let start = crate::journal::event(
         ctx,
         "start",
@@ -151,7 +151,7 @@ pub fn cmd_batch_start(ctx: &Ctx, args: StartArgs) -> Result<Report, CommandErro
             })),
         }),
     );
-    let journal_warning = crate::journal::append(&store, JournalTarget::Batch, &[start]);
+    let journal_warning = crate::journal::append(&*store, JournalTarget::Batch, &[start]);
     let decision = Decision {
         verdict: "ok",
         reasons,

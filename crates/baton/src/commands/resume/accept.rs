@@ -22,7 +22,7 @@ use baton_core::time::format_ts;
 use baton_core::{Decision, Reason};
 use baton_store::Guard;
 use baton_store::read::read_capped;
-use baton_store::{FsStore, JournalTarget, LockScope, StateStore, git, random_hex};
+use baton_store::{Expect, JournalTarget, LockScope, Revision, StateStore, git, random_hex};
 
 /// Accept a resume offer: take ownership (owner epoch + 1, `resume_count` + 1, status active)
 /// and print the governing Brief or Plan, so it is in context before the next worker spawns.
@@ -179,11 +179,13 @@ pub(super) fn claim_pending(state: &LoopState) -> bool {
 
 /// The loop claimed by this session, ready to be finished under its lock.
 struct Claimed {
-    store: FsStore,
+    store: Box<dyn StateStore>,
     _guard: Option<Guard>,
     target: Target,
     original: LoopState,
     path: PathBuf,
+    /// The revision the claim's final write expects.
+    revision: Revision,
     claimed: LoopState,
     /// What `--discard` or `--commit` did with the partial work.
     set_aside: Option<Reason>,
@@ -202,6 +204,7 @@ impl Claimed {
             target: g.target,
             original: loaded.state,
             path: loaded.path,
+            revision: loaded.revision,
             claimed,
             set_aside: None,
         }
@@ -222,6 +225,7 @@ fn set_aside_work(
         _guard: guard,
         target,
         original,
+        revision,
         mut claimed,
         ..
     } = Claimed::from_gathered(g, claim);
@@ -239,10 +243,10 @@ fn set_aside_work(
             at: format_ts(ctx.now),
         });
     }
-    store.write_loop(&target.key, &claimed)?;
+    store.write_loop(&target.key, &claimed, &Expect::Revision(revision))?;
     drop(guard);
 
-    let layout = &store.layout;
+    let layout = store.layout();
     let excluded = not_work(layout, &original);
     let refs: Vec<&Path> = excluded.iter().map(PathBuf::as_path).collect();
     let outcome = if args.discard {
@@ -271,14 +275,15 @@ fn set_aside_work(
 
     // git is done and the claim is on disk: wait longer than usual for the lock rather than
     // leave the accept half done, and say exactly what stands if it still cannot be had.
-    let mut patient = store.clone();
-    patient.lock_wait = store.lock_wait.max(Duration::from_secs(30));
     let done_so_far = match &outcome {
         Ok((reason, _)) => reason.message.clone(),
         Err(e) => format!("git failed: {e}"),
     };
-    let guard = patient
-        .lock(LockScope::Loop(&target.key))
+    let guard = store
+        .lock_for(
+            LockScope::Loop(&target.key),
+            store.lock_wait().max(Duration::from_secs(30)),
+        )
         .map_err(|e| {
             // A busy lock is a refusal; a lock that cannot be taken at all is an error.
             let (status, why) = match e {
@@ -321,7 +326,7 @@ fn set_aside_work(
         Ok(done) => done,
         Err(e) => {
             // Give the loop back as it was: a failed command changes nothing.
-            store.write_loop(&target.key, &original)?;
+            store.write_loop(&target.key, &original, &current.expect())?;
             return Err(e.into());
         }
     };
@@ -335,6 +340,7 @@ fn set_aside_work(
         target,
         original,
         path: current.path,
+        revision: current.revision,
         claimed,
         set_aside: Some(reason),
     })
@@ -362,6 +368,7 @@ fn finish_accept(
         target,
         original,
         path,
+        revision,
         claimed: mut state,
         set_aside,
     } = done;
@@ -378,13 +385,13 @@ fn finish_accept(
     state.interrupt_reason = None;
     state.resume_after = None;
     state.touch(ctx.now);
-    store.write_loop(&target.key, &state)?;
-    let journal_warning = journal_accept(ctx, &store, &target, &original, &state, mode, args);
-    let batch_warning = crate::commands::ticket_loop::keep_batch_live(&store, ctx, &target);
+    store.write_loop(&target.key, &state, &Expect::Revision(revision))?;
+    let journal_warning = journal_accept(ctx, &*store, &target, &original, &state, mode, args);
+    let batch_warning = crate::commands::ticket_loop::keep_batch_live(&*store, ctx, &target);
     // The accept is on disk; what follows only reports, and runs git, so not under the lock.
     drop(_guard);
 
-    let layout = &store.layout;
+    let layout = store.layout();
     let t = target.arg();
     let checked_out = git::tree_status(&layout.root, &[]).ok().map(|s| s.branch);
     let mut steps = Vec::new();
@@ -470,7 +477,7 @@ fn finish_accept(
 /// `resume` of the epoch it claimed.
 fn journal_accept(
     ctx: &Ctx,
-    store: &FsStore,
+    store: &dyn StateStore,
     target: &Target,
     original: &LoopState,
     state: &LoopState,

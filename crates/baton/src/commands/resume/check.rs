@@ -12,7 +12,6 @@ use baton_core::decide::loop_resume::last_write;
 use baton_core::decide::loop_write::check_key_collision;
 use baton_core::model::DiscardedWork;
 use baton_core::text::{esc, esc_or};
-use baton_store::StateStore;
 
 pub fn cmd_resume_check(ctx: &Ctx, ticket: &OsStr) -> Result<Report, CommandError> {
     let g = gather(ctx, ticket)?;
@@ -28,7 +27,12 @@ pub fn cmd_resume_check(ctx: &Ctx, ticket: &OsStr) -> Result<Report, CommandErro
     let mut left_in_place = None;
     if let Some(loaded) = g.loaded.as_ref().filter(|_| d.archive && !g.held_legacy) {
         match may_replace(ctx, &loaded.state, &WriteFlags::default(), &g.target) {
-            Ok(()) => archived = Some(g.store.archive_loop(&g.target.key, ctx.now)?),
+            Ok(()) => {
+                archived = Some(
+                    g.store
+                        .archive_loop(&g.target.key, &loaded.expect(), ctx.now)?,
+                )
+            }
             Err(refusal) => {
                 // A finished loop that the gate protects is left in place, and the next step is
                 // one that will not be refused.

@@ -10,7 +10,7 @@ use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::decide::loop_write::{REFUSED, check_key_collision};
 use baton_core::{Decision, Reason};
-use baton_store::{JournalTarget, StateStore};
+use baton_store::JournalTarget;
 
 /// Start over: archive the ticket's loop (kept under `.agentic/archive/`, never deleted) so
 /// that `baton loop init` can begin a fresh one. Refused while another live session runs it.
@@ -53,7 +53,9 @@ pub fn cmd_resume_fresh(ctx: &Ctx, args: FreshArgs) -> Result<Report, CommandErr
     if let Err(d) = may_replace(ctx, &loaded.state, &args.flags, &g.target) {
         return Ok(Report::decision(&d).text_before(&notes));
     }
-    let to = g.store.archive_loop(&g.target.key, ctx.now)?;
+    let to = g
+        .store
+        .archive_loop(&g.target.key, &loaded.expect(), ctx.now)?;
     // The loop's history stays: the journal outlives the state it describes.
     let event = crate::journal::event(
         ctx,
@@ -66,7 +68,7 @@ pub fn cmd_resume_fresh(ctx: &Ctx, args: FreshArgs) -> Result<Report, CommandErr
         }),
     );
     let journal_warning =
-        crate::journal::append(&g.store, JournalTarget::Loop(&g.target.key), &[event]);
+        crate::journal::append(&*g.store, JournalTarget::Loop(&g.target.key), &[event]);
     let d = Decision::new(
         "archived",
         Reason::new(

@@ -22,9 +22,9 @@ use baton_core::decide::loop_resume::{
 use baton_core::model::LoopState;
 use baton_core::text::esc;
 use baton_store::Guard;
+use baton_store::Versioned;
 use baton_store::git::TreeStatus;
-use baton_store::store::Loaded;
-use baton_store::{FsStore, LockScope, StateStore};
+use baton_store::{LockScope, StateStore};
 
 /// Start every session here: every piece of interrupted work and one resume packet, or, with a
 /// ticket, whether that ticket's loop can be resumed.
@@ -66,10 +66,10 @@ pub fn cmd_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandError> {
 
 /// Everything the resume check needs, read under the loop's lock.
 pub struct Gathered {
-    pub store: FsStore,
+    pub store: Box<dyn StateStore>,
     pub _guard: Option<Guard>,
     pub target: Target,
-    pub loaded: Option<Loaded<LoopState>>,
+    pub loaded: Option<Versioned<LoopState>>,
     /// `loaded` is a legacy `loop-state.json` that a live session still writes, not the keyed
     /// file: it is only ever read.
     pub held_legacy: bool,
@@ -88,7 +88,7 @@ pub fn gather(ctx: &Ctx, ticket: &std::ffi::OsStr) -> Result<Gathered, CommandEr
     // A query on a project without state creates nothing, not even a lock's sidecar.
     let exists = store.exists()?;
     let adoption = if exists {
-        adopt_legacy(&store, ctx)?
+        adopt_legacy(&*store, ctx)?
     } else {
         Adoption::default()
     };
@@ -96,7 +96,7 @@ pub fn gather(ctx: &Ctx, ticket: &std::ffi::OsStr) -> Result<Gathered, CommandEr
     // The scan runs before this ticket's lock is taken: it clears the temp files of killed
     // writers only when their file's lock is free, and this process must not hold one of them.
     let mut others = Vec::new();
-    for scanned in store.scan_loops()? {
+    for scanned in store.scan_loops(None)? {
         if scanned.key == target.key {
             continue;
         }
@@ -127,14 +127,14 @@ pub fn gather(ctx: &Ctx, ticket: &std::ffi::OsStr) -> Result<Gathered, CommandEr
         Some(state)
             if held.is_none() && (is_resumable(state, ctx.now) || accept::claim_pending(state)) =>
         {
-            loop_tree(&store.layout, state).ok()
+            loop_tree(store.layout(), state).ok()
         }
         _ => None,
     };
     let committed = unlocked
         .as_ref()
         .filter(|s| held.is_none() && is_resumable(s, ctx.now))
-        .and_then(|s| work_committed(&store.layout.root, s));
+        .and_then(|s| work_committed(&store.layout().root, s));
     let guard = if exists && held.is_none() {
         Some(store.lock(LockScope::Loop(&target.key))?)
     } else {
@@ -164,7 +164,7 @@ pub fn gather(ctx: &Ctx, ticket: &std::ffi::OsStr) -> Result<Gathered, CommandEr
                 && tree.is_none()
                 && is_resumable(&l.state, ctx.now)
             {
-                tree = loop_tree(&store.layout, &l.state).ok();
+                tree = loop_tree(store.layout(), &l.state).ok();
             }
             let decision = decide_loop_resume(&ResumeFacts {
                 ticket_arg: &arg,

@@ -7,7 +7,6 @@ use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::time::format_ts;
-use baton_store::StateStore;
 
 /// Refresh the run lock's heartbeat, when this caller holds it; anything else is a no-op that
 /// exits 0, so a per-turn hook can call it blindly.
@@ -53,7 +52,7 @@ pub fn heartbeat(ctx: &Ctx, run_id: &str, holder: &HolderArgs) -> Result<Report,
     if let Some(lease) = loaded.state.lease.as_mut() {
         lease.heartbeat_at = format_ts(ctx.now);
     }
-    store.write_run(&loaded.state)?;
+    store.write_run(&loaded.state, &loaded.expect())?;
     Ok(Report::ok(
         json!({ "refreshed": true, "run_id": id.to_string() }),
         format!("heartbeat: run {id} at {}", format_ts(ctx.now)),

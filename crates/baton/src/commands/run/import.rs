@@ -11,7 +11,7 @@ use baton_core::model::{Completion, PlanRecord, RunPolicy, RunState, SCHEMA_VERS
 use baton_core::run_id::RunId;
 use baton_core::time::format_ts;
 use baton_store::read::{STATE_FILE_CAP, read_owned};
-use baton_store::{FsStore, LockScope, StateStore};
+use baton_store::{LockScope, StateStore};
 
 /// Import an originating `/tmp/pipeline_state_<run_id>.json` into `.agentic/runs/`.
 ///
@@ -32,7 +32,7 @@ pub fn cmd_run_import(ctx: &Ctx, args: ImportArgs) -> Result<Report, CommandErro
     let id = parse_run_id(&args.run_id)?;
     let store = ctx.store()?;
     // The source is checked before anything is created: a refused import writes nothing.
-    build_import(ctx, &store, &id, args.from.as_deref())?;
+    build_import(ctx, &*store, &id, args.from.as_deref())?;
     let _guard = store.lock(LockScope::Runs)?;
     if store.read_run(&id)?.is_some() {
         return Err(
@@ -40,13 +40,13 @@ pub fn cmd_run_import(ctx: &Ctx, args: ImportArgs) -> Result<Report, CommandErro
                 .hint(format!("see it with `baton run show {id}`")),
         );
     }
-    let run = import_into(ctx, &store, &id, args.from.as_deref())?;
+    let run = import_into(ctx, &*store, &id, args.from.as_deref())?;
     let journal_warning = crate::journal::append(
-        &store,
+        &*store,
         baton_store::JournalTarget::Run(&id),
         &[import_event(ctx, &run)],
     );
-    let path = store.shown(&store.layout.run_file(&id));
+    let path = store.name(&baton_store::RecordKey::Run(id.clone()));
     let report = Report::ok(
         json!({ "run_id": id.to_string(), "imported_from": run.imported_from, "state_file": path.display().to_string() }),
         format!(
@@ -71,12 +71,12 @@ pub fn default_source(id: &RunId) -> PathBuf {
 /// Reads the originating state and writes it as baton run state; the caller holds the lock.
 pub fn import_into(
     ctx: &Ctx,
-    store: &FsStore,
+    store: &dyn StateStore,
     id: &RunId,
     from: Option<&Path>,
 ) -> Result<RunState, CommandError> {
     let run = build_import(ctx, store, id, from)?;
-    store.write_run(&run)?;
+    store.write_run(&run, &baton_store::Expect::Absent)?;
     Ok(run)
 }
 
@@ -96,7 +96,7 @@ pub fn import_event(ctx: &Ctx, run: &RunState) -> serde_json::Value {
 /// The baton run state an originating file maps to, not yet written.
 pub fn build_import(
     ctx: &Ctx,
-    store: &FsStore,
+    store: &dyn StateStore,
     id: &RunId,
     from: Option<&Path>,
 ) -> Result<RunState, CommandError> {
@@ -130,7 +130,7 @@ pub fn build_import(
     }
     // The plan is pinned as it is now, so a later edit is seen; a plan outside the project is
     // not trusted at all (the run then has no cached plan, and resumes with a re-plan).
-    let root = &store.layout.root;
+    let root = &store.layout().root;
     let plan = text(&["plan_file", "plan_path", "plan"]).and_then(|p| {
         let path = Path::new(&p);
         let abs = if path.is_absolute() {

@@ -22,7 +22,7 @@ use baton_core::model::{Lease, RunState};
 use baton_core::run_id::{RunId, RunTarget};
 use baton_core::time::format_ts;
 use baton_store::Guard;
-use baton_store::{FsStore, LockScope, StateStore, random_hex, sha256_hex};
+use baton_store::{Expect, LockScope, StateStore, random_hex, sha256_hex};
 
 /// Track a single-run pipeline and resume it safely: `baton run new`, `record`, `resume`.
 #[derive(Debug, Subcommand)]
@@ -231,12 +231,19 @@ baton's record of the run: {}",
     }
 }
 
+/// A run opened for a write, under the store's lock.
+pub struct OpenRun {
+    pub id: RunId,
+    pub store: Box<dyn StateStore>,
+    pub _guard: Guard,
+    pub run: RunState,
+    /// What the write after the change expects: the revision read.
+    pub read: Expect,
+}
+
 /// Opens a run for a write under the store's lock: the id checked, the file read, a newer schema
 /// refused. A project without state is told so without creating any.
-pub fn open_for_write(
-    ctx: &Ctx,
-    raw_id: &str,
-) -> Result<(RunId, FsStore, Guard, RunState), CommandError> {
+pub fn open_for_write(ctx: &Ctx, raw_id: &str) -> Result<OpenRun, CommandError> {
     let id = parse_run_id(raw_id)?;
     let store = ctx.store()?;
     if !store.exists()? {
@@ -245,7 +252,14 @@ pub fn open_for_write(
     let guard = store.lock(LockScope::Runs)?;
     let loaded = store.read_run(&id)?.ok_or_else(|| missing_run(&id))?;
     loaded.writable()?;
-    Ok((id, store, guard, loaded.state))
+    let read = loaded.expect();
+    Ok(OpenRun {
+        id,
+        store,
+        _guard: guard,
+        run: loaded.state,
+        read,
+    })
 }
 
 /// A missing run: never a path built from an unchecked id.

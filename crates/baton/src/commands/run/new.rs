@@ -16,7 +16,7 @@ use baton_core::model::{
 use baton_core::run_id::RunId;
 use baton_core::time::format_ts;
 use baton_core::{Decision, Reason};
-use baton_store::{JournalTarget, LockScope, StateStore, git, random_hex};
+use baton_store::{Expect, JournalTarget, LockScope, RecordKey, git, random_hex};
 
 /// Start a single run: print a new run id and record what it is planned against (HEAD, the
 /// plan, the project's alignment sections), holding the run lock.
@@ -55,7 +55,7 @@ pub struct NewArgs {
 
 pub fn cmd_run_new(ctx: &Ctx, args: NewArgs) -> Result<Report, CommandError> {
     let store = ctx.store()?;
-    let root = store.layout.root.clone();
+    let root = store.layout().root.clone();
     if args.project_file.starts_with('/') || args.project_file.split('/').any(|c| c == "..") {
         return Err(CommandError::usage(format!(
             "--project-file {} must be a path inside the project",
@@ -132,7 +132,7 @@ pub fn cmd_run_new(ctx: &Ctx, args: NewArgs) -> Result<Report, CommandError> {
     // fresh start a deliberate choice that abandons it.
     let mut same_plan = Vec::new();
     let mut others = Vec::new();
-    for (other_id, loaded) in store.list_runs()? {
+    for (other_id, loaded) in store.list_runs(None)? {
         let Ok(loaded) = loaded else { continue };
         if run_is_finished(&loaded.state.status) {
             continue;
@@ -147,7 +147,7 @@ pub fn cmd_run_new(ctx: &Ctx, args: NewArgs) -> Result<Report, CommandError> {
             .as_ref()
             .map(|p| super::facts::plan_path_now(&root, &p.path));
         if other_plan.is_some() && other_plan == mine {
-            same_plan.push((other_id, loaded.state));
+            same_plan.push((other_id, loaded));
         } else {
             others.push(other_id);
         }
@@ -156,7 +156,7 @@ pub fn cmd_run_new(ctx: &Ctx, args: NewArgs) -> Result<Report, CommandError> {
     let busy: Vec<(String, String)> = same_plan
         .iter()
         .filter_map(
-            |(other_id, other)| match super::lease_state_of(other, &here, ctx.now) {
+            |(other_id, other)| match super::lease_state_of(&other.state, &here, ctx.now) {
                 baton_core::decide::lease::LeaseState::Live(why) => Some((other_id.clone(), why)),
                 _ => None,
             },
@@ -195,7 +195,8 @@ pub fn cmd_run_new(ctx: &Ctx, args: NewArgs) -> Result<Report, CommandError> {
     }
     let mut abandoned = Vec::new();
     let mut journal_warnings = Vec::new();
-    for (other_id, mut other) in same_plan {
+    for (other_id, read) in same_plan {
+        let mut other = read.state.clone();
         other.status = "abandoned".into();
         other.updated_at = Some(format_ts(ctx.now));
         other.extra.insert(
@@ -203,7 +204,7 @@ pub fn cmd_run_new(ctx: &Ctx, args: NewArgs) -> Result<Report, CommandError> {
             json!({ "run": id.to_string(), "at": format_ts(ctx.now) }),
         );
         other.lease = None;
-        store.write_run(&other)?;
+        store.write_run(&other, &read.expect())?;
         if let Ok(other_run) = RunId::parse(&other_id) {
             let event = crate::journal::event(
                 ctx,
@@ -212,7 +213,7 @@ pub fn cmd_run_new(ctx: &Ctx, args: NewArgs) -> Result<Report, CommandError> {
                 json!({ "status": "abandoned", "replaced_by": id.to_string() }),
             );
             journal_warnings.extend(crate::journal::append(
-                &store,
+                &*store,
                 JournalTarget::Run(&other_run),
                 &[event],
             ));
@@ -222,7 +223,7 @@ pub fn cmd_run_new(ctx: &Ctx, args: NewArgs) -> Result<Report, CommandError> {
     if !abandoned.is_empty() {
         run.extra.insert("replaces".into(), json!(abandoned));
     }
-    store.write_run(&run)?;
+    store.write_run(&run, &Expect::Absent)?;
     let event = crate::journal::event(
         ctx,
         "new",
@@ -238,11 +239,11 @@ pub fn cmd_run_new(ctx: &Ctx, args: NewArgs) -> Result<Report, CommandError> {
         }),
     );
     journal_warnings.extend(crate::journal::append(
-        &store,
+        &*store,
         JournalTarget::Run(&id),
         &[event],
     ));
-    let path = store.shown(&store.layout.run_file(&id));
+    let path = store.name(&RecordKey::Run(id.clone()));
     // stdout is the run id alone, so that `RUN=$(baton run new …)` captures just it.
     let mut report = Report::ok(
         json!({ "run_id": id.to_string(), "state_file": path.display().to_string(), "epoch": run.lease_epoch, "lease": run.lease }),

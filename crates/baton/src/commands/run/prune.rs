@@ -12,7 +12,6 @@ use baton_core::model::run_is_finished;
 use baton_core::run_id::RunId;
 use baton_core::text::esc;
 use baton_core::time::parse_ts;
-use baton_store::StateStore;
 
 /// Delete the state of finished runs (`complete` or `abandoned`) not written for a while, and
 /// say each file removed. A run that is active, or whose lock a live holder has, is never
@@ -44,7 +43,7 @@ pub fn cmd_run_prune(ctx: &Ctx, args: PruneArgs) -> Result<Report, CommandError>
     let _guard = store.lock(LockScope::Runs)?;
     let (here, _) = here(ctx, &HolderArgs::default(), false)?;
     let (mut removed, mut kept, mut lines) = (Vec::new(), 0usize, String::new());
-    for (id, loaded) in store.list_runs()? {
+    for (id, loaded) in store.list_runs(None)? {
         let loaded = match loaded {
             Ok(l) => l,
             Err(e) => {
@@ -65,7 +64,7 @@ pub fn cmd_run_prune(ctx: &Ctx, args: PruneArgs) -> Result<Report, CommandError>
         }
         let id = RunId::parse(&id).expect("listed runs have valid ids");
         if !args.dry_run {
-            store.remove_run(&id)?;
+            store.remove(&baton_store::RecordKey::Run(id), &loaded.expect())?;
         }
         lines.push_str(&format!(
             "{} {} ({}, last written {})\n",

@@ -10,7 +10,7 @@ use baton_core::decide::run_resume::critic_recorded;
 use baton_core::model::{Completion, PlanRecord, StepRecord};
 use baton_core::time::format_ts;
 use baton_core::{Decision, Reason};
-use baton_store::{JournalTarget, StateStore, git};
+use baton_store::{JournalTarget, git};
 
 /// Record progress of a run: a completed agent, a passed hard gate, a step's status, or a new
 /// plan. Only the run lock's holder may record; a completed agent is never recorded (or
@@ -60,7 +60,13 @@ pub fn cmd_run_record(ctx: &Ctx, args: RecordArgs) -> Result<Report, CommandErro
     check_name(args.agent.as_ref(), "--agent")?;
     check_name(args.gate.as_ref(), "--gate")?;
     check_name(args.step.as_ref(), "--step")?;
-    let (id, store, _guard, mut run) = open_for_write(ctx, &args.run_id)?;
+    let super::OpenRun {
+        id,
+        store,
+        _guard,
+        mut run,
+        read,
+    } = open_for_write(ctx, &args.run_id)?;
     let before = run.clone();
     let (here, _) = here(ctx, &args.holder, false)?;
     if let Err(d) = require_holder(&run, &here, &args.holder, ctx.now) {
@@ -68,7 +74,7 @@ pub fn cmd_run_record(ctx: &Ctx, args: RecordArgs) -> Result<Report, CommandErro
     }
     let at = Some(format_ts(ctx.now));
     // A critic is recorded against the plan as it is now: one critic round per plan version.
-    let root = store.layout.root.clone();
+    let root = store.layout().root.clone();
     let plan_sha = match &run.plan {
         Some(p) => super::facts::plan_now(
             &super::facts::plan_path_now(&root, &p.path),
@@ -181,7 +187,7 @@ pub fn cmd_run_record(ctx: &Ctx, args: RecordArgs) -> Result<Report, CommandErro
         lease.heartbeat_at = format_ts(ctx.now);
     }
     run.updated_at = Some(format_ts(ctx.now));
-    store.write_run(&run)?;
+    store.write_run(&run, &read)?;
     let journal_warning = crate::journal::run_changed(&before, &run)
         .then(|| {
             let details = if let Some(agent) = &args.agent {
@@ -194,7 +200,7 @@ pub fn cmd_run_record(ctx: &Ctx, args: RecordArgs) -> Result<Report, CommandErro
                 json!({ "step": args.step, "status": args.status })
             };
             let event = crate::journal::event(ctx, "record", Some(run.lease_epoch), details);
-            crate::journal::append(&store, JournalTarget::Run(&id), &[event])
+            crate::journal::append(&*store, JournalTarget::Run(&id), &[event])
         })
         .flatten();
     let report = Report::ok(

@@ -8,7 +8,7 @@ use crate::output::Report;
 use baton_core::decide::lease::LeaseState;
 use baton_core::time::format_ts;
 use baton_core::{Decision, Reason};
-use baton_store::{JournalTarget, StateStore};
+use baton_store::JournalTarget;
 
 /// Release the run lock. Refused (exit 3) while another live holder has it, and for another
 /// holder's stale lock without `--force`.
@@ -35,7 +35,13 @@ pub fn end_lease(
     status: Option<&str>,
     force: bool,
 ) -> Result<Report, CommandError> {
-    let (id, store, _guard, mut run) = open_for_write(ctx, raw_id)?;
+    let super::OpenRun {
+        id,
+        store,
+        _guard,
+        mut run,
+        read,
+    } = open_for_write(ctx, raw_id)?;
     let before = run.clone();
     let (here, _) = here(ctx, holder, false)?;
     if let (Some(held), Some(lease)) = (holder.epoch, &run.lease)
@@ -85,7 +91,7 @@ pub fn end_lease(
         run.status = status.to_string();
     }
     run.updated_at = Some(format_ts(ctx.now));
-    store.write_run(&run)?;
+    store.write_run(&run, &read)?;
     // A release of a lock nobody holds, or a finish of a finished run, is no event.
     let journal_warning = crate::journal::run_changed(&before, &run)
         .then(|| {
@@ -107,7 +113,7 @@ pub fn end_lease(
                     json!({ "released": released, "forced": force }),
                 ),
             };
-            crate::journal::append(&store, JournalTarget::Run(&id), &[event])
+            crate::journal::append(&*store, JournalTarget::Run(&id), &[event])
         })
         .flatten();
     let what = match status {
@@ -134,7 +140,13 @@ pub fn interrupt_lease(
     reason: &str,
     evidence: &str,
 ) -> Result<Report, CommandError> {
-    let (id, store, _guard, mut run) = open_for_write(ctx, raw_id)?;
+    let super::OpenRun {
+        id,
+        store,
+        _guard,
+        mut run,
+        read,
+    } = open_for_write(ctx, raw_id)?;
     let (here, _) = here(ctx, holder, false)?;
     if lease_state_of(&run, &here, ctx.now) != LeaseState::Mine {
         return Ok(Report::ok(
@@ -150,7 +162,7 @@ pub fn interrupt_lease(
     run.extra
         .insert("interrupted_at".into(), format_ts(ctx.now).into());
     run.updated_at = Some(format_ts(ctx.now));
-    store.write_run(&run)?;
+    store.write_run(&run, &read)?;
     let event = crate::journal::event(
         ctx,
         "interrupt",
@@ -162,7 +174,7 @@ pub fn interrupt_lease(
         format!("interrupted run {id} ({reason}); its lock is released"),
     );
     Ok(
-        match crate::journal::append(&store, JournalTarget::Run(&id), &[event]) {
+        match crate::journal::append(&*store, JournalTarget::Run(&id), &[event]) {
             Some(w) => report.warn(w),
             None => report,
         },

@@ -15,7 +15,7 @@ use baton_core::decide::run_resume::RunDecision;
 use baton_core::model::SectionRecord;
 use baton_core::run_id::RunTarget;
 use baton_core::time::{format_ts, human_age};
-use baton_store::{JournalTarget, LockScope, StateStore, git};
+use baton_store::{JournalTarget, LockScope, git};
 
 /// Where the alignment sections live unless `run new --project-file` said otherwise.
 pub const DEFAULT_PROJECT_FILE: &str = ".claude/PROJECT.md";
@@ -50,7 +50,7 @@ pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandErro
         RunTarget::Batch(raw) => return batch_resume(ctx, &raw),
     };
     let store = ctx.store()?;
-    let root = store.layout.root.clone();
+    let root = store.layout().root.clone();
     // An unknown run in a project without state creates nothing, not even the lock's sidecar.
     if !store.exists()? && !super::import::default_source(&id).exists() {
         return Err(super::missing_run(&id));
@@ -58,7 +58,7 @@ pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandErro
     // An import is checked before anything is created, so a refused one writes nothing, and is
     // built again under the lock from the source as it is then.
     let import = || {
-        super::import::build_import(ctx, &store, &id, None).map_err(|e| {
+        super::import::build_import(ctx, &*store, &id, None).map_err(|e| {
             if e.message.contains("no originating state") {
                 super::missing_run(&id)
             } else {
@@ -72,7 +72,7 @@ pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandErro
     // git runs before the lock is taken: its status can start a user's fsmonitor hook.
     let mut repo = git::head_and_index(&root)?;
     // baton's own files are never the user's staged work, however they came to be staged.
-    if let Some(state_dir) = store.layout.state_dir_in_tree() {
+    if let Some(state_dir) = store.layout().state_dir_in_tree() {
         repo.staged
             .retain(|p| !Path::new(p).starts_with(&state_dir));
     }
@@ -81,7 +81,9 @@ pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandErro
     let mut imported = false;
     // An import stays in memory until the verdict lets the run go on: a refused or finished
     // resume writes nothing.
-    let mut run = match store.read_run(&id)? {
+    let read = store.read_run(&id)?;
+    let expect = baton_store::Expect::read(read.as_ref());
+    let mut run = match read {
         Some(loaded) => {
             loaded.writable()?;
             loaded.state
@@ -165,7 +167,7 @@ pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandErro
         }
         token = take_lease(&mut run, &here, source, &lease, ctx.now);
         run.updated_at = Some(format_ts(ctx.now));
-        store.write_run(&run)?;
+        store.write_run(&run, &expect)?;
         let mut events = Vec::new();
         if imported {
             events.push(super::import::import_event(ctx, &run));
@@ -184,9 +186,9 @@ pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandErro
                 "agents_merged": added,
             }),
         ));
-        journal_warning = crate::journal::append(&store, JournalTarget::Run(&id), &events);
+        journal_warning = crate::journal::append(&*store, JournalTarget::Run(&id), &events);
     }
-    let path = store.shown(&store.layout.run_file(&id));
+    let path = store.name(&baton_store::RecordKey::Run(id.clone()));
     let text = render(&d, &run, &path, &notes);
     let mut json = decision_json(&d.decision);
     json["run_id"] = json!(id.to_string());

@@ -9,7 +9,6 @@ use crate::output::Report;
 use baton_core::decide::lease::LeaseState;
 use baton_core::decide::run_resume::restoration;
 use baton_core::text::{esc, esc_join, esc_or};
-use baton_store::StateStore;
 
 /// Show a run: what it was planned against, its progress, and its lock.
 #[derive(Debug, Args)]

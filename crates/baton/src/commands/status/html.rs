@@ -17,7 +17,7 @@ use baton_core::run_id::RunId;
 use baton_core::text::esc;
 use baton_core::time::parse_ts;
 use baton_core::timeline::{EventIn, Label, LaneIn, build, render_html};
-use baton_store::{FsStore, JournalTarget, StateStore};
+use baton_store::{JournalTarget, StateStore};
 
 pub fn cmd_html(ctx: &Ctx, out: Option<&Path>) -> Result<Report, CommandError> {
     let s = survey(ctx)?;
@@ -29,7 +29,7 @@ pub fn cmd_html(ctx: &Ctx, out: Option<&Path>) -> Result<Report, CommandError> {
         .collect();
     let mut lanes = Vec::new();
     for w in super::by_urgency(&s.work) {
-        match history(&store, w, &mut warnings) {
+        match history(&*store, w, &mut warnings) {
             Ok(Some(events)) => lanes.push(lane(w, events)),
             Ok(None) => {}
             Err(e) => {
@@ -44,7 +44,7 @@ pub fn cmd_html(ctx: &Ctx, out: Option<&Path>) -> Result<Report, CommandError> {
         }
     }
     // Work whose state is gone (archived, pruned) keeps its journal: its lanes come last.
-    match archived(&store, &s.work, &mut warnings) {
+    match archived(&*store, &s.work, &mut warnings) {
         Ok(more) => lanes.extend(more),
         Err(e) => warnings.push(format!(
             "the journals of archived work could not be listed: {}",
@@ -52,7 +52,7 @@ pub fn cmd_html(ctx: &Ctx, out: Option<&Path>) -> Result<Report, CommandError> {
         )),
     }
     let title = store
-        .layout
+        .layout()
         .root
         .file_name()
         .map_or_else(|| "project".into(), |n| n.to_string_lossy().into_owned());
@@ -114,7 +114,7 @@ pub fn cmd_html(ctx: &Ctx, out: Option<&Path>) -> Result<Report, CommandError> {
 /// The events of one piece of work, oldest first; `None` for work without a history of its own
 /// (the feature pointer).
 fn history(
-    store: &FsStore,
+    store: &dyn StateStore,
     w: &Work,
     warnings: &mut Vec<String>,
 ) -> Result<Option<Vec<EventIn>>, CommandError> {
@@ -138,7 +138,7 @@ fn history(
             Err(_) => Vec::new(),
         },
         "ledger" => {
-            let path = store.layout.root.join(&w.key).join("STATE.md");
+            let path = store.layout().root.join(&w.key).join("STATE.md");
             let Some(text) = baton_store::ledger::read(&path)? else {
                 return Ok(Some(Vec::new()));
             };
@@ -172,7 +172,7 @@ fn history(
 /// Lanes for the journals no surveyed work claims: loops archived by `resume fresh` or a new
 /// `loop init`, a finished batch, pruned runs.
 fn archived(
-    store: &FsStore,
+    store: &dyn StateStore,
     work: &[Work],
     warnings: &mut Vec<String>,
 ) -> Result<Vec<LaneIn>, CommandError> {

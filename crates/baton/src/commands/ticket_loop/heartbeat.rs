@@ -10,7 +10,7 @@ use crate::output::Report;
 use baton_core::model::LoopStatus;
 use baton_core::text::{esc, esc_or};
 use baton_core::time::format_ts;
-use baton_store::{LockScope, StateStore};
+use baton_store::LockScope;
 
 /// Refresh `last_updated` of a loop this session owns and is running.
 ///
@@ -76,8 +76,8 @@ pub fn heartbeat(ctx: &Ctx, ticket: &OsStr, flags: &WriteFlags) -> Result<Report
     }
     loaded.writable()?;
     loaded.state.touch(ctx.now);
-    store.write_loop(&target.key, &loaded.state)?;
-    let batch_warning = super::keep_batch_live(&store, ctx, &target);
+    store.write_loop(&target.key, &loaded.state, &loaded.expect())?;
+    let batch_warning = super::keep_batch_live(&*store, ctx, &target);
     let report = Report::ok(
         json!({ "refreshed": true, "key": target.key, "last_updated": loaded.state.last_updated }),
         format!("heartbeat: {} at {}", target.shown(), format_ts(ctx.now)),

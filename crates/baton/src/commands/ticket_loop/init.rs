@@ -12,7 +12,7 @@ use baton_core::Decision;
 use baton_core::decide::batch::single_ticket_warning;
 use baton_core::decide::loop_write::{InitPlan, REFUSED, check_key_collision, decide_init};
 use baton_core::model::{LoopState, Phase};
-use baton_store::{JournalTarget, LockScope, StateStore, git};
+use baton_store::{Expect, JournalTarget, LockScope, RecordKey, git};
 
 /// Start a ticket's loop (Phase 6 initialisation): create its keyed file, active and owned by
 /// this session.
@@ -60,14 +60,14 @@ pub fn cmd_loop_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> 
     let store = ctx.store()?;
     let target = Target::derive(ctx, &args.ticket);
     target.require_stable()?;
-    let adoption = adopt_legacy(&store, ctx)?;
+    let adoption = adopt_legacy(&*store, ctx)?;
     let notes = adoption.notes.join("\n");
     if let Some(held) = adoption.held_for(&target.key) {
         let d = legacy_held(ctx, &held.state, REFUSED, &target.arg());
         return Ok(Report::decision(&d).text_before(&notes));
     }
     // git runs before the lock is taken (a user's fsmonitor hook must not stall other writers).
-    let layout = &store.layout;
+    let layout = store.layout();
     let branch = git::tree_status(&layout.root, &[])?.branch;
     let base = match args.base.as_deref() {
         Some(raw) => Some(checked_base(&layout.root, raw)?),
@@ -121,7 +121,7 @@ pub fn cmd_loop_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> 
                 if let Err(d) = may_replace(ctx, &old.state, &args.flags, &target) {
                     return Ok(Report::decision(&d).text_before(&notes));
                 }
-                let to = store.archive_loop(&target.key, ctx.now)?;
+                let to = store.archive_loop(&target.key, &old.expect(), ctx.now)?;
                 replaced = serde_json::json!({
                     "archived": to.display().to_string(),
                     "session": old.state.session_id,
@@ -157,7 +157,7 @@ pub fn cmd_loop_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> 
     state.loop_state.iteration = 1;
     state.loop_state.max_iterations = args.max_iterations;
     state.touch(ctx.now);
-    store.write_loop(&target.key, &state)?;
+    store.write_loop(&target.key, &state, &Expect::Absent)?;
     let init = crate::journal::event(
         ctx,
         "init",
@@ -172,8 +172,9 @@ pub fn cmd_loop_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> 
             "replaced": replaced,
         }),
     );
-    let journal_warning = crate::journal::append(&store, JournalTarget::Loop(&target.key), &[init]);
-    let batch_warning = super::keep_batch_live(&store, ctx, &target);
+    let journal_warning =
+        crate::journal::append(&*store, JournalTarget::Loop(&target.key), &[init]);
+    let batch_warning = super::keep_batch_live(&*store, ctx, &target);
     let decision = Decision {
         verdict: "ok",
         reasons,
@@ -191,7 +192,7 @@ pub fn cmd_loop_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> 
     let mut report = loop_report(
         &decision,
         &target,
-        &store.shown(&store.layout.loop_file(&target.key)),
+        &store.name(&RecordKey::Loop(target.key.clone())),
         &state,
         &message,
     )

@@ -26,7 +26,7 @@ use baton_core::key::{KeySource, loop_file_name, loop_key};
 use baton_core::model::LoopState;
 use baton_core::text::esc;
 use baton_core::{Decision, Reason};
-use baton_store::{FsStore, JournalTarget, LockScope, StateStore, random_hex};
+use baton_store::{JournalTarget, LockScope, RecordKey, StateStore, random_hex};
 
 /// Record and inspect one ticket's loop state (`.agentic/loop-state-<KEY>.json`).
 #[derive(Debug, Subcommand)]
@@ -175,24 +175,24 @@ pub fn no_session_warning(ctx: &Ctx, what: &str) -> Option<String> {
 /// session's `batch start` never takes a batch whose owner is busy on a ticket. Called after the
 /// loop's write, under its lock (the loop's lock is always taken before the batch's). The loop's
 /// write has happened by then, so a failure here is a warning, never the command's error.
-pub fn keep_batch_live(store: &FsStore, ctx: &Ctx, target: &Target) -> Option<String> {
+pub fn keep_batch_live(store: &dyn StateStore, ctx: &Ctx, target: &Target) -> Option<String> {
     refresh_batch(store, ctx, target)
         .err()
         .map(|e| format!("the batch's liveness was not refreshed: {}", e.message))
 }
 
-fn refresh_batch(store: &FsStore, ctx: &Ctx, target: &Target) -> Result<(), CommandError> {
+fn refresh_batch(store: &dyn StateStore, ctx: &Ctx, target: &Target) -> Result<(), CommandError> {
     let Some(me) = ctx.session() else {
         return Ok(());
     };
-    if !store.holds(&store.layout.batch_file())? {
+    if !store.contains(&RecordKey::Batch)? {
         return Ok(());
     }
     let _batch = store.lock(LockScope::Batch)?;
     let Some(loaded) = store.read_batch()? else {
         return Ok(());
     };
-    let mut batch = loaded.state;
+    let mut batch = loaded.state.clone();
     let ours = batch.is_active()
         && batch.owner() == Some(me)
         && batch.tickets.iter().any(|t| {
@@ -200,7 +200,7 @@ fn refresh_batch(store: &FsStore, ctx: &Ctx, target: &Target) -> Result<(), Comm
         });
     if ours && loaded.access == baton_store::read::Access::ReadWrite {
         batch.touch(&baton_core::time::format_ts(ctx.now));
-        store.write_batch(&batch)?;
+        store.write_batch(&batch, &loaded.expect())?;
     }
     Ok(())
 }
@@ -232,7 +232,7 @@ pub fn transition(
     if !store.exists()? {
         return Err(missing_loop(&target));
     }
-    let adoption = adopt_legacy(&store, ctx)?;
+    let adoption = adopt_legacy(&*store, ctx)?;
     let notes = adoption.notes.join("\n");
     if let Some(held) = adoption.held_for(&target.key) {
         let d = legacy_held(ctx, &held.state, REFUSED, &target.arg());
@@ -292,7 +292,7 @@ pub fn transition(
     }
     let mut journal_warning = None;
     if changed {
-        store.write_loop(&target.key, &state)?;
+        store.write_loop(&target.key, &state, &loaded.expect())?;
         if journal::loop_changed(&loaded.state, &state) {
             let mut events = Vec::new();
             if state.owner_epoch != loaded.state.owner_epoch {
@@ -309,11 +309,11 @@ pub fn transition(
                 Some(state.owner_epoch),
                 loop_event_details(event, &loaded.state, &state),
             ));
-            journal_warning = journal::append(&store, JournalTarget::Loop(&target.key), &events);
+            journal_warning = journal::append(&*store, JournalTarget::Loop(&target.key), &events);
         }
     }
     let batch_warning = changed
-        .then(|| keep_batch_live(&store, ctx, &target))
+        .then(|| keep_batch_live(&*store, ctx, &target))
         .flatten();
     let decision = Decision {
         verdict: "ok",

@@ -10,7 +10,6 @@ use crate::output::Report;
 use baton_core::decide::loop_resume::{last_write, resume_after};
 use baton_core::text::{esc, esc_or};
 use baton_core::time::{format_ts, is_live};
-use baton_store::StateStore;
 use baton_store::read::Access;
 
 /// Show a ticket's loop state.
