@@ -12,10 +12,12 @@ pub mod ledger;
 pub mod model;
 pub mod packet;
 pub mod reset;
+pub mod rules;
 pub mod run_id;
 pub mod sections;
 pub mod text;
 pub mod time;
 pub mod timeline;
 
-pub use decide::{Decision, Reason};
+pub use decide::{Decision, Exit, Reason, Verdict};
+pub use rules::Rule;

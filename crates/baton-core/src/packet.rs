@@ -310,7 +310,7 @@ mod tests {
             verdict: "offer (automatic)".into(),
             class,
             reasons: vec![Reason::new(
-                "continue.crash",
+                crate::Rule::ContinueCrash,
                 "it stopped without a clean end",
             )],
             checkpoint: Some("iteration 1 passed QA".into()),

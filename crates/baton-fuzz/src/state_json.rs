@@ -97,7 +97,7 @@ fn decide_loop(state: &LoopState) {
                         others: &others,
                     };
                     let decision = decide_loop_resume(&facts);
-                    assert!(!decision.decision.verdict.is_empty());
+                    assert!(!decision.decision.verdict.as_str().is_empty());
                 }
             }
             let _ = decide_init(Some(state), me, now, "PROJ-1");
@@ -230,7 +230,7 @@ fn decide_run(run: &RunState) {
                     now,
                 };
                 let decision = decide_run_resume(&facts);
-                assert!(!decision.decision.verdict.is_empty());
+                assert!(!decision.decision.verdict.as_str().is_empty());
             }
         }
     }

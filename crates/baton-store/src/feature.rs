@@ -178,7 +178,7 @@ fn read_in_root(root: &Path, rel: &Path, cap: u64) -> Found {
     }
 }
 
-fn unreadable(rule: &'static str, rel: &Path, why: &str, fix: &str) -> Reason {
+fn unreadable(rule: baton_core::Rule, rel: &Path, why: &str, fix: &str) -> Reason {
     Reason::new(
         rule,
         format!(
@@ -255,7 +255,7 @@ fn read_facts(
             return Ok(None);
         }
         Found::Refused(why) => facts.problems.push(unreadable(
-            "feature.unreadable",
+            baton_core::Rule::FeatureUnreadable,
             &pointer_path,
             &why,
             "replace it with the real file (the feature scaffold writes it)",
@@ -266,7 +266,7 @@ fn read_facts(
                 facts.pointer_bytes = Some(bytes);
             }
             Err(why) => facts.problems.push(unreadable(
-                "feature.unreadable",
+                baton_core::Rule::FeatureUnreadable,
                 &pointer_path,
                 &why,
                 "fix the JSON by hand, or re-create it with the feature scaffold",
@@ -318,7 +318,7 @@ fn read_feature_dir(layout: &Layout, changes: &Changes, dir: &Path, facts: &mut 
     match read_in_root(root, &tasks_path, TASKS_CAP) {
         Found::Missing => {}
         Found::Refused(why) => facts.problems.push(unreadable(
-            "feature.tasks-unreadable",
+            baton_core::Rule::FeatureTasksUnreadable,
             &tasks_path,
             &why,
             "replace it with the real file",
@@ -338,7 +338,7 @@ fn read_feature_dir(layout: &Layout, changes: &Changes, dir: &Path, facts: &mut 
                 facts.tasks_text = Some(text);
             }
             Err(e) => facts.problems.push(unreadable(
-                "feature.tasks-unreadable",
+                baton_core::Rule::FeatureTasksUnreadable,
                 &tasks_path,
                 &format!("it is not UTF-8 text ({})", e.utf8_error()),
                 "save it as UTF-8",

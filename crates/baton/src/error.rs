@@ -20,6 +20,16 @@ pub enum ExitStatus {
 }
 
 impl ExitStatus {
+    /// The status a verdict ends its command with.
+    pub fn of(verdict: baton_core::Verdict) -> ExitStatus {
+        match verdict.exit() {
+            baton_core::Exit::Success => ExitStatus::Success,
+            baton_core::Exit::Usage => ExitStatus::Usage,
+            baton_core::Exit::Refused => ExitStatus::Refused,
+            baton_core::Exit::AskHuman => ExitStatus::AskHuman,
+        }
+    }
+
     pub fn kind(self) -> &'static str {
         match self {
             ExitStatus::Success => "ok",

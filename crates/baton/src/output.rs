@@ -56,12 +56,7 @@ impl Report {
 
     /// A decision: `verdict`, `reasons` and `next`, with the exit status its verdict implies.
     pub fn decision(decision: &Decision) -> Report {
-        let status = match decision.verdict {
-            "refused" | "blocked" => ExitStatus::Refused,
-            "ask" | "confirm" => ExitStatus::AskHuman,
-            "invalid" => ExitStatus::Usage,
-            _ => ExitStatus::Success,
-        };
+        let status = ExitStatus::of(decision.verdict);
         Report::new(
             status,
             decision_json(decision),

@@ -34,9 +34,9 @@ pub fn decide_batch_start(
 ) -> Result<(), Decision> {
     if n < 2 {
         return Err(Decision::new(
-            "invalid",
+            crate::Verdict::Invalid,
             Reason::new(
-                "batch.single-ticket",
+                crate::Rule::BatchSingleTicket,
                 "a batch needs 2 or more tickets; a single ticket never creates batch-state",
             ),
             Some("run the ticket alone with `baton loop init <TICKET>`".into()),
@@ -49,7 +49,7 @@ pub fn decide_batch_start(
         return Err(Decision::new(
             REFUSED,
             Reason::new(
-                "batch.foreign-active",
+                crate::Rule::BatchForeignActive,
                 format!(
                     "Another batch session is active in this project: batch {} owned by session {} ({}). Only one batch per project root is supported.",
                     esc(&existing.batch_id),
@@ -65,7 +65,7 @@ pub fn decide_batch_start(
         return Err(Decision::new(
             REFUSED,
             Reason::new(
-                "batch.own-active",
+                crate::Rule::BatchOwnActive,
                 format!(
                     "this session already runs batch {}",
                     esc(&existing.batch_id)
@@ -89,7 +89,7 @@ pub fn single_ticket_warning(
     let existing = existing?;
     foreign_live(existing, me, now).then(|| {
         Reason::new(
-            "batch.foreign-active-warning",
+            crate::Rule::BatchForeignActiveWarning,
             format!(
                 "batch {} of session {} is active in this project ({}); this single ticket proceeds beside it (`baton batch show`)",
                 esc(&existing.batch_id),
@@ -119,7 +119,7 @@ mod tests {
     /// One row per batch rule (docs/ticket-loop.md, "Batches").
     #[test]
     fn batch_start_table() {
-        let rule = |r: Result<(), Decision>| r.err().map(|d| d.reasons[0].rule);
+        let rule = |r: Result<(), Decision>| r.err().map(|d| d.reasons[0].rule.id());
         assert_eq!(
             rule(decide_batch_start(None, 1, Some("B"), now())),
             Some("batch.single-ticket")

@@ -87,12 +87,12 @@ pub fn classify(s: &Signals, now: Timestamp) -> Classified {
     if s.review_needed || s.partial_result {
         let why = if s.review_needed {
             Reason::new(
-                "continue.timeout-review-needed",
+                crate::Rule::ContinueTimeoutReviewNeeded,
                 "a delegate hit its cap and left REVIEW_NEEDED",
             )
         } else {
             Reason::new(
-                "continue.timeout-partial",
+                crate::Rule::ContinueTimeoutPartial,
                 "a delegate hit its cap and left a partial result",
             )
         };
@@ -129,14 +129,14 @@ pub fn classify(s: &Signals, now: Timestamp) -> Classified {
         };
         return Classified {
             class: Class::RateLimit,
-            reasons: vec![Reason::new("continue.rate-limit", reason)],
+            reasons: vec![Reason::new(crate::Rule::ContinueRateLimit, reason)],
             next,
             waiting,
         };
     }
     if s.pause_mark || s.interrupt_reason == Some("pause") {
         let mut reasons = vec![Reason::new(
-            "continue.pause",
+            crate::Rule::ContinuePause,
             match s.pause_reason {
                 Some(why) => format!("explicitly paused: {}", crate::text::esc(why)),
                 None => "explicitly paused".to_string(),
@@ -145,13 +145,13 @@ pub fn classify(s: &Signals, now: Timestamp) -> Classified {
         let mut next = format!("resume from the next step: {from}");
         if s.tree_clean == Some(false) {
             reasons.push(Reason::new(
-                "continue.pause-unclean",
+                crate::Rule::ContinuePauseUnclean,
                 "the tree has uncommitted changes: the pause was not at a clean checkpoint",
             ));
             next = format!("look at the uncommitted changes (`git status`) first, then {next}");
         } else if !s.checkpointed {
             reasons.push(Reason::new(
-                "continue.pause-unclean",
+                crate::Rule::ContinuePauseUnclean,
                 "it was paused in the middle of a step, not at a checkpoint",
             ));
             next = format!("check the step in progress first, then {next}");
@@ -167,7 +167,7 @@ pub fn classify(s: &Signals, now: Timestamp) -> Classified {
         return Classified {
             class: Class::Left,
             reasons: vec![Reason::new(
-                "continue.left",
+                crate::Rule::ContinueLeft,
                 "a delegate returned and nothing processed its result",
             )],
             next: format!(
@@ -178,17 +178,17 @@ pub fn classify(s: &Signals, now: Timestamp) -> Classified {
     }
     let mut reasons = vec![match s.interrupt_reason {
         Some(reason) => Reason::new(
-            "continue.crash",
+            crate::Rule::ContinueCrash,
             format!("interrupted ({reason}) without a clean end: its state is unknown"),
         ),
         None => Reason::new(
-            "continue.crash",
+            crate::Rule::ContinueCrash,
             "it stopped without a clean end and nobody is on it: its state is unknown",
         ),
     }];
     if s.tree_clean == Some(false) {
         reasons.push(Reason::new(
-            "continue.crash-dirty",
+            crate::Rule::ContinueCrashDirty,
             "the tree has uncommitted changes",
         ));
     }
@@ -261,7 +261,7 @@ mod tests {
         ];
         for (name, signals, class, rules, waiting) in rows {
             let c = classify(&signals, now());
-            let got: Vec<&str> = c.reasons.iter().map(|r| r.rule).collect();
+            let got: Vec<&str> = c.reasons.iter().map(|r| r.rule.id()).collect();
             assert_eq!(
                 (c.class, got.as_slice(), c.waiting),
                 (class, rules, waiting),

@@ -138,7 +138,7 @@ pub fn branch_step(state: &LoopState, checked_out: Option<&str>) -> Option<(Reas
     );
     Some((
         Reason::new(
-            "loop.other-branch",
+            crate::Rule::LoopOtherBranch,
             format!(
                 "the loop ran on branch {}, but {now_on} is checked out: the tree seen here is not the loop's",
                 esc(ran_on)
@@ -179,8 +179,8 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
     let Some(state) = facts.state else {
         return plain(
             Decision::new(
-                "none",
-                Reason::new("loop.no-state", format!("no loop-state for {t}")),
+                crate::Verdict::None,
+                Reason::new(crate::Rule::LoopNoState, format!("no loop-state for {t}")),
                 Some(format!(
                     "start the loop with `baton loop init {t}` when Phase 6 begins"
                 )),
@@ -194,9 +194,9 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
     if state.status.is_terminal() {
         return plain(
             Decision::new(
-                "none",
+                crate::Verdict::None,
                 Reason::new(
-                    "loop.terminal",
+                    crate::Rule::LoopTerminal,
                     format!(
                         "the loop for {t} is {}: nothing to resume",
                         state.status.as_str()
@@ -217,7 +217,7 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
     };
     if state.status == LoopStatus::Active && mine {
         let mut reasons = vec![Reason::new(
-            "loop.own",
+            crate::Rule::LoopOwn,
             format!(
                 "this session owns the active loop for {t} ({})",
                 state.position()
@@ -231,7 +231,7 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
         });
         return plain(
             Decision {
-                verdict: "own",
+                verdict: crate::Verdict::Own,
                 reasons,
                 next: Some(next),
             },
@@ -242,9 +242,9 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
         let owner = esc_or(state.owner(), "(no session id)");
         return plain(
             Decision::new(
-                "live",
+                crate::Verdict::Live,
                 Reason::new(
-                    "loop.live-foreign",
+                    crate::Rule::LoopLiveForeign,
                     format!("session {owner} is working on {t} ({seen}, within 10 minutes)"),
                 ),
                 Some("do not touch this ticket; work on another, or check again after 10 minutes without writes".into()),
@@ -258,7 +258,7 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
             .map(|ts| format!(" {} ago", human_age(age(now, ts))))
             .unwrap_or_default();
         Reason::new(
-            "loop.interrupted",
+            crate::Rule::LoopInterrupted,
             format!("the loop for {t} was interrupted{when} ({reason})"),
         )
     } else {
@@ -267,7 +267,7 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
             None => "it has no last-write time".into(),
         };
         Reason::new(
-            "loop.stale-active",
+            crate::Rule::LoopStaleActive,
             format!("the loop for {t} is active but {seen}, past the 10-minute liveness window"),
         )
     };
@@ -278,7 +278,7 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
         && facts.work_committed == Some(false)
     {
         reasons.push(Reason::new(
-            "loop.lost-work",
+            crate::Rule::LoopLostWork,
             "the state says the engineer returned, but the loop's branch has no commit beyond its base: the work may be lost; find it before re-spawning anything",
         ));
     }
@@ -286,7 +286,7 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
     let ownerless = state.owner().is_none() && me.is_some();
     if ownerless {
         reasons.push(Reason::new(
-            "loop.ownerless",
+            crate::Rule::LoopOwnerless,
             "the loop records no owner session (legacy state): accepting it needs `--force`",
         ));
     }
@@ -313,7 +313,7 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
     }
     if let Some(brief) = brief {
         reasons.push(Reason::new(
-            "loop.brief-owed",
+            crate::Rule::LoopBriefOwed,
             "a retroactive Brief is owed: the task was promoted with no Brief recorded",
         ));
         if matches!(mode, Mode::Confirm | Mode::Never) {
@@ -330,7 +330,7 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
     let after = resume_after(state);
     if let Some(after) = after.filter(|a| *a > now) {
         reasons.push(Reason::new(
-            "loop.rate-limit-wait",
+            crate::Rule::LoopRateLimitWait,
             format!(
                 "the rate limit resets at {}, in {}",
                 format_ts(after),
@@ -347,7 +347,7 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
     };
     ResumeDecision {
         decision: Decision {
-            verdict: "offer",
+            verdict: crate::Verdict::Offer,
             reasons,
             next: Some(next),
         },
@@ -363,7 +363,7 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
 /// The warning every sessionless write and check carries.
 pub fn no_session_reason() -> Reason {
     Reason::new(
-        "loop.no-session",
+        crate::Rule::LoopNoSession,
         "no session id (`--session`, `BATON_SESSION` or `CLAUDE_CODE_SESSION_ID`): nothing protects this loop from another session without one",
     )
 }
@@ -467,7 +467,7 @@ fn offer_mode(
     let never = |rule, message: String| (Mode::Never, Reason::new(rule, message), "");
     if progress.max_iterations > 0 && progress.iteration > progress.max_iterations {
         return never(
-            "loop.mode-never-over-cap",
+            crate::Rule::LoopModeNeverOverCap,
             format!(
                 "iteration {} is over the cap of {}",
                 progress.iteration, progress.max_iterations
@@ -479,7 +479,7 @@ fn offer_mode(
             Some(raw) => format!("last_phase is {:?}, which no resume rule covers", esc(raw)),
             None => "the loop records no last_phase, so no resume rule covers it".into(),
         };
-        return never("loop.mode-never-unknown-phase", message);
+        return never(crate::Rule::LoopModeNeverUnknownPhase, message);
     };
     let action = state.last_phase_action.as_deref();
     let (what, step, in_flight) = match entry(phase, action) {
@@ -496,17 +496,19 @@ fn offer_mode(
             )
         }
         Entry::Boundary(what, step) => (what, step, false),
-        Entry::Human(why) => return never("loop.mode-never-human", format!("{pos}: {why}")),
+        Entry::Human(why) => {
+            return never(crate::Rule::LoopModeNeverHuman, format!("{pos}: {why}"));
+        }
         Entry::Uncovered => {
             return never(
-                "loop.mode-never-uncovered",
+                crate::Rule::LoopModeNeverUncovered,
                 format!("{pos} is a state no resume rule covers"),
             );
         }
     };
     let Some(dirty) = tree_dirty else {
         return never(
-            "loop.mode-never-tree-unknown",
+            crate::Rule::LoopModeNeverTreeUnknown,
             "git could not say whether the working tree is clean".into(),
         );
     };
@@ -514,7 +516,7 @@ fn offer_mode(
         return (
             Mode::Confirm,
             Reason::new(
-                "loop.mode-confirm-dirty",
+                crate::Rule::LoopModeConfirmDirty,
                 format!("{what} ({pos}) with uncommitted changes in the tree"),
             ),
             step,
@@ -524,7 +526,7 @@ fn offer_mode(
         return (
             Mode::Respawn,
             Reason::new(
-                "loop.mode-respawn",
+                crate::Rule::LoopModeRespawn,
                 format!("{what} ({pos}) with a clean tree: nothing was left behind"),
             ),
             step,
@@ -533,7 +535,7 @@ fn offer_mode(
     (
         Mode::Automatic,
         Reason::new(
-            "loop.mode-automatic",
+            crate::Rule::LoopModeAutomatic,
             format!("{what} ({pos}) with a clean tree"),
         ),
         step,

@@ -10,9 +10,9 @@ use crate::model::{LoopState, LoopStatus, PromotionTier};
 use crate::text::esc_or;
 
 /// Verdict of a write refused by a gate (exit 3).
-pub const REFUSED: &str = "refused";
+pub const REFUSED: crate::Verdict = crate::Verdict::Refused;
 /// Verdict of a write that waits for a human decision (exit 4).
-pub const ASK: &str = "ask";
+pub const ASK: crate::Verdict = crate::Verdict::Ask;
 
 /// Two raw ticket ids that sanitize to one key never share the file.
 pub fn check_key_collision(
@@ -24,7 +24,7 @@ pub fn check_key_collision(
         Some(existing) if existing != raw_ticket => Err(Decision::new(
             REFUSED,
             Reason::new(
-                "loop.key-collision",
+                crate::Rule::LoopKeyCollision,
                 format!(
                     "ticket {raw_ticket:?} sanitizes to key {key}, whose file belongs to ticket {existing:?}"
                 ),
@@ -71,7 +71,7 @@ pub fn decide_init(
         return InitPlan::Refuse(Decision::new(
             ASK,
             Reason::new(
-                "loop.init-resumable",
+                crate::Rule::LoopInitResumable,
                 format!(
                     "{t} already has a resumable loop ({}, {})",
                     state.status.as_str(),
@@ -102,7 +102,7 @@ pub fn check_reset(
         Some(after) if state.owner() != me && !force => Err(Decision::new(
             REFUSED,
             Reason::new(
-                "loop.waits-for-reset",
+                crate::Rule::LoopWaitsForReset,
                 format!(
                     "the loop for {t} was interrupted by a rate limit that resets at {}: until then only its own session may resume it",
                     crate::time::format_ts(after)
@@ -130,7 +130,7 @@ pub fn check_transition(
             return Err(Decision::new(
                 REFUSED,
                 Reason::new(
-                    "loop.not-active",
+                    crate::Rule::LoopNotActive,
                     format!("the loop for {t} is interrupted"),
                 ),
                 Some(format!("resume it first: `baton resume {t}`")),
@@ -140,7 +140,7 @@ pub fn check_transition(
             return Err(Decision::new(
                 REFUSED,
                 Reason::new(
-                    "loop.not-active",
+                    crate::Rule::LoopNotActive,
                     format!("the loop for {t} is {}", status.as_str()),
                 ),
                 Some(format!("start a new loop with `baton loop init {t}`")),
@@ -152,7 +152,7 @@ pub fn check_transition(
         return Err(Decision::new(
             REFUSED,
             Reason::new(
-                "loop.brief-owed",
+                crate::Rule::LoopBriefOwed,
                 format!(
                     "the task was promoted to the {} tier with no Brief recorded: a retroactive Brief is owed before the next engineer spawn",
                     esc_or(state.promotion_tier.as_deref(), "brief")

@@ -52,9 +52,9 @@ pub fn gate(file: OwnerRecord, me: Writer, now: Timestamp, what: &str, show: &st
         && held != file.epoch
     {
         return GateOutcome::Refused(Decision::new(
-            "refused",
+            crate::Verdict::Refused,
             Reason::new(
-                "gate.stale-epoch",
+                crate::Rule::GateStaleEpoch,
                 format!(
                     "{what} is at owner epoch {}, this writer holds epoch {held}: another session took it over since",
                     file.epoch
@@ -73,15 +73,15 @@ pub fn gate(file: OwnerRecord, me: Writer, now: Timestamp, what: &str, show: &st
             return GateOutcome::Takeover {
                 epoch: file.epoch + 1,
                 reason: Reason::new(
-                    "gate.forced-takeover",
+                    crate::Rule::GateForcedTakeover,
                     format!("{what} had no owner session (legacy state); taken over with --force"),
                 ),
             };
         }
         return GateOutcome::Refused(Decision::new(
-            "refused",
+            crate::Verdict::Refused,
             Reason::new(
-                "gate.null-owner",
+                crate::Rule::GateNullOwner,
                 format!(
                     "{what} has no owner session (legacy state): a write could clobber a session that never recorded its id"
                 ),
@@ -102,9 +102,9 @@ pub fn gate(file: OwnerRecord, me: Writer, now: Timestamp, what: &str, show: &st
             .map(|t| format!("{} ago", human_age(age(now, t))))
             .unwrap_or_default();
         return GateOutcome::Refused(Decision::new(
-            "refused",
+            crate::Verdict::Refused,
             Reason::new(
-                "gate.foreign-live-owner",
+                crate::Rule::GateForeignLiveOwner,
                 format!(
                     "{what} is owned by live session {owner} (last write {seen}, within the 10-minute liveness window)"
                 ),
@@ -129,7 +129,7 @@ pub fn gate(file: OwnerRecord, me: Writer, now: Timestamp, what: &str, show: &st
     GateOutcome::Takeover {
         epoch: file.epoch + 1,
         reason: Reason::new(
-            "gate.stale-takeover",
+            crate::Rule::GateStaleTakeover,
             format!("{what} was owned by session {owner}, which {why}; taken over"),
         ),
     }
@@ -149,8 +149,8 @@ mod tests {
     fn rule(outcome: &GateOutcome) -> &'static str {
         match outcome {
             GateOutcome::Owner => "owner",
-            GateOutcome::Takeover { reason, .. } => reason.rule,
-            GateOutcome::Refused(d) => d.reasons[0].rule,
+            GateOutcome::Takeover { reason, .. } => reason.rule.id(),
+            GateOutcome::Refused(d) => d.reasons[0].rule.id(),
         }
     }
 

@@ -154,7 +154,7 @@ pub fn decide_run_resume(f: &RunFacts) -> RunDecision {
 
     let lock_refusal = || {
         Reason::new(
-            "run.lock-held",
+            crate::Rule::RunLockHeld,
             format!(
                 "Another /implement is active on run_id {id}; wait for it to complete or use a fresh run_id."
             ),
@@ -170,20 +170,20 @@ pub fn decide_run_resume(f: &RunFacts) -> RunDecision {
         .sections
         .as_deref()
         .is_some_and(|now| now.iter().all(|s| s.sha256.is_none()));
-    let mut outcome: Option<(&'static str, String)> = None;
-    let mut decide = |verdict: &'static str, next: String| {
+    let mut outcome: Option<(crate::Verdict, String)> = None;
+    let mut decide = |verdict: crate::Verdict, next: String| {
         outcome.get_or_insert((verdict, next));
     };
     if !staging.pass {
         reasons.push(Reason::new(
-            "run.staged-files",
+            crate::Rule::RunStagedFiles,
             format!(
                 "staged changes would ride along into the run: {}",
                 esc_join(f.staged.iter().map(String::as_str))
             ),
         ));
         decide(
-            "blocked",
+            crate::Verdict::Blocked,
             format!(
                 "choose one: (1) commit the staged files and restart the run; (2) unstage them (`git restore --staged :/`) and restart; (3) operator escape hatch: a human decides explicitly to go on with them staged, `baton run resume {id} --allow-staged`"
             ),
@@ -192,24 +192,24 @@ pub fn decide_run_resume(f: &RunFacts) -> RunDecision {
     if !lock.pass {
         reasons.push(lock_refusal());
         decide(
-            "blocked",
+            crate::Verdict::Blocked,
             "wait for the other run to complete, or start a fresh run with `baton run new`".into(),
         );
     }
     if !alignment.pass && run.alignment.is_none() {
         reasons.push(Reason::new(
-            "run.alignment-unknown",
+            crate::Rule::RunAlignmentUnknown,
             "the run recorded no GOALS, SCOPE and CONSTRAINTS to compare against",
         ));
         decide(
-            "confirm",
+            crate::Verdict::Confirm,
             format!(
                 "show the user the project's GOALS, SCOPE and CONSTRAINTS and ask whether run {id} fits them; if it does, `baton run resume {id} --confirm-alignment`"
             ),
         );
     } else if !alignment.pass {
         reasons.push(Reason::new(
-            "run.alignment-drift",
+            crate::Rule::RunAlignmentDrift,
             format!(
                 "the project's alignment changed since the run was planned: {}",
                 drift
@@ -220,7 +220,7 @@ pub fn decide_run_resume(f: &RunFacts) -> RunDecision {
             ),
         ));
         decide(
-            "confirm",
+            crate::Verdict::Confirm,
             format!(
                 "show the user the changed sections and ask whether run {id} still fits them; if it does, `baton run resume {id} --confirm-alignment`"
             ),
@@ -228,11 +228,11 @@ pub fn decide_run_resume(f: &RunFacts) -> RunDecision {
     }
     if !head.pass {
         reasons.push(Reason::new(
-            "run.head-moved",
+            crate::Rule::RunHeadMoved,
             format!("HEAD moved since the run was planned ({}): the cached plan's files and lines may be stale", head.evidence),
         ));
         decide(
-            "replan",
+            crate::Verdict::Replan,
             "re-invoke the planner from STEP 5 against the current HEAD; never pass the cached plan to the implementer".into(),
         );
     }
@@ -251,7 +251,7 @@ pub fn decide_run_resume(f: &RunFacts) -> RunDecision {
     if let Some(a) = &run.alignment {
         if headless {
             reasons.push(Reason::new(
-                "run.alignment-empty",
+                crate::Rule::RunAlignmentEmpty,
                 format!(
                     "{} has no GOALS, SCOPE or CONSTRAINTS heading (`#` to `###`): the alignment check has nothing to compare, so it cannot see a drift",
                     a.path
@@ -259,7 +259,7 @@ pub fn decide_run_resume(f: &RunFacts) -> RunDecision {
             ));
         } else if !missing.is_empty() {
             reasons.push(Reason::new(
-                "run.alignment-partial",
+                crate::Rule::RunAlignmentPartial,
                 format!(
                     "{} has no {} heading: a drift there cannot be seen",
                     a.path,
@@ -268,7 +268,10 @@ pub fn decide_run_resume(f: &RunFacts) -> RunDecision {
             ));
         }
     }
-    let acquire = matches!(verdict, "replan" | "critic" | "ratify");
+    let acquire = matches!(
+        verdict,
+        crate::Verdict::Replan | crate::Verdict::Critic | crate::Verdict::Ratify
+    );
     let gap_secs = f
         .plan
         .as_ref()
@@ -288,24 +291,24 @@ pub fn decide_run_resume(f: &RunFacts) -> RunDecision {
 }
 
 /// The staleness gate, reached only when all four checks pass.
-fn staleness_gate(f: &RunFacts, reasons: &mut Vec<Reason>) -> (&'static str, String) {
+fn staleness_gate(f: &RunFacts, reasons: &mut Vec<Reason>) -> (crate::Verdict, String) {
     let replan = "re-invoke the planner from STEP 5; never pass the cached plan to the implementer"
         .to_string();
     let critic =
         "run one plan-critic round on the cached plan, all axes, before implementing".to_string();
     let Some(recorded) = &f.run.plan else {
         reasons.push(Reason::new(
-            "run.no-plan",
+            crate::Rule::RunNoPlan,
             "the run recorded no cached plan, so there is nothing to ratify",
         ));
-        return ("replan", replan);
+        return (crate::Verdict::Replan, replan);
     };
     let Some(plan) = &f.plan else {
         reasons.push(Reason::new(
-            "run.plan-missing",
+            crate::Rule::RunPlanMissing,
             format!("the cached plan {} is gone", recorded.path),
         ));
-        return ("replan", replan);
+        return (crate::Verdict::Replan, replan);
     };
     let gap = f.now.duration_since(plan.mtime);
     let gap_text = human_age(gap.max(SignedDuration::ZERO));
@@ -314,16 +317,16 @@ fn staleness_gate(f: &RunFacts, reasons: &mut Vec<Reason>) -> (&'static str, Str
     let critic_done = critic_recorded(f.run, &plan.sha256);
     let ratify =
         "pass the pre-validated plan to the implementer (STEP 8); do not re-invoke the planner";
-    let critic_or_done = |reasons: &mut Vec<Reason>| -> (&'static str, String) {
+    let critic_or_done = |reasons: &mut Vec<Reason>| -> (crate::Verdict, String) {
         if critic_done {
             reasons.push(Reason::new(
-                "run.critic-done",
+                crate::Rule::RunCriticDone,
                 "a critic round was recorded against this version of the plan: the round is done",
             ));
-            ("ratify", ratify.to_string())
+            (crate::Verdict::Ratify, ratify.to_string())
         } else {
             (
-                "critic",
+                crate::Verdict::Critic,
                 format!(
                     "{critic}; then `baton run record {} --agent plan-critic`",
                     f.run.run_id
@@ -332,18 +335,18 @@ fn staleness_gate(f: &RunFacts, reasons: &mut Vec<Reason>) -> (&'static str, Str
         }
     };
     if gap > REPLAN_OVER {
-        reasons.push(Reason::new("run.gap-over-24h", format!("the plan was last written {gap_text} ago, over 24 hours: dependencies, specs and APIs may have drifted")));
-        return ("replan", replan);
+        reasons.push(Reason::new(crate::Rule::RunGapOver24h, format!("the plan was last written {gap_text} ago, over 24 hours: dependencies, specs and APIs may have drifted")));
+        return (crate::Verdict::Replan, replan);
     }
     if f.run.critic_owed {
         reasons.push(Reason::new(
-            "run.critic-owed",
+            crate::Rule::RunCriticOwed,
             "the user confirmed the run against changed GOALS, SCOPE or CONSTRAINTS, and the cached plan was validated against the old ones: one critic round is owed",
         ));
         // Owed since the user confirmed a drift: only a critic recorded after that clears it
         // (recording one clears the flag), whatever an earlier round covered.
         return (
-            "critic",
+            crate::Verdict::Critic,
             format!(
                 "{critic}; then `baton run record {} --agent plan-critic`",
                 f.run.run_id
@@ -353,7 +356,7 @@ fn staleness_gate(f: &RunFacts, reasons: &mut Vec<Reason>) -> (&'static str, Str
     if gap > RATIFY_MAX {
         if !plan.sensitive.is_empty() {
             reasons.push(Reason::new(
-                "run.gap-security",
+                crate::Rule::RunGapSecurity,
                 format!(
                     "the plan is {gap_text} old and names security-sensitive paths: {}",
                     plan.sensitive.join(", ")
@@ -363,21 +366,21 @@ fn staleness_gate(f: &RunFacts, reasons: &mut Vec<Reason>) -> (&'static str, Str
         }
         let to_replan = f.run.policy.mid_gap == "replan";
         reasons.push(Reason::new(
-            "run.gap-unsanctioned",
+            crate::Rule::RunGapUnsanctioned,
             format!(
                 "the plan is {gap_text} old: over 4 hours, where the protocol no longer sanctions ratify; the policy for 4 to 24 hours says {}",
                 if to_replan { "replan" } else { "critic" }
             ),
         ));
         return if to_replan {
-            ("replan", replan)
+            (crate::Verdict::Replan, replan)
         } else {
             critic_or_done(reasons)
         };
     }
     if recorded.sha256.as_deref().is_some_and(|s| s != plan.sha256) {
         reasons.push(Reason::new(
-            "run.plan-changed",
+            crate::Rule::RunPlanChanged,
             format!(
                 "the cached plan {} was edited since it was validated",
                 recorded.path
@@ -386,10 +389,10 @@ fn staleness_gate(f: &RunFacts, reasons: &mut Vec<Reason>) -> (&'static str, Str
         return critic_or_done(reasons);
     }
     reasons.push(Reason::new(
-        "run.ratify",
+        crate::Rule::RunRatify,
         format!("HEAD, staging, alignment and the lock pass, and the plan is {gap_text} old (at most 4 hours)"),
     ));
-    ("ratify", ratify.into())
+    (crate::Verdict::Ratify, ratify.into())
 }
 
 /// Whether an agent or gate named `*critic*` was recorded against the plan whose content hash is
@@ -891,7 +894,7 @@ mod tests {
             }
             if live {
                 prop_assert!(!d.acquire);
-                prop_assert!(matches!(d.decision.verdict, "blocked" | "confirm"));
+                prop_assert!(matches!(d.decision.verdict, crate::Verdict::Blocked | crate::Verdict::Confirm));
             }
             // The strictest outcome wins: a refusal, then a question, then a re-plan.
             let expected = if staged || live {
@@ -901,7 +904,7 @@ mod tests {
             } else if head_moved {
                 "replan"
             } else {
-                d.decision.verdict
+                d.decision.verdict.as_str()
             };
             prop_assert_eq!(d.decision.verdict, expected);
             // Every failing check says so, whichever decides.

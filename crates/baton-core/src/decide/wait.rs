@@ -50,17 +50,18 @@ impl Wait {
 /// refusal) with `mode` and, for a rate limit, `resume_after`. `deadline` is the latest time
 /// the caller will wait until.
 pub fn decide_wait(
-    verdict: &str,
+    verdict: crate::Verdict,
     mode: Option<Mode>,
     resume_after: Option<Timestamp>,
     now: Timestamp,
     deadline: Option<Timestamp>,
 ) -> Wait {
+    use crate::Verdict;
     match verdict {
-        "none" => Wait::Nothing,
-        "own" => Wait::Ready,
-        "live" => Wait::TakenOver,
-        "offer" => match mode {
+        Verdict::None => Wait::Nothing,
+        Verdict::Own => Wait::Ready,
+        Verdict::Live => Wait::TakenOver,
+        Verdict::Offer => match mode {
             Some(Mode::Confirm | Mode::Never) | None => Wait::HumanFirst,
             Some(Mode::Automatic | Mode::Respawn) => match resume_after {
                 Some(t) if t > now && deadline.is_some_and(|d| t > d) => Wait::HumanFirst,
@@ -179,8 +180,9 @@ mod tests {
             ("offer", Some(Automatic), Some(now), Some(soon), Wait::Ready),
         ];
         for (verdict, mode, after, deadline, want) in rows {
+            let typed = *crate::Verdict::ALL.iter().find(|v| **v == verdict).unwrap();
             assert_eq!(
-                decide_wait(verdict, mode, after, now, deadline),
+                decide_wait(typed, mode, after, now, deadline),
                 want,
                 "{verdict} {mode:?} {after:?} {deadline:?}"
             );

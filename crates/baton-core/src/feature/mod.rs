@@ -288,7 +288,7 @@ pub fn pointer_problems(pointer: &FeaturePointer, facts: PointerFacts<'_>) -> Ve
                 Some(v) => format!("not a string ({v})"),
             };
             problems.push(Reason::new(
-                "feature.missing-key",
+                crate::Rule::FeatureMissingKey,
                 format!(
                     "{POINTER_PATH}: key {key:?} is {}; set it to a non-empty string, or re-create the pointer with the feature scaffold",
                     esc(&found)
@@ -300,7 +300,7 @@ pub fn pointer_problems(pointer: &FeaturePointer, facts: PointerFacts<'_>) -> Ve
         && !is_known_phase(phase)
     {
         problems.push(Reason::new(
-            "feature.unknown-phase",
+            crate::Rule::FeatureUnknownPhase,
             format!(
                 "{POINTER_PATH}: phase {:?} is not one of {}; set it to the phase the feature is in",
                 esc(phase),
@@ -312,19 +312,19 @@ pub fn pointer_problems(pointer: &FeaturePointer, facts: PointerFacts<'_>) -> Ve
         let shown = esc(raw);
         match feature_dir(raw) {
             Err(why) => problems.push(Reason::new(
-                "feature.path-missing",
+                crate::Rule::FeaturePathMissing,
                 format!(
                     "{POINTER_PATH}: path {shown:?} cannot be used: {why}; set it to the feature directory, like `.aspis/features/F-001-slug`"
                 ),
             )),
             Ok(_) if !facts.path_inside_root => problems.push(Reason::new(
-                "feature.path-missing",
+                crate::Rule::FeaturePathMissing,
                 format!(
                     "{POINTER_PATH}: path {shown:?} leads outside the project root through a symbolic link; baton reads nothing there. Replace the link with the real directory, or point `path` at it"
                 ),
             )),
             Ok(_) if !facts.path_is_dir => problems.push(Reason::new(
-                "feature.path-missing",
+                crate::Rule::FeaturePathMissing,
                 format!(
                     "{POINTER_PATH}: path {shown:?} is not a directory; create the feature directory, or set `path` to the one that exists"
                 ),
@@ -336,7 +336,7 @@ pub fn pointer_problems(pointer: &FeaturePointer, facts: PointerFacts<'_>) -> Ve
         && want != on
     {
         problems.push(Reason::new(
-            "feature.wrong-branch",
+            crate::Rule::FeatureWrongBranch,
             format!(
                 "{POINTER_PATH}: branch is {:?} but {:?} is checked out; `git switch {}`, or fix `branch` if the pointer is the one that is wrong",
                 esc(want),
@@ -426,7 +426,7 @@ pub fn resume_point(
         && !is_known_phase(p)
     {
         return Err(Reason::new(
-            "feature.bad-phase",
+            crate::Rule::FeatureBadPhase,
             format!(
                 "--phase {:?} is not a phase; use one of {}",
                 esc(p),
@@ -445,7 +445,7 @@ pub fn resume_point(
     if !unknown.is_empty() {
         let known: Vec<&str> = tasks.tasks.iter().map(|t| t.id.as_str()).collect();
         return Err(Reason::new(
-            "feature.unknown-task",
+            crate::Rule::FeatureUnknownTask,
             format!(
                 "no task {} in TASKS.md (it lists {}); name a task that is there",
                 crate::text::esc_join(unknown),
@@ -461,7 +461,7 @@ pub fn resume_point(
         && request.done.contains(task)
     {
         return Err(Reason::new(
-            "feature.task-conflict",
+            crate::Rule::FeatureTaskConflict,
             format!(
                 "{} is both the task to resume (--task) and a finished one (--done); drop one",
                 esc(task)
@@ -541,7 +541,7 @@ mod tests {
     }
 
     fn rules(reasons: &[Reason]) -> Vec<&'static str> {
-        reasons.iter().map(|r| r.rule).collect()
+        reasons.iter().map(|r| r.rule.id()).collect()
     }
 
     /// One row per pointer rule.

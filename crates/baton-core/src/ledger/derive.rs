@@ -72,7 +72,7 @@ pub struct PhaseRow {
     pub gates: String,
     pub verdict: PhaseVerdict,
     /// The rule that decided the verdict.
-    pub rule: &'static str,
+    pub rule: crate::Rule,
     pub why: String,
     /// Beside a failing gate: the recorded baseline, and whether the failures now are within it.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -216,13 +216,13 @@ pub fn decide_ledger(ledger: &Ledger, facts: &DeriveFacts) -> Derived {
                     };
                     (
                         PhaseVerdict::Contradicted,
-                        "ledger.unknown-commit",
+                        crate::Rule::LedgerUnknownCommit,
                         format!("commit {unknown} does not exist in this repository"),
                     )
                 } else if f.commits_reachable == Some(false) {
                     (
                         PhaseVerdict::Contradicted,
-                        "ledger.commits-unreachable",
+                        crate::Rule::LedgerCommitsUnreachable,
                         format!(
                             "commit {to} is not reachable from HEAD: the history was rewritten"
                         ),
@@ -230,13 +230,13 @@ pub fn decide_ledger(ledger: &Ledger, facts: &DeriveFacts) -> Derived {
                 } else if !failing.is_empty() {
                     (
                         PhaseVerdict::Contradicted,
-                        "ledger.gate-fails",
+                        crate::Rule::LedgerGateFails,
                         format!("gate {} fails now", failing.join(", ")),
                     )
                 } else if f.no_commits == Some(true) {
                     (
                         PhaseVerdict::Stale,
-                        "ledger.no-commits",
+                        crate::Rule::LedgerNoCommits,
                         format!(
                             "it claims the range {from}..{to}, which holds no commit: a gate that passes on uncommitted files confirms no committed work"
                         ),
@@ -244,7 +244,7 @@ pub fn decide_ledger(ledger: &Ledger, facts: &DeriveFacts) -> Derived {
                 } else if f.unreadable_gates > 0 {
                     (
                         PhaseVerdict::Stale,
-                        "ledger.gate-unreadable",
+                        crate::Rule::LedgerGateUnreadable,
                         format!(
                             "{} of its declared gate lines could not be read, so its gates cannot all be re-run",
                             f.unreadable_gates
@@ -260,29 +260,29 @@ pub fn decide_ledger(ledger: &Ledger, facts: &DeriveFacts) -> Derived {
                         {
                             (
                                 PhaseVerdict::Stale,
-                                "ledger.dirty-tree",
+                                crate::Rule::LedgerDirtyTree,
                                 "its gates pass, but on a tree with uncommitted changes they may pass because of them: commit or stash the changes and derive again".into(),
                             )
                         }
                         Some(g) if !g.is_empty() && f.commits_reachable == Some(true) => (
                             PhaseVerdict::Confirmed,
-                            "ledger.confirmed",
+                            crate::Rule::LedgerConfirmed,
                             "its commits are on HEAD and every gate passes now".into(),
                         ),
                         Some(g) if !g.is_empty() => (
                             PhaseVerdict::Stale,
-                            "ledger.commits-unchecked",
+                            crate::Rule::LedgerCommitsUnchecked,
                             "its gates pass but its commits could not be checked".into(),
                         ),
                         Some(_) => (
                             PhaseVerdict::Stale,
-                            "ledger.no-gates",
+                            crate::Rule::LedgerNoGates,
                             "no gates declared: the claim can be neither confirmed nor refuted"
                                 .into(),
                         ),
                         None => (
                             PhaseVerdict::Stale,
-                            "ledger.gates-not-run",
+                            crate::Rule::LedgerGatesNotRun,
                             "gates not re-run: the claim can be neither confirmed nor refuted"
                                 .into(),
                         ),
@@ -291,12 +291,12 @@ pub fn decide_ledger(ledger: &Ledger, facts: &DeriveFacts) -> Derived {
             }
             _ => (
                 PhaseVerdict::Open,
-                "ledger.open",
+                crate::Rule::LedgerOpen,
                 format!("the ledger says {claim}, not complete"),
             ),
         };
         // A failing gate beside the baseline: inherited breakage, or a regression.
-        let baseline = (rule == "ledger.gate-fails")
+        let baseline = (rule == crate::Rule::LedgerGateFails)
             .then(|| {
                 let evidence: Vec<&str> = f
                     .gates
@@ -329,7 +329,7 @@ pub fn decide_ledger(ledger: &Ledger, facts: &DeriveFacts) -> Derived {
                 claim: "not started".into(),
                 gates: "not run".into(),
                 verdict: PhaseVerdict::Open,
-                rule: "ledger.not-started",
+                rule: crate::Rule::LedgerNotStarted,
                 why: "a phase file declares it; the ledger never names it".into(),
                 baseline: None,
             });
@@ -467,7 +467,7 @@ phase 3: started (base ccccccc)\n";
         let l = parse_ledger(LEDGER);
         let rule = |f: PhaseFacts| {
             let d = decide_ledger(&l, &facts(f, passing()));
-            (d.rows[0].verdict, d.rows[0].rule)
+            (d.rows[0].verdict, d.rows[0].rule.id())
         };
         assert_eq!(
             rule(PhaseFacts {
@@ -500,7 +500,7 @@ phase 3: started (base ccccccc)\n";
         dirty.tree_dirty = true;
         let d = decide_ledger(&l, &dirty);
         assert_eq!(
-            (d.rows[0].verdict, d.rows[0].rule),
+            (d.rows[0].verdict, d.rows[0].rule.id()),
             (PhaseVerdict::Stale, "ledger.dirty-tree")
         );
     }

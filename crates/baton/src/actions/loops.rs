@@ -216,12 +216,12 @@ pub fn legacy_key(state: &LoopState) -> String {
 
 /// What is said of a ticket whose legacy `loop-state.json` another live session still writes:
 /// `live` to a check, `refused` (exit 3) to a write.
-pub fn legacy_held(ctx: &Ctx, held: &LoopState, verdict: &'static str, t: &str) -> Decision {
+pub fn legacy_held(ctx: &Ctx, held: &LoopState, verdict: baton_core::Verdict, t: &str) -> Decision {
     let owner = esc_or(held.owner(), "(no session id)");
     Decision::new(
         verdict,
         Reason::new(
-            "loop.legacy-held",
+            baton_core::Rule::LoopLegacyHeld,
             format!(
                 "session {owner} still writes the legacy {LEGACY_LOOP_FILE} for {t} ({}, {}): it is left in place",
                 held.status.as_str(),

@@ -195,7 +195,12 @@ pub fn survey(ctx: &Ctx) -> Result<Survey, CommandError> {
         }
     }
     if let Some((key, held)) = &adoption.held {
-        let d = legacy_held(ctx, &held.state, "live", &shell_quote(&esc(key)));
+        let d = legacy_held(
+            ctx,
+            &held.state,
+            baton_core::Verdict::Live,
+            &shell_quote(&esc(key)),
+        );
         work.push(Work {
             kind: "loop",
             key: key.clone(),
@@ -607,7 +612,7 @@ impl Scan<'_> {
                 .as_ref()
                 .and_then(|_| other_machine(run.lease.as_ref().map(|l| l.host.as_str()))),
         });
-        work.verdict = d.decision.verdict.into();
+        work.verdict = d.decision.verdict.as_str().into();
         work.next = d.decision.next.clone();
         let stale = matches!(lease, LeaseState::Stale(_));
         match lease {
@@ -641,12 +646,15 @@ impl Scan<'_> {
             ctx.now,
         );
         let mut blockers = Vec::new();
-        if matches!(d.decision.verdict, "blocked" | "confirm") {
+        if matches!(
+            d.decision.verdict,
+            baton_core::Verdict::Blocked | baton_core::Verdict::Confirm
+        ) {
             blockers.push(
                 d.decision
                     .next
                     .clone()
-                    .unwrap_or_else(|| d.decision.verdict.into()),
+                    .unwrap_or_else(|| d.decision.verdict.as_str().into()),
             );
         }
         let mut references = vec![
@@ -705,7 +713,7 @@ impl Scan<'_> {
     fn unreadable_feature(&self, error: &str) -> Work {
         let next = "a human looks at the feature before anything resumes: `baton continue` shows the error".to_string();
         let reason = baton_core::Reason::new(
-            "feature.unreadable",
+            baton_core::Rule::FeatureUnreadable,
             format!("the active feature cannot be read: {}", esc(error)),
         );
         Work {
@@ -884,7 +892,7 @@ impl Scan<'_> {
         let mut reasons = c.reasons.clone();
         if let Some(r) = review {
             reasons.push(baton_core::Reason::new(
-                "continue.review-needed",
+                baton_core::Rule::ContinueReviewNeeded,
                 format!(
                     "REVIEW_NEEDED for task {}: {}",
                     esc(r.task.as_deref().unwrap_or("?")),
@@ -896,7 +904,7 @@ impl Scan<'_> {
             let mut paths = f.dirty.clone();
             paths.extend(f.scope_dirty.iter().flatten().cloned());
             reasons.push(baton_core::Reason::new(
-                "continue.feature-dirty",
+                baton_core::Rule::ContinueFeatureDirty,
                 format!(
                     "uncommitted in the feature: {}",
                     esc_join(paths.iter().map(String::as_str))

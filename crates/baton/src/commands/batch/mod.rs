@@ -134,7 +134,7 @@ fn update(
     let refuse = |message: String, next: &str| {
         Ok(Report::decision(&baton_core::Decision::new(
             REFUSED,
-            baton_core::Reason::new("batch.not-running", message),
+            baton_core::Reason::new(baton_core::Rule::BatchNotRunning, message),
             Some(next.to_string()),
         )))
     };
@@ -192,7 +192,7 @@ fn update(
         journal_warning = crate::journal::append(&*store, JournalTarget::Batch, &events);
     }
     let decision = baton_core::Decision {
-        verdict: "ok",
+        verdict: baton_core::Verdict::Ok,
         reasons,
         next: crate::actions::batch::next_step(&state),
     };
@@ -220,7 +220,7 @@ fn with_session_warning(ctx: &Ctx, report: Report) -> Report {
 /// `replan_log` kept (the originating resume's last step).
 fn resume_batch(state: &mut BatchState, reasons: &mut Vec<baton_core::Reason>) {
     reasons.push(baton_core::Reason::new(
-        "batch.resumed",
+        baton_core::Rule::BatchResumed,
         format!(
             "batch {} was {}; it is active again",
             esc(&state.batch_id),

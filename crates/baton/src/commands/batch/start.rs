@@ -84,7 +84,7 @@ pub fn cmd_batch_start(ctx: &Ctx, args: StartArgs) -> Result<Report, CommandErro
         }
         let to = store.archive(&RecordKey::Batch, &Expect::read(existing.as_ref()), ctx.now)?;
         reasons.push(Reason::new(
-            "batch.previous-archived",
+            baton_core::Rule::BatchPreviousArchived,
             format!(
                 "batch {} ({}) was moved to {}",
                 esc(&old.batch_id),
@@ -153,7 +153,7 @@ pub fn cmd_batch_start(ctx: &Ctx, args: StartArgs) -> Result<Report, CommandErro
     );
     let journal_warning = crate::journal::append(&*store, JournalTarget::Batch, &[start]);
     let decision = Decision {
-        verdict: "ok",
+        verdict: baton_core::Verdict::Ok,
         reasons,
         next: crate::actions::batch::next_step(&state),
     };

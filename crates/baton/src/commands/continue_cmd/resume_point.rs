@@ -54,7 +54,7 @@ fn plan(facts: &FeatureFacts, request: &ResumeRequest) -> Result<Plan, CommandEr
     // A pointer baton cannot trust is a person's to fix: rewriting it would bury the problem.
     if facts.is_degraded() {
         let decision = Decision {
-            verdict: "ask",
+            verdict: baton_core::Verdict::Ask,
             reasons: facts.problems.clone(),
             next: Some(
                 "fix the pointer (or TASKS.md) as each problem says, then set the resume point again; nothing was changed".into(),

@@ -251,9 +251,9 @@ pub fn cmd_ledger_derive(ctx: &Ctx, args: DeriveArgs) -> Result<Report, CommandE
         .collect();
     let decision = Decision {
         verdict: if d.resume_at.is_some() {
-            "resume"
+            baton_core::Verdict::Resume
         } else {
-            "confirmed"
+            baton_core::Verdict::Confirmed
         },
         reasons,
         next,

@@ -80,9 +80,9 @@ pub use crate::actions::ledgers::Plan;
 /// The refusal of a write to another plan's ledger (exit 3).
 pub fn foreign(plan: &Plan, found: &str) -> Decision {
     Decision::new(
-        "refused",
+        baton_core::Verdict::Refused,
         Reason::new(
-            "ledger.foreign-plan",
+            baton_core::Rule::LedgerForeignPlan,
             format!(
                 "{} names {found:?}: it is another run's record",
                 plan.ledger.display()
@@ -180,7 +180,7 @@ pub const REINCLUDE_STANZA: &str =
 pub fn discipline(
     plan: &Plan,
     ledger: &baton_core::ledger::Ledger,
-) -> Result<Vec<(&'static str, String)>, CommandError> {
+) -> Result<Vec<(baton_core::Rule, String)>, CommandError> {
     use baton_core::ledger::Event;
     let mut findings = Vec::new();
     let rel = plan
@@ -192,7 +192,7 @@ pub fn discipline(
         && baton_store::git::has_changes(&plan.root, &rel)?
     {
         findings.push((
-            "ledger.uncommitted",
+            baton_core::Rule::LedgerUncommitted,
             format!(
                 "{} is untracked or holds events git has not committed: the ledger is committed with the phase it records (`baton ledger commit {}`)",
                 rel.display(),
@@ -209,7 +209,7 @@ pub fn discipline(
             Event::Complete { phase, .. } => {
                 if !started.contains(&phase.as_str()) {
                     findings.push((
-                        "ledger.complete-without-start",
+                        baton_core::Rule::LedgerCompleteWithoutStart,
                         format!("phase {phase} is marked complete with no `started` before it"),
                     ));
                 }
@@ -217,7 +217,7 @@ pub fn discipline(
                     let (declared, _) = crate::commands::gate::declared_gates(plan, phase)?;
                     if !declared.is_empty() {
                         findings.push((
-                            "ledger.complete-without-gate",
+                            baton_core::Rule::LedgerCompleteWithoutGate,
                             format!(
                                 "phase {phase} is marked complete with no gate line, though it declares {} (`baton gate run {} --phase {phase}`)",
                                 declared.iter().map(|g| g.name.as_str()).collect::<Vec<_>>().join(", "),

@@ -73,8 +73,8 @@ pub fn cmd_resume_accept(ctx: &Ctx, args: AcceptArgs) -> Result<Report, CommandE
         .text_before(&notes))
     };
     match (offer.decision.verdict, offer.mode) {
-        ("offer", Some(_)) if !g.held_legacy => {}
-        ("own", _) if claim_pending(&loaded.state) => {
+        (baton_core::Verdict::Offer, Some(_)) if !g.held_legacy => {}
+        (baton_core::Verdict::Own, _) if claim_pending(&loaded.state) => {
             // An accept of this session stopped after its claim (killed before or during git,
             // or its lock stayed busy after): finish it now, setting the work aside first when
             // it is still in the tree.
@@ -86,7 +86,7 @@ pub fn cmd_resume_accept(ctx: &Ctx, args: AcceptArgs) -> Result<Report, CommandE
             };
             return finish_accept(ctx, done, Vec::new(), mode, &args, notes);
         }
-        ("own", _) => {
+        (baton_core::Verdict::Own, _) => {
             return Ok(Report::ok(
                 serde_json::json!({ "verdict": "own", "reasons": offer.decision.reasons, "next": offer.decision.next }),
                 format!(
@@ -95,7 +95,7 @@ pub fn cmd_resume_accept(ctx: &Ctx, args: AcceptArgs) -> Result<Report, CommandE
                 ),
             ));
         }
-        ("live", _) | ("offer", _) => {
+        (baton_core::Verdict::Live, _) | (baton_core::Verdict::Offer, _) => {
             let mut d = offer.decision.clone();
             d.verdict = REFUSED;
             return Ok(Report::decision(&d).text_before(&notes));
@@ -112,7 +112,7 @@ pub fn cmd_resume_accept(ctx: &Ctx, args: AcceptArgs) -> Result<Report, CommandE
     if mode == Mode::Confirm && !args.discard && !args.commit {
         return refuse(
             ASK,
-            "loop.confirm-needs-choice",
+            baton_core::Rule::LoopConfirmNeedsChoice,
             format!("the tree holds partial work of {t}; a human chooses what happens to it"),
             format!(
                 "ask the human, then `baton resume accept {t} --discard` (kept in `git stash`) or `baton resume accept {t} --commit`"
@@ -122,7 +122,7 @@ pub fn cmd_resume_accept(ctx: &Ctx, args: AcceptArgs) -> Result<Report, CommandE
     if mode == Mode::Never && !args.flags.force {
         return refuse(
             ASK,
-            "loop.never-needs-force",
+            baton_core::Rule::LoopNeverNeedsForce,
             format!(
                 "no resume rule covers the loop for {t} ({})",
                 loaded.state.position()
@@ -252,7 +252,7 @@ fn set_aside_work(
     let outcome = if args.discard {
         git::stash_push(&layout.root, &message, &refs).map(|stash| {
             let reason = Reason::new(
-                "loop.partial-work-stashed",
+                baton_core::Rule::LoopPartialWorkStashed,
                 format!(
                     "the partial work is in stash {stash} (`git stash list`; restore with `git stash apply {stash}`)"
                 ),
@@ -266,7 +266,7 @@ fn set_aside_work(
         );
         git::commit_all(&layout.root, &msg, &refs).map(|commit| {
             let reason = Reason::new(
-                "loop.partial-work-committed",
+                baton_core::Rule::LoopPartialWorkCommitted,
                 format!("the partial work is committed as {commit}"),
             );
             (reason, None)
@@ -408,7 +408,7 @@ fn finish_accept(
         )
     {
         reasons.push(Reason::new(
-            "loop.branch-missing",
+            baton_core::Rule::LoopBranchMissing,
             format!(
                 "the loop's branch {} no longer exists here: lost work is judged on HEAD",
                 esc(branch)
@@ -444,7 +444,7 @@ fn finish_accept(
         steps.join(", then ")
     );
     let decision = Decision {
-        verdict: "accepted",
+        verdict: baton_core::Verdict::Accepted,
         reasons,
         next: Some(next),
     };
@@ -556,7 +556,7 @@ fn lost_work(root: &Path, state: &LoopState) -> Option<Reason> {
     };
     let on = branch.map_or_else(|| "the branch".into(), |b| format!("branch {}", esc(b)));
     Some(Reason::new(
-        "loop.lost-work",
+        baton_core::Rule::LoopLostWork,
         format!(
             "the state claims {claim}, but {on} has no commits beyond {base}: the work may be lost; find it before re-spawning anything"
         ),

@@ -77,7 +77,7 @@ pub fn report(s: &Survey, packet: &Packet, markdown: &str, text: String) -> Repo
         .iter()
         .map(|i| {
             Reason::new(
-                "resume.interrupted",
+                baton_core::Rule::ResumeInterrupted,
                 format!(
                     "{} {}: {}{}",
                     i.kind,

@@ -60,7 +60,7 @@ pub fn cmd_resume_check(ctx: &Ctx, ticket: &OsStr) -> Result<Report, CommandErro
                 };
                 d.decision
                     .reasons
-                    .push(Reason::new("loop.terminal-held", message));
+                    .push(Reason::new(baton_core::Rule::LoopTerminalHeld, message));
                 d.decision.next = Some(next);
             }
         }

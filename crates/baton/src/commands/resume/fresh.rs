@@ -70,9 +70,9 @@ pub fn cmd_resume_fresh(ctx: &Ctx, args: FreshArgs) -> Result<Report, CommandErr
     let journal_warning =
         crate::journal::append(&*g.store, JournalTarget::Loop(&g.target.key), &[event]);
     let d = Decision::new(
-        "archived",
+        baton_core::Verdict::Archived,
         Reason::new(
-            "loop.fresh-archived",
+            baton_core::Rule::LoopFreshArchived,
             format!("the loop for {t} was moved to {}", to.display()),
         ),
         Some(format!("start the new loop with `baton loop init {t}`")),

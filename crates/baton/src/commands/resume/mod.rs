@@ -145,7 +145,7 @@ pub fn gather(ctx: &Ctx, ticket: &std::ffi::OsStr) -> Result<Gathered, CommandEr
         Some(held) => {
             // A live session still writes the legacy file for this ticket: whatever a keyed file
             // says, the ticket is that session's.
-            let d = legacy_held(ctx, &held.state, "live", &arg);
+            let d = legacy_held(ctx, &held.state, baton_core::Verdict::Live, &arg);
             let decision = ResumeDecision {
                 decision: d,
                 mode: None,

@@ -164,9 +164,9 @@ pub fn require_holder(
         && held != lease.epoch
     {
         return Err(Decision::new(
-            "refused",
+            baton_core::Verdict::Refused,
             Reason::new(
-                "run.stale-epoch",
+                baton_core::Rule::RunStaleEpoch,
                 format!(
                     "run {id}'s lock is at epoch {}, this writer holds epoch {held}: it was taken over",
                     lease.epoch
@@ -180,9 +180,9 @@ pub fn require_holder(
     match lease_state_of(run, here, now) {
         LeaseState::Mine => Ok(()),
         LeaseState::Live(why) => Err(Decision::new(
-            "refused",
+            baton_core::Verdict::Refused,
             Reason::new(
-                "run.lock-held",
+                baton_core::Rule::RunLockHeld,
                 format!(
                     "Another /implement is active on run_id {id}; wait for it to complete or use a fresh run_id. ({why})"
                 ),
@@ -192,9 +192,9 @@ pub fn require_holder(
             )),
         )),
         LeaseState::Free | LeaseState::Stale(_) => Err(Decision::new(
-            "refused",
+            baton_core::Verdict::Refused,
             Reason::new(
-                "run.lock-not-held",
+                baton_core::Rule::RunLockNotHeld,
                 format!("this caller does not hold run {id}'s lock"),
             ),
             Some(format!("take it with `baton run resume {id}` first")),

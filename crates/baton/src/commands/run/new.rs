@@ -164,9 +164,9 @@ pub fn cmd_run_new(ctx: &Ctx, args: NewArgs) -> Result<Report, CommandError> {
         .collect();
     if let Some((busy_id, why)) = busy.first() {
         let d = Decision::new(
-            "refused",
+            baton_core::Verdict::Refused,
             Reason::new(
-                "run.same-plan-in-progress",
+                baton_core::Rule::RunSamePlanInProgress,
                 format!("run {busy_id} of this plan is in progress: {why}"),
             ),
             Some(format!(
@@ -178,9 +178,9 @@ pub fn cmd_run_new(ctx: &Ctx, args: NewArgs) -> Result<Report, CommandError> {
     if !same_plan.is_empty() && !args.fresh {
         let ids: Vec<&str> = same_plan.iter().map(|(i, _)| i.as_str()).collect();
         let d = Decision::new(
-            "ask",
+            baton_core::Verdict::Ask,
             Reason::new(
-                "run.resumable-same-plan",
+                baton_core::Rule::RunResumableSamePlan,
                 format!(
                     "run {} of this plan can be resumed: a fresh start beside it would redo its work",
                     ids.join(", ")

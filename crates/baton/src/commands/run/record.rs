@@ -104,8 +104,8 @@ pub fn cmd_run_record(ctx: &Ctx, args: RecordArgs) -> Result<Report, CommandErro
     let message = if let Some(agent) = &args.agent {
         if run.completed_agents.iter().any(|c| &c.name == agent) && !new_plan_version(&run, agent) {
             let d = Decision::new(
-                "refused",
-                Reason::new("run.agent-already-complete", format!("agent {agent} already has a completion entry in run {id}")),
+                baton_core::Verdict::Refused,
+                Reason::new(baton_core::Rule::RunAgentAlreadyComplete, format!("agent {agent} already has a completion entry in run {id}")),
                 Some("completed agents are never re-dispatched; a deliberate second round needs its own name (for example `reviewer-2`)".into()),
             );
             return Ok(Report::decision(&d));
@@ -126,9 +126,9 @@ pub fn cmd_run_record(ctx: &Ctx, args: RecordArgs) -> Result<Report, CommandErro
         let sha = now.as_ref().map(|p| p.sha256.clone());
         if sha.is_some() && run.plan.as_ref().and_then(|p| p.sha256.as_ref()) == sha.as_ref() {
             let d = Decision::new(
-                "refused",
+                baton_core::Verdict::Refused,
                 Reason::new(
-                    "run.plan-unchanged",
+                    baton_core::Rule::RunPlanUnchanged,
                     format!(
                         "{} is the cached plan, byte for byte: a re-plan records the planner's new plan",
                         path.display()

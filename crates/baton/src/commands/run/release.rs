@@ -48,9 +48,9 @@ pub fn end_lease(
         && held != lease.epoch
     {
         let d = Decision::new(
-            "refused",
+            baton_core::Verdict::Refused,
             Reason::new(
-                "run.stale-epoch",
+                baton_core::Rule::RunStaleEpoch,
                 format!(
                     "run {id}'s lock is at epoch {}, this caller holds epoch {held}",
                     lease.epoch
@@ -63,8 +63,8 @@ pub fn end_lease(
     match lease_state_of(&run, &here, ctx.now) {
         LeaseState::Live(why) => {
             let d = Decision::new(
-                "refused",
-                Reason::new("run.lock-held", format!("Another /implement is active on run_id {id}; wait for it to complete or use a fresh run_id. ({why})")),
+                baton_core::Verdict::Refused,
+                Reason::new(baton_core::Rule::RunLockHeld, format!("Another /implement is active on run_id {id}; wait for it to complete or use a fresh run_id. ({why})")),
                 Some("only the holder releases a live lock; a dead one is taken over by `baton run resume`".into()),
             );
             return Ok(Report::decision(&d));
@@ -73,9 +73,9 @@ pub fn end_lease(
         // for that holder is a deliberate act.
         LeaseState::Stale(why) if !force => {
             let d = Decision::new(
-                "refused",
+                baton_core::Verdict::Refused,
                 Reason::new(
-                    "run.lock-not-held",
+                    baton_core::Rule::RunLockNotHeld,
                     format!("this caller does not hold run {id}'s lock ({why})"),
                 ),
                 Some(format!(

@@ -307,7 +307,7 @@ fn batch_resume(ctx: &Ctx, raw: &str) -> Result<Report, CommandError> {
         .hint("see the project's batch with `baton batch show`"));
     }
     let next = report.json.get("next").cloned().unwrap_or_default();
-    let reason = serde_json::json!([{ "rule": "run.batch-routed", "message": format!("{raw} is a batch: the batch picks the ticket, the ticket's own `baton resume` picks the phase") }]);
+    let reason = serde_json::json!([{ "rule": baton_core::Rule::RunBatchRouted, "message": format!("{raw} is a batch: the batch picks the ticket, the ticket's own `baton resume` picks the phase") }]);
     Ok(report
         .with("verdict", "batch")
         .with("reasons", reason)

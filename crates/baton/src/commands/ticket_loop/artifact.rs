@@ -60,7 +60,7 @@ pub fn cmd_loop_artifact(ctx: &Ctx, args: ArtifactArgs) -> Result<Report, Comman
             let mut next = None;
             if was_owed && !owed {
                 warnings.push(Reason::new(
-                "loop.brief-paid",
+                baton_core::Rule::LoopBriefPaid,
                 if brief.is_some() {
                     "the retroactive Brief is recorded: engineer spawns may go on".to_string()
                 } else {
@@ -73,7 +73,7 @@ pub fn cmd_loop_artifact(ctx: &Ctx, args: ArtifactArgs) -> Result<Report, Comman
             }
             if owed {
                 warnings.push(Reason::new(
-                "loop.brief-owed",
+                baton_core::Rule::LoopBriefOwed,
                 format!("the {} tier has no Brief recorded: the next engineer spawn is refused until one is", tier.as_str()),
             ));
                 next = Some(format!(

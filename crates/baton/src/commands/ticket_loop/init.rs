@@ -94,7 +94,7 @@ pub fn cmd_loop_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> 
         InitPlan::AlreadyOwned => {
             let loaded = existing.expect("AlreadyOwned implies a file");
             let decision = Decision {
-                verdict: "ok",
+                verdict: baton_core::Verdict::Ok,
                 reasons,
                 next: Some(format!(
                     "record transitions with `baton loop set {}`",
@@ -129,9 +129,9 @@ pub fn cmd_loop_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> 
                     "status": old.state.status.as_str(),
                 });
                 let (rule, what) = if archive_old {
-                    ("loop.terminal-archived", "the finished loop")
+                    (baton_core::Rule::LoopTerminalArchived, "the finished loop")
                 } else {
-                    ("loop.replaced-archived", "the previous loop")
+                    (baton_core::Rule::LoopReplacedArchived, "the previous loop")
                 };
                 reasons.push(baton_core::Reason::new(
                     rule,
@@ -176,7 +176,7 @@ pub fn cmd_loop_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> 
         crate::journal::append(&*store, JournalTarget::Loop(&target.key), &[init]);
     let batch_warning = super::keep_batch_live(&*store, ctx, &target);
     let decision = Decision {
-        verdict: "ok",
+        verdict: baton_core::Verdict::Ok,
         reasons,
         next: Some(format!(
             "record each phase transition with `baton loop set {} --phase <P> --action <A>` (owner epoch {})",

@@ -80,7 +80,7 @@ pub fn interrupt(
                 return Err(Decision::new(
                     REFUSED,
                     Reason::new(
-                        "loop.not-active",
+                        baton_core::Rule::LoopNotActive,
                         format!(
                             "the loop for {} is {}",
                             target.shown(),

@@ -284,7 +284,7 @@ pub fn transition(
             None => "the file had no loop_key".to_string(),
         };
         reasons.push(Reason::new(
-            "loop.key-field-mismatch",
+            baton_core::Rule::LoopKeyFieldMismatch,
             format!("{was}; set to {} from its name", target.key),
         ));
         state.loop_key = Some(target.key.clone());
@@ -316,7 +316,7 @@ pub fn transition(
         .then(|| keep_batch_live(&*store, ctx, &target))
         .flatten();
     let decision = Decision {
-        verdict: "ok",
+        verdict: baton_core::Verdict::Ok,
         reasons,
         next: applied.next,
     };

@@ -115,9 +115,9 @@ pub fn cmd_loop_set(ctx: &Ctx, args: SetArgs) -> Result<Report, CommandError> {
                 }
                 None => {
                     return Err(Decision::new(
-                        "invalid",
+                        baton_core::Verdict::Invalid,
                         Reason::new(
-                            "loop.unknown-finding",
+                            baton_core::Rule::LoopUnknownFinding,
                             format!("findings_log has no finding with id {:?}", esc(id)),
                         ),
                         Some(format!(
