@@ -35,6 +35,19 @@ pub fn esc_or<'a>(raw: Option<&'a str>, absent: &'a str) -> Cow<'a, str> {
     raw.map_or(Cow::Borrowed(absent), esc)
 }
 
+/// Quotes an argument for a command line shown to the user, only when it needs it.
+pub fn shell_quote(arg: &str) -> String {
+    let plain = !arg.is_empty()
+        && arg
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-/:=@+,".contains(&b));
+    if plain {
+        arg.to_string()
+    } else {
+        format!("'{}'", arg.replace('\'', r"'\''"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

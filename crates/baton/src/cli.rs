@@ -10,10 +10,10 @@ use crate::commands::{
     batch, completions, demo, gate, hook, init, ledger, man, pause, resume, run, schema, status,
     store, supervise, ticket_loop, wait,
 };
-use crate::context::Ctx;
-use crate::error::{CommandError, ExitStatus};
 use crate::output::{self, ColorChoice, Report};
 use baton_core::text::esc;
+use baton_ops::env::Ctx;
+use baton_ops::error::{CommandError, ExitStatus};
 
 /// Durable state for coding-agent runs: resume an interrupted run exactly where it stopped.
 ///

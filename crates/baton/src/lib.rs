@@ -4,9 +4,6 @@
 mod actions;
 mod cli;
 mod commands;
-mod context;
-mod error;
-mod journal;
 mod output;
 
 pub use cli::run;

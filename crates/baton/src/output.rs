@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
-use crate::error::ExitStatus;
 use baton_core::Decision;
+use baton_ops::error::ExitStatus;
 
 /// A finished command: its exit status, its JSON object and its text.
 #[derive(Debug)]
@@ -108,19 +108,6 @@ pub fn render_decision(decision: &Decision, qualifier: Option<&str>) -> String {
         out.push_str(&format!("next: {next}\n"));
     }
     out
-}
-
-/// Quotes an argument for a command line shown to the user, only when it needs it.
-pub fn shell_quote(arg: &str) -> String {
-    let plain = !arg.is_empty()
-        && arg
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._-/:=@+,".contains(&b));
-    if plain {
-        arg.to_string()
-    } else {
-        format!("'{}'", arg.replace('\'', r"'\''"))
-    }
 }
 
 /// When to colour what baton prints (`--color`): clap's own choice, so that its help and

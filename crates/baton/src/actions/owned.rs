@@ -10,9 +10,9 @@ use crate::commands::run::HolderArgs;
 use crate::commands::run::release::interrupt_lease;
 use crate::commands::ticket_loop::interrupt::interrupt as loop_interrupt;
 use crate::commands::ticket_loop::{Target, WriteFlags};
-use crate::context::Ctx;
-use crate::error::{CommandError, ExitStatus};
 use baton_core::model::{LoopState, LoopStatus, RunState};
+use baton_ops::env::Ctx;
+use baton_ops::error::{CommandError, ExitStatus};
 use baton_store::StateStore;
 
 #[derive(Default)]

@@ -5,8 +5,8 @@ use clap_complete::Shell;
 use serde_json::json;
 
 use crate::cli::Cli;
-use crate::error::CommandError;
 use crate::output::Report;
+use baton_ops::error::CommandError;
 
 /// Print the completion script for a shell on stdout: commands, options and their values.
 ///
@@ -39,7 +39,10 @@ pub fn cmd_completions(args: CompletionsArgs) -> Result<Report, CommandError> {
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut cmd, "baton", &mut script);
     let script = String::from_utf8(script).map_err(|_| {
-        CommandError::new(crate::error::ExitStatus::Failure, "the script is not UTF-8")
+        CommandError::new(
+            baton_ops::error::ExitStatus::Failure,
+            "the script is not UTF-8",
+        )
     })?;
     Ok(Report::ok(
         json!({ "shell": args.shell.to_string(), "script": script }),

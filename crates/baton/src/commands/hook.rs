@@ -17,8 +17,6 @@ use crate::actions::owned::{Owned, interrupt_owned, owned, ticket_of};
 use crate::commands::run::{HolderArgs, heartbeat::heartbeat as run_heartbeat};
 use crate::commands::ticket_loop::WriteFlags;
 use crate::commands::ticket_loop::heartbeat::heartbeat as loop_heartbeat;
-use crate::context::Ctx;
-use crate::error::CommandError;
 use baton_core::hook::{
     Action, Client, HEARTBEAT_COALESCE_SECS, HOOK_STDIN_CAP, HookEvent, Interrupt,
     TRANSCRIPT_TAIL_BYTES, TranscriptEnd, gemini_error_report, interrupt_for, parse_payload,
@@ -27,6 +25,8 @@ use baton_core::hook::{
 use baton_core::model::{LoopState, LoopStatus};
 use baton_core::reset::reset_time;
 use baton_core::time::{format_ts, parse_ts};
+use baton_ops::env::Ctx;
+use baton_ops::error::CommandError;
 use baton_store::layout::LayoutError;
 use baton_store::sessions::{SessionFiles, SessionRecord, read_tail, recent_reports};
 use baton_store::{JournalTarget, Layout, StateStore, process};
@@ -190,7 +190,7 @@ impl Session<'_> {
             _ => "",
         };
         self.tell_supervisor("start", json!({ "source": source }));
-        let survey = crate::actions::survey::survey(self.ctx)?;
+        let survey = baton_ops::survey::survey(self.ctx)?;
         let (packet, markdown) = crate::commands::resume::all::packet_of(&survey);
         if packet.items.is_empty() {
             return Ok(None);
@@ -423,7 +423,7 @@ impl Session<'_> {
         let lines: Vec<String> = tickets
             .iter()
             .map(|t| {
-                let arg = crate::output::shell_quote(&baton_core::text::esc(t));
+                let arg = baton_core::text::shell_quote(&baton_core::text::esc(t));
                 format!(
                     "- {}: `baton resume {arg}`, then `baton resume accept {arg}`",
                     baton_core::text::esc(t)
@@ -480,7 +480,7 @@ impl Session<'_> {
             return self.sweep();
         }
         for (key, position) in &positions {
-            let event = crate::journal::event(
+            let event = baton_ops::journal::event(
                 self.ctx,
                 "checkpoint",
                 None,
@@ -488,9 +488,9 @@ impl Session<'_> {
             );
             let _guard = self.store.lock(baton_store::LockScope::Loop(key))?;
             if let Some(w) =
-                crate::journal::append(&*self.store, JournalTarget::Loop(key), &[event])
+                baton_ops::journal::append(&*self.store, JournalTarget::Loop(key), &[event])
             {
-                return Err(CommandError::new(crate::error::ExitStatus::Failure, w));
+                return Err(CommandError::new(baton_ops::error::ExitStatus::Failure, w));
             }
         }
         record.checkpoint = Some(fingerprint);

@@ -8,13 +8,13 @@ use serde_json::{Value, json};
 
 use crate::commands::ledger::Plan;
 use crate::commands::ticket_loop::Target;
-use crate::context::Ctx;
-use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::key::KeySource;
 use baton_core::ledger::{Event, Ledger, parse_ledger, render_line};
 use baton_core::run_id::{RunId, RunTarget};
 use baton_core::text::esc;
+use baton_ops::env::Ctx;
+use baton_ops::error::CommandError;
 use baton_store::{Journal, JournalTarget};
 
 /// Show the history of a loop, the batch, a run or a plan ledger, oldest first.
@@ -252,7 +252,7 @@ pub(crate) fn journal_line(event: &Value) -> String {
                 .as_array()
                 .into_iter()
                 .flatten()
-                .map(|w| crate::output::shell_quote(&shown(w)))
+                .map(|w| baton_core::text::shell_quote(&shown(w)))
                 .collect();
             parts.push(words.join(" "));
             skip.push("command");

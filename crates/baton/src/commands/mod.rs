@@ -20,4 +20,4 @@ pub mod supervise;
 pub mod ticket_loop;
 pub mod wait;
 
-pub use crate::actions::project::{path_in_project, stored_path_in_project};
+pub use baton_ops::project::{path_in_project, stored_path_in_project};

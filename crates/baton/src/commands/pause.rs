@@ -3,12 +3,12 @@
 use clap::Args;
 use serde_json::json;
 
-use crate::context::Ctx;
-use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::model::{PauseMark, Pauses};
 use baton_core::text::esc_or;
 use baton_core::time::format_ts;
+use baton_ops::env::Ctx;
+use baton_ops::error::CommandError;
 use baton_store::{Expect, LockScope, RecordKey, git};
 
 /// Mark this session's work paused on purpose, so the next session resumes it from the next

@@ -1,10 +1,10 @@
 use clap::Args;
 use serde_json::json;
 
-use crate::context::Ctx;
-use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::model::{BatchState, LoopState};
+use baton_ops::env::Ctx;
+use baton_ops::error::CommandError;
 
 /// Print the JSON Schemas of the files baton writes: loop-state, batch-state, run-state, the
 /// pause marks and the resume-point record.

@@ -17,8 +17,6 @@ use serde_json::{Value, json};
 use crate::actions::owned::{interrupt_owned, owned, ticket_of};
 use crate::commands::init::files::Targets;
 use crate::commands::resume::gather;
-use crate::context::{Ctx, parse_wait};
-use crate::error::{CommandError, ExitStatus};
 use crate::output::Report;
 use baton_core::decide::supervise::{
     Attempt, BACKOFF_CAP, Carried, Exit, Next, Outcome, check_command, continue_prompt, next_step,
@@ -30,6 +28,8 @@ use baton_core::install::{events, settings};
 use baton_core::model::LoopStatus;
 use baton_core::text::esc;
 use baton_core::time::{format_ts, human_age, parse_ts};
+use baton_ops::env::{Ctx, parse_wait};
+use baton_ops::error::{CommandError, ExitStatus};
 use baton_store::supervise as files;
 use baton_store::{JournalTarget, LockScope, StateStore, process};
 
@@ -216,7 +216,7 @@ impl Supervisor<'_> {
                 restarts + 1,
                 esc(&argv
                     .iter()
-                    .map(|a| crate::output::shell_quote(a))
+                    .map(|a| baton_core::text::shell_quote(a))
                     .collect::<Vec<_>>()
                     .join(" "))
             ));
@@ -665,12 +665,12 @@ impl Supervisor<'_> {
             d.insert("client".into(), self.client.as_str().into());
         }
         let ctx = self.at_now(None);
-        let event = crate::journal::event(&ctx, name, None, details);
+        let event = baton_ops::journal::event(&ctx, name, None, details);
         for key in &self.carried {
             let Ok(_guard) = self.store.lock(LockScope::Loop(key)) else {
                 continue;
             };
-            if let Some(w) = crate::journal::append(
+            if let Some(w) = baton_ops::journal::append(
                 &*self.store,
                 JournalTarget::Loop(key),
                 std::slice::from_ref(&event),

@@ -5,16 +5,16 @@ use clap::Args;
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 
-use crate::actions::survey::{Work, survey};
 use crate::commands::resume::gather;
 use crate::commands::ticket_loop::interrupt::parse_when;
-use crate::context::Ctx;
-use crate::error::{CommandError, ExitStatus};
 use crate::output::Report;
 use baton_core::decide::loop_resume::ResumeDecision;
 use baton_core::decide::wait::{Wait, combine, decide_wait, survey_wait};
 use baton_core::text::esc;
 use baton_core::time::{format_ts, human_age, parse_ts};
+use baton_ops::env::Ctx;
+use baton_ops::error::{CommandError, ExitStatus};
+use baton_ops::survey::{Work, survey};
 
 /// Say when interrupted work can resume, and with `--sleep` wait until then.
 ///

@@ -1,10 +1,10 @@
 use clap::Args;
 
 use super::{BatchFlags, BatchWrite, update};
-use crate::context::Ctx;
-use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::text::esc;
+use baton_ops::env::Ctx;
+use baton_ops::error::CommandError;
 
 /// End the batch: `complete` when every ticket is done, `stalled` when it cannot go on.
 #[derive(Debug, Args)]

@@ -11,14 +11,14 @@ mod ticket;
 use clap::Subcommand;
 
 use crate::commands::ticket_loop::no_session_warning;
-use crate::context::Ctx;
-use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::decide::loop_write::REFUSED;
 use baton_core::decide::ownership::{GateOutcome, OwnerRecord, Writer, gate};
 use baton_core::model::BatchState;
 use baton_core::text::esc;
 use baton_core::time::format_ts;
+use baton_ops::env::Ctx;
+use baton_ops::error::CommandError;
 use baton_store::layout::BATCH_FILE;
 use baton_store::{JournalTarget, LockScope, StateStore};
 
@@ -164,10 +164,10 @@ fn update(
     state.touch(&format_ts(ctx.now));
     store.write_batch(&state, &loaded.expect())?;
     let mut journal_warning = None;
-    if crate::journal::batch_changed(&loaded.state, &state) {
+    if baton_ops::journal::batch_changed(&loaded.state, &state) {
         let mut events = Vec::new();
         if took_over {
-            events.push(crate::journal::takeover(
+            events.push(baton_ops::journal::takeover(
                 ctx,
                 (loaded.state.owner(), loaded.state.owner_epoch),
                 (state.owner(), state.owner_epoch),
@@ -183,18 +183,18 @@ fn update(
                 obj.insert("from_status".into(), status.clone().into());
             }
         }
-        events.push(crate::journal::event(
+        events.push(baton_ops::journal::event(
             ctx,
             event,
             Some(state.owner_epoch),
             details,
         ));
-        journal_warning = crate::journal::append(&*store, JournalTarget::Batch, &events);
+        journal_warning = baton_ops::journal::append(&*store, JournalTarget::Batch, &events);
     }
     let decision = baton_core::Decision {
         verdict: baton_core::Verdict::Ok,
         reasons,
-        next: crate::actions::batch::next_step(&state),
+        next: baton_ops::batch::next_step(&state),
     };
     let report = Report::decision(&decision)
         .with("batch_id", state.batch_id.clone())

@@ -1,10 +1,10 @@
 use clap::Args;
 
 use super::{BatchFlags, BatchWrite, update};
-use crate::context::Ctx;
-use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::text::esc;
+use baton_ops::env::Ctx;
+use baton_ops::error::CommandError;
 
 /// Resume an interrupted, paused, stalled or stale batch: this session becomes its owner (owner
 /// epoch + 1 when it takes the batch over), the batch is active again, and the next ticket is

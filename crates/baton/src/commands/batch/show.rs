@@ -2,17 +2,17 @@ use clap::Args;
 use serde_json::json;
 
 use super::no_batch;
-use crate::context::Ctx;
-use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::text::{esc, esc_or};
 use baton_core::time::{age, human_age, is_live};
+use baton_ops::env::Ctx;
+use baton_ops::error::CommandError;
 
 /// Show the batch and the ticket a batch resume picks next.
 #[derive(Debug, Args)]
 pub struct ShowArgs {}
 
-use crate::actions::batch::next_step;
+use baton_ops::batch::next_step;
 
 pub fn cmd_batch_show(ctx: &Ctx, _args: ShowArgs) -> Result<Report, CommandError> {
     let store = ctx.store()?;

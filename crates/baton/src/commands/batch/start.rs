@@ -5,8 +5,6 @@ use clap::Args;
 use serde_json::{Map, Value};
 
 use super::owner_record;
-use crate::context::Ctx;
-use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::decide::batch::decide_batch_start;
 use baton_core::decide::ownership::{GateOutcome, Writer, gate};
@@ -15,6 +13,8 @@ use baton_core::model::{BatchState, BatchTicket, SCHEMA_VERSION};
 use baton_core::text::esc;
 use baton_core::time::format_ts;
 use baton_core::{Decision, Reason};
+use baton_ops::env::Ctx;
+use baton_ops::error::CommandError;
 use baton_store::layout::BATCH_FILE;
 use baton_store::{Expect, JournalTarget, LockScope, RecordKey, random_hex};
 
@@ -135,7 +135,7 @@ pub fn cmd_batch_start(ctx: &Ctx, args: StartArgs) -> Result<Report, CommandErro
         ]),
     };
     store.write_batch(&state, &Expect::Absent)?;
-    let start = crate::journal::event(
+    let start = baton_ops::journal::event(
         ctx,
         "start",
         Some(state.owner_epoch),
@@ -151,11 +151,11 @@ pub fn cmd_batch_start(ctx: &Ctx, args: StartArgs) -> Result<Report, CommandErro
             })),
         }),
     );
-    let journal_warning = crate::journal::append(&*store, JournalTarget::Batch, &[start]);
+    let journal_warning = baton_ops::journal::append(&*store, JournalTarget::Batch, &[start]);
     let decision = Decision {
         verdict: baton_core::Verdict::Ok,
         reasons,
-        next: crate::actions::batch::next_step(&state),
+        next: baton_ops::batch::next_step(&state),
     };
     let report = Report::decision(&decision)
         .with("batch_id", batch_id.clone())

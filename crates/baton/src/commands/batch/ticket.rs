@@ -1,12 +1,12 @@
 use clap::Args;
 
 use super::{BatchFlags, BatchWrite, update};
-use crate::context::Ctx;
-use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::model::{TICKET_STATUSES, replan_entry};
 use baton_core::text::{esc, esc_join};
 use baton_core::time::format_ts;
+use baton_ops::env::Ctx;
+use baton_ops::error::CommandError;
 
 /// Record a ticket's progress in the batch, and optionally a `replan_log` entry.
 ///

@@ -11,10 +11,10 @@ pub mod review_needed;
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
-use crate::context::Ctx;
-use crate::error::{CommandError, ExitStatus};
 use crate::output::Report;
 use baton_core::text::{esc, esc_join};
+use baton_ops::env::Ctx;
+use baton_ops::error::{CommandError, ExitStatus};
 use baton_store::feature::{FeatureFacts, POINTER_PATH, read_feature};
 use baton_store::{Layout, git};
 
@@ -93,7 +93,7 @@ pub fn no_feature() -> CommandError {
 /// interrupted work in the project (the same survey and packet as `baton resume` with no
 /// argument).
 pub fn cmd_continue_report(ctx: &Ctx, _args: ContinueArgs) -> Result<Report, CommandError> {
-    let survey = crate::actions::survey::survey(ctx)?;
+    let survey = baton_ops::survey::survey(ctx)?;
     let (packet, markdown) = crate::commands::resume::all::packet_of(&survey);
     let (summary, feature) = match &survey.feature {
         Some(facts) => feature_summary(facts)?,

@@ -2,12 +2,12 @@ use clap::Args;
 use serde_json::json;
 
 use super::{gather, no_feature, shown};
-use crate::context::Ctx;
-use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::Decision;
 use baton_core::feature::{ResumePoint, ResumeRequest, resume_point, set_marks};
 use baton_core::text::esc;
+use baton_ops::env::Ctx;
+use baton_ops::error::CommandError;
 use baton_store::feature::{
     FeatureFacts, FileEdit, apply_resume_point, lock_feature, read_feature_locked,
 };

@@ -7,10 +7,10 @@ use std::time::Duration;
 use clap::Subcommand;
 
 use crate::commands::ledger::Plan;
-use crate::context::Ctx;
-use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::ledger::gates::{GateDecl, is_phase_file, parse_gates, parse_plan_gates};
+use baton_ops::env::Ctx;
+use baton_ops::error::CommandError;
 use baton_store::gate::{GateRun, run_gate};
 
 pub use run::RunArgs;

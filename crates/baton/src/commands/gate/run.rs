@@ -6,11 +6,11 @@ use serde_json::json;
 
 use super::{declared_gates, run_declared};
 use crate::commands::ledger::{Plan, append_line};
-use crate::context::Ctx;
-use crate::error::{CommandError, ExitStatus};
 use crate::output::Report;
 use baton_core::ledger::{Event, Line};
 use baton_core::time::format_ts_ms;
+use baton_ops::env::Ctx;
+use baton_ops::error::{CommandError, ExitStatus};
 
 /// Run a phase's declared exit gates and append each result to the ledger, with its evidence
 /// verbatim: `phase <N>: gate <name> → PASS|FAIL (evidence: <cmd> → exit <code>: <last line>)`.

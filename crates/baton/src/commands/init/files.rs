@@ -4,10 +4,10 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use crate::context::Ctx;
-use crate::error::{CommandError, ExitStatus};
-use crate::output::shell_quote;
 use baton_core::hook::Client;
+use baton_core::text::shell_quote;
+use baton_ops::env::Ctx;
+use baton_ops::error::{CommandError, ExitStatus};
 use baton_store::{StoreError, atomic};
 
 /// The files one run touches.

@@ -11,12 +11,12 @@ use std::path::Path;
 use clap::Args;
 use serde_json::json;
 
-use crate::context::Ctx;
-use crate::error::{CommandError, ExitStatus};
 use crate::output::Report;
 use baton_core::hook::Client;
 use baton_core::install::codex_trust::{self, TrustChange};
 use baton_core::install::{gitattributes, instructions, settings};
+use baton_ops::env::Ctx;
+use baton_ops::error::{CommandError, ExitStatus};
 use files::{Change, Targets};
 
 /// Install baton's hooks into an agent client's settings, keeping every entry and key the user

@@ -3,10 +3,10 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::{Plan, append_line};
-use crate::context::Ctx;
-use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::ledger::parse_line;
+use baton_ops::env::Ctx;
+use baton_ops::error::CommandError;
 
 /// Append one raw line after validating it against the grammar (invalid: exit 2, nothing
 /// written). Prefer the structured writers (`baton ledger start`, `gate`, …).

@@ -5,10 +5,10 @@ use serde_json::json;
 
 use super::init::ignored_warning;
 use super::{Plan, missing};
-use crate::context::Ctx;
-use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::ledger::parse_ledger;
+use baton_ops::env::Ctx;
+use baton_ops::error::CommandError;
 use baton_store::{git, ledger};
 
 /// Lint a ledger: every line against the grammar (bad lines counted and shown, never fatal),

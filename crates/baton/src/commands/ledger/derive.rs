@@ -5,10 +5,7 @@ use clap::Args;
 use serde_json::json;
 
 use super::{Plan, append_line, foreign, missing};
-use crate::actions::ledgers::declared_phases;
 use crate::commands::gate::{declared_gates, run_declared};
-use crate::context::Ctx;
-use crate::error::CommandError;
 use crate::output::{Progress, Report};
 use baton_core::ledger::PhaseVerdict;
 use baton_core::ledger::{
@@ -17,6 +14,9 @@ use baton_core::ledger::{
 use baton_core::text::esc;
 use baton_core::time::format_ts_ms;
 use baton_core::{Decision, Reason};
+use baton_ops::env::Ctx;
+use baton_ops::error::CommandError;
+use baton_ops::ledgers::declared_phases;
 use baton_store::{git, ledger};
 
 /// Re-derive where a run really is, trusting nothing the ledger claims: the commits of each
@@ -228,7 +228,7 @@ pub fn cmd_ledger_derive(ctx: &Ctx, args: DeriveArgs) -> Result<Report, CommandE
                         at: Some(format_ts_ms(ctx.now)),
                     },
                 )?;
-                if report.status != crate::error::ExitStatus::Success {
+                if report.status != baton_ops::error::ExitStatus::Success {
                     return Ok(report);
                 }
                 out.push_str(&format!("appended: {}\n", report.text));

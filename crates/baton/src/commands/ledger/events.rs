@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::{Plan, append_line};
-use crate::context::Ctx;
-use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::ledger::{Event, FinishOutcome, Line, Review};
 use baton_core::time::format_ts_ms;
+use baton_ops::env::Ctx;
+use baton_ops::error::CommandError;
 use baton_store::git;
 
 /// Appends `event` to the ledger of `plan`, its values trimmed and its commits checked.

@@ -4,10 +4,10 @@ use clap::Args;
 use serde_json::json;
 
 use super::{Plan, REINCLUDE_STANZA, foreign};
-use crate::context::Ctx;
-use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::ledger::{parse_header, render_header};
+use baton_ops::env::Ctx;
+use baton_ops::error::CommandError;
 use baton_store::{git, ledger};
 
 /// Start a plan's ledger: `plans/<plan>/STATE.md` with its header line. Warns once when git

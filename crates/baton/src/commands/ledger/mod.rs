@@ -11,11 +11,11 @@ mod init;
 
 use clap::Subcommand;
 
-use crate::context::Ctx;
-use crate::error::{CommandError, ExitStatus};
 use crate::output::Report;
 use baton_core::ledger::{Line, parse_header, parse_line, render_line};
 use baton_core::{Decision, Reason};
+use baton_ops::env::Ctx;
+use baton_ops::error::{CommandError, ExitStatus};
 use baton_store::ledger::{AppendError, append};
 
 /// Keep a plan's run ledger: `init`, one writer per event, `append`, `check`, `derive`,
@@ -51,7 +51,7 @@ pub fn dispatch(ctx: &Ctx, cmd: LedgerCommand) -> Result<Report, CommandError> {
         C::Gate(a) => events::write(ctx, &a.plan, a.event()?),
         C::Complete(a) => {
             let report = events::write(ctx, &a.plan, a.event(ctx)?)?;
-            if !a.commit || report.status != crate::error::ExitStatus::Success {
+            if !a.commit || report.status != baton_ops::error::ExitStatus::Success {
                 return Ok(report);
             }
             // The ledger is committed with the phase it records.
@@ -75,7 +75,7 @@ pub fn dispatch(ctx: &Ctx, cmd: LedgerCommand) -> Result<Report, CommandError> {
     }
 }
 
-pub use crate::actions::ledgers::Plan;
+pub use baton_ops::ledgers::Plan;
 
 /// The refusal of a write to another plan's ledger (exit 3).
 pub fn foreign(plan: &Plan, found: &str) -> Decision {

@@ -10,8 +10,6 @@ use crate::commands::stored_path_in_project;
 use crate::commands::ticket_loop::{
     Target, WriteFlags, loop_report, no_session_warning, owner_record, writer,
 };
-use crate::context::Ctx;
-use crate::error::{CommandError, ExitStatus};
 use crate::output::Report;
 use baton_core::decide::loop_resume::{Mode, branch_step, brief_step, resume_after, resume_step};
 use baton_core::decide::loop_write::{ASK, REFUSED, check_key_collision, check_reset};
@@ -20,6 +18,8 @@ use baton_core::model::{DiscardedWork, LoopState, LoopStatus, Phase};
 use baton_core::text::{esc, esc_join};
 use baton_core::time::format_ts;
 use baton_core::{Decision, Reason};
+use baton_ops::env::Ctx;
+use baton_ops::error::{CommandError, ExitStatus};
 use baton_store::Guard;
 use baton_store::read::read_capped;
 use baton_store::{Expect, JournalTarget, LockScope, Revision, StateStore, git, random_hex};
@@ -493,14 +493,14 @@ fn journal_accept(
     };
     let mode = mode.map_or("finish-claim", Mode::as_str);
     let mut event = if original.owner_epoch == state.owner_epoch {
-        crate::journal::event(
+        baton_ops::journal::event(
             ctx,
             "resume",
             Some(state.owner_epoch),
             serde_json::json!({ "mode": mode }),
         )
     } else {
-        crate::journal::takeover(
+        baton_ops::journal::takeover(
             ctx,
             (original.owner(), original.owner_epoch),
             (state.owner(), state.owner_epoch),
@@ -515,7 +515,7 @@ fn journal_accept(
             serde_json::json!(original.interrupt_reason),
         );
     }
-    crate::journal::append(store, JournalTarget::Loop(&target.key), &[event])
+    baton_ops::journal::append(store, JournalTarget::Loop(&target.key), &[event])
 }
 
 /// A branch with no commits beyond its base while the state claims engineer output or open

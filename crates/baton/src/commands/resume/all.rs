@@ -4,13 +4,13 @@
 
 use serde_json::{Value, json};
 
-use crate::actions::survey::{Survey, Work, survey};
-use crate::context::Ctx;
-use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::Reason;
 use baton_core::packet::{Packet, build, render_markdown};
 use baton_core::text::esc;
+use baton_ops::env::Ctx;
+use baton_ops::error::CommandError;
+use baton_ops::survey::{Survey, Work, survey};
 
 /// The command a packet names for everything it leaves out.
 pub const LIST_COMMAND: &str = "baton status";

@@ -4,14 +4,14 @@ use serde_json::Value;
 
 use super::gather;
 use crate::commands::ticket_loop::{WriteFlags, may_replace};
-use crate::context::Ctx;
-use crate::error::{CommandError, ExitStatus};
 use crate::output::{Report, decision_json, render_decision};
 use baton_core::Reason;
 use baton_core::decide::loop_resume::last_write;
 use baton_core::decide::loop_write::check_key_collision;
 use baton_core::model::DiscardedWork;
 use baton_core::text::{esc, esc_or};
+use baton_ops::env::Ctx;
+use baton_ops::error::{CommandError, ExitStatus};
 
 pub fn cmd_resume_check(ctx: &Ctx, ticket: &OsStr) -> Result<Report, CommandError> {
     let g = gather(ctx, ticket)?;

@@ -5,11 +5,11 @@ use serde_json::json;
 
 use super::gather;
 use crate::commands::ticket_loop::{WriteFlags, legacy_held, may_replace};
-use crate::context::Ctx;
-use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::decide::loop_write::{REFUSED, check_key_collision};
 use baton_core::{Decision, Reason};
+use baton_ops::env::Ctx;
+use baton_ops::error::CommandError;
 use baton_store::JournalTarget;
 
 /// Start over: archive the ticket's loop (kept under `.agentic/archive/`, never deleted) so
@@ -57,7 +57,7 @@ pub fn cmd_resume_fresh(ctx: &Ctx, args: FreshArgs) -> Result<Report, CommandErr
         .store
         .archive_loop(&g.target.key, &loaded.expect(), ctx.now)?;
     // The loop's history stays: the journal outlives the state it describes.
-    let event = crate::journal::event(
+    let event = baton_ops::journal::event(
         ctx,
         "fresh",
         Some(loaded.state.owner_epoch),
@@ -68,7 +68,7 @@ pub fn cmd_resume_fresh(ctx: &Ctx, args: FreshArgs) -> Result<Report, CommandErr
         }),
     );
     let journal_warning =
-        crate::journal::append(&*g.store, JournalTarget::Loop(&g.target.key), &[event]);
+        baton_ops::journal::append(&*g.store, JournalTarget::Loop(&g.target.key), &[event]);
     let d = Decision::new(
         baton_core::Verdict::Archived,
         Reason::new(

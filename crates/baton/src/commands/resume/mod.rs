@@ -13,14 +13,14 @@ use std::ffi::OsString;
 use clap::{Args, Subcommand};
 
 use crate::commands::ticket_loop::{Adoption, Target, adopt_legacy, legacy_held};
-use crate::context::Ctx;
-use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::decide::loop_resume::{
     OtherLoop, ResumeDecision, ResumeFacts, decide_loop_resume, is_resumable,
 };
 use baton_core::model::LoopState;
 use baton_core::text::esc;
+use baton_ops::env::Ctx;
+use baton_ops::error::CommandError;
 use baton_store::Guard;
 use baton_store::Versioned;
 use baton_store::git::TreeStatus;
@@ -192,4 +192,4 @@ pub fn gather(ctx: &Ctx, ticket: &std::ffi::OsStr) -> Result<Gathered, CommandEr
     })
 }
 
-pub use crate::actions::loops::{loop_tree, not_work, work_committed};
+pub use baton_ops::loops::{loop_tree, not_work, work_committed};

@@ -2,9 +2,9 @@ use clap::Args;
 
 use super::HolderArgs;
 use super::release::end_lease;
-use crate::context::Ctx;
-use crate::error::CommandError;
 use crate::output::Report;
+use baton_ops::env::Ctx;
+use baton_ops::error::CommandError;
 
 /// End a run (`complete` or `abandoned`) and release its lock. Finished runs can be pruned.
 #[derive(Debug, Args)]

@@ -3,10 +3,10 @@ use clap::Args;
 use serde_json::json;
 
 use super::{HolderArgs, here, parse_run_id, require_holder};
-use crate::context::Ctx;
-use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::time::format_ts;
+use baton_ops::env::Ctx;
+use baton_ops::error::CommandError;
 
 /// Refresh the run lock's heartbeat, when this caller holds it; anything else is a no-op that
 /// exits 0, so a per-turn hook can call it blindly.

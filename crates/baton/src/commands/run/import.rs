@@ -4,12 +4,12 @@ use clap::Args;
 use serde_json::{Map, Value, json};
 
 use super::{parse_run_id, state_file_lines};
-use crate::context::Ctx;
-use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::model::{Completion, PlanRecord, RunPolicy, RunState, SCHEMA_VERSION, StepRecord};
 use baton_core::run_id::RunId;
 use baton_core::time::format_ts;
+use baton_ops::env::Ctx;
+use baton_ops::error::CommandError;
 use baton_store::read::{STATE_FILE_CAP, read_owned};
 use baton_store::{LockScope, StateStore};
 
@@ -41,7 +41,7 @@ pub fn cmd_run_import(ctx: &Ctx, args: ImportArgs) -> Result<Report, CommandErro
         );
     }
     let run = import_into(ctx, &*store, &id, args.from.as_deref())?;
-    let journal_warning = crate::journal::append(
+    let journal_warning = baton_ops::journal::append(
         &*store,
         baton_store::JournalTarget::Run(&id),
         &[import_event(ctx, &run)],
@@ -82,7 +82,7 @@ pub fn import_into(
 
 /// The `import` event of a run brought in from its originating file.
 pub fn import_event(ctx: &Ctx, run: &RunState) -> serde_json::Value {
-    crate::journal::event(
+    baton_ops::journal::event(
         ctx,
         "import",
         Some(run.lease_epoch),
@@ -107,7 +107,7 @@ pub fn build_import(
     })?;
     let original: Map<String, Value> = serde_json::from_slice(&bytes).map_err(|e| {
         CommandError::new(
-            crate::error::ExitStatus::Failure,
+            baton_ops::error::ExitStatus::Failure,
             format!("{} is not a JSON object: {e}", source.display()),
         )
         .hint("nothing was imported; check the file")
@@ -264,7 +264,7 @@ pub fn completion_ledger(source: &Path, id: &RunId) -> Result<Option<Value>, Com
     };
     serde_json::from_slice(&bytes).map(Some).map_err(|e| {
         CommandError::new(
-            crate::error::ExitStatus::Failure,
+            baton_ops::error::ExitStatus::Failure,
             format!("{} is not valid JSON: {e}", path.display()),
         )
         .hint("its completed agents would be lost; fix or move the file, then retry")

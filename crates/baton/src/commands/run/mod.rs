@@ -1,7 +1,7 @@
 //! `baton run`: the single-run pipeline protocol (docs/single-run.md): run state under
 //! `.agentic/runs/`, the ordered resume checks, and the run lock as a lease.
 
-pub use crate::actions::run_facts as facts;
+pub use baton_ops::run_facts as facts;
 mod finish;
 pub mod heartbeat;
 mod import;
@@ -14,13 +14,13 @@ mod show;
 
 use clap::{Args, Subcommand};
 
-use crate::context::Ctx;
-use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::decide::lease::{Here, LeaseState};
 use baton_core::model::{Lease, RunState};
 use baton_core::run_id::{RunId, RunTarget};
 use baton_core::time::format_ts;
+use baton_ops::env::Ctx;
+use baton_ops::error::CommandError;
 use baton_store::Guard;
 use baton_store::{Expect, LockScope, StateStore, random_hex, sha256_hex};
 
@@ -91,10 +91,10 @@ pub fn here(
     holder: &HolderArgs,
     records: bool,
 ) -> Result<(Here, &'static str), CommandError> {
-    crate::actions::runs::here(ctx, holder.pid, holder.token.as_deref(), records)
+    baton_ops::runs::here(ctx, holder.pid, holder.token.as_deref(), records)
 }
 
-pub use crate::actions::runs::lease_state_of;
+pub use baton_ops::runs::lease_state_of;
 
 /// Takes (or refreshes) the lease for this caller: a new holder gets epoch + 1. A new holder
 /// with neither a session nor a process to be known by gets a random token, returned here to be

@@ -5,8 +5,6 @@ use serde_json::{Map, json};
 
 use super::facts::{file_in_project, plan_now, recorded_plan_path, sections_now};
 use super::{HolderArgs, here, state_file_line, take_lease, token_note};
-use crate::context::Ctx;
-use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::decide::lease::LeaseState;
 use baton_core::model::run_is_finished;
@@ -16,6 +14,8 @@ use baton_core::model::{
 use baton_core::run_id::RunId;
 use baton_core::time::format_ts;
 use baton_core::{Decision, Reason};
+use baton_ops::env::Ctx;
+use baton_ops::error::CommandError;
 use baton_store::{Expect, JournalTarget, LockScope, RecordKey, git, random_hex};
 
 /// Start a single run: print a new run id and record what it is planned against (HEAD, the
@@ -206,13 +206,13 @@ pub fn cmd_run_new(ctx: &Ctx, args: NewArgs) -> Result<Report, CommandError> {
         other.lease = None;
         store.write_run(&other, &read.expect())?;
         if let Ok(other_run) = RunId::parse(&other_id) {
-            let event = crate::journal::event(
+            let event = baton_ops::journal::event(
                 ctx,
                 "finish",
                 Some(other.lease_epoch),
                 json!({ "status": "abandoned", "replaced_by": id.to_string() }),
             );
-            journal_warnings.extend(crate::journal::append(
+            journal_warnings.extend(baton_ops::journal::append(
                 &*store,
                 JournalTarget::Run(&other_run),
                 &[event],
@@ -224,7 +224,7 @@ pub fn cmd_run_new(ctx: &Ctx, args: NewArgs) -> Result<Report, CommandError> {
         run.extra.insert("replaces".into(), json!(abandoned));
     }
     store.write_run(&run, &Expect::Absent)?;
-    let event = crate::journal::event(
+    let event = baton_ops::journal::event(
         ctx,
         "new",
         Some(run.lease_epoch),
@@ -238,7 +238,7 @@ pub fn cmd_run_new(ctx: &Ctx, args: NewArgs) -> Result<Report, CommandError> {
             "replaces": abandoned,
         }),
     );
-    journal_warnings.extend(crate::journal::append(
+    journal_warnings.extend(baton_ops::journal::append(
         &*store,
         JournalTarget::Run(&id),
         &[event],

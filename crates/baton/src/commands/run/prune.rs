@@ -4,14 +4,14 @@ use serde_json::json;
 
 use super::{HolderArgs, here, lease_state_of};
 use crate::commands::ticket_loop::interrupt::parse_when;
-use crate::context::Ctx;
-use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::decide::lease::LeaseState;
 use baton_core::model::run_is_finished;
 use baton_core::run_id::RunId;
 use baton_core::text::esc;
 use baton_core::time::parse_ts;
+use baton_ops::env::Ctx;
+use baton_ops::error::CommandError;
 
 /// Delete the state of finished runs (`complete` or `abandoned`) not written for a while, and
 /// say each file removed. A run that is active, or whose lock a live holder has, is never

@@ -3,13 +3,13 @@ use serde_json::json;
 
 use super::facts::{file_in_project, plan_now};
 use super::{HolderArgs, here, open_for_write, require_holder};
-use crate::context::Ctx;
-use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::decide::run_resume::critic_recorded;
 use baton_core::model::{Completion, PlanRecord, StepRecord};
 use baton_core::time::format_ts;
 use baton_core::{Decision, Reason};
+use baton_ops::env::Ctx;
+use baton_ops::error::CommandError;
 use baton_store::{JournalTarget, git};
 
 /// Record progress of a run: a completed agent, a passed hard gate, a step's status, or a new
@@ -188,7 +188,7 @@ pub fn cmd_run_record(ctx: &Ctx, args: RecordArgs) -> Result<Report, CommandErro
     }
     run.updated_at = Some(format_ts(ctx.now));
     store.write_run(&run, &read)?;
-    let journal_warning = crate::journal::run_changed(&before, &run)
+    let journal_warning = baton_ops::journal::run_changed(&before, &run)
         .then(|| {
             let details = if let Some(agent) = &args.agent {
                 json!({ "agent": agent })
@@ -199,8 +199,8 @@ pub fn cmd_run_record(ctx: &Ctx, args: RecordArgs) -> Result<Report, CommandErro
             } else {
                 json!({ "step": args.step, "status": args.status })
             };
-            let event = crate::journal::event(ctx, "record", Some(run.lease_epoch), details);
-            crate::journal::append(&*store, JournalTarget::Run(&id), &[event])
+            let event = baton_ops::journal::event(ctx, "record", Some(run.lease_epoch), details);
+            baton_ops::journal::append(&*store, JournalTarget::Run(&id), &[event])
         })
         .flatten();
     let report = Report::ok(

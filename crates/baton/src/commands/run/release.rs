@@ -2,12 +2,12 @@ use clap::Args;
 use serde_json::json;
 
 use super::{HolderArgs, here, lease_state_of, open_for_write};
-use crate::context::Ctx;
-use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::decide::lease::LeaseState;
 use baton_core::time::format_ts;
 use baton_core::{Decision, Reason};
+use baton_ops::env::Ctx;
+use baton_ops::error::CommandError;
 use baton_store::JournalTarget;
 
 /// Release the run lock. Refused (exit 3) while another live holder has it, and for another
@@ -93,27 +93,27 @@ pub fn end_lease(
     run.updated_at = Some(format_ts(ctx.now));
     store.write_run(&run, &read)?;
     // A release of a lock nobody holds, or a finish of a finished run, is no event.
-    let journal_warning = crate::journal::run_changed(&before, &run)
+    let journal_warning = baton_ops::journal::run_changed(&before, &run)
         .then(|| {
             let released = before
                 .lease
                 .as_ref()
                 .map(|l| json!({ "session": l.session, "epoch": l.epoch, "pid": l.pid }));
             let event = match status {
-                Some(s) => crate::journal::event(
+                Some(s) => baton_ops::journal::event(
                     ctx,
                     "finish",
                     Some(run.lease_epoch),
                     json!({ "status": s, "released": released, "forced": force }),
                 ),
-                None => crate::journal::event(
+                None => baton_ops::journal::event(
                     ctx,
                     "release",
                     Some(run.lease_epoch),
                     json!({ "released": released, "forced": force }),
                 ),
             };
-            crate::journal::append(&*store, JournalTarget::Run(&id), &[event])
+            baton_ops::journal::append(&*store, JournalTarget::Run(&id), &[event])
         })
         .flatten();
     let what = match status {
@@ -163,7 +163,7 @@ pub fn interrupt_lease(
         .insert("interrupted_at".into(), format_ts(ctx.now).into());
     run.updated_at = Some(format_ts(ctx.now));
     store.write_run(&run, &read)?;
-    let event = crate::journal::event(
+    let event = baton_ops::journal::event(
         ctx,
         "interrupt",
         Some(run.lease_epoch),
@@ -174,7 +174,7 @@ pub fn interrupt_lease(
         format!("interrupted run {id} ({reason}); its lock is released"),
     );
     Ok(
-        match crate::journal::append(&*store, JournalTarget::Run(&id), &[event]) {
+        match baton_ops::journal::append(&*store, JournalTarget::Run(&id), &[event]) {
             Some(w) => report.warn(w),
             None => report,
         },

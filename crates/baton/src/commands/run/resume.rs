@@ -7,14 +7,14 @@ use super::facts::sections_now;
 use super::{
     HolderArgs, here, parse_target, pipeline_state_file, state_file_lines, take_lease, token_note,
 };
-use crate::actions::runs::decide_now;
-use crate::context::Ctx;
-use crate::error::CommandError;
 use crate::output::{Report, decision_json, render_decision};
 use baton_core::decide::run_resume::RunDecision;
 use baton_core::model::SectionRecord;
 use baton_core::run_id::RunTarget;
 use baton_core::time::{format_ts, human_age};
+use baton_ops::env::Ctx;
+use baton_ops::error::CommandError;
+use baton_ops::runs::decide_now;
 use baton_store::{JournalTarget, LockScope, git};
 
 /// Where the alignment sections live unless `run new --project-file` said otherwise.
@@ -173,7 +173,7 @@ pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandErro
             events.push(super::import::import_event(ctx, &run));
         }
         let taken = before.as_ref().map(|l| l.epoch) != Some(run.lease_epoch);
-        events.push(crate::journal::event(
+        events.push(baton_ops::journal::event(
             ctx,
             "resume",
             Some(run.lease_epoch),
@@ -186,7 +186,7 @@ pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandErro
                 "agents_merged": added,
             }),
         ));
-        journal_warning = crate::journal::append(&*store, JournalTarget::Run(&id), &events);
+        journal_warning = baton_ops::journal::append(&*store, JournalTarget::Run(&id), &events);
     }
     let path = store.name(&baton_store::RecordKey::Run(id.clone()));
     let text = render(&d, &run, &path, &notes);

@@ -6,10 +6,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::actions::survey::{Work, survey};
 use crate::commands::log::{journal_line, ledger_events, ledger_line};
-use crate::context::Ctx;
-use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::key::sanitize;
 use baton_core::ledger::parse_ledger;
@@ -17,6 +14,9 @@ use baton_core::run_id::RunId;
 use baton_core::text::esc;
 use baton_core::time::parse_ts;
 use baton_core::timeline::{EventIn, Label, LaneIn, build, render_html};
+use baton_ops::env::Ctx;
+use baton_ops::error::CommandError;
+use baton_ops::survey::{Work, survey};
 use baton_store::{JournalTarget, StateStore};
 
 pub fn cmd_html(ctx: &Ctx, out: Option<&Path>) -> Result<Report, CommandError> {
@@ -80,7 +80,7 @@ pub fn cmd_html(ctx: &Ctx, out: Option<&Path>) -> Result<Report, CommandError> {
             let path = ctx.dir.join(out);
             baton_store::atomic::replace_with_mode(&path, page.as_bytes(), 0o644).map_err(|e| {
                 CommandError::new(
-                    crate::error::ExitStatus::Failure,
+                    baton_ops::error::ExitStatus::Failure,
                     format!("cannot write the timeline to {}: {e}", path.display()),
                 )
                 .hint("pass `--out` a file in a directory you can write to")
@@ -205,7 +205,7 @@ fn archived(
             class: None,
             next: Some(format!(
                 "`baton log {}` prints its history",
-                crate::output::shell_quote(&key)
+                baton_core::text::shell_quote(&key)
             )),
             item: None,
         };

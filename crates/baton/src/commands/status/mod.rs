@@ -6,12 +6,12 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::json;
 
-use crate::actions::survey::{Owner, Work, survey};
-use crate::context::Ctx;
-use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::text::esc;
 use baton_core::time::{age, human_age, parse_ts};
+use baton_ops::env::Ctx;
+use baton_ops::error::CommandError;
+use baton_ops::survey::{Owner, Work, survey};
 
 mod html;
 mod watch;

@@ -3,8 +3,8 @@
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
-use crate::context::Ctx;
-use crate::error::CommandError;
+use baton_ops::env::Ctx;
+use baton_ops::error::CommandError;
 
 pub fn cmd_watch(ctx: &Ctx, interval: Duration) -> Result<crate::output::Report, CommandError> {
     if crate::cli::wants_json() {

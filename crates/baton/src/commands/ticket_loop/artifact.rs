@@ -4,13 +4,13 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::{Applied, WriteFlags, transition};
-use crate::context::Ctx;
-use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::Reason;
 use baton_core::decide::loop_write::brief_owed_after;
 use baton_core::model::PromotionTier;
 use baton_core::text::esc;
+use baton_ops::env::Ctx;
+use baton_ops::error::CommandError;
 
 /// Record the governing Brief or Plan and the promotion tier.
 ///

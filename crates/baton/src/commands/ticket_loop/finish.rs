@@ -3,10 +3,10 @@ use std::ffi::OsString;
 use clap::Args;
 
 use super::{Applied, WriteFlags, transition};
-use crate::context::Ctx;
-use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::model::LoopStatus;
+use baton_ops::env::Ctx;
+use baton_ops::error::CommandError;
 
 /// End a loop: `complete`, or `stalled` when it cannot go on (the next ticket may).
 #[derive(Debug, Args)]

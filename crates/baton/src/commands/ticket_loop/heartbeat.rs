@@ -4,12 +4,12 @@ use clap::Args;
 use serde_json::json;
 
 use super::{Target, WriteFlags};
-use crate::context::Ctx;
-use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::model::LoopStatus;
 use baton_core::text::{esc, esc_or};
 use baton_core::time::format_ts;
+use baton_ops::env::Ctx;
+use baton_ops::error::CommandError;
 use baton_store::LockScope;
 
 /// Refresh `last_updated` of a loop this session owns and is running.

@@ -5,13 +5,13 @@ use clap::Args;
 use super::{
     Target, WriteFlags, adopt_legacy, legacy_held, loop_report, may_replace, no_session_warning,
 };
-use crate::context::Ctx;
-use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::Decision;
 use baton_core::decide::batch::single_ticket_warning;
 use baton_core::decide::loop_write::{InitPlan, REFUSED, check_key_collision, decide_init};
 use baton_core::model::{LoopState, Phase};
+use baton_ops::env::Ctx;
+use baton_ops::error::CommandError;
 use baton_store::{Expect, JournalTarget, LockScope, RecordKey, git};
 
 /// Start a ticket's loop (Phase 6 initialisation): create its keyed file, active and owned by
@@ -158,7 +158,7 @@ pub fn cmd_loop_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> 
     state.loop_state.max_iterations = args.max_iterations;
     state.touch(ctx.now);
     store.write_loop(&target.key, &state, &Expect::Absent)?;
-    let init = crate::journal::event(
+    let init = baton_ops::journal::event(
         ctx,
         "init",
         Some(state.owner_epoch),
@@ -173,7 +173,7 @@ pub fn cmd_loop_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> 
         }),
     );
     let journal_warning =
-        crate::journal::append(&*store, JournalTarget::Loop(&target.key), &[init]);
+        baton_ops::journal::append(&*store, JournalTarget::Loop(&target.key), &[init]);
     let batch_warning = super::keep_batch_live(&*store, ctx, &target);
     let decision = Decision {
         verdict: baton_core::Verdict::Ok,

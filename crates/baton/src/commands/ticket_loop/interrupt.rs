@@ -4,8 +4,6 @@ use clap::Args;
 use jiff::Timestamp;
 
 use super::{Applied, WriteFlags, transition};
-use crate::context::Ctx;
-use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::Decision;
 use baton_core::Reason;
@@ -13,6 +11,8 @@ use baton_core::decide::loop_resume;
 use baton_core::decide::loop_write::REFUSED;
 use baton_core::model::LoopStatus;
 use baton_core::time::format_ts;
+use baton_ops::env::Ctx;
+use baton_ops::error::CommandError;
 
 /// Mark a loop interrupted, as a rate limit or an ending session would.
 ///

@@ -16,16 +16,17 @@ use std::path::Path;
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
-use crate::context::Ctx;
-use crate::error::{CommandError, ExitStatus};
-use crate::journal;
-use crate::output::{Report, shell_quote};
+use crate::output::Report;
 use baton_core::decide::loop_write::{REFUSED, check_key_collision, check_reset};
 use baton_core::decide::ownership::{GateOutcome, Writer, gate};
 use baton_core::key::{KeySource, loop_file_name, loop_key};
 use baton_core::model::LoopState;
 use baton_core::text::esc;
+use baton_core::text::shell_quote;
 use baton_core::{Decision, Reason};
+use baton_ops::env::Ctx;
+use baton_ops::error::{CommandError, ExitStatus};
+use baton_ops::journal;
 use baton_store::{JournalTarget, LockScope, RecordKey, StateStore, random_hex};
 
 /// Record and inspect one ticket's loop state (`.agentic/loop-state-<KEY>.json`).
@@ -151,7 +152,7 @@ pub fn may_replace(
     }
 }
 
-pub use crate::actions::loops::owner_record;
+pub use baton_ops::loops::owner_record;
 
 pub fn writer<'a>(ctx: &'a Ctx, flags: &WriteFlags) -> Writer<'a> {
     Writer {
@@ -161,7 +162,7 @@ pub fn writer<'a>(ctx: &'a Ctx, flags: &WriteFlags) -> Writer<'a> {
     }
 }
 
-pub use crate::actions::loops::{Adoption, adopt_legacy, legacy_held, legacy_key};
+pub use baton_ops::loops::{Adoption, adopt_legacy, legacy_held, legacy_key};
 
 /// The warning of every write made with no session id; `what` is `loop` or `batch`.
 pub fn no_session_warning(ctx: &Ctx, what: &str) -> Option<String> {

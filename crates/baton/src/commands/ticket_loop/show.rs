@@ -4,12 +4,12 @@ use clap::Args;
 use serde_json::json;
 
 use super::{Target, legacy_key, missing_loop, state_json};
-use crate::context::Ctx;
-use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::decide::loop_resume::{last_write, resume_after};
 use baton_core::text::{esc, esc_or};
 use baton_core::time::{format_ts, is_live};
+use baton_ops::env::Ctx;
+use baton_ops::error::CommandError;
 use baton_store::read::Access;
 
 /// Show a ticket's loop state.

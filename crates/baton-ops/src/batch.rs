@@ -1,7 +1,7 @@
 //! The batch as more than one command (and the session-start survey) sees it.
 
-use crate::output::shell_quote;
 use baton_core::model::BatchState;
+use baton_core::text::shell_quote;
 use baton_core::text::{esc, esc_join};
 
 /// The batch picks the ticket; the ticket's own loop resume picks the phase.

@@ -5,9 +5,9 @@ use std::path::Path;
 
 use jiff::SignedDuration;
 
-use crate::actions::run_facts::{plan_now, plan_path_now};
-use crate::context::Ctx;
+use crate::env::Ctx;
 use crate::error::CommandError;
+use crate::run_facts::{plan_now, plan_path_now};
 use baton_core::decide::lease::{Here, LeaseState, lease_state};
 use baton_core::decide::run_resume::{RunDecision, RunFacts, SectionNow, decide_run_resume};
 use baton_core::model::RunState;
@@ -45,7 +45,7 @@ pub fn here(
                 .or_else(|| std::env::var("BATON_LEASE_TOKEN").ok())
                 .filter(|t| !t.is_empty())
                 .map(|t| sha256_hex(t.as_bytes())),
-            shared_store: crate::context::store_url(ctx.layout().ok().map(|l| l.root).as_deref())
+            shared_store: crate::env::store_url(ctx.layout().ok().map(|l| l.root).as_deref())
                 .ok()
                 .flatten()
                 .is_some(),

@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use crate::actions::project::stored_path_in_project;
-use crate::context::Ctx;
+use crate::env::Ctx;
 use crate::error::CommandError;
 use crate::journal;
+use crate::project::stored_path_in_project;
 use baton_core::decide::loop_resume::last_write;
 use baton_core::decide::ownership::{GateOutcome, OwnerRecord, Writer, gate};
 use baton_core::key::{KeySource, loop_file_name, loop_key};

@@ -10,11 +10,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::actions::ledgers::{Plan, declared_phases};
-use crate::actions::loops::{adopt_legacy, legacy_held, not_work, work_committed};
-use crate::context::Ctx;
+use crate::env::Ctx;
 use crate::error::CommandError;
-use crate::output::shell_quote;
+use crate::ledgers::{Plan, declared_phases};
+use crate::loops::{adopt_legacy, legacy_held, not_work, work_committed};
 use baton_core::decide::continuation::{Class, Signals, classify};
 use baton_core::decide::lease::{Here, LeaseState};
 use baton_core::decide::loop_resume::{
@@ -23,6 +22,7 @@ use baton_core::decide::loop_resume::{
 use baton_core::ledger::{Event, parse_ledger, phase_claims};
 use baton_core::model::{BatchState, LoopState, LoopStatus, Pauses, RunState, run_is_finished};
 use baton_core::packet::{Item, urgency};
+use baton_core::text::shell_quote;
 use baton_core::text::{esc, esc_join};
 use baton_core::time::{is_live, parse_ts};
 use baton_store::feature::{FeatureFacts, read_feature};
@@ -154,7 +154,7 @@ pub fn survey(ctx: &Ctx) -> Result<Survey, CommandError> {
     let here = if runs.is_empty() {
         Default::default()
     } else {
-        crate::actions::runs::here(ctx, None, None, false)?.0
+        crate::runs::here(ctx, None, None, false)?.0
     };
     let scan = Scan {
         ctx,
@@ -440,7 +440,7 @@ impl Scan<'_> {
         let last = state.liveness(ctx.now);
         let mine = ctx.session().is_some() && state.owner() == ctx.session();
         let live = state.is_active() && is_live(ctx.now, last);
-        let next = crate::actions::batch::next_step(state);
+        let next = crate::batch::next_step(state);
         let mut work = Work {
             kind: "batch",
             key: state.batch_id.clone(),
@@ -588,7 +588,7 @@ impl Scan<'_> {
             return Ok(work);
         }
         let sections = match &run.alignment {
-            Some(a) => Some(crate::actions::run_facts::sections_now(root, &a.path)?),
+            Some(a) => Some(crate::run_facts::sections_now(root, &a.path)?),
             None => None,
         };
         let mut repo = self
@@ -600,7 +600,7 @@ impl Scan<'_> {
                 .retain(|p| !Path::new(p).starts_with(&state_dir));
         }
         let (d, lease) =
-            crate::actions::runs::decide_now(ctx, root, run, repo, sections, &self.here, false)?;
+            crate::runs::decide_now(ctx, root, run, repo, sections, &self.here, false)?;
         let beat = run.lease.as_ref().map(|l| l.heartbeat_at.clone());
         let holder = run.lease.as_ref().and_then(|l| l.session.clone());
         work.owner = Some(Owner {

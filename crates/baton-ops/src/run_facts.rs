@@ -101,5 +101,5 @@ pub fn file_in_project(
     raw: &Path,
     flag: &str,
 ) -> Result<PathBuf, CommandError> {
-    crate::actions::project::path_in_project(dir, root, raw, flag, false)
+    crate::project::path_in_project(dir, root, raw, flag, false)
 }

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::context::Ctx;
+use crate::env::Ctx;
 use crate::error::CommandError;
 use baton_core::ledger::gates::{phase_of_file, plan_phases};
 
@@ -86,7 +86,7 @@ impl Plan {
     }
 
     pub fn ledger_arg(&self) -> String {
-        crate::output::shell_quote(&self.rel)
+        baton_core::text::shell_quote(&self.rel)
     }
 
     /// The names of the files in the plan directory.

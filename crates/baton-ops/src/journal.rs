@@ -8,7 +8,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::context::Ctx;
+use crate::env::Ctx;
 use baton_core::model::{BatchState, LoopState, RunState};
 use baton_core::time::format_ts;
 use baton_store::{JournalTarget, StateStore};

@@ -1,0 +1,20 @@
+//! Every operation of baton, between the commands (and hook adapters, and the supervisor) and
+//! the core and store: a command is parse -> operation -> render, a hook adapter is payload ->
+//! operation -> the client's output shape. Nothing here parses a command line or prints.
+//!
+//! The environment an operation runs in (`env::Ctx`: the directory, the session, the clock,
+//! the lock wait, the store) is resolved once at the edge and handed down.
+
+pub mod batch;
+pub mod env;
+pub mod error;
+pub mod journal;
+pub mod ledgers;
+pub mod loops;
+pub mod project;
+pub mod run_facts;
+pub mod runs;
+pub mod survey;
+
+pub use env::Ctx;
+pub use error::{CommandError, ExitStatus};
