@@ -3,9 +3,17 @@
 
 use std::path::{Path, PathBuf};
 
+use std::time::Duration;
+
 use crate::env::Ctx;
-use crate::error::CommandError;
-use baton_core::ledger::gates::{phase_of_file, plan_phases};
+use crate::error::{CommandError, ExitStatus};
+use baton_core::ledger::gates::{
+    GateDecl, is_phase_file, parse_gates, parse_plan_gates, phase_of_file, plan_phases,
+};
+use baton_core::ledger::{Line, parse_header, parse_line, render_line};
+use baton_core::{Decision, Reason};
+use baton_store::gate::{GateRun, run_gate};
+use baton_store::ledger::{AppendError, append};
 
 /// A plan directory inside the project, and its ledger.
 pub struct Plan {
@@ -123,4 +131,199 @@ pub fn declared_phases(plan: &Plan) -> Result<Vec<String>, CommandError> {
     phases.sort_by_key(key);
     phases.dedup();
     Ok(phases)
+}
+
+/// What an append did.
+#[derive(Debug)]
+pub enum Appended {
+    /// The line as written, and whether a torn tail was sealed with a newline first.
+    Written { text: String, sealed: bool },
+    /// The ledger names another plan: nothing was written.
+    Foreign(Decision),
+}
+
+/// The refusal of a write to another plan's ledger (exit 3).
+pub fn foreign(plan: &Plan, found: &str) -> Decision {
+    Decision::new(
+        baton_core::Verdict::Refused,
+        Reason::new(
+            baton_core::Rule::LedgerForeignPlan,
+            format!(
+                "{} names {found:?}: it is another run's record",
+                plan.ledger.display()
+            ),
+        ),
+        Some("leave it alone; keep this plan's ledger in its own plan directory".into()),
+    )
+}
+
+/// The refusal for a ledger whose header names another plan, read from its first line.
+pub fn refuse_foreign(plan: &Plan) -> Result<Option<Decision>, CommandError> {
+    let Some(head) = baton_store::ledger::read_head(&plan.ledger)? else {
+        return Ok(None);
+    };
+    Ok(parse_header(head.lines().next().unwrap_or_default())
+        .filter(|named| !plan.owns_header(named))
+        .map(|named| foreign(plan, named)))
+}
+
+/// Appends a line (already validated) with the header check.
+pub fn append_line(plan: &Plan, line: &Line) -> Result<Appended, CommandError> {
+    let text = render_line(line);
+    // A value that would not read back as written (a phase id with a space, a finding holding
+    // ` — `) is refused here rather than written as a line nobody can parse.
+    match parse_line(&text) {
+        Ok(back) if &back == line => {}
+        Ok(_) => {
+            return Err(
+                CommandError::usage(format!("`{text}` would not read back as written"))
+                    .hint("avoid ` — `, ` -> ` and `→` inside free text, and spaces in names"),
+            );
+        }
+        Err(e) => {
+            return Err(
+                CommandError::usage(format!("`{text}` is not a valid ledger line: {e}"))
+                    .hint("check the values passed; nothing was written"),
+            );
+        }
+    }
+    if !plan.ledger.exists() {
+        return Err(missing(plan));
+    }
+    let sealed = append(&plan.ledger, &text, |first| match parse_header(first) {
+        Some(named) if plan.owns_header(named) => Ok(()),
+        Some(named) => Err(AppendError::ForeignPlan {
+            found: named.to_string(),
+        }),
+        None => Err(AppendError::NoHeader),
+    });
+    match sealed {
+        Ok(sealed) => Ok(Appended::Written { text, sealed }),
+        Err(AppendError::ForeignPlan { found }) => Ok(Appended::Foreign(foreign(plan, &found))),
+        Err(AppendError::NoHeader) => Err(CommandError::new(
+            ExitStatus::Failure,
+            format!(
+                "{} has no `# run-state — plan: <plan>` header line",
+                plan.ledger.display()
+            ),
+        )
+        .hint(
+            "nothing was written; if it is this plan's ledger, add the header as its first line",
+        )),
+        Err(AppendError::Store(e)) => Err(e.into()),
+    }
+}
+
+pub fn missing(plan: &Plan) -> CommandError {
+    CommandError::usage(format!("{} does not exist", plan.ledger.display())).hint(format!(
+        "start it with `baton ledger init {}`",
+        plan.ledger_arg()
+    ))
+}
+
+/// The ledger's own discipline, as findings (rule, message): it is committed with the phase it
+/// records, every `complete` follows a `started`, and a phase whose file declares gates has a
+/// gate line before it is marked complete.
+pub fn discipline(
+    plan: &Plan,
+    ledger: &baton_core::ledger::Ledger,
+) -> Result<Vec<(baton_core::Rule, String)>, CommandError> {
+    use baton_core::ledger::Event;
+    let mut findings = Vec::new();
+    let rel = plan
+        .ledger
+        .strip_prefix(&plan.root)
+        .unwrap_or(&plan.ledger)
+        .to_path_buf();
+    if !baton_store::git::is_ignored(&plan.root, &plan.ledger)?
+        && baton_store::git::has_changes(&plan.root, &rel)?
+    {
+        findings.push((
+            baton_core::Rule::LedgerUncommitted,
+            format!(
+                "{} is untracked or holds events git has not committed: the ledger is committed with the phase it records (`baton ledger commit {}`)",
+                rel.display(),
+                plan.rel
+            ),
+        ));
+    }
+    let mut started: Vec<&str> = Vec::new();
+    let mut gated: Vec<&str> = Vec::new();
+    for (_, line) in &ledger.events {
+        match &line.event {
+            Event::Started { phase, .. } => started.push(phase),
+            Event::Gate { phase, .. } => gated.push(phase),
+            Event::Complete { phase, .. } => {
+                if !started.contains(&phase.as_str()) {
+                    findings.push((
+                        baton_core::Rule::LedgerCompleteWithoutStart,
+                        format!("phase {phase} is marked complete with no `started` before it"),
+                    ));
+                }
+                if !gated.contains(&phase.as_str()) {
+                    let (declared, _) = declared_gates(plan, phase)?;
+                    if !declared.is_empty() {
+                        findings.push((
+                            baton_core::Rule::LedgerCompleteWithoutGate,
+                            format!(
+                                "phase {phase} is marked complete with no gate line, though it declares {} (`baton gate run {} --phase {phase}`)",
+                                declared.iter().map(|g| g.name.as_str()).collect::<Vec<_>>().join(", "),
+                                plan.rel
+                            ),
+                        ));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(findings)
+}
+
+/// The gates declared for `phase` in `plans/<plan>/phase-<N>*.md`, and the lines of their
+/// `gates` blocks that do not parse.
+pub fn declared_gates(
+    plan: &Plan,
+    phase: &str,
+) -> Result<(Vec<GateDecl>, Vec<String>), CommandError> {
+    let mut files: Vec<_> = plan
+        .file_names()?
+        .into_iter()
+        .filter(|name| is_phase_file(name, phase))
+        .collect();
+    files.sort();
+    let (mut gates, mut bad) = (Vec::new(), Vec::new());
+    for name in files {
+        let path = plan.dir.join(&name);
+        let text = baton_store::read::read_capped(&path, 4 * 1024 * 1024)?.unwrap_or_default();
+        let (g, b) = parse_gates(&String::from_utf8_lossy(&text));
+        gates.extend(g);
+        bad.extend(b.into_iter().map(|line| format!("{name}: {line}")));
+    }
+    // ClauKit declares a phase's exit gates in plan.md, under the phase's heading.
+    let plan_md = plan.dir.join("plan.md");
+    if let Some(text) = baton_store::read::read_capped(&plan_md, 4 * 1024 * 1024)? {
+        let (g, b) = parse_plan_gates(&String::from_utf8_lossy(&text), phase);
+        gates.extend(g);
+        bad.extend(b.into_iter().map(|line| format!("plan.md: {line}")));
+    }
+    Ok((gates, bad))
+}
+
+/// Runs one declared gate from the project root, handing it the plan, phase and gate names as
+/// environment variables.
+pub fn run_declared(
+    plan: &Plan,
+    phase: &str,
+    gate: &GateDecl,
+    timeout: Duration,
+) -> Result<GateRun, CommandError> {
+    let root = plan.root.to_string_lossy().into_owned();
+    let env = [
+        ("BATON_PROJECT_ROOT", root.as_str()),
+        ("BATON_PLAN_DIR", plan.rel.as_str()),
+        ("BATON_PHASE", phase),
+        ("BATON_GATE", gate.name.as_str()),
+    ];
+    Ok(run_gate(&gate.command, &plan.root, &env, timeout)?)
 }

@@ -11,10 +11,13 @@ pub mod error;
 pub mod journal;
 pub mod ledgers;
 pub mod loops;
+pub mod owned;
 pub mod project;
 pub mod run_facts;
 pub mod runs;
+pub mod single_run;
 pub mod survey;
+pub mod ticket_loop;
 
 pub use env::Ctx;
 pub use error::{CommandError, ExitStatus};

@@ -113,7 +113,8 @@ pub fn run() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             // `--json` promises one JSON object whatever happens, a bad command line included.
-            if wants_json() && err.kind() != DisplayHelpOnMissingArgumentOrSubcommand {
+            if crate::output::wants_json() && err.kind() != DisplayHelpOnMissingArgumentOrSubcommand
+            {
                 let message = err.render().to_string();
                 let summary: Vec<&str> = message
                     .lines()
@@ -140,8 +141,8 @@ pub fn run() -> ExitCode {
         // A hook answers its client, not a person: it fails open whatever happens.
         Command::Hook(args) => return hook::run(cli.dir, args),
         // Neither reads a project: they print what the command definitions say.
-        Command::Completions(args) => completions::cmd_completions(args),
-        Command::Man(args) => man::cmd_man(args),
+        Command::Completions(args) => completions::cmd_completions(args, Cli::command()),
+        Command::Man(args) => man::cmd_man(args, Cli::command()),
         command => {
             // Commands that keep no state of their own read the machine's clock; the others,
             // with a shared store, the server's.
@@ -189,15 +190,6 @@ pub fn run() -> ExitCode {
         Err(err) => render_error(&err, json),
     };
     print_and_exit(status, &stdout, &stderr)
-}
-
-/// Whether the command line asks for `--json` (before any `--`): read from the arguments
-/// themselves where the parsed flag is not at hand.
-pub fn wants_json() -> bool {
-    std::env::args_os()
-        .skip(1)
-        .take_while(|a| a != "--")
-        .any(|a| a == "--json")
 }
 
 /// The `--color` of a command line (before any `--`; the last one wins), `auto` when it has

@@ -1,9 +1,10 @@
 //! The `baton` command line: parses arguments, gathers facts through `baton-store`, asks
 //! `baton-core` for decisions and prints them for people (text) or programs (`--json`).
 
-mod actions;
+mod args;
 mod cli;
 mod commands;
 mod output;
+mod view;
 
 pub use cli::run;

@@ -220,6 +220,15 @@ impl Drop for Progress {
     }
 }
 
+/// Whether the command line asks for `--json` (before any `--`): read from the arguments
+/// themselves where the parsed flag is not at hand.
+pub fn wants_json() -> bool {
+    std::env::args_os()
+        .skip(1)
+        .take_while(|a| a != "--")
+        .any(|a| a == "--json")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -80,6 +80,23 @@ pub struct DiscardedWork {
     pub at: String,
 }
 
+impl DiscardedWork {
+    /// Where an earlier `resume accept --discard` put the partial work, as one line.
+    pub fn describe(&self) -> String {
+        match &self.stash {
+            Some(stash) => format!(
+                "set aside: partial work of an earlier resume is in git stash {} ({:?}; `git stash list`)",
+                esc(stash),
+                esc(&self.message)
+            ),
+            None => format!(
+                "set aside: an earlier resume was stashing partial work as {:?} and did not confirm it; look for it with `git stash list`",
+                esc(&self.message)
+            ),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LoopProgress {
     /// Which loop runs: `skeptic` (Phase 6) or `qa` (Phase 6b). The engineer runs inside it and

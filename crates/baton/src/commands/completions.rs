@@ -1,10 +1,9 @@
 //! `baton completions <shell>`: the shell's completion script, from the command definitions.
 
-use clap::{Args, CommandFactory};
+use clap::Args;
 use clap_complete::Shell;
 use serde_json::json;
 
-use crate::cli::Cli;
 use crate::output::Report;
 use baton_ops::error::CommandError;
 
@@ -34,8 +33,11 @@ pub struct CompletionsArgs {
     pub shell: Shell,
 }
 
-pub fn cmd_completions(args: CompletionsArgs) -> Result<Report, CommandError> {
-    let mut cmd = Cli::command();
+/// The script for `cmd`, the whole command tree.
+pub fn cmd_completions(
+    args: CompletionsArgs,
+    mut cmd: clap::Command,
+) -> Result<Report, CommandError> {
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut cmd, "baton", &mut script);
     let script = String::from_utf8(script).map_err(|_| {

@@ -13,10 +13,6 @@ use clap::Args;
 use jiff::{SignedDuration, Timestamp};
 use serde_json::json;
 
-use crate::actions::owned::{Owned, interrupt_owned, owned, ticket_of};
-use crate::commands::run::{HolderArgs, heartbeat::heartbeat as run_heartbeat};
-use crate::commands::ticket_loop::WriteFlags;
-use crate::commands::ticket_loop::heartbeat::heartbeat as loop_heartbeat;
 use baton_core::hook::{
     Action, Client, HEARTBEAT_COALESCE_SECS, HOOK_STDIN_CAP, HookEvent, Interrupt,
     TRANSCRIPT_TAIL_BYTES, TranscriptEnd, gemini_error_report, interrupt_for, parse_payload,
@@ -27,6 +23,9 @@ use baton_core::reset::reset_time;
 use baton_core::time::{format_ts, parse_ts};
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
+use baton_ops::owned::{Owned, interrupt_owned, owned, ticket_of};
+use baton_ops::single_run::{Holder, heartbeat as run_heartbeat};
+use baton_ops::ticket_loop::{Ownership, heartbeat as loop_heartbeat};
 use baton_store::layout::LayoutError;
 use baton_store::sessions::{SessionFiles, SessionRecord, read_tail, recent_reports};
 use baton_store::{JournalTarget, Layout, StateStore, process};
@@ -191,7 +190,7 @@ impl Session<'_> {
         };
         self.tell_supervisor("start", json!({ "source": source }));
         let survey = baton_ops::survey::survey(self.ctx)?;
-        let (packet, markdown) = crate::commands::resume::all::packet_of(&survey);
+        let (packet, markdown) = crate::view::packet_of(&survey);
         if packet.items.is_empty() {
             return Ok(None);
         }
@@ -280,7 +279,7 @@ impl Session<'_> {
                 continue;
             }
             if let Some(ticket) = self.ticket_of(key, state)
-                && let Err(e) = loop_heartbeat(self.ctx, &ticket, &WriteFlags::default())
+                && let Err(e) = loop_heartbeat(self.ctx, &ticket, &Ownership::default())
             {
                 first_error.get_or_insert(e);
             }
@@ -300,7 +299,7 @@ impl Session<'_> {
             if fresh_ts(beat, now, quarter) {
                 continue;
             }
-            if let Err(e) = run_heartbeat(self.ctx, &run.run_id, &HolderArgs::default()) {
+            if let Err(e) = run_heartbeat(self.ctx, &run.run_id, &Holder::default()) {
                 first_error.get_or_insert(e);
             }
         }
@@ -452,8 +451,8 @@ impl Session<'_> {
         );
         // A failure does not end the session: remember what it interrupted for the next prompt.
         if matches!(self.event.action, Action::Failure { .. })
-            && !interrupted.is_empty()
-            && let Err(e) = self.files.note_interrupted(&interrupted)
+            && !interrupted.tickets.is_empty()
+            && let Err(e) = self.files.note_interrupted(&interrupted.tickets)
         {
             self.warn(e.to_string());
         }

@@ -6,8 +6,6 @@ use std::path::Path;
 use clap::Args;
 use serde_json::{Value, json};
 
-use crate::commands::ledger::Plan;
-use crate::commands::ticket_loop::Target;
 use crate::output::Report;
 use baton_core::key::KeySource;
 use baton_core::ledger::{Event, Ledger, parse_ledger, render_line};
@@ -15,6 +13,8 @@ use baton_core::run_id::{RunId, RunTarget};
 use baton_core::text::esc;
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
+use baton_ops::ledgers::Plan;
+use baton_ops::ticket_loop::Target;
 use baton_store::{Journal, JournalTarget};
 
 /// Show the history of a loop, the batch, a run or a plan ledger, oldest first.
@@ -83,7 +83,7 @@ pub fn cmd_log(ctx: &Ctx, args: LogArgs) -> Result<Report, CommandError> {
     let (kind, path, journal) = match &resolved {
         Resolved::Ledger(plan) => {
             let text = baton_store::ledger::read(&plan.ledger)?
-                .ok_or_else(|| crate::commands::ledger::missing(plan))?;
+                .ok_or_else(|| baton_ops::ledgers::missing(plan))?;
             let ledger = parse_ledger(&text);
             let events = ledger_events(&ledger);
             let journal = Journal {

@@ -2,10 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-use clap::{Args, CommandFactory};
+use clap::Args;
 use serde_json::json;
 
-use crate::cli::Cli;
 use crate::output::Report;
 use baton_ops::error::{CommandError, ExitStatus};
 
@@ -21,8 +20,9 @@ pub struct ManArgs {
     pub dir: Option<PathBuf>,
 }
 
-pub fn cmd_man(args: ManArgs) -> Result<Report, CommandError> {
-    let cmd = Cli::command().disable_help_subcommand(true);
+/// The pages of `cmd`, the whole command tree.
+pub fn cmd_man(args: ManArgs, cmd: clap::Command) -> Result<Report, CommandError> {
+    let cmd = cmd.disable_help_subcommand(true);
     let Some(dir) = args.dir else {
         let mut page = Vec::new();
         render(cmd, &mut page).map_err(|e| failed("render the manual page", &e))?;

@@ -19,5 +19,3 @@ pub mod store;
 pub mod supervise;
 pub mod ticket_loop;
 pub mod wait;
-
-pub use baton_ops::project::{path_in_project, stored_path_in_project};

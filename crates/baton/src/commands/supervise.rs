@@ -14,9 +14,7 @@ use clap::Args;
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 
-use crate::actions::owned::{interrupt_owned, owned, ticket_of};
 use crate::commands::init::files::Targets;
-use crate::commands::resume::gather;
 use crate::output::Report;
 use baton_core::decide::supervise::{
     Attempt, BACKOFF_CAP, Carried, Exit, Next, Outcome, check_command, continue_prompt, next_step,
@@ -30,6 +28,8 @@ use baton_core::text::esc;
 use baton_core::time::{format_ts, human_age, parse_ts};
 use baton_ops::env::{Ctx, parse_wait};
 use baton_ops::error::{CommandError, ExitStatus};
+use baton_ops::owned::{interrupt_owned, owned, ticket_of};
+use baton_ops::ticket_loop::gather;
 use baton_store::supervise as files;
 use baton_store::{JournalTarget, LockScope, StateStore, process};
 
@@ -128,7 +128,7 @@ pub fn cmd_supervise(ctx: &Ctx, args: SuperviseArgs) -> Result<Report, CommandEr
     let ticket_key = args
         .ticket
         .as_deref()
-        .map(|t| crate::commands::ticket_loop::Target::derive(ctx, std::ffi::OsStr::new(t)).key);
+        .map(|t| baton_ops::ticket_loop::Target::derive(ctx, std::ffi::OsStr::new(t)).key);
     store.layout().ensure_state_dir()?;
     store.layout().ensure_ignore_file()?;
     let mut claim = match files::claim(store.layout(), ticket_key.as_deref())? {
@@ -150,7 +150,7 @@ pub fn cmd_supervise(ctx: &Ctx, args: SuperviseArgs) -> Result<Report, CommandEr
         now: ctx.now,
         fake_clock: std::env::var_os("BATON_NOW").is_some_and(|v| !v.is_empty()),
         attempts: Vec::new(),
-        json: crate::cli::wants_json(),
+        json: crate::output::wants_json(),
     };
     let result = sup.run(backoff, &mut claim);
     if let Err(e) = &result {
@@ -507,12 +507,12 @@ impl Supervisor<'_> {
             let Some(ticket) = ticket_of(&ctx, key, &state) else {
                 continue;
             };
-            if let Err(e) = crate::commands::ticket_loop::interrupt::interrupt(
+            if let Err(e) = baton_ops::ticket_loop::interrupt(
                 &ctx,
                 &ticket,
                 "rate_limit",
                 Some(at),
-                &crate::commands::ticket_loop::WriteFlags::default(),
+                &baton_ops::ticket_loop::Ownership::default(),
             ) {
                 say(&format!("warning: {}", e.message));
             }
@@ -533,8 +533,7 @@ impl Supervisor<'_> {
                 continue;
             }
             if self.args.ticket.as_deref().is_some_and(|t| {
-                crate::commands::ticket_loop::Target::derive(self.ctx, std::ffi::OsStr::new(t)).key
-                    == key
+                baton_ops::ticket_loop::Target::derive(self.ctx, std::ffi::OsStr::new(t)).key == key
             }) {
                 self.claimed.insert(key);
                 continue;

@@ -5,8 +5,7 @@ use clap::Args;
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 
-use crate::commands::resume::gather;
-use crate::commands::ticket_loop::interrupt::parse_when;
+use crate::args::parse_when;
 use crate::output::Report;
 use baton_core::decide::loop_resume::ResumeDecision;
 use baton_core::decide::wait::{Wait, combine, decide_wait, survey_wait};
@@ -15,6 +14,7 @@ use baton_core::time::{format_ts, human_age, parse_ts};
 use baton_ops::env::Ctx;
 use baton_ops::error::{CommandError, ExitStatus};
 use baton_ops::survey::{Work, survey};
+use baton_ops::ticket_loop::gather;
 
 /// Say when interrupted work can resume, and with `--sleep` wait until then.
 ///

@@ -10,7 +10,6 @@ mod ticket;
 
 use clap::Subcommand;
 
-use crate::commands::ticket_loop::no_session_warning;
 use crate::output::Report;
 use baton_core::decide::loop_write::REFUSED;
 use baton_core::decide::ownership::{GateOutcome, OwnerRecord, Writer, gate};
@@ -19,6 +18,7 @@ use baton_core::text::esc;
 use baton_core::time::format_ts;
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
+use baton_ops::ticket_loop::no_session_warning;
 use baton_store::layout::BATCH_FILE;
 use baton_store::{JournalTarget, LockScope, StateStore};
 

@@ -94,7 +94,7 @@ pub fn no_feature() -> CommandError {
 /// argument).
 pub fn cmd_continue_report(ctx: &Ctx, _args: ContinueArgs) -> Result<Report, CommandError> {
     let survey = baton_ops::survey::survey(ctx)?;
-    let (packet, markdown) = crate::commands::resume::all::packet_of(&survey);
+    let (packet, markdown) = crate::view::packet_of(&survey);
     let (summary, feature) = match &survey.feature {
         Some(facts) => feature_summary(facts)?,
         None => (
@@ -104,7 +104,7 @@ pub fn cmd_continue_report(ctx: &Ctx, _args: ContinueArgs) -> Result<Report, Com
     };
     let text = format!("{summary}\n{markdown}");
     Ok(
-        crate::commands::resume::all::report(&survey, &packet, &markdown, text)
+        crate::view::survey_report(&survey, &packet, &markdown, text)
             .with("feature", feature)
             .with("pointer_path", POINTER_PATH),
     )

@@ -4,7 +4,6 @@ use clap::Args;
 use serde_json::json;
 
 use super::{gather, no_feature, shown};
-use crate::commands::path_in_project;
 use crate::output::Report;
 use baton_core::feature::{ReviewNeeded, format_review_needed};
 use baton_core::text::esc;
@@ -12,6 +11,7 @@ use baton_core::text::shell_quote;
 use baton_core::time::format_ts;
 use baton_ops::env::Ctx;
 use baton_ops::error::{CommandError, ExitStatus};
+use baton_ops::project::path_in_project;
 use baton_store::feature::{
     FeatureFacts, REVIEW_NEEDED_CAP, REVIEW_NEEDED_FILE, clear_review_needed, lock_feature,
     read_feature_locked, write_review_needed,

@@ -4,13 +4,13 @@ use std::time::Duration;
 use clap::Args;
 use serde_json::json;
 
-use super::{declared_gates, run_declared};
-use crate::commands::ledger::{Plan, append_line};
 use crate::output::Report;
 use baton_core::ledger::{Event, Line};
 use baton_core::time::format_ts_ms;
 use baton_ops::env::Ctx;
 use baton_ops::error::{CommandError, ExitStatus};
+use baton_ops::ledgers::Plan;
+use baton_ops::ledgers::{declared_gates, run_declared};
 
 /// Run a phase's declared exit gates and append each result to the ledger, with its evidence
 /// verbatim: `phase <N>: gate <name> → PASS|FAIL (evidence: <cmd> → exit <code>: <last line>)`.
@@ -37,11 +37,11 @@ pub struct RunArgs {
 pub fn cmd_gate_run(ctx: &Ctx, args: RunArgs) -> Result<Report, CommandError> {
     let plan = Plan::resolve(ctx, &args.plan)?;
     if !plan.ledger.exists() {
-        return Err(crate::commands::ledger::missing(&plan));
+        return Err(baton_ops::ledgers::missing(&plan));
     }
     // Another run's ledger is refused before any gate command runs.
-    if let Some(refusal) = crate::commands::ledger::refuse_foreign(&plan)? {
-        return Ok(refusal);
+    if let Some(refusal) = baton_ops::ledgers::refuse_foreign(&plan)? {
+        return Ok(Report::decision(&refusal));
     }
     let (mut gates, bad) = declared_gates(&plan, &args.phase)?;
     if let Some(only) = &args.gate {
@@ -104,13 +104,16 @@ pub fn cmd_gate_run(ctx: &Ctx, args: RunArgs) -> Result<Report, CommandError> {
             cmd: gate.command.clone(),
             result: run.result_text(timeout),
         };
-        let report = append_line(
+        let report = crate::view::appended(
             &plan,
-            &Line {
-                event,
-                at: Some(format_ts_ms(ctx.now)),
-            },
-        )?;
+            baton_ops::ledgers::append_line(
+                &plan,
+                &Line {
+                    event,
+                    at: Some(format_ts_ms(ctx.now)),
+                },
+            )?,
+        );
         if report.status != ExitStatus::Success {
             return Ok(report);
         }

@@ -2,11 +2,11 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::{Plan, append_line};
 use crate::output::Report;
 use baton_core::ledger::parse_line;
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
+use baton_ops::ledgers::Plan;
 
 /// Append one raw line after validating it against the grammar (invalid: exit 2, nothing
 /// written). Prefer the structured writers (`baton ledger start`, `gate`, …).
@@ -21,8 +21,8 @@ pub struct AppendArgs {
 pub fn cmd_ledger_append(ctx: &Ctx, args: AppendArgs) -> Result<Report, CommandError> {
     let plan = Plan::resolve(ctx, &args.plan)?;
     // Another run's ledger is refused before anything else is looked at.
-    if let Some(refusal) = super::refuse_foreign(&plan)? {
-        return Ok(refusal);
+    if let Some(refusal) = baton_ops::ledgers::refuse_foreign(&plan)? {
+        return Ok(Report::decision(&refusal));
     }
     let line = parse_line(&args.line).map_err(|e| {
         CommandError::usage(format!(
@@ -33,5 +33,8 @@ pub fn cmd_ledger_append(ctx: &Ctx, args: AppendArgs) -> Result<Report, CommandE
     })?;
     // A raw line passes the writers' checks too.
     super::events::check_event(&plan, &line.event)?;
-    append_line(&plan, &line)
+    Ok(crate::view::appended(
+        &plan,
+        baton_ops::ledgers::append_line(&plan, &line)?,
+    ))
 }

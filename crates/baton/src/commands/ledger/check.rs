@@ -4,11 +4,11 @@ use clap::Args;
 use serde_json::json;
 
 use super::init::ignored_warning;
-use super::{Plan, missing};
 use crate::output::Report;
 use baton_core::ledger::parse_ledger;
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
+use baton_ops::ledgers::{Plan, missing};
 use baton_store::{git, ledger};
 
 /// Lint a ledger: every line against the grammar (bad lines counted and shown, never fatal),
@@ -60,7 +60,7 @@ pub fn cmd_ledger_check(ctx: &Ctx, args: CheckArgs) -> Result<Report, CommandErr
         .iter()
         .map(|(n, raw, e)| json!({ "line": n, "text": shown(raw), "error": e.to_string() }))
         .collect();
-    let findings = super::discipline(&plan, &l)?;
+    let findings = baton_ops::ledgers::discipline(&plan, &l)?;
     for (rule, message) in &findings {
         out.push_str(&format!("finding: {rule}: {message}\n"));
     }

@@ -4,11 +4,11 @@ use clap::Args;
 use serde_json::json;
 
 use super::init::ignored_warning;
-use super::{Plan, missing};
 use crate::output::Report;
 use baton_core::ledger::parse_ledger;
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
+use baton_ops::ledgers::{Plan, missing};
 use baton_store::{git, ledger};
 
 /// Commit the ledger, and only the ledger, with a message naming the phase it records.
@@ -30,7 +30,7 @@ pub fn cmd_ledger_commit(ctx: &Ctx, args: CommitArgs) -> Result<Report, CommandE
     }
     let parsed = parse_ledger(&text);
     if let Some(named) = parsed.plan.as_deref().filter(|n| !plan.owns_header(n)) {
-        return Ok(Report::decision(&super::foreign(&plan, named)));
+        return Ok(Report::decision(&baton_ops::ledgers::foreign(&plan, named)));
     }
     let phase = parsed
         .events

@@ -4,8 +4,6 @@ use std::time::Duration;
 use clap::Args;
 use serde_json::json;
 
-use super::{Plan, append_line, foreign, missing};
-use crate::commands::gate::{declared_gates, run_declared};
 use crate::output::{Progress, Report};
 use baton_core::ledger::PhaseVerdict;
 use baton_core::ledger::{
@@ -17,6 +15,7 @@ use baton_core::{Decision, Reason};
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 use baton_ops::ledgers::declared_phases;
+use baton_ops::ledgers::{Plan, declared_gates, foreign, missing, run_declared};
 use baton_store::{git, ledger};
 
 /// Re-derive where a run really is, trusting nothing the ledger claims: the commits of each
@@ -158,7 +157,7 @@ pub fn cmd_ledger_derive(ctx: &Ctx, args: DeriveArgs) -> Result<Report, CommandE
     let d = decide_ledger(&l, &facts);
     // The ledger's own discipline (committed with its phase, an event at every gate), before
     // any `--append` adds a line of its own.
-    let findings = super::discipline(&plan, &l)?;
+    let findings = baton_ops::ledgers::discipline(&plan, &l)?;
     warnings.extend(
         findings
             .iter()
@@ -218,16 +217,19 @@ pub fn cmd_ledger_derive(ctx: &Ctx, args: DeriveArgs) -> Result<Report, CommandE
             .or_else(|| d.rows.last().map(|r| r.phase.clone()))
         {
             Some(phase) => {
-                let report = append_line(
+                let report = crate::view::appended(
                     &plan,
-                    &Line {
-                        event: Event::Resumed {
-                            phase,
-                            confirmed: d.confirmed,
+                    baton_ops::ledgers::append_line(
+                        &plan,
+                        &Line {
+                            event: Event::Resumed {
+                                phase,
+                                confirmed: d.confirmed,
+                            },
+                            at: Some(format_ts_ms(ctx.now)),
                         },
-                        at: Some(format_ts_ms(ctx.now)),
-                    },
-                )?;
+                    )?,
+                );
                 if report.status != baton_ops::error::ExitStatus::Success {
                     return Ok(report);
                 }

@@ -5,30 +5,33 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::{Plan, append_line};
 use crate::output::Report;
 use baton_core::ledger::{Event, FinishOutcome, Line, Review};
 use baton_core::time::format_ts_ms;
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
+use baton_ops::ledgers::Plan;
 use baton_store::git;
 
 /// Appends `event` to the ledger of `plan`, its values trimmed and its commits checked.
 pub fn write(ctx: &Ctx, plan: &std::path::Path, event: Event) -> Result<Report, CommandError> {
     let plan = Plan::resolve(ctx, plan)?;
     // Another run's ledger is refused before anything else is looked at.
-    if let Some(refusal) = super::refuse_foreign(&plan)? {
-        return Ok(refusal);
+    if let Some(refusal) = baton_ops::ledgers::refuse_foreign(&plan)? {
+        return Ok(Report::decision(&refusal));
     }
     let event = trimmed(event);
     check_event(&plan, &event)?;
-    append_line(
+    Ok(crate::view::appended(
         &plan,
-        &Line {
-            event,
-            at: Some(format_ts_ms(ctx.now)),
-        },
-    )
+        baton_ops::ledgers::append_line(
+            &plan,
+            &Line {
+                event,
+                at: Some(format_ts_ms(ctx.now)),
+            },
+        )?,
+    ))
 }
 
 fn short_head(ctx: &Ctx) -> Result<String, CommandError> {
@@ -231,7 +234,8 @@ impl CompleteArgs {
 
 /// The base of the last `started` event of a phase.
 fn started_base(plan: &Plan, phase: &str) -> Result<String, CommandError> {
-    let text = baton_store::ledger::read(&plan.ledger)?.ok_or_else(|| super::missing(plan))?;
+    let text = baton_store::ledger::read(&plan.ledger)?
+        .ok_or_else(|| baton_ops::ledgers::missing(plan))?;
     baton_core::ledger::parse_ledger(&text)
         .events
         .iter()

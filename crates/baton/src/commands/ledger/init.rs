@@ -3,11 +3,12 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::json;
 
-use super::{Plan, REINCLUDE_STANZA, foreign};
+use super::REINCLUDE_STANZA;
 use crate::output::Report;
 use baton_core::ledger::{parse_header, render_header};
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
+use baton_ops::ledgers::{Plan, foreign};
 use baton_store::{git, ledger};
 
 /// Start a plan's ledger: `plans/<plan>/STATE.md` with its header line. Warns once when git

@@ -4,13 +4,9 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::check::discarded_line;
-use super::{Gathered, gather, not_work};
-use crate::commands::stored_path_in_project;
-use crate::commands::ticket_loop::{
-    Target, WriteFlags, loop_report, no_session_warning, owner_record, writer,
-};
+use crate::args::WriteFlags;
 use crate::output::Report;
+use crate::view::loop_report;
 use baton_core::decide::loop_resume::{Mode, branch_step, brief_step, resume_after, resume_step};
 use baton_core::decide::loop_write::{ASK, REFUSED, check_key_collision, check_reset};
 use baton_core::decide::ownership::{GateOutcome, gate};
@@ -20,6 +16,11 @@ use baton_core::time::format_ts;
 use baton_core::{Decision, Reason};
 use baton_ops::env::Ctx;
 use baton_ops::error::{CommandError, ExitStatus};
+use baton_ops::loops::not_work;
+use baton_ops::loops::owner_record;
+use baton_ops::project::stored_path_in_project;
+use baton_ops::ticket_loop::{Gathered, claim_pending, gather};
+use baton_ops::ticket_loop::{Target, keep_batch_live, no_session_warning, writer};
 use baton_store::Guard;
 use baton_store::read::read_capped;
 use baton_store::{Expect, JournalTarget, LockScope, Revision, StateStore, git, random_hex};
@@ -153,7 +154,7 @@ pub fn cmd_resume_accept(ctx: &Ctx, args: AcceptArgs) -> Result<Report, CommandE
     }
     if let GateOutcome::Refused(d) = gate(
         owner_record(&loaded.state, ctx.now),
-        writer(ctx, &args.flags),
+        writer(ctx, &args.flags.ownership()),
         ctx.now,
         &g.target.file_name(),
         &g.target.show(),
@@ -169,12 +170,6 @@ pub fn cmd_resume_accept(ctx: &Ctx, args: AcceptArgs) -> Result<Report, CommandE
         Claimed::from_gathered(g, |state| claim(ctx, state))
     };
     finish_accept(ctx, done, offered, Some(mode), &args, notes)
-}
-
-/// An accept that claimed the loop and did not finish: active and owned, yet still carrying the
-/// interrupt it was accepted from.
-pub(super) fn claim_pending(state: &LoopState) -> bool {
-    state.status == LoopStatus::Active && state.interrupted_at.is_some()
 }
 
 /// The loop claimed by this session, ready to be finished under its lock.
@@ -376,7 +371,10 @@ fn finish_accept(
     reasons.extend(set_aside);
     // A pointer left by an earlier discard is shown once more; it is dropped unless this accept
     // wrote a new one in its place.
-    let earlier_stash = original.discarded_work.as_ref().map(discarded_line);
+    let earlier_stash = original
+        .discarded_work
+        .as_ref()
+        .map(DiscardedWork::describe);
     if state.discarded_work == original.discarded_work {
         state.discarded_work = None;
     }
@@ -387,7 +385,7 @@ fn finish_accept(
     state.touch(ctx.now);
     store.write_loop(&target.key, &state, &Expect::Revision(revision))?;
     let journal_warning = journal_accept(ctx, &*store, &target, &original, &state, mode, args);
-    let batch_warning = crate::commands::ticket_loop::keep_batch_live(&*store, ctx, &target);
+    let batch_warning = keep_batch_live(&*store, ctx, &target);
     // The accept is on disk; what follows only reports, and runs git, so not under the lock.
     drop(_guard);
 

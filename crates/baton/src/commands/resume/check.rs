@@ -2,16 +2,15 @@ use std::ffi::OsStr;
 
 use serde_json::Value;
 
-use super::gather;
-use crate::commands::ticket_loop::{WriteFlags, may_replace};
 use crate::output::{Report, decision_json, render_decision};
 use baton_core::Reason;
 use baton_core::decide::loop_resume::last_write;
 use baton_core::decide::loop_write::check_key_collision;
-use baton_core::model::DiscardedWork;
-use baton_core::text::{esc, esc_or};
+use baton_core::text::esc_or;
 use baton_ops::env::Ctx;
 use baton_ops::error::{CommandError, ExitStatus};
+use baton_ops::ticket_loop::gather;
+use baton_ops::ticket_loop::{Ownership, may_replace};
 
 pub fn cmd_resume_check(ctx: &Ctx, ticket: &OsStr) -> Result<Report, CommandError> {
     let g = gather(ctx, ticket)?;
@@ -26,7 +25,7 @@ pub fn cmd_resume_check(ctx: &Ctx, ticket: &OsStr) -> Result<Report, CommandErro
     let mut archived = None;
     let mut left_in_place = None;
     if let Some(loaded) = g.loaded.as_ref().filter(|_| d.archive && !g.held_legacy) {
-        match may_replace(ctx, &loaded.state, &WriteFlags::default(), &g.target) {
+        match may_replace(ctx, &loaded.state, &Ownership::default(), &g.target) {
             Ok(()) => {
                 archived = Some(
                     g.store
@@ -89,7 +88,7 @@ pub fn cmd_resume_check(ctx: &Ctx, ticket: &OsStr) -> Result<Report, CommandErro
         .as_ref()
         .and_then(|l| l.state.discarded_work.as_ref())
     {
-        text.push_str(&format!("{}\n", discarded_line(work)));
+        text.push_str(&format!("{}\n", work.describe()));
     }
     if let Some(others) = &d.others {
         text.push_str(&format!("info: {others}\n"));
@@ -112,24 +111,7 @@ pub fn cmd_resume_check(ctx: &Ctx, ticket: &OsStr) -> Result<Report, CommandErro
             g.loaded
                 .as_ref()
                 .filter(|_| d.decision.verdict != "none" || archived.is_none())
-                .map_or(Value::Null, |l| {
-                    crate::commands::ticket_loop::state_json(&l.state)
-                }),
+                .map_or(Value::Null, |l| crate::view::state_json(&l.state)),
         );
     Ok(report.text_before(&notes))
-}
-
-/// Where an earlier `resume accept --discard` put the partial work.
-pub fn discarded_line(work: &DiscardedWork) -> String {
-    match &work.stash {
-        Some(stash) => format!(
-            "set aside: partial work of an earlier resume is in git stash {} ({:?}; `git stash list`)",
-            esc(stash),
-            esc(&work.message)
-        ),
-        None => format!(
-            "set aside: an earlier resume was stashing partial work as {:?} and did not confirm it; look for it with `git stash list`",
-            esc(&work.message)
-        ),
-    }
 }

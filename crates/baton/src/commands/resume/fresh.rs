@@ -3,13 +3,15 @@ use std::ffi::OsString;
 use clap::Args;
 use serde_json::json;
 
-use super::gather;
-use crate::commands::ticket_loop::{WriteFlags, legacy_held, may_replace};
+use crate::args::WriteFlags;
 use crate::output::Report;
 use baton_core::decide::loop_write::{REFUSED, check_key_collision};
 use baton_core::{Decision, Reason};
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
+use baton_ops::loops::legacy_held;
+use baton_ops::ticket_loop::gather;
+use baton_ops::ticket_loop::may_replace;
 use baton_store::JournalTarget;
 
 /// Start over: archive the ticket's loop (kept under `.agentic/archive/`, never deleted) so
@@ -50,7 +52,7 @@ pub fn cmd_resume_fresh(ctx: &Ctx, args: FreshArgs) -> Result<Report, CommandErr
     ) {
         return Ok(Report::decision(&d).text_before(&notes));
     }
-    if let Err(d) = may_replace(ctx, &loaded.state, &args.flags, &g.target) {
+    if let Err(d) = may_replace(ctx, &loaded.state, &args.flags.ownership(), &g.target) {
         return Ok(Report::decision(&d).text_before(&notes));
     }
     let to = g

@@ -3,13 +3,14 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use serde_json::{Map, Value, json};
 
-use super::{parse_run_id, state_file_lines};
+use super::state_file_lines;
 use crate::output::Report;
 use baton_core::model::{Completion, PlanRecord, RunPolicy, RunState, SCHEMA_VERSION, StepRecord};
 use baton_core::run_id::RunId;
 use baton_core::time::format_ts;
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
+use baton_ops::single_run::parse_run_id;
 use baton_store::read::{STATE_FILE_CAP, read_owned};
 use baton_store::{LockScope, StateStore};
 

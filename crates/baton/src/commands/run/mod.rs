@@ -17,12 +17,12 @@ use clap::{Args, Subcommand};
 use crate::output::Report;
 use baton_core::decide::lease::{Here, LeaseState};
 use baton_core::model::{Lease, RunState};
-use baton_core::run_id::{RunId, RunTarget};
+use baton_core::run_id::RunTarget;
 use baton_core::time::format_ts;
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
-use baton_store::Guard;
-use baton_store::{Expect, LockScope, StateStore, random_hex, sha256_hex};
+use baton_ops::single_run::Holder;
+use baton_store::{random_hex, sha256_hex};
 
 /// Track a single-run pipeline and resume it safely: `baton run new`, `record`, `resume`.
 #[derive(Debug, Subcommand)]
@@ -69,13 +69,14 @@ pub struct HolderArgs {
     pub token: Option<String>,
 }
 
-/// Parses a run id argument; anything off the allowlist is invalid input that never reaches a
-/// path.
-pub fn parse_run_id(raw: &str) -> Result<RunId, CommandError> {
-    RunId::parse(raw).map_err(|e| {
-        CommandError::usage(e.to_string())
-            .hint("list runs with `ls .agentic/runs/`, or start one with `baton run new`")
-    })
+impl HolderArgs {
+    pub fn holder(&self) -> Holder {
+        Holder {
+            pid: self.pid,
+            epoch: self.epoch,
+            token: self.token.clone(),
+        }
+    }
 }
 
 pub fn parse_target(raw: &str) -> Result<RunTarget, CommandError> {
@@ -151,57 +152,6 @@ pub fn token_note(token: &str) -> String {
     )
 }
 
-/// Refuses a write by anyone but the lease holder, and by a holder of an older epoch.
-pub fn require_holder(
-    run: &RunState,
-    here: &Here,
-    holder: &HolderArgs,
-    now: jiff::Timestamp,
-) -> Result<(), baton_core::Decision> {
-    use baton_core::{Decision, Reason};
-    let id = &run.run_id;
-    if let (Some(held), Some(lease)) = (holder.epoch, &run.lease)
-        && held != lease.epoch
-    {
-        return Err(Decision::new(
-            baton_core::Verdict::Refused,
-            Reason::new(
-                baton_core::Rule::RunStaleEpoch,
-                format!(
-                    "run {id}'s lock is at epoch {}, this writer holds epoch {held}: it was taken over",
-                    lease.epoch
-                ),
-            ),
-            Some(format!(
-                "stop writing to run {id}; check it with `baton run show {id}`"
-            )),
-        ));
-    }
-    match lease_state_of(run, here, now) {
-        LeaseState::Mine => Ok(()),
-        LeaseState::Live(why) => Err(Decision::new(
-            baton_core::Verdict::Refused,
-            Reason::new(
-                baton_core::Rule::RunLockHeld,
-                format!(
-                    "Another /implement is active on run_id {id}; wait for it to complete or use a fresh run_id. ({why})"
-                ),
-            ),
-            Some(format!(
-                "wait for the holder, or start a fresh run with `baton run new`; see `baton run show {id}`"
-            )),
-        )),
-        LeaseState::Free | LeaseState::Stale(_) => Err(Decision::new(
-            baton_core::Verdict::Refused,
-            Reason::new(
-                baton_core::Rule::RunLockNotHeld,
-                format!("this caller does not hold run {id}'s lock"),
-            ),
-            Some(format!("take it with `baton run resume {id}` first")),
-        )),
-    }
-}
-
 /// `PIPELINE_STATE_FILE=<path>`, for the caller's environment.
 pub fn state_file_line(path: &std::path::Path) -> String {
     format!("PIPELINE_STATE_FILE={}", path.display())
@@ -229,41 +179,4 @@ baton's record of the run: {}",
             record.display()
         )
     }
-}
-
-/// A run opened for a write, under the store's lock.
-pub struct OpenRun {
-    pub id: RunId,
-    pub store: Box<dyn StateStore>,
-    pub _guard: Guard,
-    pub run: RunState,
-    /// What the write after the change expects: the revision read.
-    pub read: Expect,
-}
-
-/// Opens a run for a write under the store's lock: the id checked, the file read, a newer schema
-/// refused. A project without state is told so without creating any.
-pub fn open_for_write(ctx: &Ctx, raw_id: &str) -> Result<OpenRun, CommandError> {
-    let id = parse_run_id(raw_id)?;
-    let store = ctx.store()?;
-    if !store.exists()? {
-        return Err(missing_run(&id));
-    }
-    let guard = store.lock(LockScope::Runs)?;
-    let loaded = store.read_run(&id)?.ok_or_else(|| missing_run(&id))?;
-    loaded.writable()?;
-    let read = loaded.expect();
-    Ok(OpenRun {
-        id,
-        store,
-        _guard: guard,
-        run: loaded.state,
-        read,
-    })
-}
-
-/// A missing run: never a path built from an unchecked id.
-pub fn missing_run(id: &RunId) -> CommandError {
-    CommandError::usage(format!("no run {id} in this project (.agentic/runs/{id}.json)"))
-        .hint(format!("import an originating one with `baton run import {id}`, or start a new run with `baton run new`"))
 }

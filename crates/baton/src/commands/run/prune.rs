@@ -3,7 +3,7 @@ use clap::Args;
 use serde_json::json;
 
 use super::{HolderArgs, here, lease_state_of};
-use crate::commands::ticket_loop::interrupt::parse_when;
+use crate::args::parse_when;
 use crate::output::Report;
 use baton_core::decide::lease::LeaseState;
 use baton_core::model::run_is_finished;

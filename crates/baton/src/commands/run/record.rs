@@ -2,7 +2,7 @@ use clap::{ArgGroup, Args};
 use serde_json::json;
 
 use super::facts::{file_in_project, plan_now};
-use super::{HolderArgs, here, open_for_write, require_holder};
+use super::{HolderArgs, here};
 use crate::output::Report;
 use baton_core::decide::run_resume::critic_recorded;
 use baton_core::model::{Completion, PlanRecord, StepRecord};
@@ -10,6 +10,7 @@ use baton_core::time::format_ts;
 use baton_core::{Decision, Reason};
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
+use baton_ops::single_run::{OpenRun, open_for_write, require_holder};
 use baton_store::{JournalTarget, git};
 
 /// Record progress of a run: a completed agent, a passed hard gate, a step's status, or a new
@@ -60,7 +61,7 @@ pub fn cmd_run_record(ctx: &Ctx, args: RecordArgs) -> Result<Report, CommandErro
     check_name(args.agent.as_ref(), "--agent")?;
     check_name(args.gate.as_ref(), "--gate")?;
     check_name(args.step.as_ref(), "--step")?;
-    let super::OpenRun {
+    let OpenRun {
         id,
         store,
         _guard,
@@ -69,7 +70,7 @@ pub fn cmd_run_record(ctx: &Ctx, args: RecordArgs) -> Result<Report, CommandErro
     } = open_for_write(ctx, &args.run_id)?;
     let before = run.clone();
     let (here, _) = here(ctx, &args.holder, false)?;
-    if let Err(d) = require_holder(&run, &here, &args.holder, ctx.now) {
+    if let Err(d) = require_holder(&run, &here, &args.holder.holder(), ctx.now) {
         return Ok(Report::decision(&d));
     }
     let at = Some(format_ts(ctx.now));

@@ -53,14 +53,14 @@ pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandErro
     let root = store.layout().root.clone();
     // An unknown run in a project without state creates nothing, not even the lock's sidecar.
     if !store.exists()? && !super::import::default_source(&id).exists() {
-        return Err(super::missing_run(&id));
+        return Err(baton_ops::single_run::missing_run(&id));
     }
     // An import is checked before anything is created, so a refused one writes nothing, and is
     // built again under the lock from the source as it is then.
     let import = || {
         super::import::build_import(ctx, &*store, &id, None).map_err(|e| {
             if e.message.contains("no originating state") {
-                super::missing_run(&id)
+                baton_ops::single_run::missing_run(&id)
             } else {
                 e
             }

@@ -2,13 +2,14 @@ use clap::Args;
 use serde_json::json;
 
 use super::new::holder_text;
-use super::{HolderArgs, here, lease_state_of, missing_run, parse_run_id, state_file_lines};
+use super::{HolderArgs, here, lease_state_of, state_file_lines};
 use crate::output::Report;
 use baton_core::decide::lease::LeaseState;
 use baton_core::decide::run_resume::restoration;
 use baton_core::text::{esc, esc_join, esc_or};
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
+use baton_ops::single_run::{missing_run, parse_run_id};
 
 /// Show a run: what it was planned against, its progress, and its lock.
 #[derive(Debug, Args)]

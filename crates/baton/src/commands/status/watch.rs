@@ -7,7 +7,7 @@ use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 
 pub fn cmd_watch(ctx: &Ctx, interval: Duration) -> Result<crate::output::Report, CommandError> {
-    if crate::cli::wants_json() {
+    if crate::output::wants_json() {
         return Err(CommandError::usage(
             "`--watch` redraws a table for people; `--json` prints one object",
         )

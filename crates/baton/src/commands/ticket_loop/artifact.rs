@@ -3,7 +3,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::{Applied, WriteFlags, transition};
+use super::{Applied, transition};
+use crate::args::WriteFlags;
 use crate::output::Report;
 use baton_core::Reason;
 use baton_core::decide::loop_write::brief_owed_after;
@@ -40,12 +41,12 @@ pub fn cmd_loop_artifact(ctx: &Ctx, args: ArtifactArgs) -> Result<Report, Comman
     let brief = args
         .brief
         .as_deref()
-        .map(|p| crate::commands::path_in_project(&ctx.dir, &root, p, "--brief", false))
+        .map(|p| baton_ops::project::path_in_project(&ctx.dir, &root, p, "--brief", false))
         .transpose()?;
     let plan = args
         .plan
         .as_deref()
-        .map(|p| crate::commands::path_in_project(&ctx.dir, &root, p, "--plan", true))
+        .map(|p| baton_ops::project::path_in_project(&ctx.dir, &root, p, "--plan", true))
         .transpose()?;
     let tier = PromotionTier::parse_lenient(Some(&args.tier));
     transition(

@@ -2,7 +2,8 @@ use std::ffi::OsString;
 
 use clap::Args;
 
-use super::{Applied, WriteFlags, transition};
+use super::{Applied, transition};
+use crate::args::WriteFlags;
 use crate::output::Report;
 use baton_core::model::LoopStatus;
 use baton_ops::env::Ctx;

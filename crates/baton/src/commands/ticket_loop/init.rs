@@ -2,16 +2,17 @@ use std::ffi::OsString;
 
 use clap::Args;
 
-use super::{
-    Target, WriteFlags, adopt_legacy, legacy_held, loop_report, may_replace, no_session_warning,
-};
+use crate::args::WriteFlags;
 use crate::output::Report;
+use crate::view::loop_report;
 use baton_core::Decision;
 use baton_core::decide::batch::single_ticket_warning;
 use baton_core::decide::loop_write::{InitPlan, REFUSED, check_key_collision, decide_init};
 use baton_core::model::{LoopState, Phase};
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
+use baton_ops::loops::{adopt_legacy, legacy_held};
+use baton_ops::ticket_loop::{Target, keep_batch_live, may_replace, no_session_warning};
 use baton_store::{Expect, JournalTarget, LockScope, RecordKey, git};
 
 /// Start a ticket's loop (Phase 6 initialisation): create its keyed file, active and owned by
@@ -118,7 +119,7 @@ pub fn cmd_loop_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> 
         InitPlan::Create { archive_old } => {
             if let Some(old) = &existing {
                 // A finished loop of a live foreign session, or any live foreign loop, stays.
-                if let Err(d) = may_replace(ctx, &old.state, &args.flags, &target) {
+                if let Err(d) = may_replace(ctx, &old.state, &args.flags.ownership(), &target) {
                     return Ok(Report::decision(&d).text_before(&notes));
                 }
                 let to = store.archive_loop(&target.key, &old.expect(), ctx.now)?;
@@ -174,7 +175,7 @@ pub fn cmd_loop_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> 
     );
     let journal_warning =
         baton_ops::journal::append(&*store, JournalTarget::Loop(&target.key), &[init]);
-    let batch_warning = super::keep_batch_live(&*store, ctx, &target);
+    let batch_warning = keep_batch_live(&*store, ctx, &target);
     let decision = Decision {
         verdict: baton_core::Verdict::Ok,
         reasons,

@@ -3,7 +3,8 @@ use std::ffi::OsString;
 use clap::Args;
 use serde_json::{Value, json};
 
-use super::{Applied, WriteFlags, transition};
+use super::{Applied, transition};
+use crate::args::WriteFlags;
 use crate::output::Report;
 use baton_core::decide::loop_write::check_transition;
 use baton_core::model::Phase;

@@ -3,13 +3,15 @@ use std::ffi::OsString;
 use clap::Args;
 use serde_json::json;
 
-use super::{Target, legacy_key, missing_loop, state_json};
 use crate::output::Report;
+use crate::view::state_json;
 use baton_core::decide::loop_resume::{last_write, resume_after};
 use baton_core::text::{esc, esc_or};
 use baton_core::time::{format_ts, is_live};
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
+use baton_ops::loops::legacy_key;
+use baton_ops::ticket_loop::{Target, missing_loop};
 use baton_store::read::Access;
 
 /// Show a ticket's loop state.
@@ -94,10 +96,7 @@ pub fn cmd_loop_show(ctx: &Ctx, args: ShowArgs) -> Result<Report, CommandError> 
         );
     }
     if let Some(work) = &s.discarded_work {
-        text.push_str(&format!(
-            "  {}\n",
-            crate::commands::resume::discarded_line(work)
-        ));
+        text.push_str(&format!("  {}\n", work.describe()));
     }
     if let Access::ReadOnly { found } = loaded.access {
         text.push_str(&format!(

@@ -6,13 +6,11 @@ use std::ffi::{OsStr, OsString};
 
 use jiff::Timestamp;
 
-use crate::commands::run::HolderArgs;
-use crate::commands::run::release::interrupt_lease;
-use crate::commands::ticket_loop::interrupt::interrupt as loop_interrupt;
-use crate::commands::ticket_loop::{Target, WriteFlags};
+use crate::env::Ctx;
+use crate::error::{CommandError, ExitStatus};
+use crate::single_run::{Holder, LeaseInterrupt, interrupt_lease};
+use crate::ticket_loop::{Ownership, Target, Transition, interrupt};
 use baton_core::model::{LoopState, LoopStatus, RunState};
-use baton_ops::env::Ctx;
-use baton_ops::error::{CommandError, ExitStatus};
 use baton_store::StateStore;
 
 #[derive(Default)]
@@ -89,18 +87,28 @@ pub fn ticket_of(ctx: &Ctx, key: &str, state: &LoopState) -> Option<OsString> {
     (target.key == key).then(|| ticket.into())
 }
 
+/// What interrupting a session's work did: the tickets and runs interrupted, the loops a gate
+/// refused (another session took them over since they were read), and the first error met on
+/// the way (the others are still tried).
+#[derive(Debug, Default)]
+pub struct Interrupted {
+    pub tickets: Vec<String>,
+    pub runs: Vec<String>,
+    pub refused: Vec<(String, baton_core::Decision)>,
+}
+
 /// Interrupts every active loop in `owned` and every run lease it holds, for `reason` (a rate
-/// limit with its reset time when known), as the owner session `ctx.session`. Returns the
-/// tickets interrupted, and the first error met on the way (the others are still tried).
+/// limit with its reset time when known), as the owner session `ctx.session`. Returns what was
+/// interrupted, and the first error met on the way (the others are still tried).
 pub fn interrupt_owned(
     ctx: &Ctx,
     owned: &Owned,
     reason: &str,
     evidence: &str,
     resume_after: Option<Timestamp>,
-) -> (Vec<String>, Result<(), CommandError>) {
+) -> (Interrupted, Result<(), CommandError>) {
     let mut first_error = None;
-    let mut interrupted = Vec::new();
+    let mut done = Interrupted::default();
     for (key, state) in &owned.loops {
         if state.status != LoopStatus::Active {
             continue;
@@ -108,18 +116,23 @@ pub fn interrupt_owned(
         let Some(ticket) = ticket_of(ctx, key, state) else {
             continue;
         };
-        match loop_interrupt(ctx, &ticket, reason, resume_after, &WriteFlags::default()) {
-            Ok(_) => interrupted.push(ticket.to_string_lossy().into_owned()),
+        let shown = ticket.to_string_lossy().into_owned();
+        match interrupt(ctx, &ticket, reason, resume_after, &Ownership::default()) {
+            Ok(Transition::Written(_)) => done.tickets.push(shown),
+            Ok(Transition::Refused { decision, .. }) => done.refused.push((shown, decision)),
             Err(e) => {
                 first_error.get_or_insert(e);
             }
         }
     }
     for run in &owned.runs {
-        if let Err(e) = interrupt_lease(ctx, &run.run_id, &HolderArgs::default(), reason, evidence)
-        {
-            first_error.get_or_insert(e);
+        match interrupt_lease(ctx, &run.run_id, &Holder::default(), reason, evidence) {
+            Ok(LeaseInterrupt::Interrupted { id, .. }) => done.runs.push(id.to_string()),
+            Ok(LeaseInterrupt::NotHeld { .. }) => {}
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
         }
     }
-    (interrupted, owned.outcome(first_error))
+    (done, owned.outcome(first_error))
 }
