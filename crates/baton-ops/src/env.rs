@@ -8,8 +8,10 @@ use std::time::Duration;
 use jiff::Timestamp;
 
 use crate::error::CommandError;
+#[cfg(feature = "postgres")]
+use baton_store::PgStore;
 use baton_store::lock::DEFAULT_LOCK_WAIT;
-use baton_store::{FileStore, Layout, PgStore, StateStore};
+use baton_store::{FileStore, Layout, StateStore};
 
 #[derive(Clone)]
 pub struct Ctx {
@@ -81,18 +83,22 @@ impl Ctx {
     /// The store of the project `layout` names: the PostgreSQL server `BATON_STORE` (or the
     /// project's `.baton.toml`) names, else the files under the state directory.
     pub fn store_at(&self, layout: Layout) -> Result<Box<dyn StateStore>, CommandError> {
-        Ok(match database(&layout.root)? {
-            Some(db) => {
-                let mut store = PgStore::new(layout, db);
-                store.lock_wait = self.lock_wait;
-                Box::new(store)
-            }
-            None => {
-                let mut store = FileStore::new(layout);
-                store.lock_wait = self.lock_wait;
-                Box::new(store)
-            }
-        })
+        #[cfg(feature = "postgres")]
+        if let Some(db) = database(&layout.root)? {
+            let mut store = PgStore::new(layout, db);
+            store.lock_wait = self.lock_wait;
+            return Ok(Box::new(store));
+        }
+        #[cfg(not(feature = "postgres"))]
+        if store_url(Some(&layout.root))?.is_some() {
+            return Err(CommandError::usage(
+                "a PostgreSQL store is configured (BATON_STORE or the project's .baton.toml), and this baton was built without PostgreSQL",
+            )
+            .hint("install a baton built with its default features (`cargo install --path crates/baton`), or unset BATON_STORE to use the files"));
+        }
+        let mut store = FileStore::new(layout);
+        store.lock_wait = self.lock_wait;
+        Ok(Box::new(store))
     }
 
     /// With `BATON_STORE` naming a server and no `BATON_NOW`, the clock every decision reads
@@ -102,9 +108,9 @@ impl Ctx {
             return Ok(());
         }
         if let Ok(layout) = self.layout()
-            && let Some(db) = database(&layout.root)?
+            && let Some(now) = self.store_at(layout)?.shared_clock()?
         {
-            self.now = db.now()?;
+            self.now = now;
         }
         Ok(())
     }
@@ -113,9 +119,9 @@ impl Ctx {
     /// with a store (a fresh `now()` each call), else this machine's.
     pub fn clock(&self) -> Result<jiff::Timestamp, CommandError> {
         if let Ok(layout) = self.layout()
-            && let Some(db) = database(&layout.root)?
+            && let Some(now) = self.store_at(layout)?.shared_clock()?
         {
-            return Ok(db.now()?);
+            return Ok(now);
         }
         Ok(jiff::Timestamp::now())
     }
@@ -168,6 +174,7 @@ pub fn store_url(root: Option<&std::path::Path>) -> Result<Option<String>, Comma
         .as_str()
         .ok_or_else(|| bad("`store` is not a string".into()))?
         .to_string();
+    #[cfg(feature = "postgres")]
     if baton_store::pg::config::redact(&url) != url {
         return Err(bad(
             "the URL holds a password, and this file is committed with the project".into(),
@@ -176,8 +183,10 @@ pub fn store_url(root: Option<&std::path::Path>) -> Result<Option<String>, Comma
     Ok(Some(url))
 }
 
+#[cfg(feature = "postgres")]
 type Shared = std::mem::ManuallyDrop<Option<std::rc::Rc<baton_store::pg::backend::Db>>>;
 
+#[cfg(feature = "postgres")]
 thread_local! {
     /// One connection per process, opened on first use. Never dropped: the driver cannot
     /// close a connection once thread-local storage is being torn down, and the process's
@@ -187,6 +196,7 @@ thread_local! {
 }
 
 /// The PostgreSQL backend `BATON_STORE` names, connected once per process; `None` for files.
+#[cfg(feature = "postgres")]
 pub fn database(
     root: &std::path::Path,
 ) -> Result<Option<std::rc::Rc<baton_store::pg::backend::Db>>, CommandError> {
@@ -208,6 +218,7 @@ pub fn database(
 
 /// Where the store URL's other settings come from: the environment and files, but for a URL
 /// from the project's committed `.baton.toml` (no `BATON_STORE`) never `PGPASSWORD`.
+#[cfg(feature = "postgres")]
 pub fn store_surroundings() -> &'static dyn baton_store::pg::config::Surroundings {
     use baton_store::pg::config::{Process, WithoutEnvPassword};
     static FROM_FILE: WithoutEnvPassword<Process> = WithoutEnvPassword(Process);

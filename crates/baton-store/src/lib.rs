@@ -13,6 +13,7 @@ pub mod journal;
 pub mod layout;
 pub mod ledger;
 pub mod lock;
+#[cfg(feature = "postgres")]
 pub mod pg;
 pub mod process;
 pub mod read;
@@ -23,6 +24,7 @@ pub mod supervise;
 pub use error::StoreError;
 pub use journal::{Journal, JournalTarget};
 pub use layout::{Layout, LockScope};
+#[cfg(feature = "postgres")]
 pub use pg::store::PgStore;
 pub use store::{Expect, FileStore, Guard, RecordKey, RecordKind, Revision, StateStore, Versioned};
 

@@ -4,24 +4,19 @@
 //! processes, or two machines: their locks exclude each other and their fences see each
 //! other's writes).
 
+#[cfg(feature = "postgres")]
 #[path = "support/pg_server.rs"]
 #[allow(dead_code)]
 mod pg_server;
 
-use std::rc::Rc;
 use std::time::Duration;
 
 use baton_core::model::{LoopState, LoopStatus, RunState};
 use baton_core::run_id::RunId;
 use baton_store::journal::JournalTarget;
-use baton_store::pg::backend::Db;
-use baton_store::pg::config::{Process, resolve};
 use baton_store::read::Access;
-use baton_store::{
-    Expect, FileStore, Layout, LockScope, PgStore, RecordKey, StateStore, StoreError,
-};
+use baton_store::{Expect, FileStore, Layout, LockScope, RecordKey, StateStore, StoreError};
 use jiff::Timestamp;
-use pg_server::PgServer;
 use serde_json::json;
 
 /// Opens a new handle onto the one project a check works in.
@@ -369,8 +364,15 @@ fn the_file_store_conforms() {
     });
 }
 
+#[cfg(feature = "postgres")]
 #[test]
 fn the_postgres_store_conforms() {
+    use baton_store::PgStore;
+    use baton_store::pg::backend::Db;
+    use baton_store::pg::config::{Process, resolve};
+    use pg_server::PgServer;
+    use std::rc::Rc;
+
     let Some(server) = PgServer::start("the_postgres_store_conforms") else {
         return;
     };

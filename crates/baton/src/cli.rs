@@ -8,7 +8,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::commands::{
     batch, completions, demo, gate, hook, init, ledger, man, pause, resume, run, schema, status,
-    store, supervise, ticket_loop, wait,
+    supervise, ticket_loop, wait,
 };
 use crate::output::{self, ColorChoice, Report};
 use baton_core::text::esc;
@@ -67,8 +67,9 @@ enum Command {
     Pause(pause::PauseArgs),
     Wait(wait::WaitArgs),
     Supervise(supervise::SuperviseArgs),
+    #[cfg(feature = "postgres")]
     #[command(subcommand)]
-    Store(store::StoreCommand),
+    Store(crate::commands::store::StoreCommand),
     #[command(subcommand)]
     Run(run::RunCommand),
     #[command(subcommand)]
@@ -148,8 +149,8 @@ pub fn run() -> ExitCode {
             // with a shared store, the server's.
             let state_command = !matches!(
                 command,
-                Command::Store(_) | Command::Init(_) | Command::Schema(_) | Command::Demo(_)
-            );
+                Command::Init(_) | Command::Schema(_) | Command::Demo(_)
+            ) && !is_store_command(&command);
             Ctx::from_env(cli.dir, cli.session)
                 .and_then(|mut ctx| {
                     if state_command {
@@ -244,7 +245,8 @@ fn dispatch(ctx: &Ctx, command: Command) -> Result<Report, CommandError> {
         Command::Pause(args) => pause::cmd_pause(ctx, args),
         Command::Wait(args) => wait::cmd_wait(ctx, args),
         Command::Supervise(args) => supervise::cmd_supervise(ctx, args),
-        Command::Store(cmd) => store::dispatch(ctx, cmd),
+        #[cfg(feature = "postgres")]
+        Command::Store(cmd) => crate::commands::store::dispatch(ctx, cmd),
         Command::Log(args) => crate::commands::log::cmd_log(ctx, args),
         Command::Hook(_) | Command::Completions(_) | Command::Man(_) => {
             unreachable!("these run before the context is read")
@@ -307,6 +309,16 @@ fn print_and_exit(status: ExitStatus, stdout: &str, stderr: &str) -> ExitCode {
         eprint!("{stderr}");
     }
     ExitCode::from(status as u8)
+}
+
+/// `baton store`, which talks to the server itself and keeps no state of its own.
+fn is_store_command(command: &Command) -> bool {
+    #[cfg(feature = "postgres")]
+    if matches!(command, Command::Store(_)) {
+        return true;
+    }
+    let _ = command;
+    false
 }
 
 #[cfg(test)]

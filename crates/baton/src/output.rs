@@ -159,6 +159,7 @@ pub struct Progress {
 impl Progress {
     /// At most this often a line is redrawn: faster is flicker, and costs time on a slow
     /// terminal.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     const EVERY: Duration = Duration::from_millis(100);
 
     /// A progress line for `label` (`importing`, then `120/4000 records…`), shown only when
@@ -182,7 +183,9 @@ impl Progress {
     }
 
     /// `done` of `total` `what` (`records`): drawn unless the line was drawn less than a tenth
-    /// of a second ago; the last step is always drawn.
+    /// of a second ago; the last step is always drawn. (Only the store's transfers have that
+    /// many quick steps.)
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     pub fn update(&mut self, done: usize, total: usize, what: &str) {
         let recent = self.drawn.is_some_and(|(at, _)| at.elapsed() < Self::EVERY);
         if done < total && recent {

@@ -15,6 +15,7 @@ pub mod resume;
 pub mod run;
 pub mod schema;
 pub mod status;
+#[cfg(feature = "postgres")]
 pub mod store;
 pub mod supervise;
 pub mod ticket_loop;
