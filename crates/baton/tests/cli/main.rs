@@ -23,6 +23,7 @@ mod regressions;
 mod runs;
 mod scenarios;
 mod seed_rules;
+mod snapshots;
 mod store;
 mod supervise;
 mod timeline;
