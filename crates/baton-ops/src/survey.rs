@@ -19,6 +19,7 @@ use baton_core::decide::lease::{Here, LeaseState};
 use baton_core::decide::loop_resume::{
     Mode, ResumeFacts, claims_engineer_output, decide_loop_resume, is_resumable, resume_after,
 };
+use baton_core::decide::survey::{BatchFacts, LedgerFacts, Standing, decide_batch, decide_ledger};
 use baton_core::ledger::{Event, parse_ledger, phase_claims};
 use baton_core::model::{BatchState, LoopState, LoopStatus, Pauses, RunState, run_is_finished};
 use baton_core::packet::{Item, urgency};
@@ -461,16 +462,14 @@ impl Scan<'_> {
             next: next.clone(),
             item: None,
         };
-        work.verdict = if state.is_finished() {
-            "none (finished)".into()
-        } else if live && mine {
-            "own".into()
-        } else if live {
-            "live".into()
-        } else {
-            "offer".into()
-        };
-        if work.verdict != "offer" {
+        let (standing, _) = decide_batch(BatchFacts {
+            finished: state.is_finished(),
+            active: state.is_active(),
+            recent: is_live(ctx.now, last),
+            mine,
+        });
+        work.verdict = standing.as_str().into();
+        if standing != Standing::Offer {
             return work;
         }
         let why = state
@@ -1032,17 +1031,22 @@ impl Scan<'_> {
                 last_write: last_at.map(baton_core::time::format_ts),
                 machine: None,
             }),
-            verdict: "none (finished)".into(),
+            verdict: String::new(),
             class: None,
             next: None,
             item: None,
         };
+        let (standing, _) = decide_ledger(LedgerFacts {
+            open_phase: open.is_some(),
+            any_claim: !claims.is_empty(),
+            recent: is_live(ctx.now, last_at),
+        });
+        work.verdict = standing.as_str().into();
         let Some(open) = open else {
             return Ok(Some(work));
         };
         let started = claims.iter().any(|(p, _, _)| *p == open);
-        if claims.is_empty() {
-            work.verdict = "none (not started)".into();
+        if standing == Standing::NotStarted {
             work.next = Some(format!(
                 "`baton ledger start {shown} --phase {open}` when the work begins"
             ));
@@ -1052,11 +1056,9 @@ impl Scan<'_> {
         work.next = Some(format!(
             "`{derive}` re-runs the gates and appends where to resume"
         ));
-        if is_live(ctx.now, last_at) {
-            work.verdict = "live".into();
+        if standing == Standing::Live {
             return Ok(Some(work));
         }
-        work.verdict = "derive".into();
         let last_status = claims
             .iter()
             .find(|(p, _, _)| *p == open)

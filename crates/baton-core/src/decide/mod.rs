@@ -9,6 +9,7 @@ pub mod loop_write;
 pub mod ownership;
 pub mod run_resume;
 pub mod supervise;
+pub mod survey;
 pub mod wait;
 
 use serde::Serialize;

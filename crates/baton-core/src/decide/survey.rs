@@ -1,0 +1,160 @@
+//! What the session-start survey says of work that has no resume command of its own to ask:
+//! the batch (its tickets' loops have theirs) and a plan ledger. The survey gathers the facts;
+//! these decide, each standing with the rule that gave it.
+
+use crate::Rule;
+
+/// Where a piece of work stands at session start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Standing {
+    /// Nothing is left to do.
+    Finished,
+    /// Declared, and nothing of it claimed yet.
+    NotStarted,
+    /// This session is on it.
+    Own,
+    /// Another session is on it.
+    Live,
+    /// Nobody is on it: it can be taken over and resumed.
+    Offer,
+    /// Nobody is on it: `baton ledger derive` says where to resume.
+    Derive,
+}
+
+impl Standing {
+    /// How `status` and `resume` show it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Standing::Finished => "none (finished)",
+            Standing::NotStarted => "none (not started)",
+            Standing::Own => "own",
+            Standing::Live => "live",
+            Standing::Offer => "offer",
+            Standing::Derive => "derive",
+        }
+    }
+}
+
+/// What the survey knows of the batch.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BatchFacts {
+    /// `complete` or `abandoned`.
+    pub finished: bool,
+    /// `active` (not interrupted, paused or stalled).
+    pub active: bool,
+    /// Written within the liveness window.
+    pub recent: bool,
+    /// Its owner is this session.
+    pub mine: bool,
+}
+
+/// A batch is its owner's while it is active and written within the window; otherwise an
+/// unfinished batch is offered (`baton batch resume`).
+pub fn decide_batch(f: BatchFacts) -> (Standing, Rule) {
+    let live = f.active && f.recent;
+    if f.finished {
+        (Standing::Finished, Rule::ResumeBatchFinished)
+    } else if live && f.mine {
+        (Standing::Own, Rule::ResumeBatchOwn)
+    } else if live {
+        (Standing::Live, Rule::ResumeBatchLive)
+    } else {
+        (Standing::Offer, Rule::ResumeBatchOffer)
+    }
+}
+
+/// What the survey knows of a plan ledger.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LedgerFacts {
+    /// A declared or claimed phase is not claimed complete.
+    pub open_phase: bool,
+    /// The ledger claims anything at all.
+    pub any_claim: bool,
+    /// Its last line is within the liveness window.
+    pub recent: bool,
+}
+
+/// A ledger with an open phase is its run's while it is written within the window; otherwise
+/// its claims are re-checked by `baton ledger derive`, which says where to resume.
+pub fn decide_ledger(f: LedgerFacts) -> (Standing, Rule) {
+    if !f.open_phase {
+        (Standing::Finished, Rule::ResumeLedgerComplete)
+    } else if !f.any_claim {
+        (Standing::NotStarted, Rule::ResumeLedgerNotStarted)
+    } else if f.recent {
+        (Standing::Live, Rule::ResumeLedgerLive)
+    } else {
+        (Standing::Derive, Rule::ResumeLedgerDerive)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_table() {
+        let f = |finished, active, recent, mine| BatchFacts {
+            finished,
+            active,
+            recent,
+            mine,
+        };
+        let rows = [
+            (
+                f(true, false, true, true),
+                "none (finished)",
+                "resume.batch-finished",
+            ),
+            (f(false, true, true, true), "own", "resume.batch-own"),
+            (f(false, true, true, false), "live", "resume.batch-live"),
+            // Silent past the window: nobody is on it, whoever owned it.
+            (f(false, true, false, true), "offer", "resume.batch-offer"),
+            (f(false, true, false, false), "offer", "resume.batch-offer"),
+            // Interrupted or paused: offered even when just written.
+            (f(false, false, true, false), "offer", "resume.batch-offer"),
+            (f(false, false, true, true), "offer", "resume.batch-offer"),
+        ];
+        for (facts, standing, rule) in rows {
+            let (s, r) = decide_batch(facts);
+            assert_eq!((s.as_str(), r.id()), (standing, rule), "{facts:?}");
+        }
+    }
+
+    #[test]
+    fn ledger_table() {
+        let f = |open_phase, any_claim, recent| LedgerFacts {
+            open_phase,
+            any_claim,
+            recent,
+        };
+        let rows = [
+            (
+                f(false, true, true),
+                "none (finished)",
+                "resume.ledger-complete",
+            ),
+            (
+                f(false, true, false),
+                "none (finished)",
+                "resume.ledger-complete",
+            ),
+            (
+                f(true, false, false),
+                "none (not started)",
+                "resume.ledger-not-started",
+            ),
+            (
+                f(true, false, true),
+                "none (not started)",
+                "resume.ledger-not-started",
+            ),
+            (f(true, true, true), "live", "resume.ledger-live"),
+            (f(true, true, false), "derive", "resume.ledger-derive"),
+        ];
+        for (facts, standing, rule) in rows {
+            let (s, r) = decide_ledger(facts);
+            assert_eq!((s.as_str(), r.id()), (standing, rule), "{facts:?}");
+        }
+    }
+}
