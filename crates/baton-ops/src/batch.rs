@@ -34,3 +34,12 @@ pub fn next_step(state: &BatchState) -> Option<String> {
         None => "every ticket is done: `baton batch finish --status complete`".into(),
     })
 }
+
+/// The error of a batch command in a project without a batch.
+pub fn missing_batch() -> crate::error::CommandError {
+    crate::error::CommandError::usage(format!(
+        "no {} in this project",
+        baton_store::layout::BATCH_FILE
+    ))
+    .hint("start one with `baton batch start <T1> <T2>…`")
+}

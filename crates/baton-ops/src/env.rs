@@ -18,6 +18,9 @@ pub struct Ctx {
     pub dir: PathBuf,
     pub session: Option<String>,
     pub now: Timestamp,
+    /// The clock is fixed by `BATON_NOW` (a test, a replay): no server's or machine's clock
+    /// replaces `now`, and nothing that waits waits on the real clock.
+    pub fixed_clock: bool,
     /// How long to wait for a state file's lock (`BATON_LOCK_WAIT`) before giving up, exit 3.
     pub lock_wait: Duration,
 }
@@ -39,14 +42,17 @@ impl Ctx {
             .filter(given)
             .or_else(|| std::env::var("BATON_SESSION").ok().filter(given))
             .or_else(|| client_session(&dir));
-        let now = match std::env::var("BATON_NOW") {
-            Ok(raw) if !raw.is_empty() => raw.parse::<Timestamp>().map_err(|e| {
+        let fixed = std::env::var("BATON_NOW")
+            .ok()
+            .filter(|raw| !raw.is_empty());
+        let now = match &fixed {
+            Some(raw) => raw.parse::<Timestamp>().map_err(|e| {
                 CommandError::usage(format!(
                     "BATON_NOW={raw:?} is not an RFC 3339 timestamp: {e}"
                 ))
                 .hint("set it like `BATON_NOW=2026-01-31T09:30:00Z`, or unset it to use the clock")
             })?,
-            _ => Timestamp::now(),
+            None => Timestamp::now(),
         };
         let lock_wait = match std::env::var("BATON_LOCK_WAIT") {
             Ok(raw) if !raw.is_empty() => parse_wait(&raw).ok_or_else(|| {
@@ -61,6 +67,7 @@ impl Ctx {
             dir,
             session,
             now,
+            fixed_clock: fixed.is_some(),
             lock_wait,
         })
     }
@@ -104,7 +111,7 @@ impl Ctx {
     /// With `BATON_STORE` naming a server and no `BATON_NOW`, the clock every decision reads
     /// is the server's: machines whose clocks disagree still agree on which owner is live.
     pub fn use_server_clock(&mut self) -> Result<(), CommandError> {
-        if std::env::var_os("BATON_NOW").is_some_and(|v| !v.is_empty()) {
+        if self.fixed_clock {
             return Ok(());
         }
         if let Ok(layout) = self.layout()
@@ -128,7 +135,7 @@ impl Ctx {
 
     /// `use_server_clock` for a caller that already has the store.
     pub fn clock_of(&mut self, store: &dyn StateStore) -> Result<(), CommandError> {
-        if std::env::var_os("BATON_NOW").is_none_or(|v| v.is_empty())
+        if !self.fixed_clock
             && let Some(now) = store.shared_clock()?
         {
             self.now = now;

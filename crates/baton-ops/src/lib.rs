@@ -8,6 +8,7 @@
 pub mod batch;
 pub mod env;
 pub mod error;
+pub mod install;
 pub mod journal;
 pub mod ledgers;
 pub mod loops;

@@ -1,18 +1,25 @@
-//! Outcomes several commands print alike.
+//! How outcomes print that more than one command prints: a loop write, a ledger append, the
+//! survey and its packet, the batch, and the lines of a history.
 
 use std::path::Path;
 
 use serde_json::{Value, json};
 
 use crate::output::Report;
-use baton_core::model::LoopState;
+use baton_core::ledger::{Event, Ledger, render_line};
+use baton_core::model::{BatchState, LoopState};
 use baton_core::packet::{Packet, build, render_markdown};
 use baton_core::text::esc;
+use baton_core::text::esc_or;
+use baton_core::time::{age, human_age, is_live};
 use baton_core::{Decision, Reason};
+use baton_ops::batch::next_step;
+use baton_ops::env::Ctx;
 use baton_ops::error::ExitStatus;
 use baton_ops::ledgers::{Appended, Plan};
 use baton_ops::survey::Survey;
 use baton_ops::ticket_loop::Target;
+use baton_store::Versioned;
 
 /// The command a packet names for everything it leaves out.
 pub const LIST_COMMAND: &str = "baton status";
@@ -127,4 +134,178 @@ pub fn survey_report(s: &Survey, packet: &Packet, markdown: &str, text: String) 
         report = report.warn(note.trim_start_matches("warning: ").to_string());
     }
     report
+}
+
+/// The batch, and the ticket a batch resume picks next.
+pub fn batch(ctx: &Ctx, loaded: &Versioned<BatchState>) -> Report {
+    let s = &loaded.state;
+    let last = s.liveness(ctx.now);
+    let seen = last.map_or_else(
+        || "no last-write time".into(),
+        |t| format!("last write {} ago", human_age(age(ctx.now, t))),
+    );
+    let mut text = format!(
+        "batch {} ({}, {})\n  owner: {} (epoch {}, {}, {seen})\n",
+        esc(&s.batch_id),
+        esc(&s.status),
+        esc_or(s.mode.as_deref(), "sequential"),
+        esc_or(s.owner(), "none"),
+        s.owner_epoch,
+        if is_live(ctx.now, last) {
+            "live"
+        } else {
+            "stale"
+        },
+    );
+    for t in &s.tickets {
+        text.push_str(&format!("  {:<12} {}\n", esc(&t.status), esc(&t.ticket_id)));
+    }
+    if !s.replan_log.is_empty() {
+        text.push_str(&format!("  replans: {}\n", s.replan_log.len()));
+    }
+    let next = next_step(s);
+    if let Some(next) = &next {
+        text.push_str(&format!("next: {next}\n"));
+    }
+    Report::ok(
+        json!({ "path": loaded.path.display().to_string(), "next": next, "state": s }),
+        text,
+    )
+}
+
+/// A ledger's events in file order, each as `baton log` shows it: its line number, time, kind,
+/// phase and text, and for a gate its name and result.
+pub fn ledger_events(ledger: &Ledger) -> Vec<Value> {
+    ledger
+        .events
+        .iter()
+        .map(|(n, line)| {
+            let mut event = json!({
+                "line": n,
+                "ts": line.at,
+                "event": line.event.kind(),
+                "phase": line.event.phase(),
+                "text": render_line(line),
+            });
+            match &line.event {
+                Event::Gate { name, pass, .. } => {
+                    event["gate"] = json!(name);
+                    event["pass"] = json!(pass);
+                }
+                Event::Resumed { confirmed, .. } => event["confirmed"] = json!(confirmed),
+                _ => {}
+            }
+            event
+        })
+        .collect()
+}
+
+/// A value read from a file, for one line of text: strings escaped, the rest as JSON.
+fn shown(value: &Value) -> String {
+    match value {
+        Value::String(s) => esc(s).into_owned(),
+        Value::Null => "none".into(),
+        other => esc(&other.to_string()).into_owned(),
+    }
+}
+
+fn session(value: &Value) -> String {
+    match value.as_str() {
+        Some(s) => format!("session {}", esc(s)),
+        None => "no session".into(),
+    }
+}
+
+/// `qa/returned (iteration 2)`.
+fn position(value: &Value) -> String {
+    format!(
+        "{}/{} (iteration {})",
+        shown(&value["phase"]),
+        shown(&value["action"]),
+        shown(&value["iteration"])
+    )
+}
+
+/// `<ts>  <event>  <details>`: the takeover with both sessions and both epochs, a `set` as
+/// where the loop was and where it went, every other event as its fields.
+pub fn journal_line(event: &Value) -> String {
+    let name = shown(&event["event"]);
+    let mut parts = Vec::new();
+    let mut skip = vec!["ts", "event", "session", "epoch"];
+    match name.as_str() {
+        "takeover" => {
+            parts.push(format!(
+                "{} (epoch {}) -> {} (epoch {})",
+                session(&event["from_session"]),
+                shown(&event["from_epoch"]),
+                session(&event["to_session"]),
+                shown(&event["to_epoch"])
+            ));
+            skip.extend(["from_session", "from_epoch", "to_session", "to_epoch"]);
+        }
+        "set" => {
+            parts.push(format!(
+                "{} -> {}",
+                position(&event["from"]),
+                position(&event["to"])
+            ));
+            skip.extend(["from", "to"]);
+        }
+        // The command a supervisor ran, as a shell would take it.
+        "supervise.relaunch" | "supervise.attempt" if event["command"].is_array() => {
+            let words: Vec<String> = event["command"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|w| baton_core::text::shell_quote(&shown(w)))
+                .collect();
+            parts.push(words.join(" "));
+            skip.push("command");
+        }
+        _ => {}
+    }
+    let supervisor = name.starts_with("supervise.");
+    if supervisor {
+        // Its `session` is the agent's, when known: shown as a field.
+        skip.retain(|k| *k != "session");
+        skip.extend(["supervisor", "client"]);
+    }
+    if let Some(fields) = event.as_object() {
+        for (key, value) in fields {
+            let empty = value.is_null()
+                || value.as_array().is_some_and(Vec::is_empty)
+                || value.as_object().is_some_and(serde_json::Map::is_empty);
+            if skip.contains(&key.as_str()) || empty {
+                continue;
+            }
+            parts.push(format!("{}={}", esc(key), shown(value)));
+        }
+    }
+    if supervisor {
+        parts.push(format!(
+            "(baton supervise, pid {}, {})",
+            shown(&event["supervisor"]),
+            shown(&event["client"])
+        ));
+    } else if name != "takeover" {
+        let epoch = match &event["epoch"] {
+            Value::Null => String::new(),
+            e => format!(", epoch {}", shown(e)),
+        };
+        parts.push(format!("({}{epoch})", session(&event["session"])));
+    }
+    format!("{}  {name}  {}", shown(&event["ts"]), parts.join("  "))
+}
+
+/// `<ts>  <kind>  <the line>` of a ledger event; a line without a time shows `-`.
+pub fn ledger_line(event: &Value) -> String {
+    let ts = match &event["ts"] {
+        Value::Null => "-".to_string(),
+        ts => shown(ts),
+    };
+    format!(
+        "{ts}  {}  {}",
+        shown(&event["event"]),
+        shown(&event["text"])
+    )
 }

@@ -4,13 +4,12 @@ use std::ffi::OsString;
 use std::path::Path;
 
 use clap::Args;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::output::Report;
 use baton_core::key::KeySource;
-use baton_core::ledger::{Event, Ledger, parse_ledger, render_line};
+use baton_core::ledger::parse_ledger;
 use baton_core::run_id::{RunId, RunTarget};
-use baton_core::text::esc;
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 use baton_ops::ledgers::Plan;
@@ -42,33 +41,6 @@ pub struct LogArgs {
     limit: Option<usize>,
 }
 
-/// A ledger's events in file order, each as `baton log` shows it: its line number, time, kind,
-/// phase and text, and for a gate its name and result.
-pub(crate) fn ledger_events(ledger: &Ledger) -> Vec<Value> {
-    ledger
-        .events
-        .iter()
-        .map(|(n, line)| {
-            let mut event = json!({
-                "line": n,
-                "ts": line.at,
-                "event": line.event.kind(),
-                "phase": line.event.phase(),
-                "text": render_line(line),
-            });
-            match &line.event {
-                Event::Gate { name, pass, .. } => {
-                    event["gate"] = json!(name);
-                    event["pass"] = json!(pass);
-                }
-                Event::Resumed { confirmed, .. } => event["confirmed"] = json!(confirmed),
-                _ => {}
-            }
-            event
-        })
-        .collect()
-}
-
 /// Which history TARGET names.
 enum Resolved {
     Loop(Target),
@@ -85,7 +57,7 @@ pub fn cmd_log(ctx: &Ctx, args: LogArgs) -> Result<Report, CommandError> {
             let text = baton_store::ledger::read(&plan.ledger)?
                 .ok_or_else(|| baton_ops::ledgers::missing(plan))?;
             let ledger = parse_ledger(&text);
-            let events = ledger_events(&ledger);
+            let events = crate::view::ledger_events(&ledger);
             let journal = Journal {
                 events,
                 skipped: ledger.bad.len(),
@@ -126,9 +98,9 @@ pub fn cmd_log(ctx: &Ctx, args: LogArgs) -> Result<Report, CommandError> {
     }
     for event in &events {
         text.push_str(&if kind == "ledger" {
-            ledger_line(event)
+            crate::view::ledger_line(event)
         } else {
-            journal_line(event)
+            crate::view::journal_line(event)
         });
         text.push('\n');
     }
@@ -193,114 +165,4 @@ fn resolve(ctx: &Ctx, raw: &std::ffi::OsStr) -> Result<Resolved, CommandError> {
         .hint("pass a ticket id (`baton log PROJ-123`), `batch`, a run id or a plan directory"));
     }
     Ok(Resolved::Loop(target))
-}
-
-/// A value read from a file, for one line of text: strings escaped, the rest as JSON.
-fn shown(value: &Value) -> String {
-    match value {
-        Value::String(s) => esc(s).into_owned(),
-        Value::Null => "none".into(),
-        other => esc(&other.to_string()).into_owned(),
-    }
-}
-
-fn session(value: &Value) -> String {
-    match value.as_str() {
-        Some(s) => format!("session {}", esc(s)),
-        None => "no session".into(),
-    }
-}
-
-/// `qa/returned (iteration 2)`.
-fn position(value: &Value) -> String {
-    format!(
-        "{}/{} (iteration {})",
-        shown(&value["phase"]),
-        shown(&value["action"]),
-        shown(&value["iteration"])
-    )
-}
-
-/// `<ts>  <event>  <details>`: the takeover with both sessions and both epochs, a `set` as
-/// where the loop was and where it went, every other event as its fields.
-pub(crate) fn journal_line(event: &Value) -> String {
-    let name = shown(&event["event"]);
-    let mut parts = Vec::new();
-    let mut skip = vec!["ts", "event", "session", "epoch"];
-    match name.as_str() {
-        "takeover" => {
-            parts.push(format!(
-                "{} (epoch {}) -> {} (epoch {})",
-                session(&event["from_session"]),
-                shown(&event["from_epoch"]),
-                session(&event["to_session"]),
-                shown(&event["to_epoch"])
-            ));
-            skip.extend(["from_session", "from_epoch", "to_session", "to_epoch"]);
-        }
-        "set" => {
-            parts.push(format!(
-                "{} -> {}",
-                position(&event["from"]),
-                position(&event["to"])
-            ));
-            skip.extend(["from", "to"]);
-        }
-        // The command a supervisor ran, as a shell would take it.
-        "supervise.relaunch" | "supervise.attempt" if event["command"].is_array() => {
-            let words: Vec<String> = event["command"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|w| baton_core::text::shell_quote(&shown(w)))
-                .collect();
-            parts.push(words.join(" "));
-            skip.push("command");
-        }
-        _ => {}
-    }
-    let supervisor = name.starts_with("supervise.");
-    if supervisor {
-        // Its `session` is the agent's, when known: shown as a field.
-        skip.retain(|k| *k != "session");
-        skip.extend(["supervisor", "client"]);
-    }
-    if let Some(fields) = event.as_object() {
-        for (key, value) in fields {
-            let empty = value.is_null()
-                || value.as_array().is_some_and(Vec::is_empty)
-                || value.as_object().is_some_and(serde_json::Map::is_empty);
-            if skip.contains(&key.as_str()) || empty {
-                continue;
-            }
-            parts.push(format!("{}={}", esc(key), shown(value)));
-        }
-    }
-    if supervisor {
-        parts.push(format!(
-            "(baton supervise, pid {}, {})",
-            shown(&event["supervisor"]),
-            shown(&event["client"])
-        ));
-    } else if name != "takeover" {
-        let epoch = match &event["epoch"] {
-            Value::Null => String::new(),
-            e => format!(", epoch {}", shown(e)),
-        };
-        parts.push(format!("({}{epoch})", session(&event["session"])));
-    }
-    format!("{}  {name}  {}", shown(&event["ts"]), parts.join("  "))
-}
-
-/// `<ts>  <kind>  <the line>` of a ledger event; a line without a time shows `-`.
-pub(crate) fn ledger_line(event: &Value) -> String {
-    let ts = match &event["ts"] {
-        Value::Null => "-".to_string(),
-        ts => shown(ts),
-    };
-    format!(
-        "{ts}  {}  {}",
-        shown(&event["event"]),
-        shown(&event["text"])
-    )
 }

@@ -14,7 +14,6 @@ use clap::Args;
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 
-use crate::commands::init::files::Targets;
 use crate::output::Report;
 use baton_core::decide::supervise::{
     Attempt, BACKOFF_CAP, Carried, Exit, Next, Outcome, check_command, continue_prompt, next_step,
@@ -28,6 +27,7 @@ use baton_core::text::esc;
 use baton_core::time::{format_ts, human_age, parse_ts};
 use baton_ops::env::{Ctx, parse_wait};
 use baton_ops::error::{CommandError, ExitStatus};
+use baton_ops::install::Targets;
 use baton_ops::owned::{interrupt_owned, owned, ticket_of};
 use baton_ops::ticket_loop::gather;
 use baton_store::supervise as files;
@@ -148,7 +148,7 @@ pub fn cmd_supervise(ctx: &Ctx, args: SuperviseArgs) -> Result<Report, CommandEr
         carried: ticket_key.iter().cloned().collect(),
         claimed: ticket_key.into_iter().collect(),
         now: ctx.now,
-        fake_clock: std::env::var_os("BATON_NOW").is_some_and(|v| !v.is_empty()),
+        fake_clock: ctx.fixed_clock,
         attempts: Vec::new(),
         json: crate::output::wants_json(),
     };
@@ -287,10 +287,9 @@ impl Supervisor<'_> {
 
     fn at_now(&self, session: Option<String>) -> Ctx {
         Ctx {
-            dir: self.ctx.dir.clone(),
             session,
             now: self.now(),
-            lock_wait: self.ctx.lock_wait,
+            ..self.ctx.clone()
         }
     }
 

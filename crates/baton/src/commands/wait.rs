@@ -106,16 +106,11 @@ fn sleep_through<T>(
     mut check: impl FnMut(&Ctx) -> Result<(Wait, T), CommandError>,
     waiting: impl Fn(&T, Timestamp) -> String,
 ) -> Result<(Wait, T, Timestamp), CommandError> {
-    let fake_clock = std::env::var_os("BATON_NOW").is_some_and(|v| !v.is_empty());
+    let fake_clock = ctx.fixed_clock;
     let progress = sleep && std::io::stderr().is_terminal();
     let mut now = ctx.now;
     loop {
-        let at = Ctx {
-            dir: ctx.dir.clone(),
-            session: ctx.session.clone(),
-            now,
-            lock_wait: ctx.lock_wait,
-        };
+        let at = Ctx { now, ..ctx.clone() };
         // The state is read afresh each time, its locks released before any sleep.
         let (wait, facts) = check(&at)?;
         match wait {

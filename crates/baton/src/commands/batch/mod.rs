@@ -16,6 +16,7 @@ use baton_core::decide::ownership::{GateOutcome, OwnerRecord, Writer, gate};
 use baton_core::model::BatchState;
 use baton_core::text::esc;
 use baton_core::time::format_ts;
+use baton_ops::batch::missing_batch;
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 use baton_ops::ticket_loop::no_session_warning;
@@ -42,11 +43,6 @@ pub fn dispatch(ctx: &Ctx, cmd: BatchCommand) -> Result<Report, CommandError> {
     }
 }
 
-/// `baton batch show`, for the batch resume that `baton run resume batch-*` routes to.
-pub fn show_batch(ctx: &Ctx) -> Result<Report, CommandError> {
-    show::cmd_batch_show(ctx, show::ShowArgs {})
-}
-
 pub fn owner_record(state: &BatchState, now: jiff::Timestamp) -> OwnerRecord<'_> {
     OwnerRecord {
         session: state.session_id.as_deref(),
@@ -55,11 +51,6 @@ pub fn owner_record(state: &BatchState, now: jiff::Timestamp) -> OwnerRecord<'_>
         released: false,
         epoch: state.owner_epoch,
     }
-}
-
-fn no_batch() -> CommandError {
-    CommandError::usage(format!("no {BATCH_FILE} in this project"))
-        .hint("start one with `baton batch start <T1> <T2>…`")
 }
 
 /// The ownership options of every batch write.
@@ -102,10 +93,10 @@ fn update(
 ) -> Result<Report, CommandError> {
     let store: Box<dyn StateStore> = ctx.store()?;
     if !store.exists()? {
-        return Err(no_batch());
+        return Err(missing_batch());
     }
     let _guard = store.lock(LockScope::Batch)?;
-    let loaded = store.read_batch()?.ok_or_else(no_batch)?;
+    let loaded = store.read_batch()?.ok_or_else(missing_batch)?;
     loaded.writable()?;
     let mut state = loaded.state.clone();
     let mut reasons = Vec::new();

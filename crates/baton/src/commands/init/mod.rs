@@ -17,7 +17,8 @@ use baton_core::install::codex_trust::{self, TrustChange};
 use baton_core::install::{gitattributes, instructions, settings};
 use baton_ops::env::Ctx;
 use baton_ops::error::{CommandError, ExitStatus};
-use files::{Change, Targets};
+use baton_ops::install::Targets;
+use files::Change;
 
 /// Install baton's hooks into an agent client's settings, keeping every entry and key the user
 /// had: Claude Code (`.claude/settings.json`), Codex (`.codex/hooks.json`) or Gemini CLI

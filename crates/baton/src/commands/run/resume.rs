@@ -290,7 +290,11 @@ fn render(
 /// `batch-*` ids name the batch of the ticket loop: the batch picks the ticket, and that
 /// ticket's own `baton resume` picks the phase.
 fn batch_resume(ctx: &Ctx, raw: &str) -> Result<Report, CommandError> {
-    let report = crate::commands::batch::show_batch(ctx)?;
+    let loaded = ctx
+        .store()?
+        .read_batch()?
+        .ok_or_else(baton_ops::batch::missing_batch)?;
+    let report = crate::view::batch(ctx, &loaded);
     let known = report
         .json
         .get("state")

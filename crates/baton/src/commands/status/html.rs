@@ -6,8 +6,8 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::commands::log::{journal_line, ledger_events, ledger_line};
 use crate::output::Report;
+use crate::view::{journal_line, ledger_events, ledger_line};
 use baton_core::key::sanitize;
 use baton_core::ledger::parse_ledger;
 use baton_core::run_id::RunId;

@@ -19,7 +19,7 @@ pub fn cmd_watch(ctx: &Ctx, interval: Duration) -> Result<crate::output::Report,
                 .hint("run `baton status` to print the table once"),
         );
     }
-    let replay = std::env::var_os("BATON_NOW").is_some_and(|v| !v.is_empty());
+    let replay = ctx.fixed_clock;
     let mut shown = String::new();
     loop {
         let mut now = ctx.clone();
