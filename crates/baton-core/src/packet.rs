@@ -32,11 +32,56 @@ fn capped(mut lines: Vec<String>, label: &str) -> Vec<String> {
     lines
 }
 
+/// What a piece of work is, by protocol. The order is the packet's tie-break after urgency.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum WorkKind {
+    /// A batch of tickets (the ticket loop).
+    Batch,
+    /// The active feature (session continuation).
+    Feature,
+    /// A plan ledger (run-state).
+    Ledger,
+    /// One ticket's loop (the ticket loop).
+    Loop,
+    /// A single run (the single-run pipeline).
+    Run,
+}
+
+impl WorkKind {
+    /// The word printed and in `--json`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkKind::Batch => "batch",
+            WorkKind::Feature => "feature",
+            WorkKind::Ledger => "ledger",
+            WorkKind::Loop => "loop",
+            WorkKind::Run => "run",
+        }
+    }
+}
+
+impl std::fmt::Display for WorkKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl Serialize for WorkKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for WorkKind {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
 /// One piece of work the packet talks about.
 #[derive(Debug, Clone, Serialize)]
 pub struct Item {
-    /// `feature`, `loop`, `batch`, `run` or `ledger`.
-    pub kind: &'static str,
+    pub kind: WorkKind,
     /// What names it: the feature id, the ticket, the batch or run id, the plan directory.
     pub key: String,
     /// Where it stopped: phase, task, step.
@@ -303,8 +348,15 @@ mod tests {
     use super::*;
 
     fn item(kind: &'static str, key: &str, class: Option<Class>) -> Item {
+        let kinds = [
+            WorkKind::Batch,
+            WorkKind::Feature,
+            WorkKind::Ledger,
+            WorkKind::Loop,
+            WorkKind::Run,
+        ];
         Item {
-            kind,
+            kind: *kinds.iter().find(|k| **k == kind).unwrap(),
             key: key.into(),
             position: "phase qa, iteration 2".into(),
             verdict: "offer (automatic)".into(),

@@ -164,7 +164,7 @@ impl Rule {
 
 impl std::fmt::Display for Rule {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.id())
+        f.pad(self.id())
     }
 }
 

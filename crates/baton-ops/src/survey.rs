@@ -22,7 +22,7 @@ use baton_core::decide::loop_resume::{
 use baton_core::decide::survey::{BatchFacts, LedgerFacts, Standing, decide_batch, decide_ledger};
 use baton_core::ledger::{Event, parse_ledger, phase_claims};
 use baton_core::model::{BatchState, LoopState, LoopStatus, Pauses, RunState, run_is_finished};
-use baton_core::packet::{Item, urgency};
+use baton_core::packet::{Item, WorkKind, urgency};
 use baton_core::text::shell_quote;
 use baton_core::text::{esc, esc_join};
 use baton_core::time::{is_live, parse_ts};
@@ -65,7 +65,7 @@ fn owned_on(work: &mut [Work], writer: Option<&str>) {
 /// One row of the project's work.
 #[derive(Debug, Clone, Serialize)]
 pub struct Work {
-    pub kind: &'static str,
+    pub kind: WorkKind,
     pub key: String,
     pub phase: String,
     pub status: String,
@@ -203,7 +203,7 @@ pub fn survey(ctx: &Ctx) -> Result<Survey, CommandError> {
             &shell_quote(&esc(key)),
         );
         work.push(Work {
-            kind: "loop",
+            kind: WorkKind::Loop,
             key: key.clone(),
             phase: held.state.position(),
             status: held.state.status.as_str().into(),
@@ -335,7 +335,7 @@ impl Scan<'_> {
             (false, None) => d.decision.verdict.to_string(),
         };
         let mut work = Work {
-            kind: "loop",
+            kind: WorkKind::Loop,
             key: ticket.clone(),
             phase: state.position(),
             status: state.status.as_str().into(),
@@ -409,7 +409,7 @@ impl Scan<'_> {
         let degraded = !blockers.is_empty();
         work.class = Some(c.class);
         work.item = Some(Item {
-            kind: "loop",
+            kind: WorkKind::Loop,
             key: ticket,
             position,
             verdict: work.verdict.clone(),
@@ -443,7 +443,7 @@ impl Scan<'_> {
         let live = state.is_active() && is_live(ctx.now, last);
         let next = crate::batch::next_step(state);
         let mut work = Work {
-            kind: "batch",
+            kind: WorkKind::Batch,
             key: state.batch_id.clone(),
             phase: state.next_ticket().map_or_else(
                 || "no ticket left".into(),
@@ -512,7 +512,7 @@ impl Scan<'_> {
         }
         work.class = Some(c.class);
         work.item = Some(Item {
-            kind: "batch",
+            kind: WorkKind::Batch,
             key: state.batch_id.clone(),
             position: from,
             verdict: work.verdict.clone(),
@@ -570,7 +570,7 @@ impl Scan<'_> {
         let ctx = self.ctx;
         let root = &self.store.layout().root;
         let mut work = Work {
-            kind: "run",
+            kind: WorkKind::Run,
             key: id.to_string(),
             phase: run.completed_agents.last().map_or_else(
                 || "no agent completed".into(),
@@ -667,7 +667,7 @@ impl Scan<'_> {
         reasons.extend(c.reasons.iter().cloned());
         work.class = Some(c.class);
         work.item = Some(Item {
-            kind: "run",
+            kind: WorkKind::Run,
             key: id.to_string(),
             position: work.phase.clone(),
             verdict: work.verdict.clone(),
@@ -716,7 +716,7 @@ impl Scan<'_> {
             format!("the active feature cannot be read: {}", esc(error)),
         );
         Work {
-            kind: "feature",
+            kind: WorkKind::Feature,
             key: baton_store::feature::POINTER_PATH.into(),
             phase: "unknown".into(),
             status: "degraded".into(),
@@ -725,7 +725,7 @@ impl Scan<'_> {
             class: None,
             next: Some(next.clone()),
             item: Some(Item {
-                kind: "feature",
+                kind: WorkKind::Feature,
                 key: baton_store::feature::POINTER_PATH.into(),
                 position: "unknown".into(),
                 verdict: "degraded".into(),
@@ -767,7 +767,7 @@ impl Scan<'_> {
             None => format!("phase {}", field(p.and_then(|p| p.phase()))),
         };
         let mut work = Work {
-            kind: "feature",
+            kind: WorkKind::Feature,
             key: key.clone(),
             phase: position.clone(),
             status: field(p.and_then(|p| p.phase())),
@@ -801,7 +801,7 @@ impl Scan<'_> {
             let next = "a human fixes the feature pointer (the problems below) before anything resumes: it cannot be trusted as it is".to_string();
             work.next = Some(next.clone());
             work.item = Some(Item {
-                kind: "feature",
+                kind: WorkKind::Feature,
                 key,
                 position,
                 verdict: "degraded".into(),
@@ -951,7 +951,7 @@ impl Scan<'_> {
         work.class = Some(c.class);
         work.next = Some(c.next.clone());
         work.item = Some(Item {
-            kind: "feature",
+            kind: WorkKind::Feature,
             key,
             position,
             verdict: work.verdict.clone(),
@@ -1005,7 +1005,7 @@ impl Scan<'_> {
             .find_map(|(_, line)| parse_ts(line.at.as_deref()));
         let shown = shell_quote(&esc(&rel));
         let mut work = Work {
-            kind: "ledger",
+            kind: WorkKind::Ledger,
             key: rel.clone(),
             phase: open.as_deref().map_or_else(
                 || "every phase claimed complete".into(),
@@ -1098,7 +1098,7 @@ impl Scan<'_> {
             .collect();
         work.class = Some(c.class);
         work.item = Some(Item {
-            kind: "ledger",
+            kind: WorkKind::Ledger,
             key: rel.clone(),
             position: from,
             verdict: "derive".into(),

@@ -208,7 +208,7 @@ fn until(wait: Wait) -> Option<String> {
 
 /// One piece of work, judged as `baton wait` judges it.
 struct Piece {
-    kind: &'static str,
+    kind: baton_core::packet::WorkKind,
     key: String,
     /// The verdict `baton resume` (no argument) gives it.
     resume: String,

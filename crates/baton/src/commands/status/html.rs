@@ -10,6 +10,7 @@ use crate::output::Report;
 use crate::view::{journal_line, ledger_events, ledger_line};
 use baton_core::key::sanitize;
 use baton_core::ledger::parse_ledger;
+use baton_core::packet::WorkKind;
 use baton_core::run_id::RunId;
 use baton_core::text::esc;
 use baton_core::time::parse_ts;
@@ -131,13 +132,13 @@ fn history(
     };
     let events: Vec<Value> = match w.kind {
         // The row names the ticket; its journal is named by the loop key derived from it.
-        "loop" => journal(JournalTarget::Loop(&sanitize(w.key.as_bytes())))?,
-        "batch" => journal(JournalTarget::Batch)?,
-        "run" => match RunId::parse(&w.key) {
+        WorkKind::Loop => journal(JournalTarget::Loop(&sanitize(w.key.as_bytes())))?,
+        WorkKind::Batch => journal(JournalTarget::Batch)?,
+        WorkKind::Run => match RunId::parse(&w.key) {
             Ok(id) => journal(JournalTarget::Run(&id))?,
             Err(_) => Vec::new(),
         },
-        "ledger" => {
+        WorkKind::Ledger => {
             let path = store.layout().root.join(&w.key).join("STATE.md");
             let Some(text) = baton_store::ledger::read(&path)? else {
                 return Ok(Some(Vec::new()));
@@ -177,21 +178,25 @@ fn archived(
     warnings: &mut Vec<String>,
 ) -> Result<Vec<LaneIn>, CommandError> {
     let journals = store.list_journals()?;
-    let has = |kind: &str, key: &str| {
+    let has = |kind: WorkKind, key: &str| {
         work.iter().any(|w| {
             w.kind == kind
-                && (w.key == key || (kind == "loop" && sanitize(w.key.as_bytes()) == key))
+                && (w.key == key || (kind == WorkKind::Loop && sanitize(w.key.as_bytes()) == key))
         })
     };
     let mut rows = Vec::new();
-    for key in journals.loops.iter().filter(|k| !has("loop", k)) {
-        rows.push(("loop", key.clone()));
+    for key in journals.loops.iter().filter(|k| !has(WorkKind::Loop, k)) {
+        rows.push((WorkKind::Loop, key.clone()));
     }
-    if journals.batch && !work.iter().any(|w| w.kind == "batch") {
-        rows.push(("batch", "batch".to_string()));
+    if journals.batch && !work.iter().any(|w| w.kind == WorkKind::Batch) {
+        rows.push((WorkKind::Batch, "batch".to_string()));
     }
-    for id in journals.runs.iter().filter(|id| !has("run", id.as_str())) {
-        rows.push(("run", id.to_string()));
+    for id in journals
+        .runs
+        .iter()
+        .filter(|id| !has(WorkKind::Run, id.as_str()))
+    {
+        rows.push((WorkKind::Run, id.to_string()));
     }
     let mut lanes = Vec::new();
     for (kind, key) in rows {

@@ -82,7 +82,7 @@ pub fn cmd_status(ctx: &Ctx, args: StatusArgs) -> Result<Report, CommandError> {
 /// Interrupted work first (most urgent first), then live, then finished; within each, the
 /// kinds in the survey's order and the keys in natural order (PROJ-2 before PROJ-10).
 pub(crate) fn by_urgency(work: &[Work]) -> Vec<&Work> {
-    let mut kinds: Vec<&str> = Vec::new();
+    let mut kinds: Vec<baton_core::packet::WorkKind> = Vec::new();
     for w in work {
         if !kinds.contains(&w.kind) {
             kinds.push(w.kind);
