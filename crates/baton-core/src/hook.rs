@@ -7,6 +7,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::model::InterruptReason;
+
 /// No client sends a hook payload near this; anything larger is not one.
 pub const HOOK_STDIN_CAP: usize = 1024 * 1024;
 
@@ -231,7 +233,7 @@ pub fn session_start_output(context: &str) -> String {
 /// evidence it rests on, for the journal.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Interrupt {
-    pub reason: &'static str,
+    pub reason: InterruptReason,
     pub evidence: String,
 }
 
@@ -252,11 +254,11 @@ pub fn interrupt_for(
 ) -> Option<Interrupt> {
     match action {
         Action::Failure { error, .. } if error == "rate_limit" => Some(Interrupt {
-            reason: "rate_limit",
+            reason: InterruptReason::RateLimit,
             evidence: "the client's failure hook named a rate limit".into(),
         }),
         Action::Failure { error, .. } => Some(Interrupt {
-            reason: "unknown",
+            reason: InterruptReason::Unknown,
             evidence: format!(
                 "the client's failure hook named the error {:?}",
                 crate::text::esc(error)
@@ -269,19 +271,19 @@ pub fn interrupt_for(
             let why = crate::text::esc(reason);
             Some(match (turn_open, transcript) {
                 (true, TranscriptEnd::RateLimit) => Interrupt {
-                    reason: "rate_limit",
+                    reason: InterruptReason::RateLimit,
                     evidence: format!(
                         "the session ended ({why}) in a turn that a rate limit (HTTP 429) ended, by the client's transcript or error report"
                     ),
                 },
                 (true, TranscriptEnd::Unknown) => Interrupt {
-                    reason: "unknown",
+                    reason: InterruptReason::Unknown,
                     evidence: format!(
                         "the session ended ({why}) with a turn still open: the turn died and nothing says why"
                     ),
                 },
                 (false, _) => Interrupt {
-                    reason: "session_expiry",
+                    reason: InterruptReason::SessionExpiry,
                     evidence: format!(
                         "the session ended ({why}) between turns with the work unfinished"
                     ),
@@ -602,7 +604,7 @@ mod tests {
             (Action::Checkpoint, true, RateLimit, None),
         ];
         for (action, open, transcript, want) in cases {
-            let got = interrupt_for(&action, open, transcript).map(|i| i.reason);
+            let got = interrupt_for(&action, open, transcript).map(|i| i.reason.as_str());
             assert_eq!(got, want, "{action:?} open={open} {transcript:?}");
         }
     }

@@ -57,7 +57,9 @@ fn check_event(client: Client, expected: &str, event: &HookEvent) {
             match &event.action {
                 Action::Failure { .. } | Action::SessionEnd { terminal: true, .. } => {
                     let i = interrupt.expect("a failure or a terminal end interrupts");
-                    assert!(["rate_limit", "session_expiry", "unknown"].contains(&i.reason));
+                    assert!(
+                        ["rate_limit", "session_expiry", "unknown"].contains(&i.reason.as_str())
+                    );
                     assert!(!i.evidence.contains('\n'), "{}", i.evidence);
                 }
                 _ => assert!(interrupt.is_none(), "{:?} interrupted", event.action),

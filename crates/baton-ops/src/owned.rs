@@ -10,7 +10,7 @@ use crate::env::Ctx;
 use crate::error::{CommandError, ExitStatus};
 use crate::single_run::{Holder, LeaseInterrupt, interrupt_lease};
 use crate::ticket_loop::{Ownership, Target, Transition, interrupt};
-use baton_core::model::{LoopState, LoopStatus, RunState};
+use baton_core::model::{InterruptReason, LoopState, LoopStatus, RunState};
 use baton_store::StateStore;
 
 #[derive(Default)]
@@ -103,7 +103,7 @@ pub struct Interrupted {
 pub fn interrupt_owned(
     ctx: &Ctx,
     owned: &Owned,
-    reason: &str,
+    reason: InterruptReason,
     evidence: &str,
     resume_after: Option<Timestamp>,
 ) -> (Interrupted, Result<(), CommandError>) {

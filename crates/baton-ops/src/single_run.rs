@@ -9,7 +9,7 @@ use crate::error::CommandError;
 use crate::journal;
 use crate::runs::{self, lease_state_of};
 use baton_core::decide::lease::{Here, LeaseState};
-use baton_core::model::RunState;
+use baton_core::model::{InterruptReason, RunState};
 use baton_core::run_id::RunId;
 use baton_core::time::format_ts;
 use baton_core::{Decision, Reason};
@@ -49,7 +49,7 @@ pub enum LeaseInterrupt {
     NotHeld { id: RunId },
     Interrupted {
         id: RunId,
-        reason: String,
+        reason: InterruptReason,
         warning: Option<String>,
     },
 }
@@ -261,7 +261,7 @@ pub fn interrupt_lease(
     ctx: &Ctx,
     raw_id: &str,
     holder: &Holder,
-    reason: &str,
+    reason: InterruptReason,
     evidence: &str,
 ) -> Result<LeaseInterrupt, CommandError> {
     let OpenRun {
@@ -279,7 +279,8 @@ pub fn interrupt_lease(
         .lease
         .take()
         .map(|l| json!({ "session": l.session, "epoch": l.epoch, "pid": l.pid }));
-    run.extra.insert("interrupt_reason".into(), reason.into());
+    run.extra
+        .insert("interrupt_reason".into(), reason.as_str().into());
     run.extra
         .insert("interrupted_at".into(), format_ts(ctx.now).into());
     run.updated_at = Some(format_ts(ctx.now));
@@ -293,7 +294,7 @@ pub fn interrupt_lease(
     let warning = journal::append(&*store, JournalTarget::Run(&id), &[event]);
     Ok(LeaseInterrupt::Interrupted {
         id,
-        reason: reason.to_string(),
+        reason,
         warning,
     })
 }

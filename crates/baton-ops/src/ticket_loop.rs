@@ -19,7 +19,7 @@ use baton_core::decide::loop_resume::{
 use baton_core::decide::loop_write::{REFUSED, check_key_collision, check_reset};
 use baton_core::decide::ownership::{GateOutcome, Writer, gate};
 use baton_core::key::{KeySource, loop_file_name, loop_key};
-use baton_core::model::{LoopState, LoopStatus};
+use baton_core::model::{InterruptReason, LoopState, LoopStatus};
 use baton_core::text::{esc, esc_or, shell_quote};
 use baton_core::time::format_ts;
 use baton_core::{Decision, Reason};
@@ -401,7 +401,7 @@ fn loop_event_details(event: &str, before: &LoopState, after: &LoopState) -> Val
 pub fn interrupt(
     ctx: &Ctx,
     ticket: &OsStr,
-    reason: &str,
+    reason: InterruptReason,
     resume_after: Option<Timestamp>,
     flags: &Ownership,
 ) -> Result<Transition, CommandError> {
@@ -449,7 +449,7 @@ pub fn interrupt(
         }
         state.status = LoopStatus::Interrupted;
         state.interrupted_at = Some(format_ts(ctx.now));
-        state.interrupt_reason = Some(reason.to_string());
+        state.interrupt_reason = Some(reason.as_str().to_string());
         state.resume_after = resume_after.map(format_ts);
         let reset = loop_resume::resume_after(state)
             .map(|t| format!("; it may resume after {}", format_ts(t)))

@@ -4,11 +4,13 @@
 //! what another tool (or a newer baton) put there.
 
 mod batch_state;
+mod interrupt;
 mod loop_state;
 mod pause;
 mod run_state;
 
 pub use batch_state::{BATCH_STATUSES, BatchState, BatchTicket, TICKET_STATUSES, replan_entry};
+pub use interrupt::InterruptReason;
 pub use loop_state::{
     DiscardedWork, LoopProgress, LoopState, LoopStatus, OPEN_FINDING, Phase, PromotionTier,
 };

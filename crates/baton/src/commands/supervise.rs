@@ -22,7 +22,7 @@ use baton_core::decide::supervise::{
 use baton_core::decide::wait::{Wait, decide_wait};
 use baton_core::hook::Client;
 use baton_core::install::{events, settings};
-use baton_core::model::LoopStatus;
+use baton_core::model::{InterruptReason, LoopStatus};
 use baton_core::text::esc;
 use baton_core::time::{format_ts, human_age, parse_ts};
 use baton_ops::env::{Ctx, parse_wait};
@@ -413,9 +413,9 @@ impl Supervisor<'_> {
                 // Only an ordinary exit after a rate limit is one; a signal is a crash.
                 let reason =
                     if rate_limited && matches!(exit, Exit::Code(_)) && signalled().is_none() {
-                        "rate_limit"
+                        InterruptReason::RateLimit
                     } else {
-                        "unknown"
+                        InterruptReason::Unknown
                     };
                 let (_, result) = interrupt_owned(
                     &self.at_now(Some(session.clone())),
@@ -509,7 +509,7 @@ impl Supervisor<'_> {
             if let Err(e) = baton_ops::ticket_loop::interrupt(
                 &ctx,
                 &ticket,
-                "rate_limit",
+                InterruptReason::RateLimit,
                 Some(at),
                 &baton_ops::ticket_loop::Ownership::default(),
             ) {

@@ -4,6 +4,7 @@ use clap::Args;
 
 use crate::args::{WriteFlags, parse_when};
 use crate::output::Report;
+use baton_core::model::InterruptReason;
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 
@@ -34,7 +35,8 @@ pub fn cmd_loop_interrupt(ctx: &Ctx, args: InterruptArgs) -> Result<Report, Comm
     baton_ops::ticket_loop::interrupt(
         ctx,
         &args.ticket,
-        &args.reason,
+        // clap takes only the values listed above.
+        InterruptReason::parse(&args.reason).unwrap_or(InterruptReason::Unknown),
         resume_after,
         &args.flags.ownership(),
     )
