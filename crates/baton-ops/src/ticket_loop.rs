@@ -654,3 +654,89 @@ pub fn gather(ctx: &Ctx, ticket: &std::ffi::OsStr) -> Result<Gathered, CommandEr
         notes,
     })
 }
+
+/// What `resume fresh` did.
+#[derive(Debug)]
+pub enum Fresh {
+    /// No loop for the ticket: nothing to archive.
+    NoLoop,
+    /// A gate or a check refused it: nothing changed.
+    Refused(Decision),
+    /// The loop was archived (`to`), so that `loop init` can start a fresh one.
+    Archived {
+        decision: Decision,
+        to: PathBuf,
+        warning: Option<String>,
+    },
+}
+
+/// `resume fresh`'s outcome, with the ticket and what legacy adoption said first.
+#[derive(Debug)]
+pub struct FreshDone {
+    pub target: Target,
+    pub notes: Vec<String>,
+    pub outcome: Fresh,
+}
+
+/// Starts over: archives the ticket's loop (kept, never deleted) unless a live session runs it.
+pub fn fresh(ctx: &Ctx, ticket: &OsStr, flags: &Ownership) -> Result<FreshDone, CommandError> {
+    let g = gather(ctx, ticket)?;
+    let notes = g.notes.clone();
+    let done = |outcome| FreshDone {
+        target: g.target.clone(),
+        notes: notes.clone(),
+        outcome,
+    };
+    let t = g.target.arg();
+    let Some(loaded) = &g.loaded else {
+        return Ok(done(Fresh::NoLoop));
+    };
+    if g.held_legacy {
+        let d = legacy_held(ctx, &loaded.state, REFUSED, &t);
+        return Ok(done(Fresh::Refused(d)));
+    }
+    loaded.writable()?;
+    if let Err(d) = check_key_collision(&loaded.state, &g.target.raw, &g.target.key) {
+        return Ok(done(Fresh::Refused(d)));
+    }
+    if let Err(d) = baton_core::decide::loop_write::check_reset(
+        &loaded.state,
+        ctx.session(),
+        ctx.now,
+        flags.force,
+        &t,
+    ) {
+        return Ok(done(Fresh::Refused(d)));
+    }
+    if let Err(d) = may_replace(ctx, &loaded.state, flags, &g.target) {
+        return Ok(done(Fresh::Refused(d)));
+    }
+    let to = g
+        .store
+        .archive_loop(&g.target.key, &loaded.expect(), ctx.now)?;
+    // The loop's history stays: the journal outlives the state it describes.
+    let event = journal::event(
+        ctx,
+        "fresh",
+        Some(loaded.state.owner_epoch),
+        json!({
+            "archived": to.display().to_string(),
+            "owner": loaded.state.session_id,
+            "status": loaded.state.status.as_str(),
+        }),
+    );
+    let journal_warning = journal::append(&*g.store, JournalTarget::Loop(&g.target.key), &[event]);
+    let d = Decision::new(
+        baton_core::Verdict::Archived,
+        Reason::new(
+            baton_core::Rule::LoopFreshArchived,
+            format!("the loop for {t} was moved to {}", to.display()),
+        ),
+        Some(format!("start the new loop with `baton loop init {t}`")),
+    );
+    Ok(done(Fresh::Archived {
+        decision: d,
+        to,
+        warning: journal_warning,
+    }))
+}
