@@ -1,6 +1,7 @@
-//! The ticket loop's write path: every transition of a loop (`loop set`, `artifact`,
-//! `interrupt`, `finish`), its heartbeat, and the checks a command makes before it moves a loop
-//! out of the way. Each returns what happened, typed; the command or hook renders it.
+//! The ticket loop's operations: every transition of a loop (`loop set`, `artifact`,
+//! `interrupt`, `finish`), its heartbeat, the resume check (`gather`), `resume fresh`, and the
+//! checks a command makes before it moves a loop out of the way. Each returns what happened,
+//! typed; the command or hook renders it.
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;

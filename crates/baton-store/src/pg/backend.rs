@@ -1,5 +1,5 @@
-//! The state store's PostgreSQL backend: what `FsStore` does with a state file, done with a
-//! record on the server instead (`BATON_STORE=postgres://…`).
+//! The connection `PgStore` works through: one project on one server
+//! (`BATON_STORE=postgres://…`), its locks, conditional writes and clock.
 //!
 //! - A lock is a session advisory lock on the server (`pg_advisory_lock`), one per state file
 //!   scope and project: it serializes writers on every machine, and it dies with the
