@@ -14,18 +14,22 @@ use crate::env::Ctx;
 use crate::error::CommandError;
 use crate::journal;
 use crate::loops::{Adoption, adopt_legacy, legacy_held, loop_tree, owner_record, work_committed};
+use baton_core::decide::batch::single_ticket_warning;
 use baton_core::decide::loop_resume::{
     self, OtherLoop, ResumeDecision, ResumeFacts, decide_loop_resume, is_resumable,
 };
+use baton_core::decide::loop_write::{InitPlan, decide_init};
 use baton_core::decide::loop_write::{REFUSED, check_key_collision, check_reset};
 use baton_core::decide::ownership::{GateOutcome, Writer, gate};
 use baton_core::key::{KeySource, loop_file_name, loop_key};
-use baton_core::model::{InterruptReason, LoopState, LoopStatus};
+use baton_core::model::{InterruptReason, LoopState, LoopStatus, Phase};
 use baton_core::text::{esc, esc_or, shell_quote};
 use baton_core::time::format_ts;
 use baton_core::{Decision, Reason};
-use baton_store::git::TreeStatus;
-use baton_store::{Guard, JournalTarget, LockScope, RecordKey, StateStore, Versioned, random_hex};
+use baton_store::git::{self, TreeStatus};
+use baton_store::{
+    Expect, Guard, JournalTarget, LockScope, RecordKey, StateStore, Versioned, random_hex,
+};
 
 /// The ownership options of every loop write.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -740,4 +744,184 @@ pub fn fresh(ctx: &Ctx, ticket: &OsStr, flags: &Ownership) -> Result<FreshDone, 
         to,
         warning: journal_warning,
     }))
+}
+
+/// What `loop init` is asked for.
+#[derive(Debug, Clone)]
+pub struct Init<'a> {
+    pub ticket: &'a OsStr,
+    /// The first phase (`skeptic` or `qa` start that loop; a later one records where a loop
+    /// that starts later stands).
+    pub phase: &'a str,
+    pub max_iterations: u64,
+    /// The branch the work is measured against; `None`: origin's HEAD branch, else main, else
+    /// master.
+    pub base: Option<&'a str>,
+    pub flags: Ownership,
+}
+
+/// `--base` as a branch name that exists here or on `origin`.
+fn checked_base(root: &std::path::Path, raw: &str) -> Result<String, CommandError> {
+    let name = git::branch_name(raw.trim());
+    let known = !name.is_empty()
+        && (git::ref_exists(root, &format!("refs/heads/{name}"))?
+            || git::ref_exists(root, &format!("refs/remotes/origin/{name}"))?);
+    if known {
+        Ok(name.to_string())
+    } else {
+        Err(
+            CommandError::usage(format!("--base {raw:?} names no branch here or on origin"))
+                .hint("pass a branch name such as `--base main` (`git branch -a` lists them)"),
+        )
+    }
+}
+
+/// Starts a ticket's loop: creates its keyed file, active and owned by this session; a finished
+/// loop (or one the ownership gate lets this session replace) is archived first.
+pub fn init(ctx: &Ctx, args: &Init) -> Result<Transition, CommandError> {
+    let store = ctx.store()?;
+    let target = Target::derive(ctx, args.ticket);
+    target.require_stable()?;
+    let adoption = adopt_legacy(&*store, ctx)?;
+    let notes = adoption.notes.clone();
+    if let Some(held) = adoption.held_for(&target.key) {
+        let d = legacy_held(ctx, &held.state, REFUSED, &target.arg());
+        return Ok(Transition::refused(d, &notes));
+    }
+    // git runs before the lock is taken (a user's fsmonitor hook must not stall other writers).
+    let layout = store.layout();
+    let branch = git::tree_status(&layout.root, &[])?.branch;
+    let base = match args.base {
+        Some(raw) => Some(checked_base(&layout.root, raw)?),
+        None => git::default_base(&layout.root)?,
+    };
+    let _guard = store.lock(LockScope::Loop(&target.key))?;
+    let existing = store.read_loop(&target.key)?;
+    if let Some(existing) = &existing {
+        existing.writable()?;
+        if let Err(d) = check_key_collision(&existing.state, &target.raw, &target.key) {
+            return Ok(Transition::refused(d, &notes));
+        }
+    }
+    let mut reasons = Vec::new();
+    // What the journal says of the loop this one replaces, if any.
+    let mut replaced = serde_json::Value::Null;
+    match decide_init(
+        existing.as_ref().map(|l| &l.state),
+        ctx.session(),
+        ctx.now,
+        &target.arg(),
+    ) {
+        InitPlan::Refuse(d) => return Ok(Transition::refused(d, &notes)),
+        InitPlan::AlreadyOwned => {
+            let loaded = existing.expect("AlreadyOwned implies a file");
+            let decision = Decision {
+                verdict: baton_core::Verdict::Ok,
+                reasons,
+                next: Some(format!(
+                    "record transitions with `baton loop set {}`",
+                    target.arg()
+                )),
+            };
+            let message = format!(
+                "{} already runs in this session {}",
+                target.shown(),
+                loaded.state.breadcrumb()
+            );
+            return Ok(Transition::Written(Box::new(Written {
+                decision,
+                target,
+                path: loaded.path,
+                state: loaded.state,
+                message,
+                changed: false,
+                notes,
+                warnings: Vec::new(),
+            })));
+        }
+        InitPlan::Create { archive_old } => {
+            if let Some(old) = &existing {
+                // A finished loop of a live foreign session, or any live foreign loop, stays.
+                if let Err(d) = may_replace(ctx, &old.state, &args.flags, &target) {
+                    return Ok(Transition::refused(d, &notes));
+                }
+                let to = store.archive_loop(&target.key, &old.expect(), ctx.now)?;
+                replaced = serde_json::json!({
+                    "archived": to.display().to_string(),
+                    "session": old.state.session_id,
+                    "epoch": old.state.owner_epoch,
+                    "status": old.state.status.as_str(),
+                });
+                let (rule, what) = if archive_old {
+                    (baton_core::Rule::LoopTerminalArchived, "the finished loop")
+                } else {
+                    (baton_core::Rule::LoopReplacedArchived, "the previous loop")
+                };
+                reasons.push(baton_core::Reason::new(
+                    rule,
+                    format!("{what} was moved to {}", to.display()),
+                ));
+            }
+        }
+    }
+    if let Ok(Some(batch)) = store.read_batch()
+        && let Some(warning) = single_ticket_warning(Some(&batch.state), ctx.session(), ctx.now)
+    {
+        reasons.push(warning);
+    }
+    let mut state = LoopState::new(target.raw.clone(), target.key.clone(), ctx.session.clone());
+    state.branch = branch;
+    state.repo = Some(layout.root.display().to_string());
+    state.base_branch = base;
+    state.last_phase = Some(args.phase.to_string());
+    // `loop_state.phase` names the loop that runs; a later phase leaves it unset until one does.
+    state.loop_state.phase = Phase::parse(args.phase)
+        .filter(|p| p.is_loop())
+        .map(|p| p.as_str().to_string());
+    state.loop_state.iteration = 1;
+    state.loop_state.max_iterations = args.max_iterations;
+    state.touch(ctx.now);
+    store.write_loop(&target.key, &state, &Expect::Absent)?;
+    let init = journal::event(
+        ctx,
+        "init",
+        Some(state.owner_epoch),
+        serde_json::json!({
+            "ticket": target.raw,
+            "phase": state.last_phase,
+            "iteration": state.loop_state.iteration,
+            "max_iterations": state.loop_state.max_iterations,
+            "branch": state.branch,
+            "base": state.base_branch,
+            "replaced": replaced,
+        }),
+    );
+    let journal_warning = journal::append(&*store, JournalTarget::Loop(&target.key), &[init]);
+    let batch_warning = keep_batch_live(&*store, ctx, &target);
+    let decision = Decision {
+        verdict: baton_core::Verdict::Ok,
+        reasons,
+        next: Some(format!(
+            "record each phase transition with `baton loop set {} --phase <P> --action <A>` (owner epoch {})",
+            target.arg(),
+            state.owner_epoch
+        )),
+    };
+    let message = format!(
+        "started the loop for {} {}",
+        target.shown(),
+        state.breadcrumb()
+    );
+    let mut warnings: Vec<String> = no_session_warning(ctx, "loop").into_iter().collect();
+    warnings.extend([batch_warning, journal_warning].into_iter().flatten());
+    Ok(Transition::Written(Box::new(Written {
+        decision,
+        path: store.name(&RecordKey::Loop(target.key.clone())),
+        target,
+        state,
+        message,
+        changed: true,
+        notes,
+        warnings,
+    })))
 }
