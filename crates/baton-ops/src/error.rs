@@ -70,10 +70,11 @@ impl CommandError {
 impl From<StoreError> for CommandError {
     fn from(err: StoreError) -> CommandError {
         let hint = err.hint();
-        // A lock another process will not let go of is a gate (exit 3), not an I/O error; a
-        // write over the read cap is input baton refuses (exit 2), not a broken file.
+        // A lock another process will not let go of is a gate (exit 3), not an I/O error, and
+        // so is a record another writer changed since it was read (a retry may pass); a write
+        // over the read cap is input baton refuses (exit 2), not a broken file.
         let status = match err {
-            StoreError::LockBusy { .. } => ExitStatus::Refused,
+            StoreError::LockBusy { .. } | StoreError::Conflict { .. } => ExitStatus::Refused,
             StoreError::TooLargeToWrite { .. } => ExitStatus::Usage,
             _ => ExitStatus::Failure,
         };
@@ -95,5 +96,28 @@ impl From<LayoutError> for CommandError {
                 CommandError::usage(err.to_string()).hint("check the `-C` argument")
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fenced write that lost its race is refused like a busy lock: nothing changed, and a
+    /// retry after a fresh read may pass.
+    #[test]
+    fn a_conflict_is_a_refusal_with_its_fix() {
+        let err = CommandError::from(StoreError::Conflict {
+            path: "loop-state-PROJ-1.json".into(),
+            expected: "sha256:0123456789ab".into(),
+            found: "sha256:ba9876543210".into(),
+        });
+        assert_eq!(err.status, ExitStatus::Refused);
+        assert!(
+            err.message.contains("nothing was written"),
+            "{}",
+            err.message
+        );
+        assert!(!err.hints.is_empty());
     }
 }
