@@ -1,8 +1,18 @@
 //! The batch as more than one command (and the session-start survey) sees it.
 
+use crate::env::Ctx;
+use crate::error::CommandError;
+use crate::journal;
+use crate::ticket_loop::{Ownership, no_session_warning};
+use baton_core::Decision;
+use baton_core::decide::loop_write::REFUSED;
+use baton_core::decide::ownership::{GateOutcome, OwnerRecord, Writer, gate};
 use baton_core::model::BatchState;
 use baton_core::text::shell_quote;
 use baton_core::text::{esc, esc_join};
+use baton_core::time::format_ts;
+use baton_store::layout::BATCH_FILE;
+use baton_store::{JournalTarget, LockScope, StateStore};
 
 /// The batch picks the ticket; the ticket's own loop resume picks the phase.
 pub fn next_step(state: &BatchState) -> Option<String> {
@@ -36,10 +46,186 @@ pub fn next_step(state: &BatchState) -> Option<String> {
 }
 
 /// The error of a batch command in a project without a batch.
-pub fn missing_batch() -> crate::error::CommandError {
-    crate::error::CommandError::usage(format!(
+pub fn missing_batch() -> CommandError {
+    CommandError::usage(format!(
         "no {} in this project",
         baton_store::layout::BATCH_FILE
     ))
     .hint("start one with `baton batch start <T1> <T2>…`")
+}
+
+/// What a batch write did.
+#[derive(Debug)]
+pub enum BatchUpdate {
+    /// The ownership gate or the batch's status refused it: nothing changed.
+    Refused(Decision),
+    Written {
+        decision: Decision,
+        state: Box<BatchState>,
+        /// What the write did, printed before the decision.
+        message: String,
+        warnings: Vec<String>,
+    },
+}
+
+/// What the ownership gate sees of the batch's owner.
+pub fn owner_record(state: &BatchState, now: jiff::Timestamp) -> OwnerRecord<'_> {
+    OwnerRecord {
+        session: state.session_id.as_deref(),
+        liveness: state.liveness(now),
+        batch_active: Some(state.is_active()),
+        released: false,
+        epoch: state.owner_epoch,
+    }
+}
+
+/// What a batch write is, for the status rules of `update`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchWrite {
+    /// `batch ticket`: the batch must be running (its own owner's interrupted batch runs on).
+    Ticket,
+    /// `batch resume`: an interrupted, paused, stalled or stale batch runs again.
+    Resume,
+    /// `batch finish`: ends a batch in any status but a finished one.
+    Finish,
+}
+
+/// The shared write path of `batch ticket`, `batch resume` and `batch finish`: under the
+/// batch's lock, read, gate, check the status, apply, write, and journal: `apply` returns the
+/// message and the details of the `event` appended to the batch's journal (after a `takeover`
+/// event when the gate handed the batch to this session).
+///
+/// The originating Stop hook marks its own session's batch `interrupted` at the end of every
+/// turn, so that session's next write simply runs on. A batch interrupted by another session,
+/// paused by the operator or stalled runs again only through `batch resume`.
+pub fn update(
+    ctx: &Ctx,
+    flags: &Ownership,
+    kind: BatchWrite,
+    event: &'static str,
+    apply: impl FnOnce(&mut BatchState) -> Result<(String, serde_json::Value), CommandError>,
+) -> Result<BatchUpdate, CommandError> {
+    let store: Box<dyn StateStore> = ctx.store()?;
+    if !store.exists()? {
+        return Err(missing_batch());
+    }
+    let _guard = store.lock(LockScope::Batch)?;
+    let loaded = store.read_batch()?.ok_or_else(missing_batch)?;
+    loaded.writable()?;
+    let mut state = loaded.state.clone();
+    let mut reasons = Vec::new();
+    match gate(
+        owner_record(&state, ctx.now),
+        Writer {
+            session: ctx.session(),
+            epoch: flags.epoch,
+            force: flags.force,
+        },
+        ctx.now,
+        BATCH_FILE,
+        "baton batch show",
+    ) {
+        GateOutcome::Owner => {}
+        GateOutcome::Takeover { epoch, reason } => {
+            state.session_id = ctx.session.clone();
+            state.owner_epoch = epoch;
+            reasons.push(reason);
+        }
+        GateOutcome::Refused(d) => return Ok(BatchUpdate::Refused(d)),
+    }
+    let took_over = !reasons.is_empty();
+    let status = state.status.clone();
+    let id = esc(&state.batch_id).into_owned();
+    let refuse = |message: String, next: &str| {
+        Ok(BatchUpdate::Refused(baton_core::Decision::new(
+            REFUSED,
+            baton_core::Reason::new(baton_core::Rule::BatchNotRunning, message),
+            Some(next.to_string()),
+        )))
+    };
+    match (kind, status.as_str()) {
+        (_, "complete" | "abandoned") | (BatchWrite::Finish, "stalled") => {
+            return refuse(
+                format!("batch {id} is {}: it has ended", esc(&status)),
+                "start a new batch with `baton batch start <T1> <T2>…`",
+            );
+        }
+        (BatchWrite::Ticket, "interrupted") if !took_over => resume_batch(&mut state, &mut reasons),
+        (BatchWrite::Ticket, "interrupted" | "paused" | "stalled") => {
+            return refuse(
+                format!(
+                    "batch {id} is {}: resume it before its tickets move",
+                    esc(&status)
+                ),
+                "resume it with `baton batch resume` (see it with `baton batch show`)",
+            );
+        }
+        (BatchWrite::Resume, "interrupted" | "paused" | "stalled") => {
+            resume_batch(&mut state, &mut reasons)
+        }
+        _ => {}
+    }
+    let (message, details) = apply(&mut state)?;
+    state.touch(&format_ts(ctx.now));
+    store.write_batch(&state, &loaded.expect())?;
+    let mut journal_warning = None;
+    if journal::batch_changed(&loaded.state, &state) {
+        let mut events = Vec::new();
+        if took_over {
+            events.push(journal::takeover(
+                ctx,
+                (loaded.state.owner(), loaded.state.owner_epoch),
+                (state.owner(), state.owner_epoch),
+                "gate",
+            ));
+        }
+        let mut details = details;
+        if let Some(obj) = details.as_object_mut() {
+            obj.insert("batch_id".into(), state.batch_id.clone().into());
+            // A resume (or a ticket write that resumes its owner's interrupted batch) says
+            // what the batch was resumed from; a finish's new status says enough.
+            if status != state.status && event != "finish" {
+                obj.insert("from_status".into(), status.clone().into());
+            }
+        }
+        events.push(journal::event(ctx, event, Some(state.owner_epoch), details));
+        journal_warning = journal::append(&*store, JournalTarget::Batch, &events);
+    }
+    let decision = baton_core::Decision {
+        verdict: baton_core::Verdict::Ok,
+        reasons,
+        next: next_step(&state),
+    };
+    let mut warnings: Vec<String> = journal_warning.into_iter().collect();
+    warnings.extend(no_session_warning(ctx, "batch"));
+    Ok(BatchUpdate::Written {
+        decision,
+        state: Box::new(state),
+        message,
+        warnings,
+    })
+}
+
+/// The batch runs again: `active`, its interrupt and pause marks cleared, its wall clock and
+/// `replan_log` kept (the originating resume's last step).
+pub fn resume_batch(state: &mut BatchState, reasons: &mut Vec<baton_core::Reason>) {
+    reasons.push(baton_core::Reason::new(
+        baton_core::Rule::BatchResumed,
+        format!(
+            "batch {} was {}; it is active again",
+            esc(&state.batch_id),
+            esc(&state.status)
+        ),
+    ));
+    state.status = "active".into();
+    for field in [
+        "interrupted_at",
+        "interrupt_reason",
+        "paused_at",
+        "pause_reason",
+    ] {
+        if state.extra.contains_key(field) {
+            state.extra.insert(field.into(), serde_json::Value::Null);
+        }
+    }
 }

@@ -1,8 +1,9 @@
 use clap::Args;
 
-use super::{BatchFlags, BatchWrite, update};
+use super::{BatchFlags, update};
 use crate::output::Report;
 use baton_core::text::esc;
+use baton_ops::batch::BatchWrite;
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 

@@ -4,7 +4,6 @@ use std::os::unix::ffi::OsStrExt;
 use clap::Args;
 use serde_json::{Map, Value};
 
-use super::owner_record;
 use crate::output::Report;
 use baton_core::decide::batch::decide_batch_start;
 use baton_core::decide::ownership::{GateOutcome, Writer, gate};
@@ -13,6 +12,7 @@ use baton_core::model::{BatchState, BatchTicket, SCHEMA_VERSION};
 use baton_core::text::esc;
 use baton_core::time::format_ts;
 use baton_core::{Decision, Reason};
+use baton_ops::batch::owner_record;
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 use baton_store::layout::BATCH_FILE;

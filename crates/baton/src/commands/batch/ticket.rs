@@ -1,10 +1,11 @@
 use clap::Args;
 
-use super::{BatchFlags, BatchWrite, update};
+use super::{BatchFlags, update};
 use crate::output::Report;
 use baton_core::model::{TICKET_STATUSES, replan_entry};
 use baton_core::text::{esc, esc_join};
 use baton_core::time::format_ts;
+use baton_ops::batch::BatchWrite;
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 
