@@ -182,6 +182,29 @@ pub struct Harness {
     /// Codex only: write each hook's trust entry with the hash of another command.
     codex_trust_spoiled: bool,
     _tmp: tempfile::TempDir,
+    /// Dropped last: this harness's share of the machine (see `CpuShare`).
+    _cpu: CpuShare,
+}
+
+/// The tests share the machine, except Claude Code's: it kills a StopFailure hook after about
+/// 0.1 s, and a debug build of the hook on a machine busy with the other clients' runs can
+/// take longer, which would lose the interrupt the test is about. A Claude Code harness runs
+/// alone; the others run side by side.
+enum CpuShare {
+    Alone(#[allow(dead_code)] std::sync::RwLockWriteGuard<'static, ()>),
+    Shared(#[allow(dead_code)] std::sync::RwLockReadGuard<'static, ()>),
+}
+
+static CPU: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+impl CpuShare {
+    fn take(client: Client) -> CpuShare {
+        // A test that failed while holding its share does not make the others fail.
+        match client {
+            Client::Claude => CpuShare::Alone(CPU.write().unwrap_or_else(|e| e.into_inner())),
+            _ => CpuShare::Shared(CPU.read().unwrap_or_else(|e| e.into_inner())),
+        }
+    }
 }
 
 impl Harness {
@@ -199,6 +222,7 @@ impl Harness {
                 return None;
             }
         };
+        let cpu = CpuShare::take(client);
         let tmp = tempfile::tempdir().unwrap();
         // Canonical paths: the clients resolve symlinks in the cwd, and hook trust is keyed by
         // the path they see.
@@ -233,6 +257,7 @@ impl Harness {
             hooks: Vec::new(),
             codex_trust_spoiled: false,
             _tmp: tmp,
+            _cpu: cpu,
         };
         harness.write_config();
         Some(harness)
