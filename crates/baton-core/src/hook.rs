@@ -1,66 +1,17 @@
-//! What an agent client's hook payload means to baton: one parser per client over one set of
-//! actions, and the evidence of a rate limit in a client's transcript.
+//! What an agent client's hook payload means to baton: the payload's envelope, read the same
+//! for every client, its event mapped to one set of actions by the client's definition
+//! (`crate::client`), and the interrupt the evidence calls for.
 //!
-//! The payload shapes are those the clients send on stdin (Claude Code 2.1.328 and 2.1.332,
-//! Codex 0.171.0, Gemini CLI 0.61.0; samples in `fixtures/clients/`). Nothing here reads stdin or
-//! a file: the shell hands over the bytes, capped.
+//! The payload shapes are those the clients send on stdin (samples in `fixtures/clients/`).
+//! Nothing here reads stdin or a file: the shell hands over the bytes, capped.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
+use crate::client::{Action, Client, TranscriptEnd};
 use crate::model::InterruptReason;
 
 /// No client sends a hook payload near this; anything larger is not one.
 pub const HOOK_STDIN_CAP: usize = 1024 * 1024;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Client {
-    Claude,
-    Codex,
-    Gemini,
-}
-
-impl Client {
-    pub const NAMES: [&'static str; 3] = ["claude", "codex", "gemini"];
-
-    pub fn parse(raw: &str) -> Option<Client> {
-        match raw {
-            "claude" => Some(Client::Claude),
-            "codex" => Some(Client::Codex),
-            "gemini" => Some(Client::Gemini),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Client::Claude => "claude",
-            Client::Codex => "codex",
-            Client::Gemini => "gemini",
-        }
-    }
-}
-
-/// What a hook event asks of baton, whichever client sent it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Action {
-    /// A session starts (`startup`, `resume`, `clear`, `compact`): hand it the packet.
-    SessionStart { source: String },
-    /// A prompt was submitted: a turn is open until its stop hook (Codex and Gemini have no
-    /// failure hook, so a turn never closed is how a failed turn shows).
-    TurnOpen,
-    /// A turn ended normally: heartbeat what this session owns; never an interrupt.
-    TurnEnd,
-    /// An API error ended the turn (Claude Code's StopFailure), with the error it names and
-    /// the message shown for it (which may say when a limit resets).
-    Failure { error: String, message: String },
-    /// The session ends; `terminal` is false for a reason that continues it (Claude Code's
-    /// `resume`).
-    SessionEnd { reason: String, terminal: bool },
-    /// Before a compaction: a checkpoint. Gemini sends it before every model call.
-    Checkpoint,
-    /// An event baton has nothing to do for (tool calls, model calls).
-    Ignored,
-}
 
 /// A parsed hook payload.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -146,7 +97,10 @@ pub fn parse_payload(client: Client, expected: &str, bytes: &[u8]) -> Result<Hoo
     let session_id = text("session_id")
         .filter(|s| !s.is_empty())
         .ok_or(HookError::Missing("session_id"))?;
-    let action = action(client, &event, &map)?;
+    let action = client
+        .def()
+        .action(&event, &map)
+        .ok_or_else(|| HookError::UnknownEvent(event.clone()))?;
     Ok(HookEvent {
         client,
         event,
@@ -157,55 +111,6 @@ pub fn parse_payload(client: Client, expected: &str, bytes: &[u8]) -> Result<Hoo
     })
 }
 
-fn action(client: Client, event: &str, map: &Map<String, Value>) -> Result<Action, HookError> {
-    let field = |key: &str| {
-        map.get(key)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string()
-    };
-    let action = match (client, event) {
-        (_, "SessionStart") => Action::SessionStart {
-            source: field("source"),
-        },
-        (Client::Claude | Client::Codex, "UserPromptSubmit") | (Client::Gemini, "BeforeAgent") => {
-            Action::TurnOpen
-        }
-        (Client::Claude | Client::Codex, "Stop") | (Client::Gemini, "AfterAgent") => {
-            Action::TurnEnd
-        }
-        (Client::Claude, "StopFailure") => Action::Failure {
-            error: Some(field("error"))
-                .filter(|e| !e.is_empty())
-                .unwrap_or_else(|| "unknown".into()),
-            message: field("last_assistant_message"),
-        },
-        (_, "SessionEnd") => {
-            let reason = field("reason");
-            // Claude Code ends a session with `resume` when it goes on in another process:
-            // nothing stopped.
-            let terminal = !(client == Client::Claude && reason == "resume");
-            Action::SessionEnd { reason, terminal }
-        }
-        (Client::Claude | Client::Codex, "PreCompact") | (Client::Gemini, "PreCompress") => {
-            Action::Checkpoint
-        }
-        (Client::Claude, "PreToolUse" | "PostToolUse" | "PostToolBatch" | "Notification")
-        | (Client::Codex, "PreToolUse" | "PostToolUse" | "PostCompact")
-        | (
-            Client::Gemini,
-            "BeforeModel"
-            | "AfterModel"
-            | "BeforeTool"
-            | "AfterTool"
-            | "BeforeToolSelection"
-            | "Notification",
-        ) => Action::Ignored,
-        _ => return Err(HookError::UnknownEvent(event.to_string())),
-    };
-    Ok(action)
-}
-
 /// The per-turn hook refreshes the liveness of what a session owns at most once in this many
 /// seconds. A write is live for 10 minutes (`STALE_AFTER`), so anything refreshed within the
 /// window is never near stale, and a session's every turn costs one small read instead of a
@@ -214,19 +119,6 @@ pub const HEARTBEAT_COALESCE_SECS: i64 = 60;
 
 /// How much of a transcript's end is read for evidence of how its last turn ended.
 pub const TRANSCRIPT_TAIL_BYTES: u64 = 64 * 1024;
-
-/// What a session-start hook prints so that the client puts `context` in front of the model:
-/// `hookSpecificOutput.additionalContext`, which Claude Code, Codex and Gemini CLI all read
-/// (Gemini CLI injects only this JSON form; plain stdout is shown to the user, not the model).
-pub fn session_start_output(context: &str) -> String {
-    serde_json::json!({
-        "hookSpecificOutput": {
-            "hookEventName": "SessionStart",
-            "additionalContext": context,
-        }
-    })
-    .to_string()
-}
 
 /// An interrupt a hook records for what its session owns: the reason written to the state
 /// (`rate_limit`, `session_expiry` or `unknown`, the values the loop-state files use) and the
@@ -294,96 +186,6 @@ pub fn interrupt_for(
     }
 }
 
-/// What a transcript's tail says about how its last turn ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TranscriptEnd {
-    /// An API rate limit (HTTP 429) ended the last turn.
-    RateLimit,
-    /// Nothing in the tail says the turn failed.
-    Unknown,
-}
-
-/// Reads the tail of a client's transcript (JSON Lines) for a rate limit that ended the last
-/// turn. Claude Code writes an assistant line with `"isApiErrorMessage": true` and
-/// `"error": "rate_limit"`; Codex ends the turn with a `task_complete` event whose
-/// `error.codex_error_info.response_too_many_failed_attempts.http_status_code` is 429. Only the
-/// last such record counts: a rate limit an earlier turn recovered from is not this one's end.
-/// Gemini records nothing of a 429 in its transcript.
-pub fn transcript_end(client: Client, tail: &str) -> TranscriptEnd {
-    for line in tail.lines().rev() {
-        let Ok(Value::Object(entry)) = serde_json::from_str::<Value>(line) else {
-            continue;
-        };
-        match client {
-            Client::Claude => {
-                if entry.get("type").and_then(Value::as_str) != Some("assistant") {
-                    continue;
-                }
-                let api_error =
-                    entry.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true);
-                return if api_error
-                    && entry.get("error").and_then(Value::as_str) == Some("rate_limit")
-                {
-                    TranscriptEnd::RateLimit
-                } else {
-                    TranscriptEnd::Unknown
-                };
-            }
-            Client::Codex => {
-                let payload = entry.get("payload");
-                if payload.and_then(|p| p.get("type")).and_then(Value::as_str)
-                    != Some("task_complete")
-                {
-                    continue;
-                }
-                let status = payload
-                    .and_then(|p| p.pointer("/error/codex_error_info/response_too_many_failed_attempts/http_status_code"))
-                    .and_then(Value::as_u64);
-                return if status == Some(429) {
-                    TranscriptEnd::RateLimit
-                } else {
-                    TranscriptEnd::Unknown
-                };
-            }
-            Client::Gemini => return TranscriptEnd::Unknown,
-        }
-    }
-    TranscriptEnd::Unknown
-}
-
-/// Gemini CLI writes no 429 to its transcript and sends its hooks no sign of one; what it does
-/// write is an error report, `gemini-client-error-*.json` in its temp directory, holding the
-/// error and the request's context. A report is evidence of this project's rate limit when its
-/// context names the project's root and its error is a quota error (`RetryableQuotaError` or
-/// `TerminalQuotaError`, Gemini CLI's classes for HTTP 429, or the API's `Resource has been
-/// exhausted`). The caller keeps only reports written while the turn was open.
-pub fn gemini_error_report(report: &str, project_root: &str) -> TranscriptEnd {
-    let Ok(Value::Object(map)) = serde_json::from_str::<Value>(report) else {
-        return TranscriptEnd::Unknown;
-    };
-    let error = map.get("error").map(Value::to_string).unwrap_or_default();
-    let quota = ["QuotaError", "Resource has been exhausted"]
-        .iter()
-        .any(|sign| error.contains(sign));
-    // The root as it appears inside the JSON text of the context, followed by a separator, so
-    // that `/p/project` does not match `/p/project-2`.
-    let context = map.get("context").map(Value::to_string).unwrap_or_default();
-    let root = serde_json::to_string(project_root).unwrap_or_default();
-    let root = root.trim_matches('"').trim_end_matches('/');
-    let names_root = !root.is_empty()
-        && context.match_indices(root).any(|(i, _)| {
-            matches!(
-                context[i + root.len()..].chars().next(),
-                None | Some('/' | '"' | '\\' | ' ' | ',' | ')' | ':' | '\'')
-            )
-        });
-    if quota && names_root {
-        TranscriptEnd::RateLimit
-    } else {
-        TranscriptEnd::Unknown
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -397,12 +199,8 @@ mod tests {
     }
 
     fn client_of(dir: &str) -> Client {
-        match dir.split('-').next().unwrap() {
-            "claude" => Client::Claude,
-            "codex" => Client::Codex,
-            "gemini" => Client::Gemini,
-            other => panic!("no client {other}"),
-        }
+        let name = dir.split('-').next().unwrap();
+        Client::parse(name).unwrap_or_else(|| panic!("no client {name}"))
     }
 
     /// Every payload the real clients sent gives its documented action, parsed as the hook of
@@ -542,13 +340,13 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(
-            transcript_end(Client::Claude, &claude),
+            Client::Claude.def().transcript_end(&claude),
             TranscriptEnd::RateLimit
         );
         let codex =
             String::from_utf8(fixture("transcripts/codex-0.171.0.rate-limit-tail.jsonl")).unwrap();
         assert_eq!(
-            transcript_end(Client::Codex, &codex),
+            Client::Codex.def().transcript_end(&codex),
             TranscriptEnd::RateLimit
         );
         // A later ordinary answer means the turn that hit the limit was not the last one.
@@ -558,7 +356,7 @@ mod tests {
             r#"{"type":"assistant","message":{"content":[{"type":"text","text":"Done."}]}}"#
         );
         assert_eq!(
-            transcript_end(Client::Claude, &recovered),
+            Client::Claude.def().transcript_end(&recovered),
             TranscriptEnd::Unknown
         );
         let finished = format!(
@@ -567,16 +365,18 @@ mod tests {
             r#"{"type":"event_msg","payload":{"type":"task_complete","error":null}}"#
         );
         assert_eq!(
-            transcript_end(Client::Codex, &finished),
+            Client::Codex.def().transcript_end(&finished),
             TranscriptEnd::Unknown
         );
         // Gemini writes nothing of a 429; a torn line is skipped.
         assert_eq!(
-            transcript_end(Client::Gemini, &claude),
+            Client::Gemini.def().transcript_end(&claude),
             TranscriptEnd::Unknown
         );
         assert_eq!(
-            transcript_end(Client::Claude, &format!("{claude}\n{{\"type\":\"assi")),
+            Client::Claude
+                .def()
+                .transcript_end(&format!("{claude}\n{{\"type\":\"assi")),
             TranscriptEnd::RateLimit
         );
     }
@@ -611,12 +411,16 @@ mod tests {
 
     #[test]
     fn the_session_start_output_carries_the_packet_as_additional_context() {
-        let out: Value = serde_json::from_str(&session_start_output("line \"1\"\nline 2")).unwrap();
-        assert_eq!(out["hookSpecificOutput"]["hookEventName"], "SessionStart");
-        assert_eq!(
-            out["hookSpecificOutput"]["additionalContext"],
-            "line \"1\"\nline 2"
-        );
+        for client in Client::ALL {
+            let out: Value =
+                serde_json::from_str(&client.def().session_start_output("line \"1\"\nline 2"))
+                    .unwrap();
+            assert_eq!(out["hookSpecificOutput"]["hookEventName"], "SessionStart");
+            assert_eq!(
+                out["hookSpecificOutput"]["additionalContext"],
+                "line \"1\"\nline 2"
+            );
+        }
     }
 
     #[test]
@@ -630,7 +434,9 @@ mod tests {
         };
         let quota = "RetryableQuotaError: Resource has been exhausted (e.g. check quota).";
         assert_eq!(
-            gemini_error_report(&report(quota, "/tmp/x/project"), "/tmp/x/project"),
+            Client::Gemini
+                .def()
+                .error_report(&report(quota, "/tmp/x/project"), "/tmp/x/project"),
             TranscriptEnd::RateLimit
         );
         // Another project, a longer name sharing the prefix, another error, not JSON.
@@ -644,7 +450,7 @@ mod tests {
             ("not json".to_string(), "/tmp/x/project"),
         ] {
             assert_eq!(
-                gemini_error_report(&text, root),
+                Client::Gemini.def().error_report(&text, root),
                 TranscriptEnd::Unknown,
                 "{text}"
             );

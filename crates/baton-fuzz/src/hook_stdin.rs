@@ -1,8 +1,7 @@
 //! A hook's stdin, as each client sends it: Claude Code, Codex and Gemini CLI.
 
-use baton_core::hook::{
-    Action, Client, HookEvent, TranscriptEnd, interrupt_for, parse_payload, session_start_output,
-};
+use baton_core::client::{Action, Client, TranscriptEnd};
+use baton_core::hook::{HookEvent, interrupt_for, parse_payload};
 use serde_json::Value;
 
 /// The events a hook may be installed for, across the clients.
@@ -26,7 +25,7 @@ const EVENTS: [&str; 12] = [
 /// event besides.
 pub fn hook_stdin(data: &[u8]) {
     let (which, bytes) = crate::split_selector(data, 3);
-    let client = [Client::Claude, Client::Codex, Client::Gemini][usize::from(which)];
+    let client = Client::ALL[usize::from(which)];
     let named = serde_json::from_slice::<Value>(bytes)
         .ok()
         .and_then(|v| v.get("hook_event_name")?.as_str().map(str::to_string));
@@ -68,7 +67,7 @@ fn check_event(client: Client, expected: &str, event: &HookEvent) {
     }
     if let Action::SessionStart { source } = &event.action {
         // What a session-start hook prints is JSON carrying the context as given.
-        let out: Value = serde_json::from_str(&session_start_output(source))
+        let out: Value = serde_json::from_str(&client.def().session_start_output(source))
             .expect("the session-start output is JSON");
         assert_eq!(
             out.pointer("/hookSpecificOutput/additionalContext")

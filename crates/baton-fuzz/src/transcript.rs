@@ -1,15 +1,15 @@
 //! The evidence of how a turn ended: a client's transcript tail, a Gemini CLI error report,
 //! and the reset time a rate-limit message states.
 
-use baton_core::hook::{Client, TranscriptEnd, gemini_error_report, transcript_end};
+use baton_core::client::{Client, TranscriptEnd};
 use baton_core::reset::reset_time;
 
 /// The first byte picks the client whose transcript the rest is.
 pub fn transcript(data: &[u8]) {
     let (which, bytes) = crate::split_selector(data, 3);
-    let client = [Client::Claude, Client::Codex, Client::Gemini][usize::from(which)];
+    let client = Client::ALL[usize::from(which)];
     let tail = String::from_utf8_lossy(bytes);
-    let end = transcript_end(client, &tail);
+    let end = client.def().transcript_end(&tail);
     if client == Client::Gemini {
         assert_eq!(
             end,
@@ -23,7 +23,7 @@ pub fn transcript(data: &[u8]) {
         "",
         tail.lines().next().unwrap_or_default(),
     ] {
-        let _ = gemini_error_report(&tail, root);
+        let _ = Client::Gemini.def().error_report(&tail, root);
     }
 
     for now in crate::nows() {

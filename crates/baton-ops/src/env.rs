@@ -8,6 +8,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 
 use crate::error::CommandError;
+use baton_core::client::{Client, SessionSource};
 #[cfg(feature = "postgres")]
 use baton_store::PgStore;
 use baton_store::lock::DEFAULT_LOCK_WAIT;
@@ -292,37 +293,54 @@ fn is_shallow(root: &std::path::Path) -> bool {
         .is_ok_and(|o| o.stdout.starts_with(b"true"))
 }
 
-/// The session of the agent client whose tool call this is. Claude Code sets
-/// `CLAUDE_CODE_SESSION_ID` in its tool calls and Codex `CODEX_SESSION_ID` and
-/// `CODEX_THREAD_ID`; Gemini CLI sets none (only `GEMINI_CLI=1`), but a tool call runs under the
-/// same client process as the hooks, and the session-start hook recorded that process's session
-/// (`baton hook gemini SessionStart`). When one client runs inside another (a delegate started
-/// from a tool call), both leave their marks in the environment: the nearest agent process among
-/// this one's ancestors says whose tool call it is.
+/// The session of the agent client whose tool call this is, from where each client's
+/// definition says a tool call finds it (`SessionSource`): Claude Code sets
+/// `CLAUDE_CODE_SESSION_ID`, Codex `CODEX_SESSION_ID` and `CODEX_THREAD_ID`; Gemini CLI sets none
+/// (only `GEMINI_CLI=1`), but a tool call runs under the same client process as the hooks, and
+/// the session-start hook recorded that process's session. When one client runs inside another
+/// (a delegate started from a tool call), both leave their marks in the environment: the
+/// nearest agent process among this one's ancestors says whose tool call it is.
 fn client_session(dir: &std::path::Path) -> Option<String> {
     let given = |s: &String| !s.is_empty() && s != "null";
     let var = |name: &str| std::env::var(name).ok().filter(given);
-    let claude = var("CLAUDE_CODE_SESSION_ID");
-    let codex = var("CODEX_SESSION_ID").or_else(|| var("CODEX_THREAD_ID"));
-    let gemini = std::env::var_os("GEMINI_CLI").is_some();
-    let marks = usize::from(claude.is_some()) + usize::from(codex.is_some()) + usize::from(gemini);
-    if marks == 1 && !gemini {
-        return claude.or(codex);
-    }
-    if marks == 0 {
-        return None;
+    // Each client that left a mark, with the session its variables name (none for a client
+    // whose session was recorded).
+    let marks: Vec<(Client, Option<String>)> = Client::ALL
+        .into_iter()
+        .filter_map(|client| match client.def().session_source() {
+            SessionSource::Variables(names) => {
+                names.iter().find_map(|n| var(n)).map(|s| (client, Some(s)))
+            }
+            SessionSource::Recorded { marker } => {
+                std::env::var_os(marker).is_some().then_some((client, None))
+            }
+        })
+        .collect();
+    // The variables alone, in the order of the clients.
+    let named = || marks.iter().find_map(|(_, s)| s.clone());
+    match marks.as_slice() {
+        [] => return None,
+        [(_, Some(session))] => return Some(session.clone()),
+        _ => {}
     }
     match baton_store::process::agent_ancestor_named() {
-        Some((_, "claude")) => claude,
-        Some((_, "codex")) => codex,
-        Some((pid, _)) if gemini => gemini_session(dir, pid),
-        // No agent process to be seen: the variables alone, Claude Code's first.
-        _ => claude.or(codex),
+        Some((pid, client)) => match client.def().session_source() {
+            SessionSource::Variables(_) => marks
+                .iter()
+                .find(|(c, _)| *c == client)
+                .and_then(|(_, s)| s.clone()),
+            SessionSource::Recorded { .. } if marks.iter().any(|(c, _)| *c == client) => {
+                recorded_session(dir, pid)
+            }
+            SessionSource::Recorded { .. } => named(),
+        },
+        // No agent process to be seen.
+        None => named(),
     }
 }
 
-/// The session a Gemini CLI session-start hook recorded for client process `pid`.
-fn gemini_session(dir: &std::path::Path, pid: u32) -> Option<String> {
+/// The session a client's session-start hook recorded for client process `pid`.
+fn recorded_session(dir: &std::path::Path, pid: u32) -> Option<String> {
     let start = baton_store::process::start_time(pid)?;
     let layout = Layout::discover(dir, std::env::var_os("BATON_STATE_DIR")).ok()?;
     baton_store::sessions::session_of_process(&layout, pid, start)

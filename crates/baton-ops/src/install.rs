@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::env::Ctx;
 use crate::error::CommandError;
-use baton_core::hook::Client;
+use baton_core::client::{Client, UserDir};
 
 /// The files one run touches.
 pub struct Targets {
@@ -24,6 +24,7 @@ pub struct Targets {
 
 impl Targets {
     pub fn resolve(ctx: &Ctx, client: Client, user: bool) -> Result<Targets, CommandError> {
+        let def = client.def();
         let home = || -> Result<PathBuf, CommandError> {
             std::env::var_os("HOME")
                 .filter(|h| !h.is_empty())
@@ -34,39 +35,32 @@ impl Targets {
                         .hint("set HOME to your home directory")
                 })
         };
-        let codex_home = || -> Result<PathBuf, CommandError> {
-            let dir = match std::env::var_os("CODEX_HOME").filter(|h| !h.is_empty()) {
-                Some(dir) => ctx.dir.join(dir),
-                None => home()?.join(".codex"),
-            };
-            Ok(dir.canonicalize().unwrap_or(dir))
+        let user_dir = || -> Result<PathBuf, CommandError> {
+            match def.user_dir() {
+                UserDir::Home => home(),
+                UserDir::Variable { variable, default } => {
+                    let dir = match std::env::var_os(variable).filter(|h| !h.is_empty()) {
+                        Some(dir) => ctx.dir.join(dir),
+                        None => home()?.join(default),
+                    };
+                    Ok(dir.canonicalize().unwrap_or(dir))
+                }
+            }
         };
         let project = if user { None } else { Some(ctx.layout()?.root) };
-        let base = match (&project, client) {
-            (Some(root), _) => root.clone(),
-            (None, Client::Codex) => codex_home()?,
-            (None, _) => home()?,
+        let base = match &project {
+            Some(root) => root.clone(),
+            None => user_dir()?,
         };
-        let (settings, instructions) = match (client, user) {
-            (Client::Claude, _) => (
-                base.join(".claude/settings.json"),
-                base.join(".claude/skills/baton/SKILL.md"),
-            ),
-            (Client::Codex, false) => (base.join(".codex/hooks.json"), base.join("AGENTS.md")),
-            (Client::Codex, true) => (base.join("hooks.json"), base.join("AGENTS.md")),
-            (Client::Gemini, false) => (base.join(".gemini/settings.json"), base.join("GEMINI.md")),
-            (Client::Gemini, true) => (
-                base.join(".gemini/settings.json"),
-                base.join(".gemini/GEMINI.md"),
-            ),
-        };
-        let codex_config = match client {
-            Client::Codex => Some(codex_home()?.join("config.toml")),
-            _ => None,
+        let files = def.files(user);
+        let codex_config = if def.keeps_hook_trust() {
+            Some(user_dir()?.join("config.toml"))
+        } else {
+            None
         };
         Ok(Targets {
-            settings,
-            instructions,
+            settings: base.join(files.settings),
+            instructions: base.join(files.instructions),
             codex_config,
             project,
             base,

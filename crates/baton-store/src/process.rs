@@ -3,6 +3,8 @@
 
 use std::path::Path;
 
+use baton_core::client::Client;
+
 /// This machine's host name.
 pub fn host() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
@@ -87,21 +89,17 @@ pub fn ancestors() -> Vec<ProcessId> {
     out
 }
 
-/// Agent programs recognised among baton's ancestors.
-const AGENTS: [&str; 3] = ["claude", "codex", "gemini"];
-
-/// Which agent a process is, if it is one.
-fn agent_of(pid: u32) -> Option<&'static str> {
-    let base = |s: &str| s.rsplit('/').next().unwrap_or(s).to_string();
-    let named = |name: &str| AGENTS.iter().copied().find(|a| *a == name);
-    if let Some(agent) = comm(pid).and_then(|c| named(&c)) {
+/// Which agent client a process is, if it is one, by the program names of the clients'
+/// definitions.
+fn agent_of(pid: u32) -> Option<Client> {
+    if let Some(agent) = comm(pid).and_then(|c| Client::of_program(&c)) {
         return Some(agent);
     }
     // `node /…/bin/claude …`: the script, not the interpreter, names the agent.
     cmdline(pid)
         .iter()
         .take(2)
-        .find_map(|arg| named(&base(arg)))
+        .find_map(|arg| Client::of_program(arg))
 }
 
 /// The nearest ancestor of this process that is an agent (Claude Code, Codex CLI, Gemini CLI).
@@ -109,8 +107,8 @@ pub fn agent_ancestor() -> Option<u32> {
     agent_ancestor_named().map(|(pid, _)| pid)
 }
 
-/// The nearest agent ancestor and which agent it is: `claude`, `codex` or `gemini`.
-pub fn agent_ancestor_named() -> Option<(u32, &'static str)> {
+/// The nearest agent ancestor and which client it is.
+pub fn agent_ancestor_named() -> Option<(u32, Client)> {
     let mut pid = parent(std::process::id())?;
     for _ in 0..64 {
         if pid <= 1 {

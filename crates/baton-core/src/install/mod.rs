@@ -7,47 +7,7 @@ pub mod gitattributes;
 pub mod instructions;
 pub mod settings;
 
-use crate::hook::Client;
-
-/// The hook events baton installs for `client`, by the client's own names.
-pub fn events(client: Client) -> &'static [&'static str] {
-    match client {
-        Client::Claude => &[
-            "SessionStart",
-            "UserPromptSubmit",
-            "Stop",
-            "StopFailure",
-            "SessionEnd",
-            "PreCompact",
-        ],
-        Client::Codex => &[
-            "SessionStart",
-            "UserPromptSubmit",
-            "Stop",
-            "SessionEnd",
-            "PreCompact",
-        ],
-        Client::Gemini => &[
-            "SessionStart",
-            "BeforeAgent",
-            "AfterAgent",
-            "SessionEnd",
-            "PreCompress",
-        ],
-    }
-}
-
-/// The timeout baton's handler for `event` declares, in the client's unit (seconds for Claude
-/// Code and Codex, milliseconds for Gemini CLI). Codex cuts SessionEnd hooks to 3 s, so the
-/// entry says so instead of promising more. Claude Code kills StopFailure hooks after about
-/// 0.1 s whatever the entry says; the failure path is built to finish well inside that.
-pub fn timeout(client: Client, event: &str) -> u64 {
-    match (client, event) {
-        (Client::Codex, "SessionEnd") => 3,
-        (Client::Gemini, _) => 10_000,
-        _ => 10,
-    }
-}
+use crate::client::Client;
 
 /// The command line of baton's handler: `<baton> hook <client> <event>`, `baton` being the
 /// program as it should be called (a bare `baton`, or a shell-quoted absolute path).
@@ -148,15 +108,5 @@ mod tests {
                 "{command}"
             );
         }
-    }
-
-    #[test]
-    fn every_client_gets_a_session_start_and_a_session_end() {
-        for client in [Client::Claude, Client::Codex, Client::Gemini] {
-            assert!(events(client).contains(&"SessionStart"));
-            assert!(events(client).contains(&"SessionEnd"));
-        }
-        assert_eq!(timeout(Client::Codex, "SessionEnd"), 3);
-        assert_eq!(timeout(Client::Gemini, "SessionEnd"), 10_000);
     }
 }

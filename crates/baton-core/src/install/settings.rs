@@ -11,8 +11,8 @@ use jsonc_parser::ParseOptions;
 use jsonc_parser::cst::{CstArray, CstInputValue, CstNode, CstObject, CstRootNode};
 use serde_json::{Value, json};
 
-use super::{baton_hook_event, events, hook_command, timeout};
-use crate::hook::Client;
+use super::{baton_hook_event, hook_command};
+use crate::client::{Client, Dialect};
 
 /// Why a settings file cannot be edited. The message names no file: the caller knows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,37 +65,20 @@ pub struct Edited {
     pub handlers: Vec<(String, usize, usize)>,
 }
 
-/// How the client reads its settings: Gemini CLI strips comments first; Claude Code and Codex
-/// take strict JSON.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dialect {
-    Json,
-    JsonWithComments,
-}
-
-impl Dialect {
-    pub fn of(client: Client) -> Dialect {
-        match client {
-            Client::Gemini => Dialect::JsonWithComments,
-            Client::Claude | Client::Codex => Dialect::Json,
-        }
-    }
-}
-
 /// The group baton installs for `event`: no matcher, one command handler.
 pub fn baton_group(client: Client, baton: &str, event: &str) -> Value {
     json!({
         "hooks": [{
             "type": "command",
             "command": hook_command(baton, client, event),
-            "timeout": timeout(client, event),
+            "timeout": client.def().hook_timeout(event),
         }]
     })
 }
 
 /// Merges baton's hook entries for `client` into `text` (`None`: no file yet).
 pub fn install(text: Option<&str>, client: Client, baton: &str) -> Result<Edited, SettingsError> {
-    let root = parse(text, Dialect::of(client))?;
+    let root = parse(text, client.def().settings_dialect())?;
     let before = placements(&root, client)?;
     let obj = root_object(&root)?;
     let hooks = match obj.get("hooks") {
@@ -105,7 +88,7 @@ pub fn install(text: Option<&str>, client: Client, baton: &str) -> Result<Edited
             .ok_or_else(|| SettingsError::Shape("`hooks` is not an object".into()))?,
         None => obj.object_value_or_set("hooks"),
     };
-    let wanted = events(client);
+    let wanted = client.def().hook_events();
     // Baton's groups under events it no longer installs go first, so that the rest is one pass.
     let mut moved = Vec::new();
     for prop in hooks.properties() {
@@ -188,7 +171,7 @@ pub fn uninstall(text: Option<&str>, client: Client) -> Result<Edited, SettingsE
             handlers: Vec::new(),
         });
     };
-    let root = parse(Some(text), Dialect::of(client))?;
+    let root = parse(Some(text), client.def().settings_dialect())?;
     let before = placements(&root, client)?;
     if before.is_empty() {
         return Ok(Edited {
@@ -232,7 +215,7 @@ pub fn uninstall(text: Option<&str>, client: Client) -> Result<Edited, SettingsE
 
 /// The events baton's handlers for `client` are installed for in the settings `text`.
 pub fn installed_events(text: &str, client: Client) -> Result<Vec<String>, SettingsError> {
-    let root = parse(Some(text), Dialect::of(client))?;
+    let root = parse(Some(text), client.def().settings_dialect())?;
     Ok(placements(&root, client)?
         .into_iter()
         .map(|p| p.event)
@@ -435,7 +418,7 @@ mod tests {
 
     #[test]
     fn install_keeps_the_users_entries_and_uninstall_gives_back_the_bytes() {
-        for client in [Client::Claude, Client::Codex, Client::Gemini] {
+        for client in Client::ALL {
             let once = install_text(Some(USER), client, "baton");
             let value: Value = serde_json::from_str(&once).unwrap();
             assert_eq!(value["model"], "opus");
@@ -478,7 +461,10 @@ mod tests {
         );
         let removed = uninstall(Some(&text), Client::Codex).unwrap();
         assert_eq!(removed.text, None);
-        assert_eq!(removed.before.len(), events(Client::Codex).len());
+        assert_eq!(
+            removed.before.len(),
+            Client::Codex.def().hook_events().len()
+        );
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! `baton hook <client> <event>`: what an agent client's hook does, one adapter per client
-//! (the payload parsers in `baton_core::hook`) over one set of actions here (docs/hooks.md).
+//! `baton hook <client> <event>`: what an agent client's hook does. The client's definition
+//! (`baton_core::client`) maps its payload to one set of actions, carried out here the same for
+//! every client, and says where its evidence is and the shape its output takes (docs/hooks.md).
 //!
 //! A hook fails open: whatever goes wrong is one line on stderr and exit 0. It never blocks the
 //! agent, never exits 2, and prints on stdout only context for the model (a session start's
@@ -13,10 +14,10 @@ use clap::Args;
 use jiff::{SignedDuration, Timestamp};
 use serde_json::json;
 
+use baton_core::client::{Action, Client, Definition, Evidence, TranscriptEnd};
 use baton_core::hook::{
-    Action, Client, HEARTBEAT_COALESCE_SECS, HOOK_STDIN_CAP, HookEvent, Interrupt,
-    TRANSCRIPT_TAIL_BYTES, TranscriptEnd, gemini_error_report, interrupt_for, parse_payload,
-    session_start_output, transcript_end,
+    HEARTBEAT_COALESCE_SECS, HOOK_STDIN_CAP, HookEvent, Interrupt, TRANSCRIPT_TAIL_BYTES,
+    interrupt_for, parse_payload,
 };
 use baton_core::model::{LoopState, LoopStatus};
 use baton_core::reset::reset_time;
@@ -194,7 +195,7 @@ impl Session<'_> {
         if packet.items.is_empty() {
             return Ok(None);
         }
-        Ok(Some(session_start_output(&markdown)))
+        Ok(Some(self.def().session_start_output(&markdown)))
     }
 
     fn record_start(&self) -> Result<(), CommandError> {
@@ -231,20 +232,25 @@ impl Session<'_> {
         Ok(self.files.write_record(&record)?)
     }
 
-    /// The client process that runs this session: Claude Code names it (`CLAUDE_PID`); for
-    /// the others, the nearest agent among the hook's ancestors. A `CLAUDE_PID` inherited from
-    /// an outer Claude Code never names a Codex or Gemini CLI session's process.
+    /// The client process that runs this session: the one a client names to its hooks
+    /// (Claude Code's `CLAUDE_PID`), else the nearest agent among the hook's ancestors. A
+    /// `CLAUDE_PID` inherited from an outer Claude Code never names another client's process.
     fn client_process(&self) -> Option<(u32, u64)> {
-        match self.event.client {
-            Client::Claude => {
-                let claude_pid = std::env::var("CLAUDE_PID").ok();
-                process::resolve_holder(None, claude_pid.as_deref())
+        match self.def().pid_variable() {
+            Some(variable) => {
+                let named = std::env::var(variable).ok();
+                process::resolve_holder(None, named.as_deref())
                     .ok()
                     .and_then(|(found, _)| found)
             }
-            Client::Codex | Client::Gemini => process::agent_ancestor()
+            None => process::agent_ancestor()
                 .and_then(|pid| process::start_time(pid).map(|start| (pid, start))),
         }
+    }
+
+    /// The definition of the client that runs the hook.
+    fn def(&self) -> &'static dyn Definition {
+        self.event.client.def()
     }
 
     fn new_record(&self) -> SessionRecord {
@@ -317,8 +323,10 @@ impl Session<'_> {
         // the evidence says is kept too: it may name when the limit resets.
         let (transcript, said) = match (&self.event.action, &self.event.transcript_path) {
             (Action::Failure { message, .. }, _) => (TranscriptEnd::Unknown, Some(message.clone())),
-            (Action::SessionEnd { .. }, _) if turn_open && self.event.client == Client::Gemini => {
-                self.gemini_evidence()
+            (Action::SessionEnd { .. }, _)
+                if turn_open && matches!(self.def().evidence(), Evidence::ErrorReports { .. }) =>
+            {
+                self.report_evidence()
             }
             (Action::SessionEnd { .. }, Some(path)) if turn_open => {
                 match read_tail(std::path::Path::new(path), TRANSCRIPT_TAIL_BYTES) {
@@ -328,7 +336,7 @@ impl Session<'_> {
                             .rev()
                             .find(|l| l.contains("\"error\""))
                             .map(str::to_string);
-                        (transcript_end(self.event.client, &tail), last_error)
+                        (self.def().transcript_end(&tail), last_error)
                     }
                     Err(_) => (TranscriptEnd::Unknown, None),
                 }
@@ -387,16 +395,18 @@ impl Session<'_> {
         }
     }
 
-    /// Gemini CLI's error reports written in its temp directory since the turn opened, read
-    /// for a rate limit of this project (`gemini_error_report`).
-    fn gemini_evidence(&self) -> (TranscriptEnd, Option<String>) {
-        let Some(opened) = self.files.turn_opened_at() else {
+    /// The client's error reports (Gemini CLI's) written in the temporary directory since the
+    /// turn opened, read for a rate limit of this project (`Definition::error_report`).
+    fn report_evidence(&self) -> (TranscriptEnd, Option<String>) {
+        let (Evidence::ErrorReports { prefix, suffix }, Some(opened)) =
+            (self.def().evidence(), self.files.turn_opened_at())
+        else {
             return (TranscriptEnd::Unknown, None);
         };
         let root = self.store.layout().root.to_string_lossy();
         let reports = recent_reports(
             &std::env::temp_dir(),
-            ("gemini-client-error-", ".json"),
+            (prefix, suffix),
             opened
                 .checked_sub(std::time::Duration::from_secs(1))
                 .unwrap_or(opened),
@@ -405,7 +415,7 @@ impl Session<'_> {
         );
         reports
             .into_iter()
-            .find(|report| gemini_error_report(report, &root) == TranscriptEnd::RateLimit)
+            .find(|report| self.def().error_report(report, &root) == TranscriptEnd::RateLimit)
             .map_or((TranscriptEnd::Unknown, None), |report| {
                 (TranscriptEnd::RateLimit, Some(report))
             })
@@ -433,7 +443,7 @@ impl Session<'_> {
             "baton: an API error ended this session's last turn, and baton marked its work interrupted. Before writing to it again, take it back (writes to interrupted work are refused):\n{}",
             lines.join("\n")
         );
-        Some(turn_context(&self.event.event, &note))
+        Some(self.def().turn_context(&self.event.event, &note))
     }
 
     fn interrupt_owned(
@@ -505,18 +515,6 @@ impl Session<'_> {
     fn ticket_of(&self, key: &str, state: &LoopState) -> Option<std::ffi::OsString> {
         ticket_of(self.ctx, key, state)
     }
-}
-
-/// Context for the model at the start of a turn, in the shape the clients read from a prompt
-/// hook (`UserPromptSubmit`, Gemini CLI's `BeforeAgent`).
-fn turn_context(event: &str, context: &str) -> String {
-    json!({
-        "hookSpecificOutput": {
-            "hookEventName": event,
-            "additionalContext": context,
-        }
-    })
-    .to_string()
 }
 
 /// Whether a refresh at `at` is still under `window` seconds old at `now`.

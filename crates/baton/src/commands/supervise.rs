@@ -15,13 +15,13 @@ use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 
 use crate::output::Report;
+use baton_core::client::{Action, Client};
 use baton_core::decide::supervise::{
-    Attempt, BACKOFF_CAP, Carried, Exit, Next, Outcome, check_command, continue_prompt, next_step,
-    not_before, outcome, resume_command, task_of,
+    Attempt, BACKOFF_CAP, Carried, Exit, Next, Outcome, continue_prompt, next_step, not_before,
+    outcome,
 };
 use baton_core::decide::wait::{Wait, decide_wait};
-use baton_core::hook::Client;
-use baton_core::install::{events, settings};
+use baton_core::install::settings;
 use baton_core::model::{InterruptReason, LoopStatus};
 use baton_core::text::esc;
 use baton_core::time::{format_ts, human_age, parse_ts};
@@ -110,7 +110,7 @@ const RECHECK: SignedDuration = SignedDuration::from_secs(5);
 
 pub fn cmd_supervise(ctx: &Ctx, args: SuperviseArgs) -> Result<Report, CommandError> {
     let client = client_of(&args)?;
-    check_command(client, &args.command).map_err(|e| {
+    client.check_command(&args.command).map_err(|e| {
         CommandError::usage(e.0)
             .hint("supervise relaunches the agent in its resume form, so it must find the task")
     })?;
@@ -197,16 +197,13 @@ impl Supervisor<'_> {
                 let prompt = match &self.args.resume_prompt {
                     Some(p) => p.clone(),
                     None => continue_prompt(
-                        &task_of(self.client, &self.args.command).unwrap_or_default(),
+                        &self.client.task_of(&self.args.command).unwrap_or_default(),
                     ),
                 };
-                resume_command(
-                    self.client,
-                    &self.args.command,
-                    self.session.as_deref(),
-                    &prompt,
-                )
-                .map_err(|e| CommandError::usage(e.0))?
+                self.client
+                    .def()
+                    .resume_command(&self.args.command, self.session.as_deref(), &prompt)
+                    .map_err(|e| CommandError::usage(e.0))?
             };
             if restarts > 0 {
                 self.journal("supervise.relaunch", json!({ "attempt": restarts + 1 }));
@@ -698,13 +695,17 @@ fn client_of(args: &SuperviseArgs) -> Result<Client, CommandError> {
             .ok_or_else(|| CommandError::usage(format!("unknown client {name:?}")));
     }
     let program = args.command.first().map(String::as_str).unwrap_or_default();
-    let base = program.rsplit('/').next().unwrap_or(program);
-    Client::parse(base).ok_or_else(|| {
+    Client::of_program(program).ok_or_else(|| {
+        let (last, rest) = Client::NAMES.split_last().unwrap_or((&"", &[]));
         CommandError::usage(format!(
-            "supervise does not know the agent `{}`: it relaunches claude, codex and gemini",
-            esc(program)
+            "supervise does not know the agent `{}`: it relaunches {} and {last}",
+            esc(program),
+            rest.join(", ")
         ))
-        .hint("for a wrapper script, name the client with `--client claude|codex|gemini`")
+        .hint(format!(
+            "for a wrapper script, name the client with `--client {}`",
+            Client::NAMES.join("|")
+        ))
     })
 }
 
@@ -746,10 +747,13 @@ fn check_hooks(ctx: &Ctx, client: Client) -> Result<(), CommandError> {
             found.extend(events);
         }
     }
-    let needed: Vec<&str> = events(client)
+    // A checkpoint's hook (before a compaction) is not how a stop is seen.
+    let def = client.def();
+    let needed: Vec<&str> = def
+        .hook_events()
         .iter()
         .copied()
-        .filter(|e| !matches!(*e, "PreCompact" | "PreCompress"))
+        .filter(|e| def.action(e, &serde_json::Map::new()) != Some(Action::Checkpoint))
         .collect();
     let missing: Vec<&str> = needed
         .iter()
@@ -766,7 +770,11 @@ fn check_hooks(ctx: &Ctx, client: Client) -> Result<(), CommandError> {
     ))
     .hint(format!(
         "run `baton init {name}{}` in the project (or with `--user`), then supervise again",
-        if client == Client::Codex { " --trust-project" } else { "" }
+        if def.keeps_hook_trust() {
+            " --trust-project"
+        } else {
+            ""
+        }
     )))
 }
 

@@ -12,7 +12,7 @@ use clap::Args;
 use serde_json::json;
 
 use crate::output::Report;
-use baton_core::hook::Client;
+use baton_core::client::{Client, Instructions};
 use baton_core::install::codex_trust::{self, TrustChange};
 use baton_core::install::{gitattributes, instructions, settings};
 use baton_ops::env::Ctx;
@@ -55,10 +55,21 @@ pub struct InitArgs {
 pub fn cmd_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> {
     let client = Client::parse(&args.client)
         .ok_or_else(|| CommandError::usage(format!("unknown client {:?}", args.client)))?;
-    if args.trust_project && client != Client::Codex {
-        return Err(CommandError::usage(
-            "`--trust-project` is for Codex: Claude Code and Gemini CLI keep no per-project hook trust in a file baton edits",
-        )
+    if args.trust_project && !client.def().keeps_hook_trust() {
+        let (trusting, others): (Vec<Client>, Vec<Client>) = Client::ALL
+            .into_iter()
+            .partition(|c| c.def().keeps_hook_trust());
+        let titles = |cs: Vec<Client>| {
+            cs.iter()
+                .map(|c| c.def().title())
+                .collect::<Vec<_>>()
+                .join(" and ")
+        };
+        return Err(CommandError::usage(format!(
+            "`--trust-project` is for {}: {} keep no per-project hook trust in a file baton edits",
+            titles(trusting),
+            titles(others)
+        ))
         .hint(format!("run `baton init {}` without it", client.as_str())));
     }
     let targets = Targets::resolve(ctx, client, args.user)?;
@@ -166,12 +177,12 @@ fn plan(
     changes.push(Change::new(targets.settings.clone(), old, new));
 
     let old = files::read(&targets.instructions)?;
-    let new = match (client, args.remove) {
-        (Client::Claude, false) => Some(instructions::skill_file()),
+    let new = match (client.def().instructions(), args.remove) {
+        (Instructions::Skill, false) => Some(instructions::skill_file()),
         // A skill file someone changed since is theirs now: it stays.
-        (Client::Claude, true) => old.clone().filter(|t| *t != instructions::skill_file()),
-        (_, false) => Some(instructions::upsert_block(old.as_deref())),
-        (_, true) => old.as_deref().and_then(instructions::remove_block),
+        (Instructions::Skill, true) => old.clone().filter(|t| *t != instructions::skill_file()),
+        (Instructions::Block, false) => Some(instructions::upsert_block(old.as_deref())),
+        (Instructions::Block, true) => old.as_deref().and_then(instructions::remove_block),
     };
     let new = restored(&targets.instructions, old.as_deref(), new);
     changes.push(Change::new(targets.instructions.clone(), old, new));
@@ -254,32 +265,28 @@ fn notes(
             program.path.display()
         ));
     }
-    match client {
-        Client::Codex => {
+    out.extend(
+        client
+            .def()
+            .init_notes(args.user)
+            .iter()
+            .map(|n| n.to_string()),
+    );
+    if client.def().keeps_hook_trust() {
+        let trusted = targets.project.as_ref().is_none_or(|project| {
+            let config = changes
+                .iter()
+                .find(|c| Some(&c.path) == targets.codex_config.as_ref())
+                .and_then(|c| c.new.as_deref())
+                .unwrap_or_default();
+            codex_trust::is_project_trusted(config, &project.display().to_string())
+        });
+        if !trusted && !args.trust_project && !args.user {
             out.push(
-                "note: Codex runs tool calls in a login shell (`bash -lc`) whose PATH comes from /etc/profile and ~/.profile: install baton in /usr/local/bin, or add a PATH line for its directory to ~/.profile"
+                "note: Codex runs a project's hooks only in a trusted project, and this one is not: run `baton init codex --trust-project` (or trust it when Codex asks)"
                     .to_string(),
             );
-            let trusted = targets.project.as_ref().is_none_or(|project| {
-                let config = changes
-                    .iter()
-                    .find(|c| Some(&c.path) == targets.codex_config.as_ref())
-                    .and_then(|c| c.new.as_deref())
-                    .unwrap_or_default();
-                codex_trust::is_project_trusted(config, &project.display().to_string())
-            });
-            if !trusted && !args.trust_project && !args.user {
-                out.push(
-                    "note: Codex runs a project's hooks only in a trusted project, and this one is not: run `baton init codex --trust-project` (or trust it when Codex asks)"
-                        .to_string(),
-                );
-            }
         }
-        Client::Gemini if !args.user => out.push(
-            "note: Gemini CLI reads `.gemini/settings.json` only in a trusted folder: trust the project when Gemini asks"
-                .to_string(),
-        ),
-        _ => {}
     }
     out
 }

@@ -1,0 +1,280 @@
+//! What an agent client is to baton, as one trait every client implements: how its hook
+//! payloads map to baton's actions, where a tool call's session id comes from, how the client
+//! takes context at session start, what counts as evidence of how a turn ended, the command
+//! that resumes a session, and where its settings live and how baton's entries merge into them.
+
+use serde_json::{Map, Value, json};
+
+/// One agent client (Claude Code, Codex, Gemini CLI): everything about it that differs from
+/// another client. `Client::def` gives a client's definition; the hook adapter, `baton init`,
+/// the session of a tool call and `baton supervise` read it and nothing else.
+pub trait Definition: Sync {
+    /// The name on baton's command line and in its hook commands: `claude`.
+    fn name(&self) -> &'static str;
+    /// The product's own name, for messages: `Claude Code`.
+    fn title(&self) -> &'static str;
+    /// The names its process goes by (the executable, or the script `node` runs).
+    fn programs(&self) -> &'static [&'static str];
+
+    /// The hook events baton installs, by the client's own names.
+    fn hook_events(&self) -> &'static [&'static str];
+    /// The timeout baton's handler for `event` declares, in the client's own unit.
+    fn hook_timeout(&self, event: &str) -> u64;
+    /// How the client reads its hook settings file.
+    fn settings_dialect(&self) -> Dialect {
+        Dialect::Json
+    }
+    /// What the client's hook event `event` asks of baton, from its payload; `None` for an
+    /// event the client does not send.
+    fn action(&self, event: &str, payload: &Map<String, Value>) -> Option<Action>;
+    /// What a session-start hook prints so that the client puts `context` in front of the
+    /// model.
+    fn session_start_output(&self, context: &str) -> String {
+        additional_context("SessionStart", context)
+    }
+    /// What a prompt hook (`event`) prints so that the client adds `context` to the turn.
+    fn turn_context(&self, event: &str, context: &str) -> String {
+        additional_context(event, context)
+    }
+
+    /// Where a tool call run by the client finds its session.
+    fn session_source(&self) -> SessionSource;
+    /// The environment variable through which the client names its own process to its hooks,
+    /// if it has one; without it, the process is the nearest of the client's among the hook's
+    /// ancestors.
+    fn pid_variable(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Where the evidence of how a dead turn ended is kept, besides a failure hook.
+    fn evidence(&self) -> Evidence {
+        Evidence::Transcript
+    }
+    /// What the tail of the client's transcript says about how its last turn ended.
+    fn transcript_end(&self, _tail: &str) -> TranscriptEnd {
+        TranscriptEnd::Unknown
+    }
+    /// What one of the client's error reports (`Evidence::ErrorReports`) says about a turn of
+    /// the project at `project_root`.
+    fn error_report(&self, _report: &str, _project_root: &str) -> TranscriptEnd {
+        TranscriptEnd::Unknown
+    }
+
+    /// The command that resumes the session `session` (the latest in the project when it is
+    /// not known) of the headless command `argv`, with `prompt` in place of its task. Options
+    /// of `argv` that picked a session are dropped.
+    fn resume_command(
+        &self,
+        argv: &[String],
+        session: Option<&str>,
+        prompt: &str,
+    ) -> Result<Vec<String>, AgentCommandError>;
+    /// The task prompt of a command `resume_command` accepts.
+    fn task_of(&self, argv: &[String]) -> Option<String>;
+
+    /// The files `baton init` edits, relative to the project root, or to the user's directory
+    /// (`user_dir`) with `--user`.
+    fn files(&self, user: bool) -> Files;
+    /// The user's directory of the client.
+    fn user_dir(&self) -> UserDir {
+        UserDir::Home
+    }
+    /// The form the guide for the agent takes.
+    fn instructions(&self) -> Instructions {
+        Instructions::Block
+    }
+    /// Whether the client runs a hook only once trusted, per handler, in `config.toml` in its
+    /// user directory (Codex).
+    fn keeps_hook_trust(&self) -> bool {
+        false
+    }
+    /// What the user has to do after `baton init` that baton cannot, for this client.
+    fn init_notes(&self, _user: bool) -> &'static [&'static str] {
+        &[]
+    }
+}
+
+/// `{"hookSpecificOutput": {"hookEventName": …, "additionalContext": …}}`, the form Claude
+/// Code, Codex and Gemini CLI all read (Gemini CLI injects only this JSON form; plain stdout is
+/// shown to the user, not the model).
+pub fn additional_context(event: &str, context: &str) -> String {
+    json!({
+        "hookSpecificOutput": {
+            "hookEventName": event,
+            "additionalContext": context,
+        }
+    })
+    .to_string()
+}
+
+/// What a hook event asks of baton, whichever client sent it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// A session starts (`startup`, `resume`, `clear`, `compact`): hand it the packet.
+    SessionStart { source: String },
+    /// A prompt was submitted: a turn is open until its stop hook (Codex and Gemini have no
+    /// failure hook, so a turn never closed is how a failed turn shows).
+    TurnOpen,
+    /// A turn ended normally: heartbeat what this session owns; never an interrupt.
+    TurnEnd,
+    /// An API error ended the turn (Claude Code's StopFailure), with the error it names and
+    /// the message shown for it (which may say when a limit resets).
+    Failure { error: String, message: String },
+    /// The session ends; `terminal` is false for a reason that continues it (Claude Code's
+    /// `resume`).
+    SessionEnd { reason: String, terminal: bool },
+    /// Before a compaction: a checkpoint. Gemini sends it before every model call.
+    Checkpoint,
+    /// An event baton has nothing to do for (tool calls, model calls).
+    Ignored,
+}
+
+/// A payload's string field, empty when it is missing or not a string.
+pub fn field(payload: &Map<String, Value>, key: &str) -> String {
+    payload
+        .get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// What a transcript's tail (or an error report) says about how the last turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TranscriptEnd {
+    /// An API rate limit (HTTP 429) ended the last turn.
+    RateLimit,
+    /// Nothing in the tail says the turn failed.
+    Unknown,
+}
+
+/// How the client reads its settings: strict JSON, or JSON whose comments it strips first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Json,
+    JsonWithComments,
+}
+
+/// Where a tool call finds the session of the client that runs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionSource {
+    /// The client sets one of these variables (the first set one counts) in its tool calls.
+    Variables(&'static [&'static str]),
+    /// The client sets no session variable, only `marker`: the session is the one its
+    /// session-start hook recorded for the client process.
+    Recorded { marker: &'static str },
+}
+
+/// Where the evidence of a dead turn is, besides a failure hook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Evidence {
+    /// The tail of the transcript the payload names (`transcript_path`).
+    Transcript,
+    /// Error reports the client writes into the temporary directory, named
+    /// `<prefix>…<suffix>`.
+    ErrorReports {
+        prefix: &'static str,
+        suffix: &'static str,
+    },
+}
+
+/// The files `baton init` edits: the hook settings and the guide for the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Files {
+    pub settings: &'static str,
+    pub instructions: &'static str,
+}
+
+/// The client's directory for the user's own settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UserDir {
+    /// `$HOME`.
+    Home,
+    /// `$<variable>` when set (relative to the working directory), else `$HOME/<default>`.
+    Variable {
+        variable: &'static str,
+        default: &'static str,
+    },
+}
+
+/// The form of the guide `baton init` installs for the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Instructions {
+    /// A skill file of baton's own.
+    Skill,
+    /// A marked block inside the client's instruction file, beside the user's text.
+    Block,
+}
+
+/// Why an agent command cannot be supervised.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentCommandError(pub String);
+
+/// Options of Claude Code and Codex that take a value: the word after one is its value, never
+/// the task.
+const VALUE_OPTIONS: [&str; 24] = [
+    "--allowedTools",
+    "--allowed-tools",
+    "--disallowedTools",
+    "--disallowed-tools",
+    "--tools",
+    "--model",
+    "--fallback-model",
+    "--permission-mode",
+    "--output-format",
+    "--input-format",
+    "--settings",
+    "--setting-sources",
+    "--add-dir",
+    "--mcp-config",
+    "--append-system-prompt",
+    "--system-prompt",
+    "--max-turns",
+    "--agents",
+    "--session-id",
+    "--resume",
+    "-m",
+    "-c",
+    "--config",
+    "--profile",
+];
+
+/// The task prompt of a command whose task is its last word, which must not be an option or
+/// an option's value; `usage` is the command's form, for the error.
+pub fn last_prompt<'a>(
+    args: &'a [String],
+    client: &str,
+    usage: &str,
+) -> Result<&'a str, AgentCommandError> {
+    let fail = || {
+        AgentCommandError(format!(
+            "cannot find the task in the {client} command: put the prompt last (`{usage}`)"
+        ))
+    };
+    let (last, before) = args.split_last().ok_or_else(fail)?;
+    let after_value_option = before
+        .last()
+        .is_some_and(|b| VALUE_OPTIONS.contains(&b.as_str()));
+    if last.starts_with('-') || after_value_option || before.is_empty() {
+        return Err(fail());
+    }
+    Ok(last)
+}
+
+/// `args` without the options in `valued` (and each one's value) and those in `flags`.
+pub fn drop_options(args: &[String], valued: &[&str], flags: &[&str]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut skip = false;
+    for a in args {
+        if std::mem::take(&mut skip) {
+            continue;
+        }
+        if valued.contains(&a.as_str()) {
+            skip = true;
+        } else if !flags.contains(&a.as_str())
+            && !valued.iter().any(|v| a.starts_with(&format!("{v}=")))
+        {
+            out.push(a.clone());
+        }
+    }
+    out
+}
