@@ -14,6 +14,31 @@ use baton_store::PgStore;
 use baton_store::lock::DEFAULT_LOCK_WAIT;
 use baton_store::{FileStore, Layout, StateStore};
 
+/// The settings baton takes from its surroundings, read once when a command starts, for every
+/// layer to read from here. `--store` reaches `BATON_STORE` before (the command line puts it in
+/// the environment, so that the agent and the gates baton runs inherit it); the project's
+/// `.baton.toml` is read beside them once the project's root is known (`Ctx::store_url`).
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    /// The shared store's URL: `--store`, else `BATON_STORE`.
+    pub store: Option<String>,
+    /// Where state lives instead of `<root>/.agentic`: `BATON_STATE_DIR`.
+    pub state_dir: Option<std::ffi::OsString>,
+    /// The project's name in a shared store: `--project` or `BATON_PROJECT`.
+    pub project: Option<String>,
+}
+
+impl Settings {
+    pub fn from_env() -> Settings {
+        let text = |name: &str| std::env::var(name).ok().filter(|s| !s.trim().is_empty());
+        Settings {
+            store: text("BATON_STORE"),
+            state_dir: std::env::var_os("BATON_STATE_DIR"),
+            project: text("BATON_PROJECT").map(|p| p.trim().to_string()),
+        }
+    }
+}
+
 #[derive(Clone)]
 pub struct Ctx {
     pub dir: PathBuf,
@@ -24,6 +49,7 @@ pub struct Ctx {
     pub fixed_clock: bool,
     /// How long to wait for a state file's lock (`BATON_LOCK_WAIT`) before giving up, exit 3.
     pub lock_wait: Duration,
+    pub settings: Settings,
 }
 
 impl Ctx {
@@ -39,10 +65,11 @@ impl Ctx {
         // The originating shell writes the literal `null` for a missing session id; an empty or
         // `null` value is no session, and hides nothing behind it.
         let given = |s: &String| !s.is_empty() && s != "null";
+        let settings = Settings::from_env();
         let session = session
             .filter(given)
             .or_else(|| std::env::var("BATON_SESSION").ok().filter(given))
-            .or_else(|| client_session(&dir));
+            .or_else(|| client_session(&dir, &settings));
         let fixed = std::env::var("BATON_NOW")
             .ok()
             .filter(|raw| !raw.is_empty());
@@ -70,6 +97,7 @@ impl Ctx {
             now,
             fixed_clock: fixed.is_some(),
             lock_wait,
+            settings,
         })
     }
 
@@ -80,7 +108,7 @@ impl Ctx {
     pub fn layout(&self) -> Result<Layout, CommandError> {
         Ok(Layout::discover(
             &self.dir,
-            std::env::var_os("BATON_STATE_DIR"),
+            self.settings.state_dir.clone(),
         )?)
     }
 
@@ -92,13 +120,13 @@ impl Ctx {
     /// project's `.baton.toml`) names, else the files under the state directory.
     pub fn store_at(&self, layout: Layout) -> Result<Box<dyn StateStore>, CommandError> {
         #[cfg(feature = "postgres")]
-        if let Some(db) = database(&layout.root)? {
+        if let Some(db) = self.database(&layout.root)? {
             let mut store = PgStore::new(layout, db);
             store.lock_wait = self.lock_wait;
             return Ok(Box::new(store));
         }
         #[cfg(not(feature = "postgres"))]
-        if store_url(Some(&layout.root))?.is_some() {
+        if self.store_url(Some(&layout.root))?.is_some() {
             return Err(CommandError::usage(
                 "a PostgreSQL store is configured (BATON_STORE or the project's .baton.toml), and this baton was built without PostgreSQL",
             )
@@ -148,47 +176,50 @@ impl Ctx {
 /// The project setting file: `store = "postgres://…"` names the project's shared store.
 pub const PROJECT_SETTINGS: &str = ".baton.toml";
 
-/// The store URL: `--store` or `BATON_STORE`, else the project's `.baton.toml`; `None` for the
-/// file store. The project's file is committed, so a URL with a password in it is refused.
-pub fn store_url(root: Option<&std::path::Path>) -> Result<Option<String>, CommandError> {
-    if let Some(url) = std::env::var("BATON_STORE")
-        .ok()
-        .filter(|s| !s.trim().is_empty())
-    {
-        return Ok(Some(url));
-    }
-    let Some(root) = root else { return Ok(None) };
-    let path = root.join(PROJECT_SETTINGS);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            return Err(CommandError::new(
-                crate::error::ExitStatus::Failure,
-                format!("cannot read {}: {e}", path.display()),
-            ));
+impl Ctx {
+    /// The store URL: `--store` or `BATON_STORE`, else the project's `.baton.toml`; `None` for the
+    /// file store. The project's file is committed, so a URL with a password in it is refused.
+    pub fn store_url(
+        &self,
+        root: Option<&std::path::Path>,
+    ) -> Result<Option<String>, CommandError> {
+        if let Some(url) = &self.settings.store {
+            return Ok(Some(url.clone()));
         }
-    };
-    let bad = |why: String| {
-        CommandError::usage(format!("{}: {why}", path.display())).hint(
+        let Some(root) = root else { return Ok(None) };
+        let path = root.join(PROJECT_SETTINGS);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => {
+                return Err(CommandError::new(
+                    crate::error::ExitStatus::Failure,
+                    format!("cannot read {}: {e}", path.display()),
+                ));
+            }
+        };
+        let bad = |why: String| {
+            CommandError::usage(format!("{}: {why}", path.display())).hint(
             "write it as `store = \"postgres://USER@HOST:PORT/DB\"`, the password in PGPASSWORD or ~/.pgpass",
         )
-    };
-    let doc: toml_edit::DocumentMut = text.parse().map_err(|e| bad(format!("not TOML: {e}")))?;
-    let Some(item) = doc.get("store") else {
-        return Ok(None);
-    };
-    let url = item
-        .as_str()
-        .ok_or_else(|| bad("`store` is not a string".into()))?
-        .to_string();
-    #[cfg(feature = "postgres")]
-    if baton_store::pg::config::redact(&url) != url {
-        return Err(bad(
-            "the URL holds a password, and this file is committed with the project".into(),
-        ));
+        };
+        let doc: toml_edit::DocumentMut =
+            text.parse().map_err(|e| bad(format!("not TOML: {e}")))?;
+        let Some(item) = doc.get("store") else {
+            return Ok(None);
+        };
+        let url = item
+            .as_str()
+            .ok_or_else(|| bad("`store` is not a string".into()))?
+            .to_string();
+        #[cfg(feature = "postgres")]
+        if baton_store::pg::config::redact(&url) != url {
+            return Err(bad(
+                "the URL holds a password, and this file is committed with the project".into(),
+            ));
+        }
+        Ok(Some(url))
     }
-    Ok(Some(url))
 }
 
 #[cfg(feature = "postgres")]
@@ -203,72 +234,71 @@ thread_local! {
         const { std::cell::RefCell::new(std::mem::ManuallyDrop::new(None)) };
 }
 
-/// The PostgreSQL backend `BATON_STORE` names, connected once per process; `None` for files.
-#[cfg(feature = "postgres")]
-pub fn database(
-    root: &std::path::Path,
-) -> Result<Option<std::rc::Rc<baton_store::pg::backend::Db>>, CommandError> {
-    let Some(url) = store_url(Some(root))? else {
-        return Ok(None);
-    };
-    if let Some(db) = DATABASE.with(|d| (**d.borrow()).clone()) {
-        return Ok(Some(db));
+impl Ctx {
+    /// The PostgreSQL backend `BATON_STORE` names, connected once per process; `None` for files.
+    #[cfg(feature = "postgres")]
+    pub fn database(
+        &self,
+        root: &std::path::Path,
+    ) -> Result<Option<std::rc::Rc<baton_store::pg::backend::Db>>, CommandError> {
+        let Some(url) = self.store_url(Some(root))? else {
+            return Ok(None);
+        };
+        if let Some(db) = DATABASE.with(|d| (**d.borrow()).clone()) {
+            return Ok(Some(db));
+        }
+        let db = std::rc::Rc::new(baton_store::pg::backend::Db::open(
+            &url,
+            self.store_surroundings(),
+            &self.project_name(root)?,
+            &baton_store::process::host(),
+        )?);
+        DATABASE.with(|d| *d.borrow_mut() = std::mem::ManuallyDrop::new(Some(db.clone())));
+        Ok(Some(db))
     }
-    let db = std::rc::Rc::new(baton_store::pg::backend::Db::open(
-        &url,
-        store_surroundings(),
-        &project_name(root)?,
-        &baton_store::process::host(),
-    )?);
-    DATABASE.with(|d| *d.borrow_mut() = std::mem::ManuallyDrop::new(Some(db.clone())));
-    Ok(Some(db))
-}
 
-/// Where the store URL's other settings come from: the environment and files, but for a URL
-/// from the project's committed `.baton.toml` (no `BATON_STORE`) never `PGPASSWORD`.
-#[cfg(feature = "postgres")]
-pub fn store_surroundings() -> &'static dyn baton_store::pg::config::Surroundings {
-    use baton_store::pg::config::{Process, WithoutEnvPassword};
-    static FROM_FILE: WithoutEnvPassword<Process> = WithoutEnvPassword(Process);
-    if std::env::var("BATON_STORE").is_ok_and(|s| !s.trim().is_empty()) {
-        &Process
-    } else {
-        &FROM_FILE
+    /// Where the store URL's other settings come from: the environment and files, but for a URL
+    /// from the project's committed `.baton.toml` (no `BATON_STORE`) never `PGPASSWORD`.
+    #[cfg(feature = "postgres")]
+    pub fn store_surroundings(&self) -> &'static dyn baton_store::pg::config::Surroundings {
+        use baton_store::pg::config::{Process, WithoutEnvPassword};
+        static FROM_FILE: WithoutEnvPassword<Process> = WithoutEnvPassword(Process);
+        if self.settings.store.is_some() {
+            &Process
+        } else {
+            &FROM_FILE
+        }
     }
-}
 
-/// The project's name in a shared store: `BATON_PROJECT`, else `git:<root commit>`, the
-/// repository's first commit, which every clone shares.
-pub fn project_name(root: &std::path::Path) -> Result<String, CommandError> {
-    if let Some(p) = std::env::var("BATON_PROJECT")
-        .ok()
-        .filter(|p| !p.trim().is_empty())
-    {
-        return Ok(p.trim().to_string());
-    }
-    let out = std::process::Command::new("git")
-        .args(["rev-list", "--max-parents=0", "HEAD"])
-        .current_dir(root)
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .output()
-        .map_err(|e| {
-            CommandError::new(
-                crate::error::ExitStatus::Failure,
-                format!("cannot run git: {e}"),
-            )
-        })?;
-    if is_shallow(root) {
-        return Err(CommandError::usage(
+    /// The project's name in a shared store: `BATON_PROJECT`, else `git:<root commit>`, the
+    /// repository's first commit, which every clone shares.
+    pub fn project_name(&self, root: &std::path::Path) -> Result<String, CommandError> {
+        if let Some(p) = &self.settings.project {
+            return Ok(p.clone());
+        }
+        let out = std::process::Command::new("git")
+            .args(["rev-list", "--max-parents=0", "HEAD"])
+            .current_dir(root)
+            .env("GIT_OPTIONAL_LOCKS", "0")
+            .output()
+            .map_err(|e| {
+                CommandError::new(
+                    crate::error::ExitStatus::Failure,
+                    format!("cannot run git: {e}"),
+                )
+            })?;
+        if is_shallow(root) {
+            return Err(CommandError::usage(
             "this clone is shallow: its first commit is not the repository's, so it has no name every clone shares",
         )
         .hint(
             "set BATON_PROJECT (or pass `--project`) to a name that is the same on every machine, or fetch the whole history (`git fetch --unshallow`)",
         ));
-    }
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut roots: Vec<&str> = text.lines().filter(|l| !l.is_empty()).collect();
-    roots.sort_unstable();
-    match roots.first() {
+        }
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut roots: Vec<&str> = text.lines().filter(|l| !l.is_empty()).collect();
+        roots.sort_unstable();
+        match roots.first() {
         Some(first) if out.status.success() => Ok(format!("git:{first}")),
         _ => Err(CommandError::usage(
             "the repository has no commit, so it has no name every clone shares",
@@ -276,6 +306,7 @@ pub fn project_name(root: &std::path::Path) -> Result<String, CommandError> {
         .hint(
             "set BATON_PROJECT (or pass `--project`) to a name that is the same on every machine",
         )),
+    }
     }
 }
 
@@ -300,7 +331,7 @@ fn is_shallow(root: &std::path::Path) -> bool {
 /// the session-start hook recorded that process's session. When one client runs inside another
 /// (a delegate started from a tool call), both leave their marks in the environment: the
 /// nearest agent process among this one's ancestors says whose tool call it is.
-fn client_session(dir: &std::path::Path) -> Option<String> {
+fn client_session(dir: &std::path::Path, settings: &Settings) -> Option<String> {
     let given = |s: &String| !s.is_empty() && s != "null";
     let var = |name: &str| std::env::var(name).ok().filter(given);
     // Each client that left a mark, with the session its variables name (none for a client
@@ -330,7 +361,7 @@ fn client_session(dir: &std::path::Path) -> Option<String> {
                 .find(|(c, _)| *c == client)
                 .and_then(|(_, s)| s.clone()),
             SessionSource::Recorded { .. } if marks.iter().any(|(c, _)| *c == client) => {
-                recorded_session(dir, pid)
+                recorded_session(dir, settings, pid)
             }
             SessionSource::Recorded { .. } => named(),
         },
@@ -340,9 +371,9 @@ fn client_session(dir: &std::path::Path) -> Option<String> {
 }
 
 /// The session a client's session-start hook recorded for client process `pid`.
-fn recorded_session(dir: &std::path::Path, pid: u32) -> Option<String> {
+fn recorded_session(dir: &std::path::Path, settings: &Settings, pid: u32) -> Option<String> {
     let start = baton_store::process::start_time(pid)?;
-    let layout = Layout::discover(dir, std::env::var_os("BATON_STATE_DIR")).ok()?;
+    let layout = Layout::discover(dir, settings.state_dir.clone()).ok()?;
     baton_store::sessions::session_of_process(&layout, pid, start)
 }
 

@@ -133,8 +133,8 @@ pub fn run() -> ExitCode {
         }
     };
     if let Some(url) = &cli.store {
-        // SAFETY: set before any thread is started; every later read of the store URL goes
-        // through the environment, as with BATON_STORE itself.
+        // SAFETY: set before any thread is started. The settings (`Ctx::settings`) read it as
+        // they read BATON_STORE itself, and the agent and the gates baton runs inherit it.
         unsafe { std::env::set_var("BATON_STORE", url) };
     }
     let json = cli.json;

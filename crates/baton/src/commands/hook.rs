@@ -120,7 +120,7 @@ fn hook(dir: Option<PathBuf>, args: &HookArgs) -> Result<Outcome, String> {
     });
     let mut ctx = Ctx::from_env(dir, Some(event.session_id.clone())).map_err(|e| e.message)?;
     // Outside a git repository there is no project, so nothing to keep: not an error.
-    let layout = match Layout::discover(&ctx.dir, std::env::var_os("BATON_STATE_DIR")) {
+    let layout = match Layout::discover(&ctx.dir, ctx.settings.state_dir.clone()) {
         Ok(layout) => layout,
         Err(LayoutError::NotARepo(_)) => return Ok(nothing),
         Err(e) => return Err(e.to_string()),

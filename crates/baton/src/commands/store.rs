@@ -60,7 +60,7 @@ fn project(ctx: &Ctx, args: &ProjectArgs) -> Result<String, CommandError> {
         .filter(|p| !p.is_empty())
     {
         Some(p) => Ok(p.to_string()),
-        None => baton_ops::env::project_name(&ctx.layout()?.root),
+        None => ctx.project_name(&ctx.layout()?.root),
     }
 }
 
@@ -151,11 +151,11 @@ fn cmd_export(ctx: &Ctx, args: &ProjectArgs) -> Result<Report, CommandError> {
 
 fn settings(ctx: &Ctx) -> Result<config::Settings, CommandError> {
     let root = ctx.layout().ok().map(|l| l.root);
-    let url = baton_ops::env::store_url(root.as_deref())?.ok_or_else(|| {
+    let url = ctx.store_url(root.as_deref())?.ok_or_else(|| {
         CommandError::usage("no PostgreSQL server is named")
             .hint("pass `--store postgres://USER@HOST:PORT/DB`, or set BATON_STORE to that URL")
     })?;
-    config::resolve(&url, baton_ops::env::store_surroundings()).map_err(|e| {
+    config::resolve(&url, ctx.store_surroundings()).map_err(|e| {
         CommandError::usage(e)
             .hint("a store URL reads like `postgres://user@db.internal:5432/baton`")
     })
