@@ -184,6 +184,53 @@ const NO_JSON_SNAPSHOT: &[(&str, &str)] = &[];
 struct Script {
     env: TestEnv,
     masks: Vec<(String, String)>,
+    schemas: Option<Schemas>,
+}
+
+/// `baton schema --outputs`, compiled: every object a scenario snapshots is validated against
+/// its command's schema, so that a schema and the output it describes cannot drift apart.
+struct Schemas {
+    compiled: boon::Schemas,
+    by_command: std::collections::HashMap<String, boon::SchemaIndex>,
+}
+
+/// Where the outputs document is filed for the validator (it fetches nothing).
+const OUTPUTS_URL: &str = "https://baton.invalid/schema/outputs.json";
+
+impl Schemas {
+    fn of(env: &TestEnv) -> Schemas {
+        let run = env.run(None, &at(0), &["--json", "schema", "--outputs"]);
+        run.assert_code(0);
+        let document = run.json();
+        let mut compiler = boon::Compiler::new();
+        compiler
+            .add_resource(OUTPUTS_URL, document.clone())
+            .unwrap();
+        let mut compiled = boon::Schemas::new();
+        let mut by_command = std::collections::HashMap::new();
+        for command in document["outputs"].as_object().unwrap().keys() {
+            let pointer = format!("{OUTPUTS_URL}#/outputs/{}", command.replace(' ', "%20"));
+            let index = compiler
+                .compile(&pointer, &mut compiled)
+                .unwrap_or_else(|e| panic!("the schema of `{command}` does not compile: {e:#}"));
+            by_command.insert(command.clone(), index);
+        }
+        Schemas {
+            compiled,
+            by_command,
+        }
+    }
+
+    #[track_caller]
+    fn validate(&self, command: &str, value: &serde_json::Value) {
+        let index = self
+            .by_command
+            .get(command)
+            .unwrap_or_else(|| panic!("`baton schema --outputs` has no schema for `{command}`"));
+        if let Err(e) = self.compiled.validate(value, *index) {
+            panic!("the --json of `{command}` does not match its schema:\n{e:#}\n{value:#}");
+        }
+    }
 }
 
 impl Script {
@@ -195,6 +242,7 @@ impl Script {
         let mut script = Script {
             env,
             masks: Vec::new(),
+            schemas: None,
         };
         script.mask_commits();
         script
@@ -283,6 +331,9 @@ impl Script {
     ) -> serde_json::Value {
         run.assert_code(code);
         let value = run.json();
+        self.schemas
+            .get_or_insert_with(|| Schemas::of(&self.env))
+            .validate(command, &value);
         self.mask_commits();
         self.mask_ids(&value);
         let mut name = format!("json-{}", command.replace(' ', "_"));
@@ -332,6 +383,9 @@ fn json_snapshot(env: &TestEnv, name: &str, text: &str) {
     );
     settings.add_filter(r#""(host|hostname|boot_id)": "[^"]*""#, r#""$1": "[$1]""#);
     settings.add_filter(r#""seconds": [0-9.]+"#, r#""seconds": "[SECONDS]""#);
+    // A page's size follows the lengths of the paths it names.
+    settings.add_filter(r#""bytes": \d+"#, r#""bytes": "[N]""#);
+    settings.add_filter(r"\(\d+ KB\)", "([N] KB)");
     // What the PostgreSQL server says of itself.
     settings.add_filter(
         r#""(server_now|server_version)": "[^"]*""#,
@@ -418,6 +472,16 @@ fn json_of_the_ticket_loop() {
     s.json("wait", None, two, 10, &["wait", "PROJ-1"], 0);
     s.json("wait", Some("all"), two, 30, &["wait"], 0);
     s.json("status", None, two, 30, &["status"], 0);
+    // Out of the tree, which stays clean for the resumes below.
+    let page = s.env.home().join("timeline.html").display().to_string();
+    s.json(
+        "status",
+        Some("html"),
+        two,
+        30,
+        &["status", "--html", "--out", &page],
+        0,
+    );
     s.json("log", None, two, 30, &["log", "PROJ-1"], 0);
     s.json("resume", Some("all"), two, 30, &["resume"], 0);
     s.json("resume", None, two, 30, &["resume", "PROJ-1"], 0);
@@ -889,6 +953,28 @@ fn json_of_the_commands_around_the_state() {
     s.json("init", None, None, 0, &["init", "claude"], 0);
     s.json("init", Some("again"), None, 0, &["init", "claude"], 0);
     s.json("schema", None, None, 0, &["schema"], 0);
+    s.json(
+        "schema",
+        Some("output-loop-key"),
+        None,
+        0,
+        &["schema", "--output", "loop key"],
+        0,
+    );
+    s.json(
+        "schema",
+        Some("output-unknown"),
+        None,
+        0,
+        &["schema", "--output", "loop"],
+        2,
+    );
+    // The whole document is in the source (src/commands/schema/); here it is only validated.
+    let outputs = s.env.run(None, &at(0), &["--json", "schema", "--outputs"]);
+    outputs.assert_code(0);
+    s.schemas
+        .get_or_insert_with(|| Schemas::of(&s.env))
+        .validate("schema", &outputs.json());
     s.json("completions", None, None, 0, &["completions", "bash"], 0);
     let dir = s.env.home().join("man");
     s.json(
@@ -1095,5 +1181,60 @@ fn every_command_has_a_json_snapshot() {
     assert!(
         missing.is_empty(),
         "no --json snapshot (json-<command>.snap) for: {missing:?}"
+    );
+}
+
+/// The output schemas are not vacuous: an object with a field its command does not print, a
+/// verdict no registry has, a rule id no registry has or a field of the wrong type fails.
+#[test]
+fn the_output_schemas_catch_a_drifting_output() {
+    let env = TestEnv::new();
+    let schemas = Schemas::of(&env);
+    let transition = serde_json::json!({
+        "verdict": "ok", "reasons": [], "next": null, "ticket": "PROJ-1", "key": "PROJ-1",
+        "path": "/p/.agentic/loop-state-PROJ-1.json", "status": "active", "owner": "S-one",
+        "epoch": 0, "breadcrumb": "[phase: 6 skeptic · iteration 1/5]", "changed": true,
+        "notes": [],
+    });
+    schemas.validate("loop set", &transition);
+    let fails = |command: &str, value: serde_json::Value| {
+        let index = schemas.by_command[command];
+        assert!(
+            schemas.compiled.validate(&value, index).is_err(),
+            "`{command}` accepted {value:#}"
+        );
+    };
+    let with = |key: &str, v: serde_json::Value| {
+        let mut changed = transition.clone();
+        changed[key] = v;
+        changed
+    };
+    fails("loop set", with("surprise", serde_json::json!(1)));
+    fails("loop set", with("verdict", serde_json::json!("maybe")));
+    fails("loop set", with("epoch", serde_json::json!("0")));
+    fails(
+        "loop set",
+        with(
+            "reasons",
+            serde_json::json!([{ "rule": "no.such-rule", "message": "m" }]),
+        ),
+    );
+    let mut no_owner = transition.clone();
+    no_owner.as_object_mut().unwrap().remove("owner");
+    fails("loop set", no_owner);
+    // The error object is the one alternative every command has.
+    let error = serde_json::json!({
+        "error": { "kind": "usage", "message": "m", "hints": [] },
+    });
+    for command in schemas.by_command.keys() {
+        if command == "hook" {
+            fails("hook", error.clone());
+        } else {
+            schemas.validate(command, &error);
+        }
+    }
+    fails(
+        "status",
+        serde_json::json!({ "error": { "kind": "oops", "message": "m", "hints": [] } }),
     );
 }
