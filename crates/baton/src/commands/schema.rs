@@ -93,11 +93,9 @@ pub fn outputs_document() -> Value {
     let outputs: Map<String, Value> = object(OUTPUTS, "schema/outputs.json")
         .into_iter()
         .map(|(command, schema)| {
-            // A hook fails open: it never prints an error object.
-            if command == "hook" {
-                return (command, schema);
-            }
-            let schema = match schema {
+            let mut schema = match schema {
+                // A hook fails open: it never prints an error object.
+                hook if command == "hook" => hook,
                 Value::Object(mut s) if s.contains_key("anyOf") => {
                     if let Some(Value::Array(any)) = s.get_mut("anyOf") {
                         any.push(error.clone());
@@ -106,6 +104,9 @@ pub fn outputs_document() -> Value {
                 }
                 other => json!({ "anyOf": [other, error.clone()] }),
             };
+            if let Value::Object(s) = &mut schema {
+                s.insert("title".into(), json!(format!("baton {command} --json")));
+            }
             (command, schema)
         })
         .collect();

@@ -383,6 +383,11 @@ fn json_snapshot(env: &TestEnv, name: &str, text: &str) {
     );
     settings.add_filter(r#""(host|hostname|boot_id)": "[^"]*""#, r#""$1": "[$1]""#);
     settings.add_filter(r#""seconds": [0-9.]+"#, r#""seconds": "[SECONDS]""#);
+    // The version names the commit the binary was built from, when git could tell.
+    settings.add_filter(
+        r"(baton |v)\d+\.\d+\.\d+(?: \([0-9a-f]+ \d{4}\\*-\d{2}\\*-\d{2}\))?",
+        "${1}[VERSION]",
+    );
     // A page's size follows the lengths of the paths it names.
     settings.add_filter(r#""bytes": \d+"#, r#""bytes": "[N]""#);
     settings.add_filter(r"\(\d+ KB\)", "([N] KB)");
@@ -469,6 +474,14 @@ fn json_of_the_ticket_loop() {
         ],
         0,
     );
+    s.json(
+        "loop heartbeat",
+        Some("skipped"),
+        one,
+        5,
+        &["loop", "heartbeat", "PROJ-1"],
+        0,
+    );
     s.json("wait", None, two, 10, &["wait", "PROJ-1"], 0);
     s.json("wait", Some("all"), two, 30, &["wait"], 0);
     s.json("status", None, two, 30, &["status"], 0);
@@ -535,6 +548,14 @@ fn json_of_the_ticket_loop() {
         Some("S-three"),
         40,
         &["resume", "fresh", "PROJ-2"],
+        0,
+    );
+    s.json(
+        "resume fresh",
+        Some("nothing"),
+        Some("S-three"),
+        40,
+        &["resume", "fresh", "PROJ-9"],
         0,
     );
     s.env
@@ -662,6 +683,14 @@ fn json_of_a_single_run() {
         3,
     );
     s.json("run release", None, r, 5, &["run", "release", &id], 0);
+    s.json(
+        "run heartbeat",
+        Some("skipped"),
+        r,
+        5,
+        &["run", "heartbeat", &id],
+        0,
+    );
     s.json(
         "run resume",
         None,
@@ -844,6 +873,14 @@ fn json_of_a_plan_ledger() {
     );
     s.json("ledger commit", None, l, 9, &["ledger", "commit", plan], 0);
     s.json(
+        "ledger commit",
+        Some("nothing"),
+        l,
+        9,
+        &["ledger", "commit", plan],
+        0,
+    );
+    s.json(
         "ledger died",
         None,
         l,
@@ -937,6 +974,14 @@ fn json_of_the_feature() {
     );
     s.json("continue", None, f, 30, &["continue"], 0);
     s.json(
+        "continue review-needed",
+        Some("clear"),
+        f,
+        30,
+        &["continue", "review-needed", "--clear"],
+        0,
+    );
+    s.json(
         "continue",
         Some("set-resume-point"),
         f,
@@ -957,10 +1002,15 @@ fn json_of_the_commands_around_the_state() {
         .split(':')
         .filter(|dir| !std::path::Path::new(dir).join("baton").exists())
         .collect();
-    for case in [None, Some("again")] {
+    for (case, extra) in [
+        (None, None),
+        (Some("again"), None),
+        (Some("remove"), Some("--remove")),
+    ] {
         let mut init = s.env.command(None, &at(0));
         init.env("PATH", path.join(":"))
-            .args(["--json", "init", "claude"]);
+            .args(["--json", "init", "claude"])
+            .args(extra);
         let run = crate::common::to_run(init.output().unwrap());
         s.env.sync();
         s.record("init", case, &run, 0);
@@ -999,6 +1049,17 @@ fn json_of_the_commands_around_the_state() {
         0,
     );
     s.json("demo", None, None, 0, &["demo"], 0);
+    s.json("man", Some("page"), None, 0, &["man"], 0);
+    // Nothing in the project yet.
+    s.json("wait", Some("nothing"), Some("S-x"), 0, &["wait"], 0);
+    s.json(
+        "pause",
+        Some("no-mark"),
+        Some("S-x"),
+        0,
+        &["pause", "--clear"],
+        0,
+    );
 }
 
 /// The stand-in for Claude Code that `supervise` runs (as tests/cli/supervise.rs has it, cut
@@ -1190,6 +1251,22 @@ fn every_command_has_a_json_snapshot() {
         commands.len() > 50,
         "only {} commands found",
         commands.len()
+    );
+    // `baton schema --outputs` describes exactly these commands.
+    let document = env.run(None, &at(0), &["--json", "schema", "--outputs"]);
+    document.assert_code(0);
+    let mut described: Vec<String> = document.json()["outputs"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    described.sort();
+    let mut walked = commands.clone();
+    walked.sort();
+    assert_eq!(
+        described, walked,
+        "`baton schema --outputs` and the help name different commands"
     );
     assert!(
         missing.is_empty(),
