@@ -1328,3 +1328,35 @@ fn the_output_schemas_catch_a_drifting_output() {
         serde_json::json!({ "error": { "kind": "oops", "message": "m", "hints": [] } }),
     );
 }
+
+/// `baton schema --output <COMMAND>` stands alone: every definition it refers to is in it, and
+/// it accepts what the same schema in the whole document accepts.
+#[test]
+fn each_output_schema_stands_alone() {
+    let env = TestEnv::new();
+    let whole = Schemas::of(&env);
+    let error = serde_json::json!({ "error": { "kind": "refused", "message": "m", "hints": [] } });
+    for command in whole.by_command.keys() {
+        let run = env.run(None, &at(0), &["--json", "schema", "--output", command]);
+        run.assert_code(0);
+        let url = format!(
+            "https://baton.invalid/schema/{}.json",
+            command.replace(' ', "-")
+        );
+        let mut compiler = boon::Compiler::new();
+        compiler.add_resource(&url, run.json()).unwrap();
+        let mut alone = boon::Schemas::new();
+        let index = compiler
+            .compile(&url, &mut alone)
+            .unwrap_or_else(|e| panic!("`schema --output {command}` does not compile: {e:#}"));
+        let expected = whole
+            .compiled
+            .validate(&error, whole.by_command[command])
+            .is_ok();
+        assert_eq!(
+            alone.validate(&error, index).is_ok(),
+            expected,
+            "`schema --output {command}` and `schema --outputs` disagree"
+        );
+    }
+}
