@@ -46,7 +46,7 @@ enum Store {
         project: String,
         store: baton_store::PgStore,
         /// The project's whole content at once, for `snapshot` and `archived`.
-        records: baton_store::pg::records::Records,
+        records: Box<baton_store::pg::records::Records>,
     },
 }
 
@@ -113,8 +113,12 @@ impl Store {
         let host = "test";
         let db = pg::backend::Db::open(&url, &pg::config::Process, project, host).unwrap();
         let settings = pg::config::resolve(&url, &pg::config::Process).unwrap();
-        let records =
-            pg::records::Records::new(pg::connect(&settings).unwrap(), settings, project, host);
+        let records = Box::new(pg::records::Records::new(
+            pg::connect(&settings).unwrap(),
+            settings,
+            project,
+            host,
+        ));
         Store::Postgres {
             url,
             project: project.to_string(),
