@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::common::{TestEnv, at, rules, to_run};
+use crate::common::{TestEnv, at, rules, run_key, to_run};
 
 const PLAN: &str = "docs/plan.md";
 
@@ -64,7 +64,7 @@ fn new_run(env: &TestEnv, minute: i64) -> String {
 fn decorated_repeated_and_linked_project_headings_are_read_and_a_rewritten_scope_never_ratified() {
     let env = project("# Plan\n\n1. Edit src/run.rs.\n", 30);
     let id = new_run(&env, -30);
-    let run = env.read_json(&env.state_dir().join(format!("runs/{id}.json")));
+    let run = env.read_run(&id);
     let sections = run["alignment"]["sections"].as_array().unwrap();
     assert!(
         sections.iter().all(|s| s["sha256"].is_string()),
@@ -168,7 +168,7 @@ fn all_four_checks_report_and_the_strictest_decides() {
 fn a_moved_checkout_keeps_its_plan() {
     let env = project("# Plan\n\n1. Edit src/run.rs.\n", 30);
     let id = new_run(&env, -30);
-    let run = env.read_json(&env.state_dir().join(format!("runs/{id}.json")));
+    let run = env.read_run(&id);
     assert_eq!(run["plan"]["path"], PLAN, "{run}");
     let moved = env.repo.parent().unwrap().join("moved");
     let status = std::process::Command::new("cp")
@@ -366,16 +366,12 @@ fn an_import_whose_file_names_another_run_is_refused() {
     let out = to_run(cmd.output().unwrap());
     out.assert_code(2);
     assert!(out.stderr.contains("ffffffffffffffff"), "{}", out.stderr);
-    assert!(
-        !env.state_dir()
-            .join("runs")
-            .join(format!("{IMPORT_ID}.json"))
-            .exists()
-    );
+    assert!(!env.has_record(&run_key(IMPORT_ID)));
 }
 
 #[test]
 fn baton_state_stays_out_of_the_users_commits() {
+    crate::files_only!("the state directory's ignore file");
     let env = project("# Plan\n", 30);
     let id = new_run(&env, -30);
     env.git(&["add", "-A"]);
@@ -426,7 +422,7 @@ fn prune_dry_run_says_what_it_would_do_and_help_names_both_choices() {
         out.stdout
     );
     assert!(out.stdout.contains("would be removed"), "{}", out.stdout);
-    assert!(env.state_dir().join(format!("runs/{id}.json")).exists());
+    assert!(env.has_record(&run_key(&id)));
 
     env.baton("A", 0, &["ledger", "init", "plans/x"]);
     let out = env.baton(
@@ -502,7 +498,7 @@ fn naming_the_holders_public_pid_does_not_make_another_session_the_holder() {
     let out = to_run(out);
     out.assert_code(3);
     assert_eq!(out.json()["verdict"], "blocked");
-    let run = env.read_json(&env.state_dir().join(format!("runs/{id}.json")));
+    let run = env.read_run(&id);
     assert_eq!(run["lease"]["session"], "A", "{run}");
     // The holder itself goes on.
     env.baton(
@@ -640,6 +636,7 @@ fn names_that_would_forge_lines_are_refused_or_escaped() {
 
 #[test]
 fn baton_files_in_an_existing_state_directory_stay_out_of_commits_too() {
+    crate::files_only!("the state directory's ignore file, and a run's file forced into the index");
     let env = project("# Plan\n", 30);
     // A directory another tool (or an earlier baton) made, with no ignore file.
     std::fs::create_dir_all(env.state_dir().join("locks")).unwrap();

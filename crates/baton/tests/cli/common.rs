@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use baton_store::{Expect, JournalTarget, RecordKey, StateStore};
 use serde_json::Value;
 
 pub const T0: &str = "2026-03-01T12:00:00Z";
@@ -31,25 +32,22 @@ pub struct TestEnv {
     _dir: tempfile::TempDir,
     pub repo: PathBuf,
     home: PathBuf,
-    /// Under `BATON_TEST_STORE`, the PostgreSQL project every run of this environment uses.
-    mirror: Option<Mirror>,
+    /// The store every run of this environment uses, and the test reads and writes through.
+    store: Store,
 }
 
-/// The suite against PostgreSQL: with `BATON_TEST_STORE=postgres://…` every `baton` run keeps
-/// its state on that server, in a project of its own. The tests go on reading and writing
-/// files: before each run, state files the test changed replace the project's records, and
-/// the files are taken away, so that the run finds its state on the server alone; after it
-/// (and before the test reads a file), the records are written back as files. What is compared
-/// is the bytes of every document, journal and archived file, so a run sees exactly what the
-/// test wrote and the test exactly what the run wrote.
-struct Mirror {
-    url: String,
-    project: String,
-    records: baton_store::pg::records::Records,
-    /// What the files and the server last agreed on.
-    last: std::cell::RefCell<baton_store::pg::transfer::Moved>,
-    /// The state files are away while runs use the server.
-    away: std::cell::Cell<bool>,
+/// The store the suite runs against: `BATON_TEST_STORE=postgres://…` names a PostgreSQL
+/// server, where each environment is a project of its own; without it, the files under
+/// `.agentic/`. Every `baton` run gets the same store as `BATON_STORE` and `BATON_PROJECT`.
+enum Store {
+    Files(baton_store::FileStore),
+    Postgres {
+        url: String,
+        project: String,
+        store: baton_store::PgStore,
+        /// The project's whole content at once, for `snapshot` and `archived`.
+        records: Box<baton_store::pg::records::Records>,
+    },
 }
 
 /// The server the suite runs against, when it does.
@@ -92,125 +90,47 @@ pub fn named(file: &str) -> String {
     }
 }
 
-impl Mirror {
-    fn new(project: &str) -> Option<Mirror> {
+/// A loop's record.
+pub fn loop_key(key: &str) -> RecordKey {
+    RecordKey::Loop(key.to_string())
+}
+
+/// A run's record.
+pub fn run_key(id: &str) -> RecordKey {
+    RecordKey::Run(baton_core::run_id::RunId::parse(id).expect("a run id"))
+}
+
+impl Store {
+    fn open(repo: &Path, project: &str) -> Store {
+        let layout = baton_store::Layout {
+            root: repo.to_path_buf(),
+            state_dir: repo.join(".agentic"),
+        };
+        let Ok(url) = std::env::var("BATON_TEST_STORE") else {
+            return Store::Files(baton_store::FileStore::new(layout));
+        };
         use baton_store::pg;
-        let url = std::env::var("BATON_TEST_STORE").ok()?;
+        let host = "test";
+        let db = pg::backend::Db::open(&url, &pg::config::Process, project, host).unwrap();
         let settings = pg::config::resolve(&url, &pg::config::Process).unwrap();
-        let client = pg::connect(&settings).unwrap();
-        Some(Mirror {
+        let records = Box::new(pg::records::Records::new(
+            pg::connect(&settings).unwrap(),
+            settings,
+            project,
+            host,
+        ));
+        Store::Postgres {
             url,
             project: project.to_string(),
-            records: pg::records::Records::new(client, settings, project, "test"),
-            last: Default::default(),
-            away: Default::default(),
-        })
-    }
-
-    fn layout(state_dir: &Path) -> baton_store::layout::Layout {
-        baton_store::layout::Layout {
-            root: state_dir.parent().unwrap().to_path_buf(),
-            state_dir: state_dir.to_path_buf(),
+            store: baton_store::PgStore::new(layout, std::rc::Rc::new(db)),
+            records,
         }
     }
 
-    /// State files changed since the last agreement replace the project's records; then the
-    /// files are taken away.
-    fn files_to_server(&self, state_dir: &Path) {
-        use baton_store::pg::transfer;
-        if self.away.get() {
-            return;
-        }
-        let files = transfer::collect(&Self::layout(state_dir)).unwrap();
-        if files != *self.last.borrow() {
-            self.records
-                .in_transaction(|tx, project, _| {
-                    for table in ["baton_state", "baton_journal", "baton_archive"] {
-                        tx.execute(
-                            &format!("DELETE FROM {table} WHERE project = $1"),
-                            &[&project],
-                        )?;
-                    }
-                    Ok(())
-                })
-                .unwrap();
-            assert_eq!(
-                transfer::import(&self.records, &files, &mut |_, _| {}).unwrap(),
-                None
-            );
-            *self.last.borrow_mut() = files;
-        }
-        remove_state_files(state_dir);
-        self.away.set(true);
-    }
-
-    /// The project's records written back as the state files.
-    fn server_to_files(&self, state_dir: &Path) {
-        use baton_store::pg::transfer;
-        let held = transfer::fetch(&self.records).unwrap();
-        if !self.away.get() && held == *self.last.borrow() {
-            return;
-        }
-        remove_state_files(state_dir);
-        // Nothing held writes nothing, not even the state directory.
-        if !held.is_empty() {
-            write_state_files(&Self::layout(state_dir), &held);
-        }
-        *self.last.borrow_mut() = held;
-        self.away.set(false);
-    }
-}
-
-/// What `baton store export` writes, without its fsyncs (a test's files need not survive a
-/// power cut, and the suite writes them after every run).
-fn write_state_files(
-    layout: &baton_store::layout::Layout,
-    held: &baton_store::pg::transfer::Moved,
-) {
-    use baton_store::pg::records::Kind;
-    layout.ensure_state_dir().unwrap();
-    layout.ensure_ignore_file().unwrap();
-    let write = |rel: String, text: &str| {
-        let path = layout.state_dir.join(rel);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    };
-    for (kind, key, doc) in &held.state {
-        let rel = match kind {
-            Kind::Loop => format!("loop-state-{key}.json"),
-            Kind::LegacyLoop => "loop-state.json".into(),
-            Kind::Batch => "batch-state.json".into(),
-            Kind::Pause => "pause.json".into(),
-            Kind::Run => format!("runs/{key}.json"),
-        };
-        write(rel, doc);
-    }
-    for (target, lines) in &held.journals {
-        let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
-        write(format!("journal/{target}.jsonl"), &body);
-    }
-    for (name, doc) in &held.archive {
-        write(format!("archive/{name}"), doc);
-    }
-}
-
-/// The files `baton store import` moves: loops, the batch, the pause marks, runs, journals
-/// and the archive.
-fn remove_state_files(state_dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(state_dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let path = entry.path();
-        if ["runs", "journal", "archive"].contains(&name.as_str()) {
-            std::fs::remove_dir_all(&path).unwrap();
-        } else if name == "loop-state.json"
-            || name == "batch-state.json"
-            || name == "pause.json"
-            || baton_core::key::key_from_file_name(&name).is_some()
-        {
-            std::fs::remove_file(&path).unwrap();
+    fn get(&self) -> &dyn StateStore {
+        match self {
+            Store::Files(store) => store,
+            Store::Postgres { store, .. } => store,
         }
     }
 }
@@ -253,12 +173,18 @@ impl TestEnv {
         let home = dir.path().join("home");
         std::fs::create_dir_all(&repo).unwrap();
         std::fs::create_dir_all(&home).unwrap();
-        let mirror = Mirror::new(&dir.path().file_name().unwrap().to_string_lossy());
+        let project = dir
+            .path()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let store = Store::open(&repo, &project);
         let env = TestEnv {
             _dir: dir,
             repo,
             home,
-            mirror,
+            store,
         };
         env.git(&["init", "--quiet", "--initial-branch=main"]);
         env.write("README.md", "# test project\n");
@@ -286,10 +212,8 @@ impl TestEnv {
     pub fn command(&self, session: Option<&str>, now: &str) -> Command {
         let mut cmd = self.base_command(env!("CARGO_BIN_EXE_baton"));
         cmd.env("BATON_NOW", now);
-        if let Some(mirror) = &self.mirror {
-            mirror.files_to_server(&self.state_dir());
-            cmd.env("BATON_STORE", &mirror.url)
-                .env("BATON_PROJECT", &mirror.project);
+        if let Store::Postgres { url, project, .. } = &self.store {
+            cmd.env("BATON_STORE", url).env("BATON_PROJECT", project);
         }
         if let Some(session) = session {
             cmd.env("BATON_SESSION", session);
@@ -299,7 +223,6 @@ impl TestEnv {
 
     pub fn run(&self, session: Option<&str>, now: &str, args: &[&str]) -> Run {
         let out = self.command(session, now).args(args).output().unwrap();
-        self.sync();
         to_run(out)
     }
 
@@ -362,30 +285,114 @@ impl TestEnv {
         self.repo.join(".agentic")
     }
 
-    /// Under `BATON_TEST_STORE`, brings the state files up to what the server holds; called
-    /// after every run and before every read of a state file.
-    pub fn sync(&self) {
-        if let Some(mirror) = &self.mirror {
-            mirror.server_to_files(&self.state_dir());
-        }
+    /// The store the runs of this environment use.
+    pub fn store(&self) -> &dyn StateStore {
+        self.store.get()
     }
 
+    /// A record's bytes, as the store holds them.
+    pub fn record_bytes(&self, key: &RecordKey) -> Option<Vec<u8>> {
+        self.store().read_raw(key).unwrap().map(|raw| raw.bytes)
+    }
+
+    /// A record as JSON; `None` when there is none.
+    pub fn record(&self, key: &RecordKey) -> Option<Value> {
+        let bytes = self.record_bytes(key)?;
+        Some(serde_json::from_slice(&bytes).unwrap())
+    }
+
+    pub fn has_record(&self, key: &RecordKey) -> bool {
+        self.store().contains(key).unwrap()
+    }
+
+    /// Replaces a record (or creates it) with `bytes`, whatever it holds now.
+    pub fn set_record_bytes(&self, key: &RecordKey, bytes: &[u8]) {
+        if let Store::Files(files) = &self.store {
+            std::fs::create_dir_all(&files.layout.state_dir).unwrap();
+        }
+        let store = self.store();
+        let now = store.read_raw(key).unwrap().map(|raw| raw.revision);
+        let expect = now.map_or(Expect::Absent, Expect::Revision);
+        store.write_raw(key, bytes, &expect).unwrap();
+    }
+
+    /// Replaces a record (or creates it) with `value`, pretty-printed.
+    pub fn set_record(&self, key: &RecordKey, value: &Value) {
+        self.set_record_bytes(key, &serde_json::to_vec_pretty(value).unwrap());
+    }
+
+    /// The loop `key`; it must exist.
+    #[track_caller]
+    pub fn read_loop(&self, key: &str) -> Value {
+        self.record(&loop_key(key))
+            .unwrap_or_else(|| panic!("no loop {key}"))
+    }
+
+    pub fn write_loop(&self, key: &str, value: &Value) {
+        self.set_record(&loop_key(key), value);
+    }
+
+    pub fn has_loop(&self, key: &str) -> bool {
+        self.has_record(&loop_key(key))
+    }
+
+    /// The run `id`; it must exist.
+    #[track_caller]
+    pub fn read_run(&self, id: &str) -> Value {
+        self.record(&run_key(id))
+            .unwrap_or_else(|| panic!("no run {id}"))
+    }
+
+    pub fn write_run(&self, id: &str, value: &Value) {
+        self.set_record(&run_key(id), value);
+    }
+
+    /// The batch; it must exist.
+    #[track_caller]
+    pub fn read_batch(&self) -> Value {
+        self.record(&RecordKey::Batch).expect("no batch")
+    }
+
+    pub fn write_batch(&self, value: &Value) {
+        self.set_record(&RecordKey::Batch, value);
+    }
+
+    /// The single-file loop state of older installs (`loop-state.json`).
+    pub fn write_legacy_loop(&self, value: &Value) {
+        self.set_record(&RecordKey::LegacyLoop, value);
+    }
+
+    /// A journal's events, oldest first.
+    pub fn journal(&self, target: JournalTarget) -> Vec<Value> {
+        self.store().read_journal(target).unwrap().events
+    }
+
+    /// The names of the archived records (`loop-state-PROJ-1.<stamp>.json`), sorted.
+    pub fn archived(&self) -> Vec<String> {
+        let mut names: Vec<String> = match &self.store {
+            Store::Files(files) => match std::fs::read_dir(files.layout.archive_dir()) {
+                Ok(entries) => entries
+                    .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .collect(),
+                Err(_) => Vec::new(),
+            },
+            Store::Postgres { records, .. } => {
+                let held = baton_store::pg::transfer::fetch(records).unwrap();
+                held.archive.into_iter().map(|(name, _)| name).collect()
+            }
+        };
+        names.sort();
+        names
+    }
+
+    /// The file of a loop, for the tests of the file store itself.
     pub fn loop_file(&self, key: &str) -> PathBuf {
         self.state_dir().join(format!("loop-state-{key}.json"))
     }
 
-    pub fn read_json(&self, path: &Path) -> Value {
-        self.sync();
-        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
-    }
-
-    pub fn write_json(&self, path: &Path, value: &Value) {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, serde_json::to_vec_pretty(value).unwrap()).unwrap();
-    }
-
-    /// Every file under the state directory with its bytes, to prove a command changed nothing.
-    /// The lock sidecars under `locks/` and the `.gitignore` are left out: they are created on
+    /// Every file under the state directory with its bytes and, on a server, every record,
+    /// journal and archived record of the project, to prove a command changed nothing. The
+    /// lock sidecars under `locks/` and the `.gitignore` are left out: they are created on
     /// first use and hold no state (a sidecar holds only the pid of its last holder).
     pub fn snapshot(&self) -> Vec<(PathBuf, Vec<u8>)> {
         fn walk(dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
@@ -416,9 +423,24 @@ impl TestEnv {
                 }
             }
         }
-        self.sync();
         let mut out = Vec::new();
         walk(&self.state_dir(), &mut out);
+        // On a server, its records too, named as messages name them.
+        if let Store::Postgres { records, .. } = &self.store {
+            let held = baton_store::pg::transfer::fetch(records).unwrap();
+            for (kind, key, doc) in held.state {
+                out.push((format!("#{}/{key}", kind.as_str()).into(), doc.into_bytes()));
+            }
+            for (target, lines) in held.journals {
+                out.push((
+                    format!("#journal/{target}").into(),
+                    lines.join("\n").into_bytes(),
+                ));
+            }
+            for (name, doc) in held.archive {
+                out.push((format!("#archive/{name}").into(), doc.into_bytes()));
+            }
+        }
         out.sort();
         out
     }

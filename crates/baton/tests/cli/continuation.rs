@@ -191,8 +191,8 @@ fn the_packet_stays_under_ten_thousand_characters_with_a_thousand_loops_most_urg
     // (so not covered by it: a crash, more urgent than any pause).
     for n in 0..1000 {
         let key = format!("PROJ-{n:04}");
-        env.write_json(
-            &env.loop_file(&key),
+        env.write_loop(
+            &key,
             &json!({
                 "schema_version": 1, "session_id": "A", "ticket_id": key, "loop_key": key,
                 "status": "active", "last_phase": "qa", "last_phase_action": "spawned",
@@ -201,8 +201,8 @@ fn the_packet_stays_under_ten_thousand_characters_with_a_thousand_loops_most_urg
             }),
         );
     }
-    env.write_json(
-        &env.loop_file("ZZZ-LATE"),
+    env.write_loop(
+        "ZZZ-LATE",
         &json!({
             "schema_version": 1, "session_id": "A", "ticket_id": "ZZZ-LATE", "loop_key": "ZZZ-LATE",
             "status": "active", "last_phase": "skeptic", "last_phase_action": "spawned",
@@ -406,8 +406,8 @@ fn status_is_one_table_of_everything_within_eighty_columns_without_colour_when_p
 #[test]
 fn the_packets_accept_and_decline_commands_are_taken_by_the_gate() {
     let env = TestEnv::new();
-    env.write_json(
-        &env.loop_file("PROJ-1"),
+    env.write_loop(
+        "PROJ-1",
         &json!({
             "schema_version": 1, "session_id": null, "ticket_id": "PROJ-1", "loop_key": "PROJ-1",
             "status": "interrupted", "interrupt_reason": "unknown",

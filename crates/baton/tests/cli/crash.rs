@@ -15,7 +15,10 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{TestEnv, at};
+use baton_core::run_id::RunId;
+use baton_store::JournalTarget;
+
+use crate::common::{TestEnv, at, loop_key, run_key};
 
 const TICKET: &str = "PROJ-1";
 /// Kills land after a delay drawn uniformly from 0 to this many microseconds.
@@ -143,22 +146,24 @@ fn check_journal(path: &Path, bytes: &[u8]) -> Result<(), String> {
 }
 
 /// The iteration the last whole event of a loop's journal moved the loop to.
-fn journal_iteration(path: &Path) -> Option<u64> {
-    let text = std::fs::read_to_string(path).ok()?;
-    text.lines()
+fn journal_iteration(env: &TestEnv) -> Option<u64> {
+    env.journal(JournalTarget::Loop(TICKET))
+        .iter()
         .rev()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .find_map(|e| e["to"]["iteration"].as_u64())
 }
 
-/// `loop_state.iteration` of a loop file the checker has already passed.
-fn iteration_on_disk(path: &Path) -> Result<u64, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let value: serde_json::Value = serde_json::from_slice(&bytes)
-        .map_err(|e| format!("{} is not valid JSON: {e}", path.display()))?;
+/// `loop_state.iteration` of the loop's record, which the checker has already passed.
+fn iteration_on_disk(env: &TestEnv) -> Result<u64, String> {
+    let key = loop_key(TICKET);
+    let bytes = env
+        .record_bytes(&key)
+        .ok_or_else(|| format!("no record {key:?}"))?;
+    let value: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|e| format!("{key:?} is not valid JSON: {e}"))?;
     value["loop_state"]["iteration"]
         .as_u64()
-        .ok_or_else(|| format!("{} has no loop_state.iteration: {value}", path.display()))
+        .ok_or_else(|| format!("{key:?} has no loop_state.iteration: {value}"))
 }
 
 /// Sends SIGKILL to a child that has not been waited for yet, so its pid cannot have been reused
@@ -232,7 +237,6 @@ fn kill_writes(env: &TestEnv, label: &str, writer: &Writer) -> Tally {
         }
         let stderr = child.stderr.take();
         let status = child.wait().unwrap();
-        env.sync();
         let stderr = stderr
             .map(|mut s| {
                 let mut text = String::new();
@@ -294,16 +298,17 @@ fn kill_writes(env: &TestEnv, label: &str, writer: &Writer) -> Tally {
         .args((writer.args)(n))
         .output()
         .unwrap();
-    env.sync();
     assert!(
         last.status.success(),
         "{label}: the write after the kills failed (seed {seed})"
     );
     assert_eq!((writer.on_disk)(), Ok(n), "{label}: seed {seed}");
-    tally.temp_files_left = std::fs::read_dir(&state_dir)
-        .unwrap()
-        .filter(|e| is_temp_file(&e.as_ref().unwrap().file_name().to_string_lossy()))
-        .count();
+    // On a server, nothing of the state is in the directory.
+    tally.temp_files_left = std::fs::read_dir(&state_dir).map_or(0, |entries| {
+        entries
+            .filter(|e| is_temp_file(&e.as_ref().unwrap().file_name().to_string_lossy()))
+            .count()
+    });
     eprintln!(
         "{label}: {tally:?} in {:.1}s",
         started.elapsed().as_secs_f64()
@@ -316,11 +321,6 @@ fn sigkill_during_loop_transitions_never_tears_a_file_or_loses_an_acknowledged_o
     let env = TestEnv::new();
     env.baton("owner", 0, &["loop", "init", TICKET])
         .assert_code(0);
-    let loop_file = env.loop_file(TICKET);
-    let journal = env
-        .state_dir()
-        .join("journal")
-        .join(format!("loop-{TICKET}.jsonl"));
     kill_writes(
         &env,
         "crash harness (loop set)",
@@ -342,9 +342,9 @@ fn sigkill_during_loop_transitions_never_tears_a_file_or_loses_an_acknowledged_o
                 .chain([n.to_string()])
                 .collect()
             },
-            on_disk: &|| iteration_on_disk(&loop_file),
+            on_disk: &|| iteration_on_disk(&env),
             // The event is appended under the same lock, before the command reports success.
-            acknowledged: &|n| match journal_iteration(&journal) {
+            acknowledged: &|n| match journal_iteration(&env) {
                 Some(last) if last == n => Ok(()),
                 last => Err(format!(
                     "exited 0, but the journal's last transition is to iteration {last:?}: its event is lost"
@@ -362,11 +362,7 @@ fn sigkill_during_run_records_never_tears_a_file_or_loses_an_acknowledged_one() 
     let out = env.baton("owner", 0, &["--json", "run", "new"]);
     out.assert_code(0);
     let id = out.json()["run_id"].as_str().unwrap().to_string();
-    let run_file = env.state_dir().join("runs").join(format!("{id}.json"));
-    let journal = env
-        .state_dir()
-        .join("journal")
-        .join(format!("run-{id}.jsonl"));
+    let run_id = RunId::parse(&id).unwrap();
     let last_worker = |bytes: &[u8]| -> Result<u64, String> {
         let text = String::from_utf8_lossy(bytes);
         Ok(text
@@ -393,13 +389,15 @@ fn sigkill_during_run_records_never_tears_a_file_or_loses_an_acknowledged_one() 
                     .collect()
             },
             on_disk: &|| {
-                let bytes = std::fs::read(&run_file)
-                    .map_err(|e| format!("cannot read {}: {e}", run_file.display()))?;
+                let bytes = env
+                    .record_bytes(&run_key(&id))
+                    .ok_or_else(|| format!("no run {id}"))?;
                 last_worker(&bytes)
             },
             acknowledged: &|n| {
-                let bytes = std::fs::read(&journal).unwrap_or_default();
-                match last_worker(&bytes)? {
+                let events = env.journal(JournalTarget::Run(&run_id));
+                let text: Vec<String> = events.iter().map(|e| e.to_string()).collect();
+                match last_worker(text.join("\n").as_bytes())? {
                     last if last == n => Ok(()),
                     last => Err(format!(
                         "exited 0, but the journal's last recorded agent is worker-{last}: its event is lost"

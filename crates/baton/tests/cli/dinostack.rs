@@ -78,15 +78,11 @@ fn dinostack_batch(session: Option<&str>, status: &str, minute: i64) -> Value {
     })
 }
 
-fn batch_file(env: &TestEnv) -> std::path::PathBuf {
-    env.state_dir().join("batch-state.json")
-}
-
 #[test]
 fn a_batch_state_as_dinostack_writes_it_loads_and_keeps_its_shape() {
     let env = TestEnv::new();
     let original = dinostack_batch(Some("A"), "active", 0);
-    env.write_json(&batch_file(&env), &original);
+    env.write_batch(&original);
 
     let show = env.baton("A", 1, &["--json", "batch", "show"]);
     show.assert_code(0);
@@ -112,7 +108,7 @@ fn a_batch_state_as_dinostack_writes_it_loads_and_keeps_its_shape() {
         ],
     )
     .assert_code(0);
-    let after = env.read_json(&batch_file(&env));
+    let after = env.read_batch();
     // Every field the originating schema has survives, with its value where baton did not
     // change it.
     for key in [
@@ -153,7 +149,7 @@ fn baton_writes_only_the_originating_status_enums() {
     let env = TestEnv::new();
     env.baton("A", 0, &["batch", "start", "ABC-1", "ABC-2"])
         .assert_code(0);
-    let batch = env.read_json(&batch_file(&env));
+    let batch = env.read_batch();
     assert_eq!(batch["status"], "active");
     assert_eq!(batch["wallclock_started_at"], at(0));
     assert_eq!(batch["interrupt_reason"], Value::Null);
@@ -176,7 +172,7 @@ fn baton_writes_only_the_originating_status_enums() {
         .assert_code(2);
     env.baton("A", 2, &["batch", "finish", "--status", "stalled"])
         .assert_code(0);
-    assert_eq!(env.read_json(&batch_file(&env))["status"], "stalled");
+    assert_eq!(env.read_batch()["status"], "stalled");
 
     // Findings are objects with a status, as the originating findings_log holds them.
     env.baton("A", 3, &["loop", "init", "ABC-3"]).assert_code(0);
@@ -196,7 +192,7 @@ fn baton_writes_only_the_originating_status_enums() {
         ],
     )
     .assert_code(0);
-    let findings = &env.read_json(&env.loop_file("ABC-3"))["loop_state"]["findings_log"];
+    let findings = &env.read_loop("ABC-3")["loop_state"]["findings_log"];
     assert_eq!(
         findings[0],
         json!({"id": "null-deref-in-user-service", "title": "Null deref in user service",
@@ -218,7 +214,7 @@ fn baton_writes_only_the_originating_status_enums() {
         ],
     )
     .assert_code(0);
-    let state = env.read_json(&env.loop_file("ABC-3"));
+    let state = env.read_loop("ABC-3");
     assert_eq!(
         state["loop_state"]["findings_log"][0]["status"],
         "addressed"
@@ -237,20 +233,17 @@ fn loop_state_phase_names_the_loop_and_a_qa_fix_pass_stays_6b() {
         "{}",
         out.stdout
     );
-    let state = env.read_json(&env.loop_file("ABC-1"));
+    let state = env.read_loop("ABC-1");
     assert_eq!(state["last_phase"], "engineer");
     assert_eq!(state["loop_state"]["phase"], "qa");
     env.set_phase("A", 2, "ABC-1", "quality_gate", "engineer_spawned")
         .assert_code(0);
-    let state = env.read_json(&env.loop_file("ABC-1"));
+    let state = env.read_loop("ABC-1");
     assert_eq!(state["last_phase"], "quality_gate");
     assert_eq!(state["loop_state"]["phase"], "qa");
     env.set_phase("A", 3, "ABC-1", "ci_loop", "ci_poll_pending")
         .assert_code(0);
-    assert_eq!(
-        env.read_json(&env.loop_file("ABC-1"))["loop_state"]["phase"],
-        "qa"
-    );
+    assert_eq!(env.read_loop("ABC-1")["loop_state"]["phase"], "qa");
 }
 
 /// A repository whose `origin` is a bare clone, with `origin/HEAD` pointing at `main`.
@@ -274,7 +267,7 @@ fn base_branch_is_recorded_as_a_branch_name_and_compared_with_origin() {
     with_origin(&env);
     env.git(&["switch", "--quiet", "-c", "abc-1"]);
     env.baton("A", 0, &["loop", "init", "ABC-1"]).assert_code(0);
-    let state = env.read_json(&env.loop_file("ABC-1"));
+    let state = env.read_loop("ABC-1");
     assert_eq!(state["base_branch"], "main", "never origin/main");
     assert_eq!(state["branch"], "abc-1");
 
@@ -305,7 +298,7 @@ fn liveness_in_updated_at_is_read_as_written() {
     let mut state = dinostack_loop("A", "active", "skeptic", "spawned", 0);
     state.as_object_mut().unwrap().remove("last_updated");
     state["updated_at"] = json!(at(8));
-    env.write_json(&env.loop_file("ABC-123"), &state);
+    env.write_loop("ABC-123", &state);
 
     let out = env.baton("B", 10, &["--json", "resume", "ABC-123"]);
     out.assert_code(0);
@@ -315,14 +308,14 @@ fn liveness_in_updated_at_is_read_as_written() {
 
     // The newer of the two wins, whichever it is.
     state["last_updated"] = json!(at(2));
-    env.write_json(&env.loop_file("ABC-123"), &state);
+    env.write_loop("ABC-123", &state);
     let out = env.baton("B", 10, &["--json", "resume", "ABC-123"]);
     assert_eq!(out.json()["verdict"], "live");
 
     // The owner's writes keep both fields in step.
     env.set_phase("A", 11, "ABC-123", "skeptic", "returned")
         .assert_code(0);
-    let after = env.read_json(&env.loop_file("ABC-123"));
+    let after = env.read_loop("ABC-123");
     assert_eq!(
         (&after["last_updated"], &after["updated_at"]),
         (&json!(at(11)), &json!(at(11)))
@@ -358,7 +351,7 @@ fn every_row_of_the_resume_entry_table_has_its_mode() {
     for (phase, action, mode) in rows {
         let mut state = dinostack_loop("A", "active", phase, action, 0);
         stop_hook_interrupt(&mut state, 1);
-        env.write_json(&env.loop_file("ABC-123"), &state);
+        env.write_loop("ABC-123", &state);
         let out = env.baton("B", 5, &["--json", "resume", "ABC-123"]);
         out.assert_code(0);
         let v = out.json();

@@ -304,7 +304,6 @@ fn status_is_coloured_only_when_asked_or_on_a_terminal() {
             cmd.env("NO_COLOR", v);
         }
         let run = to_run(cmd.args(args).output().unwrap());
-        env.sync();
         run.assert_code(0);
         assert!(run.stdout.contains("PROJ-1"), "{}", run.stdout);
         run.stdout

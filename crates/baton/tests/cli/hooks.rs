@@ -8,7 +8,7 @@ use std::process::Stdio;
 
 use serde_json::Value;
 
-use crate::common::{Run, TestEnv, at, like, named, to_run};
+use crate::common::{Run, TestEnv, at, like, loop_key, named, to_run};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/clients")
@@ -418,10 +418,10 @@ fn the_hooks_keep_and_end_the_sessions_run_lease() {
         &at(5),
     )
     .assert_code(0);
-    let run = env.read_json(&env.state_dir().join(format!("runs/{id}.json")));
+    let run = env.read_run(&id);
     assert_eq!(run["lease"]["heartbeat_at"], at(5));
     hook(&env, "claude", "StopFailure", &failure, &at(6)).assert_code(0);
-    let run = env.read_json(&env.state_dir().join(format!("runs/{id}.json")));
+    let run = env.read_run(&id);
     assert!(run["lease"].is_null(), "{run}");
     assert_eq!(run["interrupt_reason"], "rate_limit");
     let resume = env.baton("next-session", 7, &["--json", "resume"]);
@@ -498,8 +498,10 @@ fn an_unreadable_file_is_named_and_the_rest_still_interrupted() {
     let failure = fixture("claude-code-2.1.332/StopFailure.after-429.json");
     let session = session_of(&failure);
     two_loops(&env, &session);
-    let torn = env.state_dir().join("loop-state-TORN.json");
-    std::fs::write(&torn, format!("{{\"session_id\": \"{session}\", \"phase\"")).unwrap();
+    env.set_record_bytes(
+        &loop_key("TORN"),
+        format!("{{\"session_id\": \"{session}\", \"phase\"").as_bytes(),
+    );
     let out = hook(&env, "claude", "StopFailure", &failure, &at(5));
     out.assert_code(0);
     assert_eq!(out.stdout, "");
@@ -658,6 +660,8 @@ fn a_session_start_hands_over_the_packet_even_when_its_files_cannot_be_kept() {
     two_loops(&env, &session_of(&start));
     let elsewhere = env.repo.parent().unwrap().join("elsewhere");
     std::fs::create_dir_all(&elsewhere).unwrap();
+    // The sessions' files stay in the project beside either store.
+    std::fs::create_dir_all(env.state_dir()).unwrap();
     std::os::unix::fs::symlink(&elsewhere, env.state_dir().join("sessions")).unwrap();
     let out = hook(&env, "claude", "SessionStart", &start, &at(5));
     out.assert_code(0);
@@ -717,7 +721,7 @@ fn a_short_lease_is_refreshed_within_its_ttl() {
     out.assert_code(0);
     let id = out.json()["run_id"].as_str().unwrap().to_string();
     let beat = || {
-        env.read_json(&env.state_dir().join(format!("runs/{id}.json")))["lease"]["heartbeat_at"]
+        env.read_run(&id)["lease"]["heartbeat_at"]
             .as_str()
             .unwrap()
             .to_string()

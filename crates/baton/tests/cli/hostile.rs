@@ -127,9 +127,9 @@ fn an_unreadable_candidate_never_stops_the_scan() {
 #[test]
 fn a_newer_schema_is_read_only() {
     let env = setup();
-    let mut state = env.read_json(&env.loop_file("PROJ-1"));
+    let mut state = env.read_loop("PROJ-1");
     state["schema_version"] = json!(99);
-    env.write_json(&env.loop_file("PROJ-1"), &state);
+    env.write_loop("PROJ-1", &state);
     assert_refused_unchanged(&env, SET, 1, "schema_version 99", "upgrade baton");
     let show = env.baton("A", 1, &["loop", "show", "PROJ-1"]);
     show.assert_code(0);
@@ -182,7 +182,7 @@ fn ticket_ids_never_become_paths() {
     let out = env.baton("A", 1, &["--json", "loop", "init", "../../etc/passwd"]);
     out.assert_code(0);
     assert_eq!(out.json()["key"], "etc-passwd");
-    assert!(env.loop_file("etc-passwd").exists());
+    assert!(env.has_loop("etc-passwd"));
 }
 
 #[test]

@@ -7,6 +7,8 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
+use baton_store::JournalTarget;
+
 use crate::common::{TestEnv, at, named};
 
 fn journal_file(env: &TestEnv, name: &str) -> PathBuf {
@@ -173,6 +175,7 @@ fn the_journal_outlives_the_state_it_describes() {
 
 #[test]
 fn a_torn_tail_is_skipped_by_log_and_sealed_by_the_next_write() {
+    crate::files_only!("a torn tail of a journal file");
     let env = TestEnv::new();
     env.baton("A", 0, &["loop", "init", "PROJ-1"])
         .assert_code(0);
@@ -227,8 +230,8 @@ fn heartbeats_repeats_and_refused_writes_add_no_event() {
         .assert_code(0);
     env.set_phase("A", 1, "PROJ-1", "qa", "spawned")
         .assert_code(0);
-    let file = journal_file(&env, "loop-PROJ-1.jsonl");
-    let before = std::fs::read(&file).unwrap();
+    let journal = || env.journal(JournalTarget::Loop("PROJ-1"));
+    let before = journal();
 
     let beat = env.baton("A", 2, &["--json", "loop", "heartbeat", "PROJ-1"]);
     beat.assert_code(0);
@@ -249,7 +252,7 @@ fn heartbeats_repeats_and_refused_writes_add_no_event() {
     )
     .assert_code(3);
     assert_eq!(
-        std::fs::read(&file).unwrap(),
+        journal(),
         before,
         "no event for a heartbeat, a repeat or a refusal"
     );
@@ -416,12 +419,12 @@ fn log_escapes_what_it_read_from_a_journal() {
     let env = TestEnv::new();
     env.baton("A", 0, &["loop", "init", "PROJ-1"])
         .assert_code(0);
-    let file = journal_file(&env, "loop-PROJ-1.jsonl");
-    std::fs::OpenOptions::new()
-        .append(true)
-        .open(&file)
-        .unwrap()
-        .write_all(b"{\"ts\":\"x\\nverdict: ok\",\"event\":\"set\\u001b[31m\",\"session\":\"A\\nnext: rm\"}\n")
+    let hostile: Value = serde_json::from_str(
+        "{\"ts\":\"x\\nverdict: ok\",\"event\":\"set\\u001b[31m\",\"session\":\"A\\nnext: rm\"}",
+    )
+    .unwrap();
+    env.store()
+        .append_journal(JournalTarget::Loop("PROJ-1"), &hostile)
         .unwrap();
     let out = env.run(None, &at(1), &["log", "PROJ-1"]);
     out.assert_code(0);
@@ -442,7 +445,7 @@ fn legacy_adoption_and_a_fresh_start_are_in_the_history() {
         "last_phase": "qa", "last_phase_action": "returned", "last_updated": at(-60),
         "loop_state": { "iteration": 3 },
     });
-    env.write_json(&env.state_dir().join("loop-state.json"), &legacy);
+    env.write_legacy_loop(&legacy);
     env.baton("B", 0, &["resume", "PROJ-7"]).assert_code(0);
     env.baton("B", 1, &["resume", "fresh", "PROJ-7"])
         .assert_code(0);
@@ -482,7 +485,7 @@ fn a_journal_that_cannot_be_appended_to_leaves_the_write_done_with_a_warning() {
     let out = env.set_phase("A", 1, "PROJ-1", "qa", "spawned");
     out.assert_code(0);
     assert_eq!(
-        env.read_json(&env.loop_file("PROJ-1"))["last_phase_action"],
+        env.read_loop("PROJ-1")["last_phase_action"],
         "spawned",
         "the state is the truth: its write stands"
     );

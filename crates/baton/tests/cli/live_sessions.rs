@@ -9,63 +9,59 @@ use std::process::Stdio;
 
 use serde_json::{Value, json};
 
+use baton_store::RecordKey;
+
 use crate::common::{TestEnv, at, rules};
 
 #[test]
 fn a_live_legacy_loop_of_another_session_is_left_where_it_is() {
     let env = TestEnv::new();
-    let legacy = env.state_dir().join("loop-state.json");
-    env.write_json(
-        &legacy,
-        &json!({
-            "schema_version": 1, "session_id": "A", "ticket_id": "PROJ-1", "branch": "main",
-            "repo": "acme/app", "base_branch": "main", "status": "active",
-            "interrupted_at": null, "interrupt_reason": null,
-            "last_phase": "skeptic", "last_phase_action": "spawned",
-            "loop_state": {"phase": "skeptic", "iteration": 1, "max_iterations": 3,
-                           "findings_log": [], "qa_failures_log": [],
-                           "last_engineer_summary": null, "termination_reason": null},
-            "last_updated": at(0)
-        }),
-    );
-    let before = std::fs::read(&legacy).unwrap();
+    let legacy = RecordKey::LegacyLoop;
+    env.write_legacy_loop(&json!({
+        "schema_version": 1, "session_id": "A", "ticket_id": "PROJ-1", "branch": "main",
+        "repo": "acme/app", "base_branch": "main", "status": "active",
+        "interrupted_at": null, "interrupt_reason": null,
+        "last_phase": "skeptic", "last_phase_action": "spawned",
+        "loop_state": {"phase": "skeptic", "iteration": 1, "max_iterations": 3,
+                       "findings_log": [], "qa_failures_log": [],
+                       "last_engineer_summary": null, "termination_reason": null},
+        "last_updated": at(0)
+    }));
+    let before = env.record_bytes(&legacy);
 
     let out = env.baton("B", 2, &["resume", "PROJ-1"]);
     out.assert_code(0);
     assert!(out.stdout.contains("verdict: live"), "{}", out.stdout);
     assert!(out.stdout.contains("left in place"), "{}", out.stdout);
-    assert_eq!(std::fs::read(&legacy).unwrap(), before, "not moved");
-    assert!(!env.loop_file("PROJ-1").exists());
+    assert_eq!(env.record_bytes(&legacy), before, "not moved");
+    assert!(!env.has_loop("PROJ-1"));
     env.baton("B", 3, &["loop", "init", "PROJ-1"])
         .assert_code(3);
     env.set_phase("B", 3, "PROJ-1", "skeptic", "returned")
         .assert_code(3);
-    assert_eq!(std::fs::read(&legacy).unwrap(), before);
+    assert_eq!(env.record_bytes(&legacy), before);
 
     // Once that session has gone quiet, the legacy loop is adopted and offered.
     let out = env.baton("B", 20, &["--json", "resume", "PROJ-1"]);
     assert_eq!(out.json()["verdict"], "offer");
-    assert!(!legacy.exists());
-    assert!(env.loop_file("PROJ-1").exists());
+    assert!(!env.has_record(&legacy));
+    assert!(env.has_loop("PROJ-1"));
 }
 
 /// What the originating Stop hook writes into an active batch when its session ends.
 fn interrupted_batch(env: &TestEnv, session: Option<&str>, status: &str, minute: i64) {
-    env.write_json(
-        &env.state_dir().join("batch-state.json"),
-        &json!({
-            "schema_version": 1, "session_id": session,
-            "batch_id": "PROJ-batch-2026-03-01T11:00:00Z-1a2b", "status": status,
-            "created_at": at(minute - 30), "updated_at": at(minute),
-            "interrupted_at": if status == "interrupted" { json!(at(minute)) } else { json!(null) },
-            "interrupt_reason": if status == "interrupted" { json!("unknown") } else { json!(null) },
-            "paused_at": null, "pause_reason": null,
-            "wallclock_cap_min": 90, "wallclock_started_at": at(minute - 30),
-            "tickets": [{"ticket_id": "PROJ-1", "status": "complete"},
-                        {"ticket_id": "PROJ-2", "status": "pending"}],
-            "replan_log": []
-        }),
-    );
+    env.write_batch(&json!({
+        "schema_version": 1, "session_id": session,
+        "batch_id": "PROJ-batch-2026-03-01T11:00:00Z-1a2b", "status": status,
+        "created_at": at(minute - 30), "updated_at": at(minute),
+        "interrupted_at": if status == "interrupted" { json!(at(minute)) } else { json!(null) },
+        "interrupt_reason": if status == "interrupted" { json!("unknown") } else { json!(null) },
+        "paused_at": null, "pause_reason": null,
+        "wallclock_cap_min": 90, "wallclock_started_at": at(minute - 30),
+        "tickets": [{"ticket_id": "PROJ-1", "status": "complete"},
+                    {"ticket_id": "PROJ-2", "status": "pending"}],
+        "replan_log": []
+    }));
 }
 
 #[test]
@@ -78,7 +74,7 @@ fn a_resumed_interrupted_batch_is_active_under_its_new_owner() {
     assert_eq!(v["status"], "active");
     assert_eq!(v["epoch"], 1);
     assert!(v["next"].as_str().unwrap().contains("PROJ-2"));
-    let batch = env.read_json(&env.state_dir().join("batch-state.json"));
+    let batch = env.read_batch();
     assert_eq!(
         (
             &batch["status"],
@@ -119,8 +115,7 @@ fn a_resumed_interrupted_batch_is_active_under_its_new_owner() {
     interrupted_batch(&env, Some("B"), "interrupted", 4);
     let ticket = ["batch", "ticket", "PROJ-2", "--status", "in_progress"];
     env.baton("B", 5, &ticket).assert_code(0);
-    let batch_file = env.state_dir().join("batch-state.json");
-    assert_eq!(env.read_json(&batch_file)["status"], "active");
+    assert_eq!(env.read_batch()["status"], "active");
     // A batch the operator paused, or one that stalled, moves only after `batch resume`; so does
     // one another session interrupted.
     for (owner, status) in [("B", "paused"), ("B", "stalled"), ("A", "interrupted")] {
@@ -135,7 +130,7 @@ fn a_resumed_interrupted_batch_is_active_under_its_new_owner() {
         );
         assert_eq!(env.snapshot(), before, "{status}");
         env.baton("B", 30, &["batch", "resume"]).assert_code(0);
-        assert_eq!(env.read_json(&batch_file)["status"], "active", "{status}");
+        assert_eq!(env.read_batch()["status"], "active", "{status}");
         env.baton("B", 30, &ticket).assert_code(0);
     }
 }
@@ -200,7 +195,7 @@ fn a_slow_commit_hook_runs_outside_the_lock_and_other_tickets_go_on() {
     // While git ran, the loop was already claimed: another session sees it live.
     assert!(log.contains("\"verdict\":\"live\""), "{log}");
     assert!(log.contains("resume exit 0"), "{log}");
-    let state = env.read_json(&env.loop_file("PROJ-1"));
+    let state = env.read_loop("PROJ-1");
     assert_eq!(
         (
             &state["session_id"],
@@ -294,7 +289,7 @@ fn no_session_at_all_owns_its_own_loop_and_is_told_nothing_protects_it() {
     let out = env.run(None, &at(3), &["loop", "init", ""]);
     out.assert_code(2);
     assert!(out.stderr.contains("BATON_SESSION"), "{}", out.stderr);
-    assert!(!env.state_dir().join("loop-state-session-nosid").exists());
+    assert!(!env.has_loop("session-nosid"));
 
     // An empty BATON_SESSION does not hide CLAUDE_CODE_SESSION_ID.
     let out = env
@@ -305,10 +300,7 @@ fn no_session_at_all_owns_its_own_loop_and_is_told_nothing_protects_it() {
         .output()
         .unwrap();
     crate::common::to_run(out).assert_code(0);
-    assert_eq!(
-        env.read_json(&env.loop_file("PROJ-9"))["session_id"],
-        "claude-1"
-    );
+    assert_eq!(env.read_loop("PROJ-9")["session_id"], "claude-1");
 }
 
 #[test]
@@ -433,11 +425,11 @@ fn discard_keeps_the_brief_and_records_the_stash_before_making_it() {
     let out = crate::common::to_run(out);
     out.assert_code(0);
 
-    let at_stash = env.read_json(&seen);
+    let at_stash: Value = serde_json::from_slice(&std::fs::read(&seen).unwrap()).unwrap();
     let message = at_stash["discarded_work"]["message"].as_str().unwrap();
     assert!(message.contains("PROJ-1"), "{at_stash}");
     assert_eq!(at_stash["discarded_work"]["stash"], Value::Null);
-    let after = env.read_json(&env.loop_file("PROJ-1"));
+    let after = env.read_loop("PROJ-1");
     assert_eq!(after["discarded_work"]["message"], message);
     let stash = after["discarded_work"]["stash"].as_str().unwrap();
     assert!(env.git(&["stash", "list"]).contains(message));
@@ -554,11 +546,7 @@ fn finishing_a_finished_loop_changes_nothing_and_tier_none_clears_the_brief_debt
     out.assert_code(0);
     assert!(out.stdout.contains("loop.brief-paid"), "{}", out.stdout);
     assert!(!out.stdout.contains("is refused"), "{}", out.stdout);
-    assert!(
-        env.read_json(&env.loop_file("PROJ-1"))
-            .get("brief_owed")
-            .is_none()
-    );
+    assert!(env.read_loop("PROJ-1").get("brief_owed").is_none());
     env.set_phase("A", 2, "PROJ-1", "qa", "engineer_spawned")
         .assert_code(0);
 
@@ -590,10 +578,8 @@ fn finishing_a_finished_loop_changes_nothing_and_tier_none_clears_the_brief_debt
 }
 
 /// A legacy `loop-state.json` of `session`, as the originating conductor and Stop hook leave it.
-fn legacy(env: &TestEnv, session: Option<&str>, status: &str, minute: i64) -> std::path::PathBuf {
-    let path = env.state_dir().join("loop-state.json");
-    env.write_json(
-        &path,
+fn legacy(env: &TestEnv, session: Option<&str>, status: &str, minute: i64) -> RecordKey {
+    env.write_legacy_loop(
         &json!({
             "schema_version": 1, "session_id": session, "ticket_id": "PROJ-1",
             "branch": "main", "repo": "acme/app", "base_branch": "main", "status": status,
@@ -606,7 +592,7 @@ fn legacy(env: &TestEnv, session: Option<&str>, status: &str, minute: i64) -> st
             "last_updated": at(minute)
         }),
     );
-    path
+    RecordKey::LegacyLoop
 }
 
 #[test]
@@ -618,7 +604,7 @@ fn a_legacy_loop_the_stop_hook_just_marked_is_still_its_sessions() {
     let out = env.baton("B", 2, &["--json", "resume", "PROJ-1"]);
     assert_eq!(out.json()["verdict"], "live", "{}", out.stdout);
     assert!(rules(&out.json()).contains(&"loop.legacy-held".to_string()));
-    assert!(path.exists() && !env.loop_file("PROJ-1").exists());
+    assert!(env.has_record(&path) && !env.has_loop("PROJ-1"));
     env.baton("B", 2, &["resume", "accept", "PROJ-1"])
         .assert_code(3);
     env.baton("B", 2, &["resume", "fresh", "PROJ-1"])
@@ -635,10 +621,10 @@ fn a_legacy_loop_the_stop_hook_just_marked_is_still_its_sessions() {
     );
 
     // A stale keyed file for the same ticket does not make it resumable.
-    let mut keyed = env.read_json(&path);
+    let mut keyed = env.record(&path).unwrap();
     keyed["last_updated"] = json!(at(-60));
     keyed["status"] = json!("active");
-    env.write_json(&env.loop_file("PROJ-1"), &keyed);
+    env.write_loop("PROJ-1", &keyed);
     let out = env.baton("B", 3, &["--json", "resume", "PROJ-1"]);
     assert_eq!(out.json()["verdict"], "live", "{}", out.stdout);
     env.baton("B", 3, &["resume", "accept", "PROJ-1"])
@@ -651,7 +637,7 @@ fn a_sessionless_caller_adopts_its_own_sessionless_legacy_loop() {
     let path = legacy(&env, None, "active", 0);
     let out = env.run(None, &at(1), &["--json", "resume", "PROJ-1"]);
     assert_eq!(out.json()["verdict"], "own", "{}", out.stdout);
-    assert!(!path.exists());
+    assert!(!env.has_record(&path));
     env.run(
         None,
         &at(2),
@@ -690,21 +676,21 @@ fn an_accept_stopped_after_its_claim_is_finished_by_its_session() {
         .assert_code(0);
     // What a claim leaves when the accept dies during git: this session's, active, fresh, and
     // still carrying the interrupt.
-    let mut state = env.read_json(&env.loop_file("PROJ-1"));
+    let mut state = env.read_loop("PROJ-1");
     state["session_id"] = json!("B");
     state["owner_epoch"] = json!(1);
     state["status"] = json!("active");
     state["last_updated"] = json!(at(20));
     state["discarded_work"] =
         json!({"message": "baton: partial work of PROJ-1 set aside", "stash": null, "at": at(20)});
-    env.write_json(&env.loop_file("PROJ-1"), &state);
+    env.write_loop("PROJ-1", &state);
     env.baton("C", 21, &["resume", "accept", "PROJ-1"])
         .assert_code(3);
     let out = env.baton("B", 21, &["resume", "accept", "PROJ-1"]);
     out.assert_code(0);
     assert!(out.stdout.contains("resumed PROJ-1"), "{}", out.stdout);
     assert!(out.stdout.contains("did not confirm it"), "{}", out.stdout);
-    let after = env.read_json(&env.loop_file("PROJ-1"));
+    let after = env.read_loop("PROJ-1");
     assert_eq!(
         (
             &after["resume_count"],
@@ -743,10 +729,10 @@ fn an_ownerless_finished_loop_points_at_fresh_with_force() {
     let env = TestEnv::new();
     env.baton("A", 0, &["loop", "init", "PROJ-1"])
         .assert_code(0);
-    let mut state = env.read_json(&env.loop_file("PROJ-1"));
+    let mut state = env.read_loop("PROJ-1");
     state["session_id"] = Value::Null;
     state["status"] = json!("complete");
-    env.write_json(&env.loop_file("PROJ-1"), &state);
+    env.write_loop("PROJ-1", &state);
     let out = env.baton("B", 60, &["--json", "resume", "PROJ-1"]);
     let next = out.json()["next"].as_str().unwrap().to_string();
     assert!(next.contains("baton resume fresh PROJ-1 --force"), "{next}");
@@ -780,7 +766,7 @@ fn every_finding_keeps_an_id_of_its_own() {
         ],
     )
     .assert_code(0);
-    let log = &env.read_json(&env.loop_file("PROJ-1"))["loop_state"]["findings_log"];
+    let log = &env.read_loop("PROJ-1")["loop_state"]["findings_log"];
     let (a, b) = (
         log[0]["id"].as_str().unwrap(),
         log[1]["id"].as_str().unwrap(),
@@ -804,7 +790,7 @@ fn every_finding_keeps_an_id_of_its_own() {
         ],
     )
     .assert_code(0);
-    let log = &env.read_json(&env.loop_file("PROJ-1"))["loop_state"]["findings_log"];
+    let log = &env.read_loop("PROJ-1")["loop_state"]["findings_log"];
     assert_eq!(
         (&log[0]["status"], &log[1]["status"]),
         (&json!("open"), &json!("closed"))
@@ -852,7 +838,7 @@ fn the_batch_stays_live_while_its_owner_works_a_ticket() {
         env.baton("A", minute + 2, &["loop", "heartbeat", "PROJ-1"])
             .assert_code(0);
     }
-    let batch = env.read_json(&env.state_dir().join("batch-state.json"));
+    let batch = env.read_batch();
     assert_eq!(batch["updated_at"], at(26), "{batch}");
     let out = env.baton("B", 30, &["batch", "start", "PROJ-7", "PROJ-8"]);
     out.assert_code(3);

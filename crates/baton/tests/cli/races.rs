@@ -19,6 +19,8 @@ use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
 
+use baton_store::{RecordKey, RecordKind};
+
 use crate::common::{Run, TestEnv, at, to_run};
 
 const TICKET: &str = "PROJ-1";
@@ -66,7 +68,7 @@ fn stale_loop() -> (TestEnv, Value) {
         ],
     )
     .assert_code(0);
-    let before = env.read_json(&env.loop_file(TICKET));
+    let before = env.read_loop(TICKET);
     (env, before)
 }
 
@@ -166,7 +168,7 @@ fn single_winner<'a>(runs: &'a [(String, Run)], trial: &str) -> (&'a str, &'a Ru
 /// file left behind but the lock sidecar, the journal and the loop itself (no contender was
 /// killed). The journal tells the same story: exactly one takeover, to the winner.
 fn assert_taken_over_once(env: &TestEnv, before: &Value, winner: &str, trial: &str) -> Value {
-    let after = env.read_json(&env.loop_file(TICKET));
+    let after = env.read_loop(TICKET);
     assert_eq!(after["session_id"], winner, "{trial}: owner on disk");
     let epoch = |v: &Value| {
         v["owner_epoch"]
@@ -180,19 +182,27 @@ fn assert_taken_over_once(env: &TestEnv, before: &Value, winner: &str, trial: &s
     );
     assert_eq!(after["status"], "active", "{trial}");
     assert_eq!(after["last_updated"], at(STALE_MINUTE), "{trial}");
-    let mut names: Vec<String> = std::fs::read_dir(env.state_dir())
+    // The store holds the loop and its journal, and nothing else.
+    let loops: Vec<String> = env
+        .store()
+        .list_raw(RecordKind::Loop, None)
         .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    // Against PostgreSQL the locks are the server's: no lock files.
-    let locks = (!crate::common::pg_mode()).then_some("locks");
-    let want: Vec<&str> = [Some(".gitignore"), Some("journal"), locks]
         .into_iter()
-        .flatten()
-        .chain(["loop-state-PROJ-1.json"])
+        .map(|(key, _)| key.key().to_string())
         .collect();
-    assert_eq!(names, want, "{trial}: files in the state directory");
+    assert_eq!(loops, [TICKET], "{trial}: loops in the store");
+    let journals = env.store().list_journals().unwrap();
+    assert_eq!(journals.loops, [TICKET], "{trial}: journals in the store");
+    if !crate::common::pg_mode() {
+        // In files, no temp file of a killed writer either.
+        let mut names: Vec<String> = std::fs::read_dir(env.state_dir())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        let want = [".gitignore", "journal", "locks", "loop-state-PROJ-1.json"];
+        assert_eq!(names, want, "{trial}: files in the state directory");
+    }
     let journal = env.run(None, &at(STALE_MINUTE), &["--json", "log", TICKET]);
     let journal = journal.json();
     let takeovers: Vec<&Value> = journal["events"]
@@ -318,7 +328,7 @@ fn racing_batch_starts_make_exactly_one_active_batch() {
                 describe(&runs)
             );
         }
-        let batch = env.read_json(&env.state_dir().join("batch-state.json"));
+        let batch = env.read_batch();
         assert_eq!(batch["session_id"], winner, "{label}: {batch}");
         assert_eq!(batch["status"], "active", "{label}: {batch}");
     }
@@ -343,14 +353,14 @@ fn racing_accepts_of_a_legacy_loop_adopt_it_exactly_once() {
             "last_phase": "qa", "last_phase_action": "returned", "last_updated": at(-60),
             "loop_state": { "phase": "qa", "iteration": 3, "max_iterations": 5 },
         });
-        env.write_json(&env.state_dir().join("loop-state.json"), &legacy);
+        env.write_legacy_loop(&legacy);
         let runs = race(&env, &["--json", "resume", "accept", TICKET], barrier);
         let (winner, _) = single_winner(&runs, &label);
         assert!(
-            !env.state_dir().join("loop-state.json").exists(),
+            !env.has_record(&RecordKey::LegacyLoop),
             "{label}: the legacy file is still there"
         );
-        let keyed = env.read_json(&env.loop_file(TICKET));
+        let keyed = env.read_loop(TICKET);
         assert_eq!(keyed["session_id"], winner, "{label}: {keyed}");
         assert_eq!(keyed["loop_state"]["iteration"], 3, "{label}: {keyed}");
         let journal = env.run(None, &at(STALE_MINUTE), &["--json", "log", TICKET]);

@@ -2,7 +2,9 @@
 
 use serde_json::json;
 
-use crate::common::{TestEnv, at, named};
+use baton_store::RecordKey;
+
+use crate::common::{TestEnv, at, loop_key, named};
 
 #[test]
 fn json_holds_for_command_line_errors_and_every_exit_code() {
@@ -26,7 +28,7 @@ fn json_holds_for_command_line_errors_and_every_exit_code() {
     let ask = env.baton("B", 30, &["--json", "resume", "accept", "PROJ-1"]);
     ask.assert_code(4);
     assert_eq!(ask.json()["verdict"], "ask");
-    std::fs::write(env.loop_file("PROJ-1"), b"{").unwrap();
+    env.set_record_bytes(&loop_key("PROJ-1"), b"{");
     let broken = env.baton("B", 30, &["--json", "loop", "show", "PROJ-1"]);
     broken.assert_code(1);
     assert!(
@@ -62,9 +64,9 @@ fn resume_fresh_never_moves_a_newer_schema_file() {
     let env = TestEnv::new();
     env.baton("A", 0, &["loop", "init", "PROJ-1"])
         .assert_code(0);
-    let mut state = env.read_json(&env.loop_file("PROJ-1"));
+    let mut state = env.read_loop("PROJ-1");
     state["schema_version"] = json!(99);
-    env.write_json(&env.loop_file("PROJ-1"), &state);
+    env.write_loop("PROJ-1", &state);
     let before = env.snapshot();
     env.baton("A", 30, &["resume", "fresh", "PROJ-1"])
         .assert_code(1);
@@ -154,21 +156,13 @@ fn an_interrupted_legacy_loop_beats_a_finished_keyed_one() {
         &["loop", "finish", "PROJ-7", "--status", "complete"],
     )
     .assert_code(0);
-    env.write_json(
-        &env.state_dir().join("loop-state.json"),
-        &json!({ "session_id": "old", "ticket_id": "PROJ-7", "status": "interrupted", "last_phase": "qa", "last_phase_action": "returned" }),
+    env.write_legacy_loop(&json!({ "session_id": "old", "ticket_id": "PROJ-7", "status": "interrupted", "last_phase": "qa", "last_phase_action": "returned" }),
     );
     let v = env.baton("B", 30, &["--json", "resume", "PROJ-7"]).json();
     assert_eq!(v["verdict"], "offer");
-    assert_eq!(env.read_json(&env.loop_file("PROJ-7"))["session_id"], "old");
-    assert!(!env.state_dir().join("loop-state.json").exists());
-    assert_eq!(
-        std::fs::read_dir(env.state_dir().join("archive"))
-            .unwrap()
-            .count(),
-        1,
-        "the finished loop is archived"
-    );
+    assert_eq!(env.read_loop("PROJ-7")["session_id"], "old");
+    assert!(!env.has_record(&RecordKey::LegacyLoop));
+    assert_eq!(env.archived().len(), 1, "the finished loop is archived");
 }
 
 #[test]
@@ -191,7 +185,7 @@ fn a_live_sessions_finished_loop_is_not_archived_by_another_session() {
 #[test]
 fn ownerless_state_is_not_archived_without_force() {
     let env = TestEnv::new();
-    env.write_json(&env.loop_file("PROJ-1"), &json!({ "session_id": null, "ticket_id": "PROJ-1", "status": "interrupted", "last_phase": "qa" }));
+    env.write_loop("PROJ-1", &json!({ "session_id": null, "ticket_id": "PROJ-1", "status": "interrupted", "last_phase": "qa" }));
     env.baton("B", 0, &["resume", "fresh", "PROJ-1"])
         .assert_code(3);
     env.baton("B", 0, &["resume", "fresh", "PROJ-1", "--force"])
@@ -201,9 +195,7 @@ fn ownerless_state_is_not_archived_without_force() {
 #[test]
 fn a_timestamp_without_an_offset_is_read_as_utc_not_as_stale() {
     let env = TestEnv::new();
-    env.write_json(
-        &env.loop_file("PROJ-1"),
-        &json!({ "session_id": "A", "ticket_id": "PROJ-1", "status": "active", "last_phase": "qa", "last_updated": "2026-03-01T12:00:00.123456" }),
+    env.write_loop("PROJ-1", &json!({ "session_id": "A", "ticket_id": "PROJ-1", "status": "active", "last_phase": "qa", "last_updated": "2026-03-01T12:00:00.123456" }),
     );
     assert_eq!(
         env.baton("B", 1, &["--json", "resume", "PROJ-1"]).json()["verdict"],
@@ -216,9 +208,7 @@ fn a_timestamp_without_an_offset_is_read_as_utc_not_as_stale() {
 #[test]
 fn a_far_future_timestamp_does_not_stay_live_for_ever() {
     let env = TestEnv::new();
-    env.write_json(
-        &env.loop_file("PROJ-1"),
-        &json!({ "session_id": "A", "ticket_id": "PROJ-1", "status": "active", "last_phase": "qa", "last_phase_action": "returned", "last_updated": "2099-01-01T00:00:00Z" }),
+    env.write_loop("PROJ-1", &json!({ "session_id": "A", "ticket_id": "PROJ-1", "status": "active", "last_phase": "qa", "last_phase_action": "returned", "last_updated": "2099-01-01T00:00:00Z" }),
     );
     assert_eq!(
         env.baton("B", 1, &["--json", "resume", "PROJ-1"]).json()["verdict"],
@@ -287,7 +277,7 @@ fn the_literal_null_session_is_no_session() {
     let env = TestEnv::new();
     env.run(Some("null"), &at(0), &["loop", "init", "PROJ-1"])
         .assert_code(0);
-    assert!(env.read_json(&env.loop_file("PROJ-1"))["session_id"].is_null());
+    assert!(env.read_loop("PROJ-1")["session_id"].is_null());
 }
 
 #[test]
@@ -333,7 +323,7 @@ fn a_second_interrupt_can_say_when_the_rate_limit_resets() {
         ],
     )
     .assert_code(0);
-    let state = env.read_json(&env.loop_file("PROJ-1"));
+    let state = env.read_loop("PROJ-1");
     assert_eq!(state["resume_after"], at(61));
     assert_eq!(state["interrupted_at"], at(1));
 }

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use crate::common::{Run, TestEnv, at, named, pg_mode, rules, to_run};
+use crate::common::{Run, TestEnv, at, named, pg_mode, rules, run_key, to_run};
 
 const PROJECT: &str = "\
 # Project
@@ -157,7 +157,7 @@ fn a_commit_after_run_new_means_replan_even_for_the_same_session() {
     let env = project();
     let id = planned_run(&env, SAFE_PLAN, 30, &[]);
     let base = head(&env);
-    assert_eq!(env.read_json(&run_file(&env, &id))["base_commit"], base);
+    assert_eq!(env.read_run(&id)["base_commit"], base);
     env.write("src/new.rs", "fn new() {}\n");
     env.git(&["add", "."]);
     env.git(&["commit", "--quiet", "-m", "someone else's work"]);
@@ -321,7 +321,7 @@ fn an_edited_scope_asks_for_confirmation_with_a_diff_then_confirm_alignment_proc
         "{}",
         after_critic.stdout
     );
-    let scope = env.read_json(&run_file(&env, &id))["alignment"]["sections"]
+    let scope = env.read_run(&id)["alignment"]["sections"]
         .as_array()
         .unwrap()
         .iter()
@@ -476,7 +476,7 @@ fn a_killed_holder_is_taken_over_with_the_next_epoch() {
     let mut holder = Holder::start();
     let (id, created) = new_run(&env, "A", -30, &["--plan", PLAN, "--pid", &holder.pid()]);
     assert_eq!(created["epoch"], 1, "{created}");
-    let file = env.read_json(&run_file(&env, &id));
+    let file = env.read_run(&id);
     assert_eq!(
         file["lease"]["pid"].as_u64(),
         Some(u64::from(holder.0.id()))
@@ -505,7 +505,7 @@ fn a_killed_holder_is_taken_over_with_the_next_epoch() {
     );
     assert_eq!(json["lock_acquired"], true, "{json}");
     assert_eq!(json["epoch"], 2, "{json}");
-    let file = env.read_json(&run_file(&env, &id));
+    let file = env.read_run(&id);
     assert_eq!(file["lease_epoch"], 2, "{file}");
     assert_eq!(file["lease"]["epoch"], 2, "{file}");
     assert_eq!(file["lease"]["session"], "B", "{file}");
@@ -554,19 +554,18 @@ fn a_live_holder_blocks_another_session_with_the_protocols_message() {
         text.stdout
     );
     assert_eq!(env.snapshot(), before);
-    assert_eq!(env.read_json(&run_file(&env, &id))["lease"]["session"], "A");
+    assert_eq!(env.read_run(&id)["lease"]["session"], "A");
 }
 
 #[test]
 fn a_holder_on_another_host_blocks_while_its_heartbeat_is_fresh_and_is_taken_over_after_the_ttl() {
     let env = project();
     let (id, _) = new_run(&env, "A", 0, &[]);
-    let path = run_file(&env, &id);
-    let mut file = env.read_json(&path);
+    let mut file = env.read_run(&id);
     file["lease"]["host"] = json!("elsewhere");
     file["lease"]["pid"] = json!(1);
     file["lease"]["pid_start"] = json!(1);
-    env.write_json(&path, &file);
+    env.write_run(&id, &file);
     let before = env.snapshot();
 
     let me = Holder::start();
@@ -593,7 +592,7 @@ fn a_holder_on_another_host_blocks_while_its_heartbeat_is_fresh_and_is_taken_ove
             .contains("TTL"),
         "{json}"
     );
-    let after = env.read_json(&path);
+    let after = env.read_run(&id);
     assert_eq!(after["lease_epoch"], 2, "{after}");
     assert_eq!(after["lease"]["epoch"], 2, "{after}");
     assert_eq!(after["lease"]["session"], "B", "{after}");
@@ -712,7 +711,7 @@ fn after_a_takeover_the_old_holder_cannot_record() {
         ],
     )
     .assert_code(0);
-    let file = env.read_json(&run_file(&env, &id));
+    let file = env.read_run(&id);
     let agents: Vec<&str> = file["completed_agents"]
         .as_array()
         .unwrap()
@@ -755,7 +754,7 @@ fn sessions_racing_for_a_free_run_lock_make_exactly_one_holder() {
         let (id, _) = new_run(&env, "creator", 0, &[]);
         env.baton("creator", 0, &["run", "release", &id])
             .assert_code(0);
-        let released = env.read_json(&run_file(&env, &id));
+        let released = env.read_run(&id);
         assert_eq!(released["lease"], Value::Null, "{label}: {released}");
         assert_eq!(released["lease_epoch"], 1, "{label}: {released}");
 
@@ -827,7 +826,7 @@ fn sessions_racing_for_a_free_run_lock_make_exactly_one_holder() {
         let json = run.json();
         assert_eq!(json["lock_acquired"], true, "{label}: {json}");
         assert_eq!(json["epoch"], 2, "{label}: {json}");
-        let after = env.read_json(&run_file(&env, &id));
+        let after = env.read_run(&id);
         assert_eq!(
             after["lease"]["session"],
             winner.as_str(),
@@ -902,7 +901,6 @@ fn with_pipeline_dir(env: &TestEnv, dir: &Path, session: &str, args: &[&str]) ->
     let mut cmd = env.command(Some(session), &at(0));
     cmd.env("BATON_PIPELINE_STATE_DIR", dir).args(args);
     let out = cmd.output().unwrap();
-    env.sync();
     to_run(out)
 }
 
@@ -945,7 +943,7 @@ fn a_symlinked_originating_file_is_refused_and_nothing_is_written() {
             out.stderr
         );
         assert!(env.snapshot().is_empty(), "{:?}", env.snapshot());
-        assert!(!run_file(&env, IMPORT_ID).exists());
+        assert!(!env.has_record(&run_key(IMPORT_ID)));
     }
 }
 
@@ -977,7 +975,7 @@ fn an_originating_file_owned_by_another_user_is_refused_and_nothing_is_written()
             out.stderr
         );
         assert!(env.snapshot().is_empty(), "{:?}", env.snapshot());
-        assert!(!run_file(&env, IMPORT_ID).exists());
+        assert!(!env.has_record(&run_key(IMPORT_ID)));
     }
 }
 
@@ -992,7 +990,7 @@ fn a_valid_originating_file_is_imported_by_resume_keeping_every_field() {
     let original = originating(&base);
     std::fs::write(&file, serde_json::to_vec_pretty(&original).unwrap()).unwrap();
     let source_before = std::fs::read(&file).unwrap();
-    assert!(!run_file(&env, IMPORT_ID).exists());
+    assert!(!env.has_record(&run_key(IMPORT_ID)));
 
     let out = with_pipeline_dir(
         &env,
@@ -1027,7 +1025,7 @@ fn a_valid_originating_file_is_imported_by_resume_keeping_every_field() {
     assert_eq!(json["lock_acquired"], true, "{json}");
     assert_eq!(json["epoch"], 1, "{json}");
 
-    let run = env.read_json(&run_file(&env, IMPORT_ID));
+    let run = env.read_run(IMPORT_ID);
     assert_eq!(run["run_id"], IMPORT_ID);
     assert_eq!(run["status"], "active", "{run}");
     assert_eq!(run["base_commit"], base, "{run}");
@@ -1073,7 +1071,7 @@ fn a_valid_originating_file_is_imported_by_resume_keeping_every_field() {
     again.assert_code(0);
     assert_eq!(again.json()["notes"], json!([]), "{}", again.stdout);
     assert_eq!(
-        env.read_json(&run_file(&env, IMPORT_ID))["custom_pipeline_field"],
+        env.read_run(IMPORT_ID)["custom_pipeline_field"],
         original["custom_pipeline_field"],
         "unknown fields survive a rewrite too"
     );
@@ -1094,7 +1092,7 @@ fn an_import_keeps_the_fields_that_share_a_name_with_batons_own() {
     });
     std::fs::write(&file, serde_json::to_vec(&original).unwrap()).unwrap();
     with_pipeline_dir(&env, dir.path(), "B", &["run", "import", IMPORT_ID]).assert_code(0);
-    let text = std::fs::read_to_string(run_file(&env, IMPORT_ID)).unwrap();
+    let text = String::from_utf8(env.record_bytes(&run_key(IMPORT_ID)).unwrap()).unwrap();
     for mark in ["MARK-status", "MARK-steps", "MARK-gates", "MARK-prompt"] {
         assert!(
             text.contains(mark),
@@ -1160,7 +1158,7 @@ fn prune_removes_only_finished_runs_older_than_the_threshold() {
     env.baton("A", -60, &["run", "finish", &finished_new])
         .assert_code(0);
     for id in [&finished_old, &abandoned_old] {
-        assert_ne!(env.read_json(&run_file(&env, id))["status"], "active");
+        assert_ne!(env.read_run(id)["status"], "active");
     }
 
     // How the output names a run: its file, or the server's record of it.
@@ -1208,17 +1206,16 @@ fn prune_removes_only_finished_runs_older_than_the_threshold() {
     }
     assert_eq!(json["kept"], 3, "{json}");
     for id in [&finished_old, &abandoned_old] {
-        assert!(!run_file(&env, id).exists(), "{id} was not removed");
+        assert!(!env.has_record(&run_key(id)), "{id} was not removed");
     }
     for id in [&active_old, &released_old, &finished_new] {
-        assert!(run_file(&env, id).exists(), "{id} was removed");
+        assert!(env.has_record(&run_key(id)), "{id} was removed");
     }
 
     // Text names the path; a year later the active runs are still kept.
     let (finished_again, _) = new_run(&env, "A", three_days, &[]);
     env.baton("A", three_days, &["run", "finish", &finished_again])
         .assert_code(0);
-    let path = run_file(&env, &finished_again);
     let name = shown(&finished_again);
     let text = env.baton("Z", 365 * 24 * 60, &["run", "prune", "--older-than", "1d"]);
     text.assert_code(0);
@@ -1229,9 +1226,9 @@ fn prune_removes_only_finished_runs_older_than_the_threshold() {
         "{}",
         text.stdout
     );
-    assert!(!path.exists());
-    assert!(run_file(&env, &active_old).exists());
-    assert!(run_file(&env, &released_old).exists());
+    assert!(!env.has_record(&run_key(&finished_again)));
+    assert!(env.has_record(&run_key(&active_old)));
+    assert!(env.has_record(&run_key(&released_old)));
 }
 
 // 8. File modes
@@ -1416,6 +1413,7 @@ fn the_holder_is_never_batons_own_pid_nor_a_pid_that_does_not_exist() {
     );
     assert!(String::from_utf8_lossy(&own.stderr).contains("baton's own process"));
     assert!(!env.state_dir().join("runs").exists());
+    assert!(env.store().list_runs(None).unwrap().is_empty());
 }
 
 #[test]
@@ -1432,7 +1430,7 @@ fn a_caller_with_no_session_and_no_pid_keeps_its_lock_by_its_token_never_by_its_
         .to_string();
     assert_eq!(token.len(), 32);
     // Only its hash is stored.
-    let state = std::fs::read_to_string(env.state_dir().join(format!("runs/{id}.json"))).unwrap();
+    let state = String::from_utf8(env.record_bytes(&run_key(&id)).unwrap()).unwrap();
     assert!(!state.contains(&token));
     // The epoch is public (`run show` prints it): it proves nothing.
     let show = env.run(None, &at(-29), &["run", "show", &id]);
@@ -1479,6 +1477,7 @@ fn a_lease_ttl_below_a_minute_is_invalid_input() {
         assert!(out.stderr.contains("--lease-ttl"), "{}", out.stderr);
     }
     assert!(!env.state_dir().join("runs").exists());
+    assert!(env.store().list_runs(None).unwrap().is_empty());
 }
 
 #[test]
@@ -1509,7 +1508,7 @@ fn an_import_that_asks_first_writes_nothing() {
     )
     .unwrap();
     with_pipeline_dir(&env, dir.path(), "B", &["run", "resume", IMPORT_ID]).assert_code(4);
-    assert!(!run_file(&env, IMPORT_ID).exists());
+    assert!(!env.has_record(&run_key(IMPORT_ID)));
 }
 
 #[test]
@@ -1534,9 +1533,9 @@ fn a_run_file_naming_another_run_is_refused() {
     let env = project();
     let a = planned_run(&env, SAFE_PLAN, 30, &[]);
     let (b, _) = new_run(&env, "A", 0, &[]);
-    let mut state = env.read_json(&run_file(&env, &a));
+    let mut state = env.read_run(&a);
     state["run_id"] = json!(b);
-    env.write_json(&run_file(&env, &a), &state);
+    env.write_run(&a, &state);
     let before = env.snapshot();
     let out = env.baton("A", 1, &["run", "resume", &a]);
     out.assert_code(1);

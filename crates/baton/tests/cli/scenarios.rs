@@ -2,7 +2,9 @@
 
 use serde_json::json;
 
-use crate::common::{TestEnv, at};
+use baton_store::RecordKey;
+
+use crate::common::{TestEnv, at, loop_key};
 
 fn init_qa_returned(env: &TestEnv, session: &str) {
     env.baton(session, 0, &["loop", "init", "PROJ-1"])
@@ -161,7 +163,7 @@ fn interrupt_keeps_last_updated_and_rate_limit_carries_resume_after() {
         ],
     )
     .assert_code(0);
-    let state = env.read_json(&env.loop_file("PROJ-1"));
+    let state = env.read_loop("PROJ-1");
     assert_eq!(state["status"], "interrupted");
     assert_eq!(state["last_updated"], at(0));
     assert_eq!(state["interrupted_at"], at(1));
@@ -196,15 +198,15 @@ fn legacy_state_is_adopted_onto_its_keyed_file() {
         "loop_state": { "phase": "qa", "iteration": 3, "max_iterations": 5, "custom": "kept" },
         "last_updated": at(-60), "originating_field": [1, 2],
     });
-    env.write_json(&env.state_dir().join("loop-state.json"), &legacy);
+    env.write_legacy_loop(&legacy);
     let out = env.baton("B", 0, &["--json", "resume", "PROJ-7"]);
     out.assert_code(0);
     assert_eq!(out.json()["verdict"], "offer");
     assert!(
-        !env.state_dir().join("loop-state.json").exists(),
+        !env.has_record(&RecordKey::LegacyLoop),
         "legacy file removed"
     );
-    let keyed = env.read_json(&env.loop_file("PROJ-7"));
+    let keyed = env.read_loop("PROJ-7");
     assert_eq!(keyed["loop_key"], "PROJ-7");
     assert_eq!(keyed["originating_field"], json!([1, 2]));
     assert_eq!(keyed["loop_state"]["custom"], "kept");
@@ -218,20 +220,17 @@ fn a_crash_between_adoption_steps_is_finished_by_the_next_run() {
         "schema_version": 1, "session_id": null, "ticket_id": "PROJ-8", "status": "active",
         "last_phase": "skeptic", "last_updated": at(-60),
     });
-    env.write_json(&env.state_dir().join("loop-state.json"), &legacy);
+    env.write_legacy_loop(&legacy);
     // The crash: the keyed file was written, the legacy file not yet removed.
     let mut keyed = legacy.clone();
     keyed["loop_key"] = json!("PROJ-8");
-    env.write_json(&env.loop_file("PROJ-8"), &keyed);
+    env.write_loop("PROJ-8", &keyed);
 
     let out = env.baton("B", 0, &["resume", "PROJ-8"]);
     out.assert_code(0);
     assert!(out.stdout.contains("finished adopting"), "{}", out.stdout);
-    assert!(!env.state_dir().join("loop-state.json").exists());
-    assert_eq!(
-        env.read_json(&env.loop_file("PROJ-8"))["loop_key"],
-        "PROJ-8"
-    );
+    assert!(!env.has_record(&RecordKey::LegacyLoop));
+    assert_eq!(env.read_loop("PROJ-8")["loop_key"], "PROJ-8");
 }
 
 #[test]
@@ -240,22 +239,15 @@ fn a_resumable_keyed_file_wins_over_a_different_legacy_one() {
     init_qa_returned(&env, "A");
     env.baton("A", 1, &["loop", "interrupt", "PROJ-1"])
         .assert_code(0);
-    let keyed_before = std::fs::read(env.loop_file("PROJ-1")).unwrap();
-    env.write_json(
-        &env.state_dir().join("loop-state.json"),
-        &json!({ "ticket_id": "PROJ-1", "status": "interrupted", "last_phase": "skeptic", "session_id": "old" }),
+    let keyed_before = env.record_bytes(&loop_key("PROJ-1")).unwrap();
+    env.write_legacy_loop(&json!({ "ticket_id": "PROJ-1", "status": "interrupted", "last_phase": "skeptic", "session_id": "old" }),
     );
     let out = env.baton("B", 2, &["resume", "PROJ-1"]);
     out.assert_code(0);
     assert!(out.stdout.contains("wins over legacy"), "{}", out.stdout);
-    assert_eq!(
-        std::fs::read(env.loop_file("PROJ-1")).unwrap(),
-        keyed_before
-    );
-    assert!(!env.state_dir().join("loop-state.json").exists());
-    let archived: Vec<_> = std::fs::read_dir(env.state_dir().join("archive"))
-        .unwrap()
-        .collect();
+    assert_eq!(env.record_bytes(&loop_key("PROJ-1")).unwrap(), keyed_before);
+    assert!(!env.has_record(&RecordKey::LegacyLoop));
+    let archived = env.archived();
     assert_eq!(
         archived.len(),
         1,
@@ -266,9 +258,7 @@ fn a_resumable_keyed_file_wins_over_a_different_legacy_one() {
 #[test]
 fn null_owner_needs_force_and_the_takeover_fences_the_old_epoch() {
     let env = TestEnv::new();
-    env.write_json(
-        &env.loop_file("PROJ-1"),
-        &json!({ "schema_version": 1, "session_id": null, "ticket_id": "PROJ-1", "loop_key": "PROJ-1",
+    env.write_loop("PROJ-1", &json!({ "schema_version": 1, "session_id": null, "ticket_id": "PROJ-1", "loop_key": "PROJ-1",
                  "status": "active", "last_phase": "qa", "last_updated": at(0), "owner_epoch": 0 }),
     );
     let before = env.snapshot();
@@ -287,7 +277,7 @@ fn null_owner_needs_force_and_the_takeover_fences_the_old_epoch() {
     forced.assert_code(0);
     assert_eq!(forced.json()["epoch"], 1);
     assert_eq!(forced.json()["reasons"][0]["rule"], "gate.forced-takeover");
-    let state = env.read_json(&env.loop_file("PROJ-1"));
+    let state = env.read_loop("PROJ-1");
     assert_eq!(
         (state["session_id"].as_str(), state["owner_epoch"].as_u64()),
         (Some("B"), Some(1))
@@ -364,7 +354,7 @@ fn mid_engineer_with_a_dirty_tree_needs_a_human_choice_and_discard_keeps_the_wor
         !stashed.contains(".agentic"),
         "baton's own state is never stashed: {stashed}"
     );
-    let state = env.read_json(&env.loop_file("PROJ-1"));
+    let state = env.read_loop("PROJ-1");
     assert_eq!(
         (state["status"].as_str(), state["resume_count"].as_u64()),
         (Some("active"), Some(1))
@@ -453,7 +443,7 @@ fn accepting_prints_the_governing_brief_and_flags_lost_work() {
     );
     assert!(out.stdout.contains("loop.lost-work"), "{}", out.stdout);
 
-    let path = env.read_json(&env.loop_file("PROJ-1"))["brief_path"]
+    let path = env.read_loop("PROJ-1")["brief_path"]
         .as_str()
         .unwrap()
         .to_string();
@@ -506,7 +496,7 @@ fn a_second_batch_against_a_live_foreign_batch_is_refused_but_a_single_ticket_pr
         batch_id.starts_with("PROJ-batch-20260301T120000Z-"),
         "{batch_id}"
     );
-    let state = env.read_json(&env.state_dir().join("batch-state.json"));
+    let state = env.read_batch();
     assert_eq!(state["tickets"].as_array().unwrap().len(), 2);
     assert_eq!(state["replan_log"], json!([]));
 
@@ -527,7 +517,7 @@ fn a_second_batch_against_a_live_foreign_batch_is_refused_but_a_single_ticket_pr
         "{}",
         single.stdout
     );
-    assert!(env.loop_file("PROJ-9").exists());
+    assert!(env.has_loop("PROJ-9"));
 
     let lone = env.baton("B", 3, &["batch", "start", "PROJ-5"]);
     lone.assert_code(2);
@@ -562,12 +552,7 @@ fn a_second_batch_against_a_live_foreign_batch_is_refused_but_a_single_ticket_pr
     // Once the foreign batch is stale, a new one may start; the old one is archived.
     env.baton("B", 30, &["batch", "start", "PROJ-3", "PROJ-4"])
         .assert_code(0);
-    assert_eq!(
-        std::fs::read_dir(env.state_dir().join("archive"))
-            .unwrap()
-            .count(),
-        1
-    );
+    assert_eq!(env.archived().len(), 1);
 }
 
 #[test]
@@ -627,7 +612,7 @@ fn finished_loops_are_archived_by_the_resume_check_and_fresh_archives_on_request
     // A live session may hold a finished loop: another session leaves it in place.
     let early = env.baton("B", 2, &["resume", "PROJ-1"]);
     assert!(early.stdout.contains("left in place"), "{}", early.stdout);
-    assert!(env.loop_file("PROJ-1").exists());
+    assert!(env.has_loop("PROJ-1"));
     // Its own session archives it at once.
     let v = env.baton("A", 2, &["--json", "resume", "PROJ-1"]).json();
     assert_eq!(v["verdict"], "none");
@@ -637,14 +622,14 @@ fn finished_loops_are_archived_by_the_resume_check_and_fresh_archives_on_request
             .unwrap()
             .contains("archive/loop-state-PROJ-1.")
     );
-    assert!(!env.loop_file("PROJ-1").exists());
+    assert!(!env.has_loop("PROJ-1"));
 
     init_qa_returned(&env, "A");
     env.baton("A", 1, &["loop", "interrupt", "PROJ-1"])
         .assert_code(0);
     env.baton("B", 2, &["resume", "fresh", "PROJ-1"])
         .assert_code(0);
-    assert!(!env.loop_file("PROJ-1").exists());
+    assert!(!env.has_loop("PROJ-1"));
     env.baton("B", 2, &["loop", "init", "PROJ-1"])
         .assert_code(0);
 }
@@ -667,24 +652,18 @@ fn heartbeat_refreshes_only_an_owned_active_loop() {
     let foreign = env.baton("B", 3, &["--json", "loop", "heartbeat", "PROJ-1"]);
     foreign.assert_code(0);
     assert_eq!(foreign.json()["refreshed"], false);
-    assert_eq!(
-        env.read_json(&env.loop_file("PROJ-1"))["last_updated"],
-        at(0)
-    );
+    assert_eq!(env.read_loop("PROJ-1")["last_updated"], at(0));
 
     env.baton("A", 4, &["loop", "heartbeat", "PROJ-1"])
         .assert_code(0);
-    assert_eq!(
-        env.read_json(&env.loop_file("PROJ-1"))["last_updated"],
-        at(4)
-    );
+    assert_eq!(env.read_loop("PROJ-1")["last_updated"], at(4));
 
     env.baton("A", 5, &["loop", "interrupt", "PROJ-1"])
         .assert_code(0);
     env.baton("A", 6, &["loop", "heartbeat", "PROJ-1"])
         .assert_code(0);
     assert_eq!(
-        env.read_json(&env.loop_file("PROJ-1"))["last_updated"],
+        env.read_loop("PROJ-1")["last_updated"],
         at(4),
         "no heartbeat for an interrupted loop"
     );
@@ -697,13 +676,13 @@ fn unknown_fields_survive_every_rewrite() {
     let env = TestEnv::new();
     env.baton("A", 0, &["loop", "init", "PROJ-1"])
         .assert_code(0);
-    let mut state = env.read_json(&env.loop_file("PROJ-1"));
+    let mut state = env.read_loop("PROJ-1");
     state["their_field"] = json!({ "nested": true });
     state["loop_state"]["their_inner"] = json!(7);
-    env.write_json(&env.loop_file("PROJ-1"), &state);
+    env.write_loop("PROJ-1", &state);
     env.set_phase("A", 1, "PROJ-1", "qa", "returned")
         .assert_code(0);
-    let after = env.read_json(&env.loop_file("PROJ-1"));
+    let after = env.read_loop("PROJ-1");
     assert_eq!(after["their_field"], json!({ "nested": true }));
     assert_eq!(after["loop_state"]["their_inner"], 7);
 }
@@ -719,10 +698,7 @@ fn session_id_resolution_and_the_state_dir_override() {
         .output()
         .unwrap();
     assert!(out.status.success());
-    assert_eq!(
-        env.read_json(&env.loop_file("PROJ-1"))["session_id"],
-        "claude-1"
-    );
+    assert_eq!(env.read_loop("PROJ-1")["session_id"], "claude-1");
     // BATON_SESSION wins over CLAUDE_CODE_SESSION_ID, and --session over both.
     let out = env
         .command(Some("baton-1"), &at(0))
@@ -846,5 +822,5 @@ fn the_resume_scan_removes_temp_files_of_killed_writers() {
     std::fs::write(&orphan, b"{\"half").unwrap();
     env.baton("B", 1, &["resume", "PROJ-1"]).assert_code(0);
     assert!(!orphan.exists());
-    assert!(env.loop_file("PROJ-1").exists());
+    assert!(env.has_loop("PROJ-1"));
 }

@@ -77,7 +77,7 @@ fn the_operators_escape_hatch_lets_staged_files_through_and_is_recorded() {
     let out = env.baton("A", 1, &["--json", "run", "resume", &id, "--allow-staged"]);
     out.assert_code(0);
     assert_eq!(out.json()["verdict"], "ratify", "{}", out.stdout);
-    let run = env.read_json(&env.state_dir().join(format!("runs/{id}.json")));
+    let run = env.read_run(&id);
     assert_eq!(run["staged_allowed"][0]["files"][0], "wip.rs", "{run}");
     assert_eq!(run["staged_allowed"][0]["session"], "A", "{run}");
 }
@@ -95,15 +95,10 @@ fn no_fresh_start_beside_a_resumable_run_of_the_same_plan() {
         next.contains(&format!("baton run resume {first}")) && next.contains("--fresh"),
         "{v}"
     );
-    assert_eq!(
-        std::fs::read_dir(env.state_dir().join("runs"))
-            .unwrap()
-            .count(),
-        1
-    );
+    assert_eq!(env.store().list_runs(None).unwrap().len(), 1);
 
     let second = new_run(&env, 1, &["--fresh"]);
-    let old = env.read_json(&env.state_dir().join(format!("runs/{first}.json")));
+    let old = env.read_run(&first);
     assert_eq!(old["status"], "abandoned", "{old}");
     assert_eq!(old["abandoned_for"]["run"], second, "{old}");
 
@@ -338,7 +333,7 @@ fn a_fresh_start_never_takes_a_run_a_live_holder_works_on_nor_a_loop_before_its_
     let out = env.baton("B", 1, &["--json", "run", "new", "--plan", PLAN, "--fresh"]);
     out.assert_code(3);
     assert!(out.json()["reasons"].to_string().contains(&first));
-    let run = env.read_json(&env.state_dir().join(format!("runs/{first}.json")));
+    let run = env.read_run(&first);
     assert_eq!(run["status"], "active", "{run}");
 
     env.baton("A", 0, &["loop", "init", "PROJ-1"])
@@ -359,5 +354,5 @@ fn a_fresh_start_never_takes_a_run_a_live_holder_works_on_nor_a_loop_before_its_
     .assert_code(0);
     env.baton("B", 5, &["resume", "fresh", "PROJ-1"])
         .assert_code(3);
-    assert!(env.loop_file("PROJ-1").exists());
+    assert!(env.has_loop("PROJ-1"));
 }

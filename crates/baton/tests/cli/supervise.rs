@@ -335,9 +335,13 @@ fn a_signal_during_the_wait_stops_it_and_leaves_the_work_interrupted() {
         .stderr(Stdio::piped());
     let child = cmd.spawn().unwrap();
     let start = std::time::Instant::now();
-    let journal = f.env.state_dir().join("journal/loop-T-1.jsonl");
-    while !std::fs::read_to_string(&journal).is_ok_and(|j| j.contains("supervise.wait")) {
-        f.env.sync();
+    let waited = || {
+        f.env
+            .journal(baton_store::JournalTarget::Loop("T-1"))
+            .iter()
+            .any(|e| e.to_string().contains("supervise.wait"))
+    };
+    while !waited() {
         assert!(start.elapsed().as_secs() < 30, "supervise never waited");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }

@@ -7,7 +7,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use crate::common::{TestEnv, at, pg_mode};
+use crate::common::{TestEnv, at};
 
 /// The browser: `BATON_CHROMIUM`, else `chromium-headless-shell` or `chromium` on the PATH.
 /// Without one the tests say so and pass, except under `CI`, which installs it.
@@ -271,10 +271,7 @@ fn large_project(env: &TestEnv) {
 /// Chromium with every lane drawn (how fast is a benchmark's figure: `scripts/timeline.sh --bench`).
 #[test]
 fn the_page_of_200_lanes_and_20000_events_is_under_2_mb_and_loads() {
-    if pg_mode() {
-        // The journals are written as files here; the PostgreSQL pass has its own history.
-        return;
-    }
+    crate::files_only!("20,000 journal lines are written as files here, the way baton writes them");
     let env = TestEnv::new();
     large_project(&env);
     let out = env.run(
