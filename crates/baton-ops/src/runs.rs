@@ -45,7 +45,8 @@ pub fn here(
                 .or_else(|| std::env::var("BATON_LEASE_TOKEN").ok())
                 .filter(|t| !t.is_empty())
                 .map(|t| sha256_hex(t.as_bytes())),
-            shared_store: ctx.store_url(ctx.layout().ok().map(|l| l.root).as_deref())
+            shared_store: ctx
+                .store_url(ctx.layout().ok().map(|l| l.root).as_deref())
                 .ok()
                 .flatten()
                 .is_some(),

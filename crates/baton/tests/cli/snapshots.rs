@@ -517,7 +517,6 @@ fn json_of_the_ticket_loop() {
             .unwrap();
     }
     let run = crate::common::to_run(child.wait_with_output().unwrap());
-    s.env.sync();
     s.record("hook", None, &run, 0);
     s.json(
         "resume accept",
@@ -1012,7 +1011,6 @@ fn json_of_the_commands_around_the_state() {
             .args(["--json", "init", "claude"])
             .args(extra);
         let run = crate::common::to_run(init.output().unwrap());
-        s.env.sync();
         s.record("init", case, &run, 0);
     }
     s.json("schema", None, None, 0, &["schema"], 0);
@@ -1128,7 +1126,6 @@ fn json_of_supervise() {
         "do T-1",
     ]);
     let run = crate::common::to_run(cmd.output().unwrap());
-    s.env.sync();
     s.record("supervise", None, &run, 0);
 }
 
