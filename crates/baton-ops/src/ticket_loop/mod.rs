@@ -1,7 +1,7 @@
 //! The ticket loop's operations: every transition of a loop (`loop set`, `artifact`,
-//! `interrupt`, `finish`), its heartbeat, the resume check (`gather`), `resume fresh`, and the
-//! checks a command makes before it moves a loop out of the way. Each returns what happened,
-//! typed; the command or hook renders it.
+//! `interrupt`, `finish`), its heartbeat, the resume check (`gather`), `resume accept`
+//! (`resume_accept.rs`), `resume fresh`, and the checks a command makes before it moves a loop
+//! out of the way. Each returns what happened, typed; the command or hook renders it.
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -30,6 +30,9 @@ use baton_store::git::{self, TreeStatus};
 use baton_store::{
     Expect, Guard, JournalTarget, LockScope, RecordKey, StateStore, Versioned, random_hex,
 };
+
+mod resume_accept;
+pub use resume_accept::{Accept, Acceptance, Accepted, ArtifactKind, Governing, SetAside, accept};
 
 /// The ownership options of every loop write.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
