@@ -1,18 +1,28 @@
-//! The batch as more than one command (and the session-start survey) sees it.
+//! The batch as more than one command (and the session-start survey) sees it, and its
+//! operations: `batch start` (`start`) and the shared write path of the others (`update`).
 
 use crate::env::Ctx;
 use crate::error::CommandError;
 use crate::journal;
 use crate::ticket_loop::{Ownership, no_session_warning};
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+
+use serde_json::{Map, Value};
+
 use baton_core::Decision;
+use baton_core::decide::batch::decide_batch_start;
 use baton_core::decide::loop_write::REFUSED;
 use baton_core::decide::ownership::{GateOutcome, OwnerRecord, Writer, gate};
+use baton_core::key::{batch_prefix, loop_key};
 use baton_core::model::BatchState;
+use baton_core::model::{BatchTicket, SCHEMA_VERSION};
 use baton_core::text::shell_quote;
 use baton_core::text::{esc, esc_join};
 use baton_core::time::format_ts;
+use baton_core::{Reason, Rule, Verdict};
 use baton_store::layout::BATCH_FILE;
-use baton_store::{JournalTarget, LockScope, StateStore};
+use baton_store::{Expect, JournalTarget, LockScope, RecordKey, StateStore, random_hex};
 
 /// The batch picks the ticket; the ticket's own loop resume picks the phase.
 pub fn next_step(state: &BatchState) -> Option<String> {
@@ -228,4 +238,163 @@ pub fn resume_batch(state: &mut BatchState, reasons: &mut Vec<baton_core::Reason
             state.extra.insert(field.into(), serde_json::Value::Null);
         }
     }
+}
+
+/// What `batch start` is asked for.
+#[derive(Debug, Clone)]
+pub struct Start<'a> {
+    /// The tickets, in the order to run them (two or more).
+    pub tickets: &'a [OsString],
+    /// How the batch runs (recorded as `mode`).
+    pub mode: &'a str,
+    /// Take over a batch that records no owner session.
+    pub force: bool,
+}
+
+/// What `batch start` did.
+#[derive(Debug)]
+pub enum BatchStart {
+    /// Too few tickets, or the batch there may not be replaced: nothing changed.
+    Refused(Decision),
+    /// The batch is written, active and owned by this session (any earlier one archived, as
+    /// the decision's reasons say).
+    Started {
+        decision: Decision,
+        state: Box<BatchState>,
+        /// The journal's, then the one of a write with no session id.
+        warnings: Vec<String>,
+    },
+}
+
+/// Starts a batch of two or more tickets, owned by this session. One batch per project root:
+/// another live session's active batch, or one that records no owner (without `force`), stays;
+/// a finished or stale batch is archived first.
+pub fn start(ctx: &Ctx, args: &Start) -> Result<BatchStart, CommandError> {
+    let keys: Vec<String> = args
+        .tickets
+        .iter()
+        .map(|raw| loop_key(raw.as_bytes(), ctx.session(), || random_hex(4)).0)
+        .collect();
+    for (i, key) in keys.iter().enumerate() {
+        if let Some(j) = keys[..i].iter().position(|k| k == key) {
+            return Err(CommandError::usage(format!(
+                "tickets {:?} and {:?} share the key {key}, so they would share one loop-state file",
+                args.tickets[j].to_string_lossy(),
+                args.tickets[i].to_string_lossy()
+            ))
+            .hint("list each ticket once, under ids that differ after sanitizing (`baton loop key <TICKET>`)"));
+        }
+    }
+    if let Err(d) = decide_batch_start(None, args.tickets.len(), ctx.session(), ctx.now) {
+        return Ok(BatchStart::Refused(d));
+    }
+    let store = ctx.store()?;
+    let _guard = store.lock(LockScope::Batch)?;
+    let existing = store.read_batch()?;
+    if let Some(existing) = &existing {
+        existing.writable()?;
+    }
+    let old = existing.as_ref().map(|l| &l.state);
+    if let Err(d) = decide_batch_start(old, args.tickets.len(), ctx.session(), ctx.now) {
+        return Ok(BatchStart::Refused(d));
+    }
+    let mut reasons = Vec::new();
+    if let Some(old) = old {
+        // The ownership gate, in any status: an ownerless batch is another session's until
+        // `--force` says otherwise, and a live owner's active batch is never archived.
+        if let GateOutcome::Refused(d) = gate(
+            owner_record(old, ctx.now),
+            Writer {
+                session: ctx.session(),
+                epoch: None,
+                force: args.force,
+            },
+            ctx.now,
+            BATCH_FILE,
+            "baton batch show",
+        ) {
+            return Ok(BatchStart::Refused(d));
+        }
+        let to = store.archive(&RecordKey::Batch, &Expect::read(existing.as_ref()), ctx.now)?;
+        reasons.push(Reason::new(
+            Rule::BatchPreviousArchived,
+            format!(
+                "batch {} ({}) was moved to {}",
+                esc(&old.batch_id),
+                esc(&old.status),
+                to.display()
+            ),
+        ));
+    }
+    let tickets: Vec<BatchTicket> = args
+        .tickets
+        .iter()
+        .zip(keys)
+        .map(|(raw, key)| BatchTicket {
+            ticket_id: raw.to_string_lossy().into_owned(),
+            loop_key: Some(key),
+            status: "pending".into(),
+            extra: ["started_at", "ended_at", "last_summary"]
+                .into_iter()
+                .map(|k| (k.to_string(), Value::Null))
+                .collect(),
+        })
+        .collect();
+    let stamp = ctx.now.strftime("%Y%m%dT%H%M%SZ");
+    let batch_id = format!(
+        "{}-batch-{stamp}-{}",
+        batch_prefix(args.tickets[0].as_bytes()),
+        random_hex(2)
+    );
+    let now = format_ts(ctx.now);
+    let state = BatchState {
+        schema_version: SCHEMA_VERSION,
+        session_id: ctx.session.clone(),
+        batch_id,
+        status: "active".into(),
+        mode: Some(args.mode.to_string()),
+        created_at: Some(now.clone()),
+        updated_at: Some(now.clone()),
+        tickets,
+        replan_log: Vec::new(),
+        owner_epoch: old.map_or(0, |o| o.owner_epoch + 1),
+        // The originating schema's envelope, so its own readers find every field they expect.
+        extra: Map::from_iter([
+            ("interrupted_at".into(), Value::Null),
+            ("interrupt_reason".into(), Value::Null),
+            ("paused_at".into(), Value::Null),
+            ("pause_reason".into(), Value::Null),
+            ("wallclock_started_at".into(), now.into()),
+        ]),
+    };
+    store.write_batch(&state, &Expect::Absent)?;
+    let start = journal::event(
+        ctx,
+        "start",
+        Some(state.owner_epoch),
+        serde_json::json!({
+            "batch_id": state.batch_id,
+            "mode": state.mode,
+            "tickets": state.tickets.iter().map(|t| t.ticket_id.as_str()).collect::<Vec<_>>(),
+            "replaced": old.map(|o| serde_json::json!({
+                "batch_id": o.batch_id,
+                "session": o.session_id,
+                "epoch": o.owner_epoch,
+                "status": o.status,
+            })),
+        }),
+    );
+    let journal_warning = journal::append(&*store, JournalTarget::Batch, &[start]);
+    let decision = Decision {
+        verdict: Verdict::Ok,
+        reasons,
+        next: next_step(&state),
+    };
+    let mut warnings: Vec<String> = journal_warning.into_iter().collect();
+    warnings.extend(no_session_warning(ctx, "batch"));
+    Ok(BatchStart::Started {
+        decision,
+        state: Box::new(state),
+        warnings,
+    })
 }

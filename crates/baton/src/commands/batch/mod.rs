@@ -16,7 +16,6 @@ use baton_ops::batch::{self, BatchUpdate, BatchWrite};
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 use baton_ops::ticket_loop::Ownership;
-use baton_ops::ticket_loop::no_session_warning;
 
 /// Run several tickets as one batch, one per project root.
 #[derive(Debug, Subcommand)]
@@ -82,12 +81,4 @@ fn update(
             report
         }
     })
-}
-
-/// A batch written with no session id says that nothing protects it.
-fn with_session_warning(ctx: &Ctx, report: Report) -> Report {
-    match no_session_warning(ctx, "batch") {
-        Some(w) => report.warn(w),
-        None => report,
-    }
 }
