@@ -5,6 +5,7 @@ use crate::env::Ctx;
 use crate::error::CommandError;
 use crate::journal;
 use crate::ticket_loop::{Ownership, no_session_warning};
+use baton_core::journal::JournalEvent;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 
@@ -112,7 +113,7 @@ pub fn update(
     ctx: &Ctx,
     flags: &Ownership,
     kind: BatchWrite,
-    event: &'static str,
+    event: JournalEvent,
     apply: impl FnOnce(&mut BatchState) -> Result<(String, serde_json::Value), CommandError>,
 ) -> Result<BatchUpdate, CommandError> {
     let store: Box<dyn StateStore> = ctx.store()?;
@@ -194,7 +195,7 @@ pub fn update(
             obj.insert("batch_id".into(), state.batch_id.clone().into());
             // A resume (or a ticket write that resumes its owner's interrupted batch) says
             // what the batch was resumed from; a finish's new status says enough.
-            if status != state.status && event != "finish" {
+            if status != state.status && event != JournalEvent::Finish {
                 obj.insert("from_status".into(), status.clone().into());
             }
         }
@@ -370,7 +371,7 @@ pub fn start(ctx: &Ctx, args: &Start) -> Result<BatchStart, CommandError> {
     store.write_batch(&state, &Expect::Absent)?;
     let start = journal::event(
         ctx,
-        "start",
+        JournalEvent::Start,
         Some(state.owner_epoch),
         serde_json::json!({
             "batch_id": state.batch_id,

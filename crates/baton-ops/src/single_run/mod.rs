@@ -2,6 +2,7 @@
 //! heartbeat, and the writes only its holder may make. Each returns what happened, typed; the
 //! command or hook renders it.
 
+use baton_core::journal::JournalEvent;
 use serde_json::json;
 
 use crate::env::Ctx;
@@ -247,13 +248,13 @@ pub fn end_lease(
             let event = match status {
                 Some(s) => journal::event(
                     ctx,
-                    "finish",
+                    JournalEvent::Finish,
                     Some(run.lease_epoch),
                     json!({ "status": s, "released": released, "forced": force }),
                 ),
                 None => journal::event(
                     ctx,
-                    "release",
+                    JournalEvent::Release,
                     Some(run.lease_epoch),
                     json!({ "released": released, "forced": force }),
                 ),
@@ -302,7 +303,7 @@ pub fn interrupt_lease(
     store.write_run(&run, &read)?;
     let event = journal::event(
         ctx,
-        "interrupt",
+        JournalEvent::Interrupt,
         Some(run.lease_epoch),
         json!({ "reason": reason, "evidence": evidence, "released": released }),
     );

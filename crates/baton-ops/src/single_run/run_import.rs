@@ -1,6 +1,7 @@
 //! `run import`: an originating `/tmp/pipeline_state_<run_id>.json` brought into baton's run
 //! state, and the mapping `run resume` uses to import on its own.
 
+use baton_core::journal::JournalEvent;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
@@ -80,7 +81,7 @@ pub fn import_into(
 pub fn import_event(ctx: &Ctx, run: &RunState) -> serde_json::Value {
     journal::event(
         ctx,
-        "import",
+        JournalEvent::Import,
         Some(run.lease_epoch),
         json!({
             "from": run.imported_from,

@@ -1,6 +1,7 @@
 //! `run new`: a single run starts, planned against HEAD, its plan and the project's alignment
 //! sections, its run lock held.
 
+use baton_core::journal::JournalEvent;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, json};
@@ -227,7 +228,7 @@ pub fn new_run(ctx: &Ctx, args: &NewRun) -> Result<RunStart, CommandError> {
         if let Ok(other_run) = RunId::parse(&other_id) {
             let event = journal::event(
                 ctx,
-                "finish",
+                JournalEvent::Finish,
                 Some(other.lease_epoch),
                 json!({ "status": "abandoned", "replaced_by": id.to_string() }),
             );
@@ -245,7 +246,7 @@ pub fn new_run(ctx: &Ctx, args: &NewRun) -> Result<RunStart, CommandError> {
     store.write_run(&run, &Expect::Absent)?;
     let event = journal::event(
         ctx,
-        "new",
+        JournalEvent::New,
         Some(run.lease_epoch),
         json!({
             "feature": run.feature,

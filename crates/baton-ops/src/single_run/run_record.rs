@@ -1,6 +1,7 @@
 //! `run record`: the run lock's holder records progress (a completed agent, a passed hard gate,
 //! a step's status, or a new plan).
 
+use baton_core::journal::JournalEvent;
 use std::path::PathBuf;
 
 use serde_json::json;
@@ -214,7 +215,7 @@ pub fn record(ctx: &Ctx, args: &Record) -> Result<Recorded, CommandError> {
                 RecordWhat::Gate(gate) => json!({ "gate": gate, "result": "pass" }),
                 RecordWhat::Step { name, status } => json!({ "step": name, "status": status }),
             };
-            let event = journal::event(ctx, "record", Some(run.lease_epoch), details);
+            let event = journal::event(ctx, JournalEvent::Record, Some(run.lease_epoch), details);
             journal::append(&*store, JournalTarget::Run(&id), &[event])
         })
         .flatten();

@@ -1,6 +1,7 @@
 //! `run resume`: the four ordered checks (HEAD, staging, alignment, lock), the plan staleness
 //! gate, and what to restore; a verdict that proceeds takes the run lock.
 
+use baton_core::journal::JournalEvent;
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
@@ -182,7 +183,7 @@ pub fn resume(ctx: &Ctx, args: &ResumeRun) -> Result<Resumed, CommandError> {
         let taken = before.as_ref().map(|l| l.epoch) != Some(run.lease_epoch);
         events.push(journal::event(
             ctx,
-            "resume",
+            JournalEvent::Resume,
             Some(run.lease_epoch),
             json!({
                 "verdict": d.decision.verdict,

@@ -1,6 +1,7 @@
 //! `resume accept`: take ownership of a resumable loop (owner epoch + 1, `resume_count` + 1,
 //! status active), setting partial work aside first when asked, and say what governs it.
 
+use baton_core::journal::JournalEvent;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -593,7 +594,7 @@ fn journal_accept(
     let mut event = if original.owner_epoch == state.owner_epoch {
         journal::event(
             ctx,
-            "resume",
+            JournalEvent::Resume,
             Some(state.owner_epoch),
             serde_json::json!({ "mode": mode }),
         )

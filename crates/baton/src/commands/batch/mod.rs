@@ -11,6 +11,7 @@ mod ticket;
 use clap::Subcommand;
 
 use crate::output::Report;
+use baton_core::journal::JournalEvent;
 use baton_core::model::BatchState;
 use baton_ops::batch::{self, BatchUpdate, BatchWrite};
 use baton_ops::env::Ctx;
@@ -55,7 +56,7 @@ fn update(
     ctx: &Ctx,
     flags: &BatchFlags,
     kind: BatchWrite,
-    event: &'static str,
+    event: JournalEvent,
     apply: impl FnOnce(&mut BatchState) -> Result<(String, serde_json::Value), CommandError>,
 ) -> Result<Report, CommandError> {
     let ownership = Ownership {
