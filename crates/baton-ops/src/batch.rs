@@ -17,7 +17,7 @@ use baton_core::decide::loop_write::REFUSED;
 use baton_core::decide::ownership::{GateOutcome, OwnerRecord, Writer, gate};
 use baton_core::key::{batch_prefix, loop_key};
 use baton_core::model::BatchState;
-use baton_core::model::{BatchTicket, SCHEMA_VERSION};
+use baton_core::model::{BatchStatus, BatchTicket, SCHEMA_VERSION};
 use baton_core::text::shell_quote;
 use baton_core::text::{esc, esc_join};
 use baton_core::time::format_ts;
@@ -27,7 +27,7 @@ use baton_store::{Expect, JournalTarget, LockScope, RecordKey, StateStore, rando
 
 /// The batch picks the ticket; the ticket's own loop resume picks the phase.
 pub fn next_step(state: &BatchState) -> Option<String> {
-    if state.status == "stalled" {
+    if state.status == BatchStatus::Stalled {
         return Some(
             "the batch stalled: ask the human, then resume it (`baton batch resume`) or start a new one (`baton batch start`)"
                 .into(),
@@ -154,26 +154,33 @@ pub fn update(
             Some(next.to_string()),
         )))
     };
-    match (kind, status.as_str()) {
-        (_, "complete" | "abandoned") | (BatchWrite::Finish, "stalled") => {
+    match (kind, &status) {
+        (_, BatchStatus::Complete | BatchStatus::Abandoned)
+        | (BatchWrite::Finish, BatchStatus::Stalled) => {
             return refuse(
-                format!("batch {id} is {}: it has ended", esc(&status)),
+                format!("batch {id} is {}: it has ended", esc(status.as_str())),
                 "start a new batch with `baton batch start <T1> <T2>…`",
             );
         }
-        (BatchWrite::Ticket, "interrupted") if !took_over => resume_batch(&mut state, &mut reasons),
-        (BatchWrite::Ticket, "interrupted" | "paused" | "stalled") => {
+        (BatchWrite::Ticket, BatchStatus::Interrupted) if !took_over => {
+            resume_batch(&mut state, &mut reasons)
+        }
+        (
+            BatchWrite::Ticket,
+            BatchStatus::Interrupted | BatchStatus::Paused | BatchStatus::Stalled,
+        ) => {
             return refuse(
                 format!(
                     "batch {id} is {}: resume it before its tickets move",
-                    esc(&status)
+                    esc(status.as_str())
                 ),
                 "resume it with `baton batch resume` (see it with `baton batch show`)",
             );
         }
-        (BatchWrite::Resume, "interrupted" | "paused" | "stalled") => {
-            resume_batch(&mut state, &mut reasons)
-        }
+        (
+            BatchWrite::Resume,
+            BatchStatus::Interrupted | BatchStatus::Paused | BatchStatus::Stalled,
+        ) => resume_batch(&mut state, &mut reasons),
         _ => {}
     }
     let (message, details) = apply(&mut state)?;
@@ -196,7 +203,7 @@ pub fn update(
             // A resume (or a ticket write that resumes its owner's interrupted batch) says
             // what the batch was resumed from; a finish's new status says enough.
             if status != state.status && event != JournalEvent::Finish {
-                obj.insert("from_status".into(), status.clone().into());
+                obj.insert("from_status".into(), status.as_str().into());
             }
         }
         events.push(journal::event(ctx, event, Some(state.owner_epoch), details));
@@ -225,10 +232,10 @@ pub fn resume_batch(state: &mut BatchState, reasons: &mut Vec<baton_core::Reason
         format!(
             "batch {} was {}; it is active again",
             esc(&state.batch_id),
-            esc(&state.status)
+            esc(state.status.as_str())
         ),
     ));
-    state.status = "active".into();
+    state.status = BatchStatus::Active;
     for field in [
         "interrupted_at",
         "interrupt_reason",
@@ -322,7 +329,7 @@ pub fn start(ctx: &Ctx, args: &Start) -> Result<BatchStart, CommandError> {
             format!(
                 "batch {} ({}) was moved to {}",
                 esc(&old.batch_id),
-                esc(&old.status),
+                esc(old.status.as_str()),
                 to.display()
             ),
         ));
@@ -352,7 +359,7 @@ pub fn start(ctx: &Ctx, args: &Start) -> Result<BatchStart, CommandError> {
         schema_version: SCHEMA_VERSION,
         session_id: ctx.session.clone(),
         batch_id,
-        status: "active".into(),
+        status: BatchStatus::Active,
         mode: Some(args.mode.to_string()),
         created_at: Some(now.clone()),
         updated_at: Some(now.clone()),

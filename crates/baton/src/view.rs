@@ -148,7 +148,7 @@ pub fn batch(ctx: &Ctx, loaded: &Versioned<BatchState>) -> Report {
     let mut text = format!(
         "batch {} ({}, {})\n  owner: {} (epoch {}, {}, {seen})\n",
         esc(&s.batch_id),
-        esc(&s.status),
+        esc(s.status.as_str()),
         esc_or(s.mode.as_deref(), "sequential"),
         esc_or(s.owner(), "none"),
         s.owner_epoch,

@@ -234,7 +234,7 @@ pub fn end_lease(
     }
     run.lease = None;
     if let Some(status) = status {
-        run.status = status.to_string();
+        run.status = baton_core::model::RunStatus::parse(status);
     }
     run.updated_at = Some(format_ts(ctx.now));
     store.write_run(&run, &read)?;
@@ -264,7 +264,7 @@ pub fn end_lease(
         .flatten();
     Ok(LeaseEnd::Ended {
         id,
-        status: run.status,
+        status: run.status.to_string(),
         finished: status.is_some(),
         warning: journal_warning,
     })

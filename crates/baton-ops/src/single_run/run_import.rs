@@ -11,7 +11,9 @@ use crate::env::Ctx;
 use crate::error::CommandError;
 use crate::journal;
 use crate::run_facts::recorded_plan_path;
-use baton_core::model::{Completion, PlanRecord, RunPolicy, RunState, SCHEMA_VERSION, StepRecord};
+use baton_core::model::{
+    Completion, PlanRecord, RunPolicy, RunState, RunStatus, SCHEMA_VERSION, StepRecord,
+};
 use baton_core::run_id::RunId;
 use baton_core::time::format_ts;
 use baton_store::read::{STATE_FILE_CAP, read_owned};
@@ -183,9 +185,9 @@ pub fn build_import(
         schema_version: SCHEMA_VERSION,
         run_id: id.to_string(),
         status: if finished {
-            "complete".into()
+            RunStatus::Complete
         } else {
-            "active".into()
+            RunStatus::Active
         },
         created_at: text(&["created_at", "started_at"]).or_else(|| Some(now.clone())),
         updated_at: Some(now),

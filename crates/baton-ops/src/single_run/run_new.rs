@@ -15,9 +15,8 @@ use crate::run_facts::{
 };
 use crate::runs::{self, lease_state_of};
 use baton_core::decide::lease::LeaseState;
-use baton_core::model::run_is_finished;
 use baton_core::model::{
-    AlignmentRecord, PlanRecord, RunPolicy, RunState, SCHEMA_VERSION, SectionRecord,
+    AlignmentRecord, PlanRecord, RunPolicy, RunState, RunStatus, SCHEMA_VERSION, SectionRecord,
 };
 use baton_core::run_id::RunId;
 use baton_core::time::format_ts;
@@ -125,7 +124,7 @@ pub fn new_run(ctx: &Ctx, args: &NewRun) -> Result<RunStart, CommandError> {
     let mut run = RunState {
         schema_version: SCHEMA_VERSION,
         run_id: id.to_string(),
-        status: "active".into(),
+        status: RunStatus::Active,
         created_at: Some(now.clone()),
         updated_at: Some(now),
         feature: args.feature.map(String::from),
@@ -157,7 +156,7 @@ pub fn new_run(ctx: &Ctx, args: &NewRun) -> Result<RunStart, CommandError> {
     let mut others = Vec::new();
     for (other_id, loaded) in store.list_runs(None)? {
         let Ok(loaded) = loaded else { continue };
-        if run_is_finished(&loaded.state.status) {
+        if loaded.state.status.is_finished() {
             continue;
         }
         let other_plan = loaded
@@ -217,7 +216,7 @@ pub fn new_run(ctx: &Ctx, args: &NewRun) -> Result<RunStart, CommandError> {
     let mut journal_warnings = Vec::new();
     for (other_id, read) in same_plan {
         let mut other = read.state.clone();
-        other.status = "abandoned".into();
+        other.status = RunStatus::Abandoned;
         other.updated_at = Some(format_ts(ctx.now));
         other.extra.insert(
             "abandoned_for".into(),

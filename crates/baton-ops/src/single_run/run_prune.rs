@@ -9,7 +9,6 @@ use crate::env::Ctx;
 use crate::error::CommandError;
 use crate::runs::{self, lease_state_of};
 use baton_core::decide::lease::LeaseState;
-use baton_core::model::run_is_finished;
 use baton_core::run_id::RunId;
 use baton_core::time::parse_ts;
 use baton_store::LockScope;
@@ -76,7 +75,7 @@ pub fn prune(ctx: &Ctx, args: &Prune) -> Result<Pruned, CommandError> {
             lease_state_of(run, &here, ctx.now),
             LeaseState::Live(_) | LeaseState::Mine
         ) && run.lease.is_some();
-        if !run_is_finished(&run.status) || !old_enough || lock_live {
+        if !run.status.is_finished() || !old_enough || lock_live {
             kept += 1;
             continue;
         }
@@ -86,7 +85,7 @@ pub fn prune(ctx: &Ctx, args: &Prune) -> Result<Pruned, CommandError> {
         }
         entries.push(PruneEntry::Removed {
             path: loaded.path.clone(),
-            status: run.status.clone(),
+            status: run.status.to_string(),
             updated_at: run.updated_at.clone(),
         });
     }

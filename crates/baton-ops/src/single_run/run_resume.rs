@@ -114,7 +114,7 @@ pub fn resume(ctx: &Ctx, args: &ResumeRun) -> Result<Resumed, CommandError> {
             baton_core::text::esc_join(added.iter().map(String::as_str))
         ));
     }
-    if baton_core::model::run_is_finished(&run.status) {
+    if run.status.is_finished() {
         return Err(CommandError::usage(format!(
             "run {id} is {}: there is nothing to resume",
             run.status

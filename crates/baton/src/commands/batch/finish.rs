@@ -25,7 +25,7 @@ pub fn cmd_batch_finish(ctx: &Ctx, args: FinishArgs) -> Result<Report, CommandEr
         BatchWrite::Finish,
         JournalEvent::Finish,
         |state| {
-            state.status = args.status.clone();
+            state.status = baton_core::model::BatchStatus::parse(&args.status);
             Ok((
                 format!("batch {} is {}", esc(&state.batch_id), args.status),
                 serde_json::json!({ "status": args.status }),

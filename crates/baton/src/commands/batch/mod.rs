@@ -73,7 +73,7 @@ fn update(
         } => {
             let mut report = Report::decision(&decision)
                 .with("batch_id", state.batch_id.clone())
-                .with("status", state.status.clone())
+                .with("status", state.status.as_str())
                 .with("epoch", state.owner_epoch)
                 .text_before(&message);
             for w in warnings {

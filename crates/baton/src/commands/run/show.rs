@@ -36,7 +36,7 @@ pub fn cmd_run_show(ctx: &Ctx, args: ShowArgs) -> Result<Report, CommandError> {
     let rest = restoration(run);
     let mut text = format!(
         "run {id} ({}){}\n  base:    {} on {}\n  plan:    {}\n  lock:    {lock} (epoch {})\n  agents:  {}\n",
-        esc(&run.status),
+        esc(run.status.as_str()),
         run.feature
             .as_deref()
             .map(|f| format!(": {}", esc(f)))
