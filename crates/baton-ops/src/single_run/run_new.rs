@@ -87,7 +87,6 @@ pub fn new_run(ctx: &Ctx, args: &NewRun) -> Result<RunStart, CommandError> {
     }
     let plan_path = args
         .plan
-        .as_deref()
         .map(|p| file_in_project(&ctx.dir, &root, p, "--plan"))
         .transpose()?;
     let mut policy = RunPolicy {
