@@ -11,7 +11,7 @@ use crate::journal;
 use crate::runs::{self, lease_state_of};
 use baton_core::decide::lease::{Here, LeaseState};
 use baton_core::model::Lease;
-use baton_core::model::{InterruptReason, RunState};
+use baton_core::model::{InterruptReason, RunState, RunStatus};
 use baton_core::run_id::RunId;
 use baton_core::time::format_ts;
 use baton_core::{Decision, Reason};
@@ -51,7 +51,7 @@ pub enum LeaseEnd {
     Ended {
         id: RunId,
         /// The run's status now.
-        status: String,
+        status: RunStatus,
         /// Whether the run was ended (`run finish`), not only its lease released.
         finished: bool,
         warning: Option<String>,
@@ -178,7 +178,7 @@ pub fn end_lease(
     ctx: &Ctx,
     raw_id: &str,
     holder: &Holder,
-    status: Option<&str>,
+    status: Option<RunStatus>,
     force: bool,
 ) -> Result<LeaseEnd, CommandError> {
     let OpenRun {
@@ -233,8 +233,8 @@ pub fn end_lease(
         LeaseState::Free | LeaseState::Mine | LeaseState::Stale(_) => {}
     }
     run.lease = None;
-    if let Some(status) = status {
-        run.status = baton_core::model::RunStatus::parse(status);
+    if let Some(status) = &status {
+        run.status = status.clone();
     }
     run.updated_at = Some(format_ts(ctx.now));
     store.write_run(&run, &read)?;
@@ -245,7 +245,7 @@ pub fn end_lease(
                 .lease
                 .as_ref()
                 .map(|l| json!({ "session": l.session, "epoch": l.epoch, "pid": l.pid }));
-            let event = match status {
+            let event = match &status {
                 Some(s) => journal::event(
                     ctx,
                     JournalEvent::Finish,
@@ -264,7 +264,7 @@ pub fn end_lease(
         .flatten();
     Ok(LeaseEnd::Ended {
         id,
-        status: run.status.to_string(),
+        status: run.status,
         finished: status.is_some(),
         warning: journal_warning,
     })
