@@ -8,6 +8,7 @@ pub mod feature;
 pub mod glob;
 pub mod hook;
 pub mod install;
+pub mod journal;
 pub mod key;
 pub mod ledger;
 pub mod model;

@@ -12,6 +12,8 @@ use std::collections::HashMap;
 use jiff::Timestamp;
 use serde_json::Value;
 
+use crate::journal::JournalEvent as J;
+
 /// What a lane's label says of its work, as `baton status` lists it.
 #[derive(Debug, Clone, Default)]
 pub struct Label {
@@ -154,15 +156,18 @@ fn shown(v: &Value) -> String {
 /// The mark of an event, with its label.
 fn mark_of(fields: &Value) -> (MarkKind, String) {
     let name = fields["event"].as_str().unwrap_or_default();
-    match name {
-        "init" | "new" | "start" | "adopt" | "import" | "started" => {
+    // baton's own events by their names (`journal::JournalEvent`); the ledger's, and those other
+    // tools write, as the strings they are.
+    let event = J::parse(name);
+    match (event, name) {
+        (Some(J::Init | J::New | J::Start | J::Adopt | J::Import), _) | (None, "started") => {
             let label = match text(&fields["phase"]) {
                 Some(p) => format!("phase {p}"),
                 None => name.to_string(),
             };
             (MarkKind::Start, label)
         }
-        "interrupt" | "agent-died" => {
+        (Some(J::Interrupt), _) | (None, "agent-died") => {
             let reason = text(&fields["reason"]).unwrap_or(if name == "agent-died" {
                 "agent died"
             } else {
@@ -176,7 +181,7 @@ fn mark_of(fields: &Value) -> (MarkKind, String) {
             };
             (MarkKind::Interrupt, label)
         }
-        "takeover" => (
+        (Some(J::Takeover), _) => (
             MarkKind::Takeover,
             format!(
                 "{} (epoch {}) → {} (epoch {}){}",
@@ -187,23 +192,24 @@ fn mark_of(fields: &Value) -> (MarkKind, String) {
                 text(&fields["mode"]).map_or(String::new(), |m| format!(", {m}")),
             ),
         ),
-        "resume" | "resumed" | "batch.resumed" | "fresh" | "supervise.relaunch" => {
+        (Some(J::Resume | J::Fresh | J::SuperviseRelaunch), _)
+        | (None, "resumed" | "batch.resumed") => {
             let how = text(&fields["verdict"])
                 .or(text(&fields["mode"]))
                 .map(str::to_string);
-            let label = match (name, how) {
-                ("fresh", _) => "fresh start".to_string(),
-                ("supervise.relaunch", _) => "relaunched (automatic)".to_string(),
-                ("resumed", _) => format!(
+            let label = match (event, name, how) {
+                (Some(J::Fresh), _, _) => "fresh start".to_string(),
+                (Some(J::SuperviseRelaunch), _, _) => "relaunched (automatic)".to_string(),
+                (None, "resumed", _) => format!(
                     "resumed, {} phase(s) confirmed",
                     shown(&fields["confirmed"])
                 ),
-                (_, Some(how)) => format!("resume: {how}"),
-                (_, None) => "resume".to_string(),
+                (_, _, Some(how)) => format!("resume: {how}"),
+                (_, _, None) => "resume".to_string(),
             };
             (MarkKind::Resume, label)
         }
-        "gate" => {
+        (None, "gate") => {
             let gate = text(&fields["gate"]).unwrap_or("gate").to_string();
             if fields["pass"].as_bool() == Some(true) {
                 (MarkKind::GatePass, format!("{gate} pass"))
@@ -211,7 +217,7 @@ fn mark_of(fields: &Value) -> (MarkKind, String) {
                 (MarkKind::GateFail, format!("{gate} FAIL"))
             }
         }
-        "finish" | "release" | "complete" | "blocked" | "fail" => {
+        (Some(J::Finish | J::Release), _) | (None, "complete" | "blocked" | "fail") => {
             let label = text(&fields["status"])
                 .map(str::to_string)
                 .unwrap_or_else(|| name.to_string());

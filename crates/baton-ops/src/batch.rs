@@ -1,22 +1,33 @@
-//! The batch as more than one command (and the session-start survey) sees it.
+//! The batch as more than one command (and the session-start survey) sees it, and its
+//! operations: `batch start` (`start`) and the shared write path of the others (`update`).
 
 use crate::env::Ctx;
 use crate::error::CommandError;
 use crate::journal;
 use crate::ticket_loop::{Ownership, no_session_warning};
+use baton_core::journal::JournalEvent;
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+
+use serde_json::{Map, Value};
+
 use baton_core::Decision;
+use baton_core::decide::batch::decide_batch_start;
 use baton_core::decide::loop_write::REFUSED;
 use baton_core::decide::ownership::{GateOutcome, OwnerRecord, Writer, gate};
+use baton_core::key::{batch_prefix, loop_key};
 use baton_core::model::BatchState;
+use baton_core::model::{BatchStatus, BatchTicket, SCHEMA_VERSION};
 use baton_core::text::shell_quote;
 use baton_core::text::{esc, esc_join};
 use baton_core::time::format_ts;
+use baton_core::{Reason, Rule, Verdict};
 use baton_store::layout::BATCH_FILE;
-use baton_store::{JournalTarget, LockScope, StateStore};
+use baton_store::{Expect, JournalTarget, LockScope, RecordKey, StateStore, random_hex};
 
 /// The batch picks the ticket; the ticket's own loop resume picks the phase.
 pub fn next_step(state: &BatchState) -> Option<String> {
-    if state.status == "stalled" {
+    if state.status == BatchStatus::Stalled {
         return Some(
             "the batch stalled: ask the human, then resume it (`baton batch resume`) or start a new one (`baton batch start`)"
                 .into(),
@@ -102,7 +113,7 @@ pub fn update(
     ctx: &Ctx,
     flags: &Ownership,
     kind: BatchWrite,
-    event: &'static str,
+    event: JournalEvent,
     apply: impl FnOnce(&mut BatchState) -> Result<(String, serde_json::Value), CommandError>,
 ) -> Result<BatchUpdate, CommandError> {
     let store: Box<dyn StateStore> = ctx.store()?;
@@ -143,26 +154,33 @@ pub fn update(
             Some(next.to_string()),
         )))
     };
-    match (kind, status.as_str()) {
-        (_, "complete" | "abandoned") | (BatchWrite::Finish, "stalled") => {
+    match (kind, &status) {
+        (_, BatchStatus::Complete | BatchStatus::Abandoned)
+        | (BatchWrite::Finish, BatchStatus::Stalled) => {
             return refuse(
-                format!("batch {id} is {}: it has ended", esc(&status)),
+                format!("batch {id} is {}: it has ended", esc(status.as_str())),
                 "start a new batch with `baton batch start <T1> <T2>…`",
             );
         }
-        (BatchWrite::Ticket, "interrupted") if !took_over => resume_batch(&mut state, &mut reasons),
-        (BatchWrite::Ticket, "interrupted" | "paused" | "stalled") => {
+        (BatchWrite::Ticket, BatchStatus::Interrupted) if !took_over => {
+            resume_batch(&mut state, &mut reasons)
+        }
+        (
+            BatchWrite::Ticket,
+            BatchStatus::Interrupted | BatchStatus::Paused | BatchStatus::Stalled,
+        ) => {
             return refuse(
                 format!(
                     "batch {id} is {}: resume it before its tickets move",
-                    esc(&status)
+                    esc(status.as_str())
                 ),
                 "resume it with `baton batch resume` (see it with `baton batch show`)",
             );
         }
-        (BatchWrite::Resume, "interrupted" | "paused" | "stalled") => {
-            resume_batch(&mut state, &mut reasons)
-        }
+        (
+            BatchWrite::Resume,
+            BatchStatus::Interrupted | BatchStatus::Paused | BatchStatus::Stalled,
+        ) => resume_batch(&mut state, &mut reasons),
         _ => {}
     }
     let (message, details) = apply(&mut state)?;
@@ -184,8 +202,8 @@ pub fn update(
             obj.insert("batch_id".into(), state.batch_id.clone().into());
             // A resume (or a ticket write that resumes its owner's interrupted batch) says
             // what the batch was resumed from; a finish's new status says enough.
-            if status != state.status && event != "finish" {
-                obj.insert("from_status".into(), status.clone().into());
+            if status != state.status && event != JournalEvent::Finish {
+                obj.insert("from_status".into(), status.as_str().into());
             }
         }
         events.push(journal::event(ctx, event, Some(state.owner_epoch), details));
@@ -214,10 +232,10 @@ pub fn resume_batch(state: &mut BatchState, reasons: &mut Vec<baton_core::Reason
         format!(
             "batch {} was {}; it is active again",
             esc(&state.batch_id),
-            esc(&state.status)
+            esc(state.status.as_str())
         ),
     ));
-    state.status = "active".into();
+    state.status = BatchStatus::Active;
     for field in [
         "interrupted_at",
         "interrupt_reason",
@@ -228,4 +246,163 @@ pub fn resume_batch(state: &mut BatchState, reasons: &mut Vec<baton_core::Reason
             state.extra.insert(field.into(), serde_json::Value::Null);
         }
     }
+}
+
+/// What `batch start` is asked for.
+#[derive(Debug, Clone)]
+pub struct Start<'a> {
+    /// The tickets, in the order to run them (two or more).
+    pub tickets: &'a [OsString],
+    /// How the batch runs (recorded as `mode`).
+    pub mode: &'a str,
+    /// Take over a batch that records no owner session.
+    pub force: bool,
+}
+
+/// What `batch start` did.
+#[derive(Debug)]
+pub enum BatchStart {
+    /// Too few tickets, or the batch there may not be replaced: nothing changed.
+    Refused(Decision),
+    /// The batch is written, active and owned by this session (any earlier one archived, as
+    /// the decision's reasons say).
+    Started {
+        decision: Decision,
+        state: Box<BatchState>,
+        /// The journal's, then the one of a write with no session id.
+        warnings: Vec<String>,
+    },
+}
+
+/// Starts a batch of two or more tickets, owned by this session. One batch per project root:
+/// another live session's active batch, or one that records no owner (without `force`), stays;
+/// a finished or stale batch is archived first.
+pub fn start(ctx: &Ctx, args: &Start) -> Result<BatchStart, CommandError> {
+    let keys: Vec<String> = args
+        .tickets
+        .iter()
+        .map(|raw| loop_key(raw.as_bytes(), ctx.session(), || random_hex(4)).0)
+        .collect();
+    for (i, key) in keys.iter().enumerate() {
+        if let Some(j) = keys[..i].iter().position(|k| k == key) {
+            return Err(CommandError::usage(format!(
+                "tickets {:?} and {:?} share the key {key}, so they would share one loop-state file",
+                args.tickets[j].to_string_lossy(),
+                args.tickets[i].to_string_lossy()
+            ))
+            .hint("list each ticket once, under ids that differ after sanitizing (`baton loop key <TICKET>`)"));
+        }
+    }
+    if let Err(d) = decide_batch_start(None, args.tickets.len(), ctx.session(), ctx.now) {
+        return Ok(BatchStart::Refused(d));
+    }
+    let store = ctx.store()?;
+    let _guard = store.lock(LockScope::Batch)?;
+    let existing = store.read_batch()?;
+    if let Some(existing) = &existing {
+        existing.writable()?;
+    }
+    let old = existing.as_ref().map(|l| &l.state);
+    if let Err(d) = decide_batch_start(old, args.tickets.len(), ctx.session(), ctx.now) {
+        return Ok(BatchStart::Refused(d));
+    }
+    let mut reasons = Vec::new();
+    if let Some(old) = old {
+        // The ownership gate, in any status: an ownerless batch is another session's until
+        // `--force` says otherwise, and a live owner's active batch is never archived.
+        if let GateOutcome::Refused(d) = gate(
+            owner_record(old, ctx.now),
+            Writer {
+                session: ctx.session(),
+                epoch: None,
+                force: args.force,
+            },
+            ctx.now,
+            BATCH_FILE,
+            "baton batch show",
+        ) {
+            return Ok(BatchStart::Refused(d));
+        }
+        let to = store.archive(&RecordKey::Batch, &Expect::read(existing.as_ref()), ctx.now)?;
+        reasons.push(Reason::new(
+            Rule::BatchPreviousArchived,
+            format!(
+                "batch {} ({}) was moved to {}",
+                esc(&old.batch_id),
+                esc(old.status.as_str()),
+                to.display()
+            ),
+        ));
+    }
+    let tickets: Vec<BatchTicket> = args
+        .tickets
+        .iter()
+        .zip(keys)
+        .map(|(raw, key)| BatchTicket {
+            ticket_id: raw.to_string_lossy().into_owned(),
+            loop_key: Some(key),
+            status: "pending".into(),
+            extra: ["started_at", "ended_at", "last_summary"]
+                .into_iter()
+                .map(|k| (k.to_string(), Value::Null))
+                .collect(),
+        })
+        .collect();
+    let stamp = ctx.now.strftime("%Y%m%dT%H%M%SZ");
+    let batch_id = format!(
+        "{}-batch-{stamp}-{}",
+        batch_prefix(args.tickets[0].as_bytes()),
+        random_hex(2)
+    );
+    let now = format_ts(ctx.now);
+    let state = BatchState {
+        schema_version: SCHEMA_VERSION,
+        session_id: ctx.session.clone(),
+        batch_id,
+        status: BatchStatus::Active,
+        mode: Some(args.mode.to_string()),
+        created_at: Some(now.clone()),
+        updated_at: Some(now.clone()),
+        tickets,
+        replan_log: Vec::new(),
+        owner_epoch: old.map_or(0, |o| o.owner_epoch + 1),
+        // The originating schema's envelope, so its own readers find every field they expect.
+        extra: Map::from_iter([
+            ("interrupted_at".into(), Value::Null),
+            ("interrupt_reason".into(), Value::Null),
+            ("paused_at".into(), Value::Null),
+            ("pause_reason".into(), Value::Null),
+            ("wallclock_started_at".into(), now.into()),
+        ]),
+    };
+    store.write_batch(&state, &Expect::Absent)?;
+    let start = journal::event(
+        ctx,
+        JournalEvent::Start,
+        Some(state.owner_epoch),
+        serde_json::json!({
+            "batch_id": state.batch_id,
+            "mode": state.mode,
+            "tickets": state.tickets.iter().map(|t| t.ticket_id.as_str()).collect::<Vec<_>>(),
+            "replaced": old.map(|o| serde_json::json!({
+                "batch_id": o.batch_id,
+                "session": o.session_id,
+                "epoch": o.owner_epoch,
+                "status": o.status,
+            })),
+        }),
+    );
+    let journal_warning = journal::append(&*store, JournalTarget::Batch, &[start]);
+    let decision = Decision {
+        verdict: Verdict::Ok,
+        reasons,
+        next: next_step(&state),
+    };
+    let mut warnings: Vec<String> = journal_warning.into_iter().collect();
+    warnings.extend(no_session_warning(ctx, "batch"));
+    Ok(BatchStart::Started {
+        decision,
+        state: Box::new(state),
+        warnings,
+    })
 }

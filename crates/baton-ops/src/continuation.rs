@@ -1,13 +1,22 @@
 //! The session-continuation protocol's own writes: the explicit pause mark (`.agentic/pause.json`,
-//! one mark per session) that tells the next session to resume, not recover.
+//! one mark per session) that tells the next session to resume, not recover; and the resume
+//! point (`continue --set-resume-point`), set across the feature's pointer and `TASKS.md` in one
+//! step.
 
 use std::path::PathBuf;
 
 use crate::env::Ctx;
 use crate::error::CommandError;
+use baton_core::Decision;
+use baton_core::feature::{ResumePoint, ResumeRequest, resume_point, set_marks};
 use baton_core::model::{PauseMark, Pauses};
+use baton_core::text::esc;
 use baton_core::time::format_ts;
-use baton_store::{Expect, LockScope, RecordKey, git};
+use baton_store::feature::{
+    FeatureFacts, FileEdit, POINTER_PATH, apply_resume_point, lock_feature, read_feature,
+    read_feature_locked,
+};
+use baton_store::{Expect, Layout, LockScope, RecordKey, git};
 
 /// A pause recorded.
 #[derive(Debug)]
@@ -84,4 +93,196 @@ pub fn clear_pause(ctx: &Ctx) -> Result<Cleared, CommandError> {
     } else {
         Cleared::NotThisSession
     })
+}
+
+/// What a command read: where the project is, the one `git status` of it, and the feature.
+pub struct Gathered {
+    pub layout: Layout,
+    /// Kept for a second read under the lock: the branch and the changed paths do not move in
+    /// the milliseconds between, and one `git status` is the cost of a call.
+    pub changes: git::Changes,
+    pub facts: Option<FeatureFacts>,
+}
+
+/// Reads the feature: one `git status` for the whole tree, and any pending resume point
+/// completed first.
+pub fn gather(ctx: &Ctx) -> Result<Gathered, CommandError> {
+    let layout = ctx.layout()?;
+    let changes = git::changes(&layout.root)?;
+    let facts = read_feature(&layout, &changes, ctx.now, ctx.lock_wait)?;
+    Ok(Gathered {
+        layout,
+        changes,
+        facts,
+    })
+}
+
+/// A path read from the project (the pointer's `path` names it), safe to print on one line.
+pub fn shown(path: &std::path::Path) -> String {
+    esc(&path.to_string_lossy()).into_owned()
+}
+
+/// The error for a command that needs a feature where there is none.
+pub fn no_feature() -> CommandError {
+    CommandError::usage(format!(
+        "no active feature: {POINTER_PATH} does not exist in this project"
+    ))
+    .hint("create the feature first (the feature scaffold writes the pointer), or run baton in the project that has one")
+}
+
+/// What setting the resume point did.
+#[derive(Debug)]
+pub enum ResumePointSet {
+    /// The pointer (or `TASKS.md`) cannot be trusted: a human fixes it first; nothing changed.
+    Refused(Decision),
+    Set(Box<PointSet>),
+}
+
+/// The resume point as it stands now.
+#[derive(Debug)]
+pub struct PointSet {
+    pub point: ResumePoint,
+    /// The pointer's phase before.
+    pub from_phase: String,
+    /// The files changed (the pointer, `TASKS.md`); none when the point was already set.
+    pub files: Vec<PathBuf>,
+    /// The feature's id (`?` when the pointer names none).
+    pub feature: String,
+    pub pointer_path: PathBuf,
+    pub tasks_path: Option<PathBuf>,
+    /// The title of the task to resume.
+    pub resume_title: Option<String>,
+    /// What reading and writing the feature warned of, and a finished feature's phase left as
+    /// it is: the point stands.
+    pub warnings: Vec<String>,
+}
+
+/// What the resume point changes, computed from what was read, or the refusal.
+enum PointPlan {
+    Refuse(Decision),
+    Apply {
+        point: ResumePoint,
+        from_phase: String,
+        edits: Vec<FileEdit>,
+    },
+}
+
+fn plan_point(facts: &FeatureFacts, request: &ResumeRequest) -> Result<PointPlan, CommandError> {
+    // A pointer baton cannot trust is a person's to fix: rewriting it would bury the problem.
+    if facts.is_degraded() {
+        let decision = Decision {
+            verdict: baton_core::Verdict::Ask,
+            reasons: facts.problems.clone(),
+            next: Some(
+                "fix the pointer (or TASKS.md) as each problem says, then set the resume point again; nothing was changed".into(),
+            ),
+        };
+        return Ok(PointPlan::Refuse(decision));
+    }
+    let (Some(pointer), Some(bytes)) = (&facts.pointer, &facts.pointer_bytes) else {
+        return Err(no_feature());
+    };
+    let from_phase = pointer.phase().unwrap_or_default().to_string();
+    let empty = Default::default();
+    let tasks = facts.tasks.as_ref().unwrap_or(&empty);
+    if facts.tasks.is_none() && (request.task.is_some() || !request.done.is_empty()) {
+        let path = facts
+            .tasks_path
+            .as_ref()
+            .map_or("TASKS.md".into(), |p| shown(p));
+        return Err(CommandError::usage(format!(
+            "--task and --done name tasks, but there is no {path}"
+        ))
+        .hint("write the feature's TASKS.md first, or set only `--phase`"));
+    }
+    let point = resume_point(&from_phase, tasks, request).map_err(|reason| {
+        CommandError::usage(format!("{}: {}", reason.rule, reason.message))
+            .hint("nothing was changed")
+    })?;
+    let mut edits = Vec::new();
+    if point.phase != from_phase {
+        let mut new = pointer.clone();
+        new.set_phase(&point.phase);
+        edits.push(FileEdit {
+            path: facts.pointer_path.clone(),
+            before: bytes.clone(),
+            after: new.to_bytes(),
+        });
+    }
+    if let (Some(text), Some(path)) = (&facts.tasks_text, &facts.tasks_path)
+        && !point.marks.is_empty()
+    {
+        let after = set_marks(text, &point.mark_pairs());
+        if after != *text {
+            edits.push(FileEdit {
+                path: path.clone(),
+                before: text.clone().into_bytes(),
+                after: after.into_bytes(),
+            });
+        }
+    }
+    Ok(PointPlan::Apply {
+        point,
+        from_phase,
+        edits,
+    })
+}
+
+/// Sets the resume point: leaves exactly one task in progress (the one to resume), marks the
+/// tasks done, and moves the pointer's phase, both files in one step. Checks first without the
+/// lock (so a refusal creates nothing), then reads again, decides and writes under the feature
+/// lock.
+pub fn set_resume_point(
+    ctx: &Ctx,
+    request: &ResumeRequest,
+) -> Result<ResumePointSet, CommandError> {
+    let Gathered {
+        layout,
+        changes,
+        facts,
+    } = gather(ctx)?;
+    let facts = facts.ok_or_else(no_feature)?;
+    if let PointPlan::Refuse(d) = plan_point(&facts, request)? {
+        return Ok(ResumePointSet::Refused(d));
+    }
+    let lock = lock_feature(&layout, ctx.lock_wait)?;
+    let facts = read_feature_locked(&layout, &changes, ctx.now, &lock)?.ok_or_else(no_feature)?;
+    let (point, from_phase, edits) = match plan_point(&facts, request)? {
+        PointPlan::Refuse(d) => return Ok(ResumePointSet::Refused(d)),
+        PointPlan::Apply {
+            point,
+            from_phase,
+            edits,
+        } => (point, from_phase, edits),
+    };
+    let mut warnings = facts.warnings.clone();
+    if !edits.is_empty() {
+        warnings.extend(apply_resume_point(&layout, &lock, ctx.now, &edits)?);
+    }
+    drop(lock);
+    let pointer = facts.pointer.as_ref();
+    let feature = pointer.and_then(|p| p.id()).unwrap_or("?").to_string();
+    let resume_title = point.task.as_deref().and_then(|id| {
+        facts
+            .tasks
+            .as_ref()
+            .and_then(|l| l.get(id))
+            .map(|t| t.title.clone())
+    });
+    if pointer.is_some_and(|p| p.is_terminal()) && point.phase == from_phase {
+        warnings.push(format!(
+            "the feature's phase is {}: it is finished, and nothing resumes it",
+            esc(&from_phase)
+        ));
+    }
+    Ok(ResumePointSet::Set(Box::new(PointSet {
+        point,
+        from_phase,
+        files: edits.into_iter().map(|e| e.path).collect(),
+        feature,
+        pointer_path: facts.pointer_path,
+        tasks_path: facts.tasks_path,
+        resume_title,
+        warnings,
+    })))
 }

@@ -9,16 +9,17 @@
 use serde_json::{Map, Value, json};
 
 use crate::env::Ctx;
+use baton_core::journal::JournalEvent;
 use baton_core::model::{BatchState, LoopState, RunState};
 use baton_core::time::format_ts;
 use baton_store::{JournalTarget, StateStore};
 
 /// An event: `ts` (the command's clock, so `BATON_NOW` replays), its name, the acting session,
 /// the target's owner epoch after the write when it has one, and the event's own fields.
-pub fn event(ctx: &Ctx, name: &str, epoch: Option<u64>, details: Value) -> Value {
+pub fn event(ctx: &Ctx, name: JournalEvent, epoch: Option<u64>, details: Value) -> Value {
     let mut out = Map::new();
     out.insert("ts".into(), format_ts(ctx.now).into());
-    out.insert("event".into(), name.into());
+    out.insert("event".into(), name.as_str().into());
     out.insert("session".into(), json!(ctx.session));
     if let Some(epoch) = epoch {
         out.insert("epoch".into(), epoch.into());
@@ -95,7 +96,7 @@ pub fn takeover(
 ) -> Value {
     event(
         ctx,
-        "takeover",
+        JournalEvent::Takeover,
         Some(to.1),
         json!({
             "from_session": from.0,

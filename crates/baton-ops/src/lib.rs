@@ -18,6 +18,8 @@ pub mod project;
 pub mod run_facts;
 pub mod runs;
 pub mod single_run;
+#[cfg(feature = "postgres")]
+pub mod store_transfer;
 pub mod survey;
 pub mod ticket_loop;
 

@@ -2,6 +2,7 @@
 //! adopting a legacy `loop-state.json`, the ownership record of a loop, and the working tree as
 //! a loop sees it.
 
+use baton_core::journal::JournalEvent;
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
@@ -187,7 +188,7 @@ fn journal_adoption(
 ) {
     let event = journal::event(
         ctx,
-        "adopt",
+        JournalEvent::Adopt,
         Some(adopted.owner_epoch),
         json!({
             "from": LEGACY_LOOP_FILE,

@@ -21,7 +21,7 @@ use baton_core::decide::loop_resume::{
 };
 use baton_core::decide::survey::{BatchFacts, LedgerFacts, Standing, decide_batch, decide_ledger};
 use baton_core::ledger::{Event, parse_ledger, phase_claims};
-use baton_core::model::{BatchState, LoopState, LoopStatus, Pauses, RunState, run_is_finished};
+use baton_core::model::{BatchState, BatchStatus, LoopState, LoopStatus, Pauses, RunState};
 use baton_core::packet::{Item, WorkKind, urgency};
 use baton_core::text::shell_quote;
 use baton_core::text::{esc, esc_join};
@@ -449,7 +449,7 @@ impl Scan<'_> {
                 || "no ticket left".into(),
                 |t| format!("next ticket {}", esc(&t.ticket_id)),
             ),
-            status: state.status.clone(),
+            status: state.status.to_string(),
             owner: Some(Owner {
                 session: state.session_id.clone(),
                 live,
@@ -478,10 +478,10 @@ impl Scan<'_> {
             .or_else(|| state.extra.get("interrupt_reason"))
             .and_then(|v| v.as_str())
             .unwrap_or("");
-        let reason = match state.status.as_str() {
-            "interrupted" if why.contains("rate") => Some("rate_limit"),
-            "interrupted" => Some("unknown"),
-            "paused" => Some("pause"),
+        let reason = match state.status {
+            BatchStatus::Interrupted if why.contains("rate") => Some("rate_limit"),
+            BatchStatus::Interrupted => Some("unknown"),
+            BatchStatus::Paused => Some("pause"),
             _ => None,
         };
         let from = work.phase.clone();
@@ -576,14 +576,14 @@ impl Scan<'_> {
                 || "no agent completed".into(),
                 |c| format!("after {}", esc(&c.name)),
             ),
-            status: run.status.clone(),
+            status: run.status.to_string(),
             owner: None,
             verdict: "none (finished)".into(),
             class: None,
             next: None,
             item: None,
         };
-        if run_is_finished(&run.status) {
+        if run.status.is_finished() {
             return Ok(work);
         }
         let sections = match &run.alignment {

@@ -6,6 +6,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use crate::output::Report;
+use baton_core::journal::JournalEvent;
 use baton_core::ledger::{Event, Ledger, render_line};
 use baton_core::model::{BatchState, LoopState};
 use baton_core::packet::{Packet, build, render_markdown};
@@ -147,7 +148,7 @@ pub fn batch(ctx: &Ctx, loaded: &Versioned<BatchState>) -> Report {
     let mut text = format!(
         "batch {} ({}, {})\n  owner: {} (epoch {}, {}, {seen})\n",
         esc(&s.batch_id),
-        esc(&s.status),
+        esc(s.status.as_str()),
         esc_or(s.mode.as_deref(), "sequential"),
         esc_or(s.owner(), "none"),
         s.owner_epoch,
@@ -230,10 +231,12 @@ fn position(value: &Value) -> String {
 /// where the loop was and where it went, every other event as its fields.
 pub fn journal_line(event: &Value) -> String {
     let name = shown(&event["event"]);
+    // baton's own events by their names; a name it does not write is shown as it is.
+    let known = event["event"].as_str().and_then(JournalEvent::parse);
     let mut parts = Vec::new();
     let mut skip = vec!["ts", "event", "session", "epoch"];
-    match name.as_str() {
-        "takeover" => {
+    match known {
+        Some(JournalEvent::Takeover) => {
             parts.push(format!(
                 "{} (epoch {}) -> {} (epoch {})",
                 session(&event["from_session"]),
@@ -243,7 +246,7 @@ pub fn journal_line(event: &Value) -> String {
             ));
             skip.extend(["from_session", "from_epoch", "to_session", "to_epoch"]);
         }
-        "set" => {
+        Some(JournalEvent::Set) => {
             parts.push(format!(
                 "{} -> {}",
                 position(&event["from"]),
@@ -252,7 +255,9 @@ pub fn journal_line(event: &Value) -> String {
             skip.extend(["from", "to"]);
         }
         // The command a supervisor ran, as a shell would take it.
-        "supervise.relaunch" | "supervise.attempt" if event["command"].is_array() => {
+        Some(JournalEvent::SuperviseRelaunch | JournalEvent::SuperviseAttempt)
+            if event["command"].is_array() =>
+        {
             let words: Vec<String> = event["command"]
                 .as_array()
                 .into_iter()
@@ -264,6 +269,7 @@ pub fn journal_line(event: &Value) -> String {
         }
         _ => {}
     }
+    // The supervisor's events, this baton's and any later one's.
     let supervisor = name.starts_with("supervise.");
     if supervisor {
         // Its `session` is the agent's, when known: shown as a field.
@@ -287,7 +293,7 @@ pub fn journal_line(event: &Value) -> String {
             shown(&event["supervisor"]),
             shown(&event["client"])
         ));
-    } else if name != "takeover" {
+    } else if known != Some(JournalEvent::Takeover) {
         let epoch = match &event["epoch"] {
             Value::Null => String::new(),
             e => format!(", epoch {}", shown(e)),

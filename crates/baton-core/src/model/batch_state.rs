@@ -16,7 +16,8 @@ pub struct BatchState {
     /// `<first-ticket-prefix>-batch-<ISO8601>-<4hex>`.
     pub batch_id: String,
     /// One of `BATCH_STATUSES`: `active`, `paused`, `interrupted`, `complete` or `stalled`.
-    pub status: String,
+    #[schemars(with = "String")]
+    pub status: BatchStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
     #[serde(default)]
@@ -50,6 +51,72 @@ pub struct BatchTicket {
 /// The batch statuses of the originating schema.
 pub const BATCH_STATUSES: [&str; 5] = ["active", "paused", "interrupted", "complete", "stalled"];
 
+/// A batch's status: the originating schema's, the `abandoned` earlier baton versions wrote,
+/// and any other value another tool wrote, kept as it is (written back unchanged).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum BatchStatus {
+    Active,
+    Paused,
+    Interrupted,
+    Complete,
+    Stalled,
+    Abandoned,
+    Other(String),
+}
+
+impl BatchStatus {
+    /// The value in the file.
+    pub fn as_str(&self) -> &str {
+        match self {
+            BatchStatus::Active => "active",
+            BatchStatus::Paused => "paused",
+            BatchStatus::Interrupted => "interrupted",
+            BatchStatus::Complete => "complete",
+            BatchStatus::Stalled => "stalled",
+            BatchStatus::Abandoned => "abandoned",
+            BatchStatus::Other(s) => s,
+        }
+    }
+
+    /// The status `raw` names; a value baton does not know is kept as `Other`.
+    pub fn parse(raw: &str) -> BatchStatus {
+        match raw {
+            "active" => BatchStatus::Active,
+            "paused" => BatchStatus::Paused,
+            "interrupted" => BatchStatus::Interrupted,
+            "complete" => BatchStatus::Complete,
+            "stalled" => BatchStatus::Stalled,
+            "abandoned" => BatchStatus::Abandoned,
+            other => BatchStatus::Other(other.to_string()),
+        }
+    }
+}
+
+impl From<String> for BatchStatus {
+    fn from(raw: String) -> BatchStatus {
+        match BatchStatus::parse(&raw) {
+            BatchStatus::Other(_) => BatchStatus::Other(raw),
+            known => known,
+        }
+    }
+}
+
+impl From<BatchStatus> for String {
+    fn from(status: BatchStatus) -> String {
+        match status {
+            BatchStatus::Other(s) => s,
+            known => known.as_str().to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for BatchStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
 /// The per-ticket statuses of the originating schema.
 pub const TICKET_STATUSES: [&str; 5] = [
     "pending",
@@ -73,13 +140,16 @@ impl BatchState {
     }
 
     pub fn is_active(&self) -> bool {
-        self.status == "active"
+        self.status == BatchStatus::Active
     }
 
     /// Whether the batch ended. Besides the schema's `complete` and `stalled`, the `abandoned`
     /// that earlier baton versions wrote counts as ended.
     pub fn is_finished(&self) -> bool {
-        matches!(self.status.as_str(), "complete" | "stalled" | "abandoned")
+        matches!(
+            self.status,
+            BatchStatus::Complete | BatchStatus::Stalled | BatchStatus::Abandoned
+        )
     }
 
     /// Liveness: the newer of `updated_at` (what the schema names) and `last_updated` (what the
@@ -117,6 +187,31 @@ impl BatchState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A status another tool wrote reads as `Other` and is written back byte for byte; the
+    /// known ones read as themselves.
+    #[test]
+    fn an_unknown_status_round_trips_unchanged() {
+        let raw = json!({ "batch_id": "b", "status": "on_hold_by_ops" });
+        let state: BatchState = serde_json::from_value(raw).unwrap();
+        assert_eq!(state.status, BatchStatus::Other("on_hold_by_ops".into()));
+        assert!(!state.is_active() && !state.is_finished());
+        let back = serde_json::to_value(&state).unwrap();
+        assert_eq!(back["status"], "on_hold_by_ops");
+        for known in [
+            "active",
+            "paused",
+            "interrupted",
+            "complete",
+            "stalled",
+            "abandoned",
+        ] {
+            let status = BatchStatus::parse(known);
+            assert!(!matches!(status, BatchStatus::Other(_)), "{known}");
+            assert_eq!(status.as_str(), known);
+            assert_eq!(serde_json::to_value(&status).unwrap(), known);
+        }
+    }
 
     /// A batch-state exactly as the originating conductor writes it: replan entries in its
     /// shape, its extra fields, its ticket fields.

@@ -9,15 +9,17 @@ mod loop_state;
 mod pause;
 mod run_state;
 
-pub use batch_state::{BATCH_STATUSES, BatchState, BatchTicket, TICKET_STATUSES, replan_entry};
+pub use batch_state::{
+    BATCH_STATUSES, BatchState, BatchStatus, BatchTicket, TICKET_STATUSES, replan_entry,
+};
 pub use interrupt::InterruptReason;
 pub use loop_state::{
     DiscardedWork, LoopProgress, LoopState, LoopStatus, OPEN_FINDING, Phase, PromotionTier,
 };
 pub use pause::{PauseMark, Pauses};
 pub use run_state::{
-    AlignmentRecord, Completion, Lease, PlanRecord, RunPolicy, RunState, SectionRecord, StepRecord,
-    run_is_finished,
+    AlignmentRecord, Completion, Lease, PlanRecord, RunPolicy, RunState, RunStatus, SectionRecord,
+    StepRecord,
 };
 
 /// The newest `schema_version` this build reads and writes.

@@ -10,8 +10,9 @@ pub struct RunState {
     pub schema_version: u32,
     pub run_id: String,
     /// `active`, `complete` or `abandoned`.
-    #[serde(default = "active")]
-    pub status: String,
+    #[serde(default = "active_run")]
+    #[schemars(with = "String")]
+    pub status: RunStatus,
     #[serde(default)]
     pub created_at: Option<String>,
     #[serde(default)]
@@ -54,10 +55,6 @@ pub struct RunState {
     pub imported_from: Option<String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
-}
-
-fn active() -> String {
-    "active".into()
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -180,7 +177,94 @@ impl RunState {
     }
 }
 
-/// A finished run is complete or abandoned; anything else is live work.
-pub fn run_is_finished(status: &str) -> bool {
-    matches!(status, "complete" | "abandoned")
+/// A run's status: baton's three, and any other value another tool wrote, kept as it is
+/// (written back unchanged).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum RunStatus {
+    Active,
+    Complete,
+    Abandoned,
+    Other(String),
+}
+
+impl RunStatus {
+    /// The value in the file.
+    pub fn as_str(&self) -> &str {
+        match self {
+            RunStatus::Active => "active",
+            RunStatus::Complete => "complete",
+            RunStatus::Abandoned => "abandoned",
+            RunStatus::Other(s) => s,
+        }
+    }
+
+    /// The status `raw` names; a value baton does not know is kept as `Other`.
+    pub fn parse(raw: &str) -> RunStatus {
+        match raw {
+            "active" => RunStatus::Active,
+            "complete" => RunStatus::Complete,
+            "abandoned" => RunStatus::Abandoned,
+            other => RunStatus::Other(other.to_string()),
+        }
+    }
+
+    /// A finished run is complete or abandoned; anything else is live work.
+    pub fn is_finished(&self) -> bool {
+        matches!(self, RunStatus::Complete | RunStatus::Abandoned)
+    }
+}
+
+impl From<String> for RunStatus {
+    fn from(raw: String) -> RunStatus {
+        match RunStatus::parse(&raw) {
+            RunStatus::Other(_) => RunStatus::Other(raw),
+            known => known,
+        }
+    }
+}
+
+impl From<RunStatus> for String {
+    fn from(status: RunStatus) -> String {
+        match status {
+            RunStatus::Other(s) => s,
+            known => known.as_str().to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+fn active_run() -> RunStatus {
+    RunStatus::Active
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A status another tool wrote reads as `Other` and is written back unchanged; a missing one
+    /// reads as `active`.
+    #[test]
+    fn an_unknown_status_round_trips_unchanged() {
+        let run: RunState =
+            serde_json::from_value(serde_json::json!({ "run_id": "r", "status": "paused_by_ci" }))
+                .unwrap();
+        assert_eq!(run.status, RunStatus::Other("paused_by_ci".into()));
+        assert!(!run.status.is_finished());
+        assert_eq!(
+            serde_json::to_value(&run).unwrap()["status"],
+            "paused_by_ci"
+        );
+        assert_eq!(RunState::placeholder().status, RunStatus::Active);
+        for known in ["active", "complete", "abandoned"] {
+            assert_eq!(RunStatus::parse(known).as_str(), known);
+            assert!(!matches!(RunStatus::parse(known), RunStatus::Other(_)));
+        }
+        assert!(RunStatus::Complete.is_finished() && RunStatus::Abandoned.is_finished());
+    }
 }

@@ -491,7 +491,7 @@ impl Session<'_> {
         for (key, position) in &positions {
             let event = baton_ops::journal::event(
                 self.ctx,
-                "checkpoint",
+                baton_core::journal::JournalEvent::Checkpoint,
                 None,
                 json!({ "position": position, "hook": self.event.event }),
             );

@@ -7,7 +7,8 @@ use serde_json::json;
 use crate::output::{Progress, Report};
 use baton_ops::env::Ctx;
 use baton_ops::error::{CommandError, ExitStatus};
-use baton_store::pg::{self, config};
+use baton_ops::store_transfer::{self, Counts, StoreExport, StoreImport, settings};
+use baton_store::pg;
 
 /// The PostgreSQL store for fleets of machines: its schema and its server.
 ///
@@ -51,114 +52,65 @@ pub fn dispatch(ctx: &Ctx, cmd: StoreCommand) -> Result<Report, CommandError> {
     }
 }
 
-/// The project's name: `--project`, else as every command names it.
-fn project(ctx: &Ctx, args: &ProjectArgs) -> Result<String, CommandError> {
-    match args
-        .project
-        .as_deref()
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-    {
-        Some(p) => Ok(p.to_string()),
-        None => ctx.project_name(&ctx.layout()?.root),
-    }
-}
-
-fn records(ctx: &Ctx, args: &ProjectArgs) -> Result<pg::records::Records, CommandError> {
-    let settings = settings(ctx)?;
-    let client = pg::connect(&settings)?;
-    Ok(pg::records::Records::new(
-        client,
-        settings,
-        &project(ctx, args)?,
-        &baton_store::process::host(),
-    ))
-}
-
-fn moved_json(moved: &pg::transfer::Moved) -> serde_json::Value {
+fn counts_json(c: &Counts) -> serde_json::Value {
     json!({
-        "state": moved.state.len(),
-        "journal_events": moved.events(),
-        "archived": moved.archive.len(),
+        "state": c.state,
+        "journal_events": c.journal_events,
+        "archived": c.archived,
     })
 }
 
 fn cmd_import(ctx: &Ctx, args: &ProjectArgs) -> Result<Report, CommandError> {
-    let layout = ctx.layout()?;
-    let moved = pg::transfer::collect(&layout)?;
-    let records = records(ctx, args)?;
     // One round trip a record: thousands take a while.
     let mut progress = Progress::new("importing");
-    let imported = pg::transfer::import(&records, &moved, &mut |done, total| {
+    let imported = store_transfer::import(ctx, args.project.as_deref(), &mut |done, total| {
         progress.update(done, total, "records");
     });
     progress.finish();
-    if let Some(held) = imported? {
-        return Err(CommandError::new(
+    match imported? {
+        StoreImport::Refused { project, held } => Err(CommandError::new(
             ExitStatus::Refused,
             format!(
-                "the project {} already holds {held} records on the server; nothing was imported",
-                records.project
+                "the project {project} already holds {held} records on the server; nothing was imported"
             ),
         )
         .hint(
             "import into a project that has nothing there yet (`--project`), or export it first",
-        ));
+        )),
+        StoreImport::Imported { project, counts } => Ok(Report::ok(
+            json!({ "project": project, "imported": counts_json(&counts) }),
+            format!(
+                "imported {} state files, {} journal events and {} archived files into {}",
+                counts.state, counts.journal_events, counts.archived, project
+            ),
+        )),
     }
-    Ok(Report::ok(
-        json!({ "project": records.project, "imported": moved_json(&moved) }),
-        format!(
-            "imported {} state files, {} journal events and {} archived files into {}",
-            moved.state.len(),
-            moved.events(),
-            moved.archive.len(),
-            records.project
-        ),
-    ))
 }
 
 fn cmd_export(ctx: &Ctx, args: &ProjectArgs) -> Result<Report, CommandError> {
-    let layout = ctx.layout()?;
-    let records = records(ctx, args)?;
-    let moved = pg::transfer::fetch(&records)?;
     // An fsync'd replace a file.
     let mut progress = Progress::new("exporting");
-    let exported = pg::transfer::export(&layout, &moved, &mut |done, total| {
+    let exported = store_transfer::export(ctx, args.project.as_deref(), &mut |done, total| {
         progress.update(done, total, "files");
     });
     progress.finish();
-    if !exported? {
-        return Err(CommandError::new(
+    match exported? {
+        StoreExport::Refused { state_dir } => Err(CommandError::new(
             ExitStatus::Refused,
             format!(
                 "{} already holds state; nothing was exported",
-                layout.state_dir.display()
+                state_dir.display()
             ),
         )
-        .hint("export into a project whose state directory holds none (move it aside first)"));
+        .hint("export into a project whose state directory holds none (move it aside first)")),
+        StoreExport::Exported { project, counts } => Ok(Report::ok(
+            json!({ "project": project, "exported": counts_json(&counts) }),
+            format!(
+                "exported {} state files, {} journal events and {} archived files from {}",
+                counts.state, counts.journal_events, counts.archived, project
+            ),
+        )),
     }
-    Ok(Report::ok(
-        json!({ "project": records.project, "exported": moved_json(&moved) }),
-        format!(
-            "exported {} state files, {} journal events and {} archived files from {}",
-            moved.state.len(),
-            moved.events(),
-            moved.archive.len(),
-            records.project
-        ),
-    ))
-}
-
-fn settings(ctx: &Ctx) -> Result<config::Settings, CommandError> {
-    let root = ctx.layout().ok().map(|l| l.root);
-    let url = ctx.store_url(root.as_deref())?.ok_or_else(|| {
-        CommandError::usage("no PostgreSQL server is named")
-            .hint("pass `--store postgres://USER@HOST:PORT/DB`, or set BATON_STORE to that URL")
-    })?;
-    config::resolve(&url, ctx.store_surroundings()).map_err(|e| {
-        CommandError::usage(e)
-            .hint("a store URL reads like `postgres://user@db.internal:5432/baton`")
-    })
 }
 
 fn versions(list: &[pg::Version]) -> serde_json::Value {

@@ -22,6 +22,7 @@ use baton_core::decide::supervise::{
 };
 use baton_core::decide::wait::{Wait, decide_wait};
 use baton_core::install::settings;
+use baton_core::journal::JournalEvent;
 use baton_core::model::{InterruptReason, LoopStatus};
 use baton_core::text::esc;
 use baton_core::time::{format_ts, human_age, parse_ts};
@@ -156,7 +157,7 @@ pub fn cmd_supervise(ctx: &Ctx, args: SuperviseArgs) -> Result<Report, CommandEr
     if let Err(e) = &result {
         // An error ends supervision too: the journal says so.
         sup.journal(
-            "supervise.stop",
+            JournalEvent::SuperviseStop,
             json!({ "status": e.status as u8, "why": e.message, "signal": signalled() }),
         );
     }
@@ -206,7 +207,10 @@ impl Supervisor<'_> {
                     .map_err(|e| CommandError::usage(e.0))?
             };
             if restarts > 0 {
-                self.journal("supervise.relaunch", json!({ "attempt": restarts + 1 }));
+                self.journal(
+                    JournalEvent::SuperviseRelaunch,
+                    json!({ "attempt": restarts + 1 }),
+                );
             }
             say(&format!(
                 "attempt {}: {}",
@@ -230,7 +234,7 @@ impl Supervisor<'_> {
             if let (Some(d), Value::Object(how)) = (details.as_object_mut(), how) {
                 d.extend(how);
             }
-            self.journal("supervise.attempt", details);
+            self.journal(JournalEvent::SuperviseAttempt, details);
             if let Err(busy) = self.claim_carried(claim)? {
                 let err = refused_busy(&busy, None);
                 return Ok(self.stop(3, err.message.clone(), &attempt));
@@ -258,7 +262,7 @@ impl Supervisor<'_> {
                 Next::Stop { status, why } => return Ok(self.stop(status, why, &attempt)),
                 Next::Relaunch { at, why } => {
                     self.journal(
-                        "supervise.wait",
+                        JournalEvent::SuperviseWait,
                         json!({ "until": format_ts(at), "why": why, "attempt": restarts + 1 }),
                     );
                     say(&format!("{why}; relaunching at {}", format_ts(at)));
@@ -617,7 +621,7 @@ impl Supervisor<'_> {
     fn stop(&self, status: u8, why: String, attempt: &Attempt) -> Report {
         let signal = attempt.signalled.or_else(signalled);
         self.journal(
-            "supervise.stop",
+            JournalEvent::SuperviseStop,
             json!({ "status": status, "why": why, "signal": signal }),
         );
         let exit = match status {
@@ -653,7 +657,7 @@ impl Supervisor<'_> {
     }
 
     /// Appends one event to the journal of every carried loop; a failure is a warning.
-    fn journal(&self, name: &str, details: Value) {
+    fn journal(&self, name: JournalEvent, details: Value) {
         let mut details = details;
         if let Some(d) = details.as_object_mut() {
             d.insert("supervisor".into(), std::process::id().into());

@@ -2,6 +2,7 @@ use clap::Args;
 
 use super::{BatchFlags, update};
 use crate::output::Report;
+use baton_core::journal::JournalEvent;
 use baton_core::text::esc;
 use baton_ops::batch::BatchWrite;
 use baton_ops::env::Ctx;
@@ -18,11 +19,17 @@ pub struct FinishArgs {
 }
 
 pub fn cmd_batch_finish(ctx: &Ctx, args: FinishArgs) -> Result<Report, CommandError> {
-    update(ctx, &args.flags, BatchWrite::Finish, "finish", |state| {
-        state.status = args.status.clone();
-        Ok((
-            format!("batch {} is {}", esc(&state.batch_id), args.status),
-            serde_json::json!({ "status": args.status }),
-        ))
-    })
+    update(
+        ctx,
+        &args.flags,
+        BatchWrite::Finish,
+        JournalEvent::Finish,
+        |state| {
+            state.status = baton_core::model::BatchStatus::parse(&args.status);
+            Ok((
+                format!("batch {} is {}", esc(&state.batch_id), args.status),
+                serde_json::json!({ "status": args.status }),
+            ))
+        },
+    )
 }

@@ -11,12 +11,12 @@ mod ticket;
 use clap::Subcommand;
 
 use crate::output::Report;
+use baton_core::journal::JournalEvent;
 use baton_core::model::BatchState;
 use baton_ops::batch::{self, BatchUpdate, BatchWrite};
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 use baton_ops::ticket_loop::Ownership;
-use baton_ops::ticket_loop::no_session_warning;
 
 /// Run several tickets as one batch, one per project root.
 #[derive(Debug, Subcommand)]
@@ -56,7 +56,7 @@ fn update(
     ctx: &Ctx,
     flags: &BatchFlags,
     kind: BatchWrite,
-    event: &'static str,
+    event: JournalEvent,
     apply: impl FnOnce(&mut BatchState) -> Result<(String, serde_json::Value), CommandError>,
 ) -> Result<Report, CommandError> {
     let ownership = Ownership {
@@ -73,7 +73,7 @@ fn update(
         } => {
             let mut report = Report::decision(&decision)
                 .with("batch_id", state.batch_id.clone())
-                .with("status", state.status.clone())
+                .with("status", state.status.as_str())
                 .with("epoch", state.owner_epoch)
                 .text_before(&message);
             for w in warnings {
@@ -82,12 +82,4 @@ fn update(
             report
         }
     })
-}
-
-/// A batch written with no session id says that nothing protects it.
-fn with_session_warning(ctx: &Ctx, report: Report) -> Report {
-    match no_session_warning(ctx, "batch") {
-        Some(w) => report.warn(w),
-        None => report,
-    }
 }

@@ -2,6 +2,7 @@ use clap::Args;
 
 use super::{BatchFlags, update};
 use crate::output::Report;
+use baton_core::journal::JournalEvent;
 use baton_core::text::esc;
 use baton_ops::batch::BatchWrite;
 use baton_ops::env::Ctx;
@@ -20,14 +21,20 @@ pub struct ResumeArgs {
 }
 
 pub fn cmd_batch_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandError> {
-    update(ctx, &args.flags, BatchWrite::Resume, "resume", |state| {
-        Ok((
-            format!(
-                "batch {} is active under this session (owner epoch {})",
-                esc(&state.batch_id),
-                state.owner_epoch
-            ),
-            serde_json::json!({}),
-        ))
-    })
+    update(
+        ctx,
+        &args.flags,
+        BatchWrite::Resume,
+        JournalEvent::Resume,
+        |state| {
+            Ok((
+                format!(
+                    "batch {} is active under this session (owner epoch {})",
+                    esc(&state.batch_id),
+                    state.owner_epoch
+                ),
+                serde_json::json!({}),
+            ))
+        },
+    )
 }

@@ -15,8 +15,7 @@ use crate::output::Report;
 use baton_core::text::{esc, esc_join};
 use baton_ops::env::Ctx;
 use baton_ops::error::{CommandError, ExitStatus};
-use baton_store::feature::{FeatureFacts, POINTER_PATH, read_feature};
-use baton_store::{Layout, git};
+use baton_store::feature::{FeatureFacts, POINTER_PATH};
 
 /// Session continuation: the active feature and the resume packet, and where the next session
 /// starts (`--set-resume-point`).
@@ -54,40 +53,7 @@ pub fn cmd_continue(ctx: &Ctx, args: ContinueArgs) -> Result<Report, CommandErro
     }
 }
 
-/// What a command read: where the project is, the one `git status` of it, and the feature.
-pub struct Gathered {
-    pub layout: Layout,
-    /// Kept for a second read under the lock: the branch and the changed paths do not move in
-    /// the milliseconds between, and one `git status` is the cost of a call.
-    pub changes: git::Changes,
-    pub facts: Option<FeatureFacts>,
-}
-
-/// Reads the feature: one `git status` for the whole tree, and any pending resume point
-/// completed first.
-pub fn gather(ctx: &Ctx) -> Result<Gathered, CommandError> {
-    let layout = ctx.layout()?;
-    let changes = git::changes(&layout.root)?;
-    let facts = read_feature(&layout, &changes, ctx.now, ctx.lock_wait)?;
-    Ok(Gathered {
-        layout,
-        changes,
-        facts,
-    })
-}
-
-/// A path read from the project (the pointer's `path` names it), safe to print on one line.
-pub fn shown(path: &std::path::Path) -> String {
-    esc(&path.to_string_lossy()).into_owned()
-}
-
-/// The error for a command that needs a feature where there is none.
-pub fn no_feature() -> CommandError {
-    CommandError::usage(format!(
-        "no active feature: {POINTER_PATH} does not exist in this project"
-    ))
-    .hint("create the feature first (the feature scaffold writes the pointer), or run baton in the project that has one")
-}
+pub use baton_ops::continuation::{Gathered, gather, no_feature, shown};
 
 /// `baton continue`: the active feature's summary, then the resume packet for every piece of
 /// interrupted work in the project (the same survey and packet as `baton resume` with no

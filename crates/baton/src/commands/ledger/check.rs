@@ -3,11 +3,11 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::json;
 
-use super::init::ignored_warning;
 use crate::output::Report;
 use baton_core::ledger::parse_ledger;
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
+use baton_ops::ledgers::ignored_warning;
 use baton_ops::ledgers::{Plan, missing};
 use baton_store::{git, ledger};
 

@@ -71,7 +71,3 @@ pub fn dispatch(ctx: &Ctx, cmd: LedgerCommand) -> Result<Report, CommandError> {
         C::Finish(a) => events::write(ctx, &a.plan, a.event()),
     }
 }
-
-/// The exact re-include stanza an ignored ledger needs, the directory line first.
-pub const REINCLUDE_STANZA: &str =
-    "plans/**/*\n!plans/**/\n!plans/**/plan.md\n!plans/**/phase-*.md\n!plans/**/STATE.md";

@@ -3,6 +3,7 @@ use clap::Args;
 use super::HolderArgs;
 use super::release::end_lease;
 use crate::output::Report;
+use baton_core::model::RunStatus;
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 
@@ -26,7 +27,7 @@ pub fn cmd_run_finish(ctx: &Ctx, args: FinishArgs) -> Result<Report, CommandErro
         ctx,
         &args.run_id,
         &args.holder,
-        Some(&args.status),
+        Some(RunStatus::parse(&args.status)),
         args.force,
     )
 }

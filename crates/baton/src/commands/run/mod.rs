@@ -1,7 +1,6 @@
 //! `baton run`: the single-run pipeline protocol (docs/single-run.md): run state under
 //! `.agentic/runs/`, the ordered resume checks, and the run lock as a lease.
 
-pub use baton_ops::run_facts as facts;
 mod finish;
 pub mod heartbeat;
 mod import;
@@ -15,14 +14,12 @@ mod show;
 use clap::{Args, Subcommand};
 
 use crate::output::Report;
-use baton_core::decide::lease::{Here, LeaseState};
-use baton_core::model::{Lease, RunState};
+use baton_core::decide::lease::Here;
+use baton_core::model::RunState;
 use baton_core::run_id::RunTarget;
-use baton_core::time::format_ts;
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 use baton_ops::single_run::Holder;
-use baton_store::{random_hex, sha256_hex};
 
 /// Track a single-run pipeline and resume it safely: `baton run new`, `record`, `resume`.
 #[derive(Debug, Subcommand)]
@@ -97,54 +94,6 @@ pub fn here(
 
 pub use baton_ops::runs::lease_state_of;
 
-/// Takes (or refreshes) the lease for this caller: a new holder gets epoch + 1. A new holder
-/// with neither a session nor a process to be known by gets a random token, returned here to be
-/// printed once; the lease keeps only its hash.
-pub fn take_lease(
-    run: &mut RunState,
-    here: &Here,
-    source: &str,
-    state: &LeaseState,
-    now: jiff::Timestamp,
-) -> Option<String> {
-    let now_s = format_ts(now);
-    // A holder takes the run on: an interrupt recorded before says nothing about it any more.
-    run.extra.remove("interrupt_reason");
-    run.extra.remove("interrupted_at");
-    if let (LeaseState::Mine, Some(lease)) = (state, run.lease.as_mut()) {
-        // The same holder, perhaps in a new agent process: the lease follows it, or a second
-        // agent could later find the first one's dead pid and take the lock beside it.
-        lease.heartbeat_at = now_s;
-        // A lease that names its session keeps it: only a lease with none learns one.
-        if lease.session.is_none() {
-            lease.session = here.session.clone();
-        }
-        if here.pid.is_some() {
-            lease.pid = here.pid.map(|p| p.0);
-            lease.pid_start = here.pid.map(|p| p.1);
-            lease.pid_source = source.to_string();
-            lease.host = here.host.clone();
-            lease.boot_id = here.boot_id.clone();
-        }
-        return None;
-    }
-    run.lease_epoch += 1;
-    let token = (here.session.is_none() && here.pid.is_none()).then(|| random_hex(16));
-    run.lease = Some(Lease {
-        session: here.session.clone(),
-        host: here.host.clone(),
-        boot_id: here.boot_id.clone(),
-        pid: here.pid.map(|p| p.0),
-        pid_start: here.pid.map(|p| p.1),
-        pid_source: source.to_string(),
-        acquired_at: now_s.clone(),
-        heartbeat_at: now_s,
-        epoch: run.lease_epoch,
-        token_sha256: token.as_deref().map(|t| sha256_hex(t.as_bytes())),
-    });
-    token
-}
-
 /// The note that hands a fresh lease token to its holder, the one time it is ever shown.
 pub fn token_note(token: &str) -> String {
     format!(
@@ -178,5 +127,20 @@ baton's record of the run: {}",
             state_file_line(&file),
             record.display()
         )
+    }
+}
+
+/// `session S, pid P (CLAUDE_PID)`.
+pub fn holder_text(run: &RunState) -> String {
+    let Some(lease) = &run.lease else {
+        return "nobody".into();
+    };
+    let session = lease
+        .session
+        .as_deref()
+        .map_or_else(|| "no session".into(), |s| format!("session {s}"));
+    match lease.pid {
+        Some(pid) => format!("{session}, pid {pid} ({})", lease.pid_source),
+        None => format!("{session}, no holder process known: the heartbeat alone decides"),
     }
 }

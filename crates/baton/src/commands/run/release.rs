@@ -3,6 +3,7 @@ use serde_json::json;
 
 use super::HolderArgs;
 use crate::output::Report;
+use baton_core::model::RunStatus;
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 use baton_ops::single_run::{self, LeaseEnd};
@@ -29,7 +30,7 @@ pub fn end_lease(
     ctx: &Ctx,
     raw_id: &str,
     holder: &HolderArgs,
-    status: Option<&str>,
+    status: Option<RunStatus>,
     force: bool,
 ) -> Result<Report, CommandError> {
     Ok(

@@ -1,8 +1,7 @@
 use clap::Args;
 use serde_json::json;
 
-use super::new::holder_text;
-use super::{HolderArgs, here, lease_state_of, state_file_lines};
+use super::{HolderArgs, here, holder_text, lease_state_of, state_file_lines};
 use crate::output::Report;
 use baton_core::decide::lease::LeaseState;
 use baton_core::decide::run_resume::restoration;
@@ -25,7 +24,7 @@ pub fn cmd_run_show(ctx: &Ctx, args: ShowArgs) -> Result<Report, CommandError> {
     // What autonomous-dev recorded since the import counts too (shown, not written: `show` is
     // a query).
     let mut merged = loaded.state.clone();
-    super::import::merge_completion_ledger(&mut merged)?;
+    baton_ops::single_run::merge_completion_ledger(&mut merged)?;
     let run = &merged;
     let (here, _) = here(ctx, &HolderArgs::default(), false)?;
     let lock = match lease_state_of(run, &here, ctx.now) {
@@ -37,7 +36,7 @@ pub fn cmd_run_show(ctx: &Ctx, args: ShowArgs) -> Result<Report, CommandError> {
     let rest = restoration(run);
     let mut text = format!(
         "run {id} ({}){}\n  base:    {} on {}\n  plan:    {}\n  lock:    {lock} (epoch {})\n  agents:  {}\n",
-        esc(&run.status),
+        esc(run.status.as_str()),
         run.feature
             .as_deref()
             .map(|f| format!(": {}", esc(f)))

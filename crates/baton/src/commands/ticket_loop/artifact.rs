@@ -1,3 +1,4 @@
+use baton_core::journal::JournalEvent;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -53,7 +54,7 @@ pub fn cmd_loop_artifact(ctx: &Ctx, args: ArtifactArgs) -> Result<Report, Comman
         ctx,
         &args.ticket,
         &args.flags,
-        "artifact",
+        JournalEvent::Artifact,
         |state, target| {
             let owed = brief_owed_after(state, tier, brief.is_some());
             let was_owed = state.brief_owed;

@@ -1,5 +1,6 @@
 use std::ffi::OsString;
 
+use baton_core::journal::JournalEvent;
 use clap::Args;
 
 use super::{Applied, transition};
@@ -26,34 +27,40 @@ pub struct FinishArgs {
 }
 
 pub fn cmd_loop_finish(ctx: &Ctx, args: FinishArgs) -> Result<Report, CommandError> {
-    transition(ctx, &args.ticket, &args.flags, "finish", |state, target| {
-        if state.status.is_terminal() {
-            return Ok(Applied {
-                changed: false,
-                message: format!(
-                    "{} is already {}; nothing changed",
-                    target.shown(),
-                    state.status.as_str()
-                ),
+    transition(
+        ctx,
+        &args.ticket,
+        &args.flags,
+        JournalEvent::Finish,
+        |state, target| {
+            if state.status.is_terminal() {
+                return Ok(Applied {
+                    changed: false,
+                    message: format!(
+                        "{} is already {}; nothing changed",
+                        target.shown(),
+                        state.status.as_str()
+                    ),
+                    next: None,
+                    warnings: Vec::new(),
+                });
+            }
+            state.status = if args.status == "complete" {
+                LoopStatus::Complete
+            } else {
+                LoopStatus::Stalled
+            };
+            if let Some(reason) = &args.reason {
+                state.loop_state.termination_reason = Some(reason.clone());
+            }
+            state.touch(ctx.now);
+            Ok(Applied {
+                changed: true,
+                // The breadcrumb above says where it ended.
+                message: format!("{} is {}", target.shown(), args.status),
                 next: None,
                 warnings: Vec::new(),
-            });
-        }
-        state.status = if args.status == "complete" {
-            LoopStatus::Complete
-        } else {
-            LoopStatus::Stalled
-        };
-        if let Some(reason) = &args.reason {
-            state.loop_state.termination_reason = Some(reason.clone());
-        }
-        state.touch(ctx.now);
-        Ok(Applied {
-            changed: true,
-            // The breadcrumb above says where it ended.
-            message: format!("{} is {}", target.shown(), args.status),
-            next: None,
-            warnings: Vec::new(),
-        })
-    })
+            })
+        },
+    )
 }

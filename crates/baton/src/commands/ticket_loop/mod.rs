@@ -17,6 +17,7 @@ use crate::args::WriteFlags;
 use crate::output::Report;
 use crate::view::loop_report;
 use baton_core::Decision;
+use baton_core::journal::JournalEvent;
 use baton_core::model::LoopState;
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
@@ -54,7 +55,7 @@ pub fn transition(
     ctx: &Ctx,
     ticket: &OsStr,
     flags: &WriteFlags,
-    event: &'static str,
+    event: JournalEvent,
     apply: impl FnOnce(&mut LoopState, &Target) -> Result<Applied, Decision>,
 ) -> Result<Report, CommandError> {
     ticket_loop::transition(ctx, ticket, &flags.ownership(), event, apply).map(render_transition)

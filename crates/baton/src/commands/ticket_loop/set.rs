@@ -1,5 +1,6 @@
 use std::ffi::OsString;
 
+use baton_core::journal::JournalEvent;
 use clap::Args;
 use serde_json::{Value, json};
 
@@ -60,90 +61,96 @@ pub fn cmd_loop_set(ctx: &Ctx, args: SetArgs) -> Result<Report, CommandError> {
         return Err(CommandError::usage("--action is empty")
             .hint("pass what happened, for example `--action returned`"));
     }
-    transition(ctx, &args.ticket, &args.flags, "set", |state, target| {
-        check_transition(state, &args.phase, Some(&args.action), &target.arg())?;
-        state.last_phase = Some(args.phase.clone());
-        state.last_phase_action = Some(args.action.clone());
-        // `loop_state.phase` names the loop that runs (skeptic or qa); the engineer's fix pass
-        // and the later phases leave it alone, so a QA fix pass stays in 6b.
-        if let Some(phase) = Phase::parse(&args.phase).filter(|p| p.is_loop()) {
-            state.loop_state.phase = Some(phase.as_str().to_string());
-        }
-        if let Some(n) = args.iteration {
-            state.loop_state.iteration = n;
-        }
-        if let Some(n) = args.max_iterations {
-            state.loop_state.max_iterations = n;
-        }
-        let raised = state.loop_state.iteration;
-        for text in &args.findings {
-            // Ids stay unique, so `--finding-status` can reach every finding.
-            let taken = |id: &str| {
-                state
+    transition(
+        ctx,
+        &args.ticket,
+        &args.flags,
+        JournalEvent::Set,
+        |state, target| {
+            check_transition(state, &args.phase, Some(&args.action), &target.arg())?;
+            state.last_phase = Some(args.phase.clone());
+            state.last_phase_action = Some(args.action.clone());
+            // `loop_state.phase` names the loop that runs (skeptic or qa); the engineer's fix pass
+            // and the later phases leave it alone, so a QA fix pass stays in 6b.
+            if let Some(phase) = Phase::parse(&args.phase).filter(|p| p.is_loop()) {
+                state.loop_state.phase = Some(phase.as_str().to_string());
+            }
+            if let Some(n) = args.iteration {
+                state.loop_state.iteration = n;
+            }
+            if let Some(n) = args.max_iterations {
+                state.loop_state.max_iterations = n;
+            }
+            let raised = state.loop_state.iteration;
+            for text in &args.findings {
+                // Ids stay unique, so `--finding-status` can reach every finding.
+                let taken = |id: &str| {
+                    state
+                        .loop_state
+                        .findings_log
+                        .iter()
+                        .any(|f| f.get("id").and_then(Value::as_str) == Some(id))
+                };
+                let base = slug(text);
+                let id = (1..)
+                    .map(|n| {
+                        if n == 1 {
+                            base.clone()
+                        } else {
+                            format!("{base}-{n}")
+                        }
+                    })
+                    .find(|id| !taken(id))
+                    .expect("an unused suffix exists");
+                state.loop_state.findings_log.push(json!({
+                    "id": id,
+                    "title": text,
+                    "first_raised": raised,
+                    "status": "open",
+                }));
+            }
+            for (id, status) in &args.finding_status {
+                let entry = state
                     .loop_state
                     .findings_log
-                    .iter()
-                    .any(|f| f.get("id").and_then(Value::as_str) == Some(id))
-            };
-            let base = slug(text);
-            let id = (1..)
-                .map(|n| {
-                    if n == 1 {
-                        base.clone()
-                    } else {
-                        format!("{base}-{n}")
+                    .iter_mut()
+                    .filter_map(Value::as_object_mut)
+                    .find(|f| f.get("id").and_then(Value::as_str) == Some(id.as_str()));
+                match entry {
+                    Some(f) => {
+                        f.insert("status".into(), json!(status));
                     }
-                })
-                .find(|id| !taken(id))
-                .expect("an unused suffix exists");
-            state.loop_state.findings_log.push(json!({
-                "id": id,
-                "title": text,
-                "first_raised": raised,
-                "status": "open",
-            }));
-        }
-        for (id, status) in &args.finding_status {
-            let entry = state
-                .loop_state
-                .findings_log
-                .iter_mut()
-                .filter_map(Value::as_object_mut)
-                .find(|f| f.get("id").and_then(Value::as_str) == Some(id.as_str()));
-            match entry {
-                Some(f) => {
-                    f.insert("status".into(), json!(status));
-                }
-                None => {
-                    return Err(Decision::new(
-                        baton_core::Verdict::Invalid,
-                        Reason::new(
-                            baton_core::Rule::LoopUnknownFinding,
-                            format!("findings_log has no finding with id {:?}", esc(id)),
-                        ),
-                        Some(format!(
-                            "list the findings with `baton loop show {} --json`",
-                            target.arg()
-                        )),
-                    ));
+                    None => {
+                        return Err(Decision::new(
+                            baton_core::Verdict::Invalid,
+                            Reason::new(
+                                baton_core::Rule::LoopUnknownFinding,
+                                format!("findings_log has no finding with id {:?}", esc(id)),
+                            ),
+                            Some(format!(
+                                "list the findings with `baton loop show {} --json`",
+                                target.arg()
+                            )),
+                        ));
+                    }
                 }
             }
-        }
-        state
-            .loop_state
-            .qa_failures_log
-            .extend(args.qa_failures.iter().cloned().map(Value::String));
-        if let Some(summary) = &args.engineer_summary {
-            state.loop_state.last_engineer_summary = Some(summary.clone());
-        }
-        state.touch(ctx.now);
-        Ok(Applied {
-            changed: true,
-            message: state.breadcrumb(),
-            next: None,
-            warnings: Vec::new(),
-        })
-    })
+            state
+                .loop_state
+                .qa_failures_log
+                .extend(args.qa_failures.iter().cloned().map(Value::String));
+            if let Some(summary) = &args.engineer_summary {
+                state.loop_state.last_engineer_summary = Some(summary.clone());
+            }
+            state.touch(ctx.now);
+            Ok(Applied {
+                changed: true,
+                message: state.breadcrumb(),
+                next: None,
+                warnings: Vec::new(),
+            })
+        },
+    )
 }
 
 /// `ID=STATUS`, with a status of the originating findings_log.

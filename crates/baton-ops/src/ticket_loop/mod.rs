@@ -1,8 +1,9 @@
 //! The ticket loop's operations: every transition of a loop (`loop set`, `artifact`,
-//! `interrupt`, `finish`), its heartbeat, the resume check (`gather`), `resume fresh`, and the
-//! checks a command makes before it moves a loop out of the way. Each returns what happened,
-//! typed; the command or hook renders it.
+//! `interrupt`, `finish`), its heartbeat, the resume check (`gather`), `resume accept`
+//! (`resume_accept.rs`), `resume fresh`, and the checks a command makes before it moves a loop
+//! out of the way. Each returns what happened, typed; the command or hook renders it.
 
+use baton_core::journal::JournalEvent;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
@@ -30,6 +31,9 @@ use baton_store::git::{self, TreeStatus};
 use baton_store::{
     Expect, Guard, JournalTarget, LockScope, RecordKey, StateStore, Versioned, random_hex,
 };
+
+mod resume_accept;
+pub use resume_accept::{Accept, Acceptance, Accepted, ArtifactKind, Governing, SetAside, accept};
 
 /// The ownership options of every loop write.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -255,7 +259,7 @@ pub fn transition(
     ctx: &Ctx,
     ticket: &OsStr,
     flags: &Ownership,
-    event: &'static str,
+    event: JournalEvent,
     apply: impl FnOnce(&mut LoopState, &Target) -> Result<Applied, Decision>,
 ) -> Result<Transition, CommandError> {
     let store = ctx.store()?;
@@ -376,24 +380,24 @@ pub fn transition(
 }
 
 /// What a loop's journal records of a transition, read off the state before and after it.
-fn loop_event_details(event: &str, before: &LoopState, after: &LoopState) -> Value {
+fn loop_event_details(event: JournalEvent, before: &LoopState, after: &LoopState) -> Value {
     match event {
-        "set" => json!({
+        JournalEvent::Set => json!({
             "from": journal::loop_position(before),
             "to": journal::loop_position(after),
             "open_findings": after.open_findings(),
         }),
-        "artifact" => json!({
+        JournalEvent::Artifact => json!({
             "tier": after.promotion_tier,
             "brief": after.brief_path,
             "plan": after.plan_path,
             "brief_owed": after.brief_owed,
         }),
-        "interrupt" => json!({
+        JournalEvent::Interrupt => json!({
             "reason": after.interrupt_reason,
             "resume_after": after.resume_after,
         }),
-        "finish" => json!({
+        JournalEvent::Finish => json!({
             "status": after.status.as_str(),
             "reason": after.loop_state.termination_reason,
         }),
@@ -410,65 +414,71 @@ pub fn interrupt(
     resume_after: Option<Timestamp>,
     flags: &Ownership,
 ) -> Result<Transition, CommandError> {
-    transition(ctx, ticket, flags, "interrupt", |state, target| {
-        match state.status {
-            LoopStatus::Interrupted => {
-                // A later word on when the rate limit resets is news; anything else is a repeat.
-                let after = resume_after.map(format_ts);
-                let changed = after.is_some() && after != state.resume_after;
-                let message = if changed {
-                    state.resume_after = after;
-                    format!(
-                        "{} is already interrupted; resume after {}",
-                        target.shown(),
-                        state.resume_after.as_deref().unwrap_or_default()
-                    )
-                } else {
-                    format!("{} is already interrupted; nothing changed", target.shown())
-                };
-                return Ok(Applied {
-                    changed,
-                    message,
-                    next: Some(format!(
-                        "`baton resume {}` in the next session",
-                        target.arg()
-                    )),
-                    warnings: Vec::new(),
-                });
-            }
-            LoopStatus::Complete | LoopStatus::Stalled => {
-                return Err(Decision::new(
-                    REFUSED,
-                    Reason::new(
-                        baton_core::Rule::LoopNotActive,
+    transition(
+        ctx,
+        ticket,
+        flags,
+        JournalEvent::Interrupt,
+        |state, target| {
+            match state.status {
+                LoopStatus::Interrupted => {
+                    // A later word on when the rate limit resets is news; anything else is a repeat.
+                    let after = resume_after.map(format_ts);
+                    let changed = after.is_some() && after != state.resume_after;
+                    let message = if changed {
+                        state.resume_after = after;
                         format!(
-                            "the loop for {} is {}",
+                            "{} is already interrupted; resume after {}",
                             target.shown(),
-                            state.status.as_str()
+                            state.resume_after.as_deref().unwrap_or_default()
+                        )
+                    } else {
+                        format!("{} is already interrupted; nothing changed", target.shown())
+                    };
+                    return Ok(Applied {
+                        changed,
+                        message,
+                        next: Some(format!(
+                            "`baton resume {}` in the next session",
+                            target.arg()
+                        )),
+                        warnings: Vec::new(),
+                    });
+                }
+                LoopStatus::Complete | LoopStatus::Stalled => {
+                    return Err(Decision::new(
+                        REFUSED,
+                        Reason::new(
+                            baton_core::Rule::LoopNotActive,
+                            format!(
+                                "the loop for {} is {}",
+                                target.shown(),
+                                state.status.as_str()
+                            ),
                         ),
-                    ),
-                    None,
-                ));
+                        None,
+                    ));
+                }
+                LoopStatus::Active => {}
             }
-            LoopStatus::Active => {}
-        }
-        state.status = LoopStatus::Interrupted;
-        state.interrupted_at = Some(format_ts(ctx.now));
-        state.interrupt_reason = Some(reason.as_str().to_string());
-        state.resume_after = resume_after.map(format_ts);
-        let reset = loop_resume::resume_after(state)
-            .map(|t| format!("; it may resume after {}", format_ts(t)))
-            .unwrap_or_default();
-        Ok(Applied {
-            changed: true,
-            message: format!("interrupted {} ({reason}){reset}", target.shown()),
-            next: Some(format!(
-                "in the next session, `baton resume {}`",
-                target.arg()
-            )),
-            warnings: Vec::new(),
-        })
-    })
+            state.status = LoopStatus::Interrupted;
+            state.interrupted_at = Some(format_ts(ctx.now));
+            state.interrupt_reason = Some(reason.as_str().to_string());
+            state.resume_after = resume_after.map(format_ts);
+            let reset = loop_resume::resume_after(state)
+                .map(|t| format!("; it may resume after {}", format_ts(t)))
+                .unwrap_or_default();
+            Ok(Applied {
+                changed: true,
+                message: format!("interrupted {} ({reason}){reset}", target.shown()),
+                next: Some(format!(
+                    "in the next session, `baton resume {}`",
+                    target.arg()
+                )),
+                warnings: Vec::new(),
+            })
+        },
+    )
 }
 
 /// Refreshes a loop this session owns and runs; anything else is a no-op.
@@ -722,7 +732,7 @@ pub fn fresh(ctx: &Ctx, ticket: &OsStr, flags: &Ownership) -> Result<FreshDone, 
     // The loop's history stays: the journal outlives the state it describes.
     let event = journal::event(
         ctx,
-        "fresh",
+        JournalEvent::Fresh,
         Some(loaded.state.owner_epoch),
         json!({
             "archived": to.display().to_string(),
@@ -884,7 +894,7 @@ pub fn init(ctx: &Ctx, args: &Init) -> Result<Transition, CommandError> {
     store.write_loop(&target.key, &state, &Expect::Absent)?;
     let init = journal::event(
         ctx,
-        "init",
+        JournalEvent::Init,
         Some(state.owner_epoch),
         serde_json::json!({
             "ticket": target.raw,

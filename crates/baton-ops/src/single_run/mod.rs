@@ -2,6 +2,7 @@
 //! heartbeat, and the writes only its holder may make. Each returns what happened, typed; the
 //! command or hook renders it.
 
+use baton_core::journal::JournalEvent;
 use serde_json::json;
 
 use crate::env::Ctx;
@@ -9,11 +10,26 @@ use crate::error::CommandError;
 use crate::journal;
 use crate::runs::{self, lease_state_of};
 use baton_core::decide::lease::{Here, LeaseState};
-use baton_core::model::{InterruptReason, RunState};
+use baton_core::model::Lease;
+use baton_core::model::{InterruptReason, RunState, RunStatus};
 use baton_core::run_id::RunId;
 use baton_core::time::format_ts;
 use baton_core::{Decision, Reason};
-use baton_store::{Expect, Guard, JournalTarget, LockScope, StateStore};
+use baton_store::{Expect, Guard, JournalTarget, LockScope, StateStore, random_hex, sha256_hex};
+
+mod run_import;
+mod run_new;
+mod run_prune;
+mod run_record;
+pub use run_prune::{Prune, PruneEntry, Pruned, prune};
+mod run_resume;
+pub use run_import::{
+    Imported, build_import, completion_ledger, default_source, import, import_event, import_into,
+    merge_completion_ledger,
+};
+pub use run_new::{NewRun, RunStart, Started, new_run};
+pub use run_record::{Record, RecordWhat, Recorded, record};
+pub use run_resume::{DEFAULT_PROJECT_FILE, ResumeRun, Resumed, resume};
 
 /// Who holds the run lock: the long-lived agent process, never baton's own.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -35,7 +51,7 @@ pub enum LeaseEnd {
     Ended {
         id: RunId,
         /// The run's status now.
-        status: String,
+        status: RunStatus,
         /// Whether the run was ended (`run finish`), not only its lease released.
         finished: bool,
         warning: Option<String>,
@@ -162,7 +178,7 @@ pub fn end_lease(
     ctx: &Ctx,
     raw_id: &str,
     holder: &Holder,
-    status: Option<&str>,
+    status: Option<RunStatus>,
     force: bool,
 ) -> Result<LeaseEnd, CommandError> {
     let OpenRun {
@@ -217,8 +233,8 @@ pub fn end_lease(
         LeaseState::Free | LeaseState::Mine | LeaseState::Stale(_) => {}
     }
     run.lease = None;
-    if let Some(status) = status {
-        run.status = status.to_string();
+    if let Some(status) = &status {
+        run.status = status.clone();
     }
     run.updated_at = Some(format_ts(ctx.now));
     store.write_run(&run, &read)?;
@@ -229,16 +245,16 @@ pub fn end_lease(
                 .lease
                 .as_ref()
                 .map(|l| json!({ "session": l.session, "epoch": l.epoch, "pid": l.pid }));
-            let event = match status {
+            let event = match &status {
                 Some(s) => journal::event(
                     ctx,
-                    "finish",
+                    JournalEvent::Finish,
                     Some(run.lease_epoch),
                     json!({ "status": s, "released": released, "forced": force }),
                 ),
                 None => journal::event(
                     ctx,
-                    "release",
+                    JournalEvent::Release,
                     Some(run.lease_epoch),
                     json!({ "released": released, "forced": force }),
                 ),
@@ -287,7 +303,7 @@ pub fn interrupt_lease(
     store.write_run(&run, &read)?;
     let event = journal::event(
         ctx,
-        "interrupt",
+        JournalEvent::Interrupt,
         Some(run.lease_epoch),
         json!({ "reason": reason, "evidence": evidence, "released": released }),
     );
@@ -331,4 +347,52 @@ pub fn heartbeat(ctx: &Ctx, run_id: &str, holder: &Holder) -> Result<LeaseRefres
     }
     store.write_run(&loaded.state, &loaded.expect())?;
     Ok(LeaseRefresh::Refreshed { id })
+}
+
+/// Takes (or refreshes) the lease for this caller: a new holder gets epoch + 1. A new holder
+/// with neither a session nor a process to be known by gets a random token, returned here to be
+/// printed once; the lease keeps only its hash.
+pub fn take_lease(
+    run: &mut RunState,
+    here: &Here,
+    source: &str,
+    state: &LeaseState,
+    now: jiff::Timestamp,
+) -> Option<String> {
+    let now_s = format_ts(now);
+    // A holder takes the run on: an interrupt recorded before says nothing about it any more.
+    run.extra.remove("interrupt_reason");
+    run.extra.remove("interrupted_at");
+    if let (LeaseState::Mine, Some(lease)) = (state, run.lease.as_mut()) {
+        // The same holder, perhaps in a new agent process: the lease follows it, or a second
+        // agent could later find the first one's dead pid and take the lock beside it.
+        lease.heartbeat_at = now_s;
+        // A lease that names its session keeps it: only a lease with none learns one.
+        if lease.session.is_none() {
+            lease.session = here.session.clone();
+        }
+        if here.pid.is_some() {
+            lease.pid = here.pid.map(|p| p.0);
+            lease.pid_start = here.pid.map(|p| p.1);
+            lease.pid_source = source.to_string();
+            lease.host = here.host.clone();
+            lease.boot_id = here.boot_id.clone();
+        }
+        return None;
+    }
+    run.lease_epoch += 1;
+    let token = (here.session.is_none() && here.pid.is_none()).then(|| random_hex(16));
+    run.lease = Some(Lease {
+        session: here.session.clone(),
+        host: here.host.clone(),
+        boot_id: here.boot_id.clone(),
+        pid: here.pid.map(|p| p.0),
+        pid_start: here.pid.map(|p| p.1),
+        pid_source: source.to_string(),
+        acquired_at: now_s.clone(),
+        heartbeat_at: now_s,
+        epoch: run.lease_epoch,
+        token_sha256: token.as_deref().map(|t| sha256_hex(t.as_bytes())),
+    });
+    token
 }

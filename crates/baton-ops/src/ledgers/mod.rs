@@ -1,5 +1,6 @@
 //! Plan ledgers as more than one command (and the session-start survey) sees them: a plan
-//! directory inside the project, and the phases its files declare.
+//! directory inside the project, and the phases its files declare; and the ledger's operations:
+//! `init`, `commit` (`files.rs`) and `derive` (`derive.rs`).
 
 use std::path::{Path, PathBuf};
 
@@ -15,7 +16,13 @@ use baton_core::{Decision, Reason};
 use baton_store::gate::{GateRun, run_gate};
 use baton_store::ledger::{AppendError, append};
 
+mod derive;
+mod files;
+pub use derive::{Derivation, Derive, DeriveAppend, LedgerDerive, derive};
+pub use files::{LedgerCommit, LedgerInit, REINCLUDE_STANZA, commit, ignored_warning, init};
+
 /// A plan directory inside the project, and its ledger.
+#[derive(Debug)]
 pub struct Plan {
     pub root: PathBuf,
     /// Relative to the root, `/`-separated: what the header names.

@@ -1,0 +1,128 @@
+//! Moving a project's state between the file store and a PostgreSQL server (`store import`,
+//! `store export`), and the server a command names.
+
+use std::path::PathBuf;
+
+use crate::env::Ctx;
+use crate::error::CommandError;
+use baton_store::pg::{self, config};
+
+/// The server named by `--store`, `BATON_STORE` or the project's setting, with what the URL
+/// leaves out taken from PostgreSQL's own variables and password file.
+pub fn settings(ctx: &Ctx) -> Result<config::Settings, CommandError> {
+    let root = ctx.layout().ok().map(|l| l.root);
+    let url = ctx.store_url(root.as_deref())?.ok_or_else(|| {
+        CommandError::usage("no PostgreSQL server is named")
+            .hint("pass `--store postgres://USER@HOST:PORT/DB`, or set BATON_STORE to that URL")
+    })?;
+    config::resolve(&url, ctx.store_surroundings()).map_err(|e| {
+        CommandError::usage(e)
+            .hint("a store URL reads like `postgres://user@db.internal:5432/baton`")
+    })
+}
+
+/// The project's name on the server: `project`, else as every command names it.
+fn project(ctx: &Ctx, project: Option<&str>) -> Result<String, CommandError> {
+    match project.map(str::trim).filter(|p| !p.is_empty()) {
+        Some(p) => Ok(p.to_string()),
+        None => ctx.project_name(&ctx.layout()?.root),
+    }
+}
+
+fn records(ctx: &Ctx, name: Option<&str>) -> Result<pg::records::Records, CommandError> {
+    let settings = settings(ctx)?;
+    let client = pg::connect(&settings)?;
+    Ok(pg::records::Records::new(
+        client,
+        settings,
+        &project(ctx, name)?,
+        &baton_store::process::host(),
+    ))
+}
+
+/// How much state moved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    pub state: usize,
+    pub journal_events: usize,
+    pub archived: usize,
+}
+
+impl Counts {
+    fn of(moved: &pg::transfer::Moved) -> Counts {
+        Counts {
+            state: moved.state.len(),
+            journal_events: moved.events(),
+            archived: moved.archive.len(),
+        }
+    }
+}
+
+/// What `store import` did.
+#[derive(Debug)]
+pub enum StoreImport {
+    /// The project already holds `held` records on the server: nothing was imported.
+    Refused {
+        project: String,
+        held: i64,
+    },
+    Imported {
+        project: String,
+        counts: Counts,
+    },
+}
+
+/// What `store export` did.
+#[derive(Debug)]
+pub enum StoreExport {
+    /// The project's state directory already holds state: nothing was exported.
+    Refused {
+        state_dir: PathBuf,
+    },
+    Exported {
+        project: String,
+        counts: Counts,
+    },
+}
+
+/// Copies this project's file store to the server (`project`, else the project's own name),
+/// byte for byte, in one transaction, calling `progress(done, total)` after each record.
+pub fn import(
+    ctx: &Ctx,
+    project: Option<&str>,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<StoreImport, CommandError> {
+    let layout = ctx.layout()?;
+    let moved = pg::transfer::collect(&layout)?;
+    let records = records(ctx, project)?;
+    let project = records.project.clone();
+    Ok(match pg::transfer::import(&records, &moved, progress)? {
+        Some(held) => StoreImport::Refused { project, held },
+        None => StoreImport::Imported {
+            project,
+            counts: Counts::of(&moved),
+        },
+    })
+}
+
+/// Writes the project's state on the server into this project's file store, byte for byte,
+/// calling `progress(done, total)` after each file.
+pub fn export(
+    ctx: &Ctx,
+    project: Option<&str>,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<StoreExport, CommandError> {
+    let layout = ctx.layout()?;
+    let records = records(ctx, project)?;
+    let moved = pg::transfer::fetch(&records)?;
+    Ok(if pg::transfer::export(&layout, &moved, progress)? {
+        StoreExport::Exported {
+            project: records.project.clone(),
+            counts: Counts::of(&moved),
+        }
+    } else {
+        StoreExport::Refused {
+            state_dir: layout.state_dir.clone(),
+        }
+    })
+}
