@@ -24,7 +24,7 @@ const EVENTS: [&str; 12] = [
 /// for the event the payload names (so the fuzzer reaches every action), and for one fixed
 /// event besides.
 pub fn hook_stdin(data: &[u8]) {
-    let (which, bytes) = crate::split_selector(data, 3);
+    let (which, bytes) = crate::split_selector(data, Client::ALL.len() as u8);
     let client = Client::ALL[usize::from(which)];
     let named = serde_json::from_slice::<Value>(bytes)
         .ok()

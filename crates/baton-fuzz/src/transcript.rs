@@ -1,20 +1,20 @@
 //! The evidence of how a turn ended: a client's transcript tail, a Gemini CLI error report,
 //! and the reset time a rate-limit message states.
 
-use baton_core::client::{Client, TranscriptEnd};
+use baton_core::client::{Client, Evidence, TranscriptEnd};
 use baton_core::reset::reset_time;
 
 /// The first byte picks the client whose transcript the rest is.
 pub fn transcript(data: &[u8]) {
-    let (which, bytes) = crate::split_selector(data, 3);
+    let (which, bytes) = crate::split_selector(data, Client::ALL.len() as u8);
     let client = Client::ALL[usize::from(which)];
     let tail = String::from_utf8_lossy(bytes);
     let end = client.def().transcript_end(&tail);
-    if client == Client::Gemini {
+    if client.def().evidence() != Evidence::Transcript {
         assert_eq!(
             end,
             TranscriptEnd::Unknown,
-            "Gemini CLI records no 429 in a transcript"
+            "a client whose evidence is not its transcript reads none there"
         );
     }
     for root in [
@@ -23,7 +23,9 @@ pub fn transcript(data: &[u8]) {
         "",
         tail.lines().next().unwrap_or_default(),
     ] {
-        let _ = Client::Gemini.def().error_report(&tail, root);
+        for client in Client::ALL {
+            let _ = client.def().error_report(&tail, root);
+        }
     }
 
     for now in crate::nows() {

@@ -17,15 +17,25 @@ use baton_store::{FileStore, Layout, StateStore};
 /// The settings baton takes from its surroundings, read once when a command starts, for every
 /// layer to read from here. `--store` reaches `BATON_STORE` before (the command line puts it in
 /// the environment, so that the agent and the gates baton runs inherit it); the project's
-/// `.baton.toml` is read beside them once the project's root is known (`Ctx::store_url`).
+/// `.baton.toml` is read beside them, once, when the project's root is known
+/// (`Ctx::store_url`).
 #[derive(Debug, Clone, Default)]
 pub struct Settings {
     /// The shared store's URL: `--store`, else `BATON_STORE`.
     pub store: Option<String>,
     /// Where state lives instead of `<root>/.agentic`: `BATON_STATE_DIR`.
     pub state_dir: Option<std::ffi::OsString>,
-    /// The project's name in a shared store: `--project` or `BATON_PROJECT`.
+    /// The project's name in a shared store: `BATON_PROJECT` (`store import` and `export` take
+    /// `--project` over it).
     pub project: Option<String>,
+    /// The secret a lease holder proves itself by when it has no session or process:
+    /// `BATON_LEASE_TOKEN` (a command's `--token` over it).
+    pub lease_token: Option<String>,
+    /// Where the originating pipeline keeps its runs' state: `BATON_PIPELINE_STATE_DIR`.
+    pub pipeline_state_dir: Option<PathBuf>,
+    /// The agent clients' variables naming their own process (`Definition::pid_variable`,
+    /// Claude Code's `CLAUDE_PID`) that are set, with their values.
+    pub client_pids: Vec<(&'static str, String)>,
 }
 
 impl Settings {
@@ -35,7 +45,23 @@ impl Settings {
             store: text("BATON_STORE"),
             state_dir: std::env::var_os("BATON_STATE_DIR"),
             project: text("BATON_PROJECT").map(|p| p.trim().to_string()),
+            lease_token: std::env::var("BATON_LEASE_TOKEN")
+                .ok()
+                .filter(|t| !t.is_empty()),
+            pipeline_state_dir: std::env::var_os("BATON_PIPELINE_STATE_DIR").map(PathBuf::from),
+            client_pids: Client::ALL
+                .into_iter()
+                .filter_map(|c| c.def().pid_variable())
+                .filter_map(|v| std::env::var(v).ok().map(|value| (v, value)))
+                .collect(),
         }
+    }
+
+    /// The client process variable that is set first, with its value.
+    pub fn client_pid(&self) -> Option<(&'static str, &str)> {
+        self.client_pids
+            .first()
+            .map(|(v, value)| (*v, value.as_str()))
     }
 }
 
@@ -50,6 +76,9 @@ pub struct Ctx {
     /// How long to wait for a state file's lock (`BATON_LOCK_WAIT`) before giving up, exit 3.
     pub lock_wait: Duration,
     pub settings: Settings,
+    /// The store URL as read for a project root (`Ctx::store_url`), so that `.baton.toml` is
+    /// read once per command.
+    store_url: std::sync::OnceLock<(PathBuf, Option<String>)>,
 }
 
 impl Ctx {
@@ -98,6 +127,7 @@ impl Ctx {
             fixed_clock: fixed.is_some(),
             lock_wait,
             settings,
+            store_url: std::sync::OnceLock::new(),
         })
     }
 
@@ -176,52 +206,6 @@ impl Ctx {
 /// The project setting file: `store = "postgres://…"` names the project's shared store.
 pub const PROJECT_SETTINGS: &str = ".baton.toml";
 
-impl Ctx {
-    /// The store URL: `--store` or `BATON_STORE`, else the project's `.baton.toml`; `None` for the
-    /// file store. The project's file is committed, so a URL with a password in it is refused.
-    pub fn store_url(
-        &self,
-        root: Option<&std::path::Path>,
-    ) -> Result<Option<String>, CommandError> {
-        if let Some(url) = &self.settings.store {
-            return Ok(Some(url.clone()));
-        }
-        let Some(root) = root else { return Ok(None) };
-        let path = root.join(PROJECT_SETTINGS);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => {
-                return Err(CommandError::new(
-                    crate::error::ExitStatus::Failure,
-                    format!("cannot read {}: {e}", path.display()),
-                ));
-            }
-        };
-        let bad = |why: String| {
-            CommandError::usage(format!("{}: {why}", path.display())).hint(
-            "write it as `store = \"postgres://USER@HOST:PORT/DB\"`, the password in PGPASSWORD or ~/.pgpass",
-        )
-        };
-        let doc: toml_edit::DocumentMut =
-            text.parse().map_err(|e| bad(format!("not TOML: {e}")))?;
-        let Some(item) = doc.get("store") else {
-            return Ok(None);
-        };
-        let url = item
-            .as_str()
-            .ok_or_else(|| bad("`store` is not a string".into()))?
-            .to_string();
-        #[cfg(feature = "postgres")]
-        if baton_store::pg::config::redact(&url) != url {
-            return Err(bad(
-                "the URL holds a password, and this file is committed with the project".into(),
-            ));
-        }
-        Ok(Some(url))
-    }
-}
-
 #[cfg(feature = "postgres")]
 type Shared = std::mem::ManuallyDrop<Option<std::rc::Rc<baton_store::pg::backend::Db>>>;
 
@@ -235,6 +219,26 @@ thread_local! {
 }
 
 impl Ctx {
+    /// The store URL: `--store` or `BATON_STORE`, else the project's `.baton.toml` (read once
+    /// per command); `None` for the file store.
+    pub fn store_url(
+        &self,
+        root: Option<&std::path::Path>,
+    ) -> Result<Option<String>, CommandError> {
+        if let Some(url) = &self.settings.store {
+            return Ok(Some(url.clone()));
+        }
+        let Some(root) = root else { return Ok(None) };
+        if let Some((read_for, url)) = self.store_url.get()
+            && read_for == root
+        {
+            return Ok(url.clone());
+        }
+        let url = project_store_url(root)?;
+        let _ = self.store_url.set((root.to_path_buf(), url.clone()));
+        Ok(url)
+    }
+
     /// The PostgreSQL backend `BATON_STORE` names, connected once per process; `None` for files.
     #[cfg(feature = "postgres")]
     pub fn database(
@@ -287,27 +291,63 @@ impl Ctx {
                     format!("cannot run git: {e}"),
                 )
             })?;
+        let name_it =
+            "set BATON_PROJECT (or pass `--project`) to a name that is the same on every machine";
         if is_shallow(root) {
             return Err(CommandError::usage(
-            "this clone is shallow: its first commit is not the repository's, so it has no name every clone shares",
-        )
-        .hint(
-            "set BATON_PROJECT (or pass `--project`) to a name that is the same on every machine, or fetch the whole history (`git fetch --unshallow`)",
-        ));
+                "this clone is shallow: its first commit is not the repository's, so it has no name every clone shares",
+            )
+            .hint(format!(
+                "{name_it}, or fetch the whole history (`git fetch --unshallow`)"
+            )));
         }
         let text = String::from_utf8_lossy(&out.stdout);
         let mut roots: Vec<&str> = text.lines().filter(|l| !l.is_empty()).collect();
         roots.sort_unstable();
         match roots.first() {
-        Some(first) if out.status.success() => Ok(format!("git:{first}")),
-        _ => Err(CommandError::usage(
-            "the repository has no commit, so it has no name every clone shares",
+            Some(first) if out.status.success() => Ok(format!("git:{first}")),
+            _ => Err(CommandError::usage(
+                "the repository has no commit, so it has no name every clone shares",
+            )
+            .hint(name_it)),
+        }
+    }
+}
+
+/// `store = "…"` in the project's `.baton.toml`. The file is committed, so a URL with a
+/// password in it is refused.
+fn project_store_url(root: &std::path::Path) -> Result<Option<String>, CommandError> {
+    let path = root.join(PROJECT_SETTINGS);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(CommandError::new(
+                crate::error::ExitStatus::Failure,
+                format!("cannot read {}: {e}", path.display()),
+            ));
+        }
+    };
+    let bad = |why: String| {
+        CommandError::usage(format!("{}: {why}", path.display())).hint(
+            "write it as `store = \"postgres://USER@HOST:PORT/DB\"`, the password in PGPASSWORD or ~/.pgpass",
         )
-        .hint(
-            "set BATON_PROJECT (or pass `--project`) to a name that is the same on every machine",
-        )),
+    };
+    let doc: toml_edit::DocumentMut = text.parse().map_err(|e| bad(format!("not TOML: {e}")))?;
+    let Some(item) = doc.get("store") else {
+        return Ok(None);
+    };
+    let url = item
+        .as_str()
+        .ok_or_else(|| bad("`store` is not a string".into()))?
+        .to_string();
+    #[cfg(feature = "postgres")]
+    if baton_store::pg::config::redact(&url) != url {
+        return Err(bad(
+            "the URL holds a password, and this file is committed with the project".into(),
+        ));
     }
-    }
+    Ok(Some(url))
 }
 
 /// Whether the clone at `root` is shallow (`git clone --depth`, as CI runners make them): its

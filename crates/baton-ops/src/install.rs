@@ -13,8 +13,9 @@ pub struct Targets {
     pub settings: PathBuf,
     /// The skill file or the file holding the marked block.
     pub instructions: PathBuf,
-    /// Codex's `config.toml`, where its hook trust lives (Codex only).
-    pub codex_config: Option<PathBuf>,
+    /// The config where the client keeps its hook trust (`Definition::keeps_hook_trust`:
+    /// Codex's `config.toml`).
+    pub trust_config: Option<PathBuf>,
     /// The project root (project scope only).
     pub project: Option<PathBuf>,
     /// The directory the files belong under: emptied directories below it are removed, never
@@ -53,7 +54,7 @@ impl Targets {
             None => user_dir()?,
         };
         let files = def.files(user);
-        let codex_config = if def.keeps_hook_trust() {
+        let trust_config = if def.keeps_hook_trust() {
             Some(user_dir()?.join("config.toml"))
         } else {
             None
@@ -61,7 +62,7 @@ impl Targets {
         Ok(Targets {
             settings: base.join(files.settings),
             instructions: base.join(files.instructions),
-            codex_config,
+            trust_config,
             project,
             base,
         })

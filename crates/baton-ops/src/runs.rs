@@ -24,8 +24,7 @@ pub fn here(
     token: Option<&str>,
     records: bool,
 ) -> Result<(Here, &'static str), CommandError> {
-    let claude_pid = std::env::var("CLAUDE_PID").ok();
-    let (pid, source) = match process::resolve_holder(pid, claude_pid.as_deref()) {
+    let (pid, source) = match process::resolve_holder(pid, ctx.settings.client_pid()) {
         Ok(found) => found,
         Err(e) if records => {
             return Err(CommandError::usage(e).hint(
@@ -41,8 +40,7 @@ pub fn here(
             session: ctx.session.clone(),
             pid,
             token_sha256: token
-                .map(String::from)
-                .or_else(|| std::env::var("BATON_LEASE_TOKEN").ok())
+                .or(ctx.settings.lease_token.as_deref())
                 .filter(|t| !t.is_empty())
                 .map(|t| sha256_hex(t.as_bytes())),
             shared_store: ctx

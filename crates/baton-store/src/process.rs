@@ -122,14 +122,16 @@ pub fn agent_ancestor_named() -> Option<(u32, Client)> {
     None
 }
 
-/// The process a lease is held for, and how it was found: the pid the caller names, else
-/// `CLAUDE_PID`, else an agent among baton's ancestors; never baton's own short-lived process.
 /// A process named by its pid and start time.
 pub type ProcessId = (u32, u64);
 
+/// The process a lease is held for, and how it was found: the pid the caller names (`flag`),
+/// else the one an agent client names for itself (`named`: the variable, such as Claude Code's
+/// `CLAUDE_PID`, and its value), else an agent among baton's ancestors; never baton's own
+/// short-lived process.
 pub fn resolve_holder(
     flag: Option<u32>,
-    claude_pid: Option<&str>,
+    named: Option<(&'static str, &str)>,
 ) -> Result<(Option<ProcessId>, &'static str), String> {
     let with_start = |pid: u32| start_time(pid).map(|s| (pid, s));
     let me = std::process::id();
@@ -144,13 +146,13 @@ pub fn resolve_holder(
             None => Err(format!("--pid {pid}: no such process on this machine")),
         };
     }
-    // A CLAUDE_PID that names no live process (or baton itself) is ignored, not trusted.
-    if let Some(found) = claude_pid
-        .and_then(|p| p.trim().parse().ok())
-        .filter(|&p| p != me)
-        .and_then(with_start)
-    {
-        return Ok((Some(found), "CLAUDE_PID"));
+    // A client's variable that names no live process (or baton itself) is ignored, not
+    // trusted.
+    if let Some((variable, found)) = named.and_then(|(variable, value)| {
+        let pid = value.trim().parse().ok().filter(|&p| p != me)?;
+        Some((variable, with_start(pid)?))
+    }) {
+        return Ok((Some(found), variable));
     }
     Ok(match agent_ancestor().and_then(with_start) {
         Some(found) => (Some(found), "ancestor"),
@@ -185,7 +187,7 @@ mod tests {
 
     #[test]
     fn the_holder_is_never_baton_itself_unless_named() {
-        let (holder, source) = resolve_holder(None, Some("1")).unwrap();
+        let (holder, source) = resolve_holder(None, Some(("CLAUDE_PID", "1"))).unwrap();
         assert_eq!(source, "CLAUDE_PID");
         assert_eq!(holder.map(|h| h.0), Some(1));
         assert!(

@@ -165,6 +165,12 @@ impl Definition for Codex {
         true
     }
 
+    fn untrusted_project_note(&self) -> Option<&'static str> {
+        Some(
+            "note: Codex runs a project's hooks only in a trusted project, and this one is not: run `baton init codex --trust-project` (or trust it when Codex asks)",
+        )
+    }
+
     fn init_notes(&self, _user: bool) -> &'static [&'static str] {
         &[
             "note: Codex runs tool calls in a login shell (`bash -lc`) whose PATH comes from /etc/profile and ~/.profile: install baton in /usr/local/bin, or add a PATH line for its directory to ~/.profile",

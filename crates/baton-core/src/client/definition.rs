@@ -88,6 +88,10 @@ pub trait Definition: Sync {
     fn keeps_hook_trust(&self) -> bool {
         false
     }
+    /// What `baton init` says when the project is not trusted yet (with `keeps_hook_trust`).
+    fn untrusted_project_note(&self) -> Option<&'static str> {
+        None
+    }
     /// What the user has to do after `baton init` that baton cannot, for this client.
     fn init_notes(&self, _user: bool) -> &'static [&'static str] {
         &[]

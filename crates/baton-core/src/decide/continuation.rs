@@ -10,6 +10,7 @@ use jiff::Timestamp;
 use serde::Serialize;
 
 use super::Reason;
+use crate::model::InterruptReason;
 use crate::time::format_ts;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -105,7 +106,7 @@ pub fn classify(s: &Signals, now: Timestamp) -> Classified {
             waiting: false,
         };
     }
-    if s.interrupt_reason == Some("rate_limit") {
+    if s.interrupt_reason.and_then(InterruptReason::parse) == Some(InterruptReason::RateLimit) {
         let waiting = s.resume_after.is_some_and(|t| t > now);
         let (reason, next) = match s.resume_after {
             Some(t) if waiting => (

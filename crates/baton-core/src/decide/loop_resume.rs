@@ -5,7 +5,7 @@ use jiff::Timestamp;
 use serde::Serialize;
 
 use super::{Decision, Reason};
-use crate::model::{LoopState, LoopStatus, Phase};
+use crate::model::{InterruptReason, LoopState, LoopStatus, Phase};
 use crate::text::{esc, esc_or};
 use crate::time::{age, format_ts, human_age, is_live, parse_ts};
 
@@ -98,7 +98,11 @@ pub fn is_resumable(state: &LoopState, now: Timestamp) -> bool {
 /// seconds after the interrupt. `None` for any other interrupt.
 pub fn resume_after(state: &LoopState) -> Option<Timestamp> {
     if state.status != LoopStatus::Interrupted
-        || state.interrupt_reason.as_deref() != Some("rate_limit")
+        || state
+            .interrupt_reason
+            .as_deref()
+            .and_then(InterruptReason::parse)
+            != Some(InterruptReason::RateLimit)
     {
         return None;
     }

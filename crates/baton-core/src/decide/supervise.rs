@@ -3,6 +3,8 @@
 
 use jiff::{SignedDuration, Timestamp};
 
+use crate::model::InterruptReason;
+
 /// How one run of the agent left the work, as the state and the hooks recorded it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
@@ -176,9 +178,10 @@ pub fn outcome(a: &Attempt) -> Outcome {
         };
     }
     let rate_limited = a.hook_rate_limit
-        || a.carried
-            .iter()
-            .any(|c| c.interrupted.as_deref() == Some("rate_limit"));
+        || a.carried.iter().any(|c| {
+            c.interrupted.as_deref().and_then(InterruptReason::parse)
+                == Some(InterruptReason::RateLimit)
+        });
     if rate_limited {
         if let Some(c) = a.carried.iter().find(|c| c.wait == Some(Wait::HumanFirst)) {
             return Outcome::NeedsPerson {
@@ -194,10 +197,14 @@ pub fn outcome(a: &Attempt) -> Outcome {
     }
     if let Some(c) = a.carried.iter().find(|c| c.interrupted.is_some()) {
         let reason = c.interrupted.as_deref().unwrap_or_default();
-        let what = match reason {
-            "session_expiry" => "the agent ended its run before the work was finished".to_string(),
-            "unknown" => "a turn died and nothing says it was a rate limit".to_string(),
-            other => format!("interrupted ({other})"),
+        let what = match InterruptReason::parse(reason) {
+            Some(InterruptReason::SessionExpiry) => {
+                "the agent ended its run before the work was finished".to_string()
+            }
+            Some(InterruptReason::Unknown) => {
+                "a turn died and nothing says it was a rate limit".to_string()
+            }
+            _ => format!("interrupted ({reason})"),
         };
         return Outcome::NeedsPerson {
             why: format!("{} is interrupted: {what}", c.name),

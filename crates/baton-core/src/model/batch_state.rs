@@ -15,7 +15,8 @@ pub struct BatchState {
     pub session_id: Option<String>,
     /// `<first-ticket-prefix>-batch-<ISO8601>-<4hex>`.
     pub batch_id: String,
-    /// One of `BATCH_STATUSES`: `active`, `paused`, `interrupted`, `complete` or `stalled`.
+    /// The originating schema's `active`, `paused`, `interrupted`, `complete` or `stalled`
+    /// (`BatchStatus`).
     #[schemars(with = "String")]
     pub status: BatchStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -47,9 +48,6 @@ pub struct BatchTicket {
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
-
-/// The batch statuses of the originating schema.
-pub const BATCH_STATUSES: [&str; 5] = ["active", "paused", "interrupted", "complete", "stalled"];
 
 /// A batch's status: the originating schema's, the `abandoned` earlier baton versions wrote,
 /// and any other value another tool wrote, kept as it is (written back unchanged).

@@ -9,9 +9,7 @@ mod loop_state;
 mod pause;
 mod run_state;
 
-pub use batch_state::{
-    BATCH_STATUSES, BatchState, BatchStatus, BatchTicket, TICKET_STATUSES, replan_entry,
-};
+pub use batch_state::{BatchState, BatchStatus, BatchTicket, TICKET_STATUSES, replan_entry};
 pub use interrupt::InterruptReason;
 pub use loop_state::{
     DiscardedWork, LoopProgress, LoopState, LoopStatus, OPEN_FINDING, Phase, PromotionTier,

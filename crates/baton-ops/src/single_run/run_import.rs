@@ -61,9 +61,12 @@ pub fn import(ctx: &Ctx, run_id: &str, from: Option<&Path>) -> Result<Imported, 
 }
 
 /// Where the originating pipeline keeps a run's state.
-pub fn default_source(id: &RunId) -> PathBuf {
-    let dir = std::env::var_os("BATON_PIPELINE_STATE_DIR")
-        .map_or_else(|| PathBuf::from("/tmp"), PathBuf::from);
+pub fn default_source(ctx: &Ctx, id: &RunId) -> PathBuf {
+    let dir = ctx
+        .settings
+        .pipeline_state_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("/tmp"));
     dir.join(format!("pipeline_state_{id}.json"))
 }
 
@@ -99,7 +102,7 @@ pub fn build_import(
     id: &RunId,
     from: Option<&Path>,
 ) -> Result<RunState, CommandError> {
-    let source = from.map_or_else(|| default_source(id), Path::to_path_buf);
+    let source = from.map_or_else(|| default_source(ctx, id), Path::to_path_buf);
     let bytes = read_owned(&source, STATE_FILE_CAP)?.ok_or_else(|| {
         CommandError::usage(format!("no originating state at {}", source.display()))
             .hint("pass the file with `--from <PATH>`")

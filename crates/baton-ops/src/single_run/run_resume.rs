@@ -60,7 +60,7 @@ pub fn resume(ctx: &Ctx, args: &ResumeRun) -> Result<Resumed, CommandError> {
     let store = ctx.store()?;
     let root = store.layout().root.clone();
     // An unknown run in a project without state creates nothing, not even the lock's sidecar.
-    if !store.exists()? && !default_source(&id).exists() {
+    if !store.exists()? && !default_source(ctx, &id).exists() {
         return Err(missing_run(&id));
     }
     // An import is checked before anything is created, so a refused one writes nothing, and is

@@ -238,8 +238,14 @@ impl Session<'_> {
     fn client_process(&self) -> Option<(u32, u64)> {
         match self.def().pid_variable() {
             Some(variable) => {
-                let named = std::env::var(variable).ok();
-                process::resolve_holder(None, named.as_deref())
+                let named = self
+                    .ctx
+                    .settings
+                    .client_pids
+                    .iter()
+                    .find(|(v, _)| *v == variable)
+                    .map(|(v, value)| (*v, value.as_str()));
+                process::resolve_holder(None, named)
                     .ok()
                     .and_then(|(found, _)| found)
             }

@@ -2,6 +2,7 @@ use clap::Args;
 use serde_json::{Map, Value, json};
 
 use crate::output::Report;
+use baton_core::client::Client;
 use baton_core::model::{BatchState, LoopState};
 use baton_core::{Rule, Verdict};
 use baton_ops::env::Ctx;
@@ -74,6 +75,9 @@ pub fn outputs_document() -> Value {
     }
     if let Some(Value::Object(rule)) = defs.get_mut("rule") {
         rule.insert("enum".into(), json!(rules));
+    }
+    if let Some(Value::Object(client)) = defs.get_mut("client") {
+        client.insert("enum".into(), json!(Client::NAMES));
     }
     if let Value::Object(files) = file_schemas() {
         for (name, schema) in files {

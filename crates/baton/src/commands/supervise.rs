@@ -287,11 +287,10 @@ impl Supervisor<'_> {
     }
 
     fn at_now(&self, session: Option<String>) -> Ctx {
-        Ctx {
-            session,
-            now: self.now(),
-            ..self.ctx.clone()
-        }
+        let mut ctx = self.ctx.clone();
+        ctx.session = session;
+        ctx.now = self.now();
+        ctx
     }
 
     /// Runs one attempt to its end, passing on SIGINT and SIGTERM.
@@ -479,7 +478,7 @@ impl Supervisor<'_> {
                     state
                         .interrupt_reason
                         .clone()
-                        .unwrap_or_else(|| "unknown".into())
+                        .unwrap_or_else(|| InterruptReason::Unknown.as_str().into())
                 }),
                 wait: Some(wait),
                 left_active: left_active.contains(key),

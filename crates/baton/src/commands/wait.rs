@@ -110,7 +110,8 @@ fn sleep_through<T>(
     let progress = sleep && std::io::stderr().is_terminal();
     let mut now = ctx.now;
     loop {
-        let at = Ctx { now, ..ctx.clone() };
+        let mut at = ctx.clone();
+        at.now = now;
         // The state is read afresh each time, its locks released before any sleep.
         let (wait, facts) = check(&at)?;
         match wait {

@@ -308,7 +308,7 @@ impl Harness {
                     &json!({"hooks": hooks}),
                 );
             }
-            Client::Codex => self.write_codex_config(),
+            Client::Codex => self.write_trust_config(),
             Client::Gemini => {
                 let hooks = self.hooks_json(|h| {
                     json!({"matcher": "*", "hooks": [{"type": "command", "command": h.command,
@@ -337,7 +337,7 @@ impl Harness {
 
     /// `$CODEX_HOME/config.toml` for the fake provider, and the project's hooks in
     /// `<project>/.codex/hooks.json` with the trust entries Codex needs before it runs them.
-    fn write_codex_config(&self) {
+    fn write_trust_config(&self) {
         const HOOK_TIMEOUT: u64 = 30;
         let codex_home = self.home.join(".codex");
         std::fs::create_dir_all(&codex_home).unwrap();

@@ -91,7 +91,7 @@ pub fn cmd_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> {
             change.apply(&targets)?;
             // What is remembered helps a later `--remove`; failing to keep it only costs that
             // removal its byte-for-byte restore.
-            let whole = Some(&change.path) != targets.codex_config.as_ref();
+            let whole = Some(&change.path) != targets.trust_config.as_ref();
             match (&change.new, args.remove) {
                 _ if !whole => {}
                 (_, true) => originals.forget(&change.path),
@@ -200,7 +200,7 @@ fn plan(
         changes.push(Change::new(path, old, new));
     }
 
-    if let Some(config) = &targets.codex_config {
+    if let Some(config) = &targets.trust_config {
         let hooks_file = targets.settings.display().to_string();
         let project = targets.project.as_ref().map(|p| p.display().to_string());
         let change = TrustChange {
@@ -276,16 +276,13 @@ fn notes(
         let trusted = targets.project.as_ref().is_none_or(|project| {
             let config = changes
                 .iter()
-                .find(|c| Some(&c.path) == targets.codex_config.as_ref())
+                .find(|c| Some(&c.path) == targets.trust_config.as_ref())
                 .and_then(|c| c.new.as_deref())
                 .unwrap_or_default();
             codex_trust::is_project_trusted(config, &project.display().to_string())
         });
         if !trusted && !args.trust_project && !args.user {
-            out.push(
-                "note: Codex runs a project's hooks only in a trusted project, and this one is not: run `baton init codex --trust-project` (or trust it when Codex asks)"
-                    .to_string(),
-            );
+            out.extend(client.def().untrusted_project_note().map(str::to_string));
         }
     }
     out
