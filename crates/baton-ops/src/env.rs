@@ -8,7 +8,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 
 use crate::error::CommandError;
-use baton_core::client::{Client, SessionSource};
+use baton_core::client::{Client, SessionSource, UserDir};
 #[cfg(feature = "postgres")]
 use baton_store::PgStore;
 use baton_store::lock::DEFAULT_LOCK_WAIT;
@@ -36,6 +36,11 @@ pub struct Settings {
     /// The agent clients' variables naming their own process (`Definition::pid_variable`,
     /// Claude Code's `CLAUDE_PID`) that are set, with their values.
     pub client_pids: Vec<(&'static str, String)>,
+    /// The user's home directory, where `baton init --user` finds a client's settings: `HOME`.
+    pub home: Option<std::ffi::OsString>,
+    /// The agent clients' variables naming their own user directory (`UserDir::Variable`,
+    /// Codex's `CODEX_HOME`) that are set, with their values.
+    pub client_dirs: Vec<(&'static str, std::ffi::OsString)>,
 }
 
 impl Settings {
@@ -53,6 +58,15 @@ impl Settings {
                 .into_iter()
                 .filter_map(|c| c.def().pid_variable())
                 .filter_map(|v| std::env::var(v).ok().map(|value| (v, value)))
+                .collect(),
+            home: std::env::var_os("HOME"),
+            client_dirs: Client::ALL
+                .into_iter()
+                .filter_map(|c| match c.def().user_dir() {
+                    UserDir::Variable { variable, .. } => Some(variable),
+                    UserDir::Home => None,
+                })
+                .filter_map(|v| std::env::var_os(v).map(|value| (v, value)))
                 .collect(),
         }
     }

@@ -27,7 +27,9 @@ impl Targets {
     pub fn resolve(ctx: &Ctx, client: Client, user: bool) -> Result<Targets, CommandError> {
         let def = client.def();
         let home = || -> Result<PathBuf, CommandError> {
-            std::env::var_os("HOME")
+            ctx.settings
+                .home
+                .clone()
                 .filter(|h| !h.is_empty())
                 .map(PathBuf::from)
                 .filter(|h| h.is_absolute())
@@ -40,7 +42,12 @@ impl Targets {
             match def.user_dir() {
                 UserDir::Home => home(),
                 UserDir::Variable { variable, default } => {
-                    let dir = match std::env::var_os(variable).filter(|h| !h.is_empty()) {
+                    let set = ctx
+                        .settings
+                        .client_dirs
+                        .iter()
+                        .find(|(v, _)| *v == variable);
+                    let dir = match set.map(|(_, dir)| dir).filter(|h| !h.is_empty()) {
                         Some(dir) => ctx.dir.join(dir),
                         None => home()?.join(default),
                     };

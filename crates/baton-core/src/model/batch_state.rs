@@ -15,8 +15,7 @@ pub struct BatchState {
     pub session_id: Option<String>,
     /// `<first-ticket-prefix>-batch-<ISO8601>-<4hex>`.
     pub batch_id: String,
-    /// The originating schema's `active`, `paused`, `interrupted`, `complete` or `stalled`
-    /// (`BatchStatus`).
+    /// One of the originating schema's `active`, `paused`, `interrupted`, `complete`, `stalled`.
     #[schemars(with = "String")]
     pub status: BatchStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
