@@ -1,6 +1,7 @@
 //! Plan ledgers as more than one command (and the session-start survey) sees them: a plan
 //! directory inside the project, and the phases its files declare; and the ledger's operations:
-//! `init`, `commit` (`files.rs`) and `derive` (`derive.rs`).
+//! `init`, `commit` (`files.rs`), `derive` (`derive.rs`) and the append of one event, checked
+//! against the repository (`events.rs`).
 
 use std::path::{Path, PathBuf};
 
@@ -17,8 +18,10 @@ use baton_store::gate::{GateRun, run_gate};
 use baton_store::ledger::{AppendError, append};
 
 mod derive;
+mod events;
 mod files;
 pub use derive::{Derivation, Derive, DeriveAppend, LedgerDerive, derive};
+pub use events::{EventAppend, append_event, append_raw, check_event, short_head, started_base};
 pub use files::{LedgerCommit, LedgerInit, REINCLUDE_STANZA, commit, ignored_warning, init};
 
 /// A plan directory inside the project, and its ledger.
