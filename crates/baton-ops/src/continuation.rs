@@ -1,21 +1,26 @@
 //! The session-continuation protocol's own writes: the explicit pause mark (`.agentic/pause.json`,
 //! one mark per session) that tells the next session to resume, not recover; and the resume
 //! point (`continue --set-resume-point`), set across the feature's pointer and `TASKS.md` in one
-//! step.
+//! step; and the feature's `REVIEW_NEEDED.md` (`continue review-needed`), written and cleared
+//! under the feature lock.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::env::Ctx;
-use crate::error::CommandError;
-use baton_core::Decision;
-use baton_core::feature::{ResumePoint, ResumeRequest, resume_point, set_marks};
+use crate::error::{CommandError, ExitStatus};
+use crate::project::path_in_project;
+use baton_core::feature::{
+    ResumePoint, ResumeRequest, ReviewNeeded, format_review_needed, resume_point, set_marks,
+};
 use baton_core::model::{PauseMark, Pauses};
 use baton_core::text::esc;
 use baton_core::time::format_ts;
+use baton_core::{Decision, Reason};
 use baton_store::feature::{
-    FeatureFacts, FileEdit, POINTER_PATH, apply_resume_point, lock_feature, read_feature,
-    read_feature_locked,
+    FeatureFacts, FileEdit, POINTER_PATH, REVIEW_NEEDED_CAP, REVIEW_NEEDED_FILE,
+    apply_resume_point, lock_feature, read_feature, read_feature_locked,
 };
+use baton_store::read::read_capped;
 use baton_store::{Expect, Layout, LockScope, RecordKey, git};
 
 /// A pause recorded.
@@ -285,4 +290,166 @@ pub fn set_resume_point(
         resume_title,
         warnings,
     })))
+}
+
+/// A note that a delegate hit its cap and a person must look (`REVIEW_NEEDED.md`).
+#[derive(Debug)]
+pub struct ReviewRequest {
+    /// The task the capped delegate was working on, a `T-NN` id of the feature's `TASKS.md`.
+    pub task: String,
+    pub reason: Option<String>,
+    pub cap: Option<String>,
+    pub partial: Option<Partial>,
+    /// Replace a `REVIEW_NEEDED.md` that is there instead of refusing.
+    pub replace: bool,
+}
+
+/// What the delegate got done before the cap.
+#[derive(Debug)]
+pub enum Partial {
+    Inline(String),
+    /// A file inside the project, as the caller named it (relative to `Ctx::dir`).
+    File(PathBuf),
+}
+
+/// A `REVIEW_NEEDED.md` written.
+#[derive(Debug)]
+pub struct ReviewMarked {
+    /// The file written, relative to the project's root.
+    pub written: PathBuf,
+    /// What it records (the task, the session, the cap, when).
+    pub review: ReviewNeeded,
+    /// The pointer's problems when the feature reads degraded, shown as warnings.
+    pub problems: Vec<Reason>,
+    /// What reading the feature warned of.
+    pub warnings: Vec<String>,
+}
+
+/// A `REVIEW_NEEDED.md` cleared, or not there.
+#[derive(Debug)]
+pub struct ReviewCleared {
+    /// The file, relative to the project's root.
+    pub path: PathBuf,
+    pub removed: bool,
+}
+
+/// The feature directory a write goes to, or why there is none.
+fn feature_dir(facts: Option<&FeatureFacts>) -> Result<PathBuf, CommandError> {
+    let facts = facts.ok_or_else(no_feature)?;
+    facts.dir.clone().ok_or_else(|| {
+        let why: Vec<String> = facts
+            .problems
+            .iter()
+            .map(|r| format!("{}: {}", r.rule, r.message))
+            .collect();
+        CommandError::new(
+            ExitStatus::AskHuman,
+            format!(
+                "the active feature has no directory baton can use: {}",
+                why.join("; ")
+            ),
+        )
+        .hint("fix the pointer's `path` first; nothing was written")
+    })
+}
+
+/// Refuses to overwrite a REVIEW_NEEDED.md that is there: it is a person's to handle.
+fn refuse_existing(facts: &FeatureFacts) -> Result<(), CommandError> {
+    let (Some(existing), Some(path)) = (&facts.review_needed, &facts.review_needed_path) else {
+        return Ok(());
+    };
+    Err(CommandError::new(
+        ExitStatus::Refused,
+        format!(
+            "{} is already there (task {}); it was left as it is",
+            shown(path),
+            esc(existing.task.as_deref().unwrap_or("?"))
+        ),
+    )
+    .hint("handle it and run `baton continue review-needed --clear`, or pass `--replace` to overwrite it"))
+}
+
+/// Writes the active feature's `REVIEW_NEEDED.md`: checked without the lock first (so that a
+/// refusal creates nothing), then read again, checked and written under the feature lock.
+pub fn mark_review_needed(ctx: &Ctx, request: ReviewRequest) -> Result<ReviewMarked, CommandError> {
+    let Gathered {
+        layout,
+        changes,
+        facts,
+    } = gather(ctx)?;
+    feature_dir(facts.as_ref())?;
+    let task = request.task;
+    let facts = facts.ok_or_else(no_feature)?;
+    if let Some(list) = &facts.tasks
+        && list.get(&task).is_none()
+    {
+        return Err(CommandError::usage(format!(
+            "no task {} in {}",
+            esc(&task),
+            facts
+                .tasks_path
+                .as_deref()
+                .unwrap_or(Path::new("TASKS.md"))
+                .display()
+        ))
+        .hint("name the task the delegate was working on; nothing was written"));
+    }
+    let partial = match request.partial {
+        Some(Partial::File(raw)) => {
+            let path = path_in_project(&ctx.dir, &layout.root, &raw, "--partial-file", false)?;
+            let bytes = read_capped(&path, REVIEW_NEEDED_CAP / 2)?.unwrap_or_default();
+            Some(String::from_utf8_lossy(&bytes).into_owned())
+        }
+        Some(Partial::Inline(text)) => Some(text),
+        None => None,
+    };
+    let review = ReviewNeeded {
+        task: Some(task),
+        by: ctx.session().map(String::from),
+        cap: request.cap,
+        written_at: Some(format_ts(ctx.now)),
+        reason: request.reason,
+        partial,
+    };
+    // Checked before the lock, so that a refusal creates nothing, and again under it.
+    if !request.replace {
+        refuse_existing(&facts)?;
+    }
+    let lock = lock_feature(&layout, ctx.lock_wait)?;
+    let facts = read_feature_locked(&layout, &changes, ctx.now, &lock)?.ok_or_else(no_feature)?;
+    let dir = feature_dir(Some(&facts))?;
+    if !request.replace {
+        refuse_existing(&facts)?;
+    }
+    let written = baton_store::feature::write_review_needed(
+        &layout,
+        &lock,
+        &dir,
+        &format_review_needed(&review),
+    )?;
+    drop(lock);
+    let problems = if facts.is_degraded() {
+        facts.problems
+    } else {
+        Vec::new()
+    };
+    Ok(ReviewMarked {
+        written,
+        review,
+        problems,
+        warnings: facts.warnings,
+    })
+}
+
+/// Removes the active feature's `REVIEW_NEEDED.md` once a person has handled it; nothing to
+/// clear takes no lock, so it creates nothing.
+pub fn clear_review_needed(ctx: &Ctx) -> Result<ReviewCleared, CommandError> {
+    let Gathered { layout, facts, .. } = gather(ctx)?;
+    let dir = feature_dir(facts.as_ref())?;
+    let path = dir.join(REVIEW_NEEDED_FILE);
+    let removed = std::fs::symlink_metadata(layout.root.join(&path)).is_ok() && {
+        let lock = lock_feature(&layout, ctx.lock_wait)?;
+        baton_store::feature::clear_review_needed(&layout, &lock, &dir)?
+    };
+    Ok(ReviewCleared { path, removed })
 }

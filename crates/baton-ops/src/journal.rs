@@ -12,7 +12,7 @@ use crate::env::Ctx;
 use baton_core::journal::JournalEvent;
 use baton_core::model::{BatchState, LoopState, RunState};
 use baton_core::time::format_ts;
-use baton_store::{JournalTarget, StateStore};
+use baton_store::{JournalTarget, LockScope, StateStore};
 
 /// An event: `ts` (the command's clock, so `BATON_NOW` replays), its name, the acting session,
 /// the target's owner epoch after the write when it has one, and the event's own fields.
@@ -44,6 +44,33 @@ pub fn append(store: &dyn StateStore, target: JournalTarget, events: &[Value]) -
         }
     }
     None
+}
+
+/// Appends one event (`event`'s name and `details`, at the context's clock) to the journal of
+/// each of `loops`, each under that loop's lock, as the supervisor records its attempts. A
+/// loop whose lock cannot be had is skipped; an append that fails is a warning, returned.
+pub fn record_attempt<'a>(
+    ctx: &Ctx,
+    store: &dyn StateStore,
+    loops: impl IntoIterator<Item = &'a String>,
+    name: JournalEvent,
+    details: Value,
+) -> Vec<String> {
+    let event = event(ctx, name, None, details);
+    let mut warnings = Vec::new();
+    for key in loops {
+        let Ok(_guard) = store.lock(LockScope::Loop(key)) else {
+            continue;
+        };
+        if let Some(w) = append(
+            store,
+            JournalTarget::Loop(key),
+            std::slice::from_ref(&event),
+        ) {
+            warnings.push(w);
+        }
+    }
+    warnings
 }
 
 /// Whether a loop write changed more than its liveness stamp: a repeat that only refreshes

@@ -136,3 +136,55 @@ pub fn interrupt_owned(
     }
     (done, owned.outcome(first_error))
 }
+
+/// What a checkpoint of a session's loops did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Checkpointed {
+    /// The positions are those of the session's last checkpoint: nothing was written.
+    Unchanged,
+    /// One `checkpoint` event went into the journal of each active loop; `fingerprint` is what
+    /// the session records as its last checkpoint.
+    Recorded { fingerprint: String, loops: usize },
+}
+
+/// One `checkpoint` event (its position and the client's `hook` event) in the journal of each
+/// active loop the session owns, under the loop's lock, unless the positions are those of
+/// `last` (the fingerprint of the session's last checkpoint). A journal that cannot be
+/// written fails the checkpoint: the caller records the fingerprint only once it is
+/// `Recorded`.
+pub fn checkpoint(
+    ctx: &Ctx,
+    store: &dyn StateStore,
+    owned: &Owned,
+    hook: &str,
+    last: Option<&str>,
+) -> Result<Checkpointed, CommandError> {
+    let positions: Vec<(&str, String)> = owned
+        .loops
+        .iter()
+        .filter(|(_, s)| s.status == LoopStatus::Active)
+        .map(|(key, s)| (key.as_str(), s.position()))
+        .collect();
+    let fingerprint: String = positions.iter().map(|(k, p)| format!("{k}={p};")).collect();
+    if last == Some(fingerprint.as_str()) {
+        return Ok(Checkpointed::Unchanged);
+    }
+    for (key, position) in &positions {
+        let event = crate::journal::event(
+            ctx,
+            baton_core::journal::JournalEvent::Checkpoint,
+            None,
+            serde_json::json!({ "position": position, "hook": hook }),
+        );
+        let _guard = store.lock(baton_store::LockScope::Loop(key))?;
+        if let Some(w) =
+            crate::journal::append(store, baton_store::JournalTarget::Loop(key), &[event])
+        {
+            return Err(CommandError::new(ExitStatus::Failure, w));
+        }
+    }
+    Ok(Checkpointed::Recorded {
+        fingerprint,
+        loops: positions.len(),
+    })
+}

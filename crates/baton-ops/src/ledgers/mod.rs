@@ -1,6 +1,7 @@
 //! Plan ledgers as more than one command (and the session-start survey) sees them: a plan
 //! directory inside the project, and the phases its files declare; and the ledger's operations:
-//! `init`, `commit` (`files.rs`) and `derive` (`derive.rs`).
+//! `init`, `commit` (`files.rs`), `derive` (`derive.rs`), the append of one event, checked
+//! against the repository (`events.rs`), and `gate run` (`gate_run.rs`).
 
 use std::path::{Path, PathBuf};
 
@@ -17,9 +18,13 @@ use baton_store::gate::{GateRun, run_gate};
 use baton_store::ledger::{AppendError, append};
 
 mod derive;
+mod events;
 mod files;
+mod gate_run;
 pub use derive::{Derivation, Derive, DeriveAppend, LedgerDerive, derive};
+pub use events::{EventAppend, append_event, append_raw, check_event, short_head, started_base};
 pub use files::{LedgerCommit, LedgerInit, REINCLUDE_STANZA, commit, ignored_warning, init};
+pub use gate_run::{GateResult, GateRunRequest, GatesRun, run_gates};
 
 /// A plan directory inside the project, and its ledger.
 #[derive(Debug)]

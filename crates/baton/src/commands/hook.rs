@@ -24,12 +24,12 @@ use baton_core::reset::reset_time;
 use baton_core::time::{format_ts, parse_ts};
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
-use baton_ops::owned::{Owned, interrupt_owned, owned, ticket_of};
+use baton_ops::owned::{Checkpointed, Owned, checkpoint, interrupt_owned, owned, ticket_of};
 use baton_ops::single_run::{Holder, heartbeat as run_heartbeat};
 use baton_ops::ticket_loop::{Ownership, heartbeat as loop_heartbeat};
 use baton_store::layout::LayoutError;
 use baton_store::sessions::{SessionFiles, SessionRecord, read_tail, recent_reports};
-use baton_store::{JournalTarget, Layout, StateStore, process};
+use baton_store::{Layout, StateStore, process};
 
 /// Run by an agent client's hook (installed by `baton init`): reads the client's JSON payload
 /// on stdin and keeps baton's state in step with the session. Always exits 0.
@@ -480,36 +480,20 @@ impl Session<'_> {
     /// before every model call; a repeat changes nothing.
     fn checkpoint(&self) -> Result<(), CommandError> {
         let owned = self.owned()?;
-        let positions: Vec<(String, String)> = owned
-            .loops
-            .iter()
-            .filter(|(_, s)| s.status == LoopStatus::Active)
-            .map(|(key, s)| (key.clone(), s.position()))
-            .collect();
-        let fingerprint: String = positions.iter().map(|(k, p)| format!("{k}={p};")).collect();
         let mut record = self
             .files
             .read_record()
             .unwrap_or_else(|| self.new_record());
-        if record.checkpoint.as_deref() == Some(fingerprint.as_str()) {
-            return self.sweep();
+        if let Checkpointed::Recorded { fingerprint, .. } = checkpoint(
+            self.ctx,
+            &*self.store,
+            &owned,
+            &self.event.event,
+            record.checkpoint.as_deref(),
+        )? {
+            record.checkpoint = Some(fingerprint);
+            self.files.write_record(&record)?;
         }
-        for (key, position) in &positions {
-            let event = baton_ops::journal::event(
-                self.ctx,
-                baton_core::journal::JournalEvent::Checkpoint,
-                None,
-                json!({ "position": position, "hook": self.event.event }),
-            );
-            let _guard = self.store.lock(baton_store::LockScope::Loop(key))?;
-            if let Some(w) =
-                baton_ops::journal::append(&*self.store, JournalTarget::Loop(key), &[event])
-            {
-                return Err(CommandError::new(baton_ops::error::ExitStatus::Failure, w));
-            }
-        }
-        record.checkpoint = Some(fingerprint);
-        self.files.write_record(&record)?;
         self.sweep()
     }
 

@@ -32,7 +32,7 @@ use baton_ops::install::Targets;
 use baton_ops::owned::{interrupt_owned, owned, ticket_of};
 use baton_ops::ticket_loop::gather;
 use baton_store::supervise as files;
-use baton_store::{JournalTarget, LockScope, StateStore, process};
+use baton_store::{StateStore, process};
 
 /// Run an agent, and when a rate limit stops it, wait for the reset and relaunch it where it
 /// stopped.
@@ -663,18 +663,10 @@ impl Supervisor<'_> {
             d.insert("client".into(), self.client.as_str().into());
         }
         let ctx = self.at_now(None);
-        let event = baton_ops::journal::event(&ctx, name, None, details);
-        for key in &self.carried {
-            let Ok(_guard) = self.store.lock(LockScope::Loop(key)) else {
-                continue;
-            };
-            if let Some(w) = baton_ops::journal::append(
-                &*self.store,
-                JournalTarget::Loop(key),
-                std::slice::from_ref(&event),
-            ) {
-                say(&format!("warning: {w}"));
-            }
+        for w in
+            baton_ops::journal::record_attempt(&ctx, &*self.store, &self.carried, name, details)
+        {
+            say(&format!("warning: {w}"));
         }
     }
 }

@@ -53,7 +53,7 @@ pub fn cmd_continue(ctx: &Ctx, args: ContinueArgs) -> Result<Report, CommandErro
     }
 }
 
-pub use baton_ops::continuation::{Gathered, gather, no_feature, shown};
+pub use baton_ops::continuation::shown;
 
 /// `baton continue`: the active feature's summary, then the resume packet for every piece of
 /// interrupted work in the project (the same survey and packet as `baton resume` with no

@@ -1,103 +1,20 @@
 //! One writer per event kind, so that nobody hand-types the grammar. Each builds the event,
 //! stamps it with the time, and appends it under the ledger's lock.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 
 use crate::output::Report;
-use baton_core::ledger::{Event, FinishOutcome, Line, Review};
-use baton_core::time::format_ts_ms;
+use baton_core::ledger::{Event, FinishOutcome, Review};
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
-use baton_ops::ledgers::Plan;
-use baton_store::git;
+use baton_ops::ledgers::{self, EventAppend, Plan};
 
-/// Appends `event` to the ledger of `plan`, its values trimmed and its commits checked.
-pub fn write(ctx: &Ctx, plan: &std::path::Path, event: Event) -> Result<Report, CommandError> {
-    let plan = Plan::resolve(ctx, plan)?;
-    // Another run's ledger is refused before anything else is looked at.
-    if let Some(refusal) = baton_ops::ledgers::refuse_foreign(&plan)? {
-        return Ok(Report::decision(&refusal));
-    }
-    let event = trimmed(event);
-    check_event(&plan, &event)?;
-    Ok(crate::view::appended(
-        &plan,
-        baton_ops::ledgers::append_line(
-            &plan,
-            &Line {
-                event,
-                at: Some(format_ts_ms(ctx.now)),
-            },
-        )?,
-    ))
-}
-
-fn short_head(ctx: &Ctx) -> Result<String, CommandError> {
-    let root = ctx.layout()?.root;
-    let head = git::head_and_index(&root)?.head.ok_or_else(|| {
-        CommandError::usage("the repository has no commit yet").hint("pass the commit explicitly")
-    })?;
-    Ok(head[..7].to_string())
-}
-
-/// What every append checks beyond the grammar, for the structured writers and a raw line
-/// alike: commits that exist, a range that holds a commit, a test count that adds up, and text
-/// free of control characters (STATE.md stays a text file that git diffs by line).
-pub fn check_event(plan: &Plan, event: &Event) -> Result<(), CommandError> {
-    let rendered = baton_core::ledger::render_line(&Line {
-        event: event.clone(),
-        at: None,
-    });
-    if rendered.chars().any(char::is_control) {
-        return Err(CommandError::usage(format!(
-            "the event holds control characters: {:?}",
-            baton_core::text::esc(&rendered)
-        ))
-        .hint("write it as plain text on one line; nothing was written"));
-    }
-    if let Event::Complete { tests, .. } | Event::Baseline { tests, .. } = event {
-        check_tests(tests)?;
-    }
-    let commits: Vec<&String> = match event {
-        Event::Started { base, .. } => vec![base],
-        Event::Complete { from, to, .. } => vec![from, to],
-        Event::Baseline { sha, .. } => vec![sha],
-        _ => Vec::new(),
-    };
-    for commit in &commits {
-        if !git::commit_exists(&plan.root, commit)? {
-            return Err(CommandError::usage(format!(
-                "{commit} is not a commit of this repository"
-            ))
-            .hint("pass a commit id that `git rev-parse` knows; nothing was written"));
-        }
-    }
-    // An empty range claims no committed work; a one-commit phase is `<parent>..<commit>`.
-    if let Event::Complete { from, to, .. } = event
-        && git::commits_beyond(&plan.root, from, to)? == Some(0)
-    {
-        return Err(CommandError::usage(format!(
-            "the phase's range {from}..{to} holds no commit: a phase is complete with its work committed"
-        ))
-        .hint("commit the phase's work first; a phase of one commit is `--commits <its parent>..<it>`; nothing was written"));
-    }
-    Ok(())
-}
-
-/// `--tests X/Y` with X at most Y: more tests passing than ran is a typo, not a record.
-fn check_tests(tests: &str) -> Result<(), CommandError> {
-    if let Some((x, y)) = tests.split_once('/')
-        && let (Ok(x), Ok(y)) = (x.trim().parse::<u64>(), y.trim().parse::<u64>())
-        && x > y
-    {
-        return Err(CommandError::usage(format!(
-            "--tests {tests}: {x} passing of {y} run is more than ran"
-        ))
-        .hint("pass tests passing over tests run, like `41/42`; nothing was written"));
-    }
-    Ok(())
+/// Appends `event` to the ledger of `plan` and renders what was written.
+pub fn write(ctx: &Ctx, plan: &Path, event: Event) -> Result<Report, CommandError> {
+    let EventAppend { plan, appended } = ledgers::append_event(ctx, plan, event)?;
+    Ok(crate::view::appended(&plan, appended))
 }
 
 fn text(value: &str, flag: &str) -> Result<String, CommandError> {
@@ -127,7 +44,7 @@ impl StartArgs {
     pub fn event(&self, ctx: &Ctx) -> Result<Event, CommandError> {
         let base = match &self.base {
             Some(b) => b.clone(),
-            None => short_head(ctx)?,
+            None => ledgers::short_head(ctx)?,
         };
         Ok(Event::Started {
             phase: self.phase.clone(),
@@ -208,8 +125,8 @@ impl CompleteArgs {
             }
             None => {
                 let plan = Plan::resolve(ctx, &self.plan)?;
-                let base = started_base(&plan, &self.phase)?;
-                (base, short_head(ctx)?)
+                let base = ledgers::started_base(&plan, &self.phase)?;
+                (base, ledgers::short_head(ctx)?)
             }
         };
         let review = if self.review == "clean" {
@@ -230,26 +147,6 @@ impl CompleteArgs {
             review,
         })
     }
-}
-
-/// The base of the last `started` event of a phase.
-fn started_base(plan: &Plan, phase: &str) -> Result<String, CommandError> {
-    let text = baton_store::ledger::read(&plan.ledger)?
-        .ok_or_else(|| baton_ops::ledgers::missing(plan))?;
-    baton_core::ledger::parse_ledger(&text)
-        .events
-        .iter()
-        .rev()
-        .find_map(|(_, l)| match &l.event {
-            Event::Started { phase: p, base } if p == phase => Some(base.clone()),
-            _ => None,
-        })
-        .ok_or_else(|| {
-            CommandError::usage(format!(
-                "phase {phase} has no `started` event to take its base from"
-            ))
-            .hint("pass `--commits <a>..<b>`")
-        })
 }
 
 /// Record a parked finding: `phase <N>: parked — <finding> — ruling: <why>`.
@@ -361,7 +258,7 @@ impl BaselineArgs {
     pub fn event(&self, ctx: &Ctx) -> Result<Event, CommandError> {
         let sha = match &self.sha {
             Some(s) => s.clone(),
-            None => short_head(ctx)?,
+            None => ledgers::short_head(ctx)?,
         };
         Ok(Event::Baseline {
             tests: self.tests.clone(),
@@ -420,78 +317,5 @@ impl FinishArgs {
             step: self.step.clone(),
             outcome,
         }
-    }
-}
-
-/// The event with every free-text value trimmed, as the grammar reads it back.
-fn trimmed(event: Event) -> Event {
-    let t = |s: String| s.trim().to_string();
-    match event {
-        Event::Started { phase, base } => Event::Started {
-            phase: t(phase),
-            base: t(base),
-        },
-        Event::Gate {
-            phase,
-            name,
-            pass,
-            cmd,
-            result,
-        } => Event::Gate {
-            phase: t(phase),
-            name: t(name),
-            pass,
-            cmd: t(cmd),
-            result: t(result),
-        },
-        Event::Complete {
-            phase,
-            from,
-            to,
-            tests,
-            review,
-        } => Event::Complete {
-            phase: t(phase),
-            from: t(from),
-            to: t(to),
-            tests: t(tests),
-            review,
-        },
-        Event::Parked {
-            phase,
-            finding,
-            ruling,
-        } => Event::Parked {
-            phase: t(phase),
-            finding: t(finding),
-            ruling: t(ruling),
-        },
-        Event::Blocked { phase, reason } => Event::Blocked {
-            phase: t(phase),
-            reason: t(reason),
-        },
-        Event::Resumed { phase, confirmed } => Event::Resumed {
-            phase: t(phase),
-            confirmed,
-        },
-        Event::AgentDied { phase } => Event::AgentDied { phase: t(phase) },
-        Event::Waiver { phase, rule, who } => Event::Waiver {
-            phase: t(phase),
-            rule: t(rule),
-            who: t(who),
-        },
-        Event::Baseline { tests, sha } => Event::Baseline {
-            tests: t(tests),
-            sha: t(sha),
-        },
-        Event::Env { from, to, reason } => Event::Env {
-            from: t(from),
-            to: t(to),
-            reason: t(reason),
-        },
-        Event::Finish { step, outcome } => Event::Finish {
-            step: t(step),
-            outcome,
-        },
     }
 }

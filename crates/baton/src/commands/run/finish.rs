@@ -1,7 +1,6 @@
 use clap::Args;
 
-use super::HolderArgs;
-use super::release::end_lease;
+use super::{HolderArgs, end_lease};
 use crate::output::Report;
 use baton_core::model::RunStatus;
 use baton_ops::env::Ctx;

@@ -2,24 +2,25 @@
 //! `.agentic/runs/`, the ordered resume checks, and the run lock as a lease.
 
 mod finish;
-pub mod heartbeat;
+mod heartbeat;
 mod import;
 mod new;
 mod prune;
 mod record;
-pub mod release;
+mod release;
 mod resume;
 mod show;
 
 use clap::{Args, Subcommand};
+use serde_json::json;
 
 use crate::output::Report;
 use baton_core::decide::lease::Here;
-use baton_core::model::RunState;
+use baton_core::model::{RunState, RunStatus};
 use baton_core::run_id::RunTarget;
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
-use baton_ops::single_run::Holder;
+use baton_ops::single_run::{self, Holder, LeaseEnd};
 
 /// Track a single-run pipeline and resume it safely: `baton run new`, `record`, `resume`.
 #[derive(Debug, Subcommand)]
@@ -143,4 +144,39 @@ pub fn holder_text(run: &RunState) -> String {
         Some(pid) => format!("{session}, pid {pid} ({})", lease.pid_source),
         None => format!("{session}, no holder process known: the heartbeat alone decides"),
     }
+}
+
+/// Drops the lease (and, with `status`, ends the run) unless a live foreign holder has it.
+pub fn end_lease(
+    ctx: &Ctx,
+    raw_id: &str,
+    holder: &HolderArgs,
+    status: Option<RunStatus>,
+    force: bool,
+) -> Result<Report, CommandError> {
+    Ok(
+        match single_run::end_lease(ctx, raw_id, &holder.holder(), status, force)? {
+            LeaseEnd::Refused(d) => Report::decision(&d),
+            LeaseEnd::Ended {
+                id,
+                status,
+                finished,
+                warning,
+            } => {
+                let what = if finished {
+                    format!("run {id} is {status}; its lock is released")
+                } else {
+                    format!("run {id}'s lock is released")
+                };
+                let report = Report::ok(
+                    json!({ "verdict": "ok", "run_id": id.to_string(), "status": status }),
+                    what,
+                );
+                match warning {
+                    Some(w) => report.warn(w),
+                    None => report,
+                }
+            }
+        },
+    )
 }
