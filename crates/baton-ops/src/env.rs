@@ -1,5 +1,5 @@
 //! The facts every command may need from its surroundings, read once at the edge: the working
-//! directory, the session id, the clock.
+//! directory, the session id, the clock, the lock wait and the settings.
 
 use std::path::PathBuf;
 

@@ -6,8 +6,9 @@
 use serde_json::{Map, Value, json};
 
 /// One agent client (Claude Code, Codex, Gemini CLI): everything about it that differs from
-/// another client. `Client::def` gives a client's definition; the hook adapter, `baton init`,
-/// the session of a tool call and `baton supervise` read it and nothing else.
+/// another client. `Client::def` gives a client's definition; whatever depends on the client
+/// (the hook adapter, `baton init`, the settings and the session of a tool call, the lease
+/// holder, `baton supervise`) reads it from there.
 pub trait Definition: Sync {
     /// The name on baton's command line and in its hook commands: `claude`.
     fn name(&self) -> &'static str;
