@@ -16,5 +16,6 @@
 mod clients;
 mod fake_api;
 mod flow;
+mod monorepo;
 mod smoke;
 mod supervise;
