@@ -69,6 +69,11 @@ pub struct SuperviseArgs {
     /// say it (a wrapper script).
     #[arg(long, value_parser = Client::NAMES, value_name = "CLIENT")]
     client: Option<String>,
+    /// The task, exactly as the agent command passes it, for a command whose options baton
+    /// does not know (a wrapper script's own): the relaunch replaces that word and keeps every
+    /// other [default: found as the client's own parser finds it].
+    #[arg(long, value_name = "TEXT")]
+    task: Option<String>,
     /// What a relaunched agent is told in place of the task [default: continue from where it
     /// stopped, following the resume packet, then the task as first given].
     #[arg(long, value_name = "TEXT")]
@@ -111,10 +116,21 @@ const RECHECK: SignedDuration = SignedDuration::from_secs(5);
 
 pub fn cmd_supervise(ctx: &Ctx, args: SuperviseArgs) -> Result<Report, CommandError> {
     let client = client_of(&args)?;
-    client.check_command(&args.command).map_err(|e| {
-        CommandError::usage(e.0)
-            .hint("supervise relaunches the agent in its resume form, so it must find the task")
-    })?;
+    client
+        .check_command(&args.command, args.task.as_deref())
+        .map_err(|e| {
+            CommandError::usage(format!(
+                "cannot supervise `{}`: {}",
+                esc(&args
+                    .command
+                    .iter()
+                    .map(|a| baton_core::text::shell_quote(a))
+                    .collect::<Vec<_>>()
+                    .join(" ")),
+                e.0
+            ))
+            .hint("supervise relaunches the agent in its resume form with every option kept and only the task replaced, so it must find the task: put the prompt where the client reads it, or name it with `--task \"<task>\"`")
+        })?;
     let backoff = parse_backoff(&args.backoff)?;
     let store = ctx.store()?;
     check_hooks(ctx, client)?;
@@ -198,12 +214,20 @@ impl Supervisor<'_> {
                 let prompt = match &self.args.resume_prompt {
                     Some(p) => p.clone(),
                     None => continue_prompt(
-                        &self.client.task_of(&self.args.command).unwrap_or_default(),
+                        &self
+                            .client
+                            .task_of(&self.args.command, self.args.task.as_deref())
+                            .map_err(|e| CommandError::usage(e.0))?,
                     ),
                 };
                 self.client
                     .def()
-                    .resume_command(&self.args.command, self.session.as_deref(), &prompt)
+                    .resume_command(
+                        &self.args.command,
+                        self.args.task.as_deref(),
+                        self.session.as_deref(),
+                        &prompt,
+                    )
                     .map_err(|e| CommandError::usage(e.0))?
             };
             if restarts > 0 {

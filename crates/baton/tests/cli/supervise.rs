@@ -89,10 +89,23 @@ impl Fake {
     }
 
     fn supervise(&self, extra: &[&str]) -> Run {
+        self.supervise_command(extra, &["claude", "--allowedTools", "Bash", "-p", "do T-1"])
+    }
+
+    fn supervise_command(&self, extra: &[&str], command: &[&str]) -> Run {
         let mut args = vec!["--json", "supervise"];
         args.extend_from_slice(extra);
-        args.extend_from_slice(&["--", "claude", "--allowedTools", "Bash", "-p", "do T-1"]);
+        args.push("--");
+        args.extend_from_slice(command);
         self.run(&args)
+    }
+
+    /// The arguments of launch `n`.
+    fn argv(&self, n: u32) -> Vec<String> {
+        self.read(&format!("argv-{n}"))
+            .split_terminator('\0')
+            .map(String::from)
+            .collect()
     }
 
     fn launches(&self) -> u32 {
@@ -422,14 +435,32 @@ fn commands_it_cannot_relaunch_are_refused_before_anything_runs() {
     f.attempt(1, "finish\n");
     for args in [
         vec!["supervise", "--", "aider", "do it"],
+        // Claude Code reads `do it` as a second tool: the command has no task.
         vec![
             "supervise",
             "--",
             "claude",
             "-p",
-            "do it",
             "--allowedTools",
             "Bash",
+            "do it",
+        ],
+        vec![
+            "supervise",
+            "--",
+            "claude",
+            "-p",
+            "--unknown-option",
+            "do it",
+        ],
+        vec![
+            "supervise",
+            "--task",
+            "other",
+            "--",
+            "claude",
+            "-p",
+            "do it",
         ],
         vec!["supervise", "--backoff", "soon", "--", "claude", "-p", "x"],
         vec!["supervise", "--backoff", "5m,1m", "--", "claude", "-p", "x"],
@@ -529,4 +560,82 @@ fn sigterm_is_passed_to_the_agent_and_recorded() {
     assert_eq!(stop["event"], "supervise.stop");
     assert_eq!(stop["signal"], libc::SIGTERM);
     assert_eq!(f.launches(), 1);
+}
+
+#[test]
+fn the_relaunch_keeps_every_option_of_the_command_and_replaces_only_the_task() {
+    // (the command as the user runs it, `--task` if any, the relaunch's words before the prompt)
+    let rows: &[(&[&str], Option<&str>, &[&str])] = &[
+        (
+            &["claude", "-p", "do T-1", "--allowedTools", "Bash", "Edit"],
+            None,
+            &["-p", "--allowedTools", "Bash", "Edit", "--resume", "S1"],
+        ),
+        (
+            &[
+                "claude",
+                "--model",
+                "opus",
+                "--allowedTools",
+                "Bash",
+                "Edit",
+                "-p",
+                "--permission-mode",
+                "acceptEdits",
+                "--",
+                "do T-1",
+            ],
+            None,
+            &[
+                "--model",
+                "opus",
+                "--allowedTools",
+                "Bash",
+                "Edit",
+                "-p",
+                "--permission-mode",
+                "acceptEdits",
+                "--resume",
+                "S1",
+            ],
+        ),
+        (
+            &[
+                "claude",
+                "do T-1",
+                "--dangerously-skip-permissions",
+                "-p",
+                "--session-id",
+                "OLD",
+            ],
+            None,
+            &["--dangerously-skip-permissions", "-p", "--resume", "S1"],
+        ),
+        (
+            &["claude", "--team-preset", "night", "-p", "do T-1"],
+            Some("do T-1"),
+            &["--team-preset", "night", "-p", "--resume", "S1"],
+        ),
+    ];
+    for (command, task, want) in rows {
+        let f = Fake::new();
+        f.attempt(1, "rate_limit 'Please try again in 5m.'\n");
+        f.attempt(2, "finish\n");
+        let extra: Vec<&str> = task.iter().flat_map(|t| ["--task", *t]).collect();
+        let run = f.supervise_command(&extra, command);
+        run.assert_code(0);
+        assert_eq!(
+            f.argv(1),
+            command[1..],
+            "the first launch is the command itself"
+        );
+        let argv = f.argv(2);
+        assert_eq!(argv[..argv.len() - 1], **want, "{command:?}");
+        assert!(
+            argv.last()
+                .unwrap()
+                .ends_with("The task, as first given:\ndo T-1"),
+            "{argv:?}"
+        );
+    }
 }
