@@ -4,6 +4,7 @@
 use jiff::{SignedDuration, Timestamp};
 
 use crate::model::InterruptReason;
+use crate::time::{format_utc, time_left};
 
 /// How one run of the agent left the work, as the state and the hooks recorded it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -215,33 +216,29 @@ pub fn next_step(
             source: Source::Error,
             counted: false,
         },
-        // A reset already past is no word on when the limit ends: relaunching at once, over
-        // and over, would only meet it again.
-        Outcome::RateLimited { .. } => blind(Source::Backoff, "a rate limit"),
+        // A reset already past says nothing of when the limit ends if it is still on:
+        // relaunching at once, over and over, would only meet it again. It backs off, counted.
+        Outcome::RateLimited { reset: Some(t) } => match blind(Source::Error, "a rate limit") {
+            Next::Relaunch {
+                at,
+                source,
+                counted,
+                ..
+            } => Next::Relaunch {
+                at,
+                why: format!(
+                    "the rate limit has reset (at {}): backing off {} in case it is still on",
+                    format_utc(*t),
+                    crate::time::human_age(at.duration_since(now))
+                ),
+                reset: Some(*t),
+                source,
+                counted,
+            },
+            stop => stop,
+        },
+        Outcome::RateLimited { reset: None } => blind(Source::Backoff, "a rate limit"),
         Outcome::Overloaded => blind(Source::Overloaded, "the API was overloaded"),
-    }
-}
-
-/// A time as a person reads it in supervise's messages: to the minute, in UTC, saying so.
-pub fn format_utc(t: Timestamp) -> String {
-    t.strftime("%Y-%m-%d %H:%M UTC").to_string()
-}
-
-/// The time left until a relaunch, to the minute (to the second under a minute): `3d 4h 5m`,
-/// `4h 0m`, `5m 10s`, `9s`.
-pub fn time_left(left: SignedDuration) -> String {
-    let secs = left.as_secs().max(0);
-    let (d, h, m, s) = (
-        secs / 86_400,
-        secs % 86_400 / 3600,
-        secs % 3600 / 60,
-        secs % 60,
-    );
-    match (d, h, m) {
-        (0, 0, 0) => format!("{s}s"),
-        (0, 0, _) => format!("{m}m {s}s"),
-        (0, _, _) => format!("{h}h {m}m"),
-        _ => format!("{d}d {h}h {m}m"),
     }
 }
 
@@ -525,11 +522,16 @@ mod tests {
             at(step(limited(None), 1)),
             Some(now.checked_add(SignedDuration::from_secs(120)).unwrap())
         );
-        assert!(matches!(
+        assert_eq!(
             step(limited(Some(earlier)), 0),
-            Next::Relaunch { source: Source::Backoff, counted: true, at, .. }
-                if at == now.checked_add(SignedDuration::from_secs(60)).unwrap()
-        ));
+            Next::Relaunch {
+                at: now.checked_add(SignedDuration::from_secs(60)).unwrap(),
+                why: "the rate limit has reset (at 2026-03-01 11:00 UTC): backing off 1m in case it is still on".into(),
+                reset: Some(earlier),
+                source: Source::Error,
+                counted: true,
+            }
+        );
         assert_eq!(stop(step(limited(None), 3)), Some(1), "restarts used up");
         assert_eq!(stop(step(limited(Some(earlier)), 3)), Some(1));
         // An overload: the backoff, counted, like a limit with no reset named.

@@ -18,14 +18,14 @@ use crate::output::Report;
 use baton_core::client::{Action, Client};
 use baton_core::decide::supervise::{
     Attempt, BACKOFF_CAP, Carried, Exit, Next, Outcome, Policy, Tally, continue_prompt, countdown,
-    format_utc, next_step, not_before, outcome,
+    next_step, not_before, outcome,
 };
 use baton_core::decide::wait::{Wait, decide_wait};
 use baton_core::install::settings;
 use baton_core::journal::JournalEvent;
 use baton_core::model::{InterruptReason, LoopStatus};
 use baton_core::text::esc;
-use baton_core::time::{format_ts, parse_ts};
+use baton_core::time::{format_ts, format_utc, parse_ts};
 use baton_ops::env::{Ctx, parse_wait};
 use baton_ops::error::{CommandError, ExitStatus};
 use baton_ops::install::Targets;
