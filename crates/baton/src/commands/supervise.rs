@@ -149,7 +149,7 @@ pub fn cmd_supervise(ctx: &Ctx, args: SuperviseArgs) -> Result<Report, CommandEr
                     .join(" ")),
                 e.0
             ))
-            .hint("supervise relaunches the agent in its resume form with every option kept and only the task replaced, so it must find the task: put the prompt where the client reads it, or name it with `--task \"<task>\"`")
+            .hint("supervise relaunches the agent in its resume form with every option kept and only the task replaced, so it must find the task as the client does: put the prompt where the client reads it, or, for options baton does not know (a wrapper's own), name it with `--task \"<task>\"`")
         })?;
     let policy = Policy {
         backoff: parse_backoff(&args.backoff)?,
