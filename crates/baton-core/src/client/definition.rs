@@ -75,6 +75,11 @@ pub trait Definition: Sync {
     /// The task of the headless command `argv`, found as the client's own parser finds it (or
     /// as `task` names it); an error says why it cannot be found and how to fix the command.
     fn task_of(&self, argv: &[String], task: Option<&str>) -> Result<String, AgentCommandError>;
+    /// Whether a session can be resumed when nothing of it was answered (its first request
+    /// refused): when not, the relaunch of such a session starts a new one, told the task again.
+    fn keeps_unanswered_sessions(&self) -> bool {
+        true
+    }
 
     /// The files `baton init` edits, relative to the project root, or to the user's directory
     /// (`user_dir`) with `--user`.

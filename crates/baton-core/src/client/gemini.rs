@@ -116,8 +116,8 @@ impl Definition for GeminiCli {
         }
     }
 
-    /// `gemini [OPTIONS] -p "<prompt>" -r <session>` (`-r latest` when the session is not
-    /// known), from a headless `gemini [OPTIONS] -p "<task>"`: every option kept, the prompt
+    /// `gemini [OPTIONS] -p "<prompt>" -r <session>` (a new session when there is none to
+    /// resume), from a headless `gemini [OPTIONS] -p "<task>"`: every option kept, the prompt
     /// in the task's place. Gemini CLI 0.61 resumes a session by its full id, so two
     /// supervisors in one project each resume their own.
     fn resume_command(
@@ -139,13 +139,23 @@ impl Definition for GeminiCli {
                 out.push(a.clone());
             }
         }
-        out.extend(["-r".to_string(), session.unwrap_or("latest").to_string()]);
+        // No session to resume (none reported, or one Gemini CLI kept nothing of): a new one,
+        // told the task again. Never `latest`, which may be another supervisor's session.
+        if let Some(session) = session {
+            out.extend(["-r".to_string(), session.to_string()]);
+        }
         Ok(out)
     }
 
     fn task_of(&self, argv: &[String], task: Option<&str>) -> Result<String, AgentCommandError> {
         let args = argv.get(1..).unwrap_or_default();
         Ok(locate(args, task)?.0.task)
+    }
+
+    /// Gemini CLI lists no session that has nothing to resume (its first request refused), and
+    /// `--resume <id>` of one fails.
+    fn keeps_unanswered_sessions(&self) -> bool {
+        false
     }
 
     fn files(&self, user: bool) -> Files {

@@ -209,11 +209,12 @@ mod tests {
                 Some("0b6f7d2e-9c1a-4d3e-8f00-123456789abc"),
                 "gemini -p go_on --approval-mode yolo -r 0b6f7d2e-9c1a-4d3e-8f00-123456789abc",
             ),
+            // No session to resume: a new one, never `latest` (another supervisor's, maybe).
             (
                 Gemini,
                 "gemini --prompt=task",
                 None,
-                "gemini --prompt=go_on -r latest",
+                "gemini --prompt=go_on",
             ),
             (
                 Gemini,
@@ -236,6 +237,10 @@ mod tests {
                 assert_eq!(got.as_deref(), Ok(*want), "{cmd}");
             }
         }
+        assert!(!Gemini.def().keeps_unanswered_sessions());
+        assert!(
+            Claude.def().keeps_unanswered_sessions() && Codex.def().keeps_unanswered_sessions()
+        );
         // Each client's relaunch names the session it is given, never another.
         for c in Client::ALL {
             let cmd = match c {

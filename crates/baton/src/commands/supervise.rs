@@ -243,12 +243,13 @@ impl Supervisor<'_> {
                             .map_err(|e| CommandError::usage(e.0))?,
                     ),
                 };
+                let session = self.session_to_resume()?;
                 self.client
                     .def()
                     .resume_command(
                         &self.args.command,
                         self.args.task.as_deref(),
-                        self.session.as_deref(),
+                        session.as_deref(),
                         &prompt,
                     )
                     .map_err(|e| CommandError::usage(e.0))?
@@ -501,6 +502,21 @@ impl Supervisor<'_> {
             hook_overloaded: overloaded_turn(&events, agent.as_deref()),
             carried,
         })
+    }
+
+    /// The session the relaunch resumes: the agent's, unless its client keeps nothing of a
+    /// session none of whose requests was answered (Gemini CLI) and the session owns no work,
+    /// the sign that it got that far. Then none: the relaunch starts a new session, told the
+    /// task again.
+    fn session_to_resume(&self) -> Result<Option<String>, CommandError> {
+        let Some(session) = &self.session else {
+            return Ok(None);
+        };
+        if self.client.def().keeps_unanswered_sessions() {
+            return Ok(Some(session.clone()));
+        }
+        let work = owned(&*self.store, session)?;
+        Ok((!work.loops.is_empty() || !work.runs.is_empty()).then(|| session.clone()))
     }
 
     /// Each carried loop as it stands now, with what waiting for it gives.
