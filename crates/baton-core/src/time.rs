@@ -87,6 +87,29 @@ pub fn human_age(age: SignedDuration) -> String {
     }
 }
 
+/// A time as a person reads it in a wait's messages (`baton supervise`, `baton wait --sleep`): to the minute, in UTC, saying so.
+pub fn format_utc(t: Timestamp) -> String {
+    t.strftime("%Y-%m-%d %H:%M UTC").to_string()
+}
+
+/// The time left until a relaunch, to the minute (to the second under a minute): `3d 4h 5m`,
+/// `4h 0m`, `5m 10s`, `9s`.
+pub fn time_left(left: SignedDuration) -> String {
+    let secs = left.as_secs().max(0);
+    let (d, h, m, s) = (
+        secs / 86_400,
+        secs % 86_400 / 3600,
+        secs % 3600 / 60,
+        secs % 60,
+    );
+    match (d, h, m) {
+        (0, 0, 0) => format!("{s}s"),
+        (0, 0, _) => format!("{m}m {s}s"),
+        (0, _, _) => format!("{h}h {m}m"),
+        _ => format!("{d}d {h}h {m}m"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,9 +6,9 @@
 
 use serde_json::{Map, Value};
 
+use super::argv::{Grammar, Takes, TaskAt, Word, given_task, session_words};
 use super::definition::{
-    Action, AgentCommandError, Definition, Files, Instructions, SessionSource, TranscriptEnd,
-    drop_options, field, last_prompt,
+    Action, AgentCommandError, Definition, Files, Instructions, SessionSource, TranscriptEnd, field,
 };
 
 pub struct ClaudeCode;
@@ -98,39 +98,41 @@ impl Definition for ClaudeCode {
         TranscriptEnd::Unknown
     }
 
-    /// `claude … --resume <session> <prompt>` (`--continue` when the session is not known),
-    /// from a headless `claude [OPTIONS] -p "<task>"`.
+    /// `claude [OPTIONS] --resume <session> <prompt>` (`--continue` when the session is not
+    /// known), from a headless `claude [OPTIONS] -p "<task>"`: every option kept but those that
+    /// picked a session.
     fn resume_command(
         &self,
         argv: &[String],
+        task: Option<&str>,
         session: Option<&str>,
         prompt: &str,
     ) -> Result<Vec<String>, AgentCommandError> {
-        let Some((program, args)) = argv.split_first() else {
-            return Err(AgentCommandError("no agent command was given".into()));
-        };
-        if !args.iter().any(|a| a == "-p" || a == "--print") {
-            return Err(AgentCommandError(
-                "supervise runs Claude Code headless: `claude [OPTIONS] -p \"<task>\"`".into(),
-            ));
-        }
-        last_prompt(args, "claude", "claude [OPTIONS] -p \"<task>\"")?;
+        let (program, args) = argv
+            .split_first()
+            .ok_or_else(|| AgentCommandError("no agent command was given".into()))?;
+        let (found, dropped) = locate(args, task)?;
         let mut out = vec![program.clone()];
-        out.extend(drop_options(
-            &args[..args.len() - 1],
-            &["--resume", "-r", "--session-id"],
-            &["--continue", "-c", "--fork-session"],
-        ));
+        out.extend(
+            args.iter()
+                .enumerate()
+                .filter(|(i, _)| *i != found.at && !dropped.contains(i))
+                .map(|(_, a)| a.clone()),
+        );
         match session {
             Some(s) => out.extend(["--resume".to_string(), s.to_string()]),
             None => out.push("--continue".into()),
+        }
+        if prompt.starts_with('-') {
+            out.push("--".into());
         }
         out.push(prompt.into());
         Ok(out)
     }
 
-    fn task_of(&self, argv: &[String]) -> Option<String> {
-        argv.get(1..)?.last().cloned()
+    fn task_of(&self, argv: &[String], task: Option<&str>) -> Result<String, AgentCommandError> {
+        let args = argv.get(1..).unwrap_or_default();
+        Ok(locate(args, task)?.0.task)
     }
 
     fn project_dir_variable(&self) -> Option<&'static str> {
@@ -146,5 +148,231 @@ impl Definition for ClaudeCode {
 
     fn instructions(&self) -> Instructions {
         Instructions::Skill
+    }
+}
+
+const USAGE: &str = "claude [OPTIONS] -p \"<task>\"";
+
+/// Claude Code's options (2.1.332: `claude --help`, and the hidden ones its parser knows), with
+/// what each takes. Its parser is commander: a variadic option (`<tools...>`) takes every word
+/// up to the next option, so a prompt written right after `--allowedTools Bash` is a tool.
+pub const GRAMMAR: Grammar = Grammar {
+    client: "Claude Code",
+    options: &[
+        ("--add-dir", Takes::Values),
+        ("--agent", Takes::Value),
+        ("--agents", Takes::Value),
+        ("--allow-dangerously-skip-permissions", Takes::Nothing),
+        ("--allowedTools", Takes::Values),
+        ("--allowed-tools", Takes::Values),
+        ("--append-system-prompt", Takes::Value),
+        ("--append-system-prompt-file", Takes::Value),
+        ("--autocompact", Takes::Value),
+        ("--ax-screen-reader", Takes::Nothing),
+        ("--bg", Takes::Nothing),
+        ("--background", Takes::Nothing),
+        ("--bare", Takes::Nothing),
+        ("--betas", Takes::Values),
+        ("--brief", Takes::Nothing),
+        ("--chrome", Takes::Nothing),
+        ("--cloud", Takes::Optional),
+        ("-c", Takes::Nothing),
+        ("--continue", Takes::Nothing),
+        ("--dangerously-skip-permissions", Takes::Nothing),
+        ("-d", Takes::Optional),
+        ("--debug", Takes::Optional),
+        ("--debug-file", Takes::Value),
+        ("--desktop", Takes::Nothing),
+        ("--disable-slash-commands", Takes::Nothing),
+        ("--disallowedTools", Takes::Values),
+        ("--disallowed-tools", Takes::Values),
+        ("--effort", Takes::Value),
+        ("--environment", Takes::Value),
+        ("--exclude-dynamic-system-prompt-sections", Takes::Nothing),
+        ("--fallback-model", Takes::Value),
+        ("--file", Takes::Values),
+        ("--fork-session", Takes::Nothing),
+        ("--forward-subagent-text", Takes::Nothing),
+        ("--from-pr", Takes::Optional),
+        ("-h", Takes::Nothing),
+        ("--help", Takes::Nothing),
+        ("--ide", Takes::Nothing),
+        ("--include-hook-events", Takes::Nothing),
+        ("--include-partial-messages", Takes::Nothing),
+        ("--input-format", Takes::Value),
+        ("--json-schema", Takes::Value),
+        ("--max-budget-usd", Takes::Value),
+        ("--max-thinking-tokens", Takes::Value),
+        ("--max-turns", Takes::Value),
+        ("--mcp-config", Takes::Values),
+        ("--model", Takes::Value),
+        ("-n", Takes::Value),
+        ("--name", Takes::Value),
+        ("--no-chrome", Takes::Nothing),
+        ("--no-session-persistence", Takes::Nothing),
+        ("--output-format", Takes::Value),
+        ("--permission-mode", Takes::Value),
+        ("--permission-prompt-tool", Takes::Value),
+        ("--permission-prompts", Takes::Value),
+        ("--plugin-dir", Takes::Value),
+        ("--plugin-url", Takes::Value),
+        ("-p", Takes::Nothing),
+        ("--print", Takes::Nothing),
+        ("--prompt-suggestions", Takes::Optional),
+        ("--remote-control", Takes::Optional),
+        ("--remote-control-session-name-prefix", Takes::Value),
+        ("--replay-user-messages", Takes::Nothing),
+        ("--restricted", Takes::Nothing),
+        ("-r", Takes::Optional),
+        ("--resume", Takes::Optional),
+        ("--resume-session-at", Takes::Value),
+        ("--rewind-files", Takes::Value),
+        ("--safe-mode", Takes::Nothing),
+        ("--sdk-url", Takes::Value),
+        ("--session-id", Takes::Value),
+        ("--setting-sources", Takes::Value),
+        ("--settings", Takes::Value),
+        ("--strict-mcp-config", Takes::Nothing),
+        ("--system-prompt", Takes::Value),
+        ("--system-prompt-file", Takes::Value),
+        ("--system-prompt-snapshot", Takes::Value),
+        ("--teleport", Takes::Optional),
+        ("--thinking", Takes::Value),
+        ("--thinking-display", Takes::Value),
+        ("--tmux", Takes::Nothing),
+        ("--tools", Takes::Values),
+        ("--verbose", Takes::Nothing),
+        ("-v", Takes::Nothing),
+        ("--version", Takes::Nothing),
+        ("-w", Takes::Optional),
+        ("--worktree", Takes::Optional),
+    ],
+    inline_values_continue: false,
+    flags_take_bools: false,
+};
+
+/// Claude Code's subcommands: a first argument naming one is not a prompt.
+const SUBCOMMANDS: &[&str] = &[
+    "agents",
+    "attach",
+    "auth",
+    "auto-mode",
+    "doctor",
+    "gateway",
+    "import",
+    "install",
+    "logs",
+    "mcp",
+    "plugin",
+    "plugins",
+    "purge",
+    "respawn",
+    "rm",
+    "setup-token",
+    "stop",
+    "kill",
+    "ultrareview",
+    "update",
+    "upgrade",
+];
+
+/// The options that pick a session: the relaunch names its own.
+const SESSION_VALUED: &[&str] = &["--resume", "-r", "--session-id"];
+const SESSION_FLAGS: &[&str] = &["--continue", "-c", "--fork-session"];
+
+/// Where the task of `claude [OPTIONS] -p "<task>"` is (its one argument, in any place, `--`
+/// included), and the words the relaunch drops (the session options, `--`).
+fn locate(args: &[String], task: Option<&str>) -> Result<(TaskAt, Vec<usize>), AgentCommandError> {
+    let headless = |words: &[Word]| {
+        words
+            .iter()
+            .any(|w| matches!(w, Word::Option(o) if o == "-p" || o == "--print"))
+    };
+    let words = match GRAMMAR.scan(args, false) {
+        Ok(words) => words,
+        Err(e) => {
+            // A command baton cannot read: the task as `--task` gives it, every other word kept.
+            let Some(task) = task else {
+                return Err(AgentCommandError(format!(
+                    "{}: pass the task with `supervise --task \"<task>\"`",
+                    e.0
+                )));
+            };
+            if !args.iter().any(|a| a == "-p" || a == "--print") {
+                return Err(not_headless());
+            }
+            let found = given_task(args, task, &[], "claude")?;
+            return Ok((found, session_words(args, SESSION_VALUED, SESSION_FLAGS)));
+        }
+    };
+    if !headless(&words) {
+        return Err(not_headless());
+    }
+    let arguments: Vec<usize> = (0..words.len())
+        .filter(|i| words[*i] == Word::Argument)
+        .collect();
+    let found = match arguments.as_slice() {
+        [one]
+            if words.get(one.wrapping_sub(1)) != Some(&Word::EndOfOptions)
+                && SUBCOMMANDS.contains(&args[*one].as_str()) =>
+        {
+            return Err(AgentCommandError(format!(
+                "`claude {}` is a Claude Code subcommand, not a task: supervise runs `{USAGE}`",
+                args[*one]
+            )));
+        }
+        [one] => TaskAt {
+            at: *one,
+            prefix: String::new(),
+            task: args[*one].clone(),
+        },
+        [] => return Err(no_task(args, &words)),
+        _ => {
+            return Err(AgentCommandError(format!(
+                "Claude Code takes one prompt, and this command has {} words that are not options: quote the task as one argument (`{USAGE}`)",
+                arguments.len()
+            )));
+        }
+    };
+    if let Some(t) = task
+        && t != found.task
+    {
+        return Err(AgentCommandError(format!(
+            "Claude Code reads {:?} as the task of this command, not the one `--task` gives",
+            found.task
+        )));
+    }
+    let dropped = (0..words.len())
+        .filter(|i| match &words[*i] {
+            Word::Option(o) | Word::Value(o) => {
+                SESSION_VALUED.contains(&o.as_str()) || SESSION_FLAGS.contains(&o.as_str())
+            }
+            Word::EndOfOptions => true,
+            Word::Argument => false,
+        })
+        .collect();
+    Ok((found, dropped))
+}
+
+fn not_headless() -> AgentCommandError {
+    AgentCommandError(format!(
+        "supervise runs Claude Code headless: `{USAGE}` (add `-p`)"
+    ))
+}
+
+/// Why no word of the command is its task: a variadic option took it, or there is none.
+pub(super) fn no_task(args: &[String], words: &[Word]) -> AgentCommandError {
+    let swallowed = words.iter().rev().find_map(|w| match w {
+        Word::Value(o) if GRAMMAR.options.contains(&(o.as_str(), Takes::Values)) => Some(o),
+        _ => None,
+    });
+    match (swallowed, words.last()) {
+        (Some(o), Some(Word::Value(_))) => AgentCommandError(format!(
+            "Claude Code reads every word after `{o}` up to the next option as its values, so this command has no task (the last word, {:?}, is one of them): put the prompt before `{o}`, or after `--`",
+            args.last().map(String::as_str).unwrap_or_default()
+        )),
+        _ => AgentCommandError(format!(
+            "cannot find the task in the Claude Code command: give the prompt as its argument (`{USAGE}`)"
+        )),
     }
 }

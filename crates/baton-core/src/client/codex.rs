@@ -8,9 +8,10 @@
 
 use serde_json::{Map, Value};
 
+use super::argv::{Grammar, Takes, TaskAt, Word, given_task};
 use super::definition::{
     Action, AgentCommandError, Definition, Files, SessionSource, SettingsScope, TranscriptEnd,
-    UserDir, field, last_prompt,
+    UserDir, field,
 };
 
 pub struct Codex;
@@ -97,50 +98,69 @@ impl Definition for Codex {
         TranscriptEnd::Unknown
     }
 
-    /// `codex … exec … resume <session> <prompt>` (`--last` when the session is not known),
-    /// from a headless `codex exec [OPTIONS] "<task>"`.
+    /// `codex [OPTIONS] exec [OPTIONS] resume <session> <prompt>` (`--last` when the session
+    /// is not known), from a headless `codex [OPTIONS] exec [OPTIONS] "<task>"`: every option
+    /// kept, exec's own (written before or after the task) before `resume`.
     fn resume_command(
         &self,
         argv: &[String],
+        task: Option<&str>,
         session: Option<&str>,
         prompt: &str,
     ) -> Result<Vec<String>, AgentCommandError> {
-        let Some((program, args)) = argv.split_first() else {
-            return Err(AgentCommandError("no agent command was given".into()));
-        };
-        let exec = args
-            .iter()
-            .position(|a| a == "exec" || a == "e")
-            .ok_or_else(|| {
-                AgentCommandError(format!("supervise runs Codex headless: `{USAGE}`"))
-            })?;
-        let rest = &args[exec + 1..];
-        if rest.first().is_some_and(|a| a == "resume") {
-            return Err(AgentCommandError(
-                "give supervise the command that starts the task (`codex exec \"<task>\"`); it writes the resume form itself".into(),
-            ));
-        }
-        last_prompt(rest, "codex", USAGE).or_else(|e| {
-            // `codex exec "<task>"` alone: the task is the only word.
-            match rest {
-                [only] if !only.starts_with('-') => Ok(only.as_str()),
-                _ => Err(e),
-            }
-        })?;
+        let (program, args) = argv
+            .split_first()
+            .ok_or_else(|| AgentCommandError("no agent command was given".into()))?;
+        let read = locate(args, task)?;
         let mut out = vec![program.clone()];
-        out.extend(args[..=exec].iter().cloned());
-        out.extend(rest[..rest.len() - 1].iter().cloned());
+        out.extend(args[..=read.exec].iter().cloned());
+        let kept: Vec<(usize, &String)> = args
+            .iter()
+            .enumerate()
+            .skip(read.exec + 1)
+            .filter(|(i, _)| *i != read.task.at && !read.dropped.contains(i))
+            .collect();
+        // A variadic option written last would take `resume` as one of its values: its values
+        // are then written `--name=value` each, which Codex reads the same and ends there.
+        let tail = match &read.words {
+            Some(words) => {
+                let last_option = kept
+                    .iter()
+                    .rposition(|(i, _)| matches!(words[*i], Word::Option(_)));
+                match last_option.map(|k| (k, &words[kept[k].0])) {
+                    Some((k, Word::Option(name)))
+                        if EXEC.options.contains(&(name.as_str(), Takes::Values))
+                            && k + 1 < kept.len() =>
+                    {
+                        Some((k, long_name(name)))
+                    }
+                    _ => None,
+                }
+            }
+            None => None,
+        };
+        match tail {
+            Some((k, long)) => {
+                out.extend(kept[..k].iter().map(|(_, a)| (*a).clone()));
+                out.extend(kept[k + 1..].iter().map(|(_, v)| format!("{long}={v}")));
+            }
+            None => out.extend(kept.iter().map(|(_, a)| (*a).clone())),
+        }
         out.push("resume".into());
         match session {
             Some(s) => out.push(s.to_string()),
             None => out.push("--last".into()),
         }
+        if prompt.starts_with('-') {
+            out.push("--".into());
+        }
         out.push(prompt.into());
         Ok(out)
     }
 
-    fn task_of(&self, argv: &[String]) -> Option<String> {
-        argv.get(1..)?.last().cloned()
+    fn task_of(&self, argv: &[String], task: Option<&str>) -> Result<String, AgentCommandError> {
+        let args = argv.get(1..).unwrap_or_default();
+        Ok(locate(args, task)?.task.task)
     }
 
     /// Codex reads `.codex/` in every directory from where it starts up to the root.
@@ -181,4 +201,235 @@ impl Definition for Codex {
             "note: Codex runs tool calls in a login shell (`bash -lc`) whose PATH comes from /etc/profile and ~/.profile: install baton in /usr/local/bin, or add a PATH line for its directory to ~/.profile",
         ]
     }
+}
+
+/// Codex's options before its subcommand (0.171.0, `codex --help`), with what each takes. Its
+/// parser is clap: `--image <FILE>...` takes every word up to the next option.
+pub const GRAMMAR: Grammar = Grammar {
+    client: "Codex",
+    options: &[
+        ("-c", Takes::Value),
+        ("--config", Takes::Value),
+        ("--enable", Takes::Value),
+        ("--disable", Takes::Value),
+        ("--remote", Takes::Value),
+        ("--remote-auth-token-env", Takes::Value),
+        ("--strict-config", Takes::Nothing),
+        ("-i", Takes::Values),
+        ("--image", Takes::Values),
+        ("-m", Takes::Value),
+        ("--model", Takes::Value),
+        ("--oss", Takes::Nothing),
+        ("--local-provider", Takes::Value),
+        ("-p", Takes::Value),
+        ("--profile", Takes::Value),
+        ("-s", Takes::Value),
+        ("--sandbox", Takes::Value),
+        ("--approve-for-me", Takes::Nothing),
+        ("--dangerously-bypass-approvals-and-sandbox", Takes::Nothing),
+        ("--dangerously-bypass-hook-trust", Takes::Nothing),
+        ("-C", Takes::Value),
+        ("--cd", Takes::Value),
+        ("--worktree", Takes::Nothing),
+        ("--add-dir", Takes::Value),
+        ("-a", Takes::Value),
+        ("--ask-for-approval", Takes::Value),
+        ("--search", Takes::Nothing),
+        ("--no-alt-screen", Takes::Nothing),
+        ("--no-daemon", Takes::Nothing),
+        ("-h", Takes::Nothing),
+        ("--help", Takes::Nothing),
+        ("-V", Takes::Nothing),
+        ("--version", Takes::Nothing),
+    ],
+    inline_values_continue: false,
+    flags_take_bools: false,
+};
+
+/// The options of `codex exec` (0.171.0, `codex exec --help`).
+pub const EXEC: Grammar = Grammar {
+    client: "Codex",
+    options: &[
+        ("-c", Takes::Value),
+        ("--config", Takes::Value),
+        ("--enable", Takes::Value),
+        ("--disable", Takes::Value),
+        ("--remote", Takes::Value),
+        ("--remote-auth-token-env", Takes::Value),
+        ("--strict-config", Takes::Nothing),
+        ("-i", Takes::Values),
+        ("--image", Takes::Values),
+        ("-m", Takes::Value),
+        ("--model", Takes::Value),
+        ("--oss", Takes::Nothing),
+        ("--local-provider", Takes::Value),
+        ("-p", Takes::Value),
+        ("--profile", Takes::Value),
+        ("-s", Takes::Value),
+        ("--sandbox", Takes::Value),
+        ("--approve-for-me", Takes::Nothing),
+        ("--dangerously-bypass-approvals-and-sandbox", Takes::Nothing),
+        ("--dangerously-bypass-hook-trust", Takes::Nothing),
+        ("-C", Takes::Value),
+        ("--cd", Takes::Value),
+        ("--worktree", Takes::Nothing),
+        ("--add-dir", Takes::Value),
+        ("--thread-source", Takes::Value),
+        ("--cyber-access-program", Takes::Value),
+        ("--skip-git-repo-check", Takes::Nothing),
+        ("--trust", Takes::Nothing),
+        ("--ephemeral", Takes::Nothing),
+        ("--ignore-user-config", Takes::Nothing),
+        ("--ignore-rules", Takes::Nothing),
+        ("--output-schema", Takes::Value),
+        ("--color", Takes::Value),
+        ("--json", Takes::Nothing),
+        ("-o", Takes::Value),
+        ("--output-last-message", Takes::Value),
+        ("-h", Takes::Nothing),
+        ("--help", Takes::Nothing),
+        ("-V", Takes::Nothing),
+        ("--version", Takes::Nothing),
+    ],
+    inline_values_continue: false,
+    flags_take_bools: false,
+};
+
+/// `exec`'s subcommands: a first argument naming one is not a prompt.
+const EXEC_SUBCOMMANDS: &[&str] = &["resume", "fork", "review", "help"];
+
+/// The long name of exec's one variadic option, `-i`/`--image`.
+fn long_name(_name: &str) -> &'static str {
+    "--image"
+}
+
+/// A Codex command as supervise reads it.
+struct Read {
+    /// The index of `exec` in the arguments.
+    exec: usize,
+    task: TaskAt,
+    /// What each word after `exec` is, when baton could read them all.
+    words: Option<Vec<Word>>,
+    /// Words the relaunch drops (`--`).
+    dropped: Vec<usize>,
+}
+
+/// Where the task of `codex [OPTIONS] exec [OPTIONS] "<task>"` is: exec's one argument,
+/// options before or after it.
+fn locate(args: &[String], task: Option<&str>) -> Result<Read, AgentCommandError> {
+    let top = GRAMMAR
+        .scan(args, true)
+        .map_err(|e| with_task_hint(e, task))?;
+    let exec = match top.last() {
+        Some(Word::Argument) if matches!(args[top.len() - 1].as_str(), "exec" | "e") => {
+            top.len() - 1
+        }
+        _ => {
+            return Err(AgentCommandError(format!(
+                "supervise runs Codex headless: `{USAGE}`"
+            )));
+        }
+    };
+    let rest = &args[exec + 1..];
+    if rest.first().is_some_and(|a| a == "resume") {
+        return Err(resume_given());
+    }
+    let words = match EXEC.scan(rest, false) {
+        Ok(words) => words,
+        Err(e) => {
+            let Some(task) = task else {
+                return Err(with_task_hint(e, None));
+            };
+            let mut found = given_task(rest, task, &[], "codex")?;
+            found.at += exec + 1;
+            return Ok(Read {
+                exec,
+                task: found,
+                words: None,
+                dropped: Vec::new(),
+            });
+        }
+    };
+    let arguments: Vec<usize> = (0..words.len())
+        .filter(|i| words[*i] == Word::Argument)
+        .collect();
+    let first_is_sub = |i: usize| {
+        words.get(i.wrapping_sub(1)) != Some(&Word::EndOfOptions)
+            && EXEC_SUBCOMMANDS.contains(&rest[i].as_str())
+    };
+    let at = match arguments.as_slice() {
+        [first, ..] if first_is_sub(*first) && rest[*first] == "resume" => {
+            return Err(resume_given());
+        }
+        [first, ..] if first_is_sub(*first) => {
+            return Err(AgentCommandError(format!(
+                "`codex exec {}` does not start a task: supervise runs `{USAGE}`",
+                rest[*first]
+            )));
+        }
+        [one] if rest[*one] == "-" => {
+            return Err(AgentCommandError(
+                "the task of this Codex command is read from stdin (`-`), which supervise cannot give again: put the prompt in the command".into(),
+            ));
+        }
+        [one] => *one,
+        [] => {
+            let swallowed = words.iter().rev().find_map(|w| match w {
+                Word::Value(o) if o == "-i" || o == "--image" => Some(o.clone()),
+                _ => None,
+            });
+            return Err(AgentCommandError(match swallowed {
+                Some(o) if matches!(words.last(), Some(Word::Value(_))) => format!(
+                    "Codex reads every word after `{o}` up to the next option as an image, so this command has no task: put the prompt before `{o}`, or after `--`"
+                ),
+                _ => format!("cannot find the task in the Codex command: `{USAGE}`"),
+            }));
+        }
+        _ => {
+            return Err(AgentCommandError(format!(
+                "`codex exec` takes one prompt, and this command has {} words that are not options: quote the task as one argument (`{USAGE}`)",
+                arguments.len()
+            )));
+        }
+    };
+    if let Some(t) = task
+        && t != rest[at]
+    {
+        return Err(AgentCommandError(format!(
+            "Codex reads {:?} as the task of this command, not the one `--task` gives",
+            rest[at]
+        )));
+    }
+    let dropped = (0..words.len())
+        .filter(|i| words[*i] == Word::EndOfOptions)
+        .map(|i| i + exec + 1)
+        .collect();
+    let mut all = top;
+    all.extend(words);
+    Ok(Read {
+        exec,
+        task: TaskAt {
+            at: at + exec + 1,
+            prefix: String::new(),
+            task: rest[at].clone(),
+        },
+        words: Some(all),
+        dropped,
+    })
+}
+
+fn with_task_hint(e: AgentCommandError, task: Option<&str>) -> AgentCommandError {
+    match task {
+        Some(_) => e,
+        None => AgentCommandError(format!(
+            "{}: pass the task with `supervise --task \"<task>\"`",
+            e.0
+        )),
+    }
+}
+
+fn resume_given() -> AgentCommandError {
+    AgentCommandError(
+        "give supervise the command that starts the task (`codex exec \"<task>\"`); it writes the resume form itself".into(),
+    )
 }

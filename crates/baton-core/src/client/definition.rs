@@ -62,16 +62,24 @@ pub trait Definition: Sync {
     }
 
     /// The command that resumes the session `session` (the latest in the project when it is
-    /// not known) of the headless command `argv`, with `prompt` in place of its task. Options
-    /// of `argv` that picked a session are dropped.
+    /// not known) of the headless command `argv`, with `prompt` in place of its task: every
+    /// other option of `argv` is kept, except those that picked a session. `task` is the task
+    /// as `supervise --task` gave it, for a command baton cannot read by itself.
     fn resume_command(
         &self,
         argv: &[String],
+        task: Option<&str>,
         session: Option<&str>,
         prompt: &str,
     ) -> Result<Vec<String>, AgentCommandError>;
-    /// The task prompt of a command `resume_command` accepts.
-    fn task_of(&self, argv: &[String]) -> Option<String>;
+    /// The task of the headless command `argv`, found as the client's own parser finds it (or
+    /// as `task` names it); an error says why it cannot be found and how to fix the command.
+    fn task_of(&self, argv: &[String], task: Option<&str>) -> Result<String, AgentCommandError>;
+    /// Whether a session can be resumed when nothing of it was answered (its first request
+    /// refused): when not, the relaunch of such a session starts a new one, told the task again.
+    fn keeps_unanswered_sessions(&self) -> bool {
+        true
+    }
 
     /// The environment variable through which the client names its project directory (the
     /// directory it was started in) to its hooks, if it has one. A hook runs in the session's
@@ -237,73 +245,3 @@ pub enum Instructions {
 /// Why an agent command cannot be supervised.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentCommandError(pub String);
-
-/// Options of Claude Code and Codex that take a value: the word after one is its value, never
-/// the task.
-const VALUE_OPTIONS: [&str; 24] = [
-    "--allowedTools",
-    "--allowed-tools",
-    "--disallowedTools",
-    "--disallowed-tools",
-    "--tools",
-    "--model",
-    "--fallback-model",
-    "--permission-mode",
-    "--output-format",
-    "--input-format",
-    "--settings",
-    "--setting-sources",
-    "--add-dir",
-    "--mcp-config",
-    "--append-system-prompt",
-    "--system-prompt",
-    "--max-turns",
-    "--agents",
-    "--session-id",
-    "--resume",
-    "-m",
-    "-c",
-    "--config",
-    "--profile",
-];
-
-/// The task prompt of a command whose task is its last word, which must not be an option or
-/// an option's value; `usage` is the command's form, for the error.
-pub fn last_prompt<'a>(
-    args: &'a [String],
-    client: &str,
-    usage: &str,
-) -> Result<&'a str, AgentCommandError> {
-    let fail = || {
-        AgentCommandError(format!(
-            "cannot find the task in the {client} command: put the prompt last (`{usage}`)"
-        ))
-    };
-    let (last, before) = args.split_last().ok_or_else(fail)?;
-    let after_value_option = before
-        .last()
-        .is_some_and(|b| VALUE_OPTIONS.contains(&b.as_str()));
-    if last.starts_with('-') || after_value_option || before.is_empty() {
-        return Err(fail());
-    }
-    Ok(last)
-}
-
-/// `args` without the options in `valued` (and each one's value) and those in `flags`.
-pub fn drop_options(args: &[String], valued: &[&str], flags: &[&str]) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut skip = false;
-    for a in args {
-        if std::mem::take(&mut skip) {
-            continue;
-        }
-        if valued.contains(&a.as_str()) {
-            skip = true;
-        } else if !flags.contains(&a.as_str())
-            && !valued.iter().any(|v| a.starts_with(&format!("{v}=")))
-        {
-            out.push(a.clone());
-        }
-    }
-    out
-}

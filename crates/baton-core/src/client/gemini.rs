@@ -8,6 +8,7 @@
 
 use serde_json::{Map, Value};
 
+use super::argv::{Grammar, Takes, TaskAt, Word, given_task, session_words};
 use super::definition::{
     Action, AgentCommandError, Definition, Dialect, Evidence, Files, SessionSource, TranscriptEnd,
     field,
@@ -115,60 +116,46 @@ impl Definition for GeminiCli {
         }
     }
 
-    /// `gemini … -r latest -p <prompt>`, from a headless `gemini [OPTIONS] -p "<task>"`: Gemini
-    /// CLI resumes by `latest` or an index, not by the session id.
+    /// `gemini [OPTIONS] -p "<prompt>" -r <session>` (a new session when there is none to
+    /// resume), from a headless `gemini [OPTIONS] -p "<task>"`: every option kept, the prompt
+    /// in the task's place. Gemini CLI 0.61 resumes a session by its full id, so two
+    /// supervisors in one project each resume their own.
     fn resume_command(
         &self,
         argv: &[String],
-        _session: Option<&str>,
+        task: Option<&str>,
+        session: Option<&str>,
         prompt: &str,
     ) -> Result<Vec<String>, AgentCommandError> {
-        let Some((program, args)) = argv.split_first() else {
-            return Err(AgentCommandError("no agent command was given".into()));
-        };
+        let (program, args) = argv
+            .split_first()
+            .ok_or_else(|| AgentCommandError("no agent command was given".into()))?;
+        let (found, dropped) = locate(args, task)?;
         let mut out = vec![program.clone()];
-        let mut found = false;
-        let mut i = 0;
-        while i < args.len() {
-            let a = &args[i];
-            if a == "-p" || a == "--prompt" {
-                if i + 1 >= args.len() {
-                    break;
-                }
-                out.extend([a.clone(), prompt.to_string()]);
-                found = true;
-                i += 2;
-                continue;
-            }
-            if a.starts_with("--prompt=") {
-                out.push(format!("--prompt={prompt}"));
-                found = true;
-            } else if a == "-r" || a == "--resume" || a == "--session-id" {
-                i += 2;
-                continue;
-            } else if !a.starts_with("--resume=") && !a.starts_with("--session-id=") {
+        for (i, a) in args.iter().enumerate() {
+            if i == found.at {
+                out.push(format!("{}{prompt}", found.prefix));
+            } else if !dropped.contains(&i) {
                 out.push(a.clone());
             }
-            i += 1;
         }
-        if !found {
-            return Err(AgentCommandError(
-                "supervise runs Gemini CLI headless: `gemini [OPTIONS] -p \"<task>\"`".into(),
-            ));
+        // No session to resume (none reported, or one Gemini CLI kept nothing of): a new one,
+        // told the task again. Never `latest`, which may be another supervisor's session.
+        if let Some(session) = session {
+            out.extend(["-r".to_string(), session.to_string()]);
         }
-        out.extend(["-r".to_string(), "latest".to_string()]);
         Ok(out)
     }
 
-    fn task_of(&self, argv: &[String]) -> Option<String> {
-        let args = argv.get(1..)?;
-        args.iter().enumerate().find_map(|(i, a)| {
-            if a == "-p" || a == "--prompt" {
-                args.get(i + 1).cloned()
-            } else {
-                a.strip_prefix("--prompt=").map(str::to_string)
-            }
-        })
+    fn task_of(&self, argv: &[String], task: Option<&str>) -> Result<String, AgentCommandError> {
+        let args = argv.get(1..).unwrap_or_default();
+        Ok(locate(args, task)?.0.task)
+    }
+
+    /// Gemini CLI lists no session that has nothing to resume (its first request refused), and
+    /// `--resume <id>` of one fails.
+    fn keeps_unanswered_sessions(&self) -> bool {
+        false
     }
 
     fn project_dir_variable(&self) -> Option<&'static str> {
@@ -195,4 +182,144 @@ impl Definition for GeminiCli {
             ]
         }
     }
+}
+
+const USAGE: &str = "gemini [OPTIONS] -p \"<task>\"";
+
+/// Gemini CLI's options (0.61.0, `gemini --help`), with what each takes. Its parser is yargs:
+/// an array option takes every word up to the next option (after `--name=value` too), and a
+/// boolean takes a following `true` or `false`.
+pub const GRAMMAR: Grammar = Grammar {
+    client: "Gemini CLI",
+    options: &[
+        ("-d", Takes::Nothing),
+        ("--debug", Takes::Nothing),
+        ("-m", Takes::Value),
+        ("--model", Takes::Value),
+        ("-p", Takes::Value),
+        ("--prompt", Takes::Value),
+        ("-i", Takes::Value),
+        ("--prompt-interactive", Takes::Value),
+        ("--skip-trust", Takes::Nothing),
+        ("-w", Takes::Optional),
+        ("--worktree", Takes::Optional),
+        ("-s", Takes::Nothing),
+        ("--sandbox", Takes::Nothing),
+        ("-y", Takes::Nothing),
+        ("--yolo", Takes::Nothing),
+        ("--approval-mode", Takes::Value),
+        ("--policy", Takes::Values),
+        ("--admin-policy", Takes::Values),
+        ("--acp", Takes::Nothing),
+        ("--experimental-acp", Takes::Nothing),
+        ("--allowed-mcp-server-names", Takes::Values),
+        ("--allowed-tools", Takes::Values),
+        ("-e", Takes::Values),
+        ("--extensions", Takes::Values),
+        ("-l", Takes::Nothing),
+        ("--list-extensions", Takes::Nothing),
+        ("-r", Takes::Value),
+        ("--resume", Takes::Value),
+        ("--session-file", Takes::Value),
+        ("--session-id", Takes::Value),
+        ("--list-sessions", Takes::Nothing),
+        ("--delete-session", Takes::Value),
+        ("--include-directories", Takes::Values),
+        ("--screen-reader", Takes::Nothing),
+        ("-o", Takes::Value),
+        ("--output-format", Takes::Value),
+        ("--raw-output", Takes::Nothing),
+        ("--accept-raw-output-risk", Takes::Nothing),
+        ("-v", Takes::Nothing),
+        ("--version", Takes::Nothing),
+        ("-h", Takes::Nothing),
+        ("--help", Takes::Nothing),
+    ],
+    inline_values_continue: true,
+    flags_take_bools: true,
+};
+
+/// The options that pick a session: the relaunch names its own.
+const SESSION_VALUED: &[&str] = &["-r", "--resume", "--session-id", "--session-file"];
+
+/// Where the task of `gemini [OPTIONS] -p "<task>"` is (the value of `-p`, `--prompt` or
+/// `--prompt=`), and the words the relaunch drops (the session options and their values).
+fn locate(args: &[String], task: Option<&str>) -> Result<(TaskAt, Vec<usize>), AgentCommandError> {
+    let words = match GRAMMAR.scan(args, false) {
+        Ok(words) => words,
+        Err(e) => {
+            let Some(task) = task else {
+                return Err(AgentCommandError(format!(
+                    "{}: pass the task with `supervise --task \"<task>\"`",
+                    e.0
+                )));
+            };
+            let found = given_task(args, task, &["--prompt=", "-p="], "gemini")?;
+            let after_p = found.at > 0 && matches!(args[found.at - 1].as_str(), "-p" | "--prompt");
+            if found.prefix.is_empty() && !after_p {
+                return Err(not_headless());
+            }
+            return Ok((found, session_words(args, SESSION_VALUED, &[])));
+        }
+    };
+    let mut prompts = Vec::new();
+    for (i, w) in words.iter().enumerate() {
+        match w {
+            Word::Value(o) if o == "-p" || o == "--prompt" => prompts.push(TaskAt {
+                at: i,
+                prefix: String::new(),
+                task: args[i].clone(),
+            }),
+            Word::Option(o) if o == "-p" || o == "--prompt" => {
+                if let Some((name, value)) = args[i].split_once('=') {
+                    prompts.push(TaskAt {
+                        at: i,
+                        prefix: format!("{name}="),
+                        task: value.to_string(),
+                    });
+                }
+            }
+            Word::Option(o) if o == "-i" || o == "--prompt-interactive" => {
+                return Err(AgentCommandError(format!(
+                    "`{o}` runs Gemini CLI interactively: supervise runs it headless, `{USAGE}`"
+                )));
+            }
+            _ => {}
+        }
+    }
+    let found = match prompts.len() {
+        1 => prompts.remove(0),
+        0 => return Err(not_headless()),
+        _ => {
+            return Err(AgentCommandError(format!(
+                "this Gemini CLI command gives `-p` more than once: give the task once (`{USAGE}`)"
+            )));
+        }
+    };
+    if words.contains(&Word::Argument) {
+        return Err(AgentCommandError(format!(
+            "Gemini CLI refuses a prompt both as an argument and with `-p`, and this command has words that are neither options nor their values: quote the task as the one value of `-p` (`{USAGE}`)"
+        )));
+    }
+    if let Some(t) = task
+        && t != found.task
+    {
+        return Err(AgentCommandError(format!(
+            "Gemini CLI reads {:?} as the task of this command, not the one `--task` gives",
+            found.task
+        )));
+    }
+    let dropped = (0..words.len())
+        .filter(|i| match &words[*i] {
+            Word::Option(o) | Word::Value(o) => SESSION_VALUED.contains(&o.as_str()),
+            _ => false,
+        })
+        .collect();
+    Ok((found, dropped))
+}
+
+fn not_headless() -> AgentCommandError {
+    AgentCommandError(format!(
+        "supervise runs Gemini CLI headless, with the task as the value of `-p`: `{USAGE}`"
+    ))
 }

@@ -3,6 +3,7 @@
 //! Gemini CLI (`gemini`). A new client is a module implementing `Definition`, a variant of
 //! `Client`, its payloads as fixtures and an end-to-end test with the real client.
 
+pub mod argv;
 pub mod claude;
 pub mod codex;
 pub mod definition;
@@ -50,15 +51,21 @@ impl Client {
         self.def().name()
     }
 
-    /// The task prompt of a command `check_command` accepts.
-    pub fn task_of(self, argv: &[String]) -> Option<String> {
-        self.def().task_of(argv)
+    /// The task of a command `check_command` accepts (`task` as `supervise --task` gives it).
+    pub fn task_of(self, argv: &[String], task: Option<&str>) -> Result<String, AgentCommandError> {
+        self.def().task_of(argv, task)
     }
 
     /// Checks that `argv` (program and arguments) is a command supervise can relaunch in the
     /// client's resume form.
-    pub fn check_command(self, argv: &[String]) -> Result<(), AgentCommandError> {
-        self.def().resume_command(argv, Some("S"), "p").map(|_| ())
+    pub fn check_command(
+        self,
+        argv: &[String],
+        task: Option<&str>,
+    ) -> Result<(), AgentCommandError> {
+        self.def()
+            .resume_command(argv, task, Some("S"), "p")
+            .map(|_| ())
     }
 }
 
@@ -97,72 +104,260 @@ mod tests {
         assert_eq!(Client::Gemini.def().hook_timeout("SessionEnd"), 10_000);
     }
 
+    /// `cmd` relaunched by `c` for session `s` (`_` joins the words of one argument).
+    fn relaunch(c: Client, cmd: &str, s: Option<&str>) -> Result<String, AgentCommandError> {
+        c.def()
+            .resume_command(&words(cmd), None, s, "go_on")
+            .map(|v| v.join(" "))
+    }
+
     #[test]
-    fn each_client_is_relaunched_in_its_resume_form() {
-        let r = |c: Client, cmd: &str, s| {
+    fn each_client_relaunches_its_own_session_with_every_option_kept() {
+        use Client::*;
+        // (client, the command as run, the session its hook reported, the relaunch)
+        let rows: &[(Client, &str, Option<&str>, &str)] = &[
+            // Claude Code: the task anywhere, variadic options, `--`.
+            (
+                Claude,
+                "claude --allowedTools Bash -p do_the_task",
+                Some("S1"),
+                "claude --allowedTools Bash -p --resume S1 go_on",
+            ),
+            (
+                Claude,
+                "claude -p do_the_task --allowedTools Bash Edit",
+                Some("S1"),
+                "claude -p --allowedTools Bash Edit --resume S1 go_on",
+            ),
+            (
+                Claude,
+                "claude do_the_task -p --model opus --permission-mode acceptEdits",
+                Some("S1"),
+                "claude -p --model opus --permission-mode acceptEdits --resume S1 go_on",
+            ),
+            (
+                Claude,
+                "claude -p --allowedTools Bash Edit -- do_the_task",
+                Some("S1"),
+                "claude -p --allowedTools Bash Edit --resume S1 go_on",
+            ),
+            (
+                Claude,
+                "claude --print --allowed-tools=Bash do_the_task --dangerously-skip-permissions",
+                Some("S1"),
+                "claude --print --allowed-tools=Bash --dangerously-skip-permissions --resume S1 go_on",
+            ),
+            (
+                Claude,
+                "claude --continue -r OLD -p task --fork-session --session-id U",
+                None,
+                "claude -p --continue go_on",
+            ),
+            (
+                Claude,
+                "claude -p --max-turns 30 --output-format stream-json --verbose task",
+                Some("S2"),
+                "claude -p --max-turns 30 --output-format stream-json --verbose --resume S2 go_on",
+            ),
+            // Codex: exec's options before or after the task, all before `resume`.
+            (
+                Codex,
+                "codex -c x=1 exec --json task",
+                Some("T9"),
+                "codex -c x=1 exec --json resume T9 go_on",
+            ),
+            (
+                Codex,
+                "codex exec task",
+                None,
+                "codex exec resume --last go_on",
+            ),
+            (
+                Codex,
+                "codex exec task -m gpt-5 --full-auto-off",
+                Some("T9"),
+                "",
+            ),
+            (
+                Codex,
+                "codex --search exec do_it -m gpt-5 --skip-git-repo-check",
+                Some("T9"),
+                "codex --search exec -m gpt-5 --skip-git-repo-check resume T9 go_on",
+            ),
+            (
+                Codex,
+                "codex -m exec exec --sandbox workspace-write do_it",
+                Some("T9"),
+                "codex -m exec exec --sandbox workspace-write resume T9 go_on",
+            ),
+            (
+                Codex,
+                "codex exec do_it -i a.png b.png",
+                Some("T9"),
+                "codex exec --image=a.png --image=b.png resume T9 go_on",
+            ),
+            (
+                Codex,
+                "codex e --json -- do_it",
+                Some("T9"),
+                "codex e --json resume T9 go_on",
+            ),
+            // Gemini CLI: by the session's id, `latest` only when unknown.
+            (
+                Gemini,
+                "gemini -p task --approval-mode yolo -r 3",
+                Some("0b6f7d2e-9c1a-4d3e-8f00-123456789abc"),
+                "gemini -p go_on --approval-mode yolo -r 0b6f7d2e-9c1a-4d3e-8f00-123456789abc",
+            ),
+            // No session to resume: a new one, never `latest` (another supervisor's, maybe).
+            (
+                Gemini,
+                "gemini --prompt=task",
+                None,
+                "gemini --prompt=go_on",
+            ),
+            (
+                Gemini,
+                "gemini --allowed-tools glob ls -p task -m gemini-2.5-pro",
+                Some("G"),
+                "gemini --allowed-tools glob ls -p go_on -m gemini-2.5-pro -r G",
+            ),
+            (
+                Gemini,
+                "gemini -y true --session-id U -p task --include-directories=a b",
+                Some("G"),
+                "gemini -y true -p go_on --include-directories=a b -r G",
+            ),
+        ];
+        for (c, cmd, s, want) in rows {
+            let got = relaunch(*c, cmd, *s);
+            if want.is_empty() {
+                assert!(got.is_err(), "{cmd}: {got:?}");
+            } else {
+                assert_eq!(got.as_deref(), Ok(*want), "{cmd}");
+            }
+        }
+        assert!(!Gemini.def().keeps_unanswered_sessions());
+        assert!(
+            Claude.def().keeps_unanswered_sessions() && Codex.def().keeps_unanswered_sessions()
+        );
+        // Each client's relaunch names the session it is given, never another.
+        for c in Client::ALL {
+            let cmd = match c {
+                Claude => "claude -p task",
+                Codex => "codex exec task",
+                Gemini => "gemini -p task",
+            };
+            let a = relaunch(c, cmd, Some("SESSION-A")).unwrap();
+            let b = relaunch(c, cmd, Some("SESSION-B")).unwrap();
+            assert!(a.contains("SESSION-A") && !a.contains("SESSION-B"), "{a}");
+            assert!(b.contains("SESSION-B") && !b.contains("SESSION-A"), "{b}");
+        }
+    }
+
+    #[test]
+    fn the_task_is_found_as_each_client_finds_it() {
+        use Client::*;
+        let rows: &[(Client, &str, &str)] = &[
+            (Claude, "claude -p the_task", "the task"),
+            (Claude, "claude the_task -p", "the task"),
+            (
+                Claude,
+                "claude -p the_task --allowedTools Bash Edit",
+                "the task",
+            ),
+            (Claude, "claude --add-dir a b -p -- the_task", "the task"),
+            (Claude, "claude -p --model=opus the_task", "the task"),
+            (Claude, "claude -p --resume the_task", ""),
+            (Codex, "codex exec --json the_task", "the task"),
+            (Codex, "codex exec the_task --json -o out.txt", "the task"),
+            (
+                Codex,
+                "codex -a never exec -s danger-full-access the_task",
+                "the task",
+            ),
+            (Gemini, "gemini -m x -p the_task", "the task"),
+            (Gemini, "gemini -p the_task --yolo", "the task"),
+            (Gemini, "gemini -p=the_task", "the task"),
+        ];
+        for (c, cmd, want) in rows {
+            let got = c.task_of(&words(cmd), None);
+            if want.is_empty() {
+                assert!(got.is_err(), "{cmd}: {got:?}");
+            } else {
+                assert_eq!(got.as_deref(), Ok(*want), "{cmd}");
+            }
+        }
+    }
+
+    #[test]
+    fn commands_baton_cannot_read_are_refused_with_the_fix() {
+        use Client::*;
+        // (client, command, a word of the message)
+        let rows: &[(Client, &str, &str)] = &[
+            (
+                Claude,
+                "claude -p --allowedTools Bash Edit the_task",
+                "before `--allowedTools`",
+            ),
+            (Claude, "claude task", "headless"),
+            (Claude, "claude -p --verbose", "cannot find the task"),
+            (Claude, "claude -p two words", "one prompt"),
+            (Claude, "claude -p --frobnicate task", "--task"),
+            (Claude, "claude -p mcp", "subcommand"),
+            (Claude, "claude -p --model", "no value"),
+            (Codex, "codex task", "headless"),
+            (Codex, "codex exec resume --last task", "resume form itself"),
+            (Codex, "codex exec review", "does not start a task"),
+            (Codex, "codex exec -i a.png the_task", "before `-i`"),
+            (Codex, "codex exec -", "stdin"),
+            (Codex, "codex exec --new-flag task", "--task"),
+            (Codex, "codex exec", "cannot find the task"),
+            (Gemini, "gemini task", "headless"),
+            (Gemini, "gemini -p", "no value"),
+            (Gemini, "gemini -i task", "interactively"),
+            (Gemini, "gemini -p task extra", "both as an argument"),
+            (Gemini, "gemini -p a -p b", "more than once"),
+            (Gemini, "gemini --allowed-tools a b -p", "no value"),
+        ];
+        for (c, cmd, word) in rows {
+            let err = c.check_command(&words(cmd), None).unwrap_err();
+            assert!(err.0.contains(word), "{cmd}: {}", err.0);
+        }
+        assert!(Claude.check_command(&[], None).is_err());
+    }
+
+    #[test]
+    fn a_task_given_with_task_is_the_one_replaced() {
+        use Client::*;
+        let r = |c: Client, cmd: &str, task: &str| {
             c.def()
-                .resume_command(&words(cmd), s, "go on")
+                .resume_command(&words(cmd), Some(task), Some("S"), "go_on")
                 .map(|v| v.join(" "))
         };
+        // A wrapper's own option baton does not know: the task named is replaced, every other
+        // word kept, the session options dropped.
         assert_eq!(
             r(
-                Client::Claude,
-                "claude --allowedTools Bash -p do_the_task",
-                Some("S1")
+                Claude,
+                "my-claude --team x -p the_task --resume OLD",
+                "the task"
             )
             .unwrap(),
-            "claude --allowedTools Bash -p --resume S1 go on"
+            "my-claude --team x -p --resume S go_on"
         );
         assert_eq!(
-            r(Client::Claude, "claude --continue -r OLD -p task", None).unwrap(),
-            "claude -p --continue go on"
+            r(Gemini, "my-gemini --team x --prompt=the_task", "the task").unwrap(),
+            "my-gemini --team x --prompt=go_on -r S"
         );
         assert_eq!(
-            r(Client::Codex, "codex -c x=1 exec --json task", Some("T9")).unwrap(),
-            "codex -c x=1 exec --json resume T9 go on"
+            r(Codex, "codex exec --new-flag the_task", "the task").unwrap(),
+            "codex exec --new-flag resume S go_on"
         );
-        assert_eq!(
-            r(Client::Codex, "codex exec task", None).unwrap(),
-            "codex exec resume --last go on"
-        );
-        assert_eq!(
-            r(
-                Client::Gemini,
-                "gemini -p task --approval-mode yolo -r 3",
-                Some("G")
-            )
-            .unwrap(),
-            "gemini -p go on --approval-mode yolo -r latest"
-        );
-        assert_eq!(
-            r(Client::Gemini, "gemini --prompt=task", None).unwrap(),
-            "gemini --prompt=go on -r latest"
-        );
-        // What cannot be relaunched is refused before anything runs.
-        for (c, cmd) in [
-            (Client::Claude, "claude -p task --allowedTools Bash"),
-            (Client::Claude, "claude task"),
-            (Client::Claude, "claude -p --verbose"),
-            (Client::Codex, "codex task"),
-            (Client::Codex, "codex exec resume --last task"),
-            (Client::Codex, "codex exec task -m gpt"),
-            (Client::Gemini, "gemini task"),
-            (Client::Gemini, "gemini -p"),
-        ] {
-            assert!(c.check_command(&words(cmd)).is_err(), "{cmd}");
-        }
-        assert!(Client::Claude.check_command(&[]).is_err());
-        assert_eq!(
-            Client::Gemini
-                .task_of(&words("gemini -m x -p the_task"))
-                .as_deref(),
-            Some("the task")
-        );
-        assert_eq!(
-            Client::Codex
-                .task_of(&words("codex exec --json the_task"))
-                .as_deref(),
-            Some("the task")
-        );
+        // A task that is not the client's own reading, or not one word, is refused.
+        assert!(r(Claude, "claude -p the_task", "other").is_err());
+        assert!(r(Claude, "claude -p --allowedTools Bash the_task", "the task").is_err());
+        assert!(r(Claude, "my-claude --x the_task the_task -p", "the task").is_err());
+        assert!(r(Gemini, "my-gemini --x the_task", "the task").is_err());
     }
 }

@@ -17,15 +17,15 @@ use serde_json::{Value, json};
 use crate::output::Report;
 use baton_core::client::{Action, Client};
 use baton_core::decide::supervise::{
-    Attempt, BACKOFF_CAP, Carried, Exit, Next, Outcome, continue_prompt, next_step, not_before,
-    outcome,
+    Attempt, BACKOFF_CAP, Carried, Exit, Next, Outcome, Policy, Tally, continue_prompt, countdown,
+    next_step, not_before, outcome,
 };
 use baton_core::decide::wait::{Wait, decide_wait};
 use baton_core::install::settings;
 use baton_core::journal::JournalEvent;
 use baton_core::model::{InterruptReason, LoopStatus};
 use baton_core::text::esc;
-use baton_core::time::{format_ts, human_age, parse_ts};
+use baton_core::time::{format_ts, format_utc, parse_ts};
 use baton_ops::env::{Ctx, parse_wait};
 use baton_ops::error::{CommandError, ExitStatus};
 use baton_ops::install::Targets;
@@ -37,28 +37,48 @@ use baton_store::{StateStore, process};
 /// Run an agent, and when a rate limit stops it, wait for the reset and relaunch it where it
 /// stopped.
 ///
-/// Give the command that starts the task, after `--`: `claude [OPTIONS] -p "<task>"`,
-/// `codex exec [OPTIONS] "<task>"` or `gemini [OPTIONS] -p "<task>"` (for Claude Code and
-/// Codex the task is the last word). When the agent ends with its work interrupted by a rate
-/// limit, supervise waits until the limit resets (the time the error named, else a backoff of
-/// 1 minute doubling to 30, with jitter) and relaunches the same session in the client's
-/// resume form (`claude --resume <session> -p …`, `codex exec resume <session> …`,
-/// `gemini -r latest -p …`), whose session-start hook hands the model the resume packet.
+/// Give the command that starts the task, after `--`, as you run it: `claude [OPTIONS] -p
+/// "<task>"`, `codex [OPTIONS] exec [OPTIONS] "<task>"` or `gemini [OPTIONS] -p "<task>"`,
+/// options in any order. supervise finds the task as the client's own parser does (a prompt
+/// written right after a variadic option such as `--allowedTools Bash Edit` is one of its
+/// values, so it is refused: put it before the option or after `--`); a command it cannot read
+/// is refused (exit 2) unless `--task` names the task. The relaunch keeps every option of the
+/// command and replaces only the task and the session options: `claude … --resume <session>
+/// "<continue>"`, `codex … exec … resume <session> "<continue>"`, `gemini … -p "<continue>" -r
+/// <session>`. Its session-start hook hands the model the resume packet.
+///
+/// When the agent ends with its work interrupted by a rate limit whose error named a reset,
+/// supervise waits for it however far off (a 5-hour window, a weekly limit days away), with a
+/// countdown on a terminal, and the relaunch is not counted as a restart. A rate limit with no
+/// reset named, and an overloaded API (HTTP 529), are retried with a backoff of 1 minute
+/// doubling to 30, with jitter, and counted: supervise gives up (exit 1) on one that comes
+/// `--give-up-after` (6h) after the first of the run, or after `--max-restarts` counted
+/// relaunches.
 ///
 /// It stops, saying why, when the work is finished (exit 0), when the work needs a person
 /// (a crash, an ending no rule covers, `never` or `confirm` mode: exit 4), when another live
-/// session or supervisor has the work (exit 3), after `--max-restarts` relaunches, or on
-/// SIGINT or SIGTERM, which it passes to the agent (exit 1). It never retries a crash, never
-/// takes work over from a live owner, and never runs an agent whose hooks are not installed
-/// (`baton init <client>`). Every relaunch, wait and stop is in the work's journal
-/// (`baton log`). See docs/supervise.md.
+/// session or supervisor has the work (exit 3), when it gives up, or on SIGINT or SIGTERM,
+/// which it passes to the agent (exit 1). It never retries a crash, never takes work over from
+/// a live owner, and never runs an agent whose hooks are not installed (`baton init
+/// <client>`). Every relaunch, wait and stop is in the work's journal (`baton log`). See
+/// docs/supervise.md.
 #[derive(Debug, Args)]
 pub struct SuperviseArgs {
-    /// Relaunch the agent at most N times; a rate limit after that stops supervise (exit 1).
-    #[arg(long, value_name = "N", default_value_t = 10)]
-    max_restarts: u32,
-    /// The wait after a rate limit that named no reset time: FIRST, doubling with each
-    /// relaunch up to CAP, times a jitter of 0.8 to 1.2. Durations such as `30s`, `1m`, `2h`.
+    /// Give up after N relaunches that did not get past the limit (after a rate limit that
+    /// named no reset still to come, or an overloaded API), exit 1. A relaunch after waiting
+    /// out a reset the error named is not counted [default: no limit by count, only
+    /// `--give-up-after`].
+    #[arg(long, value_name = "N")]
+    max_restarts: Option<u32>,
+    /// Give up (exit 1) on a rate limit with no reset named, or an overload, that comes this
+    /// long after the first of a run of such retries. The default outlasts a 5-hour usage
+    /// window; a reset the error names is waited for however far off, a weekly limit's days
+    /// included. A duration such as `90m`, `6h`, `2d`.
+    #[arg(long, value_name = "DURATION", default_value = "6h")]
+    give_up_after: String,
+    /// The wait after a rate limit that named no reset time, or an overloaded API: FIRST,
+    /// doubling with each counted relaunch up to CAP, times a jitter of 0.8 to 1.2. Durations
+    /// such as `30s`, `1m`, `2h`.
     #[arg(long, value_name = "FIRST[,CAP]", default_value = "1m,30m")]
     backoff: String,
     /// Supervise only this ticket's loop, so that other supervisors may carry other tickets
@@ -69,6 +89,11 @@ pub struct SuperviseArgs {
     /// say it (a wrapper script).
     #[arg(long, value_parser = Client::NAMES, value_name = "CLIENT")]
     client: Option<String>,
+    /// The task, exactly as the agent command passes it, for a command whose options baton
+    /// does not know (a wrapper script's own): the relaunch replaces that word and keeps every
+    /// other [default: found as the client's own parser finds it].
+    #[arg(long, value_name = "TEXT")]
+    task: Option<String>,
     /// What a relaunched agent is told in place of the task [default: continue from where it
     /// stopped, following the resume packet, then the task as first given].
     #[arg(long, value_name = "TEXT")]
@@ -111,11 +136,26 @@ const RECHECK: SignedDuration = SignedDuration::from_secs(5);
 
 pub fn cmd_supervise(ctx: &Ctx, args: SuperviseArgs) -> Result<Report, CommandError> {
     let client = client_of(&args)?;
-    client.check_command(&args.command).map_err(|e| {
-        CommandError::usage(e.0)
-            .hint("supervise relaunches the agent in its resume form, so it must find the task")
-    })?;
-    let backoff = parse_backoff(&args.backoff)?;
+    client
+        .check_command(&args.command, args.task.as_deref())
+        .map_err(|e| {
+            CommandError::usage(format!(
+                "cannot supervise `{}`: {}",
+                esc(&args
+                    .command
+                    .iter()
+                    .map(|a| baton_core::text::shell_quote(a))
+                    .collect::<Vec<_>>()
+                    .join(" ")),
+                e.0
+            ))
+            .hint("supervise relaunches the agent in its resume form with every option kept and only the task replaced, so it must find the task as the client does: put the prompt where the client reads it, or, for options baton does not know (a wrapper's own), name it with `--task \"<task>\"`")
+        })?;
+    let policy = Policy {
+        backoff: parse_backoff(&args.backoff)?,
+        give_up_after: parse_give_up(&args.give_up_after)?,
+        max_restarts: args.max_restarts,
+    };
     let store = ctx.store()?;
     check_hooks(ctx, client)?;
     let me = process::start_time(std::process::id())
@@ -151,9 +191,10 @@ pub fn cmd_supervise(ctx: &Ctx, args: SuperviseArgs) -> Result<Report, CommandEr
         now: ctx.now,
         fake_clock: ctx.fixed_clock,
         attempts: Vec::new(),
+        tally: Tally::default(),
         json: crate::output::wants_json(),
     };
-    let result = sup.run(backoff, &mut claim);
+    let result = sup.run(&policy, &mut claim);
     if let Err(e) = &result {
         // An error ends supervision too: the journal says so.
         sup.journal(
@@ -180,16 +221,14 @@ struct Supervisor<'a> {
     now: Timestamp,
     fake_clock: bool,
     attempts: Vec<Value>,
+    /// The relaunches counted against `--max-restarts` and `--give-up-after`.
+    tally: Tally,
     /// `--json` was given.
     json: bool,
 }
 
 impl Supervisor<'_> {
-    fn run(
-        &mut self,
-        backoff: (SignedDuration, SignedDuration),
-        claim: &mut files::Claim,
-    ) -> Result<Report, CommandError> {
+    fn run(&mut self, policy: &Policy, claim: &mut files::Claim) -> Result<Report, CommandError> {
         let mut restarts = 0;
         loop {
             let argv = if restarts == 0 {
@@ -198,12 +237,21 @@ impl Supervisor<'_> {
                 let prompt = match &self.args.resume_prompt {
                     Some(p) => p.clone(),
                     None => continue_prompt(
-                        &self.client.task_of(&self.args.command).unwrap_or_default(),
+                        &self
+                            .client
+                            .task_of(&self.args.command, self.args.task.as_deref())
+                            .map_err(|e| CommandError::usage(e.0))?,
                     ),
                 };
+                let session = self.session_to_resume()?;
                 self.client
                     .def()
-                    .resume_command(&self.args.command, self.session.as_deref(), &prompt)
+                    .resume_command(
+                        &self.args.command,
+                        self.args.task.as_deref(),
+                        session.as_deref(),
+                        &prompt,
+                    )
                     .map_err(|e| CommandError::usage(e.0))?
             };
             if restarts > 0 {
@@ -240,32 +288,39 @@ impl Supervisor<'_> {
                 return Ok(self.stop(3, err.message.clone(), &attempt));
             }
             let outcome = outcome(&attempt);
-            let next = next_step(
-                &outcome,
-                restarts,
-                self.args.max_restarts,
-                self.now(),
-                backoff,
-                jitter(),
-            );
+            let now = self.now();
+            let next = next_step(&outcome, self.tally, policy, now, jitter());
             // The relaunch time is the best word on when the limit resets (a reset named, else
             // the backoff): each rate-limited loop that records an earlier one (or none) takes
             // it, so every command (the relaunched agent's packet, `baton wait`) agrees.
             let mut carried = attempt.carried.clone();
-            if let (Outcome::RateLimited { reset: None }, Next::Relaunch { at, .. }) =
-                (&outcome, &next)
-            {
+            if let (Outcome::RateLimited { .. }, Next::Relaunch { at, .. }) = (&outcome, &next) {
                 self.record_reset(*at);
                 carried = self.carried_now(&BTreeSet::new())?;
             }
-            match not_before(next, &carried) {
+            let next = not_before(next, &carried);
+            self.tally = self.tally.after(&next, now);
+            match next {
                 Next::Stop { status, why } => return Ok(self.stop(status, why, &attempt)),
-                Next::Relaunch { at, why } => {
+                Next::Relaunch {
+                    at,
+                    why,
+                    reset,
+                    source,
+                    counted,
+                } => {
                     self.journal(
                         JournalEvent::SuperviseWait,
-                        json!({ "until": format_ts(at), "why": why, "attempt": restarts + 1 }),
+                        json!({
+                            "until": format_ts(at),
+                            "why": why,
+                            "attempt": restarts + 1,
+                            "reset": reset.map(format_ts),
+                            "source": source.as_str(),
+                            "counted": counted,
+                        }),
                     );
-                    say(&format!("{why}; relaunching at {}", format_ts(at)));
+                    say(&format!("{why}; relaunching at {}", format_utc(at)));
                     if let Some(stop) = self.wait_until(at, &attempt)? {
                         return Ok(stop);
                     }
@@ -444,8 +499,24 @@ impl Supervisor<'_> {
             hook_rate_limit: rate_limited,
             hook_resets: resets,
             hook_other: other,
+            hook_overloaded: overloaded_turn(&events, agent.as_deref()),
             carried,
         })
+    }
+
+    /// The session the relaunch resumes: the agent's, unless its client keeps nothing of a
+    /// session none of whose requests was answered (Gemini CLI) and the session owns no work,
+    /// the sign that it got that far. Then none: the relaunch starts a new session, told the
+    /// task again.
+    fn session_to_resume(&self) -> Result<Option<String>, CommandError> {
+        let Some(session) = &self.session else {
+            return Ok(None);
+        };
+        if self.client.def().keeps_unanswered_sessions() {
+            return Ok(Some(session.clone()));
+        }
+        let work = owned(&*self.store, session)?;
+        Ok((!work.loops.is_empty() || !work.runs.is_empty()).then(|| session.clone()))
     }
 
     /// Each carried loop as it stands now, with what waiting for it gives.
@@ -569,15 +640,15 @@ impl Supervisor<'_> {
                 break;
             }
             if progress {
-                eprint!(
-                    "\rbaton supervise: relaunching at {}, {} left   ",
-                    format_ts(at),
-                    human_age(at.duration_since(now))
-                );
+                // `\x1b[K` clears what a longer line before left.
+                eprint!("\r{}\x1b[K", countdown(at, now));
             }
             if self.fake_clock {
                 self.now = at;
             } else {
+                // Each step is a short monotonic sleep, and the clock is read again after it:
+                // the wait is measured in wall-clock time, so a machine suspended for hours
+                // relaunches as soon as it wakes past the reset.
                 let step = at
                     .duration_since(now)
                     .clamp(SignedDuration::from_millis(10), RECHECK);
@@ -647,6 +718,7 @@ impl Supervisor<'_> {
                 "verdict": verdict,
                 "why": why,
                 "restarts": self.attempts.len().saturating_sub(1),
+                "restarts_counted": self.tally.counted,
                 "attempts": self.attempts,
                 "session": self.session,
                 "work": work,
@@ -669,6 +741,14 @@ impl Supervisor<'_> {
             say(&format!("warning: {w}"));
         }
     }
+}
+
+/// Whether the agent's own session reported a turn ended by an overloaded API (the hook's
+/// `"error": "overloaded"`, an HTTP 529).
+fn overloaded_turn(events: &[Value], agent: Option<&str>) -> bool {
+    events
+        .iter()
+        .any(|e| agent.is_some() && e["session"].as_str() == agent && e["error"] == "overloaded")
 }
 
 /// How the agent ended, as the journal and `--json` say it.
@@ -702,6 +782,22 @@ fn client_of(args: &SuperviseArgs) -> Result<Client, CommandError> {
             Client::NAMES.join("|")
         ))
     })
+}
+
+fn parse_give_up(raw: &str) -> Result<SignedDuration, CommandError> {
+    let days = raw
+        .trim()
+        .strip_suffix('d')
+        .and_then(|n| n.parse::<f64>().ok())
+        .filter(|n| n.is_finite() && *n >= 0.0)
+        .and_then(|n| std::time::Duration::try_from_secs_f64(n * 86_400.0).ok());
+    days.or_else(|| parse_wait(raw))
+        .filter(|d| !d.is_zero())
+        .and_then(|d| SignedDuration::try_from(d).ok())
+        .ok_or_else(|| {
+            CommandError::usage(format!("--give-up-after {raw:?} is not a duration"))
+                .hint("pass a duration such as `--give-up-after 6h` or `--give-up-after 2d`")
+        })
 }
 
 fn parse_backoff(raw: &str) -> Result<(SignedDuration, SignedDuration), CommandError> {

@@ -10,7 +10,7 @@ use crate::output::Report;
 use baton_core::decide::loop_resume::ResumeDecision;
 use baton_core::decide::wait::{Wait, combine, decide_wait, survey_wait};
 use baton_core::text::esc;
-use baton_core::time::{format_ts, human_age, parse_ts};
+use baton_core::time::{format_ts, format_utc, human_age, parse_ts, time_left};
 use baton_ops::env::Ctx;
 use baton_ops::error::{CommandError, ExitStatus};
 use baton_ops::survey::{Work, survey};
@@ -69,7 +69,7 @@ pub fn cmd_wait(ctx: &Ctx, args: WaitArgs) -> Result<Report, CommandError> {
                         d,
                     ))
                 },
-                |_, t| format!("waiting for {shown}: the limit resets at {}", format_ts(t)),
+                |_, t| format!("waiting for {shown}: the limit resets at {}", format_utc(t)),
             )?;
             Ok(report(ticket, wait, &d, (ctx.now, now), deadline))
         }
@@ -84,11 +84,11 @@ pub fn cmd_wait(ctx: &Ctx, args: WaitArgs) -> Result<Report, CommandError> {
                 |all: &All, t| match all.first(Wait::Until(t)) {
                     Some(p) => format!(
                         "waiting: the earliest limit resets at {} ({} {})",
-                        format_ts(t),
+                        format_utc(t),
                         p.kind,
                         esc(&p.key)
                     ),
-                    None => format!("waiting: the earliest limit resets at {}", format_ts(t)),
+                    None => format!("waiting: the earliest limit resets at {}", format_utc(t)),
                 },
             )?;
             Ok(report_all(wait, &all, (ctx.now, now), deadline))
@@ -118,11 +118,14 @@ fn sleep_through<T>(
             Wait::Until(t) if sleep => {
                 let left = t.duration_since(now);
                 if progress {
-                    eprint!("\r{}, {} left   ", waiting(&facts, t), human_age(left));
+                    // `\x1b[K` clears what a longer line before left.
+                    eprint!("\r{}, in {}\x1b[K", waiting(&facts, t), time_left(left));
                 }
                 if fake_clock {
                     now = t;
                 } else {
+                    // A short sleep, then the clock read again: the wait is measured in
+                    // wall-clock time, so a machine suspended past the reset ends it on waking.
                     let step = left.clamp(SignedDuration::from_millis(10), RECHECK);
                     std::thread::sleep(step.unsigned_abs());
                     now = ctx.clock()?;

@@ -89,10 +89,23 @@ impl Fake {
     }
 
     fn supervise(&self, extra: &[&str]) -> Run {
+        self.supervise_command(extra, &["claude", "--allowedTools", "Bash", "-p", "do T-1"])
+    }
+
+    fn supervise_command(&self, extra: &[&str], command: &[&str]) -> Run {
         let mut args = vec!["--json", "supervise"];
         args.extend_from_slice(extra);
-        args.extend_from_slice(&["--", "claude", "--allowedTools", "Bash", "-p", "do T-1"]);
+        args.push("--");
+        args.extend_from_slice(command);
         self.run(&args)
+    }
+
+    /// The arguments of launch `n`.
+    fn argv(&self, n: u32) -> Vec<String> {
+        self.read(&format!("argv-{n}"))
+            .split_terminator('\0')
+            .map(String::from)
+            .collect()
     }
 
     fn launches(&self) -> u32 {
@@ -220,7 +233,11 @@ fn a_rate_limit_with_no_reset_backs_off_doubling_and_the_loop_agrees() {
     run.assert_code(1);
     let j = run.json();
     assert_eq!(j["verdict"], "stopped", "{j}");
-    assert!(j["why"].as_str().unwrap().contains("limit of 2"), "{j}");
+    assert!(
+        j["why"].as_str().unwrap().contains("--max-restarts of 2"),
+        "{j}"
+    );
+    assert_eq!(j["restarts_counted"], 2, "{j}");
     assert_eq!(f.launches(), 3);
     let secs = |ts: &Value| {
         let t: jiff::Timestamp = ts.as_str().unwrap().parse().unwrap();
@@ -422,14 +439,32 @@ fn commands_it_cannot_relaunch_are_refused_before_anything_runs() {
     f.attempt(1, "finish\n");
     for args in [
         vec!["supervise", "--", "aider", "do it"],
+        // Claude Code reads `do it` as a second tool: the command has no task.
         vec![
             "supervise",
             "--",
             "claude",
             "-p",
-            "do it",
             "--allowedTools",
             "Bash",
+            "do it",
+        ],
+        vec![
+            "supervise",
+            "--",
+            "claude",
+            "-p",
+            "--unknown-option",
+            "do it",
+        ],
+        vec![
+            "supervise",
+            "--task",
+            "other",
+            "--",
+            "claude",
+            "-p",
+            "do it",
         ],
         vec!["supervise", "--backoff", "soon", "--", "claude", "-p", "x"],
         vec!["supervise", "--backoff", "5m,1m", "--", "claude", "-p", "x"],
@@ -529,4 +564,205 @@ fn sigterm_is_passed_to_the_agent_and_recorded() {
     assert_eq!(stop["event"], "supervise.stop");
     assert_eq!(stop["signal"], libc::SIGTERM);
     assert_eq!(f.launches(), 1);
+}
+
+#[test]
+fn the_relaunch_keeps_every_option_of_the_command_and_replaces_only_the_task() {
+    // (the command as the user runs it, `--task` if any, the relaunch's words before the prompt)
+    let rows: &[(&[&str], Option<&str>, &[&str])] = &[
+        (
+            &["claude", "-p", "do T-1", "--allowedTools", "Bash", "Edit"],
+            None,
+            &["-p", "--allowedTools", "Bash", "Edit", "--resume", "S1"],
+        ),
+        (
+            &[
+                "claude",
+                "--model",
+                "opus",
+                "--allowedTools",
+                "Bash",
+                "Edit",
+                "-p",
+                "--permission-mode",
+                "acceptEdits",
+                "--",
+                "do T-1",
+            ],
+            None,
+            &[
+                "--model",
+                "opus",
+                "--allowedTools",
+                "Bash",
+                "Edit",
+                "-p",
+                "--permission-mode",
+                "acceptEdits",
+                "--resume",
+                "S1",
+            ],
+        ),
+        (
+            &[
+                "claude",
+                "do T-1",
+                "--dangerously-skip-permissions",
+                "-p",
+                "--session-id",
+                "OLD",
+            ],
+            None,
+            &["--dangerously-skip-permissions", "-p", "--resume", "S1"],
+        ),
+        (
+            &["claude", "--team-preset", "night", "-p", "do T-1"],
+            Some("do T-1"),
+            &["--team-preset", "night", "-p", "--resume", "S1"],
+        ),
+    ];
+    for (command, task, want) in rows {
+        let f = Fake::new();
+        f.attempt(1, "rate_limit 'Please try again in 5m.'\n");
+        f.attempt(2, "finish\n");
+        let extra: Vec<&str> = task.iter().flat_map(|t| ["--task", *t]).collect();
+        let run = f.supervise_command(&extra, command);
+        run.assert_code(0);
+        assert_eq!(
+            f.argv(1),
+            command[1..],
+            "the first launch is the command itself"
+        );
+        let argv = f.argv(2);
+        assert_eq!(argv[..argv.len() - 1], **want, "{command:?}");
+        assert!(
+            argv.last()
+                .unwrap()
+                .ends_with("The task, as first given:\ndo T-1"),
+            "{argv:?}"
+        );
+    }
+}
+
+#[test]
+fn a_reset_days_away_is_waited_for_and_not_counted_as_a_restart() {
+    let f = Fake::new();
+    // A weekly limit three days away, then another after it: neither relaunch is blind.
+    let days = |d: i64| at(d * 24 * 60);
+    f.attempt(
+        1,
+        &format!(
+            "{START}rate_limit 'Weekly limit reached. The limit resets at {}.'\n",
+            days(3)
+        ),
+    );
+    f.attempt(
+        2,
+        &format!(
+            "baton resume accept T-1 >/dev/null\nrate_limit 'The limit resets at {}.'\n",
+            days(6)
+        ),
+    );
+    f.attempt(
+        3,
+        "baton resume accept T-1 >/dev/null\nbaton loop finish T-1 --status complete >/dev/null\nfinish\n",
+    );
+    let run = f.supervise(&["--max-restarts", "0"]);
+    run.assert_code(0);
+    let j = run.json();
+    assert_eq!(j["restarts"], 2, "{j}");
+    assert_eq!(j["restarts_counted"], 0, "{j}");
+    assert_eq!(f.launches(), 3);
+    let waits: Vec<Value> = f
+        .journal()
+        .into_iter()
+        .filter(|e| e["event"] == "supervise.wait")
+        .collect();
+    assert_eq!(waits.len(), 2);
+    for (wait, d) in waits.iter().zip([3, 6]) {
+        assert_eq!(wait["until"], days(d), "{wait}");
+        assert_eq!(wait["reset"], days(d), "{wait}");
+        assert_eq!(wait["source"], "error", "{wait}");
+        assert_eq!(wait["counted"], false, "{wait}");
+    }
+    // The agent was started with the clock moved on to the reset.
+    assert!(
+        run.stderr.contains("relaunching at 2026-"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains(" UTC"), "{}", run.stderr);
+}
+
+#[test]
+fn blind_retries_give_up_on_time_after_the_horizon() {
+    let f = Fake::new();
+    for n in 1..=6 {
+        f.attempt(
+            n,
+            &format!(
+                "{}rate_limit 'Slow down.'\n",
+                if n == 1 { START } else { "" }
+            ),
+        );
+    }
+    let run = f.supervise(&["--backoff", "5m", "--give-up-after", "20m"]);
+    run.assert_code(1);
+    let j = run.json();
+    let why = j["why"].as_str().unwrap();
+    assert!(why.contains("--give-up-after of 20m"), "{why}");
+    // 4..6m, then 8..12m, then 16..24m after: the third relaunch lands past the horizon, and
+    // the limit it meets stops supervise.
+    assert_eq!(f.launches(), 4, "{j}");
+    assert_eq!(j["restarts_counted"], 3, "{j}");
+    let waits: Vec<Value> = f
+        .journal()
+        .into_iter()
+        .filter(|e| e["event"] == "supervise.wait")
+        .collect();
+    assert!(
+        waits
+            .iter()
+            .all(|w| w["source"] == "backoff" && w["counted"] == true && w["reset"].is_null()),
+        "{waits:?}"
+    );
+    let last: jiff::Timestamp = waits[2]["until"].as_str().unwrap().parse().unwrap();
+    let t0: jiff::Timestamp = at(0).parse().unwrap();
+    assert!(last.duration_since(t0).as_secs() >= 20 * 60, "{waits:?}");
+    // A horizon that is no duration is refused.
+    f.supervise(&["--give-up-after", "soon"]).assert_code(2);
+}
+
+#[test]
+fn an_overloaded_api_is_retried_with_the_backoff() {
+    let f = Fake::new();
+    // The hook's line to the supervisor names the overload (HTTP 529); Claude Code's failure
+    // hook records the dead turn.
+    let overloaded = "hook StopFailure \"$(p StopFailure ',\"error\":\"overloaded\",\"last_assistant_message\":\"API Error: 529 Overloaded\"')\"\n\
+        for log in .agentic/supervise/*.jsonl; do\n\
+          printf '{\"event\":\"failure\",\"client\":\"claude\",\"session\":\"%s\",\"error\":\"overloaded\"}\\n' \"$session\" >> \"$log\"\n\
+        done\n\
+        hook SessionEnd \"$(p SessionEnd ',\"reason\":\"other\"')\"\n\
+        exit 1\n";
+    f.attempt(1, overloaded);
+    f.attempt(2, "finish\n");
+    let run = f.supervise(&["--backoff", "10s"]);
+    run.assert_code(0);
+    let j = run.json();
+    assert_eq!(j["verdict"], "finished", "{j}");
+    assert_eq!(j["restarts_counted"], 1, "{j}");
+    assert_eq!(f.launches(), 2);
+    assert!(f.read("argv-2").contains("--resume\0S1\0"));
+    // Counted: with no relaunch allowed, the overload stops it.
+    let g = Fake::new();
+    g.attempt(1, overloaded);
+    g.attempt(2, "finish\n");
+    let run = g.supervise(&["--max-restarts", "0"]);
+    run.assert_code(1);
+    assert!(
+        run.json()["why"].as_str().unwrap().contains("overloaded"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(g.launches(), 1);
 }

@@ -450,8 +450,8 @@ impl Harness {
         run_with_timeout(cmd, timeout)
     }
 
-    /// The arguments that start a headless task: `claude … -p <task>` (the task last, as
-    /// supervise wants it), `codex exec <task>`, `gemini -p <task> …`.
+    /// The arguments that start a headless task: `claude … -p <task>`, `codex exec <task>`,
+    /// `gemini -p <task> …`.
     pub fn task_args(&self, prompt: &str) -> Vec<String> {
         match self.client {
             Client::Claude => vec![

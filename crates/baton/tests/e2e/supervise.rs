@@ -162,6 +162,19 @@ fn carried_through_rate_limits(client: Client, test: &str) {
             .all(|c| c.as_array().unwrap().iter().any(|w| w == resume_word)),
         "{relaunch:?}"
     );
+    // Each relaunch names the session that stopped, by its id (Gemini CLI too, never
+    // `latest`), so two supervisors in one project never resume each other's.
+    let first_session = events
+        .iter()
+        .find(|(e, v)| e == "supervise.attempt" && v["attempt"] == 1)
+        .map(|(_, v)| v["session"].clone())
+        .unwrap();
+    assert!(first_session.is_string(), "{first_session}");
+    for command in &relaunch {
+        let words = command.as_array().unwrap();
+        let at = words.iter().position(|w| w == resume_word).unwrap();
+        assert_eq!(words[at + 1], first_session, "{command}");
+    }
 }
 
 #[test]
