@@ -204,6 +204,11 @@ fn mark_of(fields: &Value) -> (MarkKind, String) {
                     "resumed, {} phase(s) confirmed",
                     shown(&fields["confirmed"])
                 ),
+                // The session the interrupt stopped went on by itself (docs/hooks.md).
+                (_, _, Some(mode)) if mode == "own-session" => format!(
+                    "resumed by its own session ({})",
+                    text(&fields["how"]).unwrap_or("prompt")
+                ),
                 (_, _, Some(how)) => format!("resume: {how}"),
                 (_, _, None) => "resume".to_string(),
             };
@@ -800,6 +805,15 @@ mod tests {
         assert_eq!(kind, MarkKind::GatePass);
         let (kind, label) = mark_of(&json!({"event": "resume", "verdict": "resume"}));
         assert_eq!((kind, label.as_str()), (MarkKind::Resume, "resume: resume"));
+        let (kind, label) =
+            mark_of(&json!({"event": "resume", "mode": "own-session", "how": "auto-continue"}));
+        assert_eq!(
+            (kind, label.as_str()),
+            (
+                MarkKind::Resume,
+                "resumed by its own session (auto-continue)"
+            )
+        );
     }
 
     #[test]
