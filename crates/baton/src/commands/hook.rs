@@ -19,7 +19,7 @@ use baton_core::hook::{
     HEARTBEAT_COALESCE_SECS, HOOK_STDIN_CAP, HookEvent, Interrupt, TRANSCRIPT_TAIL_BYTES,
     interrupt_for, parse_payload,
 };
-use baton_core::model::{LoopState, LoopStatus};
+use baton_core::model::{LoopState, LoopStatus, Pauses};
 use baton_core::reset::reset_time;
 use baton_core::time::{format_ts, parse_ts};
 use baton_ops::env::Ctx;
@@ -284,10 +284,20 @@ impl Session<'_> {
             return Ok(());
         }
         let owned = self.owned()?;
+        // Work the session paused (`baton pause` from a tool call) stays as the pause left it:
+        // a refresh would be a write after the pause, and the next session would no longer
+        // see it paused. The turn's stop, Gemini CLI's PreCompress and the session end all come
+        // after the pause in the same session.
+        let pauses = self.pauses();
+        let paused = |last: Option<Timestamp>| {
+            pauses
+                .as_ref()
+                .is_some_and(|p| p.covering(Some(&self.event.session_id), last).is_some())
+        };
         let mut first_error = None;
         for (key, state) in &owned.loops {
             let live = fresh_ts(state.liveness(now), now, HEARTBEAT_COALESCE_SECS);
-            if state.status != LoopStatus::Active || live {
+            if state.status != LoopStatus::Active || live || paused(state.liveness(now)) {
                 continue;
             }
             if let Some(ticket) = self.ticket_of(key, state)
@@ -308,7 +318,7 @@ impl Session<'_> {
                 .lease
                 .as_ref()
                 .and_then(|l| parse_ts(Some(&l.heartbeat_at)));
-            if fresh_ts(beat, now, quarter) {
+            if fresh_ts(beat, now, quarter) || paused(beat) {
                 continue;
             }
             if let Err(e) = run_heartbeat(self.ctx, &run.run_id, &Holder::default()) {
@@ -548,6 +558,17 @@ impl Session<'_> {
             self.files.write_record(&record)?;
         }
         self.sweep()
+    }
+
+    /// The pause marks (`baton pause`), when there are any and they can be read.
+    fn pauses(&self) -> Option<Pauses> {
+        match self.store.read_pause() {
+            Ok(found) => found.map(|v| v.state),
+            Err(e) => {
+                self.warn(e.to_string());
+                None
+            }
+        }
     }
 
     /// The loops and runs this session owns.

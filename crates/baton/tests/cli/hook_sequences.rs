@@ -57,10 +57,93 @@ fn hook(env: &TestEnv, client: &str, event: &str, payload: &[u8], now: &str) -> 
     hook_env(env, client, event, payload, now, &[])
 }
 
+/// The class the next session's `baton resume --json` gives the loop for `ticket`.
+fn class_of(env: &TestEnv, session: &str, minutes: i64, ticket: &str) -> String {
+    let out = env.baton(session, minutes, &["--json", "resume"]);
+    out.assert_code(0);
+    let all = out.json();
+    all["work"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["kind"] == "loop" && w["key"] == ticket)
+        .unwrap_or_else(|| panic!("no loop {ticket} in {all}"))["class"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no class for {ticket} in {all}"))
+        .to_string()
+}
+
 fn loop_state(env: &TestEnv, ticket: &str) -> Value {
     let out = env.run(None, &at(120), &["--json", "loop", "show", ticket]);
     out.assert_code(0);
     out.json()["state"].clone()
+}
+
+/// One client's names for the events of a turn and a session.
+struct Client {
+    name: &'static str,
+    dir: &'static str,
+    prompt: &'static str,
+    stop: &'static str,
+    /// Sent during the turn and after it, before every model call (Gemini CLI), if any.
+    precompress: Option<&'static str>,
+}
+
+const CLIENTS: [Client; 3] = [
+    Client {
+        name: "claude",
+        dir: "claude-code-2.1.332",
+        prompt: "UserPromptSubmit",
+        stop: "Stop",
+        precompress: None,
+    },
+    Client {
+        name: "codex",
+        dir: "codex-0.171.0",
+        prompt: "UserPromptSubmit",
+        stop: "Stop",
+        precompress: None,
+    },
+    Client {
+        name: "gemini",
+        dir: "gemini-0.61.0",
+        prompt: "BeforeAgent",
+        stop: "AfterAgent",
+        precompress: Some("PreCompress.1"),
+    },
+];
+
+/// `baton pause` from a tool call, then the hooks that end that turn and the session: the
+/// stop hook (with Gemini CLI's PreCompress around it) and the session end. The next session
+/// is told `pause`, not `crash` or `left`.
+#[test]
+fn a_pause_from_a_tool_call_survives_the_turns_stop_and_the_sessions_end() {
+    for c in &CLIENTS {
+        let env = TestEnv::new();
+        let session = format!("{}-session", c.name);
+        let p = |event: &str| payload(&format!("{}/{event}.json", c.dir), &session);
+        env.baton(&session, 0, &["loop", "init", "T-1"])
+            .assert_code(0);
+        hook(&env, c.name, "SessionStart", &p("SessionStart"), &at(1));
+        hook(&env, c.name, c.prompt, &p(c.prompt), &at(2));
+        if let Some(pre) = c.precompress {
+            hook(&env, c.name, "PreCompress", &p(pre), &at(2));
+        }
+        env.baton(&session, 3, &["pause", "--reason", "stopping for today"])
+            .assert_code(0);
+        if let Some(pre) = c.precompress {
+            hook(&env, c.name, "PreCompress", &p(pre), &at(4));
+        }
+        hook(&env, c.name, c.stop, &p(c.stop), &at(5));
+        hook(&env, c.name, "SessionEnd", &p("SessionEnd"), &at(6));
+        assert_eq!(
+            class_of(&env, "next-session", 30, "T-1"),
+            "pause",
+            "{}: {}",
+            c.name,
+            loop_state(&env, "T-1")
+        );
+    }
 }
 
 const RESET_AT_12_05: &str = "Claude AI usage limit reached|1772366700";
