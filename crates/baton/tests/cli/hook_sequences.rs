@@ -325,3 +325,72 @@ fn another_session_never_takes_the_loop_back() {
     assert_eq!(loop_state(&env, "T-1")["status"], "interrupted");
     assert_eq!(loop_state(&env, "T-1")["session_id"], "S");
 }
+
+fn feature_row(all: &Value) -> &Value {
+    all["work"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["kind"] == "feature")
+        .unwrap_or_else(|| panic!("no feature in {all}"))
+}
+
+/// Seed 004 work (the active feature, no ticket loop): a rate limit that ends the turn of the
+/// session on it is recorded on the feature, so the next session classes it `rate_limit` and
+/// `baton wait` waits for its reset.
+#[test]
+fn a_rate_limit_on_the_active_feature_is_recorded_and_waited_for() {
+    use crate::continuation_files::{POINTER, TASKS_PATH, feature_setup};
+    let env = TestEnv::new();
+    feature_setup(&env);
+    env.set_age(POINTER, 10);
+    env.set_age(TASKS_PATH, 10);
+    let p = |event: &str| payload(&format!("claude-code-2.1.332/{event}.json"), "S");
+    hook(&env, "claude", "SessionStart", &p("SessionStart"), &at(0));
+    hook(
+        &env,
+        "claude",
+        "UserPromptSubmit",
+        &p("UserPromptSubmit"),
+        &at(1),
+    );
+    let mut failure: Value = serde_json::from_slice(&p("StopFailure.after-429")).unwrap();
+    failure["last_assistant_message"] = RESET_AT_12_05.into();
+    hook(
+        &env,
+        "claude",
+        "StopFailure",
+        &serde_json::to_vec(&failure).unwrap(),
+        &at(3),
+    );
+    let all = env.baton("next", 4, &["--json", "resume"]).json();
+    let feature = feature_row(&all);
+    assert_eq!(feature["class"], "rate_limit", "{all}");
+    let md = all["packet_markdown"].as_str().unwrap();
+    assert!(md.contains("2026-03-01T12:05:00Z"), "{md}");
+    let wait = env.baton("next", 4, &["--json", "wait"]);
+    wait.assert_code(0);
+    let wait = wait.json();
+    assert_eq!(wait["verdict"], "wait", "{wait}");
+    assert_eq!(wait["until"], "2026-03-01T12:05:00Z", "{wait}");
+    let after = env.baton("next", 6, &["--json", "wait"]).json();
+    assert_eq!(after["verdict"], "ready", "{after}");
+    // The feature written since (the next session went on with it): no longer that interrupt.
+    env.set_age(TASKS_PATH, -7);
+    let all = env.baton("next", 8, &["--json", "resume"]).json();
+    assert_ne!(feature_row(&all)["class"], "rate_limit", "{all}");
+}
+
+/// A session that owns a loop of its own is not the one on the feature: its rate limit is the
+/// loop's, and the feature is left as it was.
+#[test]
+fn a_rate_limit_of_a_session_with_its_own_loop_is_not_the_features() {
+    use crate::continuation_files::{POINTER, TASKS_PATH, feature_setup};
+    let env = TestEnv::new();
+    feature_setup(&env);
+    env.set_age(POINTER, 10);
+    env.set_age(TASKS_PATH, 10);
+    rate_limited(&env, "S", &[]);
+    let all = env.baton("next", 4, &["--json", "resume"]).json();
+    assert_ne!(feature_row(&all)["class"], "rate_limit", "{all}");
+}
