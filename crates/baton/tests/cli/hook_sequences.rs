@@ -394,3 +394,76 @@ fn a_rate_limit_of_a_session_with_its_own_loop_is_not_the_features() {
     let all = env.baton("next", 4, &["--json", "resume"]).json();
     assert_ne!(feature_row(&all)["class"], "rate_limit", "{all}");
 }
+
+/// A headless session (`claude -p`, `codex exec`, `gemini -p`) returns after its turn with the
+/// loop mid-way: the turn closed, then the session ended. That is not an unexpected end, so
+/// nothing calls it a crash: the next session's `resume`, its packet, `status` and the
+/// timeline say the session ended between turns with the work unfinished (`left`), and the
+/// tree is clean.
+#[test]
+fn a_headless_session_that_ended_between_turns_is_not_a_crash() {
+    for c in &CLIENTS {
+        let env = TestEnv::new();
+        let session = format!("{}-headless", c.name);
+        let p = |event: &str| payload(&format!("{}/{event}.json", c.dir), &session);
+        env.baton(&session, 0, &["loop", "init", "T-1"])
+            .assert_code(0);
+        hook(&env, c.name, "SessionStart", &p("SessionStart"), &at(1));
+        hook(&env, c.name, c.prompt, &p(c.prompt), &at(2));
+        hook(&env, c.name, c.stop, &p(c.stop), &at(3));
+        hook(&env, c.name, "SessionEnd", &p("SessionEnd"), &at(3));
+        assert_eq!(
+            loop_state(&env, "T-1")["interrupt_reason"],
+            "session_expiry"
+        );
+
+        let all = env.baton("next", 30, &["--json", "resume"]);
+        all.assert_code(0);
+        let all = all.json();
+        assert_eq!(
+            class_of(&env, "next", 30, "T-1"),
+            "left",
+            "{}: {all}",
+            c.name
+        );
+        let md = all["packet_markdown"].as_str().unwrap();
+        assert!(
+            md.contains(
+                "the session ended between turns with the work unfinished; the tree is clean"
+            ),
+            "{}: {md}",
+            c.name
+        );
+        assert!(!md.contains("crash"), "{}: {md}", c.name);
+        let text = env.baton("next", 30, &["resume"]);
+        assert!(
+            !text.stdout.contains("crash"),
+            "{}: {}",
+            c.name,
+            text.stdout
+        );
+        let status = env.baton("next", 30, &["status"]);
+        status.assert_code(0);
+        assert!(
+            status.stdout.contains("left"),
+            "{}: {}",
+            c.name,
+            status.stdout
+        );
+        assert!(
+            !status.stdout.contains("crash"),
+            "{}: {}",
+            c.name,
+            status.stdout
+        );
+        let page = env.baton("next", 30, &["status", "--html", "--out", "timeline.html"]);
+        page.assert_code(0);
+        let html = std::fs::read_to_string(env.repo.join("timeline.html")).unwrap();
+        assert!(
+            html.contains("left: the session ended between turns"),
+            "{}: the timeline's interrupt",
+            c.name
+        );
+        assert!(!html.contains("crash: session_expiry"), "{}", c.name);
+    }
+}
