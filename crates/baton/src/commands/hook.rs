@@ -452,6 +452,7 @@ impl Session<'_> {
         let same_process = self.same_process();
         let how = baton_core::hook::how_continued(self.event.prompt.as_deref());
         let mut waiting = Vec::new();
+        let mut taken = Vec::new();
         let mut lines = Vec::new();
         for t in &tickets {
             let arg = baton_core::text::shell_quote(&baton_core::text::esc(t));
@@ -468,7 +469,7 @@ impl Session<'_> {
                 None
             };
             match outcome {
-                Some(TakeBack::Taken { .. }) => {}
+                Some(TakeBack::Taken { .. }) => taken.push(t.clone()),
                 Some(TakeBack::NotYet { until }) => {
                     waiting.push(t.clone());
                     lines.push(format!(
@@ -484,6 +485,9 @@ impl Session<'_> {
                     "- {shown}: `baton resume {arg}`, then `baton resume accept {arg}`"
                 )),
             }
+        }
+        if !taken.is_empty() {
+            self.tell_supervisor("continued", json!({ "how": how, "tickets": taken }));
         }
         if !waiting.is_empty()
             && let Err(e) = self.files.note_interrupted(&waiting)
