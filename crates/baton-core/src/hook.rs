@@ -22,6 +22,8 @@ pub struct HookEvent {
     pub session_id: String,
     pub transcript_path: Option<String>,
     pub cwd: Option<String>,
+    /// A prompt hook's prompt, when the payload carries one.
+    pub prompt: Option<String>,
     pub action: Action,
 }
 
@@ -107,8 +109,27 @@ pub fn parse_payload(client: Client, expected: &str, bytes: &[u8]) -> Result<Hoo
         session_id,
         transcript_path: text("transcript_path"),
         cwd: text("cwd"),
+        prompt: text("prompt"),
         action,
     })
+}
+
+/// The prompts with which Claude Code continues a session by itself once a claude.ai usage
+/// limit has reset (`autoContinueAtUsageLimit`, on by default since 2.1.234), as its bundle
+/// (2.1.332) writes them. The server may serve another text; the turn is then still this
+/// session's, only recorded as an ordinary prompt.
+pub const AUTO_CONTINUE_PROMPTS: [&str; 2] = [
+    "Your claude.ai usage limit has reset. Continue the task you were working on",
+    "Your claude.ai usage is available again before the usage-limit reset. Continue the task",
+];
+
+/// How a session went on after a failure, for the journal: `auto-continue` when the prompt is
+/// the client's own continuation, else `prompt` (a person typed again in the same session).
+pub fn how_continued(prompt: Option<&str>) -> &'static str {
+    match prompt {
+        Some(p) if AUTO_CONTINUE_PROMPTS.iter().any(|a| p.starts_with(a)) => "auto-continue",
+        _ => "prompt",
+    }
 }
 
 /// The per-turn hook refreshes the liveness of what a session owns at most once in this many

@@ -48,6 +48,8 @@ rules! {
     ContinueCrashDirty => "continue.crash-dirty": "a crash left uncommitted changes in the tree",
     ContinueFeatureDirty => "continue.feature-dirty": "the active feature's directory holds uncommitted changes",
     ContinueLeft => "continue.left": "a delegate returned and nothing processed its result",
+    ContinueLeftDirty => "continue.left-dirty": "a session that ended between turns left uncommitted changes in the tree",
+    ContinueLeftEnded => "continue.left-ended": "the session ended between turns with the work unfinished",
     ContinuePause => "continue.pause": "the work was paused on purpose",
     ContinuePauseUnclean => "continue.pause-unclean": "a pause left uncommitted changes: it was not at a clean checkpoint",
     ContinueRateLimit => "continue.rate-limit": "the work stopped at a rate limit",

@@ -129,14 +129,15 @@ pub struct Timeline {
 /// width.
 const IDLE: i64 = 30 * 60;
 
-/// The interrupt class a recorded reason belongs to (`baton status`'s CLASS column):
-/// `session_expiry`, `unknown` and anything else nobody explained count as a crash.
+/// The interrupt class a recorded reason belongs to (the timeline's interrupt marks): a session
+/// that ended between turns (`session_expiry`) left the work, it did not crash; `unknown` and
+/// anything else nobody explained count as a crash.
 pub fn class_of_reason(reason: &str) -> &'static str {
     match reason {
         "rate_limit" => "rate_limit",
         "pause" => "pause",
         "timeout" => "timeout",
-        "left" => "left",
+        "left" | "session_expiry" => "left",
         _ => "crash",
     }
 }
@@ -176,6 +177,8 @@ fn mark_of(fields: &Value) -> (MarkKind, String) {
             let class = class_of_reason(reason);
             let label = if class == reason {
                 class.to_string()
+            } else if reason == "session_expiry" {
+                format!("{class}: the session ended between turns")
             } else {
                 format!("{class}: {reason}")
             };
@@ -203,6 +206,11 @@ fn mark_of(fields: &Value) -> (MarkKind, String) {
                 (None, "resumed", _) => format!(
                     "resumed, {} phase(s) confirmed",
                     shown(&fields["confirmed"])
+                ),
+                // The session the interrupt stopped went on by itself (docs/hooks.md).
+                (_, _, Some(mode)) if mode == "own-session" => format!(
+                    "resumed by its own session ({})",
+                    text(&fields["how"]).unwrap_or("prompt")
                 ),
                 (_, _, Some(how)) => format!("resume: {how}"),
                 (_, _, None) => "resume".to_string(),
@@ -792,7 +800,7 @@ mod tests {
         let (kind, label) = mark_of(&json!({"event": "interrupt", "reason": "session_expiry"}));
         assert_eq!(
             (kind, label.as_str()),
-            (MarkKind::Interrupt, "crash: session_expiry")
+            (MarkKind::Interrupt, "left: the session ended between turns")
         );
         let (kind, label) = mark_of(&json!({"event": "gate", "gate": "lint", "pass": false}));
         assert_eq!((kind, label.as_str()), (MarkKind::GateFail, "lint FAIL"));
@@ -800,6 +808,15 @@ mod tests {
         assert_eq!(kind, MarkKind::GatePass);
         let (kind, label) = mark_of(&json!({"event": "resume", "verdict": "resume"}));
         assert_eq!((kind, label.as_str()), (MarkKind::Resume, "resume: resume"));
+        let (kind, label) =
+            mark_of(&json!({"event": "resume", "mode": "own-session", "how": "auto-continue"}));
+        assert_eq!(
+            (kind, label.as_str()),
+            (
+                MarkKind::Resume,
+                "resumed by its own session (auto-continue)"
+            )
+        );
     }
 
     #[test]

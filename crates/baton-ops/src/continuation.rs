@@ -75,6 +75,44 @@ pub fn pause(ctx: &Ctx, reason: Option<String>) -> Result<Paused, CommandError> 
     })
 }
 
+/// Records that a rate limit ended the turn of the session `ctx.session` while it worked on
+/// the active feature, with its reset when known (`resume_after`), in baton's pause record
+/// beside the pauses: the feature's own files have no place for it. Nothing is written when
+/// there is no active feature (no pointer, or a finished one). Returns whether it wrote.
+pub fn record_feature_interrupt(
+    ctx: &Ctx,
+    store: &dyn baton_store::StateStore,
+    reason: baton_core::model::InterruptReason,
+    resume_after: Option<jiff::Timestamp>,
+) -> Result<bool, CommandError> {
+    let layout = store.layout();
+    let Some(pointer) = baton_store::feature::read_pointer(layout)? else {
+        return Ok(false);
+    };
+    if pointer.is_terminal() {
+        return Ok(false);
+    }
+    let _guard = store.lock(LockScope::Feature)?;
+    let old = store.read_pause()?;
+    let mut pauses = match &old {
+        Some(old) => {
+            old.writable()?;
+            old.state.clone()
+        }
+        None => Pauses::default(),
+    };
+    pauses.feature_interrupt = Some(baton_core::model::FeatureInterrupt {
+        feature: pointer.id().map(str::to_string),
+        session_id: ctx.session.clone(),
+        interrupted_at: format_ts(ctx.now),
+        reason: reason.as_str().to_string(),
+        resume_after: resume_after.map(format_ts),
+        extra: Default::default(),
+    });
+    store.write_pause(&pauses, &Expect::read(old.as_ref()))?;
+    Ok(true)
+}
+
 /// Removes this session's pause mark (the record itself with the last mark).
 pub fn clear_pause(ctx: &Ctx) -> Result<Cleared, CommandError> {
     let store = ctx.store()?;
@@ -88,7 +126,7 @@ pub fn clear_pause(ctx: &Ctx) -> Result<Cleared, CommandError> {
     loaded.writable()?;
     let mut pauses = loaded.state.clone();
     let had = pauses.clear(ctx.session());
-    if pauses.marks.is_empty() {
+    if pauses.is_empty() {
         store.remove(&RecordKey::Pause, &loaded.expect())?;
     } else if had {
         store.write_pause(&pauses, &loaded.expect())?;

@@ -95,11 +95,29 @@ pub struct Interrupted {
     pub tickets: Vec<String>,
     pub runs: Vec<String>,
     pub refused: Vec<(String, baton_core::Decision)>,
+    /// The rate limit was recorded on the active feature (the session's work was the feature).
+    pub feature: bool,
+}
+
+/// Whether the session whose work is `owned` works on the active feature rather than on work
+/// of its own: seed 004 sessions own nothing (no ticket loop, no run lease), and the feature
+/// pointer records no owner, so a session with no active loop and no lease is the one on the
+/// feature (the survey says the same: live work of a known session means someone is on it, and
+/// only that session).
+pub fn works_on_the_feature(owned: &Owned) -> bool {
+    owned.runs.is_empty()
+        && owned
+            .loops
+            .iter()
+            .all(|(_, s)| s.status != LoopStatus::Active)
 }
 
 /// Interrupts every active loop in `owned` and every run lease it holds, for `reason` (a rate
-/// limit with its reset time when known), as the owner session `ctx.session`. Returns what was
-/// interrupted, and the first error met on the way (the others are still tried).
+/// limit with its reset time when known), as the owner session `ctx.session`. A rate limit of a
+/// session whose work is the active feature (`works_on_the_feature`) is recorded on the feature
+/// (`continuation::record_feature_interrupt`), so the next session classes it `rate_limit` and
+/// `baton wait` waits for its reset. Returns what was interrupted, and the first error met on
+/// the way (the others are still tried).
 pub fn interrupt_owned(
     ctx: &Ctx,
     owned: &Owned,
@@ -129,6 +147,20 @@ pub fn interrupt_owned(
         match interrupt_lease(ctx, &run.run_id, &Holder::default(), reason, evidence) {
             Ok(LeaseInterrupt::Interrupted { id, .. }) => done.runs.push(id.to_string()),
             Ok(LeaseInterrupt::NotHeld { .. }) => {}
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    if reason == InterruptReason::RateLimit
+        && ctx.session().is_some()
+        && works_on_the_feature(owned)
+    {
+        let recorded = ctx.store().and_then(|store| {
+            crate::continuation::record_feature_interrupt(ctx, &*store, reason, resume_after)
+        });
+        match recorded {
+            Ok(written) => done.feature = written,
             Err(e) => {
                 first_error.get_or_insert(e);
             }

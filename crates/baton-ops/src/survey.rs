@@ -872,8 +872,15 @@ impl Scan<'_> {
         let known = self.changes.is_some();
         let dirty = !work_paths.is_empty();
         let paused = self.paused(None, last_write);
+        // A rate limit that ended the turn of the session on the feature, when nothing of the
+        // feature was written since (`continuation::record_feature_interrupt`).
+        let interrupted = self
+            .pause
+            .and_then(|pauses| pauses.feature_interrupt_of(p.and_then(|p| p.id()), last_write));
         let c = classify(
             &Signals {
+                interrupt_reason: interrupted.map(|i| i.reason.as_str()),
+                resume_after: interrupted.and_then(|i| i.resume_after()),
                 pause_mark: paused.0,
                 pause_reason: paused.1,
                 tree_clean: known.then_some(!dirty),

@@ -223,6 +223,17 @@ pub fn read_feature_locked(
     read_facts(layout, changes, Some(lock), warnings)
 }
 
+/// The feature pointer alone, parsed; `None` when there is none, or it cannot be read or
+/// parsed (a degraded pointer is for `read_feature` to report, not for a hook to act on).
+pub fn read_pointer(layout: &Layout) -> Result<Option<FeaturePointer>, StoreError> {
+    Ok(
+        match read_in_root(&layout.root, Path::new(POINTER_PATH), POINTER_CAP) {
+            Found::Bytes(bytes) => FeaturePointer::parse(&bytes).ok(),
+            Found::Missing | Found::Refused(_) => None,
+        },
+    )
+}
+
 fn read_facts(
     layout: &Layout,
     changes: &Changes,

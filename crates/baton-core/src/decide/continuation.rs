@@ -21,7 +21,8 @@ pub enum Class {
     Timeout,
     /// No clean end and nobody on it: the state is unknown. Re-run the gates first.
     Crash,
-    /// A delegate returned and nobody processed what it returned: recontextualize.
+    /// A delegate returned and nobody processed what it returned, or the session ended between
+    /// turns with the work unfinished: recontextualize.
     Left,
     /// An API limit ended the turn: wait for the reset, then resume.
     RateLimit,
@@ -177,6 +178,37 @@ pub fn classify(s: &Signals, now: Timestamp) -> Classified {
             waiting: false,
         };
     }
+    // A session that ended between turns (its last turn closed, then the session ended: a
+    // headless `claude -p` returning, a person quitting) did not end unexpectedly, so it is no
+    // crash: it returned with the work unfinished and nobody took the work up, the seed's
+    // `left`. Uncommitted changes it left are said beside it, to look at first.
+    if s.interrupt_reason.and_then(InterruptReason::parse) == Some(InterruptReason::SessionExpiry) {
+        let mut reasons = vec![Reason::new(
+            crate::Rule::ContinueLeftEnded,
+            match s.tree_clean {
+                Some(true) => {
+                    "the session ended between turns with the work unfinished; the tree is clean"
+                }
+                _ => "the session ended between turns with the work unfinished",
+            },
+        )];
+        let mut next = format!(
+            "recontextualize: read where the session stopped (its last checkpoint and history), then go on from {from}"
+        );
+        if s.tree_clean == Some(false) {
+            reasons.push(Reason::new(
+                crate::Rule::ContinueLeftDirty,
+                "the tree has uncommitted changes the session left",
+            ));
+            next = format!("look at the uncommitted changes (`git status`) first, then {next}");
+        }
+        return Classified {
+            class: Class::Left,
+            reasons,
+            next,
+            waiting: false,
+        };
+    }
     let mut reasons = vec![match s.interrupt_reason {
         Some(reason) => Reason::new(
             crate::Rule::ContinueCrash,
@@ -241,8 +273,12 @@ mod tests {
                 base(), Class::Crash, &["continue.crash"], false),
             ("no clean end, dirty tree",
                 Signals { tree_clean: Some(false), checkpointed: false, ..base() }, Class::Crash, &["continue.crash", "continue.crash-dirty"], false),
-            ("session ended without a clean end",
-                Signals { interrupt_reason: Some("session_expiry"), ..base() }, Class::Crash, &["continue.crash"], false),
+            ("session ended between turns, clean tree",
+                Signals { interrupt_reason: Some("session_expiry"), ..base() }, Class::Left, &["continue.left-ended"], false),
+            ("session ended between turns, dirty tree",
+                Signals { interrupt_reason: Some("session_expiry"), tree_clean: Some(false), ..base() }, Class::Left, &["continue.left-ended", "continue.left-dirty"], false),
+            ("a turn that died",
+                Signals { interrupt_reason: Some("unknown"), ..base() }, Class::Crash, &["continue.crash"], false),
             ("review needed",
                 Signals { review_needed: true, ..base() }, Class::Timeout, &["continue.timeout-review-needed"], false),
             ("partial result",

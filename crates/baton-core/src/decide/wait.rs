@@ -85,10 +85,18 @@ pub fn decide_wait(
 /// - `degraded`, `blocked`, `confirm`, anything degraded, and a `timeout` (a delegate hit its
 ///   cap: escalate or re-delegate, never a plain re-run) are [`Wait::HumanFirst`].
 /// - Anything else (`offer`, `resume`, `derive`, and a run's `replan`, `critic` or `ratify`)
-///   is interrupted and resumable: [`Wait::Ready`]. So is a rate limit, since none of these
-///   records when its limit resets: a rate limit whose reset time is unknown is ready, as it
-///   is for a loop.
-pub fn survey_wait(verdict: &str, class: Option<Class>, degraded: bool) -> Wait {
+///   is interrupted and resumable: [`Wait::Ready`], except a rate limit whose reset
+///   (`resets`, recorded for the active feature) is still ahead: [`Wait::Until`] it, or
+///   [`Wait::HumanFirst`] past `deadline`. A rate limit whose reset time is unknown is ready, as
+///   it is for a loop.
+pub fn survey_wait(
+    verdict: &str,
+    class: Option<Class>,
+    degraded: bool,
+    resets: Option<Timestamp>,
+    now: Timestamp,
+    deadline: Option<Timestamp>,
+) -> Wait {
     let first = verdict.split_whitespace().next().unwrap_or("");
     match first {
         "none" => Wait::Nothing,
@@ -96,7 +104,11 @@ pub fn survey_wait(verdict: &str, class: Option<Class>, degraded: bool) -> Wait 
         "live" => Wait::TakenOver,
         "degraded" | "blocked" | "confirm" => Wait::HumanFirst,
         _ if degraded || class == Some(Class::Timeout) => Wait::HumanFirst,
-        _ => Wait::Ready,
+        _ => match resets.filter(|t| class == Some(Class::RateLimit) && *t > now) {
+            Some(t) if deadline.is_some_and(|d| t > d) => Wait::HumanFirst,
+            Some(t) => Wait::Until(t),
+            None => Wait::Ready,
+        },
     }
 }
 
@@ -251,12 +263,28 @@ mod tests {
             ("ratify", Some(Crash), false, Wait::Ready),
             ("replan", Some(Crash), false, Wait::Ready),
         ];
+        let now: Timestamp = "2026-03-01T12:00:00Z".parse().unwrap();
         for (verdict, class, degraded, want) in rows {
             assert_eq!(
-                survey_wait(verdict, class, degraded),
+                survey_wait(verdict, class, degraded, None, now, None),
                 want,
                 "{verdict} {class:?} {degraded}"
             );
         }
+        // The feature's rate limit with its recorded reset: wait until it, within the deadline.
+        let later: Timestamp = "2026-03-01T13:00:00Z".parse().unwrap();
+        let earlier: Timestamp = "2026-03-01T11:00:00Z".parse().unwrap();
+        let soon: Timestamp = "2026-03-01T12:30:00Z".parse().unwrap();
+        let limited =
+            |resets, deadline| survey_wait("resume", Some(RateLimit), false, resets, now, deadline);
+        assert_eq!(limited(Some(later), None), Wait::Until(later));
+        assert_eq!(limited(Some(earlier), None), Wait::Ready);
+        assert_eq!(limited(None, None), Wait::Ready);
+        assert_eq!(limited(Some(later), Some(soon)), Wait::HumanFirst);
+        assert_eq!(
+            survey_wait("resume", Some(Crash), false, Some(later), now, None),
+            Wait::Ready,
+            "a reset means nothing to another class"
+        );
     }
 }

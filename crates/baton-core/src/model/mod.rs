@@ -14,7 +14,7 @@ pub use interrupt::InterruptReason;
 pub use loop_state::{
     DiscardedWork, LoopProgress, LoopState, LoopStatus, OPEN_FINDING, Phase, PromotionTier,
 };
-pub use pause::{PauseMark, Pauses};
+pub use pause::{FeatureInterrupt, PauseMark, Pauses};
 pub use run_state::{
     AlignmentRecord, Completion, Lease, PlanRecord, RunPolicy, RunState, RunStatus, SectionRecord,
     StepRecord,

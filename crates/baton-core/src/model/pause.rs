@@ -8,12 +8,19 @@ use crate::time::parse_ts;
 /// `.agentic/pause.json`: the explicit pauses (`baton pause`), one per session, so one
 /// session's pause never replaces another's. Work a pausing session owned and last wrote
 /// before its pause is classified `pause`, not `crash`, by the next session.
+///
+/// It also keeps the interrupt of the active feature's work (`feature_interrupt`): the
+/// continuation protocol's own files (the feature pointer, `TASKS.md`) have no place for how
+/// or when the work stopped, so baton keeps it here, beside the pauses, under the same lock.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Pauses {
     #[serde(default = "super::schema_v1")]
     pub schema_version: u32,
     #[serde(default)]
     pub marks: Vec<PauseMark>,
+    /// The rate limit that stopped the session working on the active feature, the latest one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feature_interrupt: Option<FeatureInterrupt>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -23,6 +30,7 @@ impl Default for Pauses {
         Pauses {
             schema_version: super::SCHEMA_VERSION,
             marks: Vec::new(),
+            feature_interrupt: None,
             extra: Map::new(),
         }
     }
@@ -45,6 +53,23 @@ impl Pauses {
     pub fn set(&mut self, mark: PauseMark) {
         self.marks.retain(|m| m.session_id != mark.session_id);
         self.marks.push(mark);
+    }
+
+    /// Whether the record holds nothing: no mark and no feature interrupt.
+    pub fn is_empty(&self) -> bool {
+        self.marks.is_empty() && self.feature_interrupt.is_none()
+    }
+
+    /// The feature interrupt that covers the feature `id` last written at `last_write`:
+    /// recorded for that feature (or for none named), and no write of the feature since.
+    pub fn feature_interrupt_of(
+        &self,
+        id: Option<&str>,
+        last_write: Option<Timestamp>,
+    ) -> Option<&FeatureInterrupt> {
+        self.feature_interrupt
+            .as_ref()
+            .filter(|i| i.covers(id, last_write))
     }
 
     /// Removes `session`'s mark; whether there was one.
@@ -88,6 +113,47 @@ impl PauseMark {
     }
 }
 
+/// How the active feature's work stopped when no explicit pause says so: an API rate limit
+/// ended the turn of the session working on it (seed 004 work, no ticket loop of its own).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FeatureInterrupt {
+    /// The feature's id (the pointer's `id`) when it has one.
+    #[serde(default)]
+    pub feature: Option<String>,
+    /// The session whose turn the limit ended.
+    #[serde(default)]
+    pub session_id: Option<String>,
+    pub interrupted_at: String,
+    /// `rate_limit`, the loop-state files' value.
+    pub reason: String,
+    /// When the limit resets, when the evidence said.
+    #[serde(default)]
+    pub resume_after: Option<String>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl FeatureInterrupt {
+    /// Whether it is the interrupt of the feature `id`, last written at `last_write`: the same
+    /// feature, and nothing of it written after the interrupt (whole seconds, as with a pause).
+    /// A write of the feature since means someone went on with it; a feature with no known last
+    /// write is covered (the interrupt is the last word on it).
+    pub fn covers(&self, id: Option<&str>, last_write: Option<Timestamp>) -> bool {
+        let Some(at) = parse_ts(Some(&self.interrupted_at)) else {
+            return false;
+        };
+        let same = match (self.feature.as_deref(), id) {
+            (Some(mine), Some(id)) => mine == id,
+            _ => true,
+        };
+        same && last_write.is_none_or(|t| t.as_second() <= at.as_second())
+    }
+
+    pub fn resume_after(&self) -> Option<Timestamp> {
+        parse_ts(self.resume_after.as_deref())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,5 +177,24 @@ mod tests {
             ..mark
         };
         assert!(everyone.covers(Some("B"), before));
+    }
+
+    #[test]
+    fn a_feature_interrupt_covers_its_feature_until_it_is_written_again() {
+        let i = FeatureInterrupt {
+            feature: Some("F-1".into()),
+            session_id: Some("A".into()),
+            interrupted_at: "2026-03-01T12:00:00Z".into(),
+            reason: "rate_limit".into(),
+            resume_after: Some("2026-03-01T13:00:00Z".into()),
+            extra: Map::new(),
+        };
+        let before = parse_ts(Some("2026-03-01T11:59:00Z"));
+        let after = parse_ts(Some("2026-03-01T12:01:00Z"));
+        assert!(i.covers(Some("F-1"), before));
+        assert!(i.covers(None, before), "a pointer with no id");
+        assert!(i.covers(Some("F-1"), None), "no known write");
+        assert!(!i.covers(Some("F-2"), before), "another feature");
+        assert!(!i.covers(Some("F-1"), after), "written since");
     }
 }

@@ -33,7 +33,9 @@ use baton_store::{
 };
 
 mod resume_accept;
+mod take_back;
 pub use resume_accept::{Accept, Acceptance, Accepted, ArtifactKind, Governing, SetAside, accept};
+pub use take_back::{TakeBack, may_take_back, take_back};
 
 /// The ownership options of every loop write.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

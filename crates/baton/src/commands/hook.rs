@@ -19,14 +19,14 @@ use baton_core::hook::{
     HEARTBEAT_COALESCE_SECS, HOOK_STDIN_CAP, HookEvent, Interrupt, TRANSCRIPT_TAIL_BYTES,
     interrupt_for, parse_payload,
 };
-use baton_core::model::{LoopState, LoopStatus};
+use baton_core::model::{LoopState, LoopStatus, Pauses};
 use baton_core::reset::reset_time;
 use baton_core::time::{format_ts, parse_ts};
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 use baton_ops::owned::{Checkpointed, Owned, checkpoint, interrupt_owned, owned, ticket_of};
 use baton_ops::single_run::{Holder, heartbeat as run_heartbeat};
-use baton_ops::ticket_loop::{Ownership, heartbeat as loop_heartbeat};
+use baton_ops::ticket_loop::{Ownership, TakeBack, heartbeat as loop_heartbeat, take_back};
 use baton_store::layout::LayoutError;
 use baton_store::sessions::{SessionFiles, SessionRecord, read_tail, recent_reports};
 use baton_store::{Layout, StateStore, process};
@@ -169,7 +169,7 @@ impl Session<'_> {
             Action::SessionStart { .. } => return self.start(),
             Action::TurnOpen => {
                 self.files.open_turn(&format_ts(self.ctx.now))?;
-                return Ok(self.interrupted_note());
+                return Ok(self.after_failure());
             }
             Action::TurnEnd => {
                 self.files.close_turn()?;
@@ -288,10 +288,20 @@ impl Session<'_> {
             return Ok(());
         }
         let owned = self.owned()?;
+        // Work the session paused (`baton pause` from a tool call) stays as the pause left it:
+        // a refresh would be a write after the pause, and the next session would no longer
+        // see it paused. The turn's stop, Gemini CLI's PreCompress and the session end all come
+        // after the pause in the same session.
+        let pauses = self.pauses();
+        let paused = |last: Option<Timestamp>| {
+            pauses
+                .as_ref()
+                .is_some_and(|p| p.covering(Some(&self.event.session_id), last).is_some())
+        };
         let mut first_error = None;
         for (key, state) in &owned.loops {
             let live = fresh_ts(state.liveness(now), now, HEARTBEAT_COALESCE_SECS);
-            if state.status != LoopStatus::Active || live {
+            if state.status != LoopStatus::Active || live || paused(state.liveness(now)) {
                 continue;
             }
             if let Some(ticket) = self.ticket_of(key, state)
@@ -312,7 +322,7 @@ impl Session<'_> {
                 .lease
                 .as_ref()
                 .and_then(|l| parse_ts(Some(&l.heartbeat_at)));
-            if fresh_ts(beat, now, quarter) {
+            if fresh_ts(beat, now, quarter) || paused(beat) {
                 continue;
             }
             if let Err(e) = run_heartbeat(self.ctx, &run.run_id, &Holder::default()) {
@@ -431,29 +441,86 @@ impl Session<'_> {
             })
     }
 
-    /// A session that goes on after its own failure hook interrupted its work (Claude Code
-    /// after a rate limit, when the person types again) is told at its next prompt how to take
-    /// the work back: its writes are refused until it does. Said once.
-    fn interrupted_note(&self) -> Option<String> {
+    /// A session that goes on after its own failure hook interrupted its work (Claude Code's
+    /// auto-continue once a usage limit resets, or the person typing again) takes back, as
+    /// itself, each loop that failure interrupted, once the loop's recorded reset has passed and
+    /// when the prompt comes from the same client process that started the session. What it
+    /// cannot take back yet is named in one note with how to take it back (writes to
+    /// interrupted work are refused until then); a loop still waiting for its reset is kept for
+    /// the next prompt.
+    fn after_failure(&self) -> Option<String> {
         let tickets = self.files.take_interrupted();
         if tickets.is_empty() {
             return None;
         }
-        let lines: Vec<String> = tickets
-            .iter()
-            .map(|t| {
-                let arg = baton_core::text::shell_quote(&baton_core::text::esc(t));
-                format!(
-                    "- {}: `baton resume {arg}`, then `baton resume accept {arg}`",
-                    baton_core::text::esc(t)
-                )
-            })
-            .collect();
+        let same_process = self.same_process();
+        let how = baton_core::hook::how_continued(self.event.prompt.as_deref());
+        let mut waiting = Vec::new();
+        let mut taken = Vec::new();
+        let mut lines = Vec::new();
+        for t in &tickets {
+            let arg = baton_core::text::shell_quote(&baton_core::text::esc(t));
+            let shown = baton_core::text::esc(t);
+            let outcome = if same_process {
+                match take_back(self.ctx, std::ffi::OsStr::new(t), how) {
+                    Ok(outcome) => Some(outcome),
+                    Err(e) => {
+                        self.warn(e.message);
+                        None
+                    }
+                }
+            } else {
+                None
+            };
+            match outcome {
+                Some(TakeBack::Taken { .. }) => taken.push(t.clone()),
+                Some(TakeBack::NotYet { until }) => {
+                    waiting.push(t.clone());
+                    lines.push(format!(
+                        "- {shown}: its rate limit resets at {}; it goes on as this session's own at the first prompt after that (or `baton resume accept {arg}` then)",
+                        format_ts(until)
+                    ));
+                }
+                Some(TakeBack::NotOwn { why }) => lines.push(format!(
+                    "- {shown}: not this session's to take back ({}); `baton resume {arg}` says who has it",
+                    baton_core::text::esc(&why)
+                )),
+                None => lines.push(format!(
+                    "- {shown}: `baton resume {arg}`, then `baton resume accept {arg}`"
+                )),
+            }
+        }
+        if !taken.is_empty() {
+            self.tell_supervisor("continued", json!({ "how": how, "tickets": taken }));
+        }
+        if !waiting.is_empty()
+            && let Err(e) = self.files.note_interrupted(&waiting)
+        {
+            self.warn(e.to_string());
+        }
+        if lines.is_empty() {
+            return None;
+        }
         let note = format!(
             "baton: an API error ended this session's last turn, and baton marked its work interrupted. Before writing to it again, take it back (writes to interrupted work are refused):\n{}",
             lines.join("\n")
         );
         Some(self.def().turn_context(&self.event.event, &note))
+    }
+
+    /// Whether this hook runs in the client process that started the session, as the session
+    /// start recorded it. With no process recorded (the client names none and none was found
+    /// among the hook's ancestors) the session id alone decides: the failure's note is the
+    /// session's own, and it goes with the session's end.
+    fn same_process(&self) -> bool {
+        let recorded = self
+            .files
+            .read_record()
+            .and_then(|r| Some((r.client_pid?, r.client_pid_start?)));
+        match recorded {
+            Some(recorded) => self.client_process() == Some(recorded),
+            None => true,
+        }
     }
 
     fn interrupt_owned(
@@ -499,6 +566,17 @@ impl Session<'_> {
             self.files.write_record(&record)?;
         }
         self.sweep()
+    }
+
+    /// The pause marks (`baton pause`), when there are any and they can be read.
+    fn pauses(&self) -> Option<Pauses> {
+        match self.store.read_pause() {
+            Ok(found) => found.map(|v| v.state),
+            Err(e) => {
+                self.warn(e.to_string());
+                None
+            }
+        }
     }
 
     /// The loops and runs this session owns.

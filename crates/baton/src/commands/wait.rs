@@ -239,7 +239,8 @@ impl All {
 /// `baton wait <TICKET>` gives it (its resume verdict, mode and `resume_after`), anything else
 /// by its row in the survey ([`survey_wait`]: finished is nothing, this session's is ready,
 /// another live session's is taken over, degraded or a delegate's timeout is for a person,
-/// anything interrupted and resumable is ready).
+/// the feature's rate limit waits for its recorded reset, anything else interrupted and
+/// resumable is ready).
 fn every_piece(ctx: &Ctx, deadline: Option<Timestamp>) -> Result<All, CommandError> {
     let s = survey(ctx)?;
     let mut pieces = Vec::with_capacity(s.work.len());
@@ -249,13 +250,21 @@ fn every_piece(ctx: &Ctx, deadline: Option<Timestamp>) -> Result<All, CommandErr
         } else {
             // The packet ranks a person's decision or a degraded state first: urgency 0.
             let degraded = w.item.as_ref().is_some_and(|i| i.urgency == 0);
-            let wait = survey_wait(&w.verdict, w.class, degraded);
+            // The feature's rate limit keeps its reset beside the pauses; nothing else that is
+            // not a loop records one.
+            let resets = (w.kind == baton_core::packet::WorkKind::Feature)
+                .then(|| s.pause.as_ref()?.feature_interrupt.as_ref()?.resume_after())
+                .flatten();
+            let wait = survey_wait(&w.verdict, w.class, degraded, resets, ctx.now, deadline);
             Piece {
                 kind: w.kind,
                 key: w.key.clone(),
                 resume: w.verdict.clone(),
                 wait,
-                resets: None,
+                resets: match wait {
+                    Wait::Until(t) => Some(t),
+                    _ => None,
+                },
                 next: w
                     .item
                     .as_ref()

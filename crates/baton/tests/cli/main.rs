@@ -10,6 +10,7 @@ mod crash;
 mod dinostack;
 mod faults;
 mod finish;
+mod hook_sequences;
 mod hooks;
 mod hostile;
 mod hostile_output;
