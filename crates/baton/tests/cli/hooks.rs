@@ -938,6 +938,26 @@ fn signal_claude_overloaded_529_is_an_unknown_interrupt_with_no_reset() {
     );
     assert_eq!(reason, "unknown");
     assert!(after.is_null());
+    // A run lease's journal keeps the evidence: the API was overloaded.
+    let env = TestEnv::new();
+    env.write("plan.md", "# plan\n");
+    env.git(&["add", "plan.md"]);
+    env.git(&["commit", "--quiet", "-m", "plan"]);
+    let failure = fixture("claude-code-2.1.332/StopFailure.overloaded-529.json");
+    let session = session_of(&failure);
+    let out = env.baton(&session, 0, &["--json", "run", "new", "--plan", "plan.md"]);
+    out.assert_code(0);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    hook(&env, "claude", "StopFailure", &failure, &at(6)).assert_code(0);
+    assert_eq!(env.read_run(&id)["interrupt_reason"], "unknown");
+    let run_id = baton_core::run_id::RunId::parse(&id).unwrap();
+    let events = env.journal(baton_store::JournalTarget::Run(&run_id));
+    let evidence = events
+        .iter()
+        .find_map(|e| e["evidence"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    assert!(evidence.contains("overloaded (HTTP 529)"), "{events:?}");
 }
 
 /// A session end with a turn open, the transcript at `transcript`: the loop's interrupt reason
