@@ -1046,3 +1046,35 @@ fn signal_gemini_quota_retry_delay_keeps_its_reset() {
     // `Suggested retry after 31s.`
     assert_eq!(t1["resume_after"], "2026-12-02T05:06:31Z");
 }
+
+/// Under `baton supervise`, a failure's line in the supervisor's log carries its class: an
+/// overloaded API (`"error": "overloaded"`, a transient failure to retry) apart from a rate
+/// limit with its reset.
+#[test]
+fn signal_the_supervisors_line_carries_the_failures_class() {
+    let line_of = |rel: &str| -> Value {
+        let env = TestEnv::new();
+        let failure = fixture(rel);
+        two_loops(&env, &session_of(&failure));
+        // This test's process stands for the supervisor: the hook finds its log among its
+        // ancestors.
+        let me = std::process::id();
+        let start = baton_store::process::start_time(me).unwrap();
+        let dir = env.state_dir().join("supervise");
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join(format!("{me}-{start}.jsonl"));
+        std::fs::write(&log, "").unwrap();
+        hook(&env, "claude", "StopFailure", &failure, CAPTURED).assert_code(0);
+        let text = std::fs::read_to_string(&log).unwrap();
+        serde_json::from_str(text.lines().next().unwrap()).unwrap()
+    };
+    let overloaded = line_of("claude-code-2.1.332/StopFailure.overloaded-529.json");
+    assert_eq!(overloaded["event"], "failure", "{overloaded}");
+    assert_eq!(overloaded["error"], "overloaded", "{overloaded}");
+    assert_eq!(overloaded["reason"], "unknown", "{overloaded}");
+    assert!(overloaded["resume_after"].is_null(), "{overloaded}");
+    let limit = line_of("claude-code-2.1.332/StopFailure.subscription-limit.json");
+    assert_eq!(limit["error"], "rate_limit", "{limit}");
+    assert_eq!(limit["reason"], "rate_limit", "{limit}");
+    assert_eq!(limit["resume_after"], "2026-12-02T08:05:00Z", "{limit}");
+}
