@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::env::Ctx;
 use crate::error::CommandError;
-use baton_core::client::{Client, UserDir};
+use baton_core::client::{Client, SettingsScope, UserDir};
 
 /// The files one run touches.
 pub struct Targets {
@@ -18,8 +18,9 @@ pub struct Targets {
     pub trust_config: Option<PathBuf>,
     /// The project root (project scope only).
     pub project: Option<PathBuf>,
-    /// The directory the files belong under: emptied directories below it are removed, never
-    /// it.
+    /// The directory the files belong under: in project scope, the directory the client reads
+    /// a project's settings from when started here (`settings_dir`). Emptied directories below
+    /// it are removed, never it.
     pub base: PathBuf,
 }
 
@@ -57,7 +58,7 @@ impl Targets {
         };
         let project = if user { None } else { Some(ctx.layout()?.root) };
         let base = match &project {
-            Some(root) => root.clone(),
+            Some(root) => settings_dir(ctx, client, root),
             None => user_dir()?,
         };
         let files = def.files(user);
@@ -85,5 +86,21 @@ impl Targets {
                 .to_string(),
             None => path.display().to_string(),
         }
+    }
+}
+
+/// The directory whose project settings `client` reads when it is started in the working
+/// directory: the repository's root for a client that reads every directory up to it (Codex),
+/// else the working directory itself (Claude Code and Gemini CLI, started in a package of a
+/// monorepo, read that package's settings only).
+pub fn settings_dir(ctx: &Ctx, client: Client, root: &Path) -> PathBuf {
+    match client.def().settings_scope() {
+        SettingsScope::UpToRoot => root.to_path_buf(),
+        SettingsScope::StartDir => ctx
+            .dir
+            .canonicalize()
+            .ok()
+            .filter(|dir| dir.starts_with(root))
+            .unwrap_or_else(|| root.to_path_buf()),
     }
 }

@@ -154,6 +154,10 @@ impl Definition for ClaudeCode {
         argv.get(1..)?.last().cloned()
     }
 
+    fn project_dir_variable(&self) -> Option<&'static str> {
+        Some("CLAUDE_PROJECT_DIR")
+    }
+
     fn files(&self, _user: bool) -> Files {
         Files {
             settings: ".claude/settings.json",

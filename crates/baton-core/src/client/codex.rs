@@ -11,8 +11,8 @@ use jiff::tz::TimeZone;
 use serde_json::{Map, Value};
 
 use super::definition::{
-    Action, AgentCommandError, Definition, Files, SessionSource, TranscriptEnd, UserDir, field,
-    last_prompt,
+    Action, AgentCommandError, Definition, Files, SessionSource, SettingsScope, TranscriptEnd,
+    UserDir, field, last_prompt,
 };
 
 pub struct Codex;
@@ -171,6 +171,11 @@ impl Definition for Codex {
 
     fn task_of(&self, argv: &[String]) -> Option<String> {
         argv.get(1..)?.last().cloned()
+    }
+
+    /// Codex reads `.codex/` in every directory from where it starts up to the root.
+    fn settings_scope(&self) -> SettingsScope {
+        SettingsScope::UpToRoot
     }
 
     fn files(&self, user: bool) -> Files {

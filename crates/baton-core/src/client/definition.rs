@@ -83,8 +83,20 @@ pub trait Definition: Sync {
     /// The task prompt of a command `resume_command` accepts.
     fn task_of(&self, argv: &[String]) -> Option<String>;
 
-    /// The files `baton init` edits, relative to the project root, or to the user's directory
-    /// (`user_dir`) with `--user`.
+    /// The environment variable through which the client names its project directory (the
+    /// directory it was started in) to its hooks, if it has one. A hook runs in the session's
+    /// current directory, which the agent may have moved into a nested repository; the project
+    /// is where the client started.
+    fn project_dir_variable(&self) -> Option<&'static str> {
+        None
+    }
+    /// Which directories the client reads a project's settings from.
+    fn settings_scope(&self) -> SettingsScope {
+        SettingsScope::StartDir
+    }
+
+    /// The files `baton init` edits, relative to the directory the client reads a project's
+    /// settings from (`settings_scope`), or to the user's directory (`user_dir`) with `--user`.
     fn files(&self, user: bool) -> Files;
     /// The user's directory of the client.
     fn user_dir(&self) -> UserDir {
@@ -199,6 +211,18 @@ pub enum Evidence {
 pub struct Files {
     pub settings: &'static str,
     pub instructions: &'static str,
+}
+
+/// Which directories a client reads a project's settings from, when it is started somewhere
+/// inside a repository (a package of a monorepo).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SettingsScope {
+    /// Only the directory it is started in (Claude Code, Gemini CLI): started in
+    /// `packages/app`, it reads `packages/app/.claude/settings.json` and not the root's.
+    StartDir,
+    /// Every directory from the one it is started in up to the repository's root (Codex):
+    /// settings at the root reach every directory below it.
+    UpToRoot,
 }
 
 /// The client's directory for the user's own settings.

@@ -194,6 +194,10 @@ impl Definition for GeminiCli {
         })
     }
 
+    fn project_dir_variable(&self) -> Option<&'static str> {
+        Some("GEMINI_PROJECT_DIR")
+    }
+
     fn files(&self, user: bool) -> Files {
         Files {
             settings: ".gemini/settings.json",

@@ -10,7 +10,7 @@ pub mod gemini;
 
 pub use definition::{
     Action, AgentCommandError, Definition, Dialect, Evidence, Files, Instructions, SessionSource,
-    TranscriptEnd, UserDir,
+    SettingsScope, TranscriptEnd, UserDir,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

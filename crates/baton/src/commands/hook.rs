@@ -110,13 +110,17 @@ fn hook(dir: Option<PathBuf>, args: &HookArgs) -> Result<Outcome, String> {
     if event.action == Action::Ignored {
         return Ok(nothing);
     }
-    // The session's own directory: `-C`, else the payload's `cwd`, else where the hook runs.
+    // The session's project: `-C`, else the directory the client says it was started in (the
+    // payload's `cwd` follows the agent into a nested repository, where its work is not),
+    // else the payload's `cwd`, else where the hook runs.
     let dir = dir.or_else(|| {
-        event
-            .cwd
-            .as_deref()
-            .map(PathBuf::from)
-            .filter(|d| d.is_dir())
+        let started = client
+            .def()
+            .project_dir_variable()
+            .and_then(std::env::var_os)
+            .map(PathBuf::from);
+        let cwd = event.cwd.as_deref().map(PathBuf::from);
+        started.into_iter().chain(cwd).find(|d| d.is_dir())
     });
     let mut ctx = Ctx::from_env(dir, Some(event.session_id.clone())).map_err(|e| e.message)?;
     // Outside a git repository there is no project, so nothing to keep: not an error.

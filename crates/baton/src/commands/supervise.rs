@@ -840,12 +840,31 @@ fn check_hooks(ctx: &Ctx, client: Client) -> Result<(), CommandError> {
         return Ok(());
     }
     let name = client.as_str();
-    Err(CommandError::usage(format!(
+    let mut message = format!(
         "baton's {name} hooks are not installed (missing: {}): without them nothing would record why the agent stopped, so supervise does not run it",
         missing.join(", ")
-    ))
-    .hint(format!(
-        "run `baton init {name}{}` in the project (or with `--user`), then supervise again",
+    );
+    // Installed at the repository's root, which a client started here does not read.
+    if let Ok(layout) = ctx.layout() {
+        let here = baton_ops::install::settings_dir(ctx, client, &layout.root);
+        let at_root = layout.root.join(def.files(false).settings);
+        let installed_at_root = here != layout.root
+            && std::fs::read_to_string(&at_root)
+                .ok()
+                .and_then(|text| settings::installed_events(&text, client).ok())
+                .is_some_and(|events| !events.is_empty());
+        if installed_at_root {
+            message = format!(
+                "baton's {name} hooks are installed in {}, but {} started in {} reads only {}: it would run with no hooks, so supervise does not run it",
+                at_root.display(),
+                def.title(),
+                here.display(),
+                here.join(def.files(false).settings).display()
+            );
+        }
+    }
+    Err(CommandError::usage(message).hint(format!(
+        "run `baton init {name}{}` in this directory (or with `--user`), then supervise again",
         if def.keeps_hook_trust() {
             " --trust-project"
         } else {

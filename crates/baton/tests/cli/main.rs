@@ -17,6 +17,7 @@ mod init;
 mod journal;
 mod ledgers;
 mod live_sessions;
+mod monorepo;
 mod privileges;
 mod races;
 mod regressions;

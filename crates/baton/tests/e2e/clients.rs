@@ -177,6 +177,8 @@ pub struct Harness {
     pub api: FakeApi,
     pub home: PathBuf,
     pub project: PathBuf,
+    /// Where the client is started: the project's root unless a test moves it (`start_in`).
+    pub start: PathBuf,
     bin: PathBuf,
     hooks: Vec<Hook>,
     /// Codex only: write each hook's trust entry with the hash of another command.
@@ -255,6 +257,7 @@ impl Harness {
             client,
             api: FakeApi::start(script),
             home,
+            start: project.clone(),
             project,
             bin,
             hooks: Vec::new(),
@@ -265,6 +268,13 @@ impl Harness {
         };
         harness.write_config();
         Some(harness)
+    }
+
+    /// Starts the client in `rel`, a directory below the project's root (a package of a
+    /// monorepo), from now on.
+    pub fn start_in(&mut self, rel: &str) {
+        self.start = self.project.join(rel);
+        std::fs::create_dir_all(&self.start).unwrap();
     }
 
     /// Configures `command` as a handler of `event` (the client's own event name) in the
@@ -463,7 +473,7 @@ impl Harness {
     /// needs to reach the fake API.
     fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
         let mut cmd = Command::new(program);
-        cmd.current_dir(&self.project)
+        cmd.current_dir(&self.start)
             .env_clear()
             .env("PATH", self.path_var())
             .env("HOME", &self.home)

@@ -18,6 +18,7 @@
 mod clients;
 mod fake_api;
 mod flow;
+mod monorepo;
 mod signals;
 mod smoke;
 mod supervise;

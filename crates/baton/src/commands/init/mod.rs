@@ -259,6 +259,16 @@ fn notes(
             in_project.join(", ")
         ));
     }
+    if let Some(root) = &targets.project
+        && targets.base != *root
+    {
+        out.push(format!(
+            "note: {} reads a project's settings only from the directory it is started in: these hooks work when it is started in {}; to start it elsewhere (the root, another package), run `baton init {}` there too",
+            client.def().title(),
+            targets.display(&targets.base),
+            client.as_str()
+        ));
+    }
     if !program.on_path {
         out.push(format!(
             "note: the `baton` on PATH is not this executable, so the hooks call {}; the agent's own tool calls run `baton` by name: put baton on the PATH they see (for example in /usr/local/bin)",
