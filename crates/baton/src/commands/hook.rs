@@ -331,8 +331,8 @@ impl Session<'_> {
         let turn_open = self.files.turn_open();
         let now = self.ctx.now;
         // The machine's zone, for a reset named as a clock time with no zone: read only when a
-        // limit is found (`TZ`, else /etc/localtime; no process, no network).
-        let local = || jiff::tz::TimeZone::try_system().unwrap_or(jiff::tz::TimeZone::UTC);
+        // limit is found (`TZ`, else /etc/localtime: no zoneinfo walk, no process, no network).
+        let local = baton_store::local_zone::local_zone;
         // The transcript is read only when it can decide something: a turn that died. The
         // evidence also says when the limit resets, from its own fields where it has them.
         let (transcript, failure_reset) = match (&self.event.action, &self.event.transcript_path) {
@@ -429,7 +429,7 @@ impl Session<'_> {
             HOOK_STDIN_CAP as u64,
             16,
         );
-        let zone = jiff::tz::TimeZone::try_system().unwrap_or(jiff::tz::TimeZone::UTC);
+        let zone = baton_store::local_zone::local_zone();
         reports
             .into_iter()
             .map(|report| self.def().error_report(&report, &root, self.ctx.now, &zone))

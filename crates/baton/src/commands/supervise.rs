@@ -326,7 +326,7 @@ impl Supervisor<'_> {
         if let Some(out) = child.stdout.take() {
             let to_stderr = self.json;
             let clock = self.fake_clock.then_some(self.now);
-            let zone = jiff::tz::TimeZone::try_system().unwrap_or(jiff::tz::TimeZone::UTC);
+            let zone = baton_store::local_zone::local_zone();
             std::thread::spawn(move || pass_through(out, to_stderr, clock, &zone, &found));
         }
         let mut forwarded = 0;
