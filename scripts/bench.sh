@@ -302,6 +302,10 @@ payload() { # EVENT [KEY VALUE]: a Claude Code payload of the hook's session
 }
 payload Stop "$hooks_repo" >"$work/stop.json"
 payload StopFailure "$hooks_repo" >"$work/stopfailure.json"
+# Claude Code's subscription-limit text, as 2.1.332 sends it: the reset is read as a clock time
+# in a named zone (fixtures/clients/claude-code-2.1.332/StopFailure.subscription-limit.json).
+jq -c '. + {last_assistant_message: "You\u0027ve hit your 5-hour limit \u00b7 resets 8:05am (Europe/Lisbon)"}' \
+    "$work/stopfailure.json" >"$work/stopfailure-limit.json"
 payload SessionStart "$start_repo" >"$work/sessionstart.json"
 # The hooks do what they are timed for.
 "$work/hook-reset"
@@ -313,6 +317,11 @@ payload SessionStart "$start_repo" >"$work/sessionstart.json"
 [[ "$(jq -r .interrupt_reason "$hooks_repo/.agentic/loop-state-MINE.json")" == rate_limit &&
     "$(jq -r .interrupt_reason "$hooks_repo/.agentic/runs/$hook_run.json")" == rate_limit ]] ||
     { echo "bench.sh: the StopFailure hook did not interrupt the session's loop and run" >&2; exit 1; }
+"$work/hook-reset"
+"$baton" hook claude StopFailure <"$work/stopfailure-limit.json"
+[[ "$(jq -r .resume_after "$hooks_repo/.agentic/loop-state-MINE.json")" == 2026-01-31T08:05:00Z ||
+    "$(jq -r .resume_after "$hooks_repo/.agentic/loop-state-MINE.json")" == 2026-02-01T08:05:00Z ]] ||
+    { echo "bench.sh: the StopFailure hook did not keep the reset its limit text names" >&2; exit 1; }
 "$baton" hook claude SessionStart <"$work/sessionstart.json" | jq -e '.hookSpecificOutput.additionalContext | length > 0' >/dev/null ||
     { echo "bench.sh: the SessionStart hook printed no packet" >&2; exit 1; }
 "$work/hook-reset"
@@ -404,7 +413,8 @@ hyperfine --shell=none --warmup "$warmup" --runs "$runs" --style basic \
     --export-json "$out/hyperfine-hooks-reset.json" \
     --prepare "$work/hook-reset" \
     -n 'hook Stop, refreshing 1 loop and 1 lease' "$(in_sh "$baton hook claude Stop" "$work/stop.json")" \
-    -n 'hook StopFailure, interrupting 1 loop and 1 lease' "$(in_sh "$baton hook claude StopFailure" "$work/stopfailure.json")"
+    -n 'hook StopFailure, interrupting 1 loop and 1 lease' "$(in_sh "$baton hook claude StopFailure" "$work/stopfailure.json")" \
+    -n 'hook StopFailure, limit text with its reset' "$(in_sh "$baton hook claude StopFailure" "$work/stopfailure-limit.json")"
 
 echo "== cargo bench -p baton-store --bench replace ${criterion_args[*]}"
 # The criterion temp files go to the same filesystem as the repositories above.
@@ -451,6 +461,8 @@ hook_start_ms="$(hooks_ms hyperfine-hooks.json 'hook SessionStart, 100 loops 10 
 stop_sweep_ms="$(hooks_ms hyperfine-hooks-reset.json 'hook Stop, refreshing 1 loop and 1 lease' median)"
 failure_ms="$(hooks_ms hyperfine-hooks-reset.json 'hook StopFailure, interrupting 1 loop and 1 lease' median)"
 failure_max_ms="$(hooks_ms hyperfine-hooks-reset.json 'hook StopFailure, interrupting 1 loop and 1 lease' max)"
+limit_ms="$(hooks_ms hyperfine-hooks-reset.json 'hook StopFailure, limit text with its reset' median)"
+limit_max_ms="$(hooks_ms hyperfine-hooks-reset.json 'hook StopFailure, limit text with its reset' max)"
 replace_ms="$(criterion_median_ms atomic_replace/1KiB)"
 replace_nofsync_ms="$(criterion_median_ms atomic_replace/1KiB-no-fsync)"
 read_parse_ms="$(criterion_median_ms read_parse/loop-state)"
@@ -474,6 +486,7 @@ awk -v exec_floor="$true_ms" -v start="$start_ms" -v replace="$replace_ms" \
     -v s1k="$start1k_ms" -v s10k="$start10k_ms" -v shtrue="$sh_true_ms" -v shstart="$sh_start_ms" \
     -v stopfresh="$stop_fresh_ms" -v shst="$sh_status_ms" -v hookstart="$hook_start_ms" \
     -v stopsweep="$stop_sweep_ms" -v fail="$failure_ms" -v failmax="$failure_max_ms" \
+    -v limit="$limit_ms" -v limitmax="$limit_max_ms" \
     -v pystart="$py_start_ms" -v sset="$seed_set_ms" -v ssetd="$seed_set_durable_ms" \
     -v sapp="$seed_append_ms" -v sappd="$seed_append_durable_ms" '
 function row(name, median, target,   floor) {
@@ -545,6 +558,7 @@ BEGIN {
     printf "| `hook claude Stop`, refreshed under a minute ago | %.3f | %+.3f | 2 ms median | %s |\n", stopfresh, stopfresh - shstart, (stopfresh <= 2 ? "yes" : "**no**")
     printf "| `hook claude Stop`, refreshing 1 loop and 1 lease | %.3f | %+.3f | | |\n", stopsweep, stopsweep - shstart
     printf "| `hook claude StopFailure`, interrupting 1 loop and 1 lease | %.3f (max %.3f) | %+.3f | 10 ms max | %s |\n", fail, failmax, fail - shstart, (failmax <= 10 ? "yes" : "**no**")
+    printf "| `hook claude StopFailure`, the same with a limit text whose reset it reads | %.3f (max %.3f) | %+.3f | 10 ms max | %s |\n", limit, limitmax, limit - shstart, (limitmax <= 10 ? "yes" : "**no**")
     printf "| floor: `sh: git status --porcelain`, 10k files | %.3f | | | |\n", shst
     printf "| `hook claude SessionStart`, 100 loops 10 runs 3 ledgers, 10k files | %.3f | | %.2fx git status | |\n", hookstart, hookstart / shst
 }' | tee "$summary"

@@ -170,6 +170,12 @@ pub fn interrupt_for(
             reason: InterruptReason::RateLimit,
             evidence: "the client's failure hook named a rate limit".into(),
         }),
+        // Not a limit of the account: a transient failure of the API, worth a retry, but
+        // nothing says when it passes.
+        Action::Failure { error, .. } if error == "overloaded" => Some(Interrupt {
+            reason: InterruptReason::Unknown,
+            evidence: "the client's failure hook said the API was overloaded (HTTP 529)".into(),
+        }),
         Action::Failure { error, .. } => Some(Interrupt {
             reason: InterruptReason::Unknown,
             evidence: format!(
@@ -183,7 +189,7 @@ pub fn interrupt_for(
         } => {
             let why = crate::text::esc(reason);
             Some(match (turn_open, transcript) {
-                (true, TranscriptEnd::RateLimit) => Interrupt {
+                (true, TranscriptEnd::RateLimit { .. }) => Interrupt {
                     reason: InterruptReason::RateLimit,
                     evidence: format!(
                         "the session ended ({why}) in a turn that a rate limit (HTTP 429) ended, by the client's transcript or error report"
@@ -210,6 +216,13 @@ pub fn interrupt_for(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use jiff::Timestamp;
+    use jiff::tz::TimeZone;
+
+    /// The clock of the transcript tests: before any reset the fixtures name.
+    fn now() -> Timestamp {
+        "2026-12-02T05:06:00Z".parse().unwrap()
+    }
 
     fn fixture(rel: &str) -> Vec<u8> {
         let path = format!(
@@ -361,14 +374,18 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(
-            Client::Claude.def().transcript_end(&claude),
-            TranscriptEnd::RateLimit
+            Client::Claude
+                .def()
+                .transcript_end(&claude, now(), &TimeZone::UTC),
+            TranscriptEnd::RateLimit { resets: None }
         );
         let codex =
             String::from_utf8(fixture("transcripts/codex-0.171.0.rate-limit-tail.jsonl")).unwrap();
         assert_eq!(
-            Client::Codex.def().transcript_end(&codex),
-            TranscriptEnd::RateLimit
+            Client::Codex
+                .def()
+                .transcript_end(&codex, now(), &TimeZone::UTC),
+            TranscriptEnd::RateLimit { resets: None }
         );
         // A later ordinary answer means the turn that hit the limit was not the last one.
         let recovered = format!(
@@ -377,7 +394,9 @@ mod tests {
             r#"{"type":"assistant","message":{"content":[{"type":"text","text":"Done."}]}}"#
         );
         assert_eq!(
-            Client::Claude.def().transcript_end(&recovered),
+            Client::Claude
+                .def()
+                .transcript_end(&recovered, now(), &TimeZone::UTC),
             TranscriptEnd::Unknown
         );
         let finished = format!(
@@ -386,25 +405,32 @@ mod tests {
             r#"{"type":"event_msg","payload":{"type":"task_complete","error":null}}"#
         );
         assert_eq!(
-            Client::Codex.def().transcript_end(&finished),
+            Client::Codex
+                .def()
+                .transcript_end(&finished, now(), &TimeZone::UTC),
             TranscriptEnd::Unknown
         );
         // Gemini writes nothing of a 429; a torn line is skipped.
         assert_eq!(
-            Client::Gemini.def().transcript_end(&claude),
+            Client::Gemini
+                .def()
+                .transcript_end(&claude, now(), &TimeZone::UTC),
             TranscriptEnd::Unknown
         );
         assert_eq!(
-            Client::Claude
-                .def()
-                .transcript_end(&format!("{claude}\n{{\"type\":\"assi")),
-            TranscriptEnd::RateLimit
+            Client::Claude.def().transcript_end(
+                &format!("{claude}\n{{\"type\":\"assi"),
+                now(),
+                &TimeZone::UTC
+            ),
+            TranscriptEnd::RateLimit { resets: None }
         );
     }
 
     #[test]
     fn the_interrupt_each_ending_calls_for() {
-        use TranscriptEnd::{RateLimit, Unknown};
+        use TranscriptEnd::Unknown;
+        const RATE_LIMIT: TranscriptEnd = TranscriptEnd::RateLimit { resets: None };
         let end = |terminal| Action::SessionEnd {
             reason: "other".into(),
             terminal,
@@ -416,13 +442,14 @@ mod tests {
         let cases = [
             (failure("rate_limit"), false, Unknown, Some("rate_limit")),
             (failure("server_error"), true, Unknown, Some("unknown")),
-            (end(true), true, RateLimit, Some("rate_limit")),
+            (failure("overloaded"), true, Unknown, Some("unknown")),
+            (end(true), true, RATE_LIMIT, Some("rate_limit")),
             (end(true), true, Unknown, Some("unknown")),
-            (end(true), false, RateLimit, Some("session_expiry")),
+            (end(true), false, RATE_LIMIT, Some("session_expiry")),
             (end(true), false, Unknown, Some("session_expiry")),
-            (end(false), true, RateLimit, None),
-            (Action::TurnEnd, true, RateLimit, None),
-            (Action::Checkpoint, true, RateLimit, None),
+            (end(false), true, RATE_LIMIT, None),
+            (Action::TurnEnd, true, RATE_LIMIT, None),
+            (Action::Checkpoint, true, RATE_LIMIT, None),
         ];
         for (action, open, transcript, want) in cases {
             let got = interrupt_for(&action, open, transcript).map(|i| i.reason.as_str());
@@ -455,10 +482,13 @@ mod tests {
         };
         let quota = "RetryableQuotaError: Resource has been exhausted (e.g. check quota).";
         assert_eq!(
-            Client::Gemini
-                .def()
-                .error_report(&report(quota, "/tmp/x/project"), "/tmp/x/project"),
-            TranscriptEnd::RateLimit
+            Client::Gemini.def().error_report(
+                &report(quota, "/tmp/x/project"),
+                "/tmp/x/project",
+                now(),
+                &TimeZone::UTC
+            ),
+            TranscriptEnd::RateLimit { resets: None }
         );
         // Another project, a longer name sharing the prefix, another error, not JSON.
         for (text, root) in [
@@ -471,10 +501,243 @@ mod tests {
             ("not json".to_string(), "/tmp/x/project"),
         ] {
             assert_eq!(
-                Client::Gemini.def().error_report(&text, root),
+                Client::Gemini
+                    .def()
+                    .error_report(&text, root, now(), &TimeZone::UTC),
                 TranscriptEnd::Unknown,
                 "{text}"
             );
         }
+    }
+
+    // The rows of docs/hooks.md's table of limit signals: each fixture read, its class and its
+    // exact reset.
+
+    fn text_fixture(rel: &str) -> String {
+        String::from_utf8(fixture(rel)).unwrap()
+    }
+
+    fn at(t: &str) -> Option<Timestamp> {
+        Some(t.parse().unwrap())
+    }
+
+    /// A StopFailure fixture: the class its error gets and the reset its message names.
+    fn failure_of(rel: &str, zone: &TimeZone) -> (String, Option<Timestamp>) {
+        let event = parse_payload(Client::Claude, "StopFailure", &fixture(rel)).unwrap();
+        let Action::Failure { error, message } = event.action else {
+            panic!("{rel}: not a failure");
+        };
+        let reset = crate::reset::reset_time(&message, now(), zone);
+        (error, reset)
+    }
+
+    #[test]
+    fn signal_claude_subscription_limit_in_stop_failure() {
+        // Captured at 05:06Z from `You've hit your 5-hour limit · resets 8:05am
+        // (Europe/Lisbon)`: Lisbon is on UTC in December. The machine's zone plays no part.
+        let tokyo = crate::reset::named_zone("Asia/Tokyo").unwrap();
+        let (error, reset) = failure_of(
+            "claude-code-2.1.332/StopFailure.subscription-limit.json",
+            &tokyo,
+        );
+        assert_eq!(error, "rate_limit");
+        assert_eq!(reset, at("2026-12-02T08:05:00Z"));
+        let interrupt = interrupt_for(
+            &parse_payload(
+                Client::Claude,
+                "StopFailure",
+                &fixture("claude-code-2.1.332/StopFailure.subscription-limit.json"),
+            )
+            .unwrap()
+            .action,
+            true,
+            TranscriptEnd::Unknown,
+        )
+        .unwrap();
+        assert_eq!(interrupt.reason, InterruptReason::RateLimit);
+    }
+
+    #[test]
+    fn signal_claude_weekly_limit_in_stop_failure() {
+        // `resets Dec 5, 1:36pm (Asia/Kolkata)`, three days after the capture.
+        let (error, reset) = failure_of(
+            "claude-code-2.1.332/StopFailure.weekly-limit.json",
+            &TimeZone::UTC,
+        );
+        assert_eq!(error, "rate_limit");
+        assert_eq!(reset, at("2026-12-05T08:06:00Z"));
+    }
+
+    #[test]
+    fn signal_claude_subscription_limit_in_the_transcript() {
+        // The line's `apiErrorParams.rate_limit_info.resetsAt`, to the second: the API's
+        // `anthropic-ratelimit-unified-reset` header.
+        let line = text_fixture("transcripts/claude-code-2.1.332.subscription-limit-line.json");
+        assert_eq!(
+            Client::Claude
+                .def()
+                .transcript_end(&line, now(), &TimeZone::UTC),
+            TranscriptEnd::RateLimit {
+                resets: at("2026-12-02T08:05:47Z")
+            }
+        );
+        let weekly = text_fixture("transcripts/claude-code-2.1.332.weekly-limit-line.json");
+        assert_eq!(
+            Client::Claude
+                .def()
+                .transcript_end(&weekly, now(), &TimeZone::UTC),
+            TranscriptEnd::RateLimit {
+                resets: at("2026-12-05T08:06:01Z")
+            }
+        );
+        // Without the structured fields, the text's own time.
+        let bare = line
+            .replace("\"apiErrorParams\"", "\"x1\"")
+            .replace("\"quotaLimits\"", "\"x2\"");
+        assert_eq!(
+            Client::Claude
+                .def()
+                .transcript_end(&bare, now(), &TimeZone::UTC),
+            TranscriptEnd::RateLimit {
+                resets: at("2026-12-02T08:05:00Z")
+            }
+        );
+    }
+
+    #[test]
+    fn signal_claude_stream_json_rate_limit_event() {
+        let stdout = text_fixture("transcripts/claude-code-2.1.332.stream-json-rate-limit.jsonl");
+        let resets: Vec<Timestamp> = stdout
+            .lines()
+            .filter_map(|l| crate::reset::stdout_signal(l, now(), &TimeZone::UTC))
+            .collect();
+        // The `rate_limit_event`'s `resetsAt`, then the `result` line's text (to the minute).
+        assert_eq!(
+            resets,
+            vec![
+                "2026-12-02T08:05:47Z".parse().unwrap(),
+                "2026-12-02T08:05:00Z".parse().unwrap()
+            ]
+        );
+    }
+
+    #[test]
+    fn signal_claude_subscription_limit_on_stdout() {
+        let stdout = text_fixture("transcripts/claude-code-2.1.332.subscription-limit-stdout.txt");
+        let resets: Vec<Timestamp> = stdout
+            .lines()
+            .filter_map(|l| crate::reset::stdout_signal(l, now(), &TimeZone::UTC))
+            .collect();
+        assert_eq!(resets, vec!["2026-12-02T08:05:00Z".parse().unwrap()]);
+    }
+
+    #[test]
+    fn signal_claude_overloaded_529_is_not_a_rate_limit() {
+        // Claude Code 2.1.332 sends a 529 as `server_error` with `529 Overloaded` in the text.
+        let rel = "claude-code-2.1.332/StopFailure.overloaded-529.json";
+        let (error, _) = failure_of(rel, &TimeZone::UTC);
+        assert_eq!(error, "overloaded");
+        let action = parse_payload(Client::Claude, "StopFailure", &fixture(rel))
+            .unwrap()
+            .action;
+        let interrupt = interrupt_for(&action, true, TranscriptEnd::Unknown).unwrap();
+        assert_eq!(interrupt.reason, InterruptReason::Unknown);
+        assert!(interrupt.evidence.contains("overloaded (HTTP 529)"));
+        let line = text_fixture("transcripts/claude-code-2.1.332.overloaded-line.json");
+        assert_eq!(
+            Client::Claude
+                .def()
+                .transcript_end(&line, now(), &TimeZone::UTC),
+            TranscriptEnd::Unknown
+        );
+    }
+
+    #[test]
+    fn signal_claude_limit_texts_users_report_are_rate_limits_whatever_the_error() {
+        // slopus/happy #465, terryso/claude-auto-resume #26, anthropics/claude-code #93340,
+        // #81647, #80903, #92834, #52334, #56219, #15064.
+        for text in [
+            "You've hit your limit · resets 1pm (Europe/Lisbon)",
+            "You've hit your session limit · resets 4:20am (Europe/Warsaw)",
+            "You've hit your weekly limit · resets 4am (Europe/Madrid)",
+            "You've hit your weekly limit · resets Jul 31, 2am (UTC)",
+            "You've hit your weekly limit · resets Jul 27 at 4:30am (Asia/Calcutta)",
+            "You've hit your weekly limit · resets Sep 15 at 7pm",
+            "You've hit your limit · resets 10pm",
+            "You're out of extra usage · resets 7pm (Asia/Seoul)",
+            "Claude usage limit reached. Your limit will reset at 9am (America/Chicago).",
+            "Claude AI usage limit reached|1766502000",
+        ] {
+            for error in ["rate_limit", "unknown", "billing_error", ""] {
+                let payload = serde_json::json!({
+                    "session_id": "s", "hook_event_name": "StopFailure",
+                    "error": error, "last_assistant_message": text,
+                });
+                let action = parse_payload(
+                    Client::Claude,
+                    "StopFailure",
+                    payload.to_string().as_bytes(),
+                )
+                .unwrap()
+                .action;
+                assert!(
+                    matches!(&action, Action::Failure { error, .. } if error == "rate_limit"),
+                    "{text:?} with {error:?}: {action:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn signal_codex_usage_limit_in_the_rollout() {
+        // `codex_error_info: "usage_limit_exceeded"`; the reset is the exhausted window's
+        // `resets_at` (the primary, at 100%), not the weekly one at 40%.
+        let tail = text_fixture("transcripts/codex-0.171.0.usage-limit-tail.jsonl");
+        assert_eq!(
+            Client::Codex
+                .def()
+                .transcript_end(&tail, now(), &TimeZone::UTC),
+            TranscriptEnd::RateLimit {
+                resets: at("2026-12-02T08:06:23Z")
+            }
+        );
+        // Without the snapshot, the message's `try again at 8:06 AM`, in the local zone.
+        let end = tail.lines().last().unwrap();
+        assert_eq!(
+            Client::Codex
+                .def()
+                .transcript_end(end, now(), &TimeZone::UTC),
+            TranscriptEnd::RateLimit {
+                resets: at("2026-12-02T08:06:00Z")
+            }
+        );
+    }
+
+    #[test]
+    fn signal_gemini_quota_retry_delay_in_the_error_report() {
+        // `Suggested retry after 31s.`: Gemini CLI's wording of the API's RetryInfo.
+        let report = text_fixture("transcripts/gemini-0.61.0.quota-retry-report.json");
+        assert_eq!(
+            Client::Gemini
+                .def()
+                .error_report(&report, "/home/dev/project", now(), &TimeZone::UTC),
+            TranscriptEnd::RateLimit {
+                resets: at("2026-12-02T05:06:31Z")
+            }
+        );
+        // A delay in the conversation is not the error's.
+        let mut value: Value = serde_json::from_str(&report).unwrap();
+        value["error"]["message"] = "RetryableQuotaError: Resource has been exhausted".into();
+        value["context"][0]["parts"][0]["text"] =
+            "Please retry in 2 hours; workspace /home/dev/project".into();
+        assert_eq!(
+            Client::Gemini.def().error_report(
+                &value.to_string(),
+                "/home/dev/project",
+                now(),
+                &TimeZone::UTC
+            ),
+            TranscriptEnd::RateLimit { resets: None }
+        );
     }
 }

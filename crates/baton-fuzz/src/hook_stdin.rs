@@ -51,7 +51,10 @@ fn check_event(client: Client, expected: &str, event: &HookEvent) {
     assert!(!event.session_id.is_empty(), "an event without a session");
     assert_eq!(normalized(&event.event), normalized(expected));
     for turn_open in [false, true] {
-        for transcript in [TranscriptEnd::RateLimit, TranscriptEnd::Unknown] {
+        for transcript in [
+            TranscriptEnd::RateLimit { resets: None },
+            TranscriptEnd::Unknown,
+        ] {
             let interrupt = interrupt_for(&event.action, turn_open, transcript);
             match &event.action {
                 Action::Failure { .. } | Action::SessionEnd { terminal: true, .. } => {

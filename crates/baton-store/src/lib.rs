@@ -12,6 +12,7 @@ pub mod git;
 pub mod journal;
 pub mod layout;
 pub mod ledger;
+pub mod local_zone;
 pub mod lock;
 #[cfg(feature = "postgres")]
 pub mod pg;

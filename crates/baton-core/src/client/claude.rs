@@ -4,6 +4,8 @@
 //! StopFailure, naming the API error; a tool call knows its session by
 //! `CLAUDE_CODE_SESSION_ID` and the client's process by `CLAUDE_PID`; the guide is a skill.
 
+use jiff::Timestamp;
+use jiff::tz::TimeZone;
 use serde_json::{Map, Value};
 
 use super::argv::{Grammar, Takes, TaskAt, Word, given_task, session_words};
@@ -50,12 +52,13 @@ impl Definition for ClaudeCode {
             },
             "UserPromptSubmit" => Action::TurnOpen,
             "Stop" => Action::TurnEnd,
-            "StopFailure" => Action::Failure {
-                error: Some(field(payload, "error"))
-                    .filter(|e| !e.is_empty())
-                    .unwrap_or_else(|| "unknown".into()),
-                message: field(payload, "last_assistant_message"),
-            },
+            "StopFailure" => {
+                let message = field(payload, "last_assistant_message");
+                Action::Failure {
+                    error: failure_error(&field(payload, "error"), &message),
+                    message,
+                }
+            }
             "SessionEnd" => {
                 let reason = field(payload, "reason");
                 // `resume`: the session goes on in another process; nothing stopped.
@@ -76,24 +79,42 @@ impl Definition for ClaudeCode {
         Some("CLAUDE_PID")
     }
 
-    /// An assistant line with `"isApiErrorMessage": true` and `"error": "rate_limit"`. Only the
-    /// last assistant line counts: a rate limit an earlier turn recovered from is not this
-    /// one's end.
-    fn transcript_end(&self, tail: &str) -> TranscriptEnd {
+    /// An assistant line with `"isApiErrorMessage": true` and `"error": "rate_limit"`, or whose
+    /// text is a subscription-limit message. Only the last assistant line counts: a rate limit
+    /// an earlier turn recovered from is not this one's end. Its reset is the line's
+    /// `apiErrorParams.rate_limit_info.resetsAt` or `quotaLimits.resetsAt` (unix seconds, from
+    /// the API's `anthropic-ratelimit-unified-reset` header), else the time its text names.
+    fn transcript_end(&self, tail: &str, now: Timestamp, zone: &TimeZone) -> TranscriptEnd {
         for line in tail.lines().rev() {
-            let Ok(Value::Object(entry)) = serde_json::from_str::<Value>(line) else {
+            let Ok(entry @ Value::Object(_)) = serde_json::from_str::<Value>(line) else {
                 continue;
             };
             if entry.get("type").and_then(Value::as_str) != Some("assistant") {
                 continue;
             }
             let api_error = entry.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true);
-            return if api_error && entry.get("error").and_then(Value::as_str) == Some("rate_limit")
-            {
-                TranscriptEnd::RateLimit
-            } else {
-                TranscriptEnd::Unknown
+            let text = entry
+                .pointer("/message/content/0/text")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let error = entry
+                .get("error")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            if !api_error || failure_error(error, text) != "rate_limit" {
+                return TranscriptEnd::Unknown;
+            }
+            let stated = [
+                "/apiErrorParams/rate_limit_info/resetsAt",
+                "/quotaLimits/resetsAt",
+            ]
+            .iter()
+            .find_map(|p| entry.pointer(p).and_then(Value::as_i64));
+            let resets = match stated {
+                Some(secs) => crate::reset::unix_reset(secs, now),
+                None => crate::reset::reset_time(text, now, zone),
             };
+            return TranscriptEnd::RateLimit { resets };
         }
         TranscriptEnd::Unknown
     }
@@ -374,5 +395,24 @@ pub(super) fn no_task(args: &[String], words: &[Word]) -> AgentCommandError {
         _ => AgentCommandError(format!(
             "cannot find the task in the Claude Code command: give the prompt as its argument (`{USAGE}`)"
         )),
+    }
+}
+
+/// The class of a StopFailure's error, from the `error` the client sent and the message shown
+/// for it. A subscription limit (`You've hit your limit · resets …`) is `rate_limit` whatever
+/// the client called it; an overloaded API (HTTP 529, which Claude Code 2.1.332 sends as
+/// `server_error` with `529 Overloaded` in the message) is `overloaded`; a missing error is
+/// `unknown`.
+pub fn failure_error(error: &str, message: &str) -> String {
+    if crate::reset::is_subscription_limit(message) {
+        return "rate_limit".into();
+    }
+    let overloaded = error == "overloaded"
+        || (error == "server_error" || error.is_empty())
+            && (message.contains("529 Overloaded") || message.contains("overloaded_error"));
+    match error {
+        _ if overloaded => "overloaded".into(),
+        "" => "unknown".into(),
+        other => other.into(),
     }
 }

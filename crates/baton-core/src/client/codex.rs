@@ -6,6 +6,8 @@
 //! `task_complete` event naming the error in its transcript; a tool call knows its session by
 //! `CODEX_SESSION_ID` or `CODEX_THREAD_ID`; the guide is a block in `AGENTS.md`.
 
+use jiff::Timestamp;
+use jiff::tz::TimeZone;
 use serde_json::{Map, Value};
 
 use super::argv::{Grammar, Takes, TaskAt, Word, given_task};
@@ -68,34 +70,62 @@ impl Definition for Codex {
         SessionSource::Variables(&["CODEX_SESSION_ID", "CODEX_THREAD_ID"])
     }
 
-    /// A `task_complete` event whose
-    /// `error.codex_error_info.response_too_many_failed_attempts.http_status_code` is 429. Only
-    /// the last `task_complete` counts: a rate limit an earlier turn recovered from is not this
-    /// one's end.
-    fn transcript_end(&self, tail: &str) -> TranscriptEnd {
-        for line in tail.lines().rev() {
+    /// A `task_complete` event whose error is a rate limit: retries exhausted on HTTP 429
+    /// (`codex_error_info.response_too_many_failed_attempts.http_status_code` 429) or the
+    /// plan's usage limit (`codex_error_info: "usage_limit_exceeded"`, from the API's
+    /// `usage_limit_reached`). Only the last `task_complete` counts: a rate limit an earlier
+    /// turn recovered from is not this one's end. Its reset is the latest `resets_at` of the
+    /// exhausted windows (`used_percent` 100) in the `token_count` event's `rate_limits` before
+    /// it (from the API's `x-codex-*-reset-at` headers), else the time the error's message
+    /// names (`try again at 8:06 AM`, in the machine's local time).
+    fn transcript_end(&self, tail: &str, now: Timestamp, zone: &TimeZone) -> TranscriptEnd {
+        let mut lines = tail.lines().rev().filter_map(|line| {
             let Ok(Value::Object(entry)) = serde_json::from_str::<Value>(line) else {
-                continue;
+                return None;
             };
-            let payload = entry.get("payload");
-            if payload.and_then(|p| p.get("type")).and_then(Value::as_str) != Some("task_complete")
-            {
-                continue;
-            }
-            let status = payload
-                .and_then(|p| {
-                    p.pointer(
-                        "/error/codex_error_info/response_too_many_failed_attempts/http_status_code",
-                    )
-                })
-                .and_then(Value::as_u64);
-            return if status == Some(429) {
-                TranscriptEnd::RateLimit
-            } else {
-                TranscriptEnd::Unknown
-            };
+            entry.get("payload").cloned()
+        });
+        let Some(end) = lines
+            .by_ref()
+            .find(|p| p.get("type").and_then(Value::as_str) == Some("task_complete"))
+        else {
+            return TranscriptEnd::Unknown;
+        };
+        let info = end.pointer("/error/codex_error_info");
+        let too_many = info
+            .and_then(|i| i.pointer("/response_too_many_failed_attempts/http_status_code"))
+            .and_then(Value::as_u64)
+            == Some(429);
+        let usage_limit = info.is_some_and(|i| {
+            i.as_str() == Some("usage_limit_exceeded") || i.get("usage_limit_exceeded").is_some()
+        });
+        if !too_many && !usage_limit {
+            return TranscriptEnd::Unknown;
         }
-        TranscriptEnd::Unknown
+        // The turn's own rate-limit snapshot: the token_count right before its end.
+        let snapshot = lines
+            .take_while(|p| p.get("type").and_then(Value::as_str) != Some("task_complete"))
+            .find(|p| p.get("type").and_then(Value::as_str) == Some("token_count"));
+        let stated = snapshot
+            .as_ref()
+            .and_then(|p| p.get("rate_limits"))
+            .and_then(Value::as_object)
+            .and_then(|limits| {
+                limits
+                    .values()
+                    .filter(|w| w.get("used_percent").and_then(Value::as_f64) >= Some(100.0))
+                    .filter_map(|w| w.get("resets_at").and_then(Value::as_i64))
+                    .max()
+            });
+        let message = end
+            .pointer("/error/message")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let resets = match stated {
+            Some(secs) => crate::reset::unix_reset(secs, now),
+            None => crate::reset::reset_time(message, now, zone),
+        };
+        TranscriptEnd::RateLimit { resets }
     }
 
     /// `codex [OPTIONS] exec [OPTIONS] resume <session> <prompt>` (`--last` when the session

@@ -3,6 +3,8 @@
 //! takes context at session start, what counts as evidence of how a turn ended, the command
 //! that resumes a session, and where its settings live and how baton's entries merge into them.
 
+use jiff::Timestamp;
+use jiff::tz::TimeZone;
 use serde_json::{Map, Value, json};
 
 /// One agent client (Claude Code, Codex, Gemini CLI): everything about it that differs from
@@ -51,13 +53,21 @@ pub trait Definition: Sync {
     fn evidence(&self) -> Evidence {
         Evidence::Transcript
     }
-    /// What the tail of the client's transcript says about how its last turn ended.
-    fn transcript_end(&self, _tail: &str) -> TranscriptEnd {
+    /// What the tail of the client's transcript says about how its last turn ended, with the
+    /// reset its fields state (read at `now`; `zone` is the machine's local zone, for a clock
+    /// time that names none).
+    fn transcript_end(&self, _tail: &str, _now: Timestamp, _zone: &TimeZone) -> TranscriptEnd {
         TranscriptEnd::Unknown
     }
     /// What one of the client's error reports (`Evidence::ErrorReports`) says about a turn of
-    /// the project at `project_root`.
-    fn error_report(&self, _report: &str, _project_root: &str) -> TranscriptEnd {
+    /// the project at `project_root`, with the reset its error states.
+    fn error_report(
+        &self,
+        _report: &str,
+        _project_root: &str,
+        _now: Timestamp,
+        _zone: &TimeZone,
+    ) -> TranscriptEnd {
         TranscriptEnd::Unknown
     }
 
@@ -142,8 +152,9 @@ pub enum Action {
     TurnOpen,
     /// A turn ended normally: heartbeat what this session owns; never an interrupt.
     TurnEnd,
-    /// An API error ended the turn (Claude Code's StopFailure), with the error it names and
-    /// the message shown for it (which may say when a limit resets).
+    /// An API error ended the turn (Claude Code's StopFailure), with the error it names (a
+    /// subscription limit is `rate_limit`, an overloaded API `overloaded`, whatever the client
+    /// sent with them) and the message shown for it (which may say when a limit resets).
     Failure { error: String, message: String },
     /// The session ends; `terminal` is false for a reason that continues it (Claude Code's
     /// `resume`).
@@ -166,8 +177,9 @@ pub fn field(payload: &Map<String, Value>, key: &str) -> String {
 /// What a transcript's tail (or an error report) says about how the last turn ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TranscriptEnd {
-    /// An API rate limit (HTTP 429) ended the last turn.
-    RateLimit,
+    /// An API rate limit (HTTP 429, or a plan's usage limit) ended the last turn; `resets` is
+    /// when it resets, when the evidence says so.
+    RateLimit { resets: Option<Timestamp> },
     /// Nothing in the tail says the turn failed.
     Unknown,
 }

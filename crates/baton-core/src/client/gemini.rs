@@ -6,6 +6,8 @@
 //! `GEMINI_CLI=1`, so its session is the one the session-start hook recorded for the client
 //! process; it resumes by `latest`, not by session id.
 
+use jiff::Timestamp;
+use jiff::tz::TimeZone;
 use serde_json::{Map, Value};
 
 use super::argv::{Grammar, Takes, TaskAt, Word, given_task, session_words};
@@ -88,8 +90,17 @@ impl Definition for GeminiCli {
     /// is evidence of this project's rate limit when its context names the project's root and
     /// its error is a quota error (`RetryableQuotaError` or `TerminalQuotaError`, Gemini CLI's
     /// classes for HTTP 429, or the API's `Resource has been exhausted`). The caller keeps only
-    /// reports written while the turn was open.
-    fn error_report(&self, report: &str, project_root: &str) -> TranscriptEnd {
+    /// reports written while the turn was open. The reset is read from the error's message
+    /// only (never from the conversation in the context): Gemini CLI's `Suggested retry after
+    /// 31s.` (the API's `google.rpc.RetryInfo` `retryDelay`) or the API's `Please retry in
+    /// 31.5s.`.
+    fn error_report(
+        &self,
+        report: &str,
+        project_root: &str,
+        now: Timestamp,
+        zone: &TimeZone,
+    ) -> TranscriptEnd {
         let Ok(Value::Object(map)) = serde_json::from_str::<Value>(report) else {
             return TranscriptEnd::Unknown;
         };
@@ -110,7 +121,19 @@ impl Definition for GeminiCli {
                 )
             });
         if quota && names_root {
-            TranscriptEnd::RateLimit
+            let message = map.get("error").and_then(|e| match e {
+                Value::String(s) => Some(s.as_str()),
+                _ => e.get("message").and_then(Value::as_str),
+            });
+            let resets = message.and_then(|m| {
+                let lower = m.to_ascii_lowercase();
+                // RetryInfo's delay first: it is the API's own word on when to retry.
+                let suggested = lower
+                    .find("suggested retry after ")
+                    .and_then(|i| crate::reset::reset_time(&m[i..], now, zone));
+                suggested.or_else(|| crate::reset::reset_time(m, now, zone))
+            });
+            TranscriptEnd::RateLimit { resets }
         } else {
             TranscriptEnd::Unknown
         }

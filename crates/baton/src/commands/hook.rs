@@ -339,25 +339,24 @@ impl Session<'_> {
     /// evidence supports; a session end then forgets the session.
     fn end(&self) -> Result<(), CommandError> {
         let turn_open = self.files.turn_open();
-        // The transcript is read only when it can decide something: a turn that died. What
-        // the evidence says is kept too: it may name when the limit resets.
-        let (transcript, said) = match (&self.event.action, &self.event.transcript_path) {
-            (Action::Failure { message, .. }, _) => (TranscriptEnd::Unknown, Some(message.clone())),
+        let now = self.ctx.now;
+        // The machine's zone, for a reset named as a clock time with no zone: read only when a
+        // limit is found (`TZ`, else /etc/localtime: no zoneinfo walk, no process, no network).
+        let local = baton_store::local_zone::local_zone;
+        // The transcript is read only when it can decide something: a turn that died. The
+        // evidence also says when the limit resets, from its own fields where it has them.
+        let (transcript, failure_reset) = match (&self.event.action, &self.event.transcript_path) {
+            (Action::Failure { error, message }, _) if error == "rate_limit" => {
+                (TranscriptEnd::Unknown, reset_time(message, now, &local()))
+            }
             (Action::SessionEnd { .. }, _)
                 if turn_open && matches!(self.def().evidence(), Evidence::ErrorReports { .. }) =>
             {
-                self.report_evidence()
+                (self.report_evidence(), None)
             }
             (Action::SessionEnd { .. }, Some(path)) if turn_open => {
                 match read_tail(std::path::Path::new(path), TRANSCRIPT_TAIL_BYTES) {
-                    Ok(tail) => {
-                        let last_error = tail
-                            .lines()
-                            .rev()
-                            .find(|l| l.contains("\"error\""))
-                            .map(str::to_string);
-                        (self.def().transcript_end(&tail), last_error)
-                    }
+                    Ok(tail) => (self.def().transcript_end(&tail, now, &local()), None),
                     Err(_) => (TranscriptEnd::Unknown, None),
                 }
             }
@@ -365,10 +364,11 @@ impl Session<'_> {
         };
         let interrupt = interrupt_for(&self.event.action, turn_open, transcript);
         let rate_limited = interrupt.as_ref().is_some_and(|i| i.reason == "rate_limit");
-        let resume_after = said
-            .as_deref()
-            .filter(|_| rate_limited)
-            .and_then(|text| reset_time(text, self.ctx.now));
+        let resume_after = match transcript {
+            TranscriptEnd::RateLimit { resets } => resets,
+            TranscriptEnd::Unknown => failure_reset,
+        }
+        .filter(|_| rate_limited);
         let result = match &interrupt {
             Some(i) => self.interrupt_owned(i, resume_after),
             None => Ok(()),
@@ -377,13 +377,18 @@ impl Session<'_> {
             Action::Failure { .. } => "failure",
             _ => "end",
         };
-        self.tell_supervisor(
-            what,
-            json!({
-                "reason": interrupt.as_ref().map(|i| i.reason),
-                "resume_after": resume_after.map(format_ts),
-            }),
-        );
+        let mut details = json!({
+            "reason": interrupt.as_ref().map(|i| i.reason),
+            "resume_after": resume_after.map(format_ts),
+        });
+        // The failure's class (`rate_limit`, `overloaded`, …): an overloaded API is a transient
+        // failure the supervisor may retry.
+        if let (Action::Failure { error, .. }, Some(d)) =
+            (&self.event.action, details.as_object_mut())
+        {
+            d.insert("error".into(), json!(error));
+        }
+        self.tell_supervisor(what, details);
         match &self.event.action {
             Action::SessionEnd { terminal: true, .. } => {
                 let record = self.files.read_record();
@@ -416,12 +421,13 @@ impl Session<'_> {
     }
 
     /// The client's error reports (Gemini CLI's) written in the temporary directory since the
-    /// turn opened, read for a rate limit of this project (`Definition::error_report`).
-    fn report_evidence(&self) -> (TranscriptEnd, Option<String>) {
+    /// turn opened, read for a rate limit of this project and its reset
+    /// (`Definition::error_report`).
+    fn report_evidence(&self) -> TranscriptEnd {
         let (Evidence::ErrorReports { prefix, suffix }, Some(opened)) =
             (self.def().evidence(), self.files.turn_opened_at())
         else {
-            return (TranscriptEnd::Unknown, None);
+            return TranscriptEnd::Unknown;
         };
         let root = self.store.layout().root.to_string_lossy();
         let reports = recent_reports(
@@ -433,12 +439,12 @@ impl Session<'_> {
             HOOK_STDIN_CAP as u64,
             16,
         );
+        let zone = baton_store::local_zone::local_zone();
         reports
             .into_iter()
-            .find(|report| self.def().error_report(report, &root) == TranscriptEnd::RateLimit)
-            .map_or((TranscriptEnd::Unknown, None), |report| {
-                (TranscriptEnd::RateLimit, Some(report))
-            })
+            .map(|report| self.def().error_report(&report, &root, self.ctx.now, &zone))
+            .find(|end| matches!(end, TranscriptEnd::RateLimit { .. }))
+            .unwrap_or(TranscriptEnd::Unknown)
     }
 
     /// A session that goes on after its own failure hook interrupted its work (Claude Code's

@@ -193,6 +193,7 @@ pub fn cmd_supervise(ctx: &Ctx, args: SuperviseArgs) -> Result<Report, CommandEr
         attempts: Vec::new(),
         tally: Tally::default(),
         json: crate::output::wants_json(),
+        stdout_resets: Vec::new(),
     };
     let result = sup.run(&policy, &mut claim);
     if let Err(e) = &result {
@@ -225,6 +226,8 @@ struct Supervisor<'a> {
     tally: Tally,
     /// `--json` was given.
     json: bool,
+    /// The resets the agent's stdout signalled in the last attempt.
+    stdout_resets: Vec<Timestamp>,
 }
 
 impl Supervisor<'_> {
@@ -352,13 +355,9 @@ impl Supervisor<'_> {
     fn run_child(&mut self, argv: &[String]) -> Result<Exit, CommandError> {
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..]).current_dir(&self.ctx.dir);
-        // Under `--json` stdout carries supervise's one object: the agent's output goes to
-        // stderr.
-        if self.json
-            && let Ok(err) = std::os::fd::AsFd::as_fd(&std::io::stderr()).try_clone_to_owned()
-        {
-            cmd.stdout(std::process::Stdio::from(err));
-        }
+        // The agent's stdout is passed through as it comes (under `--json`, to stderr: stdout
+        // carries supervise's one object), and each line is read for a limit's reset.
+        cmd.stdout(std::process::Stdio::piped());
         if self.fake_clock {
             cmd.env("BATON_NOW", format_ts(self.now));
         }
@@ -378,6 +377,13 @@ impl Supervisor<'_> {
             )
             .hint("is the agent installed and on PATH?")
         })?;
+        let (found, heard) = std::sync::mpsc::channel();
+        if let Some(out) = child.stdout.take() {
+            let to_stderr = self.json;
+            let clock = self.fake_clock.then_some(self.now);
+            let zone = baton_store::local_zone::local_zone();
+            std::thread::spawn(move || pass_through(out, to_stderr, clock, &zone, &found));
+        }
         let mut forwarded = 0;
         let status = loop {
             if let Some(status) = child.try_wait().map_err(|e| {
@@ -402,6 +408,16 @@ impl Supervisor<'_> {
             }
             std::thread::sleep(POLL);
         };
+        // The rest of the agent's output; a process it left behind holding the pipe open is
+        // not waited for.
+        let deadline = std::time::Instant::now() + STDOUT_DRAIN;
+        self.stdout_resets.clear();
+        while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+            match heard.recv_timeout(left) {
+                Ok(at) => self.stdout_resets.push(at),
+                Err(_) => break,
+            }
+        }
         use std::os::unix::process::ExitStatusExt;
         Ok(match (status.code(), status.signal()) {
             (Some(code), _) => Exit::Code(code),
@@ -445,6 +461,9 @@ impl Supervisor<'_> {
             }
             resets.extend(parse_ts(e["resume_after"].as_str()));
         }
+        // A reset the agent printed (Claude Code's limit text, its stream-json
+        // `rate_limit_event`).
+        resets.append(&mut self.stdout_resets);
         let mut left_active = BTreeSet::new();
         for session in &sessions {
             let owned = owned(&*self.store, session)?;
@@ -752,6 +771,68 @@ fn overloaded_turn(events: &[Value], agent: Option<&str>) -> bool {
 }
 
 /// How the agent ended, as the journal and `--json` say it.
+/// How long the agent's output is still read after it exits.
+const STDOUT_DRAIN: Duration = Duration::from_secs(2);
+
+/// Passes the agent's stdout through to ours (to stderr with `to_stderr`) as it comes, and
+/// sends the reset each line signals (`baton_core::reset::stdout_signal`, at `clock` or the
+/// real time). A line is read for a signal up to its first 64 KiB.
+fn pass_through(
+    mut out: std::process::ChildStdout,
+    to_stderr: bool,
+    clock: Option<Timestamp>,
+    zone: &jiff::tz::TimeZone,
+    found: &std::sync::mpsc::Sender<Timestamp>,
+) {
+    use std::io::{Read, Write};
+    const LINE_CAP: usize = 64 * 1024;
+    let mut buf = [0u8; 8192];
+    let mut line = Vec::new();
+    let scan = |line: &[u8]| {
+        let now = clock.unwrap_or_else(Timestamp::now);
+        if let Some(at) =
+            baton_core::reset::stdout_signal(&String::from_utf8_lossy(line), now, zone)
+        {
+            let _ = found.send(at);
+        }
+    };
+    loop {
+        let n = match out.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        let chunk = &buf[..n];
+        // Nowhere to write (a closed stdout) is no reason to stop reading: the agent would
+        // block on a full pipe.
+        let _ = if to_stderr {
+            let mut err = std::io::stderr().lock();
+            err.write_all(chunk).and_then(|()| err.flush())
+        } else {
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(chunk).and_then(|()| stdout.flush())
+        };
+        for piece in chunk.split_inclusive(|b| *b == b'\n') {
+            let room = LINE_CAP.saturating_sub(line.len());
+            let ends = piece.last() == Some(&b'\n');
+            let body = if ends {
+                &piece[..piece.len() - 1]
+            } else {
+                piece
+            };
+            line.extend_from_slice(&body[..body.len().min(room)]);
+            if ends {
+                scan(&line);
+                line.clear();
+            }
+        }
+    }
+    if !line.is_empty() {
+        scan(&line);
+    }
+}
+
 fn exit_json(exit: Exit) -> Value {
     match exit {
         Exit::Code(code) => json!({ "exit_code": code }),

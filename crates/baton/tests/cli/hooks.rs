@@ -150,7 +150,13 @@ fn every_captured_payload_gives_its_documented_action() {
                 }
                 "failure" => {
                     assert_eq!(t1["status"], "interrupted", "{what}");
-                    assert_eq!(t1["interrupt_reason"], "rate_limit", "{what}");
+                    // An overloaded API (HTTP 529) is no rate limit.
+                    let want = if file.contains("overloaded") {
+                        "unknown"
+                    } else {
+                        "rate_limit"
+                    };
+                    assert_eq!(t1["interrupt_reason"], want, "{what}");
                 }
                 "session-end" => {
                     // No turn was open: the session ended between turns.
@@ -786,4 +792,282 @@ fn a_reset_time_in_the_failure_message_is_kept() {
     let plain = fixture("claude-code-2.1.332/StopFailure.after-429.json");
     hook(&env, "claude", "StopFailure", &plain, &at(3)).assert_code(0);
     assert!(loop_state(&env, "T-1")["resume_after"].is_null());
+}
+
+// The rows of docs/hooks.md's table of limit signals, each fed to the hook as the real client
+// sent it, at the moment it was captured (2026-12-02T05:06Z).
+
+/// When the fixtures under `transcripts/` and the limit payloads were captured.
+const CAPTURED: &str = "2026-12-02T05:06:00Z";
+
+/// Runs `baton hook <client> <event>` at `now` with `payload` on stdin and `vars` set.
+fn hook_env(
+    env: &TestEnv,
+    client: &str,
+    event: &str,
+    payload: &[u8],
+    now: &str,
+    vars: &[(&str, &std::ffi::OsStr)],
+) -> Run {
+    let mut cmd = env.command(None, now);
+    cmd.args(["hook", client, event])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    child.stdin.take().unwrap().write_all(payload).unwrap();
+    to_run(child.wait_with_output().unwrap())
+}
+
+/// A StopFailure fixture (its message replaced by `message` when given) sent at `now` in the
+/// zone `tz`: the loop's interrupt reason and `resume_after`.
+fn claude_failure(rel: &str, message: Option<(&str, &str)>, now: &str, tz: &str) -> (Value, Value) {
+    let env = TestEnv::new();
+    let mut failure: Value = serde_json::from_slice(&fixture(rel)).unwrap();
+    if let Some((error, text)) = message {
+        failure["error"] = error.into();
+        failure["last_assistant_message"] = text.into();
+    }
+    let session = failure["session_id"].as_str().unwrap().to_string();
+    two_loops(&env, &session);
+    let out = hook_env(
+        &env,
+        "claude",
+        "StopFailure",
+        &serde_json::to_vec(&failure).unwrap(),
+        now,
+        &[("TZ", tz.as_ref())],
+    );
+    out.assert_code(0);
+    assert_eq!(out.stderr, "");
+    let t1 = loop_state(&env, "T-1");
+    (t1["interrupt_reason"].clone(), t1["resume_after"].clone())
+}
+
+#[test]
+fn signal_claude_subscription_limit_stop_failure_keeps_its_reset() {
+    // `You've hit your 5-hour limit · resets 8:05am (Europe/Lisbon)`, whatever the machine's
+    // zone.
+    let (reason, after) = claude_failure(
+        "claude-code-2.1.332/StopFailure.subscription-limit.json",
+        None,
+        CAPTURED,
+        "Asia/Tokyo",
+    );
+    assert_eq!(reason, "rate_limit");
+    assert_eq!(after, "2026-12-02T08:05:00Z");
+}
+
+#[test]
+fn signal_claude_weekly_limit_stop_failure_keeps_a_reset_days_away() {
+    let (reason, after) = claude_failure(
+        "claude-code-2.1.332/StopFailure.weekly-limit.json",
+        None,
+        CAPTURED,
+        "UTC",
+    );
+    assert_eq!(reason, "rate_limit");
+    assert_eq!(after, "2026-12-05T08:06:00Z");
+}
+
+#[test]
+fn signal_claude_limit_texts_users_report_keep_their_reset() {
+    let rel = "claude-code-2.1.332/StopFailure.subscription-limit.json";
+    // (error sent, text, now, machine zone, reset)
+    let cases = [
+        (
+            "rate_limit",
+            "You've hit your limit · resets 1pm (Europe/Lisbon)",
+            "2026-07-10T12:30:00Z",
+            "UTC",
+            "2026-07-11T12:00:00Z",
+        ),
+        (
+            "unknown",
+            "You've hit your weekly limit · resets Sep 15 at 7pm",
+            "2026-09-10T00:00:00Z",
+            "America/New_York",
+            "2026-09-15T23:00:00Z",
+        ),
+        (
+            "rate_limit",
+            "You've hit your weekly limit · resets Jul 27 at 4:30am (Asia/Calcutta)",
+            "2026-07-22T00:00:00Z",
+            "UTC",
+            "2026-07-26T23:00:00Z",
+        ),
+        (
+            "billing_error",
+            "You're out of extra usage · resets 7pm (Asia/Seoul)",
+            "2026-05-01T12:00:00Z",
+            "UTC",
+            "2026-05-02T10:00:00Z",
+        ),
+        (
+            "rate_limit",
+            "Claude usage limit reached. Your limit will reset at 9am (America/Chicago).",
+            "2026-03-01T12:00:00Z",
+            "UTC",
+            "2026-03-01T15:00:00Z",
+        ),
+    ];
+    for (error, text, now, tz, want) in cases {
+        let (reason, after) = claude_failure(rel, Some((error, text)), now, tz);
+        assert_eq!(reason, "rate_limit", "{text}");
+        assert_eq!(after, want, "{text}");
+    }
+}
+
+#[test]
+fn signal_claude_overloaded_529_is_an_unknown_interrupt_with_no_reset() {
+    let (reason, after) = claude_failure(
+        "claude-code-2.1.332/StopFailure.overloaded-529.json",
+        None,
+        CAPTURED,
+        "UTC",
+    );
+    assert_eq!(reason, "unknown");
+    assert!(after.is_null());
+    // A run lease's journal keeps the evidence: the API was overloaded.
+    let env = TestEnv::new();
+    env.write("plan.md", "# plan\n");
+    env.git(&["add", "plan.md"]);
+    env.git(&["commit", "--quiet", "-m", "plan"]);
+    let failure = fixture("claude-code-2.1.332/StopFailure.overloaded-529.json");
+    let session = session_of(&failure);
+    let out = env.baton(&session, 0, &["--json", "run", "new", "--plan", "plan.md"]);
+    out.assert_code(0);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    hook(&env, "claude", "StopFailure", &failure, &at(6)).assert_code(0);
+    assert_eq!(env.read_run(&id)["interrupt_reason"], "unknown");
+    let run_id = baton_core::run_id::RunId::parse(&id).unwrap();
+    let events = env.journal(baton_store::JournalTarget::Run(&run_id));
+    let evidence = events
+        .iter()
+        .find_map(|e| e["evidence"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    assert!(evidence.contains("overloaded (HTTP 529)"), "{events:?}");
+}
+
+/// A session end with a turn open, the transcript at `transcript`: the loop's interrupt reason
+/// and `resume_after`.
+fn dies_with(
+    client: &str,
+    open: &str,
+    open_event: &str,
+    end: &str,
+    transcript: &str,
+) -> (Value, Value) {
+    let env = TestEnv::new();
+    let open_payload = fixture(open);
+    let session = session_of(&open_payload);
+    two_loops(&env, &session);
+    hook(&env, client, open_event, &open_payload, CAPTURED).assert_code(0);
+    let mut v: Value = serde_json::from_slice(&fixture(end)).unwrap();
+    v["session_id"] = session.into();
+    let end_payload = with_transcript(
+        &serde_json::to_vec(&v).unwrap(),
+        &fixtures().join("transcripts").join(transcript),
+    );
+    let out = hook(&env, client, "SessionEnd", &end_payload, CAPTURED);
+    out.assert_code(0);
+    assert_eq!(out.stderr, "");
+    let t1 = loop_state(&env, "T-1");
+    (t1["interrupt_reason"].clone(), t1["resume_after"].clone())
+}
+
+#[test]
+fn signal_claude_subscription_limit_in_the_transcript_keeps_its_reset_to_the_second() {
+    let (reason, after) = dies_with(
+        "claude",
+        "claude-code-2.1.332/UserPromptSubmit.after-429.json",
+        "UserPromptSubmit",
+        "claude-code-2.1.332/SessionEnd.after-429.json",
+        "claude-code-2.1.332.subscription-limit-line.json",
+    );
+    assert_eq!(reason, "rate_limit");
+    assert_eq!(after, "2026-12-02T08:05:47Z");
+}
+
+#[test]
+fn signal_codex_usage_limit_keeps_its_reset() {
+    let (reason, after) = dies_with(
+        "codex",
+        "codex-0.171.0/UserPromptSubmit.after-429.json",
+        "UserPromptSubmit",
+        "codex-0.171.0/SessionEnd.after-429.json",
+        "codex-0.171.0.usage-limit-tail.jsonl",
+    );
+    assert_eq!(reason, "rate_limit");
+    assert_eq!(after, "2026-12-02T08:06:23Z");
+}
+
+#[test]
+fn signal_gemini_quota_retry_delay_keeps_its_reset() {
+    let env = TestEnv::new();
+    let reports = tempfile::tempdir().unwrap();
+    let open = fixture("gemini-0.61.0/BeforeAgent.after-429.json");
+    let session = session_of(&open);
+    let mut end: Value =
+        serde_json::from_slice(&fixture("gemini-0.61.0/SessionEnd.after-429.json")).unwrap();
+    end["session_id"] = session.clone().into();
+    let end = serde_json::to_vec(&end).unwrap();
+    two_loops(&env, &session);
+    let tmp = [("TMPDIR", reports.path().as_os_str())];
+    hook_env(&env, "gemini", "BeforeAgent", &open, CAPTURED, &tmp).assert_code(0);
+    // The captured report, naming this project's root.
+    let root = env.repo.canonicalize().unwrap();
+    let report = String::from_utf8(fixture("transcripts/gemini-0.61.0.quota-retry-report.json"))
+        .unwrap()
+        .replace("/home/dev/project", root.to_str().unwrap());
+    std::fs::write(
+        reports
+            .path()
+            .join("gemini-client-error-Turn.run-sendMessageStream-1.json"),
+        report,
+    )
+    .unwrap();
+    let out = hook_env(&env, "gemini", "SessionEnd", &end, CAPTURED, &tmp);
+    out.assert_code(0);
+    assert_eq!(out.stderr, "");
+    let t1 = loop_state(&env, "T-1");
+    assert_eq!(t1["interrupt_reason"], "rate_limit");
+    // `Suggested retry after 31s.`
+    assert_eq!(t1["resume_after"], "2026-12-02T05:06:31Z");
+}
+
+/// Under `baton supervise`, a failure's line in the supervisor's log carries its class: an
+/// overloaded API (`"error": "overloaded"`, a transient failure to retry) apart from a rate
+/// limit with its reset.
+#[test]
+fn signal_the_supervisors_line_carries_the_failures_class() {
+    let line_of = |rel: &str| -> Value {
+        let env = TestEnv::new();
+        let failure = fixture(rel);
+        two_loops(&env, &session_of(&failure));
+        // This test's process stands for the supervisor: the hook finds its log among its
+        // ancestors.
+        let me = std::process::id();
+        let start = baton_store::process::start_time(me).unwrap();
+        let dir = env.state_dir().join("supervise");
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join(format!("{me}-{start}.jsonl"));
+        std::fs::write(&log, "").unwrap();
+        hook(&env, "claude", "StopFailure", &failure, CAPTURED).assert_code(0);
+        let text = std::fs::read_to_string(&log).unwrap();
+        serde_json::from_str(text.lines().next().unwrap()).unwrap()
+    };
+    let overloaded = line_of("claude-code-2.1.332/StopFailure.overloaded-529.json");
+    assert_eq!(overloaded["event"], "failure", "{overloaded}");
+    assert_eq!(overloaded["error"], "overloaded", "{overloaded}");
+    assert_eq!(overloaded["reason"], "unknown", "{overloaded}");
+    assert!(overloaded["resume_after"].is_null(), "{overloaded}");
+    let limit = line_of("claude-code-2.1.332/StopFailure.subscription-limit.json");
+    assert_eq!(limit["error"], "rate_limit", "{limit}");
+    assert_eq!(limit["reason"], "rate_limit", "{limit}");
+    assert_eq!(limit["resume_after"], "2026-12-02T08:05:00Z", "{limit}");
 }

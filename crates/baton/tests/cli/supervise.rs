@@ -766,3 +766,58 @@ fn an_overloaded_api_is_retried_with_the_backoff() {
     );
     assert_eq!(g.launches(), 1);
 }
+
+/// The agent's stdout, passed through: a line that signals a limit's reset (Claude Code's
+/// stream-json `rate_limit_event`, its limit text) sets the relaunch time, even when the hooks
+/// read none.
+fn relaunch_after_printing(line: &str) -> (Run, Value) {
+    let f = Fake::new();
+    let printed = f.dir.join("printed.txt");
+    std::fs::write(&printed, format!("{line}\n")).unwrap();
+    f.attempt(
+        1,
+        &format!(
+            "{START}cat '{}'\nrate_limit 'Slow down.'\n",
+            printed.display()
+        ),
+    );
+    f.attempt(
+        2,
+        "baton resume accept T-1 >/dev/null\nbaton loop finish T-1 --status complete >/dev/null\nfinish\n",
+    );
+    let run = f.supervise(&["--backoff", "10s"]);
+    run.assert_code(0);
+    let wait = f
+        .journal()
+        .into_iter()
+        .find(|e| e["event"] == "supervise.wait")
+        .unwrap();
+    (run, wait)
+}
+
+#[test]
+fn a_stream_json_rate_limit_event_on_stdout_sets_the_relaunch() {
+    // The captured event, its `resetsAt` moved to the test's clock: T0 plus two hours.
+    let captured = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../../fixtures/clients/transcripts/claude-code-2.1.332.stream-json-rate-limit.jsonl",
+    ))
+    .unwrap();
+    let event = captured
+        .lines()
+        .find(|l| l.contains("\"rate_limit_event\""))
+        .unwrap();
+    let t0: jiff::Timestamp = at(0).parse().unwrap();
+    let line = event.replace("1796198747", &(t0.as_second() + 7200).to_string());
+    let (run, wait) = relaunch_after_printing(&line);
+    assert_eq!(wait["until"], at(120), "{wait}");
+    // Passed through unchanged (to stderr under `--json`).
+    assert!(run.stderr.contains(&line), "{}", run.stderr);
+}
+
+#[test]
+fn a_limit_text_on_stdout_sets_the_relaunch() {
+    let line = "You've hit your 5-hour limit · resets 2:30pm (UTC)";
+    let (run, wait) = relaunch_after_printing(line);
+    assert_eq!(wait["until"], at(150), "{wait}");
+    assert!(run.stderr.contains(line), "{}", run.stderr);
+}

@@ -183,6 +183,9 @@ pub struct Harness {
     hooks: Vec<Hook>,
     /// Codex only: write each hook's trust entry with the hash of another command.
     codex_trust_spoiled: bool,
+    /// Claude Code only: log in as a subscriber (an OAuth token) instead of with an API key,
+    /// so that a plan's limit reads as `You've hit your limit · resets …`.
+    pub subscription: bool,
     _tmp: tempfile::TempDir,
     /// Dropped last: this harness's share of the machine (see `CpuShare`).
     _cpu: CpuShare,
@@ -259,6 +262,7 @@ impl Harness {
             bin,
             hooks: Vec::new(),
             codex_trust_spoiled: false,
+            subscription: false,
             _tmp: tmp,
             _cpu: cpu,
         };
@@ -486,8 +490,12 @@ impl Harness {
                 // No retries, as for the other two clients (Codex `request_max_retries = 0`,
                 // Gemini `maxAttempts: 1`): a 429 ends the run at once instead of after a
                 // backoff of many seconds.
-                cmd.env("ANTHROPIC_API_KEY", "sk-ant-fake")
-                    .env("ANTHROPIC_BASE_URL", self.api.base_url())
+                if self.subscription {
+                    cmd.env("CLAUDE_CODE_OAUTH_TOKEN", "sk-ant-oat01-fake");
+                } else {
+                    cmd.env("ANTHROPIC_API_KEY", "sk-ant-fake");
+                }
+                cmd.env("ANTHROPIC_BASE_URL", self.api.base_url())
                     .env("CLAUDE_CODE_MAX_RETRIES", "0");
             }
             Client::Codex => {

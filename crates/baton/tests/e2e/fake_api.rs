@@ -28,6 +28,11 @@ pub enum Reply {
     RateLimit,
     /// HTTP 429 whose message says when to try again: "Please try again in <n>s."
     RateLimitFor(u64),
+    /// HTTP 429 for a plan's limit that resets in this many seconds, as each provider sends
+    /// it: Anthropic's `anthropic-ratelimit-unified-*` headers (rejected, five-hour claim, the
+    /// reset in unix seconds), OpenAI's `usage_limit_reached` body with `resets_at` and the
+    /// `x-codex-primary-*` headers, Google's `RESOURCE_EXHAUSTED` with a RetryInfo delay.
+    PlanLimit(u64),
 }
 
 impl Reply {
@@ -187,11 +192,12 @@ fn read_request(stream: &TcpStream) -> std::io::Result<Option<Incoming>> {
     }))
 }
 
-/// What to send back: status, content type, body.
+/// What to send back: status, content type, body, and any other headers.
 struct Answer {
     status: u16,
     content_type: &'static str,
     body: String,
+    headers: Vec<(String, String)>,
 }
 
 impl Answer {
@@ -200,6 +206,7 @@ impl Answer {
             status,
             content_type: "application/json",
             body: body.to_string(),
+            headers: Vec::new(),
         }
     }
 
@@ -208,8 +215,24 @@ impl Answer {
             status: 200,
             content_type: "text/event-stream",
             body,
+            headers: Vec::new(),
         }
     }
+
+    fn with_headers(mut self, headers: &[(&str, String)]) -> Answer {
+        self.headers
+            .extend(headers.iter().map(|(k, v)| (k.to_string(), v.clone())));
+        self
+    }
+}
+
+/// Unix seconds `secs` from now.
+fn unix_in(secs: u64) -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + secs
 }
 
 fn serve(mut stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
@@ -285,8 +308,13 @@ fn serve(mut stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
     } else {
         format!("Content-Length: {}\r\n", answer.body.len())
     };
+    let extra: String = answer
+        .headers
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}\r\n"))
+        .collect();
     let head = format!(
-        "HTTP/1.1 {} {reason}\r\nContent-Type: {}\r\n{length}Cache-Control: no-cache\r\nConnection: close\r\n\r\n",
+        "HTTP/1.1 {} {reason}\r\nContent-Type: {}\r\n{length}{extra}Cache-Control: no-cache\r\nConnection: close\r\n\r\n",
         answer.status, answer.content_type
     );
     stream.write_all(head.as_bytes())?;
@@ -305,6 +333,19 @@ fn event(name: &str, data: &Value) -> String {
 fn anthropic(reply: &Reply, req: &Value, n: u64) -> Answer {
     let model = req["model"].as_str().unwrap_or("claude-fake");
     let (block, stop_reason) = match reply {
+        Reply::PlanLimit(secs) => {
+            return Answer::json(
+                429,
+                json!({"type": "error", "error": {"type": "rate_limit_error",
+                    "message": "This request would exceed your account's rate limit. Please try again later."}}),
+            )
+            .with_headers(&[
+                ("anthropic-ratelimit-unified-status", "rejected".into()),
+                ("anthropic-ratelimit-unified-reset", unix_in(*secs).to_string()),
+                ("anthropic-ratelimit-unified-representative-claim", "five_hour".into()),
+                ("retry-after", secs.to_string()),
+            ]);
+        }
         Reply::RateLimit | Reply::RateLimitFor(_) => {
             return Answer::json(
                 429,
@@ -393,6 +434,20 @@ fn codex_shell_call(req: &Value, command: &str) -> (String, Value) {
 /// OpenAI Responses API: a streamed response with one output item.
 fn openai(reply: &Reply, req: &Value, n: u64) -> Answer {
     let item = match reply {
+        Reply::PlanLimit(secs) => {
+            return Answer::json(
+                429,
+                json!({"error": {"type": "usage_limit_reached",
+                    "message": "The usage limit has been reached", "plan_type": "plus",
+                    "resets_at": unix_in(*secs), "resets_in_seconds": secs}}),
+            )
+            .with_headers(&[
+                ("x-codex-primary-used-percent", "100.0".into()),
+                ("x-codex-primary-window-minutes", "300".into()),
+                ("x-codex-primary-reset-at", unix_in(*secs).to_string()),
+                ("x-codex-primary-reset-after-seconds", secs.to_string()),
+            ]);
+        }
         Reply::RateLimit | Reply::RateLimitFor(_) => {
             return Answer::json(
                 429,
@@ -445,6 +500,21 @@ fn openai(reply: &Reply, req: &Value, n: u64) -> Answer {
 /// Gemini `generateContent` / `streamGenerateContent?alt=sse`: one candidate.
 fn gemini(reply: &Reply, _req: &Value, _n: u64, stream: bool) -> Answer {
     let part = match reply {
+        Reply::PlanLimit(secs) => {
+            return Answer::json(
+                429,
+                json!({"error": {"code": 429,
+                "message": format!("You exceeded your current quota, please check your plan and billing details. Please retry in {secs}.5s."),
+                "status": "RESOURCE_EXHAUSTED",
+                "details": [
+                    {"@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                     "violations": [{"quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests",
+                        "quotaId": "GenerateRequestsPerMinutePerProjectPerModel-FreeTier"}]},
+                    {"@type": "type.googleapis.com/google.rpc.RetryInfo",
+                     "retryDelay": format!("{secs}s")},
+                ]}}),
+            );
+        }
         Reply::RateLimit | Reply::RateLimitFor(_) => {
             return Answer::json(
                 429,

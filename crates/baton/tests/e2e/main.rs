@@ -6,7 +6,9 @@
 //! session they belong to. `flow` proves baton with each client: installed by `baton init`, a
 //! ticket loop driven through two phases, interrupted by a 429 and resumed with the packet.
 //! `supervise` proves `baton supervise` with each client: 429s waited out and the session
-//! relaunched until the loop finishes, and a crash that is not retried.
+//! relaunched until the loop finishes, and a crash that is not retried. `signals` proves that a
+//! plan's limit, sent as each provider sends it, leaves the loop with the reset the client
+//! states.
 //!
 //! The clients come from `$BATON_E2E_CLIENTS/node_modules/.bin/` (for instance a folder where
 //! `npm install` put the pinned versions listed in `clients::PINNED`), else they are installed
@@ -17,5 +19,6 @@ mod clients;
 mod fake_api;
 mod flow;
 mod monorepo;
+mod signals;
 mod smoke;
 mod supervise;
