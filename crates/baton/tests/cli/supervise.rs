@@ -821,3 +821,79 @@ fn a_limit_text_on_stdout_sets_the_relaunch() {
     assert_eq!(wait["until"], at(150), "{wait}");
     assert!(run.stderr.contains(line), "{}", run.stderr);
 }
+
+/// Every Claude Code limit text of the table in docs/hooks.md ("Limit signals, client by
+/// client"), as its StopFailure hook receives it: `baton wait`, asked right after the hook,
+/// and supervise, deciding its relaunch, name the same reset, the one the text states (the next
+/// occurrence of that wall-clock time in that zone, at T0 = 2026-03-01 12:00 UTC, a Sunday).
+#[test]
+fn baton_wait_and_supervise_agree_on_every_claude_limit_text() {
+    let rows = [
+        (
+            "You've hit your limit · resets 1pm (Europe/Lisbon)",
+            "2026-03-01T13:00:00Z",
+        ),
+        (
+            "You've hit your session limit · resets 4:20am (Europe/Warsaw)",
+            "2026-03-02T03:20:00Z",
+        ),
+        (
+            "You've hit your weekly limit · resets Mar 5, 2am (UTC)",
+            "2026-03-05T02:00:00Z",
+        ),
+        (
+            "You've hit your weekly limit · resets Mar 4 at 4:30am (Asia/Calcutta)",
+            "2026-03-03T23:00:00Z",
+        ),
+        (
+            "You're out of extra usage · resets 7pm (Asia/Seoul)",
+            "2026-03-02T10:00:00Z",
+        ),
+        (
+            "Claude usage limit reached. Your limit will reset at 9am (America/Chicago).",
+            "2026-03-01T15:00:00Z",
+        ),
+        (
+            "Claude AI usage limit reached|1772370000",
+            "2026-03-01T13:00:00Z",
+        ),
+    ];
+    for (text, reset) in rows {
+        let f = Fake::new();
+        let payload = serde_json::json!({
+            "session_id": "S1",
+            "hook_event_name": "StopFailure",
+            "cwd": f.env.repo.to_str().unwrap(),
+            "error": "rate_limit",
+            "last_assistant_message": text,
+        });
+        let file = f.dir.join("failure.json");
+        std::fs::write(&file, payload.to_string()).unwrap();
+        f.attempt(
+            1,
+            &format!(
+                "{START}baton hook claude StopFailure < '{}'\n\
+                 baton --json wait T-1 > \"$d/wait.json\"\n\
+                 hook SessionEnd \"$(p SessionEnd ',\"reason\":\"other\"')\"\n\
+                 exit 1\n",
+                file.display()
+            ),
+        );
+        f.attempt(
+            2,
+            "baton resume accept T-1 >/dev/null\nbaton loop finish T-1 --status complete >/dev/null\nfinish\n",
+        );
+        let run = f.supervise(&[]);
+        run.assert_code(0);
+        let wait: Value = serde_json::from_str(&f.read("wait.json")).unwrap();
+        assert_eq!(wait["verdict"], "wait", "{text}: {wait}");
+        assert_eq!(wait["until"], reset, "{text}: {wait}");
+        let relaunch = f
+            .journal()
+            .into_iter()
+            .find(|e| e["event"] == "supervise.wait")
+            .unwrap();
+        assert_eq!(relaunch["until"], reset, "{text}: {relaunch}");
+        assert_eq!(relaunch["counted"], false, "{text}: {relaunch}");
+    }
+}
