@@ -1071,3 +1071,19 @@ fn signal_the_supervisors_line_carries_the_failures_class() {
     assert_eq!(limit["reason"], "rate_limit", "{limit}");
     assert_eq!(limit["resume_after"], "2026-12-02T08:05:00Z", "{limit}");
 }
+
+/// A per-minute 429 whose response said when to retry (`retry-after: 120`, the
+/// `anthropic-ratelimit-*-reset` headers): Claude Code 2.1.332 passes no time on to its
+/// StopFailure hook (captured), so the interrupt is a rate limit with no reset of its own, and
+/// the loop keeps the protocol's default wait.
+#[test]
+fn a_429s_retry_after_header_never_reaches_the_hook() {
+    let env = TestEnv::new();
+    let failure = fixture("claude-code-2.1.332/StopFailure.after-429-retry-after.json");
+    let session = session_of(&failure);
+    two_loops(&env, &session);
+    hook(&env, "claude", "StopFailure", &failure, &at(3)).assert_code(0);
+    let t1 = loop_state(&env, "T-1");
+    assert_eq!(t1["interrupt_reason"], "rate_limit", "{t1}");
+    assert!(t1["resume_after"].is_null(), "{t1}");
+}
