@@ -62,8 +62,10 @@ if [[ ${#missing[@]} -gt 0 ]]; then
 fi
 
 if [[ $quick -eq 1 ]]; then
-    warmup=3
-    runs=30
+    # Enough to check that every step runs (CI keeps no figure), few enough that the debug
+    # build's slow commands (`resume` over 10,000 loops) do not make it CI's longest step.
+    warmup=1
+    runs=10
     # Criterion's smallest sample is 10; a short measurement keeps the whole bench near 10 s.
     criterion_args=(--warm-up-time 0.5 --measurement-time 2 --sample-size 10)
 else
