@@ -29,12 +29,13 @@ pub enum Takes {
     Values,
 }
 
-/// A client's command-line grammar: its options, each under every name it has.
+/// A client's command-line grammar: its options, each under every name it has, in one or more
+/// tables (a subcommand shares its parent's common options).
 #[derive(Debug)]
 pub struct Grammar {
     /// The client as a person names it, for messages.
     pub client: &'static str,
-    pub options: &'static [(&'static str, Takes)],
+    pub options: &'static [&'static [(&'static str, Takes)]],
     /// Whether `--name=value` of a variadic option goes on taking the words after it (yargs
     /// does; commander and clap end the option there).
     pub inline_values_continue: bool,
@@ -64,8 +65,14 @@ impl Grammar {
     fn takes(&self, name: &str) -> Option<Takes> {
         self.options
             .iter()
+            .flat_map(|table| table.iter())
             .find(|(n, _)| *n == name)
             .map(|(_, t)| *t)
+    }
+
+    /// Whether `name` is an option that takes every word up to the next option.
+    pub fn takes_values(&self, name: &str) -> bool {
+        self.takes(name) == Some(Takes::Values)
     }
 
     /// Whether `name` is one of the options.
@@ -238,12 +245,12 @@ mod tests {
 
     const G: Grammar = Grammar {
         client: "test",
-        options: &[
+        options: &[&[
             ("-p", Takes::Nothing),
             ("--model", Takes::Value),
             ("--resume", Takes::Optional),
             ("--tools", Takes::Values),
-        ],
+        ]],
         inline_values_continue: false,
         flags_take_bools: false,
     };

@@ -179,7 +179,7 @@ const USAGE: &str = "claude [OPTIONS] -p \"<task>\"";
 /// up to the next option, so a prompt written right after `--allowedTools Bash` is a tool.
 pub const GRAMMAR: Grammar = Grammar {
     client: "Claude Code",
-    options: &[
+    options: &[&[
         ("--add-dir", Takes::Values),
         ("--agent", Takes::Value),
         ("--agents", Takes::Value),
@@ -267,7 +267,7 @@ pub const GRAMMAR: Grammar = Grammar {
         ("--version", Takes::Nothing),
         ("-w", Takes::Optional),
         ("--worktree", Takes::Optional),
-    ],
+    ]],
     inline_values_continue: false,
     flags_take_bools: false,
 };
@@ -384,7 +384,7 @@ fn not_headless() -> AgentCommandError {
 /// Why no word of the command is its task: a variadic option took it, or there is none.
 pub(super) fn no_task(args: &[String], words: &[Word]) -> AgentCommandError {
     let swallowed = words.iter().rev().find_map(|w| match w {
-        Word::Value(o) if GRAMMAR.options.contains(&(o.as_str(), Takes::Values)) => Some(o),
+        Word::Value(o) if GRAMMAR.takes_values(o) => Some(o),
         _ => None,
     });
     match (swallowed, words.last()) {

@@ -214,7 +214,7 @@ const USAGE: &str = "gemini [OPTIONS] -p \"<task>\"";
 /// boolean takes a following `true` or `false`.
 pub const GRAMMAR: Grammar = Grammar {
     client: "Gemini CLI",
-    options: &[
+    options: &[&[
         ("-d", Takes::Nothing),
         ("--debug", Takes::Nothing),
         ("-m", Takes::Value),
@@ -257,7 +257,7 @@ pub const GRAMMAR: Grammar = Grammar {
         ("--version", Takes::Nothing),
         ("-h", Takes::Nothing),
         ("--help", Takes::Nothing),
-    ],
+    ]],
     inline_values_continue: true,
     flags_take_bools: true,
 };
