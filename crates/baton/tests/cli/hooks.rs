@@ -37,14 +37,27 @@ fn hook(env: &TestEnv, client: &str, event: &str, payload: &[u8], now: &str) -> 
 }
 
 fn hook_with(env: &TestEnv, args: &[&str], payload: &[u8], now: &str) -> Run {
-    let mut child = env
-        .command(None, now)
-        .args(args)
+    run_hook(env, args, payload, now, &[])
+}
+
+/// Runs `baton <args>` at `now` with `payload` on stdin and `vars` set, as a client runs its
+/// hook.
+pub fn run_hook(
+    env: &TestEnv,
+    args: &[&str],
+    payload: &[u8],
+    now: &str,
+    vars: &[(&str, &std::ffi::OsStr)],
+) -> Run {
+    let mut cmd = env.command(None, now);
+    cmd.args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::piped());
+    for (name, value) in vars {
+        cmd.env(name, value);
+    }
+    let mut child = cmd.spawn().unwrap();
     // A hook may stop reading early (a payload over the cap): a broken pipe is its answer.
     let _ = child.stdin.take().unwrap().write_all(payload);
     to_run(child.wait_with_output().unwrap())
@@ -809,17 +822,7 @@ fn hook_env(
     now: &str,
     vars: &[(&str, &std::ffi::OsStr)],
 ) -> Run {
-    let mut cmd = env.command(None, now);
-    cmd.args(["hook", client, event])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, v) in vars {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().unwrap();
-    child.stdin.take().unwrap().write_all(payload).unwrap();
-    to_run(child.wait_with_output().unwrap())
+    run_hook(env, &["hook", client, event], payload, now, vars)
 }
 
 /// A StopFailure fixture (its message replaced by `message` when given) sent at `now` in the

@@ -5,9 +5,8 @@
 //! Codex reads every `.codex/` up to the root (as measured with the real clients: Claude Code
 //! 2.1.332, Codex 0.171.0, Gemini CLI 0.61.0).
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde_json::Value;
 
@@ -36,22 +35,12 @@ fn nested_repo(env: &TestEnv) -> PathBuf {
 
 /// `baton hook <client> <event>` with `payload` on stdin and `vars` set, as the client runs it.
 fn hook(env: &TestEnv, client: &str, event: &str, payload: &Value, vars: &[(&str, &Path)]) -> Run {
-    let mut cmd = env.command(None, &at(3));
-    cmd.args(["hook", client, event])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (name, value) in vars {
-        cmd.env(name, value);
-    }
-    let mut child = cmd.spawn().unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(&serde_json::to_vec(payload).unwrap())
-        .unwrap();
-    to_run(child.wait_with_output().unwrap())
+    let vars: Vec<(&str, &std::ffi::OsStr)> = vars
+        .iter()
+        .map(|(name, dir)| (*name, dir.as_os_str()))
+        .collect();
+    let bytes = serde_json::to_vec(payload).unwrap();
+    crate::hooks::run_hook(env, &["hook", client, event], &bytes, &at(3), &vars)
 }
 
 /// `baton <args>` run in `dir`, a directory below the project's root.
