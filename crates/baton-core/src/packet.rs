@@ -19,6 +19,8 @@ const LINE_CAP: usize = 600;
 /// The most constraints (blockers included) and references one item lists; the rest are
 /// counted. With `LINE_CAP`, one item can never fill the packet alone.
 const LIST_CAP: usize = 4;
+/// The most informational lines about work not offered; the rest are counted.
+pub const ASIDE_CAP: usize = 3;
 
 /// At most `LIST_CAP` lines, then one saying how many were left out.
 fn capped(mut lines: Vec<String>, label: &str) -> Vec<String> {
@@ -120,6 +122,9 @@ pub struct Packet {
     pub expected_outcome: Vec<String>,
     /// The items the packet covers, most urgent first.
     pub items: Vec<Item>,
+    /// Another session's quiet work, one informational line each (at most `ASIDE_CAP`, then a
+    /// count), never offered: no accept command.
+    pub not_offered: Vec<String>,
     /// Items left out to keep within the cap, and the command that lists them.
     pub more: usize,
     pub more_command: Option<String>,
@@ -227,16 +232,31 @@ impl Lines {
     }
 }
 
-/// Builds the packet from items in any order: sorted by urgency (then kind and key, so the
-/// output is stable), and as many as fit in `PACKET_CAP` characters of Markdown.
-pub fn build(mut items: Vec<Item>, more_command: &str) -> Packet {
-    items.sort_by(|a, b| (a.urgency, a.kind, &a.key).cmp(&(b.urgency, b.kind, &b.key)));
+/// Builds the packet from items in any order: sorted by urgency (then kind, then key in natural
+/// order, so the output is stable), and as many as fit in `PACKET_CAP` characters of Markdown.
+/// `aside` is one line for each piece of work not offered to this session (`ASIDE_CAP` of them
+/// are listed, the rest counted).
+pub fn build(mut items: Vec<Item>, aside: &[String], more_command: &str) -> Packet {
+    items.sort_by_cached_key(|i| (i.urgency, i.kind, crate::text::natural_key(&i.key)));
+    let mut not_offered: Vec<String> = aside.iter().take(ASIDE_CAP).map(|l| clip(l)).collect();
+    if aside.len() > ASIDE_CAP {
+        not_offered.push(format!(
+            "+{} more not offered here: `{more_command}` lists them",
+            aside.len() - ASIDE_CAP
+        ));
+    }
     let total = items.len();
     // Each item adds its own lines, so the Markdown's length is the skeleton's plus the items'
     // lines: one pass finds how many fit, and only those are ever rendered.
-    let skeleton = render_markdown(&assemble(&[], Vec::new(), total, more_command))
-        .chars()
-        .count();
+    let skeleton = render_markdown(&assemble(
+        &[],
+        Vec::new(),
+        &not_offered,
+        total,
+        more_command,
+    ))
+    .chars()
+    .count();
     let mut used = skeleton;
     let mut lines = Vec::new();
     for item in &items {
@@ -248,18 +268,24 @@ pub fn build(mut items: Vec<Item>, more_command: &str) -> Packet {
         lines.push(own);
     }
     let n = lines.len();
-    let mut packet = assemble(&items[..n], lines, total - n, more_command);
+    let mut packet = assemble(&items[..n], lines, &not_offered, total - n, more_command);
     // The skeleton's placeholder lines vanish once items fill their sections, so the estimate
     // errs long and this rarely runs; it keeps the cap exact.
     while !packet.items.is_empty() && render_markdown(&packet).chars().count() > PACKET_CAP {
         let n = packet.items.len() - 1;
         let lines = items[..n].iter().map(Lines::of).collect();
-        packet = assemble(&items[..n], lines, total - n, more_command);
+        packet = assemble(&items[..n], lines, &not_offered, total - n, more_command);
     }
     packet
 }
 
-fn assemble(items: &[Item], lines: Vec<Lines>, more: usize, more_command: &str) -> Packet {
+fn assemble(
+    items: &[Item],
+    lines: Vec<Lines>,
+    not_offered: &[String],
+    more: usize,
+    more_command: &str,
+) -> Packet {
     let mut p = Packet {
         intent: Vec::new(),
         context: Vec::new(),
@@ -267,6 +293,7 @@ fn assemble(items: &[Item], lines: Vec<Lines>, more: usize, more_command: &str) 
         references: Vec::new(),
         expected_outcome: Vec::new(),
         items: items.to_vec(),
+        not_offered: not_offered.to_vec(),
         more,
         more_command: (more > 0).then(|| more_command.to_string()),
     };
@@ -279,6 +306,8 @@ fn assemble(items: &[Item], lines: Vec<Lines>, more: usize, more_command: &str) 
             "Every piece of work in the project is finished, live in its own session, or absent."
                 .into(),
         );
+        p.context
+            .extend(not_offered.iter().map(|l| format!("Not offered here: {l}")));
         p.constraints
             .push("Start new work the usual way; nothing here needs taking over.".into());
         p.references
@@ -302,6 +331,8 @@ fn assemble(items: &[Item], lines: Vec<Lines>, more: usize, more_command: &str) 
             "{more} pieces of work were interrupted; `{more_command}` lists them."
         ));
     }
+    p.context
+        .extend(not_offered.iter().map(|l| format!("Not offered here: {l}")));
     if p.constraints.is_empty() {
         p.constraints.push("Take over only what the accept commands hand you; work owned by a live session stays its own.".into());
     }
@@ -385,7 +416,11 @@ mod tests {
             Class::Left,
             Class::RateLimit,
         ] {
-            let p = build(vec![item("loop", "PROJ-1", Some(class))], "baton status");
+            let p = build(
+                vec![item("loop", "PROJ-1", Some(class))],
+                &[],
+                "baton status",
+            );
             for (name, field) in [
                 ("intent", &p.intent),
                 ("context", &p.context),
@@ -419,7 +454,7 @@ mod tests {
             .map(|n| item("loop", &format!("PROJ-{n:04}"), Some(Class::Pause)))
             .collect();
         items.push(item("run", "0123456789abcdef", Some(Class::Timeout)));
-        let p = build(items, "baton status");
+        let p = build(items, &[], "baton status");
         let md = render_markdown(&p);
         assert!(
             md.chars().count() <= PACKET_CAP,
@@ -440,7 +475,7 @@ mod tests {
         let mut big = item("loop", &"X".repeat(50_000), Some(Class::Crash));
         big.position = "p".repeat(50_000);
         big.next = "n".repeat(50_000);
-        let p = build(vec![big], "baton status");
+        let p = build(vec![big], &[], "baton status");
         assert_eq!(p.items.len(), 1);
         assert!(render_markdown(&p).chars().count() <= PACKET_CAP);
     }
@@ -456,6 +491,7 @@ mod tests {
         big.urgency = 0;
         let p = build(
             vec![big, item("loop", "PROJ-1", Some(Class::Pause))],
+            &[],
             "baton status",
         );
         let md = render_markdown(&p);
@@ -466,8 +502,43 @@ mod tests {
 
     #[test]
     fn nothing_interrupted_still_gives_five_fields() {
-        let p = build(Vec::new(), "baton status");
+        let p = build(Vec::new(), &[], "baton status");
         assert_eq!(p.more, 0);
         assert!(!p.intent.is_empty() && !p.expected_outcome.is_empty());
+    }
+
+    #[test]
+    fn equal_urgency_keeps_keys_in_natural_order() {
+        let items = ["PROJ-10", "PROJ-2", "PROJ-1"]
+            .map(|k| item("loop", k, Some(Class::Crash)))
+            .to_vec();
+        let p = build(items, &[], "baton status");
+        let keys: Vec<&str> = p.items.iter().map(|i| i.key.as_str()).collect();
+        assert_eq!(keys, ["PROJ-1", "PROJ-2", "PROJ-10"]);
+    }
+
+    #[test]
+    fn work_not_offered_is_one_line_each_capped_with_no_accept() {
+        let aside: Vec<String> = (1..=5)
+            .map(|n| format!("loop T-{n}: quiet 25m, owner session s{n}"))
+            .collect();
+        let p = build(
+            vec![item("loop", "PROJ-1", Some(Class::Crash))],
+            &aside,
+            "baton status",
+        );
+        assert_eq!(p.not_offered.len(), ASIDE_CAP + 1, "{:?}", p.not_offered);
+        assert!(p.not_offered[ASIDE_CAP].starts_with("+2 more"));
+        let md = render_markdown(&p);
+        assert!(
+            md.contains("- Not offered here: loop T-1: quiet 25m"),
+            "{md}"
+        );
+        assert!(!md.contains("T-4"), "{md}");
+        assert_eq!(
+            md.matches("Accept:").count(),
+            1,
+            "only the offered item: {md}"
+        );
     }
 }

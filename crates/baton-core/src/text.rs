@@ -48,6 +48,36 @@ pub fn shell_quote(arg: &str) -> String {
     }
 }
 
+/// One run of a key: digits or everything else. Digits compare as numbers.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum KeyRun {
+    Text(String),
+    /// Its digits without leading zeros: the shorter is the smaller, then the digits decide.
+    Number(usize, String),
+}
+
+/// A key as a person orders keys: `PROJ-2` before `PROJ-10`. Sort by it with
+/// `sort_by_cached_key(|k| natural_key(k))`.
+pub fn natural_key(key: &str) -> Vec<KeyRun> {
+    let mut runs = Vec::new();
+    let mut rest = key;
+    while let Some(c) = rest.chars().next() {
+        let digit = c.is_ascii_digit();
+        let end = rest
+            .find(|x: char| x.is_ascii_digit() != digit)
+            .unwrap_or(rest.len());
+        let (run, tail) = rest.split_at(end);
+        runs.push(if digit {
+            let n = run.trim_start_matches('0');
+            KeyRun::Number(n.len(), n.to_string())
+        } else {
+            KeyRun::Text(run.to_string())
+        });
+        rest = tail;
+    }
+    runs
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,5 +92,31 @@ mod tests {
         assert_eq!(esc("ünïcode/ok"), "ünïcode/ok");
         assert_eq!(esc_or(None, "none"), "none");
         assert_eq!(esc_join(["a", "b\nc"]), r"a, b\nc");
+    }
+
+    #[test]
+    fn keys_sort_in_natural_order() {
+        let mut keys = [
+            "PROJ-10",
+            "PROJ-2",
+            "PROJ-1",
+            "PROJ-002a",
+            "A",
+            "PROJ-100",
+            "B-9",
+        ];
+        keys.sort_by_key(|k| natural_key(k));
+        assert_eq!(
+            keys,
+            [
+                "A",
+                "B-9",
+                "PROJ-1",
+                "PROJ-2",
+                "PROJ-002a",
+                "PROJ-10",
+                "PROJ-100"
+            ]
+        );
     }
 }

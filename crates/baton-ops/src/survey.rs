@@ -19,7 +19,10 @@ use baton_core::decide::lease::{Here, LeaseState};
 use baton_core::decide::loop_resume::{
     Mode, ResumeFacts, claims_engineer_output, decide_loop_resume, is_resumable, resume_after,
 };
-use baton_core::decide::survey::{BatchFacts, LedgerFacts, Standing, decide_batch, decide_ledger};
+use baton_core::decide::survey::{
+    BatchFacts, Handover, HandoverFacts, LedgerFacts, Standing, decide_batch, decide_handover,
+    decide_ledger,
+};
 use baton_core::ledger::{Event, parse_ledger, phase_claims};
 use baton_core::model::{BatchState, BatchStatus, LoopState, LoopStatus, Pauses, RunState};
 use baton_core::packet::{Item, WorkKind, urgency};
@@ -77,6 +80,9 @@ pub struct Work {
     /// Its place in the packet, when it is interrupted or degraded.
     #[serde(skip)]
     pub item: Option<Item>,
+    /// Another session's quiet work, not offered to this one: its informational line.
+    #[serde(skip)]
+    pub aside: Option<String>,
 }
 
 pub struct Survey {
@@ -90,6 +96,14 @@ pub struct Survey {
 impl Survey {
     pub fn items(&self) -> Vec<Item> {
         self.work.iter().filter_map(|w| w.item.clone()).collect()
+    }
+
+    /// One informational line for each piece of quiet work not offered to this session, in
+    /// natural key order.
+    pub fn asides(&self) -> Vec<String> {
+        let mut quiet: Vec<&Work> = self.work.iter().filter(|w| w.aside.is_some()).collect();
+        quiet.sort_by_cached_key(|w| (w.kind, baton_core::text::natural_key(&w.key)));
+        quiet.iter().filter_map(|w| w.aside.clone()).collect()
     }
 }
 
@@ -212,6 +226,7 @@ pub fn survey(ctx: &Ctx) -> Result<Survey, CommandError> {
             class: None,
             next: d.next,
             item: None,
+            aside: None,
         });
     }
     match batch {
@@ -344,10 +359,17 @@ impl Scan<'_> {
             class: None,
             next: d.decision.next.clone(),
             item: None,
+            aside: None,
         };
         if d.decision.verdict != "offer" {
             return work;
         }
+        let paused = self.paused(state.owner(), state.liveness(ctx.now));
+        let interrupted = state.status == LoopStatus::Interrupted || paused.0;
+        let ask = format!("`baton resume {t}`");
+        let Some(gone) = self.handover(&mut work, interrupted, &ask) else {
+            return work;
+        };
         let position = state.position();
         let reason = (state.status == LoopStatus::Interrupted)
             .then(|| state.interrupt_reason.as_deref().unwrap_or("unknown"));
@@ -358,7 +380,6 @@ impl Scan<'_> {
         let gates = format!(
             "`baton resume {t}` checks the tree and branch; re-run the phase's QA before trusting its output"
         );
-        let paused = self.paused(state.owner(), state.liveness(ctx.now));
         let c = classify(
             &Signals {
                 interrupt_reason: reason,
@@ -405,6 +426,7 @@ impl Scan<'_> {
             references.insert(0, format!("plan: {}", esc(plan)));
         }
         let mut reasons = d.decision.reasons.clone();
+        reasons.extend(gone);
         reasons.extend(c.reasons.iter().cloned());
         let degraded = !blockers.is_empty();
         work.class = Some(c.class);
@@ -461,6 +483,7 @@ impl Scan<'_> {
             class: None,
             next: next.clone(),
             item: None,
+            aside: None,
         };
         let (standing, _) = decide_batch(BatchFacts {
             finished: state.is_finished(),
@@ -472,6 +495,11 @@ impl Scan<'_> {
         if standing != Standing::Offer {
             return work;
         }
+        let paused = self.paused(state.owner(), last);
+        let interrupted = !state.is_active() || paused.0;
+        let Some(gone) = self.handover(&mut work, interrupted, "`baton batch resume`") else {
+            return work;
+        };
         let why = state
             .extra
             .get("pause_reason")
@@ -491,7 +519,6 @@ impl Scan<'_> {
         } else {
             ""
         };
-        let paused = self.paused(state.owner(), last);
         let c = classify(
             &Signals {
                 interrupt_reason: reason,
@@ -517,7 +544,7 @@ impl Scan<'_> {
             position: from,
             verdict: work.verdict.clone(),
             class: Some(c.class),
-            reasons: c.reasons.clone(),
+            reasons: gone.into_iter().chain(c.reasons.iter().cloned()).collect(),
             checkpoint: Some(format!(
                 "{} of {} tickets complete",
                 state
@@ -543,6 +570,82 @@ impl Scan<'_> {
         });
         work.next = Some(c.next);
         work
+    }
+
+    /// Whether this starting session is handed `work`, unfinished work with an owner that its
+    /// own check offers (`interrupted`: its state records an interrupt or a pause). `None` when
+    /// it is not: `work` becomes its informational line, naming `ask` (how a session started
+    /// for it asks for it by key). Otherwise the evidence that its owner is gone, if that is
+    /// what decided.
+    fn handover(
+        &self,
+        work: &mut Work,
+        interrupted: bool,
+        ask: &str,
+    ) -> Option<Option<baton_core::Reason>> {
+        let owner = work.owner.as_ref()?;
+        let process = owner.session.as_deref().and_then(|s| self.owner_process(s));
+        let facts = HandoverFacts {
+            mine: owner.mine,
+            interrupted,
+            owner_running: process.map(|(_, running)| running),
+        };
+        let who = owner.session.as_deref().map_or_else(
+            || "no owner session".to_string(),
+            |s| format!("owner session {}", esc(s)),
+        );
+        match decide_handover(facts) {
+            Handover::Offer(None) => Some(None),
+            Handover::Offer(Some(rule)) => Some(Some(baton_core::Reason::new(
+                rule,
+                format!(
+                    "{who}'s client process (pid {}) is gone from this machine",
+                    process.map_or(0, |(pid, _)| pid)
+                ),
+            ))),
+            Handover::Aside(_) => {
+                let quiet = owner
+                    .last_write
+                    .as_deref()
+                    .and_then(|t| parse_ts(Some(t)))
+                    .map_or_else(
+                        || "quiet (no last-write time)".to_string(),
+                        |t| {
+                            format!(
+                                "quiet for {}",
+                                baton_core::time::human_age(baton_core::time::age(self.ctx.now, t))
+                            )
+                        },
+                    );
+                let running = match process {
+                    Some((pid, true)) => format!(", whose client process (pid {pid}) still runs"),
+                    _ => String::new(),
+                };
+                let detail = format!(
+                    "{quiet} at {}, {who}{running}, and nothing says it was interrupted (it may be a long wait such as CI); a session started for it asks with {ask}",
+                    work.phase
+                );
+                work.aside = Some(format!("{} {}: {detail}", work.kind, esc(&work.key)));
+                work.verdict = "quiet".into();
+                work.next = Some(format!("not offered here: {detail}"));
+                None
+            }
+        }
+    }
+
+    /// The client process of `session` as its hooks recorded it in this project, and whether
+    /// it still runs: `None` when no hook recorded one (no hooks, or another machine).
+    fn owner_process(&self, session: &str) -> Option<(u32, bool)> {
+        baton_core::client::Client::ALL.iter().find_map(|client| {
+            let record = baton_store::sessions::SessionFiles::new(
+                self.store.layout(),
+                client.as_str(),
+                session,
+            )
+            .read_record()?;
+            let (pid, start) = (record.client_pid?, record.client_pid_start?);
+            Some((pid, baton_store::process::is_alive(pid, start)))
+        })
     }
 
     /// Whether a pause covers work owned by `owner` and last written at `last_write`, and
@@ -582,6 +685,7 @@ impl Scan<'_> {
             class: None,
             next: None,
             item: None,
+            aside: None,
         };
         if run.status.is_finished() {
             return Ok(work);
@@ -742,6 +846,7 @@ impl Scan<'_> {
                 references: vec![format!("pointer: {}", baton_store::feature::POINTER_PATH)],
                 urgency: urgency(None, false, true),
             }),
+            aside: None,
         }
     }
 
@@ -776,6 +881,7 @@ impl Scan<'_> {
             class: None,
             next: None,
             item: None,
+            aside: None,
         };
         let shown = |path: &Path| esc(&path.display().to_string()).into_owned();
         let mut references = vec![format!("pointer: {}", shown(&f.pointer_path))];
@@ -1042,6 +1148,7 @@ impl Scan<'_> {
             class: None,
             next: None,
             item: None,
+            aside: None,
         };
         let (standing, _) = decide_ledger(LedgerFacts {
             open_phase: open.is_some(),

@@ -18,7 +18,7 @@ use baton_ops::batch::next_step;
 use baton_ops::env::Ctx;
 use baton_ops::error::ExitStatus;
 use baton_ops::ledgers::{Appended, Plan};
-use baton_ops::survey::Survey;
+use baton_ops::survey::{Survey, Work};
 use baton_ops::ticket_loop::Target;
 use baton_store::Versioned;
 
@@ -82,9 +82,44 @@ pub fn state_json(state: &LoopState) -> Value {
 
 /// The packet for a survey, and its Markdown.
 pub fn packet_of(s: &Survey) -> (Packet, String) {
-    let packet = build(s.items(), LIST_COMMAND);
+    let packet = build(s.items(), &s.asides(), LIST_COMMAND);
     let markdown = render_markdown(&packet);
     (packet, markdown)
+}
+
+/// Interrupted work first (most urgent first), then live, then finished; within each, the
+/// kinds in the survey's order and the keys in natural order (PROJ-2 before PROJ-10).
+pub fn by_urgency(work: &[Work]) -> Vec<&Work> {
+    let mut kinds: Vec<baton_core::packet::WorkKind> = Vec::new();
+    for w in work {
+        if !kinds.contains(&w.kind) {
+            kinds.push(w.kind);
+        }
+    }
+    let mut work: Vec<&Work> = work.iter().collect();
+    work.sort_by_cached_key(|w| {
+        (
+            w.item.as_ref().map_or(u8::MAX, |i| i.urgency),
+            w.verdict.starts_with("none"),
+            kinds.iter().position(|k| *k == w.kind),
+            baton_core::text::natural_key(&w.key),
+        )
+    });
+    work
+}
+
+/// The most rows the session-start commands list before the packet (and in `work` under
+/// `--json`): one read for an agent, whatever the number of state files. The rest are counted;
+/// `baton status` lists them all.
+pub const ROWS_CAP: usize = 20;
+
+/// The rows a session-start command lists, most urgent first and keys in natural order, and
+/// how many it leaves out.
+pub fn session_rows(s: &Survey) -> (Vec<&Work>, usize) {
+    let mut rows = by_urgency(&s.work);
+    let more = rows.len().saturating_sub(ROWS_CAP);
+    rows.truncate(ROWS_CAP);
+    (rows, more)
 }
 
 /// The JSON both session-start commands print: a decision over the whole project, every row,
@@ -117,13 +152,15 @@ pub fn survey_report(s: &Survey, packet: &Packet, markdown: &str, text: String) 
         Some(accept) => format!("{}: {} (`{accept}`)", i.kind, i.next),
         None => format!("{}: {}", i.kind, i.next),
     });
-    let rows: Vec<Value> = s.work.iter().map(|w| json!(w)).collect();
+    let (shown, more) = session_rows(s);
+    let rows: Vec<Value> = shown.iter().map(|w| json!(w)).collect();
     let mut report = Report::ok(
         json!({
             "verdict": verdict,
             "reasons": reasons,
             "next": next,
             "work": rows,
+            "work_more": more,
             "packet": packet,
             "packet_markdown": markdown,
             "pause": s.pause,

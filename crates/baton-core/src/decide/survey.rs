@@ -88,6 +88,43 @@ pub fn decide_ledger(f: LedgerFacts) -> (Standing, Rule) {
     }
 }
 
+/// What the survey knows of unfinished work that has an owner session (a loop, the batch)
+/// when it decides whether a starting session is handed it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HandoverFacts {
+    /// Its owner is this session.
+    pub mine: bool,
+    /// Its state records an interrupt or a pause (a hook, the supervisor, the agent itself).
+    pub interrupted: bool,
+    /// Its owner's client process as the owner's hooks recorded it on this machine: `Some(false)`
+    /// gone, `Some(true)` still running, `None` unknown (no hooks, another machine).
+    pub owner_running: Option<bool>,
+}
+
+/// Whether a starting session is handed a piece of unfinished work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handover {
+    /// Offered, with the accept command: its own session's work, or work whose evidence says
+    /// it was interrupted.
+    Offer(Option<Rule>),
+    /// Merely quiet: one informational line, no accept command. The key match is the guard,
+    /// never freshness: quiet work may be another session's long CI wait.
+    Aside(Rule),
+}
+
+/// A session starting with no ticket is offered its own work and work whose evidence says it
+/// was interrupted; another session's work that is only quiet is information. A session
+/// started for a ticket asks for it by key (`baton resume <TICKET>`), which offers it.
+pub fn decide_handover(f: HandoverFacts) -> Handover {
+    if f.mine || f.interrupted {
+        Handover::Offer(None)
+    } else if f.owner_running == Some(false) {
+        Handover::Offer(Some(Rule::ResumeOwnerGone))
+    } else {
+        Handover::Aside(Rule::ResumeQuietAside)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,6 +192,30 @@ mod tests {
         for (facts, standing, rule) in rows {
             let (s, r) = decide_ledger(facts);
             assert_eq!((s.as_str(), r.id()), (standing, rule), "{facts:?}");
+        }
+    }
+
+    #[test]
+    fn quiet_work_is_offered_only_on_evidence() {
+        let f = |mine, interrupted, owner_running| {
+            decide_handover(HandoverFacts {
+                mine,
+                interrupted,
+                owner_running,
+            })
+        };
+        assert_eq!(f(true, false, Some(true)), Handover::Offer(None));
+        assert_eq!(f(false, true, Some(true)), Handover::Offer(None));
+        assert_eq!(
+            f(false, false, Some(false)),
+            Handover::Offer(Some(Rule::ResumeOwnerGone))
+        );
+        for running in [Some(true), None] {
+            assert_eq!(
+                f(false, false, running),
+                Handover::Aside(Rule::ResumeQuietAside),
+                "quiet, owner {running:?}"
+            );
         }
     }
 }

@@ -101,7 +101,8 @@ pub fn survey_wait(
     match first {
         "none" => Wait::Nothing,
         "own" => Wait::Ready,
-        "live" => Wait::TakenOver,
+        // Another session's quiet work, not offered to this one (`resume.quiet-aside`).
+        "live" | "quiet" => Wait::TakenOver,
         "degraded" | "blocked" | "confirm" => Wait::HumanFirst,
         _ if degraded || class == Some(Class::Timeout) => Wait::HumanFirst,
         _ => match resets.filter(|t| class == Some(Class::RateLimit) && *t > now) {
@@ -245,11 +246,12 @@ mod tests {
     #[test]
     fn survey_wait_table() {
         use Class::*;
-        let rows: [(&str, Option<Class>, bool, Wait); 16] = [
+        let rows: [(&str, Option<Class>, bool, Wait); 17] = [
             ("none (finished)", None, false, Wait::Nothing),
             ("none (not started)", None, false, Wait::Nothing),
             ("own", None, false, Wait::Ready),
             ("live", None, false, Wait::TakenOver),
+            ("quiet", None, false, Wait::TakenOver),
             ("live (ratify)", None, false, Wait::TakenOver),
             ("degraded", None, true, Wait::HumanFirst),
             ("blocked", Some(Crash), true, Wait::HumanFirst),

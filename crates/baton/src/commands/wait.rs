@@ -238,14 +238,15 @@ impl All {
 /// What `baton resume` (no argument) finds, each piece with its wait: a loop's as
 /// `baton wait <TICKET>` gives it (its resume verdict, mode and `resume_after`), anything else
 /// by its row in the survey ([`survey_wait`]: finished is nothing, this session's is ready,
-/// another live session's is taken over, degraded or a delegate's timeout is for a person,
+/// another live session's (or its quiet work, not offered here) is taken over, degraded or a delegate's timeout is for a person,
 /// the feature's rate limit waits for its recorded reset, anything else interrupted and
 /// resumable is ready).
 fn every_piece(ctx: &Ctx, deadline: Option<Timestamp>) -> Result<All, CommandError> {
     let s = survey(ctx)?;
     let mut pieces = Vec::with_capacity(s.work.len());
     for w in &s.work {
-        pieces.push(if w.kind == "loop" {
+        // A quiet loop of another session is not this session's to wait for.
+        pieces.push(if w.kind == "loop" && w.aside.is_none() {
             a_loop(ctx, w, deadline)?
         } else {
             // The packet ranks a person's decision or a degraded state first: urgency 0.

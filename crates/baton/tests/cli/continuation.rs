@@ -82,8 +82,15 @@ fn resume_without_a_ticket_names_each_piece_of_work_once_with_its_own_commands_v
     .assert_code(0);
     env.baton("A", 0, &["loop", "init", "PROJ-2"])
         .assert_code(0);
+    // Interrupted with no known reason, as a failure hook records a turn that died.
+    env.baton("A", 0, &["loop", "interrupt", "PROJ-2"])
+        .assert_code(0);
     env.baton("A", 0, &["batch", "start", "PROJ-3", "PROJ-4"])
         .assert_code(0);
+    // Interrupted as the originating stop hook marks it.
+    let mut batch = env.read_batch();
+    batch["status"] = "interrupted".into();
+    env.write_batch(&batch);
     let run_id = env.baton("A", 0, &["run", "new", "--feature", "export retries"]);
     let run_id = run_id.stdout.lines().next().unwrap().to_string();
     ledger(&env, "plans/auth", "A", 0);
@@ -187,8 +194,8 @@ fn resume_without_a_ticket_on_an_empty_project_says_so_and_creates_nothing() {
 #[test]
 fn the_packet_stays_under_ten_thousand_characters_with_a_thousand_loops_most_urgent_first() {
     let env = TestEnv::new();
-    // 1,000 loops session A paused, 50 runs, 20 ledgers; one loop written after the pause
-    // (so not covered by it: a crash, more urgent than any pause).
+    // 1,000 loops session A paused, 50 runs, 20 ledgers; one loop interrupted after the pause
+    // with no known reason (a crash, more urgent than any pause).
     for n in 0..1000 {
         let key = format!("PROJ-{n:04}");
         env.write_loop(
@@ -205,7 +212,8 @@ fn the_packet_stays_under_ten_thousand_characters_with_a_thousand_loops_most_urg
         "ZZZ-LATE",
         &json!({
             "schema_version": 1, "session_id": "A", "ticket_id": "ZZZ-LATE", "loop_key": "ZZZ-LATE",
-            "status": "active", "last_phase": "skeptic", "last_phase_action": "spawned",
+            "status": "interrupted", "interrupt_reason": "unknown", "interrupted_at": at(10),
+            "last_phase": "skeptic", "last_phase_action": "spawned",
             "loop_state": {"phase": "skeptic", "iteration": 1, "max_iterations": 3},
             "last_updated": at(10), "owner_epoch": 1
         }),
@@ -296,7 +304,9 @@ fn a_pause_covers_what_the_pausing_session_wrote_before_it_and_nothing_after() {
         .assert_code(0);
     let all = env.baton("B", 60, &["--json", "resume"]).json();
     assert_eq!(row(&all, "loop", "PROJ-1")["class"], "pause");
-    assert_eq!(row(&all, "loop", "PROJ-2")["class"], "crash");
+    // Not covered, and nothing else says it was interrupted: another session's quiet loop.
+    assert_eq!(row(&all, "loop", "PROJ-2")["verdict"], "quiet");
+    assert_eq!(row(&all, "loop", "PROJ-2")["class"], Value::Null);
     assert_eq!(all["pause"]["marks"].as_array().unwrap().len(), 2);
     assert!(
         all["packet_markdown"]
@@ -308,7 +318,7 @@ fn a_pause_covers_what_the_pausing_session_wrote_before_it_and_nothing_after() {
     );
     env.baton("A", 61, &["pause", "--clear"]).assert_code(0);
     let all = env.baton("B", 62, &["--json", "resume"]).json();
-    assert_eq!(row(&all, "loop", "PROJ-1")["class"], "crash");
+    assert_eq!(row(&all, "loop", "PROJ-1")["verdict"], "quiet");
 }
 
 #[test]
@@ -324,6 +334,8 @@ fn a_delegate_that_returned_and_was_never_processed_is_left() {
         ],
     )
     .assert_code(0);
+    env.baton("A", 1, &["loop", "interrupt", "PROJ-1"])
+        .assert_code(0);
     let all = env.baton("B", 60, &["--json", "resume"]).json();
     assert_eq!(row(&all, "loop", "PROJ-1")["class"], "left");
     assert!(
@@ -366,6 +378,12 @@ fn status_is_one_table_of_everything_within_eighty_columns_without_colour_when_p
         &["loop", "init", &long],
     )
     .assert_code(0);
+    env.baton(
+        "a-very-long-session-identifier-0123456789",
+        0,
+        &["loop", "interrupt", &long],
+    )
+    .assert_code(0);
     env.baton("A", 0, &["loop", "init", "PROJ-2"])
         .assert_code(0);
     env.baton(
@@ -382,7 +400,8 @@ fn status_is_one_table_of_everything_within_eighty_columns_without_colour_when_p
         assert!(line.chars().count() <= 80, "over 80 columns: {line:?}");
     }
     assert!(!out.stdout.contains('\x1b'), "colour on a pipe");
-    // The most urgent first: the silent loop (a crash) before the rate limit that has reset.
+    // The most urgent first: the loop that died for no known reason (a crash) before the rate
+    // limit that has reset.
     let rows: Vec<&&str> = lines.iter().filter(|l| l.starts_with("loop")).collect();
     assert!(rows[0].contains("crash"), "{}", out.stdout);
     assert!(rows[1].contains("rate_limit"), "{}", out.stdout);

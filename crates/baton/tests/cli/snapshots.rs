@@ -146,6 +146,19 @@ fn what_the_next_session_sees() {
     }
 }
 
+/// Beside the interrupted loop, another session's loop that is only quiet: one line that says
+/// why it is not offered, and no accept command for it.
+#[test]
+fn what_a_session_starting_beside_a_quiet_loop_sees() {
+    crate::files_only!("the snapshots name the state files");
+    let env = interrupted_loop();
+    env.baton("S-three", 3, &["loop", "init", "PROJ-10"])
+        .assert_code(0);
+    let run = env.baton("S-two", 30, &["resume"]);
+    run.assert_code(0);
+    snapshot(&env, "quiet-beside-resume", &shown("resume", &run.stdout));
+}
+
 #[test]
 fn what_a_transition_and_a_refusal_print() {
     crate::files_only!("the snapshots name the state files");

@@ -12,8 +12,15 @@ pub fn cmd_resume_all(ctx: &Ctx) -> Result<Report, CommandError> {
     let s = survey(ctx)?;
     let (packet, markdown) = crate::view::packet_of(&s);
     let mut text = String::new();
-    for w in &s.work {
+    let (rows, more) = crate::view::session_rows(&s);
+    for w in rows {
         text.push_str(&row_line(w));
+    }
+    if more > 0 {
+        text.push_str(&format!(
+            "+{more} more: `{}` lists them\n",
+            crate::view::LIST_COMMAND
+        ));
     }
     if s.work.is_empty() {
         text.push_str(
@@ -27,7 +34,19 @@ pub fn cmd_resume_all(ctx: &Ctx) -> Result<Report, CommandError> {
     Ok(crate::view::survey_report(&s, &packet, &markdown, text))
 }
 
-/// `kind key: verdict · class · phase`, then the next step when there is one to take.
+/// The longest line a row prints: a long key or next step cannot crowd out the other rows.
+const LINE_CAP: usize = 240;
+
+fn clip(line: String) -> String {
+    if line.chars().count() <= LINE_CAP {
+        return line;
+    }
+    let cut: String = line.chars().take(LINE_CAP - 1).collect();
+    format!("{cut}…")
+}
+
+/// `kind key: verdict · class · phase`, then the next step when there is one to take (or why
+/// it is not offered here).
 fn row_line(w: &Work) -> String {
     let class = w
         .class
@@ -40,17 +59,19 @@ fn row_line(w: &Work) -> String {
         .and_then(|o| o.machine.as_deref())
         .map(|h| format!(" · owned on {}", esc(h)))
         .unwrap_or_default();
-    let mut line = format!(
-        "{} {}: {}{class} · {}{machine}\n",
+    let mut line = clip(format!(
+        "{} {}: {}{class} · {}{machine}",
         w.kind,
         esc(&w.key),
         w.verdict,
         w.phase
-    );
-    if w.item.is_some()
+    ));
+    line.push('\n');
+    if (w.item.is_some() || w.aside.is_some())
         && let Some(next) = &w.next
     {
-        line.push_str(&format!("  next: {next}\n"));
+        line.push_str(&clip(format!("  next: {next}")));
+        line.push('\n');
     }
     line
 }

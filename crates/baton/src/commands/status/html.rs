@@ -29,7 +29,7 @@ pub fn cmd_html(ctx: &Ctx, out: Option<&Path>) -> Result<Report, CommandError> {
         .map(|n| n.trim_start_matches("warning: ").to_string())
         .collect();
     let mut lanes = Vec::new();
-    for w in super::by_urgency(&s.work) {
+    for w in crate::view::by_urgency(&s.work) {
         match history(&*store, w, &mut warnings) {
             Ok(Some(events)) => lanes.push(lane(w, events)),
             Ok(None) => {}
@@ -213,6 +213,7 @@ fn archived(
                 baton_core::text::shell_quote(&key)
             )),
             item: None,
+            aside: None,
         };
         match history(store, &w, warnings) {
             Ok(Some(events)) if !events.is_empty() => lanes.push(lane(&w, events)),

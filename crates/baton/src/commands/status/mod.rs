@@ -79,55 +79,6 @@ pub fn cmd_status(ctx: &Ctx, args: StatusArgs) -> Result<Report, CommandError> {
     table(ctx)
 }
 
-/// Interrupted work first (most urgent first), then live, then finished; within each, the
-/// kinds in the survey's order and the keys in natural order (PROJ-2 before PROJ-10).
-pub(crate) fn by_urgency(work: &[Work]) -> Vec<&Work> {
-    let mut kinds: Vec<baton_core::packet::WorkKind> = Vec::new();
-    for w in work {
-        if !kinds.contains(&w.kind) {
-            kinds.push(w.kind);
-        }
-    }
-    let mut work: Vec<&Work> = work.iter().collect();
-    work.sort_by_cached_key(|w| {
-        (
-            w.item.as_ref().map_or(u8::MAX, |i| i.urgency),
-            w.verdict.starts_with("none"),
-            kinds.iter().position(|k| *k == w.kind),
-            natural(&w.key),
-        )
-    });
-    work
-}
-
-/// A key's runs of digits and of everything else, the digits compared as numbers.
-#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Run {
-    Text(String),
-    /// Its digits without leading zeros: the shorter is the smaller, then the digits decide.
-    Number(usize, String),
-}
-
-fn natural(key: &str) -> Vec<Run> {
-    let mut runs = Vec::new();
-    let mut rest = key;
-    while let Some(c) = rest.chars().next() {
-        let digit = c.is_ascii_digit();
-        let end = rest
-            .find(|x: char| x.is_ascii_digit() != digit)
-            .unwrap_or(rest.len());
-        let (run, tail) = rest.split_at(end);
-        runs.push(if digit {
-            let n = run.trim_start_matches('0');
-            Run::Number(n.len(), n.to_string())
-        } else {
-            Run::Text(run.to_string())
-        });
-        rest = tail;
-    }
-    runs
-}
-
 /// The table, as `baton status` prints it.
 fn table(ctx: &Ctx) -> Result<Report, CommandError> {
     let s = survey(ctx)?;
@@ -141,7 +92,7 @@ fn table(ctx: &Ctx) -> Result<Report, CommandError> {
             "KIND", "KEY", "STATUS", "OWNER", "CLASS", "VERDICT"
         ));
     }
-    for w in by_urgency(&s.work) {
+    for w in crate::view::by_urgency(&s.work) {
         text.push_str(&row(ctx, w, colour));
     }
     let rows: Vec<_> = s.work.iter().map(|w| json!(w)).collect();
@@ -242,44 +193,4 @@ fn wrap(s: &str, indent: &str) -> String {
         out.push_str(&format!("{indent}{line}\n"));
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn keys_sort_in_natural_order() {
-        let mut keys = [
-            "PROJ-10",
-            "PROJ-2",
-            "PROJ-1",
-            "PROJ-002a",
-            "A",
-            "PROJ-100",
-            "B-9",
-        ];
-        keys.sort_by_key(|k| natural(k));
-        assert_eq!(
-            keys,
-            [
-                "A",
-                "B-9",
-                "PROJ-1",
-                "PROJ-2",
-                "PROJ-002a",
-                "PROJ-10",
-                "PROJ-100"
-            ]
-        );
-    }
-
-    #[test]
-    fn wrap_keeps_every_word_and_every_line_within_the_width() {
-        let text = format!("next: {} {}", "word ".repeat(40), "x".repeat(200));
-        let out = wrap(&text, "  ");
-        assert!(out.lines().all(|l| l.chars().count() <= WIDTH), "{out}");
-        let back: String = out.lines().map(str::trim).collect::<Vec<_>>().join(" ");
-        assert_eq!(back.replace(' ', ""), text.replace(' ', ""));
-    }
 }
