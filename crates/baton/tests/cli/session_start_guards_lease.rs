@@ -1,9 +1,13 @@
-//! Guards a resuming session relies on, from the originating protocols' words.
+//! Two guards a resuming session relies on, from the originating protocols' words.
 //!
 //! autonomous-dev's run lock (seed 002) is held while its process lives: "If a concurrent
 //! process holds the lock, BLOCK". A holder that is still running keeps the lock however long it
 //! went without a heartbeat (a long test suite inside one tool call sends none); only its death
 //! frees the lock.
+//!
+//! The ticket loop (seed 000): "On resume, the conductor re-reads the Brief or Plan before
+//! spawning the next worker. This ensures the governing artifact is always in context". With
+//! both a Brief and a Plan recorded, an accept prints both.
 
 use std::process::{Child, Command, Stdio};
 
@@ -173,4 +177,92 @@ fn lock_evidence(json: &Value) -> String {
         .and_then(|c| c["evidence"].as_str())
         .unwrap_or_else(|| panic!("no lock check: {json}"))
         .to_string()
+}
+
+#[test]
+fn accepting_a_plan_tier_loop_prints_both_the_brief_and_the_plan() {
+    let env = TestEnv::new();
+    env.write(
+        "docs/brief.md",
+        "# Brief\nGoal: make the login survive a restart.\n",
+    );
+    env.write(
+        "plans/login/PLAN.md",
+        "# Plan\n1. Unit one: persist the session.\n",
+    );
+    env.write("plans/login/unit-2.md", "# Unit two\n");
+    env.git(&["add", "."]);
+    env.git(&["commit", "--quiet", "-m", "brief and plan"]);
+    env.baton("A", 0, &["loop", "init", "PROJ-1"])
+        .assert_code(0);
+    env.baton(
+        "A",
+        0,
+        &[
+            "loop",
+            "artifact",
+            "PROJ-1",
+            "--tier",
+            "plan",
+            "--brief",
+            "docs/brief.md",
+            "--plan",
+            "plans/login",
+        ],
+    )
+    .assert_code(0);
+    env.set_phase("A", 1, "PROJ-1", "qa", "spawned")
+        .assert_code(0);
+    env.baton("A", 2, &["loop", "interrupt", "PROJ-1"])
+        .assert_code(0);
+
+    let out = env.baton("B", 3, &["resume", "accept", "PROJ-1"]);
+    out.assert_code(0);
+    for expected in [
+        "--- governing Brief:",
+        "Goal: make the login survive a restart.",
+        "--- governing Plan:",
+        "PLAN.md",
+        "unit-2.md",
+        "1. Unit one: persist the session.",
+    ] {
+        assert!(
+            out.stdout.contains(expected),
+            "{expected:?} missing:\n{}",
+            out.stdout
+        );
+    }
+    let brief_at = out.stdout.find("--- governing Brief:").unwrap();
+    let plan_at = out.stdout.find("--- governing Plan:").unwrap();
+    assert!(brief_at < plan_at, "the Brief first:\n{}", out.stdout);
+
+    // The same, under --json, from a third session.
+    env.baton("B", 4, &["loop", "interrupt", "PROJ-1"])
+        .assert_code(0);
+    let out = env.baton("C", 5, &["--json", "resume", "accept", "PROJ-1"]);
+    out.assert_code(0);
+    let json = out.json();
+    let artifacts = json["artifacts"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no artifacts: {json}"));
+    assert_eq!(artifacts.len(), 2, "{json}");
+    assert_eq!(artifacts[0]["kind"], "brief", "{json}");
+    assert!(
+        artifacts[0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("Goal: make the login survive a restart.")),
+        "{json}"
+    );
+    assert_eq!(artifacts[1]["kind"], "plan", "{json}");
+    assert_eq!(
+        artifacts[1]["files"],
+        serde_json::json!(["PLAN.md", "unit-2.md"]),
+        "{json}"
+    );
+    assert!(
+        artifacts[1]["index"]
+            .as_str()
+            .is_some_and(|t| t.contains("1. Unit one: persist the session.")),
+        "{json}"
+    );
 }
