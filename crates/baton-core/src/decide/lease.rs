@@ -35,7 +35,10 @@ pub enum LeaseState {
 }
 
 /// Decides the lease. `holder_alive` is the shell's look at the holder's process: `Some` only
-/// when the lease was taken on this host and boot with a known pid.
+/// when the lease was taken on this host and boot with a known pid and start time. When it is
+/// `Some`, it decides: a running holder is live however old its heartbeat, a gone one stale.
+/// The heartbeat TTL decides only when the process cannot be checked (another machine, no pid
+/// recorded). A lease taken in an earlier boot of this host is stale.
 pub fn lease_state(
     lease: Option<&Lease>,
     here: &Here,
@@ -61,19 +64,7 @@ pub fn lease_state(
         return LeaseState::Mine;
     }
     let holder = describe(lease);
-    let beat = parse_ts(Some(&lease.heartbeat_at));
-    let beat_age = beat.map(|t| age(now, t));
-    match beat_age {
-        Some(a) if a <= ttl => {}
-        Some(a) => {
-            return LeaseState::Stale(format!(
-                "{holder} has not sent a heartbeat for {}, past the {} TTL",
-                human_age(a),
-                human_age(ttl)
-            ));
-        }
-        None => return LeaseState::Stale(format!("{holder} has no readable heartbeat")),
-    }
+    let beat_age = parse_ts(Some(&lease.heartbeat_at)).map(|t| age(now, t));
     let other_boot = lease.host == here.host
         && lease.boot_id.is_some()
         && here.boot_id.is_some()
@@ -81,20 +72,61 @@ pub fn lease_state(
     if other_boot && !here.shared_store {
         return LeaseState::Stale(format!("{holder} was taken before this machine rebooted"));
     }
+    // The holder's process, when it can be looked at, decides alone: a running holder keeps
+    // its lock however long it went without a heartbeat (one long tool call sends none), as a
+    // lock held by a process is released only by its death.
     match holder_alive {
-        Some(false) => LeaseState::Stale(format!("{holder}: that process is gone")),
-        Some(true) => LeaseState::Live(format!("{holder} is running")),
-        // On another machine the holder's process cannot be looked at: the heartbeat alone
-        // says it is alive.
-        None if lease.host != here.host || other_boot => LeaseState::Live(format!(
-            "{holder} is on another machine, whose process cannot be checked from here: it lives by its heartbeat alone, sent {} ago, within the {} TTL",
-            human_age(beat_age.unwrap_or_default()),
+        Some(false) => {
+            return LeaseState::Stale(format!(
+                "{holder}: that process is gone from this host and boot"
+            ));
+        }
+        Some(true) => {
+            let pid = lease
+                .pid
+                .map_or_else(|| "its process".to_string(), |p| format!("pid {p}"));
+            let beat = match beat_age {
+                Some(a) if a > ttl => format!(
+                    "its last heartbeat was {} ago, past the {} TTL: a long tool call sends none",
+                    human_age(a),
+                    human_age(ttl)
+                ),
+                Some(a) => format!("its last heartbeat was {} ago", human_age(a)),
+                None => "it has no readable heartbeat".to_string(),
+            };
+            return LeaseState::Live(format!("{holder}: {pid} is still running ({beat})"));
+        }
+        None => {}
+    }
+    // The process cannot be checked from here: the heartbeat alone decides.
+    let unchecked = if lease.host != here.host || other_boot {
+        "is on another machine, whose process cannot be checked from here"
+    } else {
+        "has no process that can be checked from here"
+    };
+    match beat_age {
+        Some(a) if a <= ttl => {
+            if lease.host != here.host || other_boot {
+                LeaseState::Live(format!(
+                    "{holder} {unchecked}: it lives by its heartbeat alone, sent {} ago, within the {} TTL",
+                    human_age(a),
+                    human_age(ttl)
+                ))
+            } else {
+                LeaseState::Live(format!(
+                    "{holder} {unchecked}: its heartbeat decides, sent {} ago, within the {} TTL",
+                    human_age(a),
+                    human_age(ttl)
+                ))
+            }
+        }
+        Some(a) => LeaseState::Stale(format!(
+            "{holder} {unchecked}, and has not sent a heartbeat for {}, past the {} TTL",
+            human_age(a),
             human_age(ttl)
         )),
-        None => LeaseState::Live(format!(
-            "{holder} sent a heartbeat {} ago, within the {} TTL",
-            human_age(beat_age.unwrap_or_default()),
-            human_age(ttl)
+        None => LeaseState::Stale(format!(
+            "{holder} {unchecked}, and has no readable heartbeat"
         )),
     }
 }
@@ -214,16 +246,59 @@ mod tests {
             "stale",
             "holder killed"
         );
+        match lease_state(
+            Some(&lease("h1", "A", 25)),
+            &here("B"),
+            Some(true),
+            now(),
+            ttl,
+        ) {
+            LeaseState::Live(why) => assert!(
+                why.contains("pid 42 is still running")
+                    && why.contains("last heartbeat was 25m ago, past the 10m TTL"),
+                "the process decided, whatever the heartbeat's age: {why}"
+            ),
+            other => panic!("holder running, heartbeat past TTL: {other:?}"),
+        }
+        let mut unreadable = lease("h1", "A", 1);
+        unreadable.heartbeat_at = "garbage".into();
         assert_eq!(
             kind(lease_state(
-                Some(&lease("h1", "A", 11)),
+                Some(&unreadable),
                 &here("B"),
                 Some(true),
                 now(),
                 ttl
             )),
+            "live",
+            "holder running, heartbeat unreadable"
+        );
+        assert_eq!(
+            kind(lease_state(Some(&unreadable), &here("B"), None, now(), ttl)),
             "stale",
-            "heartbeat past TTL"
+            "process unchecked, heartbeat unreadable"
+        );
+        assert_eq!(
+            kind(lease_state(
+                Some(&lease("h1", "A", 25)),
+                &here("B"),
+                Some(false),
+                now(),
+                ttl
+            )),
+            "stale",
+            "holder killed, heartbeat past TTL"
+        );
+        assert_eq!(
+            kind(lease_state(
+                Some(&lease("h1", "A", 11)),
+                &here("B"),
+                None,
+                now(),
+                ttl
+            )),
+            "stale",
+            "no pid: heartbeat past TTL"
         );
         assert_eq!(
             kind(lease_state(

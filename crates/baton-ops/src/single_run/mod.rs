@@ -211,7 +211,7 @@ pub fn end_lease(
             let d = Decision::new(
                 baton_core::Verdict::Refused,
                 Reason::new(baton_core::Rule::RunLockHeld, format!("Another /implement is active on run_id {id}; wait for it to complete or use a fresh run_id. ({why})")),
-                Some("only the holder releases a live lock; a dead one is taken over by `baton run resume`".into()),
+                Some("only the holder releases a live lock; `baton run resume` takes it over once the holder is gone (its process ended, or, on another machine, its heartbeat is past the TTL)".into()),
             );
             return Ok(LeaseEnd::Refused(d));
         }

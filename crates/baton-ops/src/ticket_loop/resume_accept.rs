@@ -79,8 +79,8 @@ pub struct Accepted {
     pub message: String,
     /// The offer's mode; `None` when this finished an earlier accept's claim without git work.
     pub mode: Option<Mode>,
-    /// The Brief or the Plan that governs the loop.
-    pub artifact: Governing,
+    /// Every governing artifact the loop records: the Brief, then the Plan.
+    pub artifacts: Vec<Governing>,
     /// An earlier discard's pointer, shown once more.
     pub earlier_stash: Option<String>,
     pub notes: Vec<String>,
@@ -104,13 +104,11 @@ impl ArtifactKind {
     }
 }
 
-/// The governing Brief (whole, up to a cap) or Plan (its files and its index). Their paths come
+/// A governing Brief (whole, up to a cap) or Plan (its files and its index). Their paths come
 /// from the state file, so they are checked as a path argument would be before anything is
 /// read: a refused path is named, its content never read.
 #[derive(Debug)]
 pub enum Governing {
-    /// The loop records neither.
-    None,
     /// The recorded path is not read: `why`.
     Refused {
         kind: ArtifactKind,
@@ -553,7 +551,7 @@ fn finish_accept(
         state.resume_count,
         state.owner_epoch
     );
-    let artifact = governing_artifact(&layout.root, &state);
+    let artifacts = governing_artifacts(&layout.root, &state);
     let mut warnings: Vec<String> = no_session_warning(ctx, "loop").into_iter().collect();
     warnings.extend([batch_warning, journal_warning].into_iter().flatten());
     Ok(Acceptance::Accepted(Box::new(Accepted {
@@ -563,7 +561,7 @@ fn finish_accept(
         state,
         message,
         mode,
-        artifact,
+        artifacts,
         earlier_stash,
         notes,
         warnings,
@@ -662,60 +660,72 @@ fn lost_work(root: &Path, state: &LoopState) -> Option<Reason> {
     ))
 }
 
-/// The Brief or the Plan the loop records, read within the project.
-fn governing_artifact(root: &Path, state: &LoopState) -> Governing {
+/// Every governing artifact the loop records, read within the project: the Brief, then the
+/// Plan (at tier `plan` a loop may record both, and both govern it).
+fn governing_artifacts(root: &Path, state: &LoopState) -> Vec<Governing> {
+    let mut artifacts = Vec::new();
     if let Some(brief) = &state.brief_path {
-        let path = brief.clone();
-        let file = match stored_path_in_project(root, brief, "brief_path", false) {
-            Ok(file) => file,
-            Err(why) => {
-                return Governing::Refused {
-                    kind: ArtifactKind::Brief,
-                    path,
-                    why,
-                };
-            }
-        };
-        return match read_capped(&file, ARTIFACT_CAP) {
-            Ok(Some(bytes)) => Governing::Brief {
-                path,
-                text: String::from_utf8_lossy(&bytes).into_owned(),
-            },
-            Ok(None) => Governing::BriefMissing { path },
-            Err(e) => Governing::BriefUnreadable {
-                path,
-                error: e.to_string(),
-            },
-        };
+        artifacts.push(governing_brief(root, brief));
     }
     if let Some(plan) = &state.plan_path {
-        let path = plan.clone();
-        let dir = match stored_path_in_project(root, plan, "plan_path", true) {
-            Ok(dir) => dir,
-            Err(why) => {
-                return Governing::Refused {
-                    kind: ArtifactKind::Plan,
-                    path,
-                    why,
-                };
-            }
-        };
-        let mut files: Vec<String> = std::fs::read_dir(&dir)
-            .map(|rd| {
-                rd.filter_map(|e| e.ok())
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
-        files.sort();
-        let index = ["PLAN.md", "README.md", "plan.md"]
-            .into_iter()
-            .find(|f| files.iter().any(|x| x == f))
-            .and_then(|index| match read_capped(&dir.join(index), ARTIFACT_CAP) {
-                Ok(Some(bytes)) => Some(String::from_utf8_lossy(&bytes).into_owned()),
-                _ => None,
-            });
-        return Governing::Plan { path, files, index };
+        artifacts.push(governing_plan(root, plan));
     }
-    Governing::None
+    artifacts
+}
+
+/// The Brief's text, up to the cap.
+fn governing_brief(root: &Path, brief: &str) -> Governing {
+    let path = brief.to_string();
+    let file = match stored_path_in_project(root, brief, "brief_path", false) {
+        Ok(file) => file,
+        Err(why) => {
+            return Governing::Refused {
+                kind: ArtifactKind::Brief,
+                path,
+                why,
+            };
+        }
+    };
+    match read_capped(&file, ARTIFACT_CAP) {
+        Ok(Some(bytes)) => Governing::Brief {
+            path,
+            text: String::from_utf8_lossy(&bytes).into_owned(),
+        },
+        Ok(None) => Governing::BriefMissing { path },
+        Err(e) => Governing::BriefUnreadable {
+            path,
+            error: e.to_string(),
+        },
+    }
+}
+
+/// The Plan directory's files and its index file's text, up to the cap.
+fn governing_plan(root: &Path, plan: &str) -> Governing {
+    let path = plan.to_string();
+    let dir = match stored_path_in_project(root, plan, "plan_path", true) {
+        Ok(dir) => dir,
+        Err(why) => {
+            return Governing::Refused {
+                kind: ArtifactKind::Plan,
+                path,
+                why,
+            };
+        }
+    };
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    let index = ["PLAN.md", "README.md", "plan.md"]
+        .into_iter()
+        .find(|f| files.iter().any(|x| x == f))
+        .and_then(|index| match read_capped(&dir.join(index), ARTIFACT_CAP) {
+            Ok(Some(bytes)) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+            _ => None,
+        });
+    Governing::Plan { path, files, index }
 }

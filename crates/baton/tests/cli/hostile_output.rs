@@ -96,7 +96,8 @@ fn a_brief_path_outside_the_project_is_not_read_in_json_either() {
     let out = env.baton("B", 20, &["--json", "resume", "accept", "PROJ-1"]);
     out.assert_code(0);
     assert!(!out.stdout.contains("SECRET-OUTSIDE"), "{}", out.stdout);
-    let artifact = &out.json()["artifact"];
+    let json = out.json();
+    let artifact = &json["artifacts"][0];
     assert_eq!(artifact["kind"], "brief", "{artifact}");
     assert!(artifact["text"].is_null(), "{artifact}");
     assert!(

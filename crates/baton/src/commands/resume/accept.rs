@@ -12,7 +12,8 @@ use baton_ops::error::CommandError;
 use baton_ops::ticket_loop::{self, Accept, Acceptance, Governing, SetAside};
 
 /// Accept a resume offer: take ownership (owner epoch + 1, `resume_count` + 1, status active)
-/// and print the governing Brief or Plan, so it is in context before the next worker spawns.
+/// and print every governing artifact the loop records (the Brief's text, then the Plan's files
+/// and index; at tier plan both), so it is in context before the next worker spawns.
 ///
 /// In `confirm` mode (partial work in the tree) one of `--discard` or `--commit` is required;
 /// in `never` mode, `--force`. git runs outside the loop's lock: the loop is claimed first (so
@@ -63,13 +64,16 @@ pub fn cmd_resume_accept(ctx: &Ctx, args: AcceptArgs) -> Result<Report, CommandE
             )
         }
         Acceptance::Accepted(a) => {
-            let (artifact_text, artifact) = governing_artifact(&a.artifact);
+            let (texts, artifacts): (Vec<String>, Vec<serde_json::Value>) =
+                a.artifacts.iter().map(governing_artifact).unzip();
             let mut report = loop_report(&a.decision, &a.target, &a.path, &a.state, &a.message)
                 .with("mode", a.mode.map(Mode::as_str))
-                .with("artifact", artifact)
-                .text_after(a.earlier_stash.as_deref().unwrap_or_default())
-                .text_after(&artifact_text)
-                .text_before(&a.notes.join("\n"));
+                .with("artifacts", artifacts)
+                .text_after(a.earlier_stash.as_deref().unwrap_or_default());
+            for text in &texts {
+                report = report.text_after(text);
+            }
+            report = report.text_before(&a.notes.join("\n"));
             for w in a.warnings {
                 report = report.warn(w);
             }
@@ -78,10 +82,9 @@ pub fn cmd_resume_accept(ctx: &Ctx, args: AcceptArgs) -> Result<Report, CommandE
     })
 }
 
-/// The Brief (whole, up to a cap) or the Plan (its files, and its index), as text and JSON.
+/// A Brief (whole, up to a cap) or a Plan (its files, and its index), as text and JSON.
 fn governing_artifact(artifact: &Governing) -> (String, serde_json::Value) {
     match artifact {
-        Governing::None => (String::new(), serde_json::Value::Null),
         Governing::Refused { kind, path, why } => {
             let what = match kind {
                 ticket_loop::ArtifactKind::Brief => "Brief",
@@ -120,7 +123,7 @@ fn governing_artifact(artifact: &Governing) -> (String, serde_json::Value) {
             text.push_str("--- end of Plan ---");
             (
                 text,
-                serde_json::json!({ "kind": "plan", "path": path, "files": files }),
+                serde_json::json!({ "kind": "plan", "path": path, "files": files, "index": index }),
             )
         }
     }

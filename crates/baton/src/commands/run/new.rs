@@ -32,8 +32,10 @@ pub struct NewArgs {
     /// A security-sensitive path glob (repeatable; replaces the default list).
     #[arg(long = "security-glob", value_name = "GLOB")]
     security_globs: Vec<String>,
-    /// Seconds without a heartbeat after which the run lock is stale (at least 60: a shorter
-    /// one would let a live holder's lock go stale between two turns).
+    /// Seconds without a heartbeat after which the run lock is stale when its holder's process
+    /// cannot be checked (on another machine, or none known); a holder still running on this
+    /// host keeps the lock however long it is silent (at least 60: a shorter TTL would let a
+    /// live holder's lock go stale between two turns).
     #[arg(long, value_name = "SECS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(60..))]
     lease_ttl: u64,
     /// Start over although a run of the same plan can be resumed: that run is marked abandoned,
