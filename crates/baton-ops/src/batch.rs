@@ -1,5 +1,6 @@
 //! The batch as more than one command (and the session-start survey) sees it, and its
-//! operations: `batch start` (`start`) and the shared write path of the others (`update`).
+//! operations: `batch start` (`start`), the shared write path of the others (`update`) and the
+//! owner's heartbeat (`heartbeat`).
 
 use crate::env::Ctx;
 use crate::error::CommandError;
@@ -221,6 +222,64 @@ pub fn update(
         state: Box::new(state),
         message,
         warnings,
+    })
+}
+
+/// What a batch heartbeat did: a heartbeat of anything but this session's active batch is a
+/// no-op.
+#[derive(Debug)]
+pub enum BatchHeartbeat {
+    Refreshed {
+        batch_id: String,
+        updated_at: Option<String>,
+    },
+    Skipped {
+        why: String,
+    },
+}
+
+/// Refreshes `updated_at` of the batch this session owns while it is active, so that between
+/// two tickets (the last one's loop finished, the next one's not yet started) another session's
+/// `batch start` still finds it live. Anything else (another owner or none, not active, no
+/// batch, an older `--epoch`) is a no-op. Under the batch's lock, with the fence of the read;
+/// a write that only refreshes the liveness stamp journals nothing, as with every batch write.
+pub fn heartbeat(ctx: &Ctx, flags: &Ownership) -> Result<BatchHeartbeat, CommandError> {
+    let noop = |why: String| Ok(BatchHeartbeat::Skipped { why });
+    let store = ctx.store()?;
+    if !store.exists()? || !store.contains(&RecordKey::Batch)? {
+        return noop(format!("no {BATCH_FILE}"));
+    }
+    let _guard = store.lock(LockScope::Batch)?;
+    let Some(loaded) = store.read_batch()? else {
+        return noop(format!("no {BATCH_FILE}"));
+    };
+    let state = &loaded.state;
+    let id = esc(&state.batch_id).into_owned();
+    let me = ctx.session().filter(|s| !s.is_empty());
+    // Unlike a loop, a batch with no owner is never kept alive: the gate treats it as another
+    // session's until `--force` says otherwise.
+    if me.is_none() || state.owner() != me {
+        return noop(format!(
+            "batch {id} is owned by {}",
+            esc(state.owner().unwrap_or("no session"))
+        ));
+    }
+    if !state.is_active() {
+        return noop(format!("batch {id} is {}", esc(state.status.as_str())));
+    }
+    if flags.epoch.is_some_and(|held| held != state.owner_epoch) {
+        return noop(format!(
+            "owner epoch is {}, not the one held",
+            state.owner_epoch
+        ));
+    }
+    loaded.writable()?;
+    let mut state = loaded.state.clone();
+    state.touch(&format_ts(ctx.now));
+    store.write_batch(&state, &loaded.expect())?;
+    Ok(BatchHeartbeat::Refreshed {
+        batch_id: state.batch_id.clone(),
+        updated_at: state.updated_at.clone(),
     })
 }
 

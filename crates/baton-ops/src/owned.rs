@@ -1,4 +1,5 @@
-//! What one session owns (its active loops and the run leases it holds) and the two things done
+//! What one session owns (its active loops, the run leases it holds and its active batch) and
+//! the two things done
 //! to all of it at once: a refresh, and an interrupt with a reason. The hooks do both on a
 //! client's events; `baton supervise` interrupts what an agent left when it died unheard.
 
@@ -10,13 +11,15 @@ use crate::env::Ctx;
 use crate::error::{CommandError, ExitStatus};
 use crate::single_run::{Holder, LeaseInterrupt, interrupt_lease};
 use crate::ticket_loop::{Ownership, Target, Transition, interrupt};
-use baton_core::model::{InterruptReason, LoopState, LoopStatus, RunState};
-use baton_store::StateStore;
+use baton_core::model::{BatchState, InterruptReason, LoopState, LoopStatus, RunState};
+use baton_store::{RecordKey, StateStore};
 
 #[derive(Default)]
 pub struct Owned {
     pub loops: Vec<(String, LoopState)>,
     pub runs: Vec<RunState>,
+    /// The batch, when it is active and this session's.
+    pub batch: Option<BatchState>,
     /// The first state file that mentions the session but could not be read.
     pub unreadable: Option<String>,
 }
@@ -35,7 +38,7 @@ impl Owned {
     }
 }
 
-/// The loops and runs `session` owns, as they are on disk now (read without a lock: each
+/// The loops, runs and batch `session` owns, as they are on disk now (read without a lock: each
 /// write re-reads its file under the lock and checks again).
 pub fn owned(store: &dyn StateStore, session: &str) -> Result<Owned, CommandError> {
     let mut owned = Owned::default();
@@ -73,6 +76,29 @@ pub fn owned(store: &dyn StateStore, session: &str) -> Result<Owned, CommandErro
             Ok(_) => {}
             Err(e) => {
                 owned.unreadable.get_or_insert(e.to_string());
+            }
+        }
+    }
+    if store.contains(&RecordKey::Batch)? {
+        match store.read_batch() {
+            Ok(Some(loaded))
+                if loaded.state.is_active() && loaded.state.owner() == Some(session) =>
+            {
+                owned.batch = Some(loaded.state);
+            }
+            Ok(_) => {}
+            // Like a loop, an unreadable batch counts only when it mentions the session.
+            Err(e) => {
+                let mentions = store
+                    .read_raw(&RecordKey::Batch)
+                    .ok()
+                    .flatten()
+                    .is_none_or(|raw| {
+                        needle.is_none_or(|n| raw.bytes.windows(n.len()).any(|w| w == n))
+                    });
+                if mentions {
+                    owned.unreadable.get_or_insert(e.to_string());
+                }
             }
         }
     }

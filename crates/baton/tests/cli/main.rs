@@ -25,6 +25,7 @@ mod regressions;
 mod runs;
 mod scenarios;
 mod seed_rules;
+mod session_start_guards_batch;
 mod snapshots;
 mod store;
 mod supervise;

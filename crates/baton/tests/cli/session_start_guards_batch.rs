@@ -1,0 +1,86 @@
+//! What a session keeps while it is between two pieces of its own work: its batch stays live
+//! while it takes turns before the next ticket's loop exists (seed 000, batch-state
+//! coexistence), and after a compaction its plan ledger is its own to re-derive, not another
+//! session's live work (seed 003: "after context compaction … what STATE.md + git say happened
+//! is the record").
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::common::{TestEnv, at};
+use crate::hooks::run_hook;
+
+const A: &str = "5ba716a7-9ce8-4b0f-8d6e-35de294ea197";
+const B: &str = "0d3c1f52-7a41-4e0b-9b6e-2f8a4c5d6e7f";
+
+/// A captured Claude Code payload with its session id replaced by `session`.
+fn claude(event: &str, session: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/clients/claude-code-2.1.332")
+        .join(format!("{event}.json"));
+    let mut v: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    v["session_id"] = session.into();
+    v
+}
+
+fn hook(env: &TestEnv, event: &str, payload: &Value, now: &str) -> crate::common::Run {
+    let bytes = serde_json::to_vec(payload).unwrap();
+    let out = run_hook(env, &["hook", "claude", event], &bytes, now, &[]);
+    out.assert_code(0);
+    out
+}
+
+/// "Another batch session is active…": the owner finished ticket 1 and keeps taking turns on
+/// its way to ticket 2, whose loop does not exist yet. Its per-turn hook keeps the batch live,
+/// so 13 minutes after ticket 1's last write a second session's batch is refused and its single
+/// ticket is warned, rather than the first session's batch being archived.
+#[test]
+fn a_batch_stays_live_while_its_owner_takes_turns_between_tickets() {
+    let env = TestEnv::new();
+    env.baton(A, 0, &["batch", "start", "PROJ-1", "PROJ-2"])
+        .assert_code(0);
+    env.baton(A, 0, &["loop", "init", "PROJ-1"]).assert_code(0);
+    env.baton(A, 1, &["loop", "finish", "PROJ-1", "--status", "complete"])
+        .assert_code(0);
+    env.baton(A, 1, &["batch", "ticket", "PROJ-1", "--status", "complete"])
+        .assert_code(0);
+    let stop = claude("Stop", A);
+    for minute in [4, 8, 12] {
+        hook(&env, "Stop", &stop, &at(minute));
+    }
+    let batch = env.read_batch();
+    assert_eq!(batch["status"], "active", "{batch}");
+    assert_eq!(batch["session_id"], A, "{batch}");
+    assert_eq!(batch["updated_at"], at(12), "{batch}");
+
+    let out = env.baton(B, 13, &["batch", "start", "PROJ-7", "PROJ-8"]);
+    out.assert_code(3);
+    assert!(
+        out.stdout.contains("Another batch session is active"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(env.read_batch()["session_id"], A, "the batch is still A's");
+    assert!(env.archived().is_empty(), "{:?}", env.archived());
+
+    let out = env.baton(B, 13, &["loop", "init", "PROJ-9"]);
+    out.assert_code(0);
+    let said = format!("{}{}", out.stdout, out.stderr);
+    assert!(
+        said.contains("is active in this project") && said.contains(A),
+        "{said}"
+    );
+}
+
+/// A paused batch is left as the pause left it: the per-turn refresh does not write it.
+#[test]
+fn a_paused_batch_is_not_refreshed_by_its_owners_turns() {
+    let env = TestEnv::new();
+    env.baton(A, 0, &["batch", "start", "PROJ-1", "PROJ-2"])
+        .assert_code(0);
+    env.baton(A, 1, &["pause"]).assert_code(0);
+    let before = env.read_batch();
+    hook(&env, "Stop", &claude("Stop", A), &at(4));
+    assert_eq!(env.read_batch(), before);
+}
