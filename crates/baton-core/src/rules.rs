@@ -132,6 +132,7 @@ rules! {
     ResumeLedgerDerive => "resume.ledger-derive": "a phase is open and the ledger is quiet: derive where to resume",
     ResumeLedgerLive => "resume.ledger-live": "the ledger was written within 10 minutes: its run is on it",
     ResumeLedgerNotStarted => "resume.ledger-not-started": "the plan declares phases and the ledger has claimed none",
+    ResumeLedgerOwn => "resume.ledger-own": "this session appended the ledger's last line within 10 minutes: it re-derives where it is",
     RunAgentAlreadyComplete => "run.agent-already-complete": "the agent already has a completion entry: it is never re-dispatched",
     RunAlignmentDrift => "run.alignment-drift": "GOALS, SCOPE or CONSTRAINTS changed since the run was planned",
     RunAlignmentEmpty => "run.alignment-empty": "the alignment file has no GOALS, SCOPE or CONSTRAINTS heading",

@@ -84,3 +84,120 @@ fn a_paused_batch_is_not_refreshed_by_its_owners_turns() {
     hook(&env, "Stop", &claude("Stop", A), &at(4));
     assert_eq!(env.read_batch(), before);
 }
+
+/// The additionalContext a Claude Code session start hands the model, or "" when none.
+fn context(out: &crate::common::Run) -> String {
+    if out.stdout.trim().is_empty() {
+        return String::new();
+    }
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// A session that appended to a plan ledger and was compacted hears of that ledger at its
+/// session start, with the re-derive that makes STATE.md + git the record; another session
+/// still leaves it alone.
+#[test]
+fn a_compacted_session_is_handed_its_own_recent_ledger() {
+    let env = TestEnv::new();
+    env.write("plans/auth/phase-1.md", "# Phase 1\n");
+    env.write("plans/auth/phase-2.md", "# Phase 2\n");
+    env.baton(A, 0, &["ledger", "init", "plans/auth"])
+        .assert_code(0);
+    env.run(
+        None,
+        &at(0),
+        &[
+            "ledger",
+            "start",
+            "plans/auth",
+            "--phase",
+            "1",
+            "--session",
+            A,
+        ],
+    )
+    .assert_code(0);
+
+    let mut compact = claude("SessionStart", A);
+    compact["source"] = "compact".into();
+    let said = context(&hook(&env, "SessionStart", &compact, &at(2)));
+    assert!(said.contains("plans/auth"), "{said}");
+    assert!(
+        said.contains("baton ledger derive plans/auth --append"),
+        "{said}"
+    );
+
+    // Another session: the ledger was written 2 minutes ago by a live session, hands off.
+    let mut other = claude("SessionStart", B);
+    other["source"] = "startup".into();
+    let said = context(&hook(&env, "SessionStart", &other, &at(2)));
+    assert!(!said.contains("plans/auth"), "{said}");
+    // It shows whose it is.
+    let seen = env.baton(B, 2, &["--json", "resume"]).json();
+    let ledger = ledger_work(&seen);
+    assert_eq!(
+        (
+            &ledger["verdict"],
+            &ledger["owner"]["session"],
+            &ledger["owner"]["mine"]
+        ),
+        (&"live".into(), &A.into(), &false.into()),
+        "{seen}"
+    );
+    let seen = env.baton(A, 2, &["--json", "resume"]).json();
+    let ledger = ledger_work(&seen);
+    assert_eq!(
+        (&ledger["verdict"], &ledger["owner"]["mine"]),
+        (&"own".into(), &true.into()),
+        "{seen}"
+    );
+}
+
+fn ledger_work(survey: &Value) -> Value {
+    survey["work"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["kind"] == "ledger")
+        .unwrap_or_else(|| panic!("no ledger: {survey}"))
+        .clone()
+}
+
+/// A line appended after this session's (by hand, or by a writer with no session) makes the
+/// ledger nobody's known work again: within the window it stays live, hands off, as it would be
+/// with no writer recorded at all.
+#[test]
+fn a_ledger_appended_to_since_is_not_handed_back() {
+    let env = TestEnv::new();
+    env.write("plans/auth/phase-1.md", "# Phase 1\n");
+    env.baton(A, 0, &["ledger", "init", "plans/auth"])
+        .assert_code(0);
+    env.baton(A, 0, &["ledger", "start", "plans/auth", "--phase", "1"])
+        .assert_code(0);
+    env.run(
+        None,
+        &at(1),
+        &[
+            "ledger",
+            "append",
+            "plans/auth",
+            "phase 1: BLOCKED — waiting on review @ 2026-03-01T12:01:00Z",
+        ],
+    )
+    .assert_code(0);
+    let mut compact = claude("SessionStart", A);
+    compact["source"] = "compact".into();
+    let said = context(&hook(&env, "SessionStart", &compact, &at(2)));
+    assert!(!said.contains("plans/auth"), "{said}");
+    let seen = env.baton(A, 2, &["--json", "resume"]).json();
+    let ledger = ledger_work(&seen);
+    assert_eq!(
+        (&ledger["verdict"], &ledger["owner"]["session"]),
+        (&"live".into(), &Value::Null),
+        "{seen}"
+    );
+}
