@@ -100,6 +100,8 @@ pub enum BatchWrite {
     Resume,
     /// `batch finish`: ends a batch in any status but a finished one.
     Finish,
+    /// The owner's session ended with the batch active (`interrupt`): only an active batch.
+    Interrupt,
 }
 
 /// The shared write path of `batch ticket`, `batch resume` and `batch finish`: under the
@@ -182,6 +184,21 @@ pub fn update(
             BatchWrite::Resume,
             BatchStatus::Interrupted | BatchStatus::Paused | BatchStatus::Stalled,
         ) => resume_batch(&mut state, &mut reasons),
+        (BatchWrite::Interrupt, BatchStatus::Active) if !took_over => {}
+        (BatchWrite::Interrupt, _) => {
+            return refuse(
+                format!(
+                    "batch {id} is {}{}: there is nothing of this session's to interrupt",
+                    esc(status.as_str()),
+                    if took_over {
+                        " and another session's"
+                    } else {
+                        ""
+                    }
+                ),
+                "see it with `baton batch show`",
+            );
+        }
         _ => {}
     }
     let (message, details) = apply(&mut state)?;
@@ -223,6 +240,40 @@ pub fn update(
         message,
         warnings,
     })
+}
+
+/// Marks the active batch this session owns `interrupted`, for `reason`, when the session ends
+/// with it active: the originating protocol's mark on exit, with a fresh `updated_at`, so that
+/// the next session is offered the batch (`baton batch resume`) at once rather than finding it
+/// live for another 10 minutes. Through the shared write path (`update`): the ownership gate
+/// under the batch's lock, the fence of the read, and an `interrupt` event in its journal.
+pub fn interrupt(
+    ctx: &Ctx,
+    reason: baton_core::model::InterruptReason,
+) -> Result<BatchUpdate, CommandError> {
+    update(
+        ctx,
+        &Ownership::default(),
+        BatchWrite::Interrupt,
+        JournalEvent::Interrupt,
+        |state| {
+            state.status = BatchStatus::Interrupted;
+            state
+                .extra
+                .insert("interrupted_at".into(), format_ts(ctx.now).into());
+            state
+                .extra
+                .insert("interrupt_reason".into(), reason.as_str().into());
+            Ok((
+                format!(
+                    "interrupted batch {} ({})",
+                    esc(&state.batch_id),
+                    reason.as_str()
+                ),
+                serde_json::json!({ "reason": reason.as_str() }),
+            ))
+        },
+    )
 }
 
 /// What a batch heartbeat did: a heartbeat of anything but this session's active batch is a

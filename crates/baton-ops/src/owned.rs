@@ -126,12 +126,13 @@ pub struct Interrupted {
 }
 
 /// Whether the session whose work is `owned` works on the active feature rather than on work
-/// of its own: seed 004 sessions own nothing (no ticket loop, no run lease), and the feature
-/// pointer records no owner, so a session with no active loop and no lease is the one on the
-/// feature (the survey says the same: live work of a known session means someone is on it, and
-/// only that session).
+/// of its own: seed 004 sessions own nothing (no ticket loop, no run lease, no batch), and the
+/// feature pointer records no owner, so a session with no active loop, no lease and no active
+/// batch is the one on the feature (the survey says the same: live work of a known session
+/// means someone is on it, and only that session).
 pub fn works_on_the_feature(owned: &Owned) -> bool {
     owned.runs.is_empty()
+        && owned.batch.is_none()
         && owned
             .loops
             .iter()

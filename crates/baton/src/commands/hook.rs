@@ -22,7 +22,7 @@ use baton_core::hook::{
 use baton_core::model::{LoopState, LoopStatus, Pauses};
 use baton_core::reset::reset_time;
 use baton_core::time::{format_ts, parse_ts};
-use baton_ops::batch::heartbeat as batch_heartbeat;
+use baton_ops::batch::{heartbeat as batch_heartbeat, interrupt as batch_interrupt};
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 use baton_ops::owned::{Checkpointed, Owned, checkpoint, interrupt_owned, owned, ticket_of};
@@ -578,7 +578,24 @@ impl Session<'_> {
         {
             self.warn(e.to_string());
         }
-        result
+        // A session end leaves the batch it owns interrupted (a failure does not: the session
+        // goes on, and its next ticket write runs the batch on). A pause covering the batch
+        // stays the record of how it stopped.
+        let batch = match (&self.event.action, &owned.batch) {
+            (Action::SessionEnd { .. }, Some(batch)) => {
+                let last = batch.liveness(self.ctx.now);
+                let paused = self
+                    .pauses()
+                    .is_some_and(|p| p.covering(Some(&self.event.session_id), last).is_some());
+                if paused {
+                    Ok(())
+                } else {
+                    batch_interrupt(self.ctx, interrupt.reason).map(|_| ())
+                }
+            }
+            _ => Ok(()),
+        };
+        result.and(batch)
     }
 
     /// Before a compaction: one `checkpoint` event in the journal of each loop the session

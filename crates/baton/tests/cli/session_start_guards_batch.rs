@@ -201,3 +201,56 @@ fn a_ledger_appended_to_since_is_not_handed_back() {
         "{seen}"
     );
 }
+
+/// A session that ends with its batch active leaves the batch interrupted (the originating
+/// protocol's mark on exit, with a fresh timestamp), so the next session is offered it at once
+/// and takes it over with `batch resume`, rather than finding it live for 10 more minutes.
+#[test]
+fn a_session_end_interrupts_the_batch_it_owns() {
+    let env = TestEnv::new();
+    env.baton(A, 0, &["batch", "start", "PROJ-1", "PROJ-2"])
+        .assert_code(0);
+    let mut end = claude("SessionEnd", A);
+    end["reason"] = "logout".into();
+    hook(&env, "SessionEnd", &end, &at(2));
+    let batch = env.read_batch();
+    assert_eq!(
+        (
+            &batch["status"],
+            &batch["interrupt_reason"],
+            &batch["interrupted_at"],
+            &batch["updated_at"]
+        ),
+        (
+            &"interrupted".into(),
+            &"session_expiry".into(),
+            &at(2).into(),
+            &at(2).into()
+        ),
+        "{batch}"
+    );
+    let events: Vec<Value> = env.journal(baton_store::JournalTarget::Batch);
+    assert_eq!(events.last().unwrap()["event"], "interrupt", "{events:?}");
+
+    let out = env.baton(B, 3, &["--json", "batch", "resume"]);
+    out.assert_code(0);
+    assert_eq!(env.read_batch()["session_id"], B);
+}
+
+/// A session end that is no end (`resume`) leaves the batch as it is; a paused batch keeps its
+/// pause as the record of how it stopped.
+#[test]
+fn a_session_end_leaves_a_paused_batch_and_a_resumed_session_alone() {
+    let env = TestEnv::new();
+    env.baton(A, 0, &["batch", "start", "PROJ-1", "PROJ-2"])
+        .assert_code(0);
+    let mut end = claude("SessionEnd", A);
+    end["reason"] = "resume".into();
+    hook(&env, "SessionEnd", &end, &at(1));
+    assert_eq!(env.read_batch()["status"], "active");
+    env.baton(A, 2, &["pause"]).assert_code(0);
+    let before = env.read_batch();
+    end["reason"] = "logout".into();
+    hook(&env, "SessionEnd", &end, &at(3));
+    assert_eq!(env.read_batch(), before);
+}
