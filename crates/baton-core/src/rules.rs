@@ -132,6 +132,7 @@ rules! {
     ResumeLedgerDerive => "resume.ledger-derive": "a phase is open and the ledger is quiet: derive where to resume",
     ResumeLedgerLive => "resume.ledger-live": "the ledger was written within 10 minutes: its run is on it",
     ResumeLedgerNotStarted => "resume.ledger-not-started": "the plan declares phases and the ledger has claimed none",
+    ResumeLedgerOwn => "resume.ledger-own": "this session appended the ledger's last line within 10 minutes: it re-derives where it is",
     ResumeOwnerGone => "resume.owner-gone": "the quiet work's owner session's client process is gone from this machine: it was interrupted",
     ResumeQuietAside => "resume.quiet-aside": "another session's work is quiet with no evidence it was interrupted: one informational line, never offered at session start",
     RunAgentAlreadyComplete => "run.agent-already-complete": "the agent already has a completion entry: it is never re-dispatched",

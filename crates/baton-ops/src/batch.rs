@@ -1,5 +1,6 @@
 //! The batch as more than one command (and the session-start survey) sees it, and its
-//! operations: `batch start` (`start`) and the shared write path of the others (`update`).
+//! operations: `batch start` (`start`), the shared write path of the others (`update`) and the
+//! owner's heartbeat (`heartbeat`).
 
 use crate::env::Ctx;
 use crate::error::CommandError;
@@ -99,6 +100,8 @@ pub enum BatchWrite {
     Resume,
     /// `batch finish`: ends a batch in any status but a finished one.
     Finish,
+    /// The owner's session ended with the batch active (`interrupt`): only an active batch.
+    Interrupt,
 }
 
 /// The shared write path of `batch ticket`, `batch resume` and `batch finish`: under the
@@ -181,6 +184,21 @@ pub fn update(
             BatchWrite::Resume,
             BatchStatus::Interrupted | BatchStatus::Paused | BatchStatus::Stalled,
         ) => resume_batch(&mut state, &mut reasons),
+        (BatchWrite::Interrupt, BatchStatus::Active) if !took_over => {}
+        (BatchWrite::Interrupt, _) => {
+            return refuse(
+                format!(
+                    "batch {id} is {}{}: there is nothing of this session's to interrupt",
+                    esc(status.as_str()),
+                    if took_over {
+                        " and another session's"
+                    } else {
+                        ""
+                    }
+                ),
+                "see it with `baton batch show`",
+            );
+        }
         _ => {}
     }
     let (message, details) = apply(&mut state)?;
@@ -221,6 +239,98 @@ pub fn update(
         state: Box::new(state),
         message,
         warnings,
+    })
+}
+
+/// Marks the active batch this session owns `interrupted`, for `reason`, when the session ends
+/// with it active: the originating protocol's mark on exit, with a fresh `updated_at`, so that
+/// the next session is offered the batch (`baton batch resume`) at once rather than finding it
+/// live for another 10 minutes. Through the shared write path (`update`): the ownership gate
+/// under the batch's lock, the fence of the read, and an `interrupt` event in its journal.
+pub fn interrupt(
+    ctx: &Ctx,
+    reason: baton_core::model::InterruptReason,
+) -> Result<BatchUpdate, CommandError> {
+    update(
+        ctx,
+        &Ownership::default(),
+        BatchWrite::Interrupt,
+        JournalEvent::Interrupt,
+        |state| {
+            state.status = BatchStatus::Interrupted;
+            state
+                .extra
+                .insert("interrupted_at".into(), format_ts(ctx.now).into());
+            state
+                .extra
+                .insert("interrupt_reason".into(), reason.as_str().into());
+            Ok((
+                format!(
+                    "interrupted batch {} ({})",
+                    esc(&state.batch_id),
+                    reason.as_str()
+                ),
+                serde_json::json!({ "reason": reason.as_str() }),
+            ))
+        },
+    )
+}
+
+/// What a batch heartbeat did: a heartbeat of anything but this session's active batch is a
+/// no-op.
+#[derive(Debug)]
+pub enum BatchHeartbeat {
+    Refreshed {
+        batch_id: String,
+        updated_at: Option<String>,
+    },
+    Skipped {
+        why: String,
+    },
+}
+
+/// Refreshes `updated_at` of the batch this session owns while it is active, so that between
+/// two tickets (the last one's loop finished, the next one's not yet started) another session's
+/// `batch start` still finds it live. Anything else (another owner or none, not active, no
+/// batch, an older `--epoch`) is a no-op. Under the batch's lock, with the fence of the read;
+/// a write that only refreshes the liveness stamp journals nothing, as with every batch write.
+pub fn heartbeat(ctx: &Ctx, flags: &Ownership) -> Result<BatchHeartbeat, CommandError> {
+    let noop = |why: String| Ok(BatchHeartbeat::Skipped { why });
+    let store = ctx.store()?;
+    if !store.exists()? || !store.contains(&RecordKey::Batch)? {
+        return noop(format!("no {BATCH_FILE}"));
+    }
+    let _guard = store.lock(LockScope::Batch)?;
+    let Some(loaded) = store.read_batch()? else {
+        return noop(format!("no {BATCH_FILE}"));
+    };
+    let state = &loaded.state;
+    let id = esc(&state.batch_id).into_owned();
+    let me = ctx.session().filter(|s| !s.is_empty());
+    // Unlike a loop, a batch with no owner is never kept alive: the gate treats it as another
+    // session's until `--force` says otherwise.
+    if me.is_none() || state.owner() != me {
+        return noop(format!(
+            "batch {id} is owned by {}",
+            esc(state.owner().unwrap_or("no session"))
+        ));
+    }
+    if !state.is_active() {
+        return noop(format!("batch {id} is {}", esc(state.status.as_str())));
+    }
+    if flags.epoch.is_some_and(|held| held != state.owner_epoch) {
+        return noop(format!(
+            "owner epoch is {}, not the one held",
+            state.owner_epoch
+        ));
+    }
+    loaded.writable()?;
+    let mut state = loaded.state.clone();
+    state.touch(&format_ts(ctx.now));
+    store.write_batch(&state, &loaded.expect())?;
+    Ok(BatchHeartbeat::Refreshed {
+        batch_id: state.batch_id.clone(),
+        updated_at: state.updated_at.clone(),
     })
 }
 

@@ -1,4 +1,5 @@
-//! What one session owns (its active loops and the run leases it holds) and the two things done
+//! What one session owns (its active loops, the run leases it holds and its active batch) and
+//! the two things done
 //! to all of it at once: a refresh, and an interrupt with a reason. The hooks do both on a
 //! client's events; `baton supervise` interrupts what an agent left when it died unheard.
 
@@ -10,13 +11,15 @@ use crate::env::Ctx;
 use crate::error::{CommandError, ExitStatus};
 use crate::single_run::{Holder, LeaseInterrupt, interrupt_lease};
 use crate::ticket_loop::{Ownership, Target, Transition, interrupt};
-use baton_core::model::{InterruptReason, LoopState, LoopStatus, RunState};
-use baton_store::StateStore;
+use baton_core::model::{BatchState, InterruptReason, LoopState, LoopStatus, RunState};
+use baton_store::{RecordKey, StateStore};
 
 #[derive(Default)]
 pub struct Owned {
     pub loops: Vec<(String, LoopState)>,
     pub runs: Vec<RunState>,
+    /// The batch, when it is active and this session's.
+    pub batch: Option<BatchState>,
     /// The first state file that mentions the session but could not be read.
     pub unreadable: Option<String>,
 }
@@ -35,7 +38,7 @@ impl Owned {
     }
 }
 
-/// The loops and runs `session` owns, as they are on disk now (read without a lock: each
+/// The loops, runs and batch `session` owns, as they are on disk now (read without a lock: each
 /// write re-reads its file under the lock and checks again).
 pub fn owned(store: &dyn StateStore, session: &str) -> Result<Owned, CommandError> {
     let mut owned = Owned::default();
@@ -76,6 +79,29 @@ pub fn owned(store: &dyn StateStore, session: &str) -> Result<Owned, CommandErro
             }
         }
     }
+    if store.contains(&RecordKey::Batch)? {
+        match store.read_batch() {
+            Ok(Some(loaded))
+                if loaded.state.is_active() && loaded.state.owner() == Some(session) =>
+            {
+                owned.batch = Some(loaded.state);
+            }
+            Ok(_) => {}
+            // Like a loop, an unreadable batch counts only when it mentions the session.
+            Err(e) => {
+                let mentions = store
+                    .read_raw(&RecordKey::Batch)
+                    .ok()
+                    .flatten()
+                    .is_none_or(|raw| {
+                        needle.is_none_or(|n| raw.bytes.windows(n.len()).any(|w| w == n))
+                    });
+                if mentions {
+                    owned.unreadable.get_or_insert(e.to_string());
+                }
+            }
+        }
+    }
     Ok(owned)
 }
 
@@ -100,12 +126,13 @@ pub struct Interrupted {
 }
 
 /// Whether the session whose work is `owned` works on the active feature rather than on work
-/// of its own: seed 004 sessions own nothing (no ticket loop, no run lease), and the feature
-/// pointer records no owner, so a session with no active loop and no lease is the one on the
-/// feature (the survey says the same: live work of a known session means someone is on it, and
-/// only that session).
+/// of its own: seed 004 sessions own nothing (no ticket loop, no run lease, no batch), and the
+/// feature pointer records no owner, so a session with no active loop, no lease and no active
+/// batch is the one on the feature (the survey says the same: live work of a known session
+/// means someone is on it, and only that session).
 pub fn works_on_the_feature(owned: &Owned) -> bool {
     owned.runs.is_empty()
+        && owned.batch.is_none()
         && owned
             .loops
             .iter()

@@ -1117,6 +1117,11 @@ impl Scan<'_> {
             .rev()
             .find_map(|(_, line)| parse_ts(line.at.as_deref()));
         let shown = shell_quote(&esc(&rel));
+        let recent = is_live(ctx.now, last_at);
+        // The ledger's lines name no session: who appended the last one is what baton recorded
+        // beside the session files, when nobody appended since.
+        let writer = last_writer(self.store.layout(), &rel, path, ctx.session());
+        let mine = writer.as_ref().is_some_and(|(_, mine)| *mine);
         let mut work = Work {
             kind: WorkKind::Ledger,
             key: rel.clone(),
@@ -1138,9 +1143,9 @@ impl Scan<'_> {
                     |(_, _, status)| status.clone(),
                 ),
             owner: Some(Owner {
-                session: None,
-                live: is_live(ctx.now, last_at),
-                mine: false,
+                session: writer.map(|(session, _)| session),
+                live: recent,
+                mine,
                 last_write: last_at.map(baton_core::time::format_ts),
                 machine: None,
             }),
@@ -1153,7 +1158,8 @@ impl Scan<'_> {
         let (standing, _) = decide_ledger(LedgerFacts {
             open_phase: open.is_some(),
             any_claim: !claims.is_empty(),
-            recent: is_live(ctx.now, last_at),
+            recent,
+            mine,
         });
         work.verdict = standing.as_str().into();
         let Some(open) = open else {
@@ -1170,6 +1176,10 @@ impl Scan<'_> {
         work.next = Some(format!(
             "`{derive}` re-runs the gates and appends where to resume"
         ));
+        if standing == Standing::Own {
+            work.item = Some(own_ledger_item(&rel, &open, &claims, &phases, path));
+            return Ok(Some(work));
+        }
         if standing == Standing::Live {
             return Ok(Some(work));
         }
@@ -1278,4 +1288,92 @@ fn find_ledgers(root: &Path) -> Vec<PathBuf> {
     }
     out.sort();
     out
+}
+
+/// Who appended the last line of the ledger at `path` (of the plan `rel`), as baton recorded
+/// it, and whether that is this session: `None` when nobody with a session did, the hint is
+/// lost, or the ledger grew since (someone appended without baton, or without a session).
+fn last_writer(
+    layout: &baton_store::Layout,
+    rel: &str,
+    path: &Path,
+    me: Option<&str>,
+) -> Option<(String, bool)> {
+    let writer = baton_store::sessions::ledger_writer(layout, rel)?;
+    let len = std::fs::symlink_metadata(path).ok()?.len();
+    if writer.len != len {
+        return None;
+    }
+    let mine = me.is_some_and(|me| !me.is_empty() && me == writer.session);
+    Some((writer.session, mine))
+}
+
+/// The packet item of a ledger this session appended to within the window: the session is back
+/// from a compaction (or resumed), and what it remembers doing is no record; `baton ledger
+/// derive --append` re-runs the gates and says, from STATE.md and git, where it is.
+fn own_ledger_item(
+    rel: &str,
+    open: &str,
+    claims: &[(String, Option<&Event>, String)],
+    phases: &[String],
+    path: &Path,
+) -> Item {
+    let shown = shell_quote(&esc(rel));
+    let derive = format!("baton ledger derive {shown} --append");
+    let confirmed: Vec<&str> = phases
+        .iter()
+        .filter(|p| {
+            claims
+                .iter()
+                .any(|(phase, complete, _)| phase == *p && complete.is_some())
+        })
+        .map(String::as_str)
+        .collect();
+    let last_status = claims
+        .iter()
+        .find(|(p, _, _)| p == open)
+        .map(|(_, _, s)| s.as_str())
+        .unwrap_or("");
+    let blockers = if last_status == "BLOCKED" {
+        vec![format!("phase {} is BLOCKED in the ledger", esc(open))]
+    } else {
+        Vec::new()
+    };
+    Item {
+        kind: WorkKind::Ledger,
+        key: rel.to_string(),
+        position: format!("phase {}", esc(open)),
+        verdict: Standing::Own.as_str().into(),
+        class: None,
+        reasons: vec![baton_core::Reason::new(
+            baton_core::Rule::ResumeLedgerOwn,
+            format!(
+                "this session appended the last line of {} within 10 minutes",
+                path.display()
+            ),
+        )],
+        checkpoint: Some(if confirmed.is_empty() {
+            "no phase claimed complete".into()
+        } else {
+            format!(
+                "phases claimed complete: {}",
+                esc_join(confirmed.iter().copied())
+            )
+        }),
+        next: format!(
+            "re-derive where this run is before going on: `{derive}` re-runs the gates and appends where to resume"
+        ),
+        accept: Some(derive),
+        decline: None,
+        constraints: vec![
+            "what this session remembers doing before the compaction is inadmissible: STATE.md and git are the record".into(),
+            "nothing the derive confirms is redone; the ledger is append-only".into(),
+        ],
+        urgency: urgency(None, false, !blockers.is_empty()),
+        blockers,
+        references: vec![
+            format!("plan: {}/plan.md and its phase files", esc(rel)),
+            format!("ledger: {}", path.display()),
+        ],
+    }
 }

@@ -32,12 +32,13 @@ impl From<StoreError> for AppendError {
 /// Appends one line: under an exclusive `flock` on the ledger itself, after checking the header
 /// with `header_ok`, sealing a torn tail (a last line without its newline, left by a writer
 /// killed mid-write) with a newline, the whole line in one `write`, then `fdatasync` before
-/// success is reported. Returns whether a torn tail was sealed.
+/// success is reported. Returns whether a torn tail was sealed, and the ledger's length after
+/// the line.
 pub fn append(
     path: &Path,
     line: &str,
     header_ok: impl Fn(&str) -> Result<(), AppendError>,
-) -> Result<bool, AppendError> {
+) -> Result<LedgerAppend, AppendError> {
     let mut locked = crate::append::open_locked(path, None)?;
     let mut head = vec![0u8; 4096.min(locked.len as usize)];
     locked
@@ -46,7 +47,21 @@ pub fn append(
         .map_err(StoreError::io("read", path))?;
     let first = String::from_utf8_lossy(&head);
     header_ok(first.lines().next().unwrap_or_default())?;
-    Ok(locked.append_line(path, line)?)
+    let sealed = locked.append_line(path, line)?;
+    Ok(LedgerAppend {
+        sealed,
+        len: locked.len,
+    })
+}
+
+/// What an append did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LedgerAppend {
+    /// A torn tail was sealed with a newline first.
+    pub sealed: bool,
+    /// The ledger's length in bytes right after the line, read under its lock: a later length
+    /// means someone appended since.
+    pub len: u64,
 }
 
 /// Creates a ledger with its header, refusing to replace one that exists.
@@ -111,11 +126,20 @@ mod tests {
             .unwrap()
             .write_all(b"phase 1: star")
             .unwrap();
-        assert!(append(&p, "phase 1: started (base abc1234)", |_| Ok(())).unwrap());
-        assert!(!append(&p, "phase 1: BLOCKED — x", |_| Ok(())).unwrap());
+        let first = append(&p, "phase 1: started (base abc1234)", |_| Ok(())).unwrap();
+        assert!(first.sealed);
+        let second = append(&p, "phase 1: BLOCKED — x", |_| Ok(())).unwrap();
+        assert!(!second.sealed);
+        let text = std::fs::read_to_string(&p).unwrap();
         assert_eq!(
-            std::fs::read_to_string(&p).unwrap(),
+            text,
             "# run-state — plan: plans/x\nphase 1: star\nphase 1: started (base abc1234)\nphase 1: BLOCKED — x\n"
+        );
+        // The length after each line, as read under the lock.
+        assert_eq!(second.len, text.len() as u64);
+        assert_eq!(
+            first.len,
+            (text.len() - "phase 1: BLOCKED — x\n".len()) as u64
         );
     }
 

@@ -6,10 +6,14 @@
 //! - `<client>-<session>.turn`, present while a turn is open (from the prompt hook to the stop
 //!   hook): a turn still open when the session ends is a turn that died;
 //! - `pid-<pid>-<start>`, the session of a client process, for a tool call that cannot name its
-//!   session otherwise (Gemini CLI gives its tool calls no session id).
+//!   session otherwise (Gemini CLI gives its tool calls no session id);
+//! - `ledger-<digest of the plan directory>.json`, the session that last appended to a plan
+//!   ledger through baton, and the ledger's length right after, so that the session-start
+//!   survey tells a session's own ledger (after a compaction) from another session's.
 //!
-//! These files are hints, not state: losing one costs a heartbeat or a class, never work. The
-//! turn mark and the process map are therefore written without fsync; the per-turn hook runs on
+//! These files are hints, not state: losing one costs a heartbeat, a class or a ledger's owner,
+//! never work. The turn mark, the process map and the ledger writer are therefore written
+//! without fsync; the per-turn hook runs on
 //! every turn of every session and must cost no more than starting the process.
 
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -186,6 +190,57 @@ impl SessionFiles {
         let body = format!("{client}\n{}\n{session_id}\n", self.session_line());
         std::fs::write(&path, body).map_err(StoreError::io("write", &path))
     }
+}
+
+/// The session that last appended to a plan ledger through baton.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LedgerWriter {
+    /// The plan directory, relative to the project root.
+    pub plan: String,
+    pub session: String,
+    /// When it appended.
+    pub at: String,
+    /// The ledger's length in bytes right after its line.
+    pub len: u64,
+}
+
+fn ledger_writer_path(layout: &Layout, plan: &str) -> PathBuf {
+    layout.state_dir.join(SESSIONS_DIR).join(format!(
+        "ledger-{}.json",
+        &sha256_hex(plan.as_bytes())[..32]
+    ))
+}
+
+/// Records who appended to a plan ledger last (a hint: no fsync, and a lost one only means the
+/// survey cannot tell whose the ledger is).
+pub fn record_ledger_writer(layout: &Layout, writer: &LedgerWriter) -> Result<(), StoreError> {
+    let dir = layout.state_dir.join(SESSIONS_DIR);
+    ensure_dir(&dir)?;
+    let path = ledger_writer_path(layout, &writer.plan);
+    let body = serde_json::to_vec(writer).map_err(|e| StoreError::Corrupt {
+        path: path.clone(),
+        detail: format!("cannot serialize: {e}"),
+    })?;
+    // A whole file or none: written aside, then renamed over the last one.
+    let tmp = dir.join(format!(
+        ".ledger-{}.{}",
+        &sha256_hex(writer.plan.as_bytes())[..32],
+        std::process::id()
+    ));
+    std::fs::write(&tmp, body).map_err(StoreError::io("write", &tmp))?;
+    std::fs::rename(&tmp, &path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        StoreError::io("rename", &path)(e)
+    })
+}
+
+/// Who appended to the ledger of `plan` last, as recorded; `None` when nobody with a session
+/// did, or the hint is lost.
+pub fn ledger_writer(layout: &Layout, plan: &str) -> Option<LedgerWriter> {
+    let text = read_small(&ledger_writer_path(layout, plan))?;
+    serde_json::from_str::<LedgerWriter>(&text)
+        .ok()
+        .filter(|w| w.plan == plan && !w.session.is_empty())
 }
 
 /// The session a client process runs, as its session-start hook recorded it.

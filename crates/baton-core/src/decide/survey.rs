@@ -72,15 +72,22 @@ pub struct LedgerFacts {
     pub any_claim: bool,
     /// Its last line is within the liveness window.
     pub recent: bool,
+    /// Its last line was appended by this session, and nothing since (the ledger's lines name
+    /// no session: baton records its own writers beside the session files).
+    pub mine: bool,
 }
 
-/// A ledger with an open phase is its run's while it is written within the window; otherwise
-/// its claims are re-checked by `baton ledger derive`, which says where to resume.
+/// A ledger with an open phase is its run's while it is written within the window: this
+/// session's own when this session appended its last line (it comes back from a compaction,
+/// and re-derives rather than trusting what it remembers), another run's otherwise; a quiet
+/// ledger's claims are re-checked by `baton ledger derive`, which says where to resume.
 pub fn decide_ledger(f: LedgerFacts) -> (Standing, Rule) {
     if !f.open_phase {
         (Standing::Finished, Rule::ResumeLedgerComplete)
     } else if !f.any_claim {
         (Standing::NotStarted, Rule::ResumeLedgerNotStarted)
+    } else if f.recent && f.mine {
+        (Standing::Own, Rule::ResumeLedgerOwn)
     } else if f.recent {
         (Standing::Live, Rule::ResumeLedgerLive)
     } else {
@@ -164,6 +171,13 @@ mod tests {
             open_phase,
             any_claim,
             recent,
+            mine: false,
+        };
+        let mine = |recent| LedgerFacts {
+            open_phase: true,
+            any_claim: true,
+            recent,
+            mine: true,
         };
         let rows = [
             (
@@ -188,6 +202,10 @@ mod tests {
             ),
             (f(true, true, true), "live", "resume.ledger-live"),
             (f(true, true, false), "derive", "resume.ledger-derive"),
+            // This session's last line: its own run, back from a compaction.
+            (mine(true), "own", "resume.ledger-own"),
+            // Quiet, whoever wrote it: derive where to resume.
+            (mine(false), "derive", "resume.ledger-derive"),
         ];
         for (facts, standing, rule) in rows {
             let (s, r) = decide_ledger(facts);

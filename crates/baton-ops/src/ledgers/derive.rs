@@ -218,6 +218,7 @@ pub fn derive(
                 .or_else(|| d.rows.last().map(|r| r.phase.clone()))
             {
                 Some(phase) => DeriveAppend::Tried(append_line(
+                    ctx,
                     &plan,
                     &Line {
                         event: Event::Resumed {

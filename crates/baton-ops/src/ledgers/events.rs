@@ -31,6 +31,7 @@ pub fn append_event(ctx: &Ctx, plan: &Path, event: Event) -> Result<EventAppend,
     let event = trimmed(event);
     check_event(&plan, &event)?;
     let appended = append_line(
+        ctx,
         &plan,
         &Line {
             event,
@@ -60,7 +61,7 @@ pub fn append_raw(ctx: &Ctx, plan: &Path, raw: &str) -> Result<EventAppend, Comm
     })?;
     // A raw line passes the writers' checks too.
     check_event(&plan, &line.event)?;
-    let appended = append_line(&plan, &line)?;
+    let appended = append_line(ctx, &plan, &line)?;
     Ok(EventAppend { plan, appended })
 }
 

@@ -125,6 +125,7 @@ pub fn run_gates(ctx: &Ctx, request: &GateRunRequest) -> Result<GatesRun, Comman
             result: run.result_text(timeout),
         };
         let line = match append_line(
+            ctx,
             &plan,
             &Line {
                 event,

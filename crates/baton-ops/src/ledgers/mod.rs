@@ -179,8 +179,10 @@ pub fn refuse_foreign(plan: &Plan) -> Result<Option<Decision>, CommandError> {
         .map(|named| foreign(plan, named)))
 }
 
-/// Appends a line (already validated) with the header check.
-pub fn append_line(plan: &Plan, line: &Line) -> Result<Appended, CommandError> {
+/// Appends a line (already validated) with the header check. With a session known, the
+/// session is recorded as the ledger's last writer (`baton_store::sessions::LedgerWriter`), for
+/// the session-start survey to hand the ledger back to that session after a compaction.
+pub fn append_line(ctx: &Ctx, plan: &Plan, line: &Line) -> Result<Appended, CommandError> {
     let text = render_line(line);
     // A value that would not read back as written (a phase id with a space, a finding holding
     // ` — `) is refused here rather than written as a line nobody can parse.
@@ -210,7 +212,13 @@ pub fn append_line(plan: &Plan, line: &Line) -> Result<Appended, CommandError> {
         None => Err(AppendError::NoHeader),
     });
     match sealed {
-        Ok(sealed) => Ok(Appended::Written { text, sealed }),
+        Ok(done) => {
+            note_writer(ctx, plan, done.len);
+            Ok(Appended::Written {
+                text,
+                sealed: done.sealed,
+            })
+        }
         Err(AppendError::ForeignPlan { found }) => Ok(Appended::Foreign(foreign(plan, &found))),
         Err(AppendError::NoHeader) => Err(CommandError::new(
             ExitStatus::Failure,
@@ -224,6 +232,23 @@ pub fn append_line(plan: &Plan, line: &Line) -> Result<Appended, CommandError> {
         )),
         Err(AppendError::Store(e)) => Err(e.into()),
     }
+}
+
+/// Records this session as the ledger's last writer. A hint: failing to keep it changes
+/// nothing of the append.
+fn note_writer(ctx: &Ctx, plan: &Plan, len: u64) {
+    let (Some(session), Ok(layout)) = (ctx.session(), ctx.layout()) else {
+        return;
+    };
+    let _ = baton_store::sessions::record_ledger_writer(
+        &layout,
+        &baton_store::sessions::LedgerWriter {
+            plan: plan.rel.clone(),
+            session: session.to_string(),
+            at: baton_core::time::format_ts(ctx.now),
+            len,
+        },
+    );
 }
 
 pub fn missing(plan: &Plan) -> CommandError {

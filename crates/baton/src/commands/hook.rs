@@ -22,11 +22,14 @@ use baton_core::hook::{
 use baton_core::model::{LoopState, LoopStatus, Pauses};
 use baton_core::reset::reset_time;
 use baton_core::time::{format_ts, parse_ts};
+use baton_ops::batch::{heartbeat as batch_heartbeat, interrupt as batch_interrupt};
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 use baton_ops::owned::{Checkpointed, Owned, checkpoint, interrupt_owned, owned, ticket_of};
 use baton_ops::single_run::{Holder, heartbeat as run_heartbeat};
-use baton_ops::ticket_loop::{Ownership, TakeBack, heartbeat as loop_heartbeat, take_back};
+use baton_ops::ticket_loop::{
+    Heartbeat, Ownership, TakeBack, heartbeat as loop_heartbeat, take_back,
+};
 use baton_store::layout::LayoutError;
 use baton_store::sessions::{SessionFiles, SessionRecord, read_tail, recent_reports};
 use baton_store::{Layout, StateStore, process};
@@ -299,13 +302,39 @@ impl Session<'_> {
                 .is_some_and(|p| p.covering(Some(&self.event.session_id), last).is_some())
         };
         let mut first_error = None;
+        // A loop of one of the batch's tickets refreshes the batch with it.
+        let mut batch_refreshed = false;
         for (key, state) in &owned.loops {
             let live = fresh_ts(state.liveness(now), now, HEARTBEAT_COALESCE_SECS);
             if state.status != LoopStatus::Active || live || paused(state.liveness(now)) {
                 continue;
             }
-            if let Some(ticket) = self.ticket_of(key, state)
-                && let Err(e) = loop_heartbeat(self.ctx, &ticket, &Ownership::default())
+            let Some(ticket) = self.ticket_of(key, state) else {
+                continue;
+            };
+            match loop_heartbeat(self.ctx, &ticket, &Ownership::default()) {
+                Ok(Heartbeat::Refreshed { .. }) => {
+                    batch_refreshed |= owned.batch.as_ref().is_some_and(|b| {
+                        b.tickets.iter().any(|t| {
+                            t.loop_key.as_deref() == Some(key.as_str())
+                                || Some(&t.ticket_id) == state.ticket_id.as_ref()
+                        })
+                    });
+                }
+                Ok(Heartbeat::Skipped { .. }) => {}
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        // The batch the session owns stays live between its tickets too, while no loop of
+        // it exists yet to refresh it.
+        if let Some(batch) = &owned.batch {
+            let last = batch.liveness(now);
+            if !batch_refreshed
+                && !fresh_ts(last, now, HEARTBEAT_COALESCE_SECS)
+                && !paused(last)
+                && let Err(e) = batch_heartbeat(self.ctx, &Ownership::default())
             {
                 first_error.get_or_insert(e);
             }
@@ -549,7 +578,24 @@ impl Session<'_> {
         {
             self.warn(e.to_string());
         }
-        result
+        // A session end leaves the batch it owns interrupted (a failure does not: the session
+        // goes on, and its next ticket write runs the batch on). A pause covering the batch
+        // stays the record of how it stopped.
+        let batch = match (&self.event.action, &owned.batch) {
+            (Action::SessionEnd { .. }, Some(batch)) => {
+                let last = batch.liveness(self.ctx.now);
+                let paused = self
+                    .pauses()
+                    .is_some_and(|p| p.covering(Some(&self.event.session_id), last).is_some());
+                if paused {
+                    Ok(())
+                } else {
+                    batch_interrupt(self.ctx, interrupt.reason).map(|_| ())
+                }
+            }
+            _ => Ok(()),
+        };
+        result.and(batch)
     }
 
     /// Before a compaction: one `checkpoint` event in the journal of each loop the session

@@ -189,8 +189,13 @@ impl State {
                     .unwrap()
                     .to_string_lossy()
                     .into_owned();
-                // The lock sidecars and the `.gitignore` are made on first use and hold no state.
-                if rel == "locks" || rel == ".gitignore" || crate::crash::is_temp_file(&name) {
+                // The lock sidecars and the `.gitignore` are made on first use and hold no state;
+                // the sessions' files are hints (a ledger's last writer), never state.
+                if rel == "locks"
+                    || rel == ".gitignore"
+                    || rel == "sessions"
+                    || crate::crash::is_temp_file(&name)
+                {
                     continue;
                 }
                 if path.is_dir() {

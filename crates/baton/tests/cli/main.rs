@@ -26,6 +26,7 @@ mod runs;
 mod scenarios;
 mod seed_rules;
 mod session_start_guards;
+mod session_start_guards_batch;
 mod session_start_guards_lease;
 mod snapshots;
 mod store;

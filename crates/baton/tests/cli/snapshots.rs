@@ -629,6 +629,15 @@ fn json_of_a_batch() {
         0,
     );
     s.json("batch show", None, b, 3, &["batch", "show"], 0);
+    s.json("batch heartbeat", None, b, 4, &["batch", "heartbeat"], 0);
+    s.json(
+        "batch heartbeat",
+        Some("skipped"),
+        Some("S-other"),
+        5,
+        &["batch", "heartbeat"],
+        0,
+    );
     s.json(
         "batch resume",
         None,

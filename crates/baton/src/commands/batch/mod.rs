@@ -2,6 +2,7 @@
 //! Each ticket keeps its own loop-state; the batch only says which ticket is next.
 
 mod finish;
+mod heartbeat;
 mod resume;
 mod show;
 
@@ -26,6 +27,7 @@ pub enum BatchCommand {
     Show(show::ShowArgs),
     Resume(resume::ResumeArgs),
     Finish(finish::FinishArgs),
+    Heartbeat(heartbeat::HeartbeatArgs),
 }
 
 pub fn dispatch(ctx: &Ctx, cmd: BatchCommand) -> Result<Report, CommandError> {
@@ -35,6 +37,7 @@ pub fn dispatch(ctx: &Ctx, cmd: BatchCommand) -> Result<Report, CommandError> {
         BatchCommand::Show(args) => show::cmd_batch_show(ctx, args),
         BatchCommand::Resume(args) => resume::cmd_batch_resume(ctx, args),
         BatchCommand::Finish(args) => finish::cmd_batch_finish(ctx, args),
+        BatchCommand::Heartbeat(args) => heartbeat::cmd_batch_heartbeat(ctx, args),
     }
 }
 
