@@ -1,7 +1,7 @@
 //! What one session owns (its active loops, the run leases it holds and its active batch) and
-//! the two things done
-//! to all of it at once: a refresh, and an interrupt with a reason. The hooks do both on a
-//! client's events; `baton supervise` interrupts what an agent left when it died unheard.
+//! the two things done to all of it at once: a refresh, and an interrupt with a reason. The
+//! hooks do both on a client's events; `baton supervise` interrupts what an agent left when it
+//! died unheard.
 
 use std::ffi::{OsStr, OsString};
 

@@ -1176,10 +1176,6 @@ impl Scan<'_> {
         work.next = Some(format!(
             "`{derive}` re-runs the gates and appends where to resume"
         ));
-        if standing == Standing::Own {
-            work.item = Some(own_ledger_item(&rel, &open, &claims, &phases, path));
-            return Ok(Some(work));
-        }
         if standing == Standing::Live {
             return Ok(Some(work));
         }
@@ -1188,29 +1184,62 @@ impl Scan<'_> {
             .find(|(p, _, _)| *p == open)
             .map(|(_, _, s)| s.as_str())
             .unwrap_or("");
-        let died = ledger
-            .events
-            .iter()
-            .last()
-            .is_some_and(|(_, l)| matches!(l.event, Event::AgentDied { .. }));
-        let gates = format!(
-            "`baton ledger derive {shown}` re-runs the declared gates of every phase claimed complete"
-        );
         let from = format!("phase {}", esc(&open));
-        let paused = self.paused(None, last_at);
-        let c = classify(
-            &Signals {
-                interrupt_reason: died.then_some("agent_died"),
-                pause_mark: paused.0,
-                pause_reason: paused.1,
-                tree_clean: self.tree_clean(),
-                checkpointed: !started,
-                gates: Some(&gates),
-                resume_from: &from,
-                ..Signals::default()
-            },
-            ctx.now,
-        );
+        let mut constraints =
+            vec!["nothing the derive confirms is redone; the ledger is append-only".to_string()];
+        // This session's own ledger (it is back from a compaction, or resumed) is not an
+        // interruption to class: what it remembers doing is no record, and the derive says
+        // from STATE.md and git where it is.
+        let c = (standing != Standing::Own).then(|| {
+            let died = ledger
+                .events
+                .iter()
+                .last()
+                .is_some_and(|(_, l)| matches!(l.event, Event::AgentDied { .. }));
+            let gates = format!(
+                "`baton ledger derive {shown}` re-runs the declared gates of every phase claimed complete"
+            );
+            let paused = self.paused(None, last_at);
+            classify(
+                &Signals {
+                    interrupt_reason: died.then_some("agent_died"),
+                    pause_mark: paused.0,
+                    pause_reason: paused.1,
+                    tree_clean: self.tree_clean(),
+                    checkpointed: !started,
+                    gates: Some(&gates),
+                    resume_from: &from,
+                    ..Signals::default()
+                },
+                ctx.now,
+            )
+        });
+        let (reasons, next, decline) = match &c {
+            Some(c) => (
+                c.reasons.clone(),
+                c.next.clone(),
+                Some(format!(
+                    "baton ledger block {shown} --phase {} --reason <why it waits>",
+                    shell_quote(&esc(&open))
+                )),
+            ),
+            None => {
+                constraints.insert(0, "what this session remembers doing before the compaction is inadmissible: STATE.md and git are the record".into());
+                (
+                    vec![baton_core::Reason::new(
+                        baton_core::Rule::ResumeLedgerOwn,
+                        format!(
+                            "this session appended the last line of {} within 10 minutes",
+                            path.display()
+                        ),
+                    )],
+                    format!(
+                        "re-derive where this run is before going on: `{derive}` re-runs the gates and appends where to resume"
+                    ),
+                    None,
+                )
+            }
+        };
         let mut blockers = Vec::new();
         if last_status == "BLOCKED" {
             blockers.push(format!("phase {} is BLOCKED in the ledger", esc(&open)));
@@ -1220,14 +1249,14 @@ impl Scan<'_> {
             .filter(|p| claimed_complete(p))
             .map(String::as_str)
             .collect();
-        work.class = Some(c.class);
+        work.class = c.as_ref().map(|c| c.class);
         work.item = Some(Item {
             kind: WorkKind::Ledger,
             key: rel.clone(),
             position: from,
-            verdict: "derive".into(),
-            class: Some(c.class),
-            reasons: c.reasons.clone(),
+            verdict: standing.as_str().into(),
+            class: work.class,
+            reasons,
             checkpoint: Some(if confirmed.is_empty() {
                 "no phase claimed complete".into()
             } else {
@@ -1236,23 +1265,24 @@ impl Scan<'_> {
                     esc_join(confirmed.iter().copied())
                 )
             }),
-            next: c.next.clone(),
+            next: next.clone(),
             accept: Some(derive),
-            decline: Some(format!(
-                "baton ledger block {shown} --phase {} --reason <why it waits>",
-                shell_quote(&esc(&open))
-            )),
-            constraints: vec![
-                "nothing the derive confirms is redone; the ledger is append-only".into(),
-            ],
-            urgency: urgency(Some(c.class), c.waiting, !blockers.is_empty()),
+            decline,
+            constraints,
+            urgency: urgency(
+                work.class,
+                c.as_ref().is_some_and(|c| c.waiting),
+                !blockers.is_empty(),
+            ),
             blockers,
             references: vec![
                 format!("plan: {}/plan.md and its phase files", esc(&rel)),
                 format!("ledger: {}", path.display()),
             ],
         });
-        work.next = Some(c.next);
+        if c.is_some() {
+            work.next = Some(next);
+        }
         Ok(Some(work))
     }
 }
@@ -1306,74 +1336,4 @@ fn last_writer(
     }
     let mine = me.is_some_and(|me| !me.is_empty() && me == writer.session);
     Some((writer.session, mine))
-}
-
-/// The packet item of a ledger this session appended to within the window: the session is back
-/// from a compaction (or resumed), and what it remembers doing is no record; `baton ledger
-/// derive --append` re-runs the gates and says, from STATE.md and git, where it is.
-fn own_ledger_item(
-    rel: &str,
-    open: &str,
-    claims: &[(String, Option<&Event>, String)],
-    phases: &[String],
-    path: &Path,
-) -> Item {
-    let shown = shell_quote(&esc(rel));
-    let derive = format!("baton ledger derive {shown} --append");
-    let confirmed: Vec<&str> = phases
-        .iter()
-        .filter(|p| {
-            claims
-                .iter()
-                .any(|(phase, complete, _)| phase == *p && complete.is_some())
-        })
-        .map(String::as_str)
-        .collect();
-    let last_status = claims
-        .iter()
-        .find(|(p, _, _)| p == open)
-        .map(|(_, _, s)| s.as_str())
-        .unwrap_or("");
-    let blockers = if last_status == "BLOCKED" {
-        vec![format!("phase {} is BLOCKED in the ledger", esc(open))]
-    } else {
-        Vec::new()
-    };
-    Item {
-        kind: WorkKind::Ledger,
-        key: rel.to_string(),
-        position: format!("phase {}", esc(open)),
-        verdict: Standing::Own.as_str().into(),
-        class: None,
-        reasons: vec![baton_core::Reason::new(
-            baton_core::Rule::ResumeLedgerOwn,
-            format!(
-                "this session appended the last line of {} within 10 minutes",
-                path.display()
-            ),
-        )],
-        checkpoint: Some(if confirmed.is_empty() {
-            "no phase claimed complete".into()
-        } else {
-            format!(
-                "phases claimed complete: {}",
-                esc_join(confirmed.iter().copied())
-            )
-        }),
-        next: format!(
-            "re-derive where this run is before going on: `{derive}` re-runs the gates and appends where to resume"
-        ),
-        accept: Some(derive),
-        decline: None,
-        constraints: vec![
-            "what this session remembers doing before the compaction is inadmissible: STATE.md and git are the record".into(),
-            "nothing the derive confirms is redone; the ledger is append-only".into(),
-        ],
-        urgency: urgency(None, false, !blockers.is_empty()),
-        blockers,
-        references: vec![
-            format!("plan: {}/plan.md and its phase files", esc(rel)),
-            format!("ledger: {}", path.display()),
-        ],
-    }
 }

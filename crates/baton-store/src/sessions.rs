@@ -13,8 +13,8 @@
 //!
 //! These files are hints, not state: losing one costs a heartbeat, a class or a ledger's owner,
 //! never work. The turn mark, the process map and the ledger writer are therefore written
-//! without fsync; the per-turn hook runs on
-//! every turn of every session and must cost no more than starting the process.
+//! without fsync; the per-turn hook runs on every turn of every session and must cost no more
+//! than starting the process.
 
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
