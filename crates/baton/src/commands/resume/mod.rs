@@ -23,10 +23,13 @@ use baton_ops::error::CommandError;
 /// session's). Only the ticket's own key is ever offered; other tickets' resumable loops get
 /// one informational line.
 ///
-/// Without a ticket: the session-start entry point. Every feature, loop, batch, run and ledger
-/// in the project with its verdict, how each interrupted one was interrupted (pause, crash,
-/// timeout, left, rate_limit), and one resume packet (INTENT · CONTEXT · CONSTRAINTS ·
-/// REFERENCES · EXPECTED OUTCOME) with the command that accepts or declines each resume.
+/// Without a ticket: the session-start entry point. The work in the project with its verdict
+/// (at most 20 rows, the most urgent first; `baton status` lists them all), how each
+/// interrupted one was interrupted (pause, crash, timeout, left, rate_limit), and one resume
+/// packet (INTENT · CONTEXT · CONSTRAINTS · REFERENCES · EXPECTED OUTCOME) with the command that
+/// accepts or declines each resume. Only this session's own work and work whose evidence says
+/// it was interrupted are offered; another session's work that is only quiet (`quiet`: it may
+/// be a long CI wait) gets one informational line and no accept command.
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct ResumeArgs {
