@@ -2,7 +2,7 @@
 //! fixed clock and explicit session ids.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 
 use baton_store::{Expect, JournalTarget, RecordKey, StateStore};
 use serde_json::Value;
@@ -483,4 +483,49 @@ where
         .arg(inner.get_program())
         .args(args);
     cmd
+}
+
+/// A long-lived process standing for an agent, killed (and reaped) when dropped.
+pub struct Holder(pub Child);
+
+impl Holder {
+    pub fn start() -> Holder {
+        Holder(
+            Command::new("sleep")
+                .arg("infinity")
+                .stdin(Stdio::null())
+                .spawn()
+                .expect("spawn sleep"),
+        )
+    }
+
+    pub fn pid(&self) -> String {
+        self.0.id().to_string()
+    }
+
+    /// SIGKILL, then wait, so that no zombie is left to look alive.
+    pub fn kill(&mut self) {
+        self.0.kill().unwrap();
+        self.0.wait().unwrap();
+    }
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The context a client's session-start hook hands the model (Claude Code's
+/// `hookSpecificOutput.additionalContext`), or "" when it printed none.
+pub fn hook_context(out: &Run) -> String {
+    if out.stdout.trim().is_empty() {
+        return String::new();
+    }
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
 }

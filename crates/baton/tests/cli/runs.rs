@@ -15,9 +15,9 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use crate::common::{Run, TestEnv, at, named, pg_mode, rules, run_key, to_run};
+use crate::common::{Holder, Run, TestEnv, at, named, pg_mode, rules, run_key, to_run};
 
-const PROJECT: &str = "\
+pub const PROJECT: &str = "\
 # Project
 
 ## GOALS
@@ -115,38 +115,6 @@ fn assert_checks(out: &Value, expected: [bool; 4]) {
             c["evidence"].as_str().is_some_and(|e| !e.is_empty()),
             "every check carries its evidence: {out}"
         );
-    }
-}
-
-/// A long-lived process standing for an agent, killed (and reaped) when dropped.
-struct Holder(Child);
-
-impl Holder {
-    fn start() -> Holder {
-        Holder(
-            Command::new("sleep")
-                .arg("infinity")
-                .stdin(Stdio::null())
-                .spawn()
-                .expect("spawn sleep"),
-        )
-    }
-
-    fn pid(&self) -> String {
-        self.0.id().to_string()
-    }
-
-    /// SIGKILL, then wait, so that no zombie is left to look alive.
-    fn kill(&mut self) {
-        self.0.kill().unwrap();
-        self.0.wait().unwrap();
-    }
-}
-
-impl Drop for Holder {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
     }
 }
 

@@ -6,11 +6,10 @@
 
 use std::ffi::OsStr;
 use std::path::Path;
-use std::process::Child;
 
 use serde_json::{Value, json};
 
-use crate::common::{Run, TestEnv, at, rules};
+use crate::common::{Holder, Run, TestEnv, at, hook_context, rules};
 use crate::hooks::run_hook;
 
 fn start_payload(session: &str, source: &str) -> Vec<u8> {
@@ -24,8 +23,8 @@ fn start_payload(session: &str, source: &str) -> Vec<u8> {
 
 /// Claude Code's SessionStart hook for `session` at `now`, with `CLAUDE_PID` naming `client`
 /// when given (the client process the hook records for the session).
-fn session_start(env: &TestEnv, session: &str, now: &str, client: Option<&Child>) -> Run {
-    let pid = client.map(|c| c.id().to_string());
+fn session_start(env: &TestEnv, session: &str, now: &str, client: Option<&Holder>) -> Run {
+    let pid = client.map(Holder::pid);
     let vars: Vec<(&str, &OsStr)> = pid
         .as_deref()
         .map(|p| ("CLAUDE_PID", OsStr::new(p)))
@@ -42,17 +41,6 @@ fn session_start(env: &TestEnv, session: &str, now: &str, client: Option<&Child>
     out
 }
 
-fn injected(out: &Run) -> String {
-    if out.stdout.trim().is_empty() {
-        return String::new();
-    }
-    let v: Value = serde_json::from_str(&out.stdout).unwrap();
-    v["hookSpecificOutput"]["additionalContext"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
-
 /// Session A is in a long CI wait on T-7 (its last write 30 minutes ago, nothing interrupted):
 /// a session starting next is not told to take T-7 over. It hears of it in one line with no
 /// accept command; a session started for T-7 asks by key and is offered it.
@@ -63,7 +51,7 @@ fn another_tickets_quiet_loop_is_one_informational_line_and_no_prompt() {
 
     // The SessionStart hook of session B injects nothing: nothing is B's to resume.
     let hook = session_start(&env, "B", &at(31), None);
-    assert_eq!(injected(&hook), "", "{}", hook.stdout);
+    assert_eq!(hook_context(&hook), "", "{}", hook.stdout);
 
     let text = env.baton("B", 31, &["resume"]);
     text.assert_code(0);
@@ -118,7 +106,7 @@ fn interrupted_work_is_offered_and_quiet_work_stays_an_aside_in_the_packet() {
         &["loop", "interrupt", "T-8", "--reason", "session_expiry"],
     )
     .assert_code(0);
-    let context = injected(&session_start(&env, "B", &at(30), None));
+    let context = hook_context(&session_start(&env, "B", &at(30), None));
     assert!(
         context.contains("`baton resume accept T-8`"),
         "the interrupted loop is offered: {context}"
@@ -140,10 +128,7 @@ fn interrupted_work_is_offered_and_quiet_work_stays_an_aside_in_the_packet() {
 #[test]
 fn a_quiet_loop_whose_owner_process_is_gone_is_offered() {
     let env = TestEnv::new();
-    let mut client = std::process::Command::new("sleep")
-        .arg("300")
-        .spawn()
-        .unwrap();
+    let mut client = Holder::start();
     session_start(&env, "A", &at(0), Some(&client));
     env.baton("A", 1, &["loop", "init", "T-9"]).assert_code(0);
 
@@ -153,8 +138,7 @@ fn a_quiet_loop_whose_owner_process_is_gone_is_offered() {
     let line = all["packet"]["not_offered"][0].as_str().unwrap();
     assert!(line.contains("still runs"), "{line}");
 
-    client.kill().unwrap();
-    client.wait().unwrap();
+    client.kill();
     let gone = env.baton("B", 30, &["--json", "resume"]);
     let all = gone.json();
     assert_eq!(all["verdict"], "resume", "{all}");

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::common::{TestEnv, at};
+use crate::common::{TestEnv, at, hook_context};
 use crate::hooks::run_hook;
 
 const A: &str = "5ba716a7-9ce8-4b0f-8d6e-35de294ea197";
@@ -85,18 +85,6 @@ fn a_paused_batch_is_not_refreshed_by_its_owners_turns() {
     assert_eq!(env.read_batch(), before);
 }
 
-/// The additionalContext a Claude Code session start hands the model, or "" when none.
-fn context(out: &crate::common::Run) -> String {
-    if out.stdout.trim().is_empty() {
-        return String::new();
-    }
-    let v: Value = serde_json::from_str(&out.stdout).unwrap();
-    v["hookSpecificOutput"]["additionalContext"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
-
 /// A session that appended to a plan ledger and was compacted hears of that ledger at its
 /// session start, with the re-derive that makes STATE.md + git the record; another session
 /// still leaves it alone.
@@ -124,7 +112,7 @@ fn a_compacted_session_is_handed_its_own_recent_ledger() {
 
     let mut compact = claude("SessionStart", A);
     compact["source"] = "compact".into();
-    let said = context(&hook(&env, "SessionStart", &compact, &at(2)));
+    let said = hook_context(&hook(&env, "SessionStart", &compact, &at(2)));
     assert!(said.contains("plans/auth"), "{said}");
     assert!(
         said.contains("baton ledger derive plans/auth --append"),
@@ -134,7 +122,7 @@ fn a_compacted_session_is_handed_its_own_recent_ledger() {
     // Another session: the ledger was written 2 minutes ago by a live session, hands off.
     let mut other = claude("SessionStart", B);
     other["source"] = "startup".into();
-    let said = context(&hook(&env, "SessionStart", &other, &at(2)));
+    let said = hook_context(&hook(&env, "SessionStart", &other, &at(2)));
     assert!(!said.contains("plans/auth"), "{said}");
     // It shows whose it is.
     let seen = env.baton(B, 2, &["--json", "resume"]).json();
@@ -191,7 +179,7 @@ fn a_ledger_appended_to_since_is_not_handed_back() {
     .assert_code(0);
     let mut compact = claude("SessionStart", A);
     compact["source"] = "compact".into();
-    let said = context(&hook(&env, "SessionStart", &compact, &at(2)));
+    let said = hook_context(&hook(&env, "SessionStart", &compact, &at(2)));
     assert!(!said.contains("plans/auth"), "{said}");
     let seen = env.baton(A, 2, &["--json", "resume"]).json();
     let ledger = ledger_work(&seen);

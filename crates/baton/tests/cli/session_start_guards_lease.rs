@@ -9,61 +9,12 @@
 //! spawning the next worker. This ensures the governing artifact is always in context". With
 //! both a Brief and a Plan recorded, an accept prints both.
 
-use std::process::{Child, Command, Stdio};
-
 use serde_json::Value;
 
-use crate::common::TestEnv;
-
-const PROJECT: &str = "\
-# Project
-
-## GOALS
-
-- Make interrupted runs resumable.
-
-## SCOPE
-
-- In scope: the single-run resume protocol.
-
-## CONSTRAINTS
-
-- No daemon.
-";
+use crate::common::{Holder, TestEnv};
+use crate::runs::PROJECT;
 
 const PLAN: &str = "docs/plan.md";
-
-/// A long-lived process standing for an agent, killed (and reaped) when dropped.
-struct Agent(Child);
-
-impl Agent {
-    fn start() -> Agent {
-        Agent(
-            Command::new("sleep")
-                .arg("300")
-                .stdin(Stdio::null())
-                .spawn()
-                .expect("spawn sleep"),
-        )
-    }
-
-    fn pid(&self) -> String {
-        self.0.id().to_string()
-    }
-
-    /// SIGKILL, then wait, so that no zombie is left to look alive.
-    fn kill(&mut self) {
-        self.0.kill().unwrap();
-        self.0.wait().unwrap();
-    }
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 #[test]
 fn a_running_holder_keeps_its_run_lock_past_the_heartbeat_ttl_and_loses_it_when_it_dies() {
@@ -74,7 +25,7 @@ fn a_running_holder_keeps_its_run_lock_past_the_heartbeat_ttl_and_loses_it_when_
     env.git(&["commit", "--quiet", "-m", "alignment and plan"]);
     env.set_age(PLAN, 0);
 
-    let mut holder = Agent::start();
+    let mut holder = Holder::start();
     let created = env.baton(
         "A",
         0,
@@ -94,7 +45,7 @@ fn a_running_holder_keeps_its_run_lock_past_the_heartbeat_ttl_and_loses_it_when_
 
     // 25 minutes without a heartbeat, past the 10-minute TTL, while the holder still runs (a
     // long tool call): a second coordinator is blocked.
-    let other = Agent::start();
+    let other = Holder::start();
     let out = env.baton(
         "B",
         25,
