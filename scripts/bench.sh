@@ -263,11 +263,12 @@ done
 git -C "$start_repo" add plans && git -C "$start_repo" -c user.name=bench -c user.email=bench@example.invalid commit -q -m ledgers
 [[ "$(git -C "$start_repo" ls-files | wc -l)" -ge 10000 ]] ||
     { echo "bench.sh: the session-start tree has fewer than 10,000 files" >&2; exit 1; }
-start_rows="$("$baton" -C "$start_repo" --json resume | jq '[.work[] | .kind] | group_by(.) | map({(.[0]): length}) | add | tojson')"
+# `baton resume` lists the 20 most urgent rows; `baton status` (the same survey) lists them all.
+start_rows="$("$baton" -C "$start_repo" --json status | jq '[.work[] | .kind] | group_by(.) | map({(.[0]): length}) | add | tojson')"
 [[ "$start_rows" == '"{\"ledger\":3,\"loop\":100,\"run\":10}"' ]] ||
-    { echo "bench.sh: baton resume did not see 100 loops, 10 runs and 3 ledgers: $start_rows" >&2; exit 1; }
-[[ "$("$baton" -C "$work/start-10k" --json resume | jq '.work | length')" -eq 10000 ]] ||
-    { echo "bench.sh: baton resume did not see 10,000 loops" >&2; exit 1; }
+    { echo "bench.sh: the session-start survey did not see 100 loops, 10 runs and 3 ledgers: $start_rows" >&2; exit 1; }
+[[ "$("$baton" -C "$work/start-10k" --json status | jq '.work | length')" -eq 10000 ]] ||
+    { echo "bench.sh: the session-start survey did not see 10,000 loops" >&2; exit 1; }
 
 # Hooks: `baton hook claude …` with the client's payload on stdin, in a repository holding 100
 # loop files and 10 runs of other sessions, plus one loop and one run lease of the hook's own

@@ -297,7 +297,7 @@ fn assemble(
         more,
         more_command: (more > 0).then(|| more_command.to_string()),
     };
-    if items.is_empty() && more == 0 {
+    if items.is_empty() && more == 0 && not_offered.is_empty() {
         p.intent.push(
             "Nothing was interrupted: no feature, loop, batch, run or ledger waits to be resumed."
                 .into(),
@@ -306,10 +306,23 @@ fn assemble(
             "Every piece of work in the project is finished, live in its own session, or absent."
                 .into(),
         );
-        p.context
-            .extend(not_offered.iter().map(|l| format!("Not offered here: {l}")));
         p.constraints
             .push("Start new work the usual way; nothing here needs taking over.".into());
+        p.references
+            .push(format!("`{more_command}` lists everything baton knows of."));
+        p.expected_outcome
+            .push("Carry on with the task at hand.".into());
+        return p;
+    }
+    if items.is_empty() && more == 0 {
+        p.intent.push(
+            "Nothing here is this session's to resume: the work below is another session's, quiet, and nothing says it was interrupted.".into(),
+        );
+        p.context
+            .extend(not_offered.iter().map(|l| format!("Not offered here: {l}")));
+        p.constraints.push(
+            "Do not take that work over from here: it may be another session's long wait (CI). A session started for one of them asks for it by key, with the command its line names.".into(),
+        );
         p.references
             .push(format!("`{more_command}` lists everything baton knows of."));
         p.expected_outcome

@@ -583,14 +583,15 @@ impl Scan<'_> {
         interrupted: bool,
         ask: &str,
     ) -> Option<Option<baton_core::Reason>> {
-        let owner = work.owner.as_ref()?;
-        let process = owner.session.as_deref().and_then(|s| self.owner_process(s));
+        let owner = work.owner.clone();
+        let session = owner.as_ref().and_then(|o| o.session.clone());
+        let process = session.as_deref().and_then(|s| self.owner_process(s));
         let facts = HandoverFacts {
-            mine: owner.mine,
+            mine: owner.as_ref().is_some_and(|o| o.mine),
             interrupted,
             owner_running: process.map(|(_, running)| running),
         };
-        let who = owner.session.as_deref().map_or_else(
+        let who = session.as_deref().map_or_else(
             || "no owner session".to_string(),
             |s| format!("owner session {}", esc(s)),
         );
@@ -603,11 +604,10 @@ impl Scan<'_> {
                     process.map_or(0, |(pid, _)| pid)
                 ),
             ))),
-            Handover::Aside(_) => {
+            Handover::Aside(rule) => {
                 let quiet = owner
-                    .last_write
-                    .as_deref()
-                    .and_then(|t| parse_ts(Some(t)))
+                    .as_ref()
+                    .and_then(|o| parse_ts(o.last_write.as_deref()))
                     .map_or_else(
                         || "quiet (no last-write time)".to_string(),
                         |t| {
@@ -621,11 +621,16 @@ impl Scan<'_> {
                     Some((pid, true)) => format!(", whose client process (pid {pid}) still runs"),
                     _ => String::new(),
                 };
+                // The command first: a clipped line keeps it.
                 let detail = format!(
-                    "{quiet} at {}, {who}{running}, and nothing says it was interrupted (it may be a long wait such as CI); a session started for it asks with {ask}",
+                    "a session started for it asks with {ask}; {quiet} at {}, {who}{running}, and nothing says it was interrupted (it may be a long wait such as CI)",
                     work.phase
                 );
-                work.aside = Some(format!("{} {}: {detail}", work.kind, esc(&work.key)));
+                work.aside = Some(format!(
+                    "{} {}: {detail} ({rule})",
+                    work.kind,
+                    esc(&work.key)
+                ));
                 work.verdict = "quiet".into();
                 work.next = Some(format!("not offered here: {detail}"));
                 None
@@ -1143,7 +1148,7 @@ impl Scan<'_> {
                     |(_, _, status)| status.clone(),
                 ),
             owner: Some(Owner {
-                session: writer.map(|(session, _)| session),
+                session: writer.as_ref().map(|(session, _)| session.clone()),
                 live: recent,
                 mine,
                 last_write: last_at.map(baton_core::time::format_ts),
@@ -1185,21 +1190,32 @@ impl Scan<'_> {
             .map(|(_, _, s)| s.as_str())
             .unwrap_or("");
         let from = format!("phase {}", esc(&open));
+        let died = ledger
+            .events
+            .iter()
+            .last()
+            .is_some_and(|(_, l)| matches!(l.event, Event::AgentDied { .. }));
+        let writer_session = writer.as_ref().map(|(session, _)| session.as_str());
+        let paused = self.paused(writer_session, last_at);
+        // A quiet ledger another session was writing is that session's, as a loop is: handed
+        // over only on evidence that it stopped. A ledger nobody recorded writing is the
+        // run-state protocol's own resume case: derive it.
+        let mut gone = None;
+        if standing == Standing::Derive && writer_session.is_some() {
+            match self.handover(&mut work, died || paused.0, &format!("`{derive}`")) {
+                Some(reason) => gone = reason,
+                None => return Ok(Some(work)),
+            }
+        }
         let mut constraints =
             vec!["nothing the derive confirms is redone; the ledger is append-only".to_string()];
         // This session's own ledger (it is back from a compaction, or resumed) is not an
         // interruption to class: what it remembers doing is no record, and the derive says
         // from STATE.md and git where it is.
         let c = (standing != Standing::Own).then(|| {
-            let died = ledger
-                .events
-                .iter()
-                .last()
-                .is_some_and(|(_, l)| matches!(l.event, Event::AgentDied { .. }));
             let gates = format!(
                 "`baton ledger derive {shown}` re-runs the declared gates of every phase claimed complete"
             );
-            let paused = self.paused(None, last_at);
             classify(
                 &Signals {
                     interrupt_reason: died.then_some("agent_died"),
@@ -1216,7 +1232,7 @@ impl Scan<'_> {
         });
         let (reasons, next, decline) = match &c {
             Some(c) => (
-                c.reasons.clone(),
+                gone.into_iter().chain(c.reasons.iter().cloned()).collect(),
                 c.next.clone(),
                 Some(format!(
                     "baton ledger block {shown} --phase {} --reason <why it waits>",

@@ -122,7 +122,7 @@ pub fn session_rows(s: &Survey) -> (Vec<&Work>, usize) {
     (rows, more)
 }
 
-/// The JSON both session-start commands print: a decision over the whole project, every row,
+/// The JSON both session-start commands print: a decision over the whole project, the rows listed,
 /// and the packet.
 pub fn survey_report(s: &Survey, packet: &Packet, markdown: &str, text: String) -> Report {
     let reasons: Vec<Reason> = packet

@@ -101,8 +101,10 @@ pub fn survey_wait(
     match first {
         "none" => Wait::Nothing,
         "own" => Wait::Ready,
-        // Another session's quiet work, not offered to this one (`resume.quiet-aside`).
-        "live" | "quiet" => Wait::TakenOver,
+        // Another session's quiet work is not this session's to resume (`resume.quiet-aside`),
+        // and nothing says that session is still on it.
+        "quiet" => Wait::Nothing,
+        "live" => Wait::TakenOver,
         "degraded" | "blocked" | "confirm" => Wait::HumanFirst,
         _ if degraded || class == Some(Class::Timeout) => Wait::HumanFirst,
         _ => match resets.filter(|t| class == Some(Class::RateLimit) && *t > now) {
@@ -251,7 +253,7 @@ mod tests {
             ("none (not started)", None, false, Wait::Nothing),
             ("own", None, false, Wait::Ready),
             ("live", None, false, Wait::TakenOver),
-            ("quiet", None, false, Wait::TakenOver),
+            ("quiet", None, false, Wait::Nothing),
             ("live (ratify)", None, false, Wait::TakenOver),
             ("degraded", None, true, Wait::HumanFirst),
             ("blocked", Some(Crash), true, Wait::HumanFirst),

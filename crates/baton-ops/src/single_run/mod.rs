@@ -210,8 +210,15 @@ pub fn end_lease(
         LeaseState::Live(why) => {
             let d = Decision::new(
                 baton_core::Verdict::Refused,
-                Reason::new(baton_core::Rule::RunLockHeld, format!("Another /implement is active on run_id {id}; wait for it to complete or use a fresh run_id. ({why})")),
-                Some("only the holder releases a live lock; `baton run resume` takes it over once the holder is gone (its process ended, or, on another machine, its heartbeat is past the TTL)".into()),
+                Reason::new(
+                    baton_core::Rule::RunLockHeld,
+                    format!(
+                        "Another /implement is active on run_id {id}; wait for it to complete or use a fresh run_id. ({why})"
+                    ),
+                ),
+                Some(format!(
+                    "only the holder releases a live lock (`baton --session <its session> run release {id}`, or `--token`), or end its holder process; `baton run resume` takes it over once the holder is gone (its process ended, or, on another machine, its heartbeat is past the TTL); `baton run show {id}` names the holder"
+                )),
             );
             return Ok(LeaseEnd::Refused(d));
         }

@@ -349,7 +349,9 @@ pub fn transition(
             journal_warning = journal::append(&*store, JournalTarget::Loop(&target.key), &events);
         }
     }
-    let batch_warning = changed
+    // An interrupt says the session stopped: it is no sign of life for the batch (and a
+    // refresh would move the batch past the pause that covers it).
+    let batch_warning = (changed && event != JournalEvent::Interrupt)
         .then(|| keep_batch_live(&*store, ctx, &target))
         .flatten();
     let decision = Decision {
@@ -595,6 +597,7 @@ pub fn gather(ctx: &Ctx, ticket: &std::ffi::OsStr) -> Result<Gathered, CommandEr
             )),
         }
     }
+    others.sort_by_cached_key(|o| baton_core::text::natural_key(&o.key));
     // git runs before the lock is taken, on what the file says now (its tree check can start a
     // user's fsmonitor hook, which must not stall other writers); the decision is made on the
     // file as it is under the lock.

@@ -38,10 +38,10 @@ use baton_store::{Layout, StateStore, process};
 /// on stdin and keeps baton's state in step with the session. Always exits 0.
 ///
 /// Session start prints the resume packet for the client to put in front of the model (when
-/// anything is resumable); a turn's prompt and stop open and close the turn and refresh what
-/// the session owns; a failure (Claude Code's StopFailure) or a session end marks what the
-/// session owns as interrupted, with the class the evidence supports; a pre-compaction hook
-/// records a checkpoint. The session is the payload's `session_id`, whatever `--session` says.
+/// anything is resumable, with a line for each piece of another session's quiet work); a turn's
+/// prompt and stop open and close the turn and refresh what the session owns; a failure (Claude
+/// Code's StopFailure) or a session end marks what the session owns as interrupted, with the
+/// class the evidence supports; a pre-compaction hook records a checkpoint. The session is the payload's `session_id`, whatever `--session` says.
 #[derive(Debug, Args)]
 pub struct HookArgs {
     /// The client that runs the hook: `claude`, `codex` or `gemini`.
@@ -199,7 +199,8 @@ impl Session<'_> {
         self.tell_supervisor("start", json!({ "source": source }));
         let survey = baton_ops::survey::survey(self.ctx)?;
         let (packet, markdown) = crate::view::packet_of(&survey);
-        if packet.items.is_empty() {
+        // Another session's quiet work is told as information; nothing at all, nothing.
+        if packet.items.is_empty() && packet.not_offered.is_empty() {
             return Ok(None);
         }
         Ok(Some(self.def().session_start_output(&markdown)))

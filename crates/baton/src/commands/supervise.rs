@@ -478,6 +478,7 @@ impl Supervisor<'_> {
                 .iter()
                 .any(|(_, s)| s.status == LoopStatus::Active)
                 || !owned.runs.is_empty()
+                || owned.batch.is_some()
             {
                 // The agent is gone and nothing recorded how: a crash, never a guess.
                 let why = match exit {
@@ -491,14 +492,15 @@ impl Supervisor<'_> {
                     } else {
                         InterruptReason::Unknown
                     };
-                let (_, result) = interrupt_owned(
-                    &self.at_now(Some(session.clone())),
-                    &owned,
-                    reason,
-                    &why,
-                    None,
-                );
+                let ctx = self.at_now(Some(session.clone()));
+                let (_, result) = interrupt_owned(&ctx, &owned, reason, &why, None);
                 if let Err(e) = result {
+                    say(&format!("warning: {}", e.message));
+                }
+                // The batch it ran stops with it, as at a session end.
+                if owned.batch.is_some()
+                    && let Err(e) = baton_ops::batch::interrupt(&ctx, reason)
+                {
                     say(&format!("warning: {}", e.message));
                 }
             }
@@ -535,7 +537,10 @@ impl Supervisor<'_> {
             return Ok(Some(session.clone()));
         }
         let work = owned(&*self.store, session)?;
-        Ok((!work.loops.is_empty() || !work.runs.is_empty()).then(|| session.clone()))
+        Ok(
+            (!work.loops.is_empty() || !work.runs.is_empty() || work.batch.is_some())
+                .then(|| session.clone()),
+        )
     }
 
     /// Each carried loop as it stands now, with what waiting for it gives.

@@ -238,13 +238,27 @@ impl All {
 /// What `baton resume` (no argument) finds, each piece with its wait: a loop's as
 /// `baton wait <TICKET>` gives it (its resume verdict, mode and `resume_after`), anything else
 /// by its row in the survey ([`survey_wait`]: finished is nothing, this session's is ready,
-/// another live session's (or its quiet work, not offered here) is taken over, degraded or a delegate's timeout is for a person,
+/// another live session's is taken over, another session's quiet work (not offered here) is nothing of this session's, degraded or a delegate's timeout is for a person,
 /// the feature's rate limit waits for its recorded reset, anything else interrupted and
 /// resumable is ready).
 fn every_piece(ctx: &Ctx, deadline: Option<Timestamp>) -> Result<All, CommandError> {
     let s = survey(ctx)?;
     let mut pieces = Vec::with_capacity(s.work.len());
+    // In the survey's order of kinds, keys in natural order (T-2 before T-10).
+    let mut kinds = Vec::new();
     for w in &s.work {
+        if !kinds.contains(&w.kind) {
+            kinds.push(w.kind);
+        }
+    }
+    let mut work: Vec<&Work> = s.work.iter().collect();
+    work.sort_by_cached_key(|w| {
+        (
+            kinds.iter().position(|k| *k == w.kind),
+            baton_core::text::natural_key(&w.key),
+        )
+    });
+    for w in work {
         // A quiet loop of another session is not this session's to wait for.
         pieces.push(if w.kind == "loop" && w.aside.is_none() {
             a_loop(ctx, w, deadline)?

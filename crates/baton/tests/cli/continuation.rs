@@ -54,8 +54,8 @@ fn ledger(env: &TestEnv, plan: &str, session: &str, minute: i64) {
 #[test]
 fn resume_without_a_ticket_names_each_piece_of_work_once_with_its_own_commands_verdict() {
     let env = TestEnv::new();
-    // Session A: a loop stopped by a rate limit, a loop that went silent, a batch, a run and a
-    // ledger; everything is an hour old when session B starts.
+    // Session A: a loop stopped by a rate limit, a loop whose turn died, a batch, a run and a
+    // ledger, each interrupted; everything is an hour old when session B starts.
     env.baton("A", 0, &["loop", "init", "PROJ-1"])
         .assert_code(0);
     env.baton(
@@ -94,6 +94,9 @@ fn resume_without_a_ticket_names_each_piece_of_work_once_with_its_own_commands_v
     let run_id = env.baton("A", 0, &["run", "new", "--feature", "export retries"]);
     let run_id = run_id.stdout.lines().next().unwrap().to_string();
     ledger(&env, "plans/auth", "A", 0);
+    // A's agent died on it: the ledger is A's, and it says A stopped.
+    env.baton("A", 0, &["ledger", "died", "plans/auth", "--phase", "1"])
+        .assert_code(0);
     // The active feature of the continuation protocol, on the checked-out branch.
     env.write(
         ".aspis/current/active_feature.json",

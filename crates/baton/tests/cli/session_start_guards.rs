@@ -49,9 +49,19 @@ fn another_tickets_quiet_loop_is_one_informational_line_and_no_prompt() {
     let env = TestEnv::new();
     env.baton("A", 1, &["loop", "init", "T-7"]).assert_code(0);
 
-    // The SessionStart hook of session B injects nothing: nothing is B's to resume.
-    let hook = session_start(&env, "B", &at(31), None);
-    assert_eq!(hook_context(&hook), "", "{}", hook.stdout);
+    // The SessionStart hook of session B says nothing is B's to resume, with one line for
+    // T-7 and no accept command.
+    let context = hook_context(&session_start(&env, "B", &at(31), None));
+    assert!(
+        context.contains("Nothing here is this session's to resume"),
+        "{context}"
+    );
+    assert_eq!(
+        context.lines().filter(|l| l.contains("T-7")).count(),
+        1,
+        "{context}"
+    );
+    assert!(!context.contains("Accept:"), "{context}");
 
     let text = env.baton("B", 31, &["resume"]);
     text.assert_code(0);
@@ -76,10 +86,11 @@ fn another_tickets_quiet_loop_is_one_informational_line_and_no_prompt() {
     assert_eq!(row["key"], "T-7");
     assert_eq!(row["verdict"], "quiet");
 
-    // `baton wait` with no target does not wait for another session's quiet loop.
+    // `baton wait` with no target does not wait for another session's quiet loop: it is
+    // nothing of this session's.
     let wait = env.baton("B", 31, &["--json", "wait"]);
-    wait.assert_code(3);
-    assert_eq!(wait.json()["verdict"], "taken_over", "{}", wait.stdout);
+    wait.assert_code(0);
+    assert_eq!(wait.json()["verdict"], "nothing", "{}", wait.stdout);
 
     // The ticket this session was started for: the key match offers it.
     let by_key = env.baton("B", 31, &["--json", "resume", "T-7"]).json();

@@ -242,3 +242,67 @@ fn a_session_end_leaves_a_paused_batch_and_a_resumed_session_alone() {
     hook(&env, "SessionEnd", &end, &at(3));
     assert_eq!(env.read_batch(), before);
 }
+
+/// A session that paused its batch with a ticket's loop active, then ended: the loop's
+/// interrupt is no sign of life for the batch, so the pause still covers it and the next
+/// session is offered it as paused (not shown a quiet batch it may not take).
+#[test]
+fn a_paused_batch_stays_paused_when_its_session_ends_with_a_loop_active() {
+    let env = TestEnv::new();
+    env.baton(A, 0, &["batch", "start", "PROJ-1", "PROJ-2"])
+        .assert_code(0);
+    env.baton(A, 1, &["loop", "init", "PROJ-1"]).assert_code(0);
+    env.baton(A, 2, &["pause", "--reason", "end of day"])
+        .assert_code(0);
+    let mut end = claude("SessionEnd", A);
+    end["reason"] = "logout".into();
+    hook(&env, "SessionEnd", &end, &at(3));
+    let all = env.baton(B, 30, &["--json", "resume"]).json();
+    let batch = all["packet"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["kind"] == "batch")
+        .unwrap_or_else(|| panic!("the batch is offered: {all}"));
+    assert_eq!(batch["class"], "pause", "{batch}");
+    assert_eq!(batch["accept"], "baton batch resume", "{batch}");
+}
+
+/// A plan ledger another session was appending to through baton, quiet for 25 minutes with
+/// nothing saying that session stopped, may be its CI wait: one informational line, no
+/// derive handed over. A ledger nobody recorded writing is derived as before.
+#[test]
+fn another_sessions_quiet_ledger_is_not_handed_over() {
+    let env = TestEnv::new();
+    env.write("plans/auth/plan.md", "# Plan\n");
+    env.baton(A, 0, &["ledger", "init", "plans/auth"])
+        .assert_code(0);
+    env.baton(A, 0, &["ledger", "start", "plans/auth", "--phase", "1"])
+        .assert_code(0);
+    let all = env.baton(B, 25, &["--json", "resume"]).json();
+    assert_eq!(all["verdict"], "none", "{all}");
+    let row = all["work"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["kind"] == "ledger")
+        .unwrap();
+    assert_eq!(row["verdict"], "quiet", "{row}");
+    let aside = all["packet"]["not_offered"][0].as_str().unwrap();
+    assert!(
+        aside.starts_with("ledger plans/auth: a session started for it asks with `baton ledger derive plans/auth --append`"),
+        "{aside}"
+    );
+    assert!(aside.ends_with("(resume.quiet-aside)"), "{aside}");
+    // Its own session, back later, is offered it.
+    let own = env.baton(A, 25, &["--json", "resume"]).json();
+    assert_eq!(own["packet"]["items"][0]["kind"], "ledger", "{own}");
+    // Appended by hand since (no session recorded): the run-state protocol's own resume.
+    let text = std::fs::read_to_string(env.repo.join("plans/auth/STATE.md")).unwrap();
+    env.write(
+        "plans/auth/STATE.md",
+        &format!("{text}phase 1: gate lint → PASS (evidence: cargo clippy → exit 0)\n"),
+    );
+    let all = env.baton(B, 25, &["--json", "resume"]).json();
+    assert_eq!(all["packet"]["items"][0]["verdict"], "derive", "{all}");
+}

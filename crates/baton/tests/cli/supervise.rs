@@ -315,6 +315,22 @@ fn a_crash_is_not_retried_and_its_work_is_marked_interrupted() {
     assert_eq!(f.journal()[3]["killed_by_signal"], 9);
 }
 
+/// The batch the dead agent ran stops with it, as at a session end: the next session is offered
+/// it with `baton batch resume`.
+#[test]
+fn a_crash_interrupts_the_batch_its_agent_ran() {
+    let f = Fake::new();
+    f.attempt(
+        1,
+        &format!("baton batch start T-1 T-2 >/dev/null\n{START}kill -9 $$\n"),
+    );
+    let run = f.supervise(&[]);
+    run.assert_code(4);
+    let batch = f.env.read_batch();
+    assert_eq!(batch["status"], "interrupted", "{batch}");
+    assert_eq!(batch["interrupt_reason"], "unknown", "{batch}");
+}
+
 #[test]
 fn a_crash_after_a_rate_limit_is_still_a_crash() {
     let f = Fake::new();
