@@ -17,6 +17,9 @@ pub enum ExitStatus {
     Refused = 3,
     /// A human must decide first.
     AskHuman = 4,
+    /// Done, but what it printed could not be written (a full disk, a broken stdout): any change
+    /// the command made is made. Never a `kind` a reader sees, since nothing could be printed.
+    Unprinted = 5,
 }
 
 impl ExitStatus {
@@ -37,6 +40,7 @@ impl ExitStatus {
             ExitStatus::Usage => "usage",
             ExitStatus::Refused => "refused",
             ExitStatus::AskHuman => "ask-human",
+            ExitStatus::Unprinted => "unprinted",
         }
     }
 }

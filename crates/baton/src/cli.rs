@@ -20,8 +20,9 @@ use baton_ops::error::{CommandError, ExitStatus};
 /// Agents call baton at every phase transition and at session start. Every decision prints a
 /// verdict, the rules that fired and the next step; `--json` prints the same as one object.
 ///
-/// Exit status: 0 done (including any computed verdict), 1 error, 2 invalid input,
-/// 3 refused by a gate, 4 a human must decide first.
+/// Exit status: 0 done (including any computed verdict), 1 error, 2 invalid
+/// input, 3 refused by a gate, 4 a human must decide first, 5 done but its output could not be
+/// written (what it changed stays changed: read the state again, do not run it blindly again).
 ///
 /// Start with `baton demo`.
 #[derive(Debug, Parser)]
@@ -110,7 +111,10 @@ pub fn run() -> ExitCode {
             if is_hook(std::env::args_os().skip(1)) {
                 let message = err.render().to_string();
                 let first = message.lines().next().unwrap_or_default();
-                eprintln!("baton hook: {}", first.trim_start_matches("error: "));
+                output::to_stderr(&format!(
+                    "baton hook: {}\n",
+                    first.trim_start_matches("error: ")
+                ));
                 return ExitCode::SUCCESS;
             }
             // `--json` promises one JSON object whatever happens, a bad command line included.
@@ -289,26 +293,48 @@ fn painted(label: &str, code: &str) -> String {
     }
 }
 
-/// Prints both streams; a closed stdout (`baton … | head`) is not an error.
+/// Prints both streams, and never panics doing it.
+///
+/// A command's result that stdout cannot take (a full disk, an I/O error) leaves what the
+/// command did in place: a command that succeeded exits 5 (done, unprinted) rather than 1,
+/// whose contract is "nothing changed", and stderr says so if it can. A status that is not a
+/// success keeps its code: it already says that nothing changed. A stdout closed by its reader
+/// (`baton status | head -1`, EPIPE) is the reader's choice to stop reading, for any command:
+/// the status stands as it is, which never says "nothing changed" of a change that was made,
+/// and nothing is added on stderr.
 fn print_and_exit(status: ExitStatus, stdout: &str, stderr: &str) -> ExitCode {
-    let mut out = std::io::stdout().lock();
     let written = if stdout.is_empty() {
         Ok(())
     } else {
+        let mut out = std::io::stdout().lock();
         out.write_all(stdout.trim_end().as_bytes())
             .and_then(|()| out.write_all(b"\n"))
             .and_then(|()| out.flush())
     };
-    if let Err(e) = written
-        && e.kind() != std::io::ErrorKind::BrokenPipe
-    {
-        eprintln!("error: cannot write to stdout: {e}");
-        return ExitCode::from(ExitStatus::Failure as u8);
-    }
-    if !stderr.is_empty() {
-        eprint!("{stderr}");
-    }
+    let status = match written {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            let (status, what) = unprinted(status);
+            output::to_stderr(&format!(
+                "{} {what}: cannot write to stdout: {e}\n",
+                painted("error:", ERROR)
+            ));
+            status
+        }
+        _ => status,
+    };
+    output::to_stderr(stderr);
     ExitCode::from(status as u8)
+}
+
+/// The status of a command whose result stdout could not take, and what stderr says of it.
+fn unprinted(status: ExitStatus) -> (ExitStatus, &'static str) {
+    match status {
+        ExitStatus::Success | ExitStatus::Unprinted => (
+            ExitStatus::Unprinted,
+            "the command is done and what it changed stays changed, but its result could not be printed (exit 5)",
+        ),
+        other => (other, "the result could not be printed"),
+    }
 }
 
 /// `baton store`, which talks to the server itself and keeps no state of its own.

@@ -223,6 +223,13 @@ impl Drop for Progress {
     }
 }
 
+/// Writes `text` on stderr as it is. A stderr that cannot be written (a full disk, a closed
+/// pipe) loses the text, and nothing else: unlike `eprint!`, this never panics.
+pub fn to_stderr(text: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
+}
+
 /// Whether the command line asks for `--json` (before any `--`): read from the arguments
 /// themselves where the parsed flag is not at hand.
 pub fn wants_json() -> bool {

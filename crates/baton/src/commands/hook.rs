@@ -81,7 +81,7 @@ pub fn run(dir: Option<PathBuf>, args: HookArgs) -> ExitCode {
     }
     if let Some(e) = error {
         let line = e.lines().next().unwrap_or_default().to_string();
-        eprintln!("{label}: {}", baton_core::text::esc(&line));
+        crate::output::to_stderr(&format!("{label}: {}\n", baton_core::text::esc(&line)));
     }
     ExitCode::SUCCESS
 }

@@ -654,7 +654,7 @@ impl Supervisor<'_> {
         loop {
             if signalled().is_some() {
                 if progress {
-                    eprintln!();
+                    crate::output::to_stderr("\n");
                 }
                 let why = "stopped by a signal while waiting for the rate limit to reset; the work stays interrupted".to_string();
                 return Ok(Some(self.stop(1, why, attempt)));
@@ -665,7 +665,7 @@ impl Supervisor<'_> {
             }
             if progress {
                 // `\x1b[K` clears what a longer line before left.
-                eprint!("\r{}\x1b[K", countdown(at, now));
+                crate::output::to_stderr(&format!("\r{}\x1b[K", countdown(at, now)));
             }
             if self.fake_clock {
                 self.now = at;
@@ -699,14 +699,14 @@ impl Supervisor<'_> {
                 };
                 if let Some((status, why)) = stop {
                     if progress {
-                        eprintln!();
+                        crate::output::to_stderr("\n");
                     }
                     return Ok(Some(self.stop(status, why, attempt)));
                 }
             }
         }
         if progress {
-            eprintln!();
+            crate::output::to_stderr("\n");
         }
         Ok(None)
     }
@@ -847,7 +847,7 @@ fn exit_json(exit: Exit) -> Value {
 
 /// One line of supervise's own on stderr, between the agent's output.
 fn say(line: &str) {
-    eprintln!("baton supervise: {line}");
+    crate::output::to_stderr(&format!("baton supervise: {line}\n"));
 }
 
 fn client_of(args: &SuperviseArgs) -> Result<Client, CommandError> {

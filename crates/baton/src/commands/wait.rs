@@ -119,7 +119,11 @@ fn sleep_through<T>(
                 let left = t.duration_since(now);
                 if progress {
                     // `\x1b[K` clears what a longer line before left.
-                    eprint!("\r{}, in {}\x1b[K", waiting(&facts, t), time_left(left));
+                    crate::output::to_stderr(&format!(
+                        "\r{}, in {}\x1b[K",
+                        waiting(&facts, t),
+                        time_left(left)
+                    ));
                 }
                 if fake_clock {
                     now = t;
@@ -133,7 +137,7 @@ fn sleep_through<T>(
             }
             _ => {
                 if progress {
-                    eprintln!();
+                    crate::output::to_stderr("\n");
                 }
                 return Ok((wait, facts, now));
             }

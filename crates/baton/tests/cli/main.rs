@@ -8,6 +8,7 @@ mod continuation;
 mod continuation_files;
 mod crash;
 mod dinostack;
+mod exit_truth;
 mod faults;
 mod finish;
 mod hook_sequences;
