@@ -206,6 +206,19 @@ impl Ctx {
         Ok(jiff::Timestamp::now())
     }
 
+    /// `self` with `now` read again, for a write that follows a slow step (git and the
+    /// project's commit hooks, a gate): a liveness stamp is the time it is written, not the time
+    /// the command started. `BATON_NOW` keeps the clock fixed; with a server store the server's
+    /// clock is read, as for `now`. Never earlier than `now`: a clock stepped back does not make
+    /// a fresh write look older than what the command read.
+    pub fn at_write(&self) -> Result<Ctx, CommandError> {
+        let mut ctx = self.clone();
+        if !self.fixed_clock {
+            ctx.now = self.clock()?.max(self.now);
+        }
+        Ok(ctx)
+    }
+
     /// `use_server_clock` for a caller that already has the store.
     pub fn clock_of(&mut self, store: &dyn StateStore) -> Result<(), CommandError> {
         if !self.fixed_clock

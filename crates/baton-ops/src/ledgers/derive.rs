@@ -225,7 +225,7 @@ pub fn derive(
                             phase,
                             confirmed: d.confirmed,
                         },
-                        at: Some(format_ts_ms(ctx.now)),
+                        at: Some(format_ts_ms(ctx.at_write()?.now)),
                     },
                 )?),
                 None => DeriveAppend::NoPhase,

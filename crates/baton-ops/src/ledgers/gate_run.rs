@@ -129,7 +129,8 @@ pub fn run_gates(ctx: &Ctx, request: &GateRunRequest) -> Result<GatesRun, Comman
             &plan,
             &Line {
                 event,
-                at: Some(format_ts_ms(ctx.now)),
+                // The gate may have run for minutes: the line is stamped when it is written.
+                at: Some(format_ts_ms(ctx.at_write()?.now)),
             },
         )? {
             Appended::Foreign(d) => return Ok(GatesRun::Refused(d)),

@@ -465,6 +465,9 @@ fn finish_accept(
         claimed: mut state,
         set_aside,
     } = done;
+    // git and the project's commit hooks may have run for a while since the command started:
+    // the loop (and its batch) are stamped live as of this write.
+    let written = ctx.at_write()?;
     let mut reasons = offered;
     reasons.extend(set_aside);
     // A pointer left by an earlier discard is shown once more; it is dropped unless this accept
@@ -480,10 +483,10 @@ fn finish_accept(
     state.interrupted_at = None;
     state.interrupt_reason = None;
     state.resume_after = None;
-    state.touch(ctx.now);
+    state.touch(written.now);
     store.write_loop(&target.key, &state, &Expect::Revision(revision))?;
-    let journal_warning = journal_accept(ctx, &*store, &target, &original, &state, mode, args);
-    let batch_warning = keep_batch_live(&*store, ctx, &target);
+    let journal_warning = journal_accept(&written, &*store, &target, &original, &state, mode, args);
+    let batch_warning = keep_batch_live(&*store, &written, &target);
     // The accept is on disk; what follows only reports, and runs git, so not under the lock.
     drop(_guard);
 

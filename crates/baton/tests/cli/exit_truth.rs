@@ -1,6 +1,8 @@
-//! The exit code tells the truth when the result cannot be printed.
+//! The exit code tells the truth when the result cannot be printed, and a liveness stamp is the
+//! time it is written.
 
 use std::fs::File;
+use std::os::unix::fs::PermissionsExt;
 use std::process::Stdio;
 
 use crate::common::{TestEnv, at, to_run};
@@ -103,4 +105,91 @@ fn closed_pipes_keep_the_commands_code_without_a_panic() {
         assert_eq!(status.code(), Some(code), "{args:?}");
     }
     assert!(env.has_loop("PROJ-1"));
+}
+
+/// `resume accept --commit` runs the project's commit hook, here a slow one: the loop it hands
+/// back is stamped live when it is written, after the hook, not when the command started. The
+/// real clock (no `BATON_NOW`): the hook writes the time it ended.
+#[test]
+fn a_slow_commit_hook_does_not_hand_back_a_loop_that_looks_old() {
+    let env = TestEnv::new();
+    env.baton("A", 0, &["loop", "init", "PROJ-1"])
+        .assert_code(0);
+    env.set_phase("A", 0, "PROJ-1", "qa", "engineer_spawned")
+        .assert_code(0);
+    env.baton("A", 0, &["loop", "interrupt", "PROJ-1"])
+        .assert_code(0);
+    env.write("partial.rs", "// half done\n");
+    let hook = env.repo.join(".git/hooks/pre-commit");
+    let ended = env.repo.parent().unwrap().join("hook-ended");
+    std::fs::write(
+        &hook,
+        format!("#!/bin/sh\nsleep 2\ndate -u +%s > {}\n", ended.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = env
+        .command(Some("B"), &at(0))
+        .env_remove("BATON_NOW")
+        .args(["resume", "accept", "PROJ-1", "--commit"])
+        .output()
+        .unwrap();
+    to_run(out).assert_code(0);
+    let ended: i64 = std::fs::read_to_string(&ended)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let state = env.read_loop("PROJ-1");
+    let stamp: jiff::Timestamp = state["last_updated"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{state}"))
+        .parse()
+        .unwrap();
+    assert!(
+        stamp.as_second() >= ended,
+        "last_updated {stamp} is before the commit hook ended ({ended})"
+    );
+    assert_eq!(state["session_id"], "B");
+}
+
+/// `gate run` appends each gate's line when the gate is done: a slow gate's line carries the
+/// time it ended, not the time the command started. The real clock; the gate writes its end.
+#[test]
+fn a_slow_gates_ledger_line_is_stamped_when_it_is_written() {
+    let env = TestEnv::new();
+    env.write("plans/p/plan.md", "# Plan p\n\nOne phase.\n");
+    env.write(
+        "plans/p/phase-1.md",
+        "# Phase 1\n\n```gates\nslow: sleep 2 && date -u +%s > gate-ended → exit 0\n```\n",
+    );
+    env.git(&["add", "plans"]);
+    env.git(&["commit", "--quiet", "-m", "plan p"]);
+    env.baton("s", 0, &["ledger", "init", "plans/p"])
+        .assert_code(0);
+    let out = env
+        .command(Some("s"), &at(0))
+        .env_remove("BATON_NOW")
+        .args(["gate", "run", "plans/p", "--phase", "1"])
+        .output()
+        .unwrap();
+    to_run(out).assert_code(0);
+    let ended = ["gate-ended", "plans/p/gate-ended"]
+        .iter()
+        .find_map(|f| std::fs::read_to_string(env.repo.join(f)).ok())
+        .expect("the gate ran");
+    let ended: i64 = ended.trim().parse().unwrap();
+    let ledger = std::fs::read_to_string(env.repo.join("plans/p/STATE.md")).unwrap();
+    let line = ledger
+        .lines()
+        .rfind(|l| l.contains("gate slow"))
+        .unwrap_or_else(|| panic!("{ledger}"));
+    let stamp: jiff::Timestamp = line
+        .split(|c: char| c.is_whitespace() || c == '[' || c == ']' || c == '@')
+        .find_map(|w| w.parse().ok())
+        .unwrap_or_else(|| panic!("no time in {line}"));
+    assert!(
+        stamp.as_second() >= ended,
+        "the gate's line {line:?} is stamped before the gate ended ({ended})"
+    );
 }
