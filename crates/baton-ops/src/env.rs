@@ -341,20 +341,34 @@ impl Ctx {
     }
 }
 
+/// No `.baton.toml` comes near this: it holds one line.
+const PROJECT_SETTINGS_CAP: u64 = 64 * 1024;
+
 /// `store = "…"` in the project's `.baton.toml`. The file is committed, so a URL with a
 /// password in it is refused.
 fn project_store_url(root: &std::path::Path) -> Result<Option<String>, CommandError> {
     let path = root.join(PROJECT_SETTINGS);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+    // A link is followed (the file may be kept elsewhere), but only to a regular file of at
+    // most 64 KiB: a committed link to `/dev/zero` or a FIFO must neither hang nor fill memory.
+    let bytes = match baton_store::read::read_named(&path, PROJECT_SETTINGS_CAP) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => return Ok(None),
         Err(e) => {
-            return Err(CommandError::new(
+            let hint = e.hint();
+            let mut err = CommandError::new(
                 crate::error::ExitStatus::Failure,
-                format!("cannot read {}: {e}", path.display()),
-            ));
+                format!("cannot read the project's settings: {e}"),
+            );
+            if let Some(hint) = hint {
+                err = err.hint(hint);
+            }
+            return Err(err);
         }
     };
+    let text = String::from_utf8(bytes).map_err(|_| {
+        CommandError::usage(format!("{}: not UTF-8 text", path.display()))
+            .hint("write it as `store = \"postgres://USER@HOST:PORT/DB\"`")
+    })?;
     let bad = |why: String| {
         CommandError::usage(format!("{}: {why}", path.display())).hint(
             "write it as `store = \"postgres://USER@HOST:PORT/DB\"`, the password in PGPASSWORD or ~/.pgpass",

@@ -27,7 +27,8 @@ pub fn open_locked(path: &Path, create: Option<u32>) -> Result<Locked, StoreErro
     options
         .read(true)
         .append(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+        // Non-blocking: a FIFO planted here is refused below, never waited on.
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC);
     if let Some(mode) = create {
         options.create(true).mode(mode);
     }

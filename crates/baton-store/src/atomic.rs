@@ -30,6 +30,41 @@ pub fn replace_checked(
     mode: u32,
     check: &dyn Fn() -> Result<(), StoreError>,
 ) -> Result<(), StoreError> {
+    replace_inner(path, bytes, mode, check, true)
+}
+
+/// `replace` without the fsyncs, for a hint whose loss costs nothing (a session's turn mark,
+/// its process map, a ledger's last writer): still a whole file or none, and still never
+/// through a symlink planted at `path`, since the rename replaces the link itself.
+pub fn replace_hint(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    replace_inner(path, bytes, 0o600, &|| Ok(()), false)
+}
+
+/// The name of a temp file `replace` writes beside `path`: `.<name>.tmp-<pid>-<hex>`, so that
+/// whoever finds one left behind knows the file and the writer it belonged to.
+fn temp_name(name: &str) -> String {
+    format!(
+        ".{name}.tmp-{}-{}",
+        std::process::id(),
+        crate::random_hex(4)
+    )
+}
+
+/// The file and the writer's pid of a temp file `replace` names (`.<name>.tmp-<pid>-<hex>`).
+pub fn temp_target(name: &std::ffi::OsStr) -> Option<(&str, u32)> {
+    let rest = name.to_str()?.strip_prefix('.')?;
+    let at = rest.rfind(".tmp-")?;
+    let pid = rest[at + 5..].split('-').next()?.parse().ok()?;
+    Some((&rest[..at], pid))
+}
+
+fn replace_inner(
+    path: &Path,
+    bytes: &[u8],
+    mode: u32,
+    check: &dyn Fn() -> Result<(), StoreError>,
+    sync: bool,
+) -> Result<(), StoreError> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -38,12 +73,8 @@ pub fn replace_checked(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = dir.join(format!(
-        ".{name}.tmp-{}-{}",
-        std::process::id(),
-        crate::random_hex(4)
-    ));
-    let result = write_synced(&tmp, bytes, mode)
+    let tmp = dir.join(temp_name(&name));
+    let result = write_synced(&tmp, bytes, mode, sync)
         .and_then(|()| check())
         .and_then(|()| {
             faults::point("atomic.rename")
@@ -54,10 +85,10 @@ pub fn replace_checked(
         let _ = std::fs::remove_file(&tmp);
         return result;
     }
-    sync_dir(dir)
+    if sync { sync_dir(dir) } else { Ok(()) }
 }
 
-fn write_synced(tmp: &Path, bytes: &[u8], mode: u32) -> Result<(), StoreError> {
+fn write_synced(tmp: &Path, bytes: &[u8], mode: u32, sync: bool) -> Result<(), StoreError> {
     let mut file = faults::point("atomic.create")
         .and_then(|()| {
             OpenOptions::new()
@@ -79,6 +110,9 @@ fn write_synced(tmp: &Path, bytes: &[u8], mode: u32) -> Result<(), StoreError> {
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(StoreError::io("write", tmp)(e)),
         }
+    }
+    if !sync {
+        return Ok(());
     }
     faults::point("atomic.fsync")
         .and_then(|()| file.sync_all())
@@ -114,6 +148,24 @@ mod tests {
             std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
             0o600
         );
+    }
+
+    #[test]
+    fn a_hint_replaces_a_planted_link_and_never_writes_through_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside");
+        std::fs::write(&outside, b"keep").unwrap();
+        let p = dir.path().join("x.turn");
+        std::os::unix::fs::symlink(&outside, &p).unwrap();
+        replace_hint(&p, b"mark").unwrap();
+        assert_eq!(std::fs::read(&outside).unwrap(), b"keep");
+        assert!(std::fs::symlink_metadata(&p).unwrap().is_file());
+        assert_eq!(std::fs::read(&p).unwrap(), b"mark");
+        assert_eq!(
+            temp_target(std::ffi::OsStr::new(".x.turn.tmp-123-ab12")),
+            Some(("x.turn", 123))
+        );
+        assert_eq!(temp_target(std::ffi::OsStr::new(".x.turn")), None);
     }
 
     /// A failed rename (here: the target is a non-empty directory) leaves the old state alone.

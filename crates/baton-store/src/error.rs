@@ -11,7 +11,9 @@ pub enum StoreError {
     },
     #[error("{path} is a symbolic link; baton never reads or writes state through a link")]
     Symlink { path: PathBuf },
-    #[error("{path} is not a regular file")]
+    #[error(
+        "{path} is not a regular file (a device, a FIFO or a directory); baton reads and writes only regular files"
+    )]
     NotRegular { path: PathBuf },
     #[error("{path} is a file where baton needs a directory")]
     NotADirectory { path: PathBuf },

@@ -92,11 +92,15 @@ pub fn read(path: &Path) -> Result<Option<String>, StoreError> {
 
 /// The first 4 KiB of a ledger (enough for its header), or `None` when there is none.
 pub fn read_head(path: &Path) -> Result<Option<String>, StoreError> {
+    // Non-blocking and only a regular file: a FIFO where a ledger should be must not hang.
     let file = match File::options()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(path)
     {
+        Ok(f) if f.metadata().is_ok_and(|m| !m.is_file()) => {
+            return Err(StoreError::NotRegular { path: path.into() });
+        }
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {

@@ -32,7 +32,8 @@ fn from_localtime(path: &str) -> Option<TimeZone> {
     {
         return Some(zone);
     }
-    let bytes = std::fs::read(path).ok()?;
+    // Capped and only a regular file: `TZ=/dev/zero` or a FIFO must not hang or fill memory.
+    let bytes = crate::read::read_named(std::path::Path::new(path), 1024 * 1024).ok()??;
     TimeZone::tzif("Local", &bytes).ok()
 }
 

@@ -16,20 +16,28 @@ pub const STATE_FILE_CAP: u64 = 4 * 1024 * 1024;
 /// The bytes of `path`, or `None` when it does not exist. Refuses a symlink (`O_NOFOLLOW`), a
 /// non-regular file and a file over `cap`.
 pub fn read_capped(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, StoreError> {
-    read_checked(path, cap, None)
+    read_checked(path, cap, None, false)
+}
+
+/// The bytes of a file the user or the project names (the project's `.baton.toml`, a root
+/// certificate, a password file), or `None` when it does not exist. A symlink is followed (a
+/// dotfile manager links such files), but what it reaches must be a regular file of at most
+/// `cap` bytes: a device such as `/dev/zero` or a FIFO is refused at once, never read.
+pub fn read_named(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, StoreError> {
+    read_checked(path, cap, None, true)
 }
 
 /// The bytes of a state file: `read_capped`, and a file another user owns is refused
 /// (`StoreError::ForeignFile`), root included, since a file planted by another user is how a
 /// run is steered. Checked on the opened file, at the cost of no extra system call.
 pub fn read_state(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, StoreError> {
-    read_checked(path, cap, Some(foreign_file))
+    read_checked(path, cap, Some(foreign_file), false)
 }
 
 /// Reads a file that this user owns: another user's file in a shared directory such as `/tmp`
 /// could be planted to steer a run.
 pub fn read_owned(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, StoreError> {
-    read_checked(path, cap, Some(not_owned))
+    read_checked(path, cap, Some(not_owned), false)
 }
 
 /// How a read names a file another user owns.
@@ -74,16 +82,19 @@ fn read_checked(
     path: &Path,
     cap: u64,
     foreign: Option<Foreign>,
+    follow: bool,
 ) -> Result<Option<Vec<u8>>, StoreError> {
     use std::os::unix::fs::MetadataExt;
+    // Non-blocking: opening a FIFO for reading would otherwise wait for a writer for ever.
+    let nofollow = if follow { 0 } else { libc::O_NOFOLLOW };
     let file = match File::options()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .custom_flags(nofollow | libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(path)
     {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+        Err(e) if !follow && e.raw_os_error() == Some(libc::ELOOP) => {
             return Err(StoreError::Symlink { path: path.into() });
         }
         Err(e) => return Err(StoreError::io("open", path)(e)),
@@ -189,6 +200,26 @@ mod tests {
         ));
         assert!(matches!(
             read_capped(dir.path(), 100),
+            Err(StoreError::NotRegular { .. })
+        ));
+        // A named file may be a link, but never to a device or a FIFO.
+        assert_eq!(read_named(&link, 100).unwrap().unwrap().len(), 11);
+        let zero = dir.path().join("zero");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        assert!(matches!(
+            read_named(&zero, 100),
+            Err(StoreError::NotRegular { .. })
+        ));
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert!(matches!(
+            read_named(&fifo, 100),
+            Err(StoreError::NotRegular { .. })
+        ));
+        assert!(matches!(
+            read_state(&fifo, 100),
             Err(StoreError::NotRegular { .. })
         ));
 

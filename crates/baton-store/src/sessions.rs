@@ -75,7 +75,10 @@ impl SessionFiles {
     /// The record, or `None` when there is none or it cannot be read (a hint lost, not an
     /// error).
     pub fn read_record(&self) -> Option<SessionRecord> {
-        let bytes = std::fs::read(self.record_path()).ok()?;
+        // As every session file: never through a link, never a FIFO (which would hang the hook
+        // and the client waiting for it), never more than a record could be.
+        let bytes =
+            crate::read::read_state(&self.record_path(), crate::read::STATE_FILE_CAP).ok()??;
         serde_json::from_slice(&bytes).ok()
     }
 
@@ -89,11 +92,11 @@ impl SessionFiles {
         crate::atomic::replace(&self.record_path(), &bytes)
     }
 
-    /// Marks a turn open; a mark already there stays.
+    /// Marks a turn open; a mark already there stays. Replaced whole, so that a link planted
+    /// at the mark's name is replaced rather than written through.
     pub fn open_turn(&self, opened_at: &str) -> Result<(), StoreError> {
         ensure_dir(&self.dir)?;
-        let path = self.turn_path();
-        std::fs::write(&path, format!("{opened_at}\n")).map_err(StoreError::io("write", &path))
+        crate::atomic::replace_hint(&self.turn_path(), format!("{opened_at}\n").as_bytes())
     }
 
     /// Whether a turn is open.
@@ -132,13 +135,20 @@ impl SessionFiles {
             .iter()
             .map(|t| format!("{}\n", t.replace('\n', " ")))
             .collect();
-        std::fs::OpenOptions::new()
+        // Non-blocking and only a regular file: a FIFO planted here must not hang the hook.
+        let mut file = std::fs::OpenOptions::new()
             .append(true)
             .create(true)
             .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
             .open(&path)
-            .and_then(|mut f| f.write_all(lines.as_bytes()))
+            .map_err(StoreError::io("append", &path))?;
+        let meta = file.metadata().map_err(StoreError::io("stat", &path))?;
+        if !meta.is_file() {
+            return Err(StoreError::NotRegular { path });
+        }
+        crate::read::refuse_foreign(&meta, &path)?;
+        file.write_all(lines.as_bytes())
             .map_err(StoreError::io("append", &path))
     }
 
@@ -188,7 +198,7 @@ impl SessionFiles {
         ensure_dir(&self.dir)?;
         let path = self.dir.join(pid_map_name(pid, start));
         let body = format!("{client}\n{}\n{session_id}\n", self.session_line());
-        std::fs::write(&path, body).map_err(StoreError::io("write", &path))
+        crate::atomic::replace_hint(&path, body.as_bytes())
     }
 }
 
@@ -222,16 +232,56 @@ pub fn record_ledger_writer(layout: &Layout, writer: &LedgerWriter) -> Result<()
         detail: format!("cannot serialize: {e}"),
     })?;
     // A whole file or none: written aside, then renamed over the last one.
-    let tmp = dir.join(format!(
-        ".ledger-{}.{}",
-        &sha256_hex(writer.plan.as_bytes())[..32],
-        std::process::id()
-    ));
-    std::fs::write(&tmp, body).map_err(StoreError::io("write", &tmp))?;
-    std::fs::rename(&tmp, &path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        StoreError::io("rename", &path)(e)
-    })
+    crate::atomic::replace_hint(&path, &body)
+}
+
+/// How long a temp file in `sessions/` is left alone even when its writer's pid is gone: a
+/// hint is written in microseconds, so only a writer in another pid namespace sharing the
+/// directory could still be writing one this old, and none that much older.
+const SESSION_TEMP_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Removes the temp files that writers of session files killed mid-write left in
+/// `sessions/` (a record's, a turn mark's, a process map's, a ledger writer's). These hints
+/// are written without a lock, so a temp file is a dead writer's only when the pid its name
+/// carries runs no process and it is older than a live writer could take: never one another
+/// live writer is still writing.
+pub fn clear_orphans(layout: &Layout) {
+    let dir = layout.state_dir.join(SESSIONS_DIR);
+    if !matches!(check_real_dir(&dir), Ok(true)) {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return;
+    };
+    let now = std::time::SystemTime::now();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let pid = match crate::atomic::temp_target(&name) {
+            Some((_, pid)) => pid,
+            // What an older baton named a ledger writer's temp file: `.ledger-<digest>.<pid>`.
+            None => match name
+                .to_str()
+                .and_then(|n| n.strip_prefix(".ledger-"))
+                .and_then(|n| n.split_once('.'))
+                .and_then(|(_, pid)| pid.parse().ok())
+            {
+                Some(pid) => pid,
+                None => continue,
+            },
+        };
+        if pid == std::process::id() || crate::process::start_time(pid).is_some() {
+            continue;
+        }
+        let old = std::fs::symlink_metadata(entry.path())
+            .and_then(|m| m.modified())
+            .is_ok_and(|at| {
+                now.duration_since(at)
+                    .is_ok_and(|age| age >= SESSION_TEMP_GRACE)
+            });
+        if old {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// Who appended to the ledger of `plan` last, as recorded; `None` when nobody with a session
@@ -292,9 +342,20 @@ pub fn ensure_dir(dir: &Path) -> Result<(), StoreError> {
     }
     make_dir(dir)?;
     let ignore = dir.join(".gitignore");
-    std::fs::File::create(&ignore)
-        .and_then(|mut f| f.write_all(b"*\n"))
-        .map_err(StoreError::io("write", &ignore))
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&ignore)
+    {
+        Ok(mut file) => file
+            .write_all(b"*\n")
+            .map_err(StoreError::io("write", &ignore)),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(StoreError::io("create", &ignore)(e)),
+    }
 }
 
 /// The text of each regular file in `dir` named `<prefix>…<suffix>`, modified at or after

@@ -32,6 +32,16 @@ pub fn log_path(layout: &Layout, (pid, start): ProcessId) -> PathBuf {
     dir(layout).join(format!("{pid}-{start}.jsonl"))
 }
 
+/// Refuses a log that is not a regular file (a FIFO, a device planted in its place).
+fn regular(file: &File, path: &Path) -> Result<(), StoreError> {
+    let meta = file.metadata().map_err(StoreError::io("stat", path))?;
+    if meta.is_file() {
+        Ok(())
+    } else {
+        Err(StoreError::NotRegular { path: path.into() })
+    }
+}
+
 /// Creates the log of the supervisor `me` (empty), and its directory.
 pub fn create_log(layout: &Layout, me: ProcessId) -> Result<PathBuf, StoreError> {
     layout.ensure_state_dir()?;
@@ -43,9 +53,10 @@ pub fn create_log(layout: &Layout, me: ProcessId) -> Result<PathBuf, StoreError>
         .create(true)
         .truncate(true)
         .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(&path)
-        .map_err(StoreError::io("create", &path))?;
+        .map_err(StoreError::io("create", &path))
+        .and_then(|file| regular(&file, &path))?;
     Ok(path)
 }
 
@@ -60,10 +71,12 @@ pub fn note_to_supervisor(layout: &Layout, line: &Value) -> Result<bool, StoreEr
         let path = log_path(layout, ancestor);
         let opened = File::options()
             .append(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            // Non-blocking: a FIFO planted as a log must not hang the hook writing to it.
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
             .open(&path);
         match opened {
             Ok(mut file) => {
+                regular(&file, &path)?;
                 // One write of one whole line: appends from several hooks never interleave.
                 let text = format!("{line}\n");
                 file.write_all(text.as_bytes())
@@ -83,9 +96,10 @@ pub fn note_to_supervisor(layout: &Layout, line: &Value) -> Result<bool, StoreEr
 pub fn read_log(path: &Path, from: u64) -> Result<(Vec<Value>, u64), StoreError> {
     let mut file = File::options()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(path)
         .map_err(StoreError::io("open", path))?;
+    regular(&file, path)?;
     file.seek(SeekFrom::Start(from))
         .map_err(StoreError::io("seek", path))?;
     let mut bytes = Vec::new();

@@ -45,10 +45,13 @@ impl Surroundings for Process {
     fn private_file(&self, path: &Path) -> Option<String> {
         use std::os::unix::fs::MetadataExt;
         let meta = std::fs::metadata(path).ok()?;
-        // As libpq: a password file others may read is ignored.
-        (meta.is_file() && meta.mode() & 0o077 == 0)
-            .then(|| std::fs::read_to_string(path).ok())
-            .flatten()
+        // As libpq: a password file others may read is ignored. Read capped and only as a
+        // regular file, so that one swapped for a FIFO or a device since the look never hangs.
+        if !(meta.is_file() && meta.mode() & 0o077 == 0) {
+            return None;
+        }
+        let bytes = crate::read::read_named(path, 1024 * 1024).ok()??;
+        String::from_utf8(bytes).ok()
     }
 }
 

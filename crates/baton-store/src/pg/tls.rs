@@ -119,11 +119,29 @@ pub fn connector(tls: &Tls) -> Result<Option<MakeRustlsConnect>, String> {
     Ok(Some(MakeRustlsConnect::new(config)))
 }
 
+/// A bundle of every public root is about 200 KiB; nothing a user names comes near this.
+const ROOT_CERTS_CAP: u64 = 4 * 1024 * 1024;
+
 /// The certificates of a PEM file.
 fn roots(path: &Path) -> Result<Arc<RootCertStore>, String> {
     let shown = path.display();
-    let certs = CertificateDer::pem_file_iter(path)
-        .map_err(|e| format!("cannot read the root certificates in {shown}: {e}"))?
+    // Read with a cap, and only a regular file (a link to one is fine): a URL naming
+    // `sslrootcert=/dev/zero` or a FIFO must neither hang nor fill memory.
+    let bytes = match crate::read::read_named(path, ROOT_CERTS_CAP) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => {
+            return Err(format!(
+                "cannot read the root certificates in {shown}: no such file"
+            ));
+        }
+        Err(e) => {
+            return Err(format!(
+                "cannot read the root certificates: {e}; name a PEM file of at most {} KiB with sslrootcert=FILE",
+                ROOT_CERTS_CAP / 1024
+            ));
+        }
+    };
+    let certs = CertificateDer::pem_slice_iter(&bytes)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("cannot read the root certificates in {shown}: {e}"))?;
     let mut store = RootCertStore::empty();
@@ -232,5 +250,23 @@ mod tests {
             missing.err().unwrap().contains("/nonexistent/root.crt"),
             "names the file"
         );
+    }
+
+    /// `sslrootcert=/dev/zero` (or a FIFO) is refused at once, naming the file, never read.
+    #[test]
+    fn a_root_certificate_file_that_is_no_regular_file_is_refused_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        for path in [Path::new("/dev/zero"), &fifo] {
+            let refused = roots(path).err().unwrap();
+            assert!(
+                refused.contains(&path.display().to_string())
+                    && refused.contains("not a regular file"),
+                "{refused}"
+            );
+        }
     }
 }

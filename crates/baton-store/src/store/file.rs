@@ -100,7 +100,7 @@ impl FileStore {
         for entry in entries {
             let entry = entry.map_err(StoreError::io("list", dir))?;
             let name = entry.file_name();
-            if let Some(target) = orphan_temp_target(&name) {
+            if let Some((target, _)) = atomic::temp_target(&name) {
                 // Every replace writes its temp file under the lock of the file it replaces: a
                 // temp file whose lock is free belongs to a writer that was killed mid-write.
                 let scope = match target {
@@ -137,6 +137,7 @@ impl FileStore {
         if !check_real_dir(&dir)? {
             return Ok(Vec::new());
         }
+        clear_run_temps(&self.layout, false);
         let mut found = Vec::new();
         for entry in std::fs::read_dir(&dir).map_err(StoreError::io("list", &dir))? {
             let entry = entry.map_err(StoreError::io("list", &dir))?;
@@ -180,7 +181,11 @@ impl StateStore for FileStore {
         {
             make_dir(dir)?;
         }
-        DirLock::acquire(&path, wait).map(Guard::new)
+        let guard = DirLock::acquire(&path, wait)?;
+        if scope == LockScope::Runs {
+            clear_run_temps(&self.layout, true);
+        }
+        Ok(Guard::new(guard))
     }
 
     fn exists(&self) -> Result<bool, StoreError> {
@@ -324,9 +329,42 @@ impl StateStore for FileStore {
     }
 }
 
-/// The file a temp file `.<name>.tmp-<pid>-<hex>` (as `atomic::replace` names them) was to
-/// replace.
-fn orphan_temp_target(name: &std::ffi::OsStr) -> Option<&str> {
-    let rest = name.to_str()?.strip_prefix('.')?;
-    rest.rfind(".tmp-").map(|at| &rest[..at])
+/// Removes the temp files writers of runs killed mid-replace left in `runs/`. Every run is
+/// written under the runs' lock, so while the caller holds it (`held`) or nobody does, each
+/// such file is a dead writer's; never one another live writer is still writing.
+fn clear_run_temps(layout: &Layout, held: bool) {
+    let dir = layout.runs_dir();
+    if !matches!(check_real_dir(&dir), Ok(true)) {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return;
+    };
+    let found: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| {
+            atomic::temp_target(&e.file_name()).is_some_and(|(target, _)| {
+                target
+                    .strip_suffix(".json")
+                    .is_some_and(|id| RunId::parse(id).is_ok())
+            })
+        })
+        .map(|e| e.path())
+        .collect();
+    if found.is_empty() {
+        return;
+    }
+    let lock = layout.lock_file(LockScope::Runs);
+    // A writer creates the lock file before its temp file.
+    let _free = match held {
+        true => None,
+        false if !lock.exists() => None,
+        false => match DirLock::try_acquire(&lock) {
+            Ok(Some(guard)) => Some(guard),
+            _ => return,
+        },
+    };
+    for path in found {
+        let _ = std::fs::remove_file(path);
+    }
 }

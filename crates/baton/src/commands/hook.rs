@@ -210,6 +210,8 @@ impl Session<'_> {
         let layout = self.store.layout();
         layout.ensure_state_dir()?;
         layout.ensure_ignore_file()?;
+        // What writers of session files killed mid-write left behind, once per session.
+        baton_store::sessions::clear_orphans(layout);
         let previous = self.files.read_record();
         let here = self.client_process();
         let mut record = previous.clone().unwrap_or_else(|| self.new_record());

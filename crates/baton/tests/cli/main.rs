@@ -14,6 +14,7 @@ mod finish;
 mod hook_sequences;
 mod hooks;
 mod hostile;
+mod hostile_files;
 mod hostile_output;
 mod init;
 mod journal;
