@@ -118,7 +118,7 @@ fn a_failed_migration_says_the_servers_reason() {
     };
     let env = TestEnv::new();
     let url = fresh_database(&server, "blocked");
-    // A table of another tool under the name of baton's history table: the server refuses.
+    // Another tool's table under the name of one of baton's: the server refuses the migration.
     {
         use baton_store::pg::{self, config};
         let settings = config::resolve(&url, &config::Process).unwrap();
@@ -459,5 +459,18 @@ fn no_password_in_any_form_reaches_any_output() {
                 assert_ne!(run.code, 0, "{form:?} {args:?}: {all}");
             }
         }
+        // In the project's committed settings, a password in any form is refused, unprinted.
+        let escaped = form.replace('\\', "\\\\");
+        env.write(".baton.toml", &format!("store = \"{escaped}\"\n"));
+        let mut cmd = env.command(Some("A"), T0);
+        cmd.env_remove("BATON_STORE").args(["loop", "show", "T-1"]);
+        let run = to_run(cmd.output().unwrap());
+        run.assert_code(2);
+        assert!(
+            run.stderr.contains("holds a password") && !run.stderr.contains("Zq9"),
+            "{form:?} in .baton.toml: {}",
+            run.stderr
+        );
+        std::fs::remove_file(env.repo.join(".baton.toml")).unwrap();
     }
 }
