@@ -383,7 +383,7 @@ fn project_store_url(root: &std::path::Path) -> Result<Option<String>, CommandEr
         .ok_or_else(|| bad("`store` is not a string".into()))?
         .to_string();
     #[cfg(feature = "postgres")]
-    if baton_store::pg::config::redact(&url) != url {
+    if baton_store::pg::config::holds_password(&url) {
         return Err(bad(
             "the URL holds a password, and this file is committed with the project".into(),
         ));

@@ -78,6 +78,13 @@ pub fn resolve(url: &str, env: &dyn Surroundings) -> Result<Settings, String> {
             "{shown_input:?} is not a PostgreSQL URL: it starts with postgres:// or postgresql://"
         ));
     }
+    // The driver reads the user and password up to the first `@`: a raw `@` in a password
+    // would make the rest of it a host name, printed in every message.
+    if UrlParts::parse(url).is_some_and(|p| p.hosts.contains('@')) {
+        return Err(format!(
+            "{shown_input:?} is not a PostgreSQL URL baton can read: write an `@` in the password as %40"
+        ));
+    }
     // The driver fills in 5432 for a host named without a port; libpq takes PGPORT then.
     let url = match (explicit_port(url), env.var("PGPORT")) {
         (false, Some(port)) => {
@@ -134,6 +141,12 @@ pub fn resolve(url: &str, env: &dyn Surroundings) -> Result<Settings, String> {
             )
         })?,
     };
+    // As libpq: TLS is never used over a Unix socket, whatever sslmode asks for.
+    let on_socket = config
+        .get_hosts()
+        .iter()
+        .all(|h| matches!(h, Host::Unix(_)));
+    let mode = if on_socket { SslMode::Disable } else { mode };
     config.ssl_mode(mode.driver());
     let root_cert = root_cert
         .or_else(|| env.var("PGSSLROOTCERT"))
@@ -176,21 +189,108 @@ pub fn resolve(url: &str, env: &dyn Surroundings) -> Result<Settings, String> {
     Ok(Settings { config, tls, shown })
 }
 
-/// The hosts of a URL's authority (after any `user@`), and the byte range they take.
-fn hosts_range(url: &str) -> Option<(usize, usize)> {
-    let start = url.find("://")? + 3;
-    let rest = &url[start..];
-    let end = start + rest.find(['/', '?']).unwrap_or(rest.len());
-    let hosts_start = url[start..end]
-        .rfind('@')
-        .map_or(start, |at| start + at + 1);
-    Some((hosts_start, end))
+/// A URL's parts as the driver reads them (tokio-postgres's parser, which is what connects):
+/// the user info runs to the first `@` anywhere (so a password may hold a raw `/`, `?` or
+/// `#`), the hosts to the next `/` or `?`, the database to the next `?`, then `&`-separated
+/// `key=value` parameters, keys and values percent-encoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct UrlParts<'a> {
+    /// `postgres://` or `postgresql://` (any `scheme://` for redaction).
+    prefix: &'a str,
+    userinfo: Option<&'a str>,
+    hosts: &'a str,
+    /// The database, after the `/`.
+    path: Option<&'a str>,
+    /// The parameters, after the `?`.
+    query: Option<&'a str>,
+}
+
+impl<'a> UrlParts<'a> {
+    fn parse(url: &'a str) -> Option<UrlParts<'a>> {
+        let start = url.find("://")? + 3;
+        let (prefix, rest) = url.split_at(start);
+        let (userinfo, rest) = match rest.find('@') {
+            Some(at) => (Some(&rest[..at]), &rest[at + 1..]),
+            None => (None, rest),
+        };
+        Some(Self::after_userinfo(prefix, userinfo, rest))
+    }
+
+    fn after_userinfo(prefix: &'a str, userinfo: Option<&'a str>, rest: &'a str) -> UrlParts<'a> {
+        let end = rest.find(['/', '?']).unwrap_or(rest.len());
+        let (hosts, mut rest) = rest.split_at(end);
+        let mut path = None;
+        if let Some(after) = rest.strip_prefix('/') {
+            let end = after.find('?').unwrap_or(after.len());
+            path = Some(&after[..end]);
+            rest = &after[end..];
+        }
+        UrlParts {
+            prefix,
+            userinfo,
+            hosts,
+            path,
+            query: rest.strip_prefix('?'),
+        }
+    }
+
+    fn assemble(&self) -> String {
+        let mut out = self.prefix.to_string();
+        if let Some(userinfo) = self.userinfo {
+            out.push_str(userinfo);
+            out.push('@');
+        }
+        out.push_str(self.hosts);
+        if let Some(path) = self.path {
+            out.push('/');
+            out.push_str(path);
+        }
+        if let Some(query) = self.query {
+            out.push('?');
+            out.push_str(query);
+        }
+        out
+    }
+
+    /// The parameters as `(decoded key, raw value)`, in order.
+    fn params(&self) -> Vec<(String, &'a str)> {
+        self.query
+            .into_iter()
+            .flat_map(|q| q.split('&'))
+            .filter(|pair| !pair.is_empty())
+            .map(|pair| match pair.split_once('=') {
+                Some((k, v)) => (percent_decode(k), v),
+                None => (percent_decode(pair), ""),
+            })
+            .collect()
+    }
+}
+
+/// `text` with its `%XX` escapes decoded, as the driver decodes a URL's parts.
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2]))
+        {
+            out.push((h * 16 + l) as u8);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Whether the URL names a port for its hosts.
 fn explicit_port(url: &str) -> bool {
-    hosts_range(url).is_some_and(|(a, b)| {
-        url[a..b].split(',').any(|h| match h.rfind(']') {
+    UrlParts::parse(url).is_some_and(|p| {
+        p.hosts.split(',').any(|h| match h.rfind(']') {
             Some(i) => h[i..].contains(':'),
             None => h.contains(':'),
         })
@@ -199,14 +299,17 @@ fn explicit_port(url: &str) -> bool {
 
 /// The URL with `:port` after each of its hosts (none: unchanged).
 fn with_port(url: &str, port: u16) -> String {
-    let Some((a, b)) = hosts_range(url).filter(|(a, b)| a < b) else {
+    let Some(mut parts) = UrlParts::parse(url).filter(|p| !p.hosts.is_empty()) else {
         return url.to_string();
     };
-    let hosts: Vec<String> = url[a..b]
+    let hosts: Vec<String> = parts
+        .hosts
         .split(',')
         .map(|h| format!("{h}:{port}"))
         .collect();
-    format!("{}{}{}", &url[..a], hosts.join(","), &url[b..])
+    let hosts = hosts.join(",");
+    parts.hosts = &hosts;
+    parts.assemble()
 }
 
 /// libpq's default: the Debian socket directory when it is there, else localhost.
@@ -226,63 +329,136 @@ fn host_name(host: &Host) -> String {
 }
 
 /// `url` without its `sslmode` and `sslrootcert` parameters, and their values (`sslmode`
-/// with where it came from, for messages).
+/// with where it came from, for messages). The file name is taken as written.
 fn take_tls_params(url: &str) -> (String, Option<(&'static str, String)>, Option<String>) {
-    let Some((base, query)) = url.split_once('?') else {
+    let Some(mut parts) = UrlParts::parse(url).filter(|p| p.query.is_some()) else {
         return (url.to_string(), None, None);
     };
     let (mut mode, mut root) = (None, None);
-    let kept: Vec<&str> = query
+    let kept: Vec<&str> = parts
+        .query
+        .unwrap_or_default()
         .split('&')
-        .filter(|pair| match pair.split_once('=') {
-            Some(("sslmode", v)) => {
-                mode = Some(("sslmode", v.to_string()));
-                false
+        .filter(|pair| {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            match percent_decode(key).as_str() {
+                "sslmode" => {
+                    mode = Some(("sslmode", percent_decode(value)));
+                    false
+                }
+                "sslrootcert" => {
+                    root = Some(value.to_string());
+                    false
+                }
+                _ => true,
             }
-            Some(("sslrootcert", v)) => {
-                root = Some(v.to_string());
-                false
-            }
-            _ => true,
         })
         .collect();
-    let url = if kept.is_empty() {
-        base.to_string()
-    } else {
-        format!("{base}?{}", kept.join("&"))
-    };
-    (url, mode, root)
+    let query = kept.join("&");
+    parts.query = (!kept.is_empty()).then_some(query.as_str());
+    (parts.assemble(), mode, root)
 }
 
-/// `url` with any password replaced by `***`, to be printed.
+/// The text put in place of a password.
+const HIDDEN: &str = "***";
+
+/// `url` (a URL, or a `key=value` connection string) with any password replaced by `***`, to
+/// be printed. The URL is read as the driver reads it, and where the driver would read part
+/// of a password as something else (a raw `@` in it), more is hidden rather than less.
 pub fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    let (authority, tail) = match rest.find(['/', '?']) {
-        Some(i) => rest.split_at(i),
-        None => (rest, ""),
-    };
-    let authority = match authority.rsplit_once('@') {
-        Some((userinfo, hosts)) => match userinfo.split_once(':') {
-            Some((user, _)) => format!("{user}:***@{hosts}"),
-            None => format!("{userinfo}@{hosts}"),
-        },
-        None => authority.to_string(),
-    };
-    let tail = tail
-        .split('&')
-        .map(|pair| {
-            if pair.trim_start_matches('?').starts_with("password=") {
-                let q = if pair.starts_with('?') { "?" } else { "" };
-                format!("{q}password=***")
-            } else {
-                pair.to_string()
+    match UrlParts::parse(url) {
+        Some(parts) => redact_url(url, parts),
+        None if url.contains('=') => redact_key_values(url),
+        None => url.to_string(),
+    }
+}
+
+fn redact_url<'a>(url: &'a str, parts: UrlParts<'a>) -> String {
+    let mut parts = parts;
+    let userinfo;
+    if let Some(info) = parts.userinfo
+        && let Some((user, _)) = info.split_once(':')
+    {
+        // A raw `@` in the password: the driver takes the first `@`; the user meant a later
+        // one. Everything up to the last `@` is hidden.
+        let last_at = url.rfind('@').unwrap_or_default();
+        parts = UrlParts::after_userinfo(parts.prefix, parts.userinfo, &url[last_at + 1..]);
+        userinfo = format!("{user}:{HIDDEN}");
+        parts.userinfo = Some(&userinfo);
+    }
+    let query: Option<String> = parts.query.map(|q| {
+        q.split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((k, _)) if percent_decode(k) == "password" => format!("{k}={HIDDEN}"),
+                _ => pair.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("&")
+    });
+    parts.query = query.as_deref();
+    parts.assemble()
+}
+
+/// A `key=value` connection string, as the driver reads it (values bare or in single quotes,
+/// `\` escaping the next character), with the password's value hidden. What cannot be read
+/// is left out.
+fn redact_key_values(text: &str) -> String {
+    let mut out = Vec::new();
+    let mut chars = text.chars().peekable();
+    loop {
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        if chars.peek().is_none() {
+            break;
+        }
+        let mut key = String::new();
+        while let Some(c) = chars.next_if(|c| *c != '=' && !c.is_whitespace()) {
+            key.push(c);
+        }
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        if chars.next() != Some('=') {
+            out.push("…".to_string());
+            break;
+        }
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        let mut value = String::new();
+        let quoted = chars.next_if_eq(&'\'').is_some();
+        let mut closed = !quoted;
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => value.extend(chars.next()),
+                '\'' if quoted => {
+                    closed = true;
+                    break;
+                }
+                c if c.is_whitespace() && !quoted => break,
+                c => value.push(c),
             }
-        })
-        .collect::<Vec<_>>()
-        .join("&");
-    format!("{scheme}://{authority}{tail}")
+        }
+        if key == "password" {
+            out.push(format!("password={HIDDEN}"));
+        } else if closed {
+            out.push(format!("{key}={value}"));
+        }
+        if !closed {
+            out.push("…".to_string());
+            break;
+        }
+    }
+    out.join(" ")
+}
+
+/// Whether `url` (a URL, or a `key=value` connection string) holds a password, in any form
+/// the driver reads one.
+pub fn holds_password(url: &str) -> bool {
+    match UrlParts::parse(url) {
+        Some(parts) => {
+            parts.userinfo.is_some_and(|u| u.contains(':'))
+                || parts.params().iter().any(|(k, _)| k == "password")
+        }
+        None => redact_key_values(url)
+            .split(' ')
+            .any(|kv| kv == format!("password={HIDDEN}") || kv == "…"),
+    }
 }
 
 /// The password `.pgpass` gives for a connection: the first line
@@ -423,6 +599,18 @@ mod tests {
     }
 
     #[test]
+    fn sslmode_is_not_used_over_a_unix_socket() {
+        let env = fake(&[("USER", "u"), ("PGHOST", "/var/run/postgresql")]);
+        for mode in ["require", "verify-full", "verify-ca"] {
+            let s = resolve(&format!("postgres:///d?sslmode={mode}"), &env).unwrap();
+            assert_eq!(s.tls.mode, SslMode::Disable, "{mode}");
+        }
+        let s = resolve("postgres://h/d?sslmode=verify-full", &env).unwrap();
+        assert_eq!(s.tls.mode, SslMode::VerifyFull, "a TCP host keeps it");
+        assert!(resolve("postgres:///d?sslmode=bogus", &env).is_err());
+    }
+
+    #[test]
     fn redaction_and_pgpass_rules() {
         assert_eq!(redact("postgres://a:b@h/d"), "postgres://a:***@h/d");
         assert_eq!(
@@ -434,6 +622,38 @@ mod tests {
             "postgres://h?password=***"
         );
         assert_eq!(redact("postgres://a@h"), "postgres://a@h");
+        // Read as the driver reads it: the user info runs to the first `@`.
+        for (url, shown) in [
+            ("postgres://a:p/w@h/d", "postgres://a:***@h/d"),
+            ("postgres://a:p?w@h/d?x=1", "postgres://a:***@h/d?x=1"),
+            ("postgres://a:p#w@h:5/d", "postgres://a:***@h:5/d"),
+            ("postgres://a:p%2F%3F%40%23w@h/d", "postgres://a:***@h/d"),
+            ("postgres://a:p@w@h/d", "postgres://a:***@h/d"),
+            (
+                "postgres://h/d?pass%77ord=w&x=1",
+                "postgres://h/d?pass%77ord=***&x=1",
+            ),
+            ("host=h password=w user=a", "host=h password=*** user=a"),
+            (
+                "host=h password = 'w x\\' y' user=a",
+                "host=h password=*** user=a",
+            ),
+            ("host=h password='w x", "host=h password=*** …"),
+            ("host=h password", "host=h …"),
+        ] {
+            assert_eq!(redact(url), shown, "{url}");
+            assert!(holds_password(url), "{url}");
+        }
+        assert!(!holds_password("postgres://a@h/d?sslmode=require"));
+        assert!(!holds_password("host=h user=a"));
+        let (url, mode, root) =
+            take_tls_params("postgres://a:p?sslmode=x@h/d?sslmode=require&sslrootcert=/r.pem");
+        assert_eq!(url, "postgres://a:p?sslmode=x@h/d");
+        assert_eq!(
+            (mode.unwrap().1, root.unwrap()),
+            ("require".into(), "/r.pem".into())
+        );
+        assert!(!explicit_port("postgres://a:p/w@h/d") && explicit_port("postgres://a:p/w@h:1/d"));
         assert!(explicit_port("postgres://a:b@h:1/d") && !explicit_port("postgres://a:b@h/d"));
         assert!(!explicit_port("postgres://[::1]/d") && explicit_port("postgres://[::1]:5/d"));
         assert_eq!(

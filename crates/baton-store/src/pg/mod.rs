@@ -87,19 +87,29 @@ pub fn known() -> Vec<Version> {
     all
 }
 
+/// The session advisory lock that serializes `baton store migrate` across machines: the
+/// first takes it and applies the migrations, the others wait for it and then find them
+/// applied. (A key of its own: the state locks are keyed by project and scope.)
+const MIGRATE_LOCK: i64 = 0x6261_746f_6e5f_6d69; // "baton_mi"
+
 /// Applies every migration not applied yet, in order, each in its own transaction; returns
-/// those it applied.
+/// those it applied. Concurrent runs (on any machine) are serialized on the server: one
+/// applies, the others find the schema applied.
 pub fn migrate(client: &mut Client, settings: &Settings) -> Result<Vec<Version>, StoreError> {
+    client
+        .execute("SELECT pg_advisory_lock($1)", &[&MIGRATE_LOCK])
+        .map_err(db_error(settings, "migrate"))?;
     let mut runner = embedded::migrations::runner();
     runner.set_migration_table_name(HISTORY_TABLE);
-    let report = runner
-        .set_grouped(false)
-        .run(client)
-        .map_err(|e| StoreError::Db {
-            action: "migrate",
-            server: settings.shown.clone(),
-            message: e.to_string(),
-        })?;
+    let report = runner.set_grouped(false).run(client);
+    // The lock dies with the connection in any case; released here for a caller that goes on.
+    let unlocked = client.execute("SELECT pg_advisory_unlock($1)", &[&MIGRATE_LOCK]);
+    let report = report.map_err(|e| StoreError::Db {
+        action: "migrate",
+        server: settings.shown.clone(),
+        message: with_causes(&e),
+    })?;
+    unlocked.map_err(db_error(settings, "migrate"))?;
     Ok(report
         .applied_migrations()
         .iter()

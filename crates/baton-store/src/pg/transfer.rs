@@ -119,7 +119,8 @@ pub(crate) fn epoch_of(doc: &str) -> i64 {
 
 /// Writes `moved` to the project on the server, in one transaction, calling `progress(done,
 /// total)` after each record it writes (one round trip to the server each). Refused (nothing
-/// written, `Ok(Some(n))`) when the project already holds `n` records there.
+/// written, `Ok(Some(n))`) when the project already holds `n` records there, including when
+/// another import into it committed first.
 pub fn import(
     records: &Records,
     moved: &Moved,
@@ -131,7 +132,13 @@ pub fn import(
         done += 1;
         progress(done, total);
     };
+    // Imports into one project queue on the server for this lock, held to the transaction's
+    // end: the emptiness check below then sees what an import before it committed, so exactly
+    // one import into an empty project wins (a plain count under READ COMMITTED lets two
+    // concurrent imports both find it empty).
+    let key = records.lock_key("store-import");
     records.in_transaction(|tx, project, host| {
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&key])?;
         let held: i64 = tx
             .query_one(
                 "SELECT (SELECT count(*) FROM baton_state WHERE project = $1) \
@@ -219,32 +226,25 @@ fn state_path(layout: &Layout, kind: Kind, key: &str) -> PathBuf {
     }
 }
 
-/// Writes `moved` as files under `layout` (each replaced atomically, 0600), calling
-/// `progress(done, total)` after each file it writes (an fsync each). Refused (nothing
-/// written, `Ok(false)`) when the state directory already holds state.
+/// Writes `moved` as files under `layout` (0600 each), calling `progress(done, total)` after
+/// each file it writes (an fsync each). Refused (nothing written, `Ok(false)`) when the state
+/// directory already holds state.
+///
+/// All or nothing: every file is first written (and fsynced) into a hidden staging directory
+/// inside the state directory, on the same file system; only when all are written are they
+/// renamed into place, and a rename that fails takes back those before it. An export that
+/// fails (a full disk, a file in the way) leaves no state behind, so it can be run again.
 pub fn export(
     layout: &Layout,
     moved: &Moved,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<bool, StoreError> {
-    let total = moved.state.len() + moved.journals.len() + moved.archive.len();
-    let mut done = 0;
-    let mut step = || {
-        done += 1;
-        progress(done, total);
-    };
     if !collect(layout)?.is_empty() {
         return Ok(false);
     }
-    layout.ensure_state_dir()?;
-    layout.ensure_ignore_file()?;
-    let in_dir = |dir: &str| -> Result<PathBuf, StoreError> {
-        let d = layout.state_dir.join(dir);
-        if !crate::layout::check_real_dir(&d)? {
-            crate::layout::make_dir(&d)?;
-        }
-        Ok(d)
-    };
+    // Every name is checked before anything is written: `(directory under the state
+    // directory, or "" for itself; file name; bytes)`.
+    let mut files: Vec<(&str, String, Vec<u8>)> = Vec::new();
     for (kind, key, doc) in &moved.state {
         // A key or id from the server becomes a file name only as the file store names it.
         let safe = match kind {
@@ -261,27 +261,89 @@ pub fn export(
                 ),
             });
         }
-        if *kind == Kind::Run {
-            in_dir(RUNS_DIR)?;
-        }
-        crate::atomic::replace(&state_path(layout, *kind, key), doc.as_bytes())?;
-        step();
+        let path = state_path(layout, *kind, key);
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let dir = if *kind == Kind::Run { RUNS_DIR } else { "" };
+        files.push((dir, name, doc.as_bytes().to_vec()));
     }
     for (target, lines) in &moved.journals {
-        let dir = in_dir(JOURNAL_DIR)?;
         let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
-        crate::atomic::replace(
-            &dir.join(format!("{}.jsonl", plain(target)?)),
-            body.as_bytes(),
-        )?;
-        step();
+        files.push((
+            JOURNAL_DIR,
+            format!("{}.jsonl", plain(target)?),
+            body.into_bytes(),
+        ));
     }
     for (name, doc) in &moved.archive {
-        let dir = in_dir(ARCHIVE_DIR)?;
-        crate::atomic::replace(&dir.join(plain(name)?), doc.as_bytes())?;
-        step();
+        files.push((
+            ARCHIVE_DIR,
+            plain(name)?.to_string(),
+            doc.as_bytes().to_vec(),
+        ));
     }
-    Ok(true)
+
+    layout.ensure_state_dir()?;
+    layout.ensure_ignore_file()?;
+    let staging = layout.state_dir.join(format!(
+        ".export-{}-{}",
+        std::process::id(),
+        crate::random_hex(4)
+    ));
+    crate::layout::make_dir(&staging)?;
+    let result = stage_then_place(layout, &staging, &files, progress);
+    let _ = std::fs::remove_dir_all(&staging);
+    result.map(|()| true)
+}
+
+fn stage_then_place(
+    layout: &Layout,
+    staging: &Path,
+    files: &[(&str, String, Vec<u8>)],
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<(), StoreError> {
+    let in_dir = |base: &Path, dir: &str| -> Result<PathBuf, StoreError> {
+        let d = base.join(dir);
+        if !dir.is_empty() && !crate::layout::check_real_dir(&d)? {
+            crate::layout::make_dir(&d)?;
+        }
+        Ok(d)
+    };
+    for (done, (dir, name, bytes)) in files.iter().enumerate() {
+        crate::atomic::replace(&in_dir(staging, dir)?.join(name), bytes)?;
+        progress(done + 1, files.len());
+    }
+    let mut placed: Vec<PathBuf> = Vec::new();
+    let mut place = |dir: &str, name: &str| -> Result<(), StoreError> {
+        let target = in_dir(&layout.state_dir, dir)?.join(name);
+        if std::fs::symlink_metadata(&target).is_ok() {
+            return Err(StoreError::io("rename into place", &target)(
+                std::io::Error::from(std::io::ErrorKind::AlreadyExists),
+            ));
+        }
+        std::fs::rename(staging.join(dir).join(name), &target)
+            .map_err(StoreError::io("rename into place", &target))?;
+        placed.push(target);
+        Ok(())
+    };
+    let mut result = files.iter().try_for_each(|(dir, name, _)| place(dir, name));
+    if result.is_ok() {
+        let mut dirs: Vec<&str> = files.iter().map(|(d, _, _)| *d).collect();
+        dirs.sort();
+        dirs.dedup();
+        result = dirs
+            .iter()
+            .try_for_each(|d| crate::atomic::sync_dir(&layout.state_dir.join(d)));
+    }
+    if result.is_err() {
+        // Nothing of a failed export stays: the files already renamed into place go again.
+        for target in &placed {
+            let _ = std::fs::remove_file(target);
+        }
+    }
+    result
 }
 
 /// A name from the server that is a plain file name: no separator, not hidden.

@@ -220,6 +220,12 @@ impl PgServer {
         );
     }
 
+    /// The directory of the server's Unix socket.
+    #[allow(dead_code)] // not every test binary that includes this file uses it
+    pub fn socket_dir(&self) -> PathBuf {
+        self.data.parent().unwrap_or(Path::new("/")).to_path_buf()
+    }
+
     /// The URL of database `postgres` as the superuser `baton`.
     pub fn url(&self) -> String {
         format!("postgres://baton@127.0.0.1:{}/postgres", self.port)

@@ -1,7 +1,7 @@
 //! `baton store migrate|status` against a throwaway PostgreSQL server, as a user runs them.
 
 #[path = "../../../baton-store/tests/support/pg_server.rs"]
-mod pg_server;
+pub(crate) mod pg_server;
 
 use crate::common::{T0, TestEnv};
 use pg_server::PgServer;
