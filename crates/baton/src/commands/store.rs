@@ -27,10 +27,13 @@ pub enum StoreCommand {
     Status,
     /// Copy this project's file store (`.agentic/`: loops, the batch, runs, pause marks, the
     /// journal, the archive) to the server, byte for byte, in one transaction. Refused (exit
-    /// 3) when the project already holds state there.
+    /// 3) when the project already holds state there; of imports racing into one empty
+    /// project, exactly one wins.
     Import(ProjectArgs),
-    /// Write the project's state on the server into this project's file store, byte for byte.
-    /// Refused (exit 3) when `.agentic/` already holds state.
+    /// Write the project's state on the server into this project's file store, byte for byte,
+    /// all or nothing: every file is written and synced aside first, then moved into place, so
+    /// a failed export leaves nothing and can be run again. Refused (exit 3) when `.agentic/`
+    /// already holds state.
     Export(ProjectArgs),
 }
 
@@ -166,7 +169,7 @@ fn cmd_status(ctx: &Ctx) -> Result<Report, CommandError> {
         format!(
             "connection: {}",
             status.tls.as_deref().map_or(
-                "not encrypted (sslmode=require or verify-full asks for TLS)".into(),
+                "not encrypted (over TCP, sslmode=require or verify-full asks for TLS; a Unix socket never uses it)".into(),
                 |v| { format!("encrypted ({v})") }
             )
         ),
