@@ -102,14 +102,17 @@ fn no_password_is_ever_printed_and_a_missing_server_is_named() {
     assert!(none.stderr.contains("BATON_STORE"), "{}", none.stderr);
 }
 
-/// Every file of baton's state under `.agentic/` (not the lock sidecars or the ignore file),
-/// by path, with its bytes.
-fn state_files(env: &TestEnv) -> Vec<(String, Vec<u8>)> {
+/// Every file of baton's state under `.agentic/`, by path, with its bytes (no lock sidecars,
+/// no ignore file, no directories).
+pub(crate) fn state_files(env: &TestEnv) -> Vec<(String, Vec<u8>)> {
     let root = env.state_dir();
     let mut out = Vec::new();
     let mut dirs = vec![root.clone()];
     while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
             let path = entry.path();
             let rel = path
                 .strip_prefix(&root)

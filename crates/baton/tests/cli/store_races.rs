@@ -8,6 +8,7 @@ use std::process::{Child, Command, Stdio};
 
 use crate::common::{Run, T0, TestEnv, to_run};
 use crate::store::pg_server::PgServer;
+use crate::store::state_files;
 
 /// Racers per trial, and trials per race: few, to keep CI short.
 const RACERS: usize = 4;
@@ -215,36 +216,6 @@ fn concurrent_imports_into_one_empty_project_make_exactly_one_winner() {
             "trial {trial}: the project holds the winner's state and nothing of the others'"
         );
     }
-}
-
-/// Every file of baton's state under `.agentic/`, by path, with its bytes (no lock sidecars,
-/// no ignore file, no directories).
-fn state_files(env: &TestEnv) -> Vec<(String, Vec<u8>)> {
-    let root = env.state_dir();
-    let mut out = Vec::new();
-    let mut dirs = vec![root.clone()];
-    while let Some(dir) = dirs.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let rel = path
-                .strip_prefix(&root)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned();
-            if path.is_dir() {
-                if rel != "locks" {
-                    dirs.push(path);
-                }
-            } else if rel != ".gitignore" {
-                out.push((rel, std::fs::read(&path).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 fn names(files: &[(String, Vec<u8>)]) -> Vec<String> {
