@@ -329,9 +329,8 @@ pub fn transition(
     }
     let mut journal_warning = None;
     if changed {
-        store.write_loop(&target.key, &state, &loaded.expect())?;
+        let mut events = Vec::new();
         if journal::loop_changed(&loaded.state, &state) {
-            let mut events = Vec::new();
             if state.owner_epoch != loaded.state.owner_epoch {
                 events.push(journal::takeover(
                     ctx,
@@ -346,8 +345,10 @@ pub fn transition(
                 Some(state.owner_epoch),
                 loop_event_details(event, &loaded.state, &state),
             ));
-            journal_warning = journal::append(&*store, JournalTarget::Loop(&target.key), &events);
         }
+        // The write and its events: one transaction on a server.
+        journal_warning =
+            journal::write_loop(&*store, &target.key, &state, &loaded.expect(), &events)?;
     }
     // An interrupt says the session stopped: it is no sign of life for the batch (and a
     // refresh would move the batch past the pause that covers it).
