@@ -897,7 +897,6 @@ pub fn init(ctx: &Ctx, args: &Init) -> Result<Transition, CommandError> {
     state.loop_state.iteration = 1;
     state.loop_state.max_iterations = args.max_iterations;
     state.touch(ctx.now);
-    store.write_loop(&target.key, &state, &Expect::Absent)?;
     let init = journal::event(
         ctx,
         JournalEvent::Init,
@@ -912,7 +911,8 @@ pub fn init(ctx: &Ctx, args: &Init) -> Result<Transition, CommandError> {
             "replaced": replaced,
         }),
     );
-    let journal_warning = journal::append(&*store, JournalTarget::Loop(&target.key), &[init]);
+    let journal_warning =
+        journal::write_loop(&*store, &target.key, &state, &Expect::Absent, &[init])?;
     let batch_warning = keep_batch_live(&*store, ctx, &target);
     let decision = Decision {
         verdict: baton_core::Verdict::Ok,
