@@ -1,5 +1,7 @@
 //! Writing the journal from the commands: one event per write that changed a loop, the batch
-//! or a run, appended under the same lock as that write, right after it.
+//! or a run, appended under the same lock as that write, right after it; a command that writes
+//! and journals calls `write_loop`, `write_batch` or `write_run` here, which on a server makes
+//! the write and its events one transaction.
 //!
 //! The state file is the truth and the journal its history: an append that fails after the
 //! state was written does not undo the command (it succeeds, with a warning naming the

@@ -2,7 +2,9 @@
 //! the revision is still the one read, append to a journal; every time is the server's.
 //!
 //! Each write is one statement whose condition the server checks (`WHERE rev = $read`), so two
-//! machines racing on one record get exactly one winner, whatever their clocks say.
+//! machines racing on one record get exactly one winner, whatever their clocks say. A write
+//! that records journal events sends it and the events in one transaction
+//! (`write_journaled_if`): the record and its history land together or not at all.
 
 use std::cell::RefCell;
 use std::time::Duration;
