@@ -164,15 +164,17 @@ fn a_lost_connection_at_each_step_leaves_the_old_state_or_the_new_with_its_journ
         let added = after.journal.len() - before.journal.len();
         assert!(added > 0, "{}: the command journals", case.name);
 
-        for (point, landed) in [
+        for ((point, landed), action) in [
             ("pg.write.before", false),
             ("pg.write.before-commit", false),
             ("pg.write.after-commit", true),
-        ] {
-            let what = format!("{} at {point}", case.name);
-            let (out, before, now, env, args) = fault(&case, &format!("{point}=eio"));
+        ]
+        .into_iter()
+        .flat_map(|p| [(p, "eio"), (p, "crash")])
+        {
+            let what = format!("{} at {point}={action}", case.name);
+            let (out, before, now, env, args) = fault(&case, &format!("{point}={action}"));
             let key = (case.record)(&env);
-            assert_eq!(out.code, 1, "{what}: exit\n{}", out.stderr);
             // Old or new, never a write without its events nor events without their write.
             if landed {
                 assert_ne!(now.doc, before.doc, "{what}: the commit landed");
@@ -181,6 +183,14 @@ fn a_lost_connection_at_each_step_leaves_the_old_state_or_the_new_with_its_journ
                     before.journal.len() + added,
                     "{what}: the write landed with its events"
                 );
+            } else {
+                assert_eq!(now, before, "{what}: nothing landed");
+            }
+            if action == "crash" {
+                // Killed at that step: the server saw the connection drop.
+                assert_eq!(out.code, -1, "{what}: killed\n{}", out.stderr);
+            } else if landed {
+                assert_eq!(out.code, 1, "{what}: exit\n{}", out.stderr);
                 assert!(
                     out.stderr.contains("commit outcome unknown")
                         && out.stderr.contains("may or may not have landed"),
@@ -198,7 +208,7 @@ fn a_lost_connection_at_each_step_leaves_the_old_state_or_the_new_with_its_journ
                     out.stderr
                 );
             } else {
-                assert_eq!(now, before, "{what}: nothing landed");
+                assert_eq!(out.code, 1, "{what}: exit\n{}", out.stderr);
                 assert!(
                     out.stderr.contains("nothing was written"),
                     "{what}: says nothing landed\n{}",
