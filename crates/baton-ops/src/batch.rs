@@ -24,7 +24,7 @@ use baton_core::text::{esc, esc_join};
 use baton_core::time::format_ts;
 use baton_core::{Reason, Rule, Verdict};
 use baton_store::layout::BATCH_FILE;
-use baton_store::{Expect, JournalTarget, LockScope, RecordKey, StateStore, random_hex};
+use baton_store::{Expect, LockScope, RecordKey, StateStore, random_hex};
 
 /// The batch picks the ticket; the ticket's own loop resume picks the phase.
 pub fn next_step(state: &BatchState) -> Option<String> {
@@ -203,10 +203,8 @@ pub fn update(
     }
     let (message, details) = apply(&mut state)?;
     state.touch(&format_ts(ctx.now));
-    store.write_batch(&state, &loaded.expect())?;
-    let mut journal_warning = None;
+    let mut events = Vec::new();
     if journal::batch_changed(&loaded.state, &state) {
-        let mut events = Vec::new();
         if took_over {
             events.push(journal::takeover(
                 ctx,
@@ -225,8 +223,9 @@ pub fn update(
             }
         }
         events.push(journal::event(ctx, event, Some(state.owner_epoch), details));
-        journal_warning = journal::append(&*store, JournalTarget::Batch, &events);
     }
+    // The write and its events: one transaction on a server.
+    let journal_warning = journal::write_batch(&*store, &state, &loaded.expect(), &events)?;
     let decision = baton_core::Decision {
         verdict: baton_core::Verdict::Ok,
         reasons,
@@ -485,7 +484,6 @@ pub fn start(ctx: &Ctx, args: &Start) -> Result<BatchStart, CommandError> {
             ("wallclock_started_at".into(), now.into()),
         ]),
     };
-    store.write_batch(&state, &Expect::Absent)?;
     let start = journal::event(
         ctx,
         JournalEvent::Start,
@@ -502,7 +500,7 @@ pub fn start(ctx: &Ctx, args: &Start) -> Result<BatchStart, CommandError> {
             })),
         }),
     );
-    let journal_warning = journal::append(&*store, JournalTarget::Batch, &[start]);
+    let journal_warning = journal::write_batch(&*store, &state, &Expect::Absent, &[start])?;
     let decision = Decision {
         verdict: Verdict::Ok,
         reasons,

@@ -1,5 +1,7 @@
 //! Writing the journal from the commands: one event per write that changed a loop, the batch
-//! or a run, appended under the same lock as that write, right after it.
+//! or a run, appended under the same lock as that write, right after it; a command that writes
+//! and journals calls `write_loop`, `write_batch` or `write_run` here, which on a server makes
+//! the write and its events one transaction.
 //!
 //! The state file is the truth and the journal its history: an append that fails after the
 //! state was written does not undo the command (it succeeds, with a warning naming the
@@ -12,7 +14,7 @@ use crate::env::Ctx;
 use baton_core::journal::JournalEvent;
 use baton_core::model::{BatchState, LoopState, RunState};
 use baton_core::time::format_ts;
-use baton_store::{JournalTarget, LockScope, StateStore};
+use baton_store::{Expect, JournalTarget, LockScope, StateStore, StoreError};
 
 /// An event: `ts` (the command's clock, so `BATON_NOW` replays), its name, the acting session,
 /// the target's owner epoch after the write when it has one, and the event's own fields.
@@ -32,18 +34,69 @@ pub fn event(ctx: &Ctx, name: JournalEvent, epoch: Option<u64>, details: Value) 
 
 /// Appends `events` in order; on failure, the warning to print (the state write stands).
 pub fn append(store: &dyn StateStore, target: JournalTarget, events: &[Value]) -> Option<String> {
-    for event in events {
-        if let Err(e) = store.append_journal(target, event) {
-            let path = store
-                .journal_shown(target)
-                .map(|p| p.display().to_string())
-                .unwrap_or_else(|_| store.layout().journal_dir().display().to_string());
-            return Some(format!(
-                "the state was written, but its journal {path} was not appended ({e}); `baton log` will miss this event: check the file and its directory"
-            ));
-        }
-    }
-    None
+    let appended = events
+        .iter()
+        .try_for_each(|event| store.append_journal(target, event));
+    warning(store, target, appended)
+}
+
+/// The warning to print when the appends after a write failed (`None` when they did not):
+/// the state write stands. A store that writes a record and its events in one transaction
+/// (`StateStore::write_raw_journaled`) never has one to give.
+pub fn warning(
+    store: &dyn StateStore,
+    target: JournalTarget,
+    appended: Result<(), StoreError>,
+) -> Option<String> {
+    let e = appended.err()?;
+    let path = store
+        .journal_shown(target)
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| store.layout().journal_dir().display().to_string());
+    Some(format!(
+        "the state was written, but its journal {path} was not appended ({e}); `baton log` will miss this event: check the file and its directory"
+    ))
+}
+
+/// Writes a loop and appends its events as one change (`StateStore::write_loop_journaled`);
+/// the warning to print when only the appends failed.
+pub fn write_loop(
+    store: &dyn StateStore,
+    key: &str,
+    state: &LoopState,
+    expect: &Expect,
+    events: &[Value],
+) -> Result<Option<String>, StoreError> {
+    let (_, appended) = store.write_loop_journaled(key, state, expect, events)?;
+    Ok(warning(store, JournalTarget::Loop(key), appended))
+}
+
+/// `write_loop` for the batch.
+pub fn write_batch(
+    store: &dyn StateStore,
+    state: &BatchState,
+    expect: &Expect,
+    events: &[Value],
+) -> Result<Option<String>, StoreError> {
+    let (_, appended) = store.write_batch_journaled(state, expect, events)?;
+    Ok(warning(store, JournalTarget::Batch, appended))
+}
+
+/// `write_loop` for a run.
+pub fn write_run(
+    store: &dyn StateStore,
+    state: &RunState,
+    expect: &Expect,
+    events: &[Value],
+) -> Result<Option<String>, StoreError> {
+    let (_, appended) = store.write_run_journaled(state, expect, events)?;
+    let id = baton_core::run_id::RunId::parse(&state.run_id).ok();
+    Ok(match &id {
+        Some(id) => warning(store, JournalTarget::Run(id), appended),
+        None => appended
+            .err()
+            .map(|e| format!("the state was written, but its journal was not appended ({e})")),
+    })
 }
 
 /// Appends one event (`event`'s name and `details`, at the context's clock) to the journal of

@@ -77,6 +77,28 @@ pub enum StoreError {
         server: String,
         message: String,
     },
+    /// The connection to the server was lost before the write's commit was sent: the server
+    /// rolled the transaction back, and nothing was written.
+    #[error(
+        "the connection to the PostgreSQL server {server} was lost before {path} was committed ({message}); nothing was written"
+    )]
+    WriteLost {
+        path: PathBuf,
+        server: String,
+        message: String,
+    },
+    /// The connection was lost after the commit was sent and before its answer came back:
+    /// the write and its journal events landed together, or neither did.
+    #[error(
+        "the connection to the PostgreSQL server {server} was lost after the commit of {path} was sent ({message}): commit outcome unknown, the change and its journal event may or may not have landed"
+    )]
+    CommitUnknown {
+        path: PathBuf,
+        server: String,
+        message: String,
+        /// The command that shows whether it landed.
+        check: String,
+    },
     #[error("git {args} failed in {dir}: {detail}")]
     Git {
         args: String,
@@ -158,6 +180,12 @@ impl StoreError {
                 "check that the server runs and the URL (BATON_STORE or --store), PGHOST, PGPORT, PGUSER and the password (PGPASSWORD or ~/.pgpass) name it".into(),
             ),
             StoreError::Db { .. } => None,
+            StoreError::WriteLost { .. } => {
+                Some("nothing was changed; run the command again when the server answers".into())
+            }
+            StoreError::CommitUnknown { check, .. } => Some(format!(
+                "check whether it landed with `{check}` (and `baton log` for its history) before running the command again; a retry is fenced on what it reads, so it never applies the change twice"
+            )),
             StoreError::TooLargeToWrite { .. } => Some(
                 "nothing was written; shorten what you are recording (a summary, a finding, a note)"
                     .into(),

@@ -2,7 +2,9 @@
 //! (`crates/baton/tests/cli/faults.rs`, docs/reliability.md).
 //!
 //! Each step that touches the disk or starts git passes through [`point`] (or [`write`] for a
-//! write) just before its system call. In an ordinary build a point is nothing at all. Built
+//! write) just before its system call, and so does each step of a PostgreSQL write
+//! (`pg.write.before`, `pg.write.before-commit`, `pg.write.after-commit`: an error there is the
+//! connection lost at that step; `crates/baton/tests/cli/pg_faults.rs`). In an ordinary build a point is nothing at all. Built
 //! with the `faults` feature (the test build turns it on), a point reads `BATON_FAULTS`, a
 //! comma-separated list of `POINT[@N]=ACTION`, and on the Nth pass of that point (default the
 //! first) acts:

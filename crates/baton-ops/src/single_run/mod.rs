@@ -307,14 +307,13 @@ pub fn interrupt_lease(
     run.extra
         .insert("interrupted_at".into(), format_ts(ctx.now).into());
     run.updated_at = Some(format_ts(ctx.now));
-    store.write_run(&run, &read)?;
     let event = journal::event(
         ctx,
         JournalEvent::Interrupt,
         Some(run.lease_epoch),
         json!({ "reason": reason, "evidence": evidence, "released": released }),
     );
-    let warning = journal::append(&*store, JournalTarget::Run(&id), &[event]);
+    let warning = journal::write_run(&*store, &run, &read, &[event])?;
     Ok(LeaseInterrupt::Interrupted {
         id,
         reason,

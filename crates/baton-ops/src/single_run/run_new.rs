@@ -241,7 +241,6 @@ pub fn new_run(ctx: &Ctx, args: &NewRun) -> Result<RunStart, CommandError> {
     if !abandoned.is_empty() {
         run.extra.insert("replaces".into(), json!(abandoned));
     }
-    store.write_run(&run, &Expect::Absent)?;
     let event = journal::event(
         ctx,
         JournalEvent::New,
@@ -256,7 +255,12 @@ pub fn new_run(ctx: &Ctx, args: &NewRun) -> Result<RunStart, CommandError> {
             "replaces": abandoned,
         }),
     );
-    journal_warnings.extend(journal::append(&*store, JournalTarget::Run(&id), &[event]));
+    journal_warnings.extend(journal::write_run(
+        &*store,
+        &run,
+        &Expect::Absent,
+        &[event],
+    )?);
     let path = store.name(&RecordKey::Run(id.clone()));
     Ok(RunStart::Started(Box::new(Started {
         id,

@@ -17,7 +17,7 @@ use baton_core::model::{Completion, PlanRecord, StepRecord};
 use baton_core::run_id::RunId;
 use baton_core::time::format_ts;
 use baton_core::{Decision, Reason};
-use baton_store::{JournalTarget, git};
+use baton_store::git;
 
 /// What one `run record` records.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -204,8 +204,7 @@ pub fn record(ctx: &Ctx, args: &Record) -> Result<Recorded, CommandError> {
         lease.heartbeat_at = format_ts(ctx.now);
     }
     run.updated_at = Some(format_ts(ctx.now));
-    store.write_run(&run, &read)?;
-    let journal_warning = journal::run_changed(&before, &run)
+    let events: Vec<serde_json::Value> = journal::run_changed(&before, &run)
         .then(|| {
             let details = match &args.what {
                 RecordWhat::Agent(agent) => json!({ "agent": agent }),
@@ -215,10 +214,12 @@ pub fn record(ctx: &Ctx, args: &Record) -> Result<Recorded, CommandError> {
                 RecordWhat::Gate(gate) => json!({ "gate": gate, "result": "pass" }),
                 RecordWhat::Step { name, status } => json!({ "step": name, "status": status }),
             };
-            let event = journal::event(ctx, JournalEvent::Record, Some(run.lease_epoch), details);
-            journal::append(&*store, JournalTarget::Run(&id), &[event])
+            journal::event(ctx, JournalEvent::Record, Some(run.lease_epoch), details)
         })
-        .flatten();
+        .into_iter()
+        .collect();
+    // The write and its event: one transaction on a server.
+    let journal_warning = journal::write_run(&*store, &run, &read, &events)?;
     Ok(Recorded::Written {
         id,
         message,

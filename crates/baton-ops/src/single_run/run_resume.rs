@@ -18,7 +18,7 @@ use baton_core::decide::run_resume::RunDecision;
 use baton_core::model::{RunState, SectionRecord};
 use baton_core::run_id::RunId;
 use baton_core::time::format_ts;
-use baton_store::{JournalTarget, LockScope, git};
+use baton_store::{LockScope, git};
 
 /// Where the alignment sections live unless `run new --project-file` said otherwise.
 pub const DEFAULT_PROJECT_FILE: &str = ".claude/PROJECT.md";
@@ -175,7 +175,6 @@ pub fn resume(ctx: &Ctx, args: &ResumeRun) -> Result<Resumed, CommandError> {
         }
         token = super::take_lease(&mut run, &here, source, &lease, ctx.now);
         run.updated_at = Some(format_ts(ctx.now));
-        store.write_run(&run, &expect)?;
         let mut events = Vec::new();
         if imported {
             events.push(import_event(ctx, &run));
@@ -194,7 +193,7 @@ pub fn resume(ctx: &Ctx, args: &ResumeRun) -> Result<Resumed, CommandError> {
                 "agents_merged": added,
             }),
         ));
-        journal_warning = journal::append(&*store, JournalTarget::Run(&id), &events);
+        journal_warning = journal::write_run(&*store, &run, &expect, &events)?;
     }
     let path = store.name(&baton_store::RecordKey::Run(id.clone()));
     Ok(Resumed {

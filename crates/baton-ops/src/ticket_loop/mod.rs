@@ -329,9 +329,8 @@ pub fn transition(
     }
     let mut journal_warning = None;
     if changed {
-        store.write_loop(&target.key, &state, &loaded.expect())?;
+        let mut events = Vec::new();
         if journal::loop_changed(&loaded.state, &state) {
-            let mut events = Vec::new();
             if state.owner_epoch != loaded.state.owner_epoch {
                 events.push(journal::takeover(
                     ctx,
@@ -346,8 +345,10 @@ pub fn transition(
                 Some(state.owner_epoch),
                 loop_event_details(event, &loaded.state, &state),
             ));
-            journal_warning = journal::append(&*store, JournalTarget::Loop(&target.key), &events);
         }
+        // The write and its events: one transaction on a server.
+        journal_warning =
+            journal::write_loop(&*store, &target.key, &state, &loaded.expect(), &events)?;
     }
     // An interrupt says the session stopped: it is no sign of life for the batch (and a
     // refresh would move the batch past the pause that covers it).
@@ -896,7 +897,6 @@ pub fn init(ctx: &Ctx, args: &Init) -> Result<Transition, CommandError> {
     state.loop_state.iteration = 1;
     state.loop_state.max_iterations = args.max_iterations;
     state.touch(ctx.now);
-    store.write_loop(&target.key, &state, &Expect::Absent)?;
     let init = journal::event(
         ctx,
         JournalEvent::Init,
@@ -911,7 +911,8 @@ pub fn init(ctx: &Ctx, args: &Init) -> Result<Transition, CommandError> {
             "replaced": replaced,
         }),
     );
-    let journal_warning = journal::append(&*store, JournalTarget::Loop(&target.key), &[init]);
+    let journal_warning =
+        journal::write_loop(&*store, &target.key, &state, &Expect::Absent, &[init])?;
     let batch_warning = keep_batch_live(&*store, ctx, &target);
     let decision = Decision {
         verdict: baton_core::Verdict::Ok,

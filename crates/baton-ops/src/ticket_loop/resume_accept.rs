@@ -22,7 +22,7 @@ use baton_core::time::format_ts;
 use baton_core::{Decision, Reason};
 use baton_store::Guard;
 use baton_store::read::read_capped;
-use baton_store::{Expect, JournalTarget, LockScope, Revision, StateStore, git, random_hex};
+use baton_store::{Expect, LockScope, Revision, StateStore, git, random_hex};
 
 /// What happens to partial work in the tree on accept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -484,8 +484,14 @@ fn finish_accept(
     state.interrupt_reason = None;
     state.resume_after = None;
     state.touch(written.now);
-    store.write_loop(&target.key, &state, &Expect::Revision(revision))?;
-    let journal_warning = journal_accept(&written, &*store, &target, &original, &state, mode, args);
+    let event = accept_event(&written, &original, &state, mode, args);
+    let journal_warning = journal::write_loop(
+        &*store,
+        &target.key,
+        &state,
+        &Expect::Revision(revision),
+        &[event],
+    )?;
     let batch_warning = keep_batch_live(&*store, &written, &target);
     // The accept is on disk; what follows only reports, and runs git, so not under the lock.
     drop(_guard);
@@ -575,15 +581,13 @@ fn finish_accept(
 /// sessions, both epochs), with the mode and what happened to the partial work. An accept that
 /// finishes an earlier, interrupted one of this session (its claim already on disk) is a
 /// `resume` of the epoch it claimed.
-fn journal_accept(
+fn accept_event(
     ctx: &Ctx,
-    store: &dyn StateStore,
-    target: &Target,
     original: &LoopState,
     state: &LoopState,
     mode: Option<Mode>,
     args: &Accept,
-) -> Option<String> {
+) -> serde_json::Value {
     let work = if args.discard() {
         Some("stashed")
     } else if args.commit() {
@@ -615,7 +619,7 @@ fn journal_accept(
             serde_json::json!(original.interrupt_reason),
         );
     }
-    journal::append(store, JournalTarget::Loop(&target.key), &[event])
+    event
 }
 
 /// A branch with no commits beyond its base while the state claims engineer output or open

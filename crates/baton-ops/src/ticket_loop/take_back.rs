@@ -9,7 +9,7 @@ use std::ffi::OsStr;
 use baton_core::journal::JournalEvent;
 use baton_core::model::{LoopState, LoopStatus};
 use baton_core::time::parse_ts;
-use baton_store::{JournalTarget, LockScope};
+use baton_store::LockScope;
 use jiff::Timestamp;
 
 use super::Target;
@@ -92,7 +92,6 @@ pub fn take_back(ctx: &Ctx, ticket: &OsStr, how: &str) -> Result<TakeBack, Comma
     state.interrupt_reason = None;
     state.resume_after = None;
     state.touch(ctx.now);
-    store.write_loop(&target.key, &state, &loaded.expect())?;
     let event = journal::event(
         ctx,
         JournalEvent::Resume,
@@ -108,7 +107,7 @@ pub fn take_back(ctx: &Ctx, ticket: &OsStr, how: &str) -> Result<TakeBack, Comma
     );
     // The loop is taken back whether or not its journal could be written: the state is the
     // authority, the journal its history.
-    let _ = journal::append(&*store, JournalTarget::Loop(&target.key), &[event]);
+    let _ = journal::write_loop(&*store, &target.key, &state, &loaded.expect(), &[event])?;
     Ok(TakeBack::Taken {
         key: target.key,
         resume_count: state.resume_count,

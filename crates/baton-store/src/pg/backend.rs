@@ -156,6 +156,22 @@ impl Db {
         self.records.write_if(kind, key, doc, epoch, read)
     }
 
+    /// `write_if` and the appends of `events` to the journal `target`, in one transaction.
+    #[allow(clippy::too_many_arguments)]
+    pub fn write_journaled_if(
+        &self,
+        kind: RecordKind,
+        key: &str,
+        doc: &str,
+        epoch: i64,
+        read: Option<i64>,
+        target: &str,
+        events: &[String],
+    ) -> Result<Option<i64>, StoreError> {
+        self.records
+            .write_journaled_if(kind, key, doc, epoch, read, target, events)
+    }
+
     /// Moves the record at revision `read` to the archive under the file name `name` (`other`
     /// when the archive already holds that name); where it went, or `None` when the record was
     /// not at that revision (nothing moved).

@@ -2,7 +2,9 @@
 //! the revision is still the one read, append to a journal; every time is the server's.
 //!
 //! Each write is one statement whose condition the server checks (`WHERE rev = $read`), so two
-//! machines racing on one record get exactly one winner, whatever their clocks say.
+//! machines racing on one record get exactly one winner, whatever their clocks say. A write
+//! that records journal events sends it and the events in one transaction
+//! (`write_journaled_if`): the record and its history land together or not at all.
 
 use std::cell::RefCell;
 use std::time::Duration;
@@ -175,8 +177,134 @@ impl Records {
                  WHERE project = $1 AND kind = $2 AND key = $3 AND rev = $7 RETURNING rev"
             }
         };
+        self.lost_before(kind, key, crate::faults::point("pg.write.before"))?;
         let rows = self.run("write to", sql, &params)?;
+        // One statement commits as it runs: a connection lost now lost only the answer.
+        self.lost_after(kind, key, crate::faults::point("pg.write.after-commit"))?;
         Ok(rows.first().map(|r| r.get(0)))
+    }
+
+    /// `write_if` and the appends of `events` to the journal `target` in one transaction: the
+    /// record and its history land together, or neither does. `Ok(None)`: the record was not
+    /// at revision `read`, and nothing was written or appended.
+    #[allow(clippy::too_many_arguments)]
+    pub fn write_journaled_if(
+        &self,
+        kind: Kind,
+        key: &str,
+        doc: &str,
+        epoch: i64,
+        read: Option<i64>,
+        target: &str,
+        events: &[String],
+    ) -> Result<Option<i64>, StoreError> {
+        let mut client = self.client.borrow_mut();
+        let err = || super::db_error(&self.settings, "write to");
+        self.lost_before(kind, key, crate::faults::point("pg.write.before"))?;
+        let mut tx = client.transaction().map_err(err())?;
+        let (project, host, kind_name) = (&self.project, &self.host, kind.as_str());
+        let rows = match read {
+            None => tx.query_typed(
+                "INSERT INTO baton_state (project, kind, key, doc, epoch, host) \
+                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING rev",
+                &[
+                    (project as &(dyn ToSql + Sync), Type::TEXT),
+                    (&kind_name, Type::TEXT),
+                    (&key, Type::TEXT),
+                    (&doc, Type::TEXT),
+                    (&epoch, Type::INT8),
+                    (host, Type::TEXT),
+                ],
+            ),
+            Some(rev) => tx.query_typed(
+                "UPDATE baton_state SET doc = $4, epoch = $5, host = $6, rev = rev + 1, \
+                 written_at = now() \
+                 WHERE project = $1 AND kind = $2 AND key = $3 AND rev = $7 RETURNING rev",
+                &[
+                    (project as &(dyn ToSql + Sync), Type::TEXT),
+                    (&kind_name, Type::TEXT),
+                    (&key, Type::TEXT),
+                    (&doc, Type::TEXT),
+                    (&epoch, Type::INT8),
+                    (host, Type::TEXT),
+                    (&rev, Type::INT8),
+                ],
+            ),
+        }
+        .map_err(err())?;
+        let Some(rev) = rows.first().map(|r| r.get::<_, i64>(0)) else {
+            // Refused by the fence: the transaction is rolled back as it is dropped.
+            return Ok(None);
+        };
+        for event in events {
+            tx.query_typed(
+                "INSERT INTO baton_journal (project, target, event) VALUES ($1, $2, $3)",
+                &[
+                    (project as &(dyn ToSql + Sync), Type::TEXT),
+                    (&target, Type::TEXT),
+                    (event, Type::TEXT),
+                ],
+            )
+            .map_err(err())?;
+        }
+        // A connection lost here: the server rolls the transaction back.
+        self.lost_before(kind, key, crate::faults::point("pg.write.before-commit"))?;
+        tx.commit().map_err(|e| self.commit_failed(kind, key, e))?;
+        self.lost_after(kind, key, crate::faults::point("pg.write.after-commit"))?;
+        Ok(Some(rev))
+    }
+
+    /// A connection lost before anything was committed: nothing was written.
+    fn lost_before(
+        &self,
+        kind: Kind,
+        key: &str,
+        lost: std::io::Result<()>,
+    ) -> Result<(), StoreError> {
+        lost.map_err(|e| StoreError::WriteLost {
+            path: self.path(kind, key).into(),
+            server: self.settings.shown.clone(),
+            message: e.to_string(),
+        })
+    }
+
+    /// A connection lost after the commit was sent: the write landed or it did not.
+    fn lost_after(
+        &self,
+        kind: Kind,
+        key: &str,
+        lost: std::io::Result<()>,
+    ) -> Result<(), StoreError> {
+        lost.map_err(|e| self.unknown(kind, key, e.to_string()))
+    }
+
+    /// A commit that failed: refused by the server (nothing landed), or with no answer (it
+    /// may have).
+    fn commit_failed(&self, kind: Kind, key: &str, e: postgres::Error) -> StoreError {
+        if e.as_db_error().is_some() {
+            return super::db_error(&self.settings, "write to")(e);
+        }
+        self.unknown(kind, key, super::with_causes(&e))
+    }
+
+    fn unknown(&self, kind: Kind, key: &str, message: String) -> StoreError {
+        let check = match kind {
+            Kind::Loop if !key.is_empty() => format!("baton loop show {key}"),
+            Kind::Run => format!("baton run show {key}"),
+            Kind::Batch => "baton batch show".to_string(),
+            _ => "baton status".to_string(),
+        };
+        StoreError::CommitUnknown {
+            path: self.path(kind, key).into(),
+            server: self.settings.shown.clone(),
+            message,
+            check,
+        }
+    }
+
+    /// How a record is named in messages: the server and the record.
+    pub fn path(&self, kind: Kind, key: &str) -> String {
+        format!("{}#{}/{key}", self.settings.shown, kind.as_str())
     }
 
     /// Deletes a record (a finished run, a legacy file adopted, pause marks lifted) if it is

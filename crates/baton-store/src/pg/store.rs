@@ -123,6 +123,47 @@ impl StateStore for PgStore {
         }
     }
 
+    /// One transaction: the conditional write and its events land together or not at all.
+    fn write_raw_journaled(
+        &self,
+        key: &RecordKey,
+        bytes: &[u8],
+        expect: &Expect,
+        target: JournalTarget,
+        events: &[serde_json::Value],
+    ) -> Result<(Revision, Result<(), StoreError>), StoreError> {
+        if events.is_empty() {
+            return Ok((self.write_raw(key, bytes, expect)?, Ok(())));
+        }
+        let doc = std::str::from_utf8(bytes).map_err(|e| StoreError::Corrupt {
+            path: self.name(key),
+            detail: e.to_string(),
+        })?;
+        let lines = events
+            .iter()
+            .map(serde_json::to_string)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| StoreError::Corrupt {
+                path: PathBuf::from(self.db.shown()),
+                detail: format!("cannot serialize an event: {e}"),
+            })?;
+        let target = journal_name(target)?;
+        let read = self.expected_row(key, expect)?;
+        let epoch = super::transfer::epoch_of(doc);
+        match self.db.write_journaled_if(
+            key.kind(),
+            key.key(),
+            doc,
+            epoch,
+            read,
+            &target,
+            &lines,
+        )? {
+            Some(rev) => Ok((Revision::row(rev), Ok(()))),
+            None => Err(self.conflict(key, expect)),
+        }
+    }
+
     fn archive(
         &self,
         key: &RecordKey,

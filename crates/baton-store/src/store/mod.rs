@@ -366,6 +366,26 @@ pub trait StateStore {
         needle: Option<&[u8]>,
     ) -> Result<Vec<RawListed>, StoreError>;
 
+    /// Writes a record as `write_raw` does and appends `events` to `target`'s journal, as one
+    /// change where the store can make it one: on a server, one transaction (the write and its
+    /// events land together or not at all). The file store writes, then appends: its journal
+    /// is an append-only file of its own, and an append that fails leaves the write standing.
+    /// `Err`: the write was refused or failed. `Ok`: the new revision, and how the appends
+    /// went (an error there is a warning, never an undo).
+    fn write_raw_journaled(
+        &self,
+        key: &RecordKey,
+        bytes: &[u8],
+        expect: &Expect,
+        target: JournalTarget,
+        events: &[serde_json::Value],
+    ) -> Result<(Revision, Result<(), StoreError>), StoreError> {
+        let revision = self.write_raw(key, bytes, expect)?;
+        let appended = events
+            .iter()
+            .try_for_each(|event| self.append_journal(target, event));
+        Ok((revision, appended))
+    }
     /// Appends one event to a target's journal. Called under the lock of the state the event
     /// describes, right after that state's write: the journal never runs ahead of the state.
     fn append_journal(
@@ -395,6 +415,18 @@ pub trait StateStore {
     ) -> Result<Revision, StoreError> {
         write_as(self, &RecordKey::Loop(key.to_string()), state, expect)
     }
+    /// `write_loop` with its journal events, as `write_raw_journaled`.
+    fn write_loop_journaled(
+        &self,
+        key: &str,
+        state: &LoopState,
+        expect: &Expect,
+        events: &[serde_json::Value],
+    ) -> Result<(Revision, Result<(), StoreError>), StoreError> {
+        let record = RecordKey::Loop(key.to_string());
+        let bytes = serialize_as(self, &record, state)?;
+        self.write_raw_journaled(&record, &bytes, expect, JournalTarget::Loop(key), events)
+    }
     fn archive_loop(
         &self,
         key: &str,
@@ -423,6 +455,23 @@ pub trait StateStore {
         write_as(self, &RecordKey::Batch, state, expect)
     }
 
+    /// `write_batch` with its journal events, as `write_raw_journaled`.
+    fn write_batch_journaled(
+        &self,
+        state: &BatchState,
+        expect: &Expect,
+        events: &[serde_json::Value],
+    ) -> Result<(Revision, Result<(), StoreError>), StoreError> {
+        let bytes = serialize_as(self, &RecordKey::Batch, state)?;
+        self.write_raw_journaled(
+            &RecordKey::Batch,
+            &bytes,
+            expect,
+            JournalTarget::Batch,
+            events,
+        )
+    }
+
     fn read_run(&self, id: &RunId) -> Result<Option<Versioned<RunState>>, StoreError> {
         let loaded: Option<Versioned<RunState>> = read_as(self, &RecordKey::Run(id.clone()))?;
         // A record that names another run would be written back over that run's record.
@@ -442,6 +491,21 @@ pub trait StateStore {
             detail: e.to_string(),
         })?;
         write_as(self, &RecordKey::Run(id), state, expect)
+    }
+    /// `write_run` with its journal events, as `write_raw_journaled`.
+    fn write_run_journaled(
+        &self,
+        state: &RunState,
+        expect: &Expect,
+        events: &[serde_json::Value],
+    ) -> Result<(Revision, Result<(), StoreError>), StoreError> {
+        let id = RunId::parse(&state.run_id).map_err(|e| StoreError::Corrupt {
+            path: self.layout().runs_dir(),
+            detail: e.to_string(),
+        })?;
+        let record = RecordKey::Run(id.clone());
+        let bytes = serialize_as(self, &record, state)?;
+        self.write_raw_journaled(&record, &bytes, expect, JournalTarget::Run(&id), events)
     }
     /// Every run whose bytes contain `needle`, in id order; an unreadable one is reported.
     fn list_runs(&self, needle: Option<&[u8]>) -> Result<Vec<ListedRun>, StoreError> {
@@ -501,6 +565,16 @@ fn write_as<S: StateStore + ?Sized, T: Serialize>(
     state: &T,
     expect: &Expect,
 ) -> Result<Revision, StoreError> {
+    let bytes = serialize_as(store, key, state)?;
+    store.write_raw(key, &bytes, expect)
+}
+
+/// The bytes `write_as` writes.
+fn serialize_as<S: StateStore + ?Sized, T: Serialize>(
+    store: &S,
+    key: &RecordKey,
+    state: &T,
+) -> Result<Vec<u8>, StoreError> {
     let mut bytes = serde_json::to_vec_pretty(state).map_err(|e| StoreError::Corrupt {
         path: store.name(key),
         detail: format!("cannot serialize: {e}"),
@@ -513,7 +587,7 @@ fn write_as<S: StateStore + ?Sized, T: Serialize>(
             cap: STATE_FILE_CAP,
         });
     }
-    store.write_raw(key, &bytes, expect)
+    Ok(bytes)
 }
 
 /// The archived name of a record: `<stem>.<UTC stamp>.json`, and a second form with a random

@@ -285,6 +285,14 @@ impl TestEnv {
         self.repo.join(".agentic")
     }
 
+    /// The server and project of this environment, when it runs against PostgreSQL.
+    pub fn pg_project(&self) -> Option<(&str, &str)> {
+        match &self.store {
+            Store::Postgres { url, project, .. } => Some((url, project)),
+            Store::Files(_) => None,
+        }
+    }
+
     /// The store the runs of this environment use.
     pub fn store(&self) -> &dyn StateStore {
         self.store.get()

@@ -21,6 +21,7 @@ mod journal;
 mod ledgers;
 mod live_sessions;
 mod monorepo;
+mod pg_faults;
 mod privileges;
 mod races;
 mod regressions;
