@@ -77,6 +77,16 @@ pub enum StoreError {
         server: String,
         message: String,
     },
+    #[error(
+        "cannot {action} the PostgreSQL server {server}: no answer within {:.1}s: the network path to it went silent, or the server is stuck",
+        waited.as_secs_f64()
+    )]
+    Unanswered {
+        action: &'static str,
+        /// The server, named without its password.
+        server: String,
+        waited: std::time::Duration,
+    },
     #[error("git {args} failed in {dir}: {detail}")]
     Git {
         args: String,
@@ -158,6 +168,9 @@ impl StoreError {
                 "check that the server runs and the URL (BATON_STORE or --store), PGHOST, PGPORT, PGUSER and the password (PGPASSWORD or ~/.pgpass) name it".into(),
             ),
             StoreError::Db { .. } => None,
+            StoreError::Unanswered { .. } => Some(
+                "this command gave up on the server, and changed nothing the server had not confirmed (a write it sent just before the silence may have landed: `baton status` shows the state); check the network to the server and that it runs, then run the command again".into(),
+            ),
             StoreError::TooLargeToWrite { .. } => Some(
                 "nothing was written; shorten what you are recording (a summary, a finding, a note)"
                     .into(),

@@ -163,6 +163,7 @@ pub fn resolve(url: &str, env: &dyn Surroundings) -> Result<Settings, String> {
             .unwrap_or(10);
         config.connect_timeout(Duration::from_secs(secs));
     }
+    bound_the_network(&mut config);
     if config.get_application_name().is_none() {
         config.application_name("baton");
     }
@@ -187,6 +188,50 @@ pub fn resolve(url: &str, env: &dyn Surroundings) -> Result<Settings, String> {
     }
     let shown = format!("postgres://{user}@{host}:{port}/{dbname}");
     Ok(Settings { config, tls, shown })
+}
+
+/// How long a peer may stay silent before its connection is taken for dead, on both ends.
+pub const SILENT_PEER: Duration = Duration::from_secs(5);
+
+/// Bounds on a silent network, on both ends of the connection, where the URL sets none:
+/// this machine's socket probes an idle connection after 2 s, each second, and drops it after
+/// 3 unanswered probes, or when what it sent stays unacknowledged for `SILENT_PEER`; the
+/// server's socket for this session does the same (`tcp_keepalives_*`, `tcp_user_timeout`),
+/// so that the session of a machine that vanished, and the locks it held, end in seconds.
+fn bound_the_network(config: &mut postgres::Config) {
+    if config.get_keepalives_idle() == Duration::from_secs(2 * 60 * 60) {
+        config.keepalives_idle(Duration::from_secs(2));
+    }
+    if config.get_keepalives_interval().is_none() {
+        config.keepalives_interval(Duration::from_secs(1));
+    }
+    if config.get_keepalives_retries().is_none() {
+        config.keepalives_retries(3);
+    }
+    if config.get_tcp_user_timeout().is_none() {
+        config.tcp_user_timeout(SILENT_PEER);
+    }
+    with_session_settings(
+        config,
+        &[
+            ("tcp_keepalives_idle", "2".into()),
+            ("tcp_keepalives_interval", "1".into()),
+            ("tcp_keepalives_count", "3".into()),
+            ("tcp_user_timeout", SILENT_PEER.as_millis().to_string()),
+        ],
+    );
+}
+
+/// `-c name=value` for each setting not in `config`'s options already: a setting for the
+/// server's side of the session, applied as it starts.
+pub fn with_session_settings(config: &mut postgres::Config, settings: &[(&str, String)]) {
+    let mut options = config.get_options().unwrap_or_default().to_string();
+    for (name, value) in settings {
+        if !options.contains(name) {
+            options.push_str(&format!(" -c {name}={value}"));
+        }
+    }
+    config.options(options.trim_start());
 }
 
 /// A URL's parts as the driver reads them (tokio-postgres's parser, which is what connects):

@@ -3,6 +3,7 @@
 
 pub mod backend;
 pub mod config;
+pub mod deadline;
 pub mod records;
 pub mod store;
 pub mod tls;
@@ -59,6 +60,23 @@ pub fn connect(settings: &Settings) -> Result<Client, StoreError> {
         Some(tls) => settings.config.connect(tls),
     }
     .map_err(db_error(settings, "connect to"))
+}
+
+/// A connection to the server `settings` name, made within `bound`, with the watchdog that
+/// bounds each of its round trips.
+pub fn connect_watched(
+    settings: &Settings,
+    bound: std::time::Duration,
+) -> Result<(Client, deadline::Watchdog), StoreError> {
+    let (dog, client, fired) = deadline::Watchdog::connect(bound, || connect(settings));
+    if fired {
+        return Err(StoreError::Unanswered {
+            action: "connect to",
+            server: settings.shown.clone(),
+            waited: bound,
+        });
+    }
+    Ok((client?, dog))
 }
 
 /// The schema's version: the latest migration applied, `None` before the first.
