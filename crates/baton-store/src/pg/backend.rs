@@ -73,26 +73,33 @@ impl Db {
         host: &str,
         lock_wait: Duration,
     ) -> Result<Db, StoreError> {
-        let mut settings = config::resolve(url, env).map_err(|message| StoreError::Db {
+        let settings = config::resolve(url, env).map_err(|message| StoreError::Db {
             action: "use",
             server: config::redact(url),
             message,
         })?;
         let bound = lock_wait + super::deadline::GRACE;
         let ms = |d: Duration| d.as_millis().clamp(1, i32::MAX as u128).to_string();
-        config::with_session_settings(
-            &mut settings.config,
-            &[
-                ("statement_timeout", ms(lock_wait + Duration::from_secs(1))),
-                ("idle_in_transaction_session_timeout", ms(bound)),
-            ],
-        );
+        let statement_timeout = ms(lock_wait + Duration::from_secs(1));
+        let mut session: Vec<(&str, String)> = config::SERVER_SOCKET
+            .iter()
+            .map(|(n, v)| (*n, v.to_string()))
+            .collect();
+        session.extend([
+            ("statement_timeout", statement_timeout.clone()),
+            ("idle_in_transaction_session_timeout", ms(bound)),
+        ]);
+        let (names, values) = super::setting_params(&session);
         let (mut client, dog) = super::connect_watched(&settings, bound)?;
-        // One round trip: the server's clock and the schema's version.
+        // One round trip: the server's clock and the schema's version, and the session's
+        // settings.
         let (answer, fired) = dog.within(bound, || {
-            client.query_typed(
-                "SELECT now(), coalesce(max(version), 0) FROM baton_schema_history",
-                &[],
+            client.query(
+                &format!(
+                    "SELECT now(), (SELECT coalesce(max(version), 0) FROM baton_schema_history), {}",
+                    super::APPLY_SETTINGS
+                ),
+                &[&names, &values],
             )
         });
         if fired {
@@ -126,7 +133,11 @@ impl Db {
             });
         }
         Ok(Db {
-            records: Records::new(client, settings.clone(), project, host).watched(dog, bound),
+            records: Records::new(client, settings.clone(), project, host).watched(
+                dog,
+                bound,
+                statement_timeout,
+            ),
             settings,
             opened_at: std::cell::Cell::new(now.and_then(|t| Timestamp::try_from(t).ok())),
         })

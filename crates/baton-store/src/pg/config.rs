@@ -193,11 +193,10 @@ pub fn resolve(url: &str, env: &dyn Surroundings) -> Result<Settings, String> {
 /// How long a peer may stay silent before its connection is taken for dead, on both ends.
 pub const SILENT_PEER: Duration = Duration::from_secs(5);
 
-/// Bounds on a silent network, on both ends of the connection, where the URL sets none:
-/// this machine's socket probes an idle connection after 2 s, each second, and drops it after
-/// 3 unanswered probes, or when what it sent stays unacknowledged for `SILENT_PEER`; the
-/// server's socket for this session does the same (`tcp_keepalives_*`, `tcp_user_timeout`),
-/// so that the session of a machine that vanished, and the locks it held, end in seconds.
+/// Bounds on a silent network on this machine's end of the connection, where the URL sets
+/// none: its socket probes an idle connection after 2 s, each second, and drops it after 3
+/// unanswered probes, or when what it sent stays unacknowledged for `SILENT_PEER`. The server's
+/// end gets the same from `SERVER_SOCKET`.
 fn bound_the_network(config: &mut postgres::Config) {
     if config.get_keepalives_idle() == Duration::from_secs(2 * 60 * 60) {
         config.keepalives_idle(Duration::from_secs(2));
@@ -211,28 +210,19 @@ fn bound_the_network(config: &mut postgres::Config) {
     if config.get_tcp_user_timeout().is_none() {
         config.tcp_user_timeout(SILENT_PEER);
     }
-    with_session_settings(
-        config,
-        &[
-            ("tcp_keepalives_idle", "2".into()),
-            ("tcp_keepalives_interval", "1".into()),
-            ("tcp_keepalives_count", "3".into()),
-            ("tcp_user_timeout", SILENT_PEER.as_millis().to_string()),
-        ],
-    );
 }
 
-/// `-c name=value` for each setting not in `config`'s options already: a setting for the
-/// server's side of the session, applied as it starts.
-pub fn with_session_settings(config: &mut postgres::Config, settings: &[(&str, String)]) {
-    let mut options = config.get_options().unwrap_or_default().to_string();
-    for (name, value) in settings {
-        if !options.contains(name) {
-            options.push_str(&format!(" -c {name}={value}"));
-        }
-    }
-    config.options(options.trim_start());
-}
+/// The session settings that bound a silent network on the server's end: its socket for this
+/// session probes after 2 s idle, each second, 3 times, and drops the session when what it
+/// sent stays unacknowledged `SILENT_PEER` (ms), so that the session of a machine that
+/// vanished, and the locks it held, end in seconds. Set with `set_config` once connected (not
+/// as startup `options`, which a pooler such as PgBouncer refuses).
+pub const SERVER_SOCKET: [(&str, &str); 4] = [
+    ("tcp_keepalives_idle", "2"),
+    ("tcp_keepalives_interval", "1"),
+    ("tcp_keepalives_count", "3"),
+    ("tcp_user_timeout", "5000"),
+];
 
 /// A URL's parts as the driver reads them (tokio-postgres's parser, which is what connects):
 /// the user info runs to the first `@` anywhere (so a password may hold a raw `/`, `?` or

@@ -47,6 +47,9 @@ pub struct Records {
     pub host: String,
     /// What bounds each round trip, and the bound of one that waits for no lock.
     watch: Option<(super::deadline::Watchdog, Duration)>,
+    /// The session's own statement timeout, which a lock's wait restores (`None`: the
+    /// server's default).
+    statement_timeout: Option<String>,
 }
 
 fn ts(t: std::time::SystemTime) -> Timestamp {
@@ -61,13 +64,21 @@ impl Records {
             project: project.into(),
             host: host.into(),
             watch: None,
+            statement_timeout: None,
         }
     }
 
     /// The same, each round trip given up on after `bound` (a lock's, after its wait and
-    /// `deadline::GRACE`) by `dog`, which watches `client`'s socket.
-    pub fn watched(mut self, dog: super::deadline::Watchdog, bound: Duration) -> Records {
+    /// `deadline::GRACE`) by `dog`, which watches `client`'s socket; the session's statement
+    /// timeout is `statement_timeout` (ms).
+    pub fn watched(
+        mut self,
+        dog: super::deadline::Watchdog,
+        bound: Duration,
+        statement_timeout: String,
+    ) -> Records {
         self.watch = Some((dog, bound));
+        self.statement_timeout = Some(statement_timeout);
         self
     }
 
@@ -274,13 +285,22 @@ impl Records {
                 Err(e) => Err(e),
             },
         );
-        // Back to the session's own timeouts (those it was opened with).
-        let reset = self.run(
-            "lock on",
-            "SELECT set_config(name, reset_val, false) FROM pg_settings \
-             WHERE name IN ('lock_timeout', 'statement_timeout')",
-            &[],
-        );
+        // Back to the session's own timeouts.
+        let reset = match &self.statement_timeout {
+            Some(own) => self.run(
+                "lock on",
+                "SELECT set_config('lock_timeout', \
+                   (SELECT reset_val FROM pg_settings WHERE name = 'lock_timeout'), false), \
+                 set_config('statement_timeout', $1, false)",
+                &[Param::Text(own)],
+            ),
+            None => self.run(
+                "lock on",
+                "SELECT set_config(name, reset_val, false) FROM pg_settings \
+                 WHERE name IN ('lock_timeout', 'statement_timeout')",
+                &[],
+            ),
+        };
         let taken = taken?;
         reset.map(|_| taken)
     }
