@@ -3,7 +3,7 @@
 # pairs (addresses only inside them), the server in one, baton in two others, each with a host
 # name of its own. Needs root, ip (iproute2), unshare, and the PostgreSQL server binaries.
 #
-#   scripts/fleet.sh [--trials N] [--no-cut] [--soak SECONDS] [--debug]
+#   scripts/fleet.sh [--trials N] [--no-cut] [--no-vanish] [--soak SECONDS] [--debug]
 #
 # --debug uses the debug build `cargo test` leaves instead of a release build (for CI).
 # 1. Race: N times (default 200), a loop is interrupted, then a session on each machine runs
@@ -12,7 +12,12 @@
 #    and heartbeats it every 5 s; its link is cut; machine 2 is refused until the TTL has passed
 #    by the server's clock, then takes the run over; the link comes back, and machine 1's next
 #    heartbeat refreshes nothing and its write on its old epoch is refused.
-# 3. Soak (default 120 s; --soak 0 skips it): 64 simulated agents, 32 on each machine, cycle
+# 3. Vanish (skipped with --no-vanish; takes about 10 s): machine 1 holds a state lock (a
+#    session advisory lock, through baton's own connection) and its link is cut with no word
+#    to the server; machine 2 must get the lock within 10 s of the cut (the server drops the
+#    silent session: keepalives and tcp_user_timeout baton sets for it); the link comes back,
+#    and machine 1's write at the revision it read under the lock is refused.
+# 4. Soak (default 120 s; --soak 0 skips it): 64 simulated agents, 32 on each machine, cycle
 #    init / set / heartbeat / interrupt / accept on 16 shared tickets; then the journal must
 #    hold every acknowledged write, and no ticket two owners at one epoch. Prints operations
 #    per second and latency percentiles (crates/baton/examples/fleet_soak.rs).
@@ -23,15 +28,17 @@ cd "$(dirname "$0")/.."
 
 trials=200
 cut=1
+vanish=1
 soak=120
 profile=release
 while [ $# -gt 0 ]; do
   case "$1" in
     --trials) trials="$2"; shift 2 ;;
     --no-cut) cut=0; shift ;;
+    --no-vanish) vanish=0; shift ;;
     --soak) soak="$2"; shift 2 ;;
     --debug) profile=dev; shift ;;
-    *) echo "usage: scripts/fleet.sh [--trials N] [--no-cut] [--soak SECONDS] [--debug]" >&2; exit 2 ;;
+    *) echo "usage: scripts/fleet.sh [--trials N] [--no-cut] [--no-vanish] [--soak SECONDS] [--debug]" >&2; exit 2 ;;
   esac
 done
 
@@ -49,6 +56,7 @@ work=$(mktemp -d /tmp/baton-fleet.XXXXXX)
 chmod 755 "$work"
 cleanup() {
   [ -z "${holder:-}" ] || kill "$holder" 2>/dev/null || true
+  [ -z "${locker:-}" ] || kill "$locker" 2>/dev/null || true
   ip netns exec baton-srv runuser -u postgres -- "$pgbin/pg_ctl" -D "$work/pg/data" -m immediate stop >/dev/null 2>&1 || true
   for n in "${ns[@]}"; do ip netns del "$n" 2>/dev/null || true; done
   rm -rf "$work"
@@ -131,6 +139,37 @@ if [ "$soak" -gt 0 ]; then
     --tickets 16 --seconds "$soak" "$work/soak-1" "$work/soak-2" || {
     echo "fleet: FAIL soak" >&2; exit 1
   }
+fi
+
+if [ "$vanish" = 1 ]; then
+  machine 1 "$soaker" hold --seconds 300 > "$work/hold" 2>&1 &
+  locker=$!
+  for _ in $(seq 1 100); do grep -q '^held' "$work/hold" && break; sleep 0.1; done
+  read_rev=$(awk '/^held/ {print $2}' "$work/hold")
+  [ -n "$read_rev" ] || { echo "fleet: FAIL machine 1 did not take the lock" >&2; cat "$work/hold" >&2; exit 1; }
+  set +e
+  machine 2 "$soaker" take --seconds 1 > "$work/take-live" 2>&1; live=$?
+  set -e
+  [ "$live" != 0 ] || { echo "fleet: FAIL machine 2 took a lock machine 1 holds" >&2; cat "$work/take-live" >&2; exit 1; }
+  ip -n baton-m1 link set bm1 down
+  cut_at=$(date +%s.%N)
+  machine 2 "$soaker" take --seconds 120 > "$work/take" 2>&1 || {
+    echo "fleet: FAIL machine 2 never got the lock of the vanished machine" >&2; cat "$work/take" >&2; exit 1
+  }
+  freed=$(echo "$(date +%s.%N) - $cut_at" | bc)
+  ip -n baton-m1 link set bm1 up
+  if [ "$(echo "$freed > 10" | bc)" = 1 ]; then
+    echo "fleet: FAIL the vanished machine's lock was freed only $freed s after the cut (bound: 10 s)" >&2; exit 1
+  fi
+  machine 1 "$soaker" write "$read_rev" > "$work/rewrite" 2>&1 || true
+  grep -q '^refused' "$work/rewrite" || {
+    echo "fleet: FAIL machine 1's write at the revision it read under the lost lock was not refused" >&2
+    cat "$work/rewrite" >&2; exit 1
+  }
+  kill "$locker" 2>/dev/null || true
+  wait "$locker" 2>/dev/null || true
+  locker=
+  echo "fleet: vanish: the lock of a machine cut off the network was free for another ${freed} s after the cut; its write on return refused by revision"
 fi
 
 [ "$cut" = 1 ] || exit 0

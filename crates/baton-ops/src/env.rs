@@ -278,11 +278,12 @@ impl Ctx {
         if let Some(db) = DATABASE.with(|d| (**d.borrow()).clone()) {
             return Ok(Some(db));
         }
-        let db = std::rc::Rc::new(baton_store::pg::backend::Db::open(
+        let db = std::rc::Rc::new(baton_store::pg::backend::Db::open_within(
             &url,
             self.store_surroundings(),
             &self.project_name(root)?,
             &baton_store::process::host(),
+            self.lock_wait,
         )?);
         DATABASE.with(|d| *d.borrow_mut() = std::mem::ManuallyDrop::new(Some(db.clone())));
         Ok(Some(db))

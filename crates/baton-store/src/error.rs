@@ -99,6 +99,16 @@ pub enum StoreError {
         /// The command that shows whether it landed.
         check: String,
     },
+    #[error(
+        "cannot {action} the PostgreSQL server {server}: no answer within {:.1}s: the network path to it went silent, or the server is stuck",
+        waited.as_secs_f64()
+    )]
+    Unanswered {
+        action: &'static str,
+        /// The server, named without its password.
+        server: String,
+        waited: std::time::Duration,
+    },
     #[error("git {args} failed in {dir}: {detail}")]
     Git {
         args: String,
@@ -186,6 +196,9 @@ impl StoreError {
             StoreError::CommitUnknown { check, .. } => Some(format!(
                 "check whether it landed with `{check}` (and `baton log` for its history) before running the command again; a retry is fenced on what it reads, so it never applies the change twice"
             )),
+            StoreError::Unanswered { .. } => Some(
+                "this command gave up on the server, and changed nothing the server had not confirmed (a write it sent just before the silence may have landed: `baton status` shows the state); check the network to the server and that it runs, then run the command again".into(),
+            ),
             StoreError::TooLargeToWrite { .. } => Some(
                 "nothing was written; shorten what you are recording (a summary, a finding, a note)"
                     .into(),

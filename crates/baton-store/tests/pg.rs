@@ -349,3 +349,51 @@ fn require_against_a_server_without_tls_is_refused() {
     );
     assert_eq!(encrypted(&server.url()), Ok(false), "prefer falls back");
 }
+
+/// The server's end of every connection baton makes drops a silent peer in seconds, as does
+/// this machine's, and a state session's statements and idle transactions are bounded.
+#[test]
+fn both_ends_of_a_connection_drop_a_silent_peer_in_seconds() {
+    let Some(server) = migrated("both_ends_of_a_connection_drop_a_silent_peer_in_seconds") else {
+        return;
+    };
+    let settings = resolve(&server.url(), &Process).unwrap();
+    assert_eq!(
+        settings.config.get_keepalives_idle(),
+        Duration::from_secs(2)
+    );
+    assert_eq!(
+        settings.config.get_tcp_user_timeout(),
+        Some(&Duration::from_secs(5))
+    );
+    let mut client = connect(&settings).unwrap();
+    let row = client
+        .query_one(
+            "SELECT current_setting('tcp_keepalives_idle'), current_setting('tcp_keepalives_interval'), \
+                    current_setting('tcp_keepalives_count'), current_setting('tcp_user_timeout')",
+            &[],
+        )
+        .unwrap();
+    let got: Vec<String> = (0..4).map(|i| row.get(i)).collect();
+    assert_eq!(got, ["2", "1", "3", "5000"]);
+
+    // A state session has them too, and a lock's wait (which raises the statement timeout
+    // for one statement) leaves it working.
+    use baton_store::pg::backend::Db;
+    let db = std::rc::Rc::new(
+        Db::open_within(
+            &server.url(),
+            &Process,
+            "proj",
+            "machine-a",
+            Duration::from_secs(2),
+        )
+        .unwrap(),
+    );
+    let other = Db::open(&server.url(), &Process, "proj", "machine-b").unwrap();
+    let other = std::rc::Rc::new(other);
+    let held = other.lock("scope", Duration::from_secs(1)).unwrap();
+    assert!(db.lock("scope", Duration::from_millis(200)).is_err());
+    drop(held);
+    drop(db.lock("scope", Duration::from_secs(1)).unwrap());
+}

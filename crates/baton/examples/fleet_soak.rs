@@ -5,6 +5,9 @@
 //! ```text
 //! fleet_soak agents --baton PATH --dir CLONE --machine M --agents N --first I --tickets T --seconds S --out FILE
 //! fleet_soak check  --baton PATH --dir CLONE --tickets T --seconds S FILE...
+//! fleet_soak hold   --seconds S
+//! fleet_soak take   --seconds S
+//! fleet_soak write  REV
 //! ```
 //!
 //! `agents` runs N agents (sessions `agent-I` … `agent-(I+N-1)`) with `BATON_STORE` as it finds
@@ -14,6 +17,14 @@
 //! every acknowledged write is in it, epochs never go back, no two sessions wrote at one owner
 //! epoch, each `set` starts from the iteration the one before it left, and the record ends
 //! where its journal does; then it prints operations per second and latency percentiles.
+//!
+//! `hold`, `take` and `write` are a state lock and a fenced write through baton's own
+//! connection to the server `BATON_STORE` names (project `fleet-vanish`, lock scope and loop
+//! record `vanish`): `hold` takes the lock, reads the record (writing it first if there is
+//! none), prints `held REV` and keeps the lock S seconds; `take` tries for the lock for up to
+//! S seconds, prints `taken after SECONDS`, then writes the record at the revision it reads
+//! and prints `wrote REV`; `write REV` writes the record only if it is still at REV (as a
+//! machine that comes back with what it read before) and prints `wrote REV` or `refused`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
@@ -31,6 +42,9 @@ fn main() {
     let result = match args.first().map(String::as_str) {
         Some("agents") => agents(&Flags::parse(&args[1..])),
         Some("check") => check(&Flags::parse(&args[1..])),
+        Some("hold") => hold(&Flags::parse(&args[1..])),
+        Some("take") => take(&Flags::parse(&args[1..])),
+        Some("write") => write(args.get(1).and_then(|r| r.parse().ok())),
         _ => Err("usage: fleet_soak agents|check [flags] (see the source's header)".into()),
     };
     if let Err(e) = result {
@@ -78,6 +92,79 @@ impl Flags {
         }
         f
     }
+}
+
+/// Baton's connection to the server `BATON_STORE` names, for the project `fleet-vanish`.
+fn vanish_db() -> Result<std::rc::Rc<baton_store::pg::backend::Db>, String> {
+    use baton_store::pg;
+    let url = std::env::var("BATON_STORE").map_err(|_| "BATON_STORE is not set")?;
+    let host = baton_store::process::host();
+    let db = pg::backend::Db::open(&url, &pg::config::Process, "fleet-vanish", &host)
+        .map_err(|e| e.to_string())?;
+    Ok(std::rc::Rc::new(db))
+}
+
+const VANISH: &str = "vanish";
+
+fn hold(flags: &Flags) -> Result<(), String> {
+    use baton_store::RecordKind;
+    let db = vanish_db()?;
+    let _lock = db
+        .lock(VANISH, Duration::from_secs(5))
+        .map_err(|e| e.to_string())?;
+    let rev = match db
+        .read(RecordKind::Loop, VANISH)
+        .map_err(|e| e.to_string())?
+    {
+        Some(r) => r.rev,
+        None => db
+            .write_if(RecordKind::Loop, VANISH, "{}", 1, None)
+            .map_err(|e| e.to_string())?
+            .ok_or("the record was written meanwhile")?,
+    };
+    println!("held {rev}");
+    std::io::stdout().flush().ok();
+    std::thread::sleep(Duration::from_secs(flags.seconds));
+    Ok(())
+}
+
+fn take(flags: &Flags) -> Result<(), String> {
+    use baton_store::RecordKind;
+    let db = vanish_db()?;
+    let start = Instant::now();
+    let _lock = loop {
+        match db.lock(VANISH, Duration::from_millis(250)) {
+            Ok(lock) => break lock,
+            Err(baton_store::StoreError::LockBusy { .. })
+                if start.elapsed() < Duration::from_secs(flags.seconds) => {}
+            Err(e) => return Err(format!("after {:.1} s: {e}", start.elapsed().as_secs_f64())),
+        }
+    };
+    println!("taken after {:.1}", start.elapsed().as_secs_f64());
+    let read = db
+        .read(RecordKind::Loop, VANISH)
+        .map_err(|e| e.to_string())?
+        .ok_or("no record")?;
+    let rev = db
+        .write_if(RecordKind::Loop, VANISH, "{\"by\":2}", 1, Some(read.rev))
+        .map_err(|e| e.to_string())?
+        .ok_or("the record was written meanwhile")?;
+    println!("wrote {rev}");
+    Ok(())
+}
+
+fn write(read: Option<i64>) -> Result<(), String> {
+    use baton_store::RecordKind;
+    let read = read.ok_or("usage: fleet_soak write REV")?;
+    let db = vanish_db()?;
+    match db
+        .write_if(RecordKind::Loop, VANISH, "{\"by\":1}", 1, Some(read))
+        .map_err(|e| e.to_string())?
+    {
+        Some(rev) => println!("wrote {rev}"),
+        None => println!("refused"),
+    }
+    Ok(())
 }
 
 /// Runs baton as `session`; its exit code and how long it took.

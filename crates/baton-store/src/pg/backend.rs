@@ -50,24 +50,66 @@ impl Drop for DbLock {
 
 impl Db {
     /// Connects to the server `url` names, for `project`, and checks that its schema is the
-    /// one this baton writes.
+    /// one this baton writes; locks wait the default `lock::DEFAULT_LOCK_WAIT`.
     pub fn open(
         url: &str,
         env: &dyn config::Surroundings,
         project: &str,
         host: &str,
     ) -> Result<Db, StoreError> {
+        Self::open_within(url, env, project, host, crate::lock::DEFAULT_LOCK_WAIT)
+    }
+
+    /// As `open`, for locks that wait at most `lock_wait`. Every round trip then has a bound
+    /// whatever the network does: the server gives up on a statement after `lock_wait` and a
+    /// second (`statement_timeout`, which bounds a row lock's wait too), on a transaction left idle after
+    /// `lock_wait` and `deadline::GRACE`, and this machine on an answer after that too (a
+    /// lock's wait after its own wait and the grace): then the call fails with
+    /// `StoreError::Unanswered`, naming the server.
+    pub fn open_within(
+        url: &str,
+        env: &dyn config::Surroundings,
+        project: &str,
+        host: &str,
+        lock_wait: Duration,
+    ) -> Result<Db, StoreError> {
         let settings = config::resolve(url, env).map_err(|message| StoreError::Db {
             action: "use",
             server: config::redact(url),
             message,
         })?;
-        let mut client = super::connect(&settings)?;
-        // One round trip: the server's clock and the schema's version.
-        let (now, at) = match client.query_typed(
-            "SELECT now(), coalesce(max(version), 0) FROM baton_schema_history",
-            &[],
-        ) {
+        let bound = lock_wait + super::deadline::GRACE;
+        let ms = |d: Duration| d.as_millis().clamp(1, i32::MAX as u128).to_string();
+        let statement_timeout = ms(lock_wait + Duration::from_secs(1));
+        let mut session: Vec<(&str, String)> = config::SERVER_SOCKET
+            .iter()
+            .map(|(n, v)| (*n, v.to_string()))
+            .collect();
+        session.extend([
+            ("statement_timeout", statement_timeout.clone()),
+            ("idle_in_transaction_session_timeout", ms(bound)),
+        ]);
+        let (names, values) = super::setting_params(&session);
+        let (mut client, dog) = super::connect_watched(&settings, bound)?;
+        // One round trip: the server's clock and the schema's version, and the session's
+        // settings.
+        let (answer, fired) = dog.within(bound, || {
+            client.query(
+                &format!(
+                    "SELECT now(), (SELECT coalesce(max(version), 0) FROM baton_schema_history), {}",
+                    super::APPLY_SETTINGS
+                ),
+                &[&names, &values],
+            )
+        });
+        if fired {
+            return Err(StoreError::Unanswered {
+                action: "use",
+                server: settings.shown.clone(),
+                waited: bound,
+            });
+        }
+        let (now, at) = match answer {
             Ok(rows) => (
                 Some(rows[0].get::<_, std::time::SystemTime>(0)),
                 rows[0].get::<_, i32>(1),
@@ -91,7 +133,11 @@ impl Db {
             });
         }
         Ok(Db {
-            records: Records::new(client, settings.clone(), project, host),
+            records: Records::new(client, settings.clone(), project, host).watched(
+                dog,
+                bound,
+                statement_timeout,
+            ),
             settings,
             opened_at: std::cell::Cell::new(now.and_then(|t| Timestamp::try_from(t).ok())),
         })

@@ -163,6 +163,7 @@ pub fn resolve(url: &str, env: &dyn Surroundings) -> Result<Settings, String> {
             .unwrap_or(10);
         config.connect_timeout(Duration::from_secs(secs));
     }
+    bound_the_network(&mut config);
     if config.get_application_name().is_none() {
         config.application_name("baton");
     }
@@ -188,6 +189,40 @@ pub fn resolve(url: &str, env: &dyn Surroundings) -> Result<Settings, String> {
     let shown = format!("postgres://{user}@{host}:{port}/{dbname}");
     Ok(Settings { config, tls, shown })
 }
+
+/// How long a peer may stay silent before its connection is taken for dead, on both ends.
+pub const SILENT_PEER: Duration = Duration::from_secs(5);
+
+/// Bounds on a silent network on this machine's end of the connection, where the URL sets
+/// none: its socket probes an idle connection after 2 s, each second, and drops it after 3
+/// unanswered probes, or when what it sent stays unacknowledged for `SILENT_PEER`. The server's
+/// end gets the same from `SERVER_SOCKET`.
+fn bound_the_network(config: &mut postgres::Config) {
+    if config.get_keepalives_idle() == Duration::from_secs(2 * 60 * 60) {
+        config.keepalives_idle(Duration::from_secs(2));
+    }
+    if config.get_keepalives_interval().is_none() {
+        config.keepalives_interval(Duration::from_secs(1));
+    }
+    if config.get_keepalives_retries().is_none() {
+        config.keepalives_retries(3);
+    }
+    if config.get_tcp_user_timeout().is_none() {
+        config.tcp_user_timeout(SILENT_PEER);
+    }
+}
+
+/// The session settings that bound a silent network on the server's end: its socket for this
+/// session probes after 2 s idle, each second, 3 times, and drops the session when what it
+/// sent stays unacknowledged `SILENT_PEER` (ms), so that the session of a machine that
+/// vanished, and the locks it held, end in seconds. Set with `set_config` once connected (not
+/// as startup `options`, which a pooler such as PgBouncer refuses).
+pub const SERVER_SOCKET: [(&str, &str); 4] = [
+    ("tcp_keepalives_idle", "2"),
+    ("tcp_keepalives_interval", "1"),
+    ("tcp_keepalives_count", "3"),
+    ("tcp_user_timeout", "5000"),
+];
 
 /// A URL's parts as the driver reads them (tokio-postgres's parser, which is what connects):
 /// the user info runs to the first `@` anywhere (so a password may hold a raw `/`, `?` or

@@ -3,6 +3,7 @@
 
 pub mod backend;
 pub mod config;
+pub mod deadline;
 pub mod records;
 pub mod store;
 pub mod tls;
@@ -47,8 +48,38 @@ fn with_causes(e: &dyn std::error::Error) -> String {
     text
 }
 
-/// A connection to the server `settings` name.
+/// A scalar subquery that applies the session settings named in `$1` to the values in `$2`
+/// (text arrays), skipping any this server does not know (`tcp_user_timeout` is PostgreSQL
+/// 12's): it goes into a statement baton sends anyway, and costs no round trip of its own.
+pub const APPLY_SETTINGS: &str = "(SELECT count(set_config(s.name, s.value, false)) \
+     FROM unnest($1::text[], $2::text[]) AS s(name, value) \
+     WHERE s.name IN (SELECT name FROM pg_settings))";
+
+/// The names and values of `settings`, as `APPLY_SETTINGS` takes them.
+pub fn setting_params(settings: &[(&str, String)]) -> (Vec<String>, Vec<String>) {
+    settings
+        .iter()
+        .map(|(n, v)| (n.to_string(), v.clone()))
+        .unzip()
+}
+
+/// A connection to the server `settings` name, its server's end bounded as
+/// `config::SERVER_SOCKET` says.
 pub fn connect(settings: &Settings) -> Result<Client, StoreError> {
+    let mut client = connect_bare(settings)?;
+    let server: Vec<(&str, String)> = config::SERVER_SOCKET
+        .iter()
+        .map(|(n, v)| (*n, v.to_string()))
+        .collect();
+    let (names, values) = setting_params(&server);
+    client
+        .query(&format!("SELECT {APPLY_SETTINGS}"), &[&names, &values])
+        .map_err(db_error(settings, "connect to"))?;
+    Ok(client)
+}
+
+/// A connection, its session as the server's settings make it.
+fn connect_bare(settings: &Settings) -> Result<Client, StoreError> {
     let connector = tls::connector(&settings.tls).map_err(|message| StoreError::Db {
         action: "connect to",
         server: settings.shown.clone(),
@@ -59,6 +90,24 @@ pub fn connect(settings: &Settings) -> Result<Client, StoreError> {
         Some(tls) => settings.config.connect(tls),
     }
     .map_err(db_error(settings, "connect to"))
+}
+
+/// A connection to the server `settings` name, made within `bound`, with the watchdog that
+/// bounds each of its round trips; its session settings are the caller's to apply
+/// (`APPLY_SETTINGS`, in its first statement).
+pub fn connect_watched(
+    settings: &Settings,
+    bound: std::time::Duration,
+) -> Result<(Client, deadline::Watchdog), StoreError> {
+    let (dog, client, fired) = deadline::Watchdog::connect(bound, || connect_bare(settings));
+    if fired {
+        return Err(StoreError::Unanswered {
+            action: "connect to",
+            server: settings.shown.clone(),
+            waited: bound,
+        });
+    }
+    Ok((client?, dog))
 }
 
 /// The schema's version: the latest migration applied, `None` before the first.

@@ -47,6 +47,11 @@ pub struct Records {
     pub project: String,
     /// This machine, recorded with every write.
     pub host: String,
+    /// What bounds each round trip, and the bound of one that waits for no lock.
+    watch: Option<(super::deadline::Watchdog, Duration)>,
+    /// The session's own statement timeout, which a lock's wait restores (`None`: the
+    /// server's default).
+    statement_timeout: Option<String>,
 }
 
 fn ts(t: std::time::SystemTime) -> Timestamp {
@@ -60,7 +65,58 @@ impl Records {
             settings,
             project: project.into(),
             host: host.into(),
+            watch: None,
+            statement_timeout: None,
         }
+    }
+
+    /// The same, each round trip given up on after `bound` (a lock's, after its wait and
+    /// `deadline::GRACE`) by `dog`, which watches `client`'s socket; the session's statement
+    /// timeout is `statement_timeout` (ms).
+    pub fn watched(
+        mut self,
+        dog: super::deadline::Watchdog,
+        bound: Duration,
+        statement_timeout: String,
+    ) -> Records {
+        self.watch = Some((dog, bound));
+        self.statement_timeout = Some(statement_timeout);
+        self
+    }
+
+    /// `call` on the connection, within `bound` (`None`: the connection's own), as `action`.
+    fn call<T>(
+        &self,
+        action: &'static str,
+        bound: Option<Duration>,
+        call: impl FnOnce(&mut Client) -> Result<T, postgres::Error>,
+    ) -> Result<T, StoreError> {
+        self.guarded(action, bound, |client| {
+            call(client).map_err(self.err(action))
+        })
+    }
+
+    /// `call`, for a body that names its own errors.
+    fn guarded<T>(
+        &self,
+        action: &'static str,
+        bound: Option<Duration>,
+        call: impl FnOnce(&mut Client) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut client = self.client.borrow_mut();
+        let Some((dog, own)) = &self.watch else {
+            return call(&mut client);
+        };
+        let waited = bound.unwrap_or(*own);
+        let (out, fired) = dog.within(waited, || call(&mut client));
+        if fired {
+            return Err(StoreError::Unanswered {
+                action,
+                server: self.settings.shown.clone(),
+                waited,
+            });
+        }
+        out
     }
 
     fn err(&self, action: &'static str) -> impl FnOnce(postgres::Error) -> StoreError {
@@ -73,12 +129,12 @@ impl Records {
         &self,
         body: impl FnOnce(&mut postgres::Transaction<'_>, &str, &str) -> Result<T, postgres::Error>,
     ) -> Result<T, StoreError> {
-        let mut client = self.client.borrow_mut();
-        let err = || super::db_error(&self.settings, "write to");
-        let mut tx = client.transaction().map_err(err())?;
-        let out = body(&mut tx, &self.project, &self.host).map_err(err())?;
-        tx.commit().map_err(err())?;
-        Ok(out)
+        self.call("write to", None, |client| {
+            let mut tx = client.transaction()?;
+            let out = body(&mut tx, &self.project, &self.host)?;
+            tx.commit()?;
+            Ok(out)
+        })
     }
 
     /// The server's clock: what every age is measured by, never this machine's.
@@ -102,10 +158,7 @@ impl Records {
                 Param::Int(i) => (i as &(dyn ToSql + Sync), Type::INT8),
             })
             .collect();
-        self.client
-            .borrow_mut()
-            .query_typed(sql, &typed)
-            .map_err(self.err(action))
+        self.call(action, None, |client| client.query_typed(sql, &typed))
     }
 
     fn record(r: &postgres::Row, at: usize) -> Record {
@@ -198,7 +251,23 @@ impl Records {
         target: &str,
         events: &[String],
     ) -> Result<Option<i64>, StoreError> {
-        let mut client = self.client.borrow_mut();
+        self.guarded("write to", None, |client| {
+            self.write_journaled_in(client, kind, key, doc, epoch, read, target, events)
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn write_journaled_in(
+        &self,
+        client: &mut Client,
+        kind: Kind,
+        key: &str,
+        doc: &str,
+        epoch: i64,
+        read: Option<i64>,
+        target: &str,
+        events: &[String],
+    ) -> Result<Option<i64>, StoreError> {
         let err = || super::db_error(&self.settings, "write to");
         self.lost_before(kind, key, crate::faults::point("pg.write.before"))?;
         let mut tx = client.transaction().map_err(err())?;
@@ -347,23 +416,49 @@ impl Records {
     /// Waits for the advisory lock `key` at most `wait`: `Ok(false)` if it is still held then.
     pub fn lock_within(&self, key: i64, wait: Duration) -> Result<bool, StoreError> {
         let ms = wait.as_millis().clamp(1, i32::MAX as u128).to_string();
+        // The statement may take the whole wait: the session's statement timeout is raised
+        // past it for this one statement.
+        let statement_ms = (wait + super::deadline::GRACE / 2)
+            .as_millis()
+            .clamp(1, i32::MAX as u128)
+            .to_string();
         self.run(
             "lock on",
-            "SELECT set_config('lock_timeout', $1, false)",
-            &[Param::Text(&ms)],
+            "SELECT set_config('lock_timeout', $1, false), set_config('statement_timeout', $2, false)",
+            &[Param::Text(&ms), Param::Text(&statement_ms)],
         )?;
-        let taken = self.client.borrow_mut().query_typed(
-            "SELECT pg_advisory_lock($1)",
-            &[(&key as &(dyn ToSql + Sync), Type::INT8)],
+        let taken = self.call(
+            "lock on",
+            Some(wait + super::deadline::GRACE),
+            |client| match client.query_typed(
+                "SELECT pg_advisory_lock($1)",
+                &[(&key as &(dyn ToSql + Sync), Type::INT8)],
+            ) {
+                Ok(_) => Ok(true),
+                Err(e) if e.code() == Some(&postgres::error::SqlState::LOCK_NOT_AVAILABLE) => {
+                    Ok(false)
+                }
+                Err(e) => Err(e),
+            },
         );
-        let reset = self.run("lock on", "RESET lock_timeout", &[]);
-        match taken {
-            Ok(_) => reset.map(|_| true),
-            Err(e) if e.code() == Some(&postgres::error::SqlState::LOCK_NOT_AVAILABLE) => {
-                reset.map(|_| false)
-            }
-            Err(e) => Err(self.err("lock on")(e)),
-        }
+        // Back to the session's own timeouts.
+        let reset = match &self.statement_timeout {
+            Some(own) => self.run(
+                "lock on",
+                "SELECT set_config('lock_timeout', \
+                   (SELECT reset_val FROM pg_settings WHERE name = 'lock_timeout'), false), \
+                 set_config('statement_timeout', $1, false)",
+                &[Param::Text(own)],
+            ),
+            None => self.run(
+                "lock on",
+                "SELECT set_config(name, reset_val, false) FROM pg_settings \
+                 WHERE name IN ('lock_timeout', 'statement_timeout')",
+                &[],
+            ),
+        };
+        let taken = taken?;
+        reset.map(|_| taken)
     }
 
     pub fn unlock(&self, key: i64) -> Result<(), StoreError> {

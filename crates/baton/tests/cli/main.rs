@@ -33,6 +33,7 @@ mod session_start_guards_batch;
 mod session_start_guards_lease;
 mod snapshots;
 mod store;
+mod store_network;
 mod store_races;
 mod supervise;
 mod timeline;
