@@ -25,6 +25,20 @@ enum Param<'a> {
     Int(i64),
 }
 
+/// Parameters typed here (text or bigint) rather than asked of the server first.
+fn typed<'a>(params: &'a [Param<'a>]) -> Vec<(&'a (dyn ToSql + Sync), Type)> {
+    params
+        .iter()
+        .map(|p| match p {
+            Param::Text(t) => (t as &(dyn ToSql + Sync), Type::TEXT),
+            Param::Int(i) => (i as &(dyn ToSql + Sync), Type::INT8),
+        })
+        .collect()
+}
+
+const JOURNAL_INSERT: &str =
+    "INSERT INTO baton_journal (project, target, event) VALUES ($1, $2, $3)";
+
 /// A piece of state as the server holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record {
@@ -151,13 +165,7 @@ impl Records {
         sql: &str,
         params: &[Param<'_>],
     ) -> Result<Vec<postgres::Row>, StoreError> {
-        let typed: Vec<(&(dyn ToSql + Sync), Type)> = params
-            .iter()
-            .map(|p| match p {
-                Param::Text(t) => (t as &(dyn ToSql + Sync), Type::TEXT),
-                Param::Int(i) => (i as &(dyn ToSql + Sync), Type::INT8),
-            })
-            .collect();
+        let typed = typed(params);
         self.call(action, None, |client| client.query_typed(sql, &typed))
     }
 
@@ -199,17 +207,16 @@ impl Records {
             .collect())
     }
 
-    /// Writes `doc` (holding owner epoch `epoch`) if the record is still at revision `read`
-    /// (`None`: only if there is no record yet), and gives its new revision. `Ok(None)`:
-    /// someone wrote first, and nothing was written. The server stamps the time.
-    pub fn write_if(
-        &self,
+    /// The statement of a write and its parameters: an insert when `read` is `None` (nothing
+    /// there yet), else an update fenced on revision `read`; either returns the new revision.
+    fn write_statement<'a>(
+        &'a self,
         kind: Kind,
-        key: &str,
-        doc: &str,
+        key: &'a str,
+        doc: &'a str,
         epoch: i64,
         read: Option<i64>,
-    ) -> Result<Option<i64>, StoreError> {
+    ) -> (&'static str, Vec<Param<'a>>) {
         let mut params = vec![
             Param::Text(&self.project),
             Param::Text(kind.as_str()),
@@ -230,6 +237,29 @@ impl Records {
                  WHERE project = $1 AND kind = $2 AND key = $3 AND rev = $7 RETURNING rev"
             }
         };
+        (sql, params)
+    }
+
+    fn journal_params<'a>(&'a self, target: &'a str, event: &'a str) -> [Param<'a>; 3] {
+        [
+            Param::Text(&self.project),
+            Param::Text(target),
+            Param::Text(event),
+        ]
+    }
+
+    /// Writes `doc` (holding owner epoch `epoch`) if the record is still at revision `read`
+    /// (`None`: only if there is no record yet), and gives its new revision. `Ok(None)`:
+    /// someone wrote first, and nothing was written. The server stamps the time.
+    pub fn write_if(
+        &self,
+        kind: Kind,
+        key: &str,
+        doc: &str,
+        epoch: i64,
+        read: Option<i64>,
+    ) -> Result<Option<i64>, StoreError> {
+        let (sql, params) = self.write_statement(kind, key, doc, epoch, read);
         self.lost_before(kind, key, crate::faults::point("pg.write.before"))?;
         let rows = self.run("write to", sql, &params)?;
         // One statement commits as it runs: a connection lost now lost only the answer.
@@ -271,50 +301,16 @@ impl Records {
         let err = || super::db_error(&self.settings, "write to");
         self.lost_before(kind, key, crate::faults::point("pg.write.before"))?;
         let mut tx = client.transaction().map_err(err())?;
-        let (project, host, kind_name) = (&self.project, &self.host, kind.as_str());
-        let rows = match read {
-            None => tx.query_typed(
-                "INSERT INTO baton_state (project, kind, key, doc, epoch, host) \
-                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING rev",
-                &[
-                    (project as &(dyn ToSql + Sync), Type::TEXT),
-                    (&kind_name, Type::TEXT),
-                    (&key, Type::TEXT),
-                    (&doc, Type::TEXT),
-                    (&epoch, Type::INT8),
-                    (host, Type::TEXT),
-                ],
-            ),
-            Some(rev) => tx.query_typed(
-                "UPDATE baton_state SET doc = $4, epoch = $5, host = $6, rev = rev + 1, \
-                 written_at = now() \
-                 WHERE project = $1 AND kind = $2 AND key = $3 AND rev = $7 RETURNING rev",
-                &[
-                    (project as &(dyn ToSql + Sync), Type::TEXT),
-                    (&kind_name, Type::TEXT),
-                    (&key, Type::TEXT),
-                    (&doc, Type::TEXT),
-                    (&epoch, Type::INT8),
-                    (host, Type::TEXT),
-                    (&rev, Type::INT8),
-                ],
-            ),
-        }
-        .map_err(err())?;
+        let (sql, params) = self.write_statement(kind, key, doc, epoch, read);
+        let rows = tx.query_typed(sql, &typed(&params)).map_err(err())?;
         let Some(rev) = rows.first().map(|r| r.get::<_, i64>(0)) else {
             // Refused by the fence: the transaction is rolled back as it is dropped.
             return Ok(None);
         };
         for event in events {
-            tx.query_typed(
-                "INSERT INTO baton_journal (project, target, event) VALUES ($1, $2, $3)",
-                &[
-                    (project as &(dyn ToSql + Sync), Type::TEXT),
-                    (&target, Type::TEXT),
-                    (event, Type::TEXT),
-                ],
-            )
-            .map_err(err())?;
+            let params = self.journal_params(target, event);
+            tx.query_typed(JOURNAL_INSERT, &typed(&params))
+                .map_err(err())?;
         }
         // A connection lost here: the server rolls the transaction back.
         self.lost_before(kind, key, crate::faults::point("pg.write.before-commit"))?;
@@ -506,12 +502,8 @@ impl Records {
     pub fn append_journal(&self, target: &str, event: &str) -> Result<(), StoreError> {
         self.run(
             "append to",
-            "INSERT INTO baton_journal (project, target, event) VALUES ($1, $2, $3)",
-            &[
-                Param::Text(&self.project),
-                Param::Text(target),
-                Param::Text(event),
-            ],
+            JOURNAL_INSERT,
+            &self.journal_params(target, event),
         )?;
         Ok(())
     }
