@@ -282,41 +282,26 @@ impl Records {
         events: &[String],
     ) -> Result<Option<i64>, StoreError> {
         self.guarded("write to", None, |client| {
-            self.write_journaled_in(client, kind, key, doc, epoch, read, target, events)
+            let err = || super::db_error(&self.settings, "write to");
+            self.lost_before(kind, key, crate::faults::point("pg.write.before"))?;
+            let mut tx = client.transaction().map_err(err())?;
+            let (sql, params) = self.write_statement(kind, key, doc, epoch, read);
+            let rows = tx.query_typed(sql, &typed(&params)).map_err(err())?;
+            let Some(rev) = rows.first().map(|r| r.get::<_, i64>(0)) else {
+                // Refused by the fence: the transaction is rolled back as it is dropped.
+                return Ok(None);
+            };
+            for event in events {
+                let params = self.journal_params(target, event);
+                tx.query_typed(JOURNAL_INSERT, &typed(&params))
+                    .map_err(err())?;
+            }
+            // A connection lost here: the server rolls the transaction back.
+            self.lost_before(kind, key, crate::faults::point("pg.write.before-commit"))?;
+            tx.commit().map_err(|e| self.commit_failed(kind, key, e))?;
+            self.lost_after(kind, key, crate::faults::point("pg.write.after-commit"))?;
+            Ok(Some(rev))
         })
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn write_journaled_in(
-        &self,
-        client: &mut Client,
-        kind: Kind,
-        key: &str,
-        doc: &str,
-        epoch: i64,
-        read: Option<i64>,
-        target: &str,
-        events: &[String],
-    ) -> Result<Option<i64>, StoreError> {
-        let err = || super::db_error(&self.settings, "write to");
-        self.lost_before(kind, key, crate::faults::point("pg.write.before"))?;
-        let mut tx = client.transaction().map_err(err())?;
-        let (sql, params) = self.write_statement(kind, key, doc, epoch, read);
-        let rows = tx.query_typed(sql, &typed(&params)).map_err(err())?;
-        let Some(rev) = rows.first().map(|r| r.get::<_, i64>(0)) else {
-            // Refused by the fence: the transaction is rolled back as it is dropped.
-            return Ok(None);
-        };
-        for event in events {
-            let params = self.journal_params(target, event);
-            tx.query_typed(JOURNAL_INSERT, &typed(&params))
-                .map_err(err())?;
-        }
-        // A connection lost here: the server rolls the transaction back.
-        self.lost_before(kind, key, crate::faults::point("pg.write.before-commit"))?;
-        tx.commit().map_err(|e| self.commit_failed(kind, key, e))?;
-        self.lost_after(kind, key, crate::faults::point("pg.write.after-commit"))?;
-        Ok(Some(rev))
     }
 
     /// A connection lost before anything was committed: nothing was written.

@@ -29,6 +29,14 @@ pub struct PgStore {
 }
 
 impl PgStore {
+    /// A record's bytes as the text the server keeps.
+    fn doc<'a>(&self, key: &RecordKey, bytes: &'a [u8]) -> Result<&'a str, StoreError> {
+        std::str::from_utf8(bytes).map_err(|e| StoreError::Corrupt {
+            path: self.name(key),
+            detail: e.to_string(),
+        })
+    }
+
     pub fn new(layout: Layout, db: Rc<Db>) -> PgStore {
         PgStore {
             layout,
@@ -111,10 +119,7 @@ impl StateStore for PgStore {
         bytes: &[u8],
         expect: &Expect,
     ) -> Result<Revision, StoreError> {
-        let doc = std::str::from_utf8(bytes).map_err(|e| StoreError::Corrupt {
-            path: self.name(key),
-            detail: e.to_string(),
-        })?;
+        let doc = self.doc(key, bytes)?;
         let read = self.expected_row(key, expect)?;
         let epoch = super::transfer::epoch_of(doc);
         match self.db.write_if(key.kind(), key.key(), doc, epoch, read)? {
@@ -135,10 +140,7 @@ impl StateStore for PgStore {
         if events.is_empty() {
             return Ok((self.write_raw(key, bytes, expect)?, Ok(())));
         }
-        let doc = std::str::from_utf8(bytes).map_err(|e| StoreError::Corrupt {
-            path: self.name(key),
-            detail: e.to_string(),
-        })?;
+        let doc = self.doc(key, bytes)?;
         let lines = events
             .iter()
             .map(serde_json::to_string)
