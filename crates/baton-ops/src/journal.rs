@@ -68,6 +68,10 @@ pub fn write_loop(
     events: &[Value],
 ) -> Result<Option<String>, StoreError> {
     let (_, appended) = store.write_loop_journaled(key, state, expect, events)?;
+    // The owner's pre-compaction hook asks the store only after this (a hint: best effort).
+    if let Some(owner) = state.owner() {
+        let _ = baton_store::sessions::mark_write(store.layout(), owner);
+    }
     Ok(warning(store, JournalTarget::Loop(key), appended))
 }
 

@@ -9,6 +9,7 @@ pub mod batch;
 pub mod continuation;
 pub mod env;
 pub mod error;
+pub mod forward;
 pub mod install;
 pub mod journal;
 pub mod ledgers;

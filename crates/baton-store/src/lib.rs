@@ -14,6 +14,7 @@ pub mod layout;
 pub mod ledger;
 pub mod local_zone;
 pub mod lock;
+pub mod outbox;
 #[cfg(feature = "postgres")]
 pub mod pg;
 pub mod process;

@@ -48,6 +48,10 @@ pub struct SessionRecord {
     /// The position of everything this session owned at its last checkpoint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<String>,
+    /// The session's write mark (`write_mark`) when that checkpoint was taken: while it is the
+    /// same, no loop of the session was written since, and a checkpoint has nothing to record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_mark: Option<String>,
 }
 
 /// One session's files.
@@ -168,9 +172,13 @@ impl SessionFiles {
         out
     }
 
-    /// Removes the session's record, its turn mark and the map entry of its client process.
+    /// Removes the session's record, its turn mark, its write mark and the map entry of its
+    /// client process.
     pub fn remove(&self, record: Option<&SessionRecord>) {
         let _ = std::fs::remove_file(self.turn_path());
+        if let Some(id) = record.map(|r| r.session_id.as_str()) {
+            let _ = std::fs::remove_file(self.dir.join(write_mark_name(id)));
+        }
         let _ = std::fs::remove_file(self.record_path());
         let _ = std::fs::remove_file(self.interrupted_path());
         if let Some((pid, start)) = record.and_then(|r| Some((r.client_pid?, r.client_pid_start?)))
@@ -200,6 +208,35 @@ impl SessionFiles {
         let body = format!("{client}\n{}\n{session_id}\n", self.session_line());
         crate::atomic::replace_hint(&path, body.as_bytes())
     }
+}
+
+fn write_mark_name(session: &str) -> String {
+    format!("wrote-{}", file_safe(session))
+}
+
+/// Marks that a loop `session` owns was written on this machine: a new mark each time, so that
+/// a pre-compaction hook tells, without asking the store, whether anything it would checkpoint
+/// changed since its last checkpoint. A hint: a lost mark costs one round trip.
+pub fn mark_write(layout: &Layout, session: &str) -> Result<(), StoreError> {
+    let dir = layout.state_dir.join(SESSIONS_DIR);
+    ensure_dir(&dir)?;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    let body = format!("{nanos}-{}\n", std::process::id());
+    crate::atomic::replace_hint(&dir.join(write_mark_name(session)), body.as_bytes())
+}
+
+/// The session's last write mark (`mark_write`), `None` when none is recorded here.
+pub fn write_mark(layout: &Layout, session: &str) -> Option<String> {
+    read_small(
+        &layout
+            .state_dir
+            .join(SESSIONS_DIR)
+            .join(write_mark_name(session)),
+    )
+    .map(|s| s.trim().to_string())
 }
 
 /// The session that last appended to a plan ledger through baton.

@@ -162,7 +162,17 @@ pub fn run() -> ExitCode {
                     }
                     Ok(ctx)
                 })
-                .and_then(|ctx| dispatch(&ctx, command))
+                .and_then(|ctx| {
+                    let held = if state_command {
+                        forward_first(&ctx)
+                    } else {
+                        Vec::new()
+                    };
+                    dispatch(&ctx, command).map(|mut report| {
+                        report.warnings.splice(0..0, held);
+                        report
+                    })
+                })
         }
     };
     let (status, stdout, stderr) = match result {
@@ -338,6 +348,31 @@ fn unprinted(status: ExitStatus) -> (ExitStatus, &'static str) {
 }
 
 /// `baton store`, which talks to the server itself and keeps no state of its own.
+/// Before a command reads the state: the interrupts this machine's hooks recorded for the
+/// server and have not forwarded yet are forwarded, so that the command sees them. What could
+/// not be is a warning; nothing is asked of the server when the outbox is empty.
+fn forward_first(ctx: &Ctx) -> Vec<String> {
+    match ctx.layout() {
+        Ok(layout) if baton_ops::forward::anything_pending(&layout) => {}
+        _ => return Vec::new(),
+    }
+    match baton_ops::forward::forward(ctx) {
+        Ok(done) if done.left == 0 => done.warnings,
+        Ok(done) => {
+            let mut warnings = done.warnings;
+            warnings.push(format!(
+                "{} interrupts recorded on this machine have not reached the server yet: `baton store forward` sends them",
+                done.left
+            ));
+            warnings
+        }
+        Err(e) => vec![format!(
+            "interrupts recorded on this machine have not reached the server yet ({}): `baton store forward` sends them",
+            e.message
+        )],
+    }
+}
+
 fn is_store_command(command: &Command) -> bool {
     #[cfg(feature = "postgres")]
     if matches!(command, Command::Store(_)) {

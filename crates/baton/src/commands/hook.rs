@@ -22,10 +22,12 @@ use baton_core::hook::{
 use baton_core::model::{LoopState, LoopStatus, Pauses};
 use baton_core::reset::reset_time;
 use baton_core::time::{format_ts, parse_ts};
-use baton_ops::batch::{heartbeat as batch_heartbeat, interrupt as batch_interrupt};
+use baton_ops::batch::heartbeat as batch_heartbeat;
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
-use baton_ops::owned::{Checkpointed, Owned, checkpoint, interrupt_owned, owned, ticket_of};
+use baton_ops::error::ExitStatus;
+use baton_ops::forward::{self, Stop};
+use baton_ops::owned::{Checkpointed, Owned, checkpoint, owned, ticket_of};
 use baton_ops::single_run::{Holder, heartbeat as run_heartbeat};
 use baton_ops::ticket_loop::{
     Heartbeat, Ownership, TakeBack, heartbeat as loop_heartbeat, take_back,
@@ -125,7 +127,7 @@ fn hook(dir: Option<PathBuf>, args: &HookArgs) -> Result<Outcome, String> {
         let cwd = event.cwd.as_deref().map(PathBuf::from);
         started.into_iter().chain(cwd).find(|d| d.is_dir())
     });
-    let mut ctx = Ctx::from_env(dir, Some(event.session_id.clone())).map_err(|e| e.message)?;
+    let ctx = Ctx::from_env(dir, Some(event.session_id.clone())).map_err(|e| e.message)?;
     // Outside a git repository there is no project, so nothing to keep: not an error.
     let layout = match Layout::discover(&ctx.dir, ctx.settings.state_dir.clone()) {
         Ok(layout) => layout,
@@ -133,13 +135,10 @@ fn hook(dir: Option<PathBuf>, args: &HookArgs) -> Result<Outcome, String> {
         Err(e) => return Err(e.to_string()),
     };
     let files = SessionFiles::new(&layout, client.as_str(), &event.session_id);
-    // The layout just found is the store's: one discovery per hook call.
-    let store = ctx.store_at(layout).map_err(|e| e.message)?;
-    // With a shared store the server's clock decides, read from the one connection.
-    ctx.clock_of(&*store).map_err(|e| e.message)?;
     let session = Session {
         ctx: &ctx,
-        store,
+        layout,
+        connected: std::cell::OnceCell::new(),
         files,
         event: &event,
         warning: std::cell::RefCell::new(None),
@@ -158,8 +157,14 @@ struct Outcome {
 }
 
 struct Session<'a> {
+    /// The hook's surroundings, with this machine's clock: what the session's own files (the
+    /// turn mark, the refresh window) are kept by.
     ctx: &'a Ctx,
-    store: Box<dyn StateStore>,
+    layout: Layout,
+    /// The store and the context with its clock (the server's, with a shared store), opened
+    /// only when the hook has something to read or write there: a turn that changes nothing
+    /// makes no round trip.
+    connected: std::cell::OnceCell<(Ctx, Box<dyn StateStore>)>,
     files: SessionFiles,
     event: &'a HookEvent,
     /// What went wrong without stopping the hook, for its one stderr line.
@@ -167,6 +172,35 @@ struct Session<'a> {
 }
 
 impl Session<'_> {
+    /// The store, opened on first use, and the context whose clock is the store's. Interrupts
+    /// this machine recorded for the server and has not forwarded yet are forwarded first, so
+    /// that what the hook reads includes them.
+    fn connected(&self) -> Result<(&Ctx, &dyn StateStore), CommandError> {
+        if self.connected.get().is_none() {
+            let mut ctx = self.ctx.clone();
+            let store = ctx.store_at(self.layout.clone())?;
+            ctx.clock_of(&*store)?;
+            if forward::anything_pending(&self.layout) {
+                match forward::forward(&ctx) {
+                    Ok(done) => {
+                        if let Some(w) = done.warnings.into_iter().next() {
+                            self.warn(w);
+                        }
+                    }
+                    Err(e) => self.warn(e.message),
+                }
+            }
+            let _ = self.connected.set((ctx, store));
+        }
+        let (ctx, store) = self.connected.get().expect("set above");
+        Ok((ctx, &**store))
+    }
+
+    /// The context of a call into the store (its clock is the store's).
+    fn op_ctx(&self) -> Result<&Ctx, CommandError> {
+        Ok(self.connected()?.0)
+    }
+
     fn act(&self) -> Result<Option<String>, CommandError> {
         match &self.event.action {
             Action::SessionStart { .. } => return self.start(),
@@ -197,7 +231,7 @@ impl Session<'_> {
             _ => "",
         };
         self.tell_supervisor("start", json!({ "source": source }));
-        let survey = baton_ops::survey::survey(self.ctx)?;
+        let survey = baton_ops::survey::survey(self.op_ctx()?)?;
         let (packet, markdown) = crate::view::packet_of(&survey);
         // Another session's quiet work is told as information; nothing at all, nothing.
         if packet.items.is_empty() && packet.not_offered.is_empty() {
@@ -207,7 +241,7 @@ impl Session<'_> {
     }
 
     fn record_start(&self) -> Result<(), CommandError> {
-        let layout = self.store.layout();
+        let layout = &self.layout;
         layout.ensure_state_dir()?;
         layout.ensure_ignore_file()?;
         // What writers of session files killed mid-write left behind, once per session.
@@ -282,23 +316,26 @@ impl Session<'_> {
         self.warning.borrow_mut().get_or_insert(message);
     }
 
-    /// Refreshes what the session owns, at most once per coalescing window.
+    /// Refreshes what the session owns, at most once per coalescing window (by this machine's
+    /// clock, as the session record keeps it: inside the window, no round trip).
     fn sweep(&self) -> Result<(), CommandError> {
-        let now = self.ctx.now;
+        let swept = self.ctx.now;
         let mut record = self
             .files
             .read_record()
             .unwrap_or_else(|| self.new_record());
         let window = record.window_secs.unwrap_or(HEARTBEAT_COALESCE_SECS);
-        if fresh(record.swept_at.as_deref(), now, window) {
+        if fresh(record.swept_at.as_deref(), swept, window) {
             return Ok(());
         }
+        let ctx = self.op_ctx()?;
+        let now = ctx.now;
         let owned = self.owned()?;
         // Work the session paused (`baton pause` from a tool call) stays as the pause left it:
         // a refresh would be a write after the pause, and the next session would no longer
         // see it paused. The turn's stop, Gemini CLI's PreCompress and the session end all come
         // after the pause in the same session.
-        let pauses = self.pauses();
+        let pauses = self.pauses(self.connected()?.1);
         let paused = |last: Option<Timestamp>| {
             pauses
                 .as_ref()
@@ -315,7 +352,7 @@ impl Session<'_> {
             let Some(ticket) = self.ticket_of(key, state) else {
                 continue;
             };
-            match loop_heartbeat(self.ctx, &ticket, &Ownership::default()) {
+            match loop_heartbeat(ctx, &ticket, &Ownership::default()) {
                 Ok(Heartbeat::Refreshed { .. }) => {
                     batch_refreshed |= owned.batch.as_ref().is_some_and(|b| {
                         b.tickets.iter().any(|t| {
@@ -337,7 +374,7 @@ impl Session<'_> {
             if !batch_refreshed
                 && !fresh_ts(last, now, HEARTBEAT_COALESCE_SECS)
                 && !paused(last)
-                && let Err(e) = batch_heartbeat(self.ctx, &Ownership::default())
+                && let Err(e) = batch_heartbeat(ctx, &Ownership::default())
             {
                 first_error.get_or_insert(e);
             }
@@ -357,12 +394,12 @@ impl Session<'_> {
             if fresh_ts(beat, now, quarter) || paused(beat) {
                 continue;
             }
-            if let Err(e) = run_heartbeat(self.ctx, &run.run_id, &Holder::default()) {
+            if let Err(e) = run_heartbeat(ctx, &run.run_id, &Holder::default()) {
                 first_error.get_or_insert(e);
             }
         }
         record.window_secs = (next_window < HEARTBEAT_COALESCE_SECS).then_some(next_window);
-        record.swept_at = Some(format_ts(now));
+        record.swept_at = Some(format_ts(swept));
         self.files.write_record(&record)?;
         owned.outcome(first_error)
     }
@@ -447,7 +484,7 @@ impl Session<'_> {
         if let (Some(line), serde_json::Value::Object(details)) = (line.as_object_mut(), details) {
             line.extend(details);
         }
-        if let Err(e) = baton_store::supervise::note_to_supervisor(self.store.layout(), &line) {
+        if let Err(e) = baton_store::supervise::note_to_supervisor(&self.layout, &line) {
             self.warn(e.to_string());
         }
     }
@@ -461,7 +498,7 @@ impl Session<'_> {
         else {
             return TranscriptEnd::Unknown;
         };
-        let root = self.store.layout().root.to_string_lossy();
+        let root = self.layout.root.to_string_lossy();
         let reports = recent_reports(
             &std::env::temp_dir(),
             (prefix, suffix),
@@ -493,14 +530,25 @@ impl Session<'_> {
         }
         let same_process = self.same_process();
         let how = baton_core::hook::how_continued(self.event.prompt.as_deref());
+        let ctx = if same_process {
+            match self.op_ctx() {
+                Ok(ctx) => Some(ctx),
+                Err(e) => {
+                    self.warn(e.message);
+                    None
+                }
+            }
+        } else {
+            None
+        };
         let mut waiting = Vec::new();
         let mut taken = Vec::new();
         let mut lines = Vec::new();
         for t in &tickets {
             let arg = baton_core::text::shell_quote(&baton_core::text::esc(t));
             let shown = baton_core::text::esc(t);
-            let outcome = if same_process {
-                match take_back(self.ctx, std::ffi::OsStr::new(t), how) {
+            let outcome = if let Some(ctx) = ctx {
+                match take_back(ctx, std::ffi::OsStr::new(t), how) {
                     Ok(outcome) => Some(outcome),
                     Err(e) => {
                         self.warn(e.message);
@@ -561,71 +609,68 @@ impl Session<'_> {
         }
     }
 
+    /// Interrupts what the session owns. With a shared store the interrupt is recorded in this
+    /// machine's outbox (synced, no round trip: the client kills a failure hook after about
+    /// 0.1 s) and a process of its own forwards it to the server; with the files, it is
+    /// written here.
     fn interrupt_owned(
         &self,
         interrupt: &Interrupt,
         resume_after: Option<Timestamp>,
     ) -> Result<(), CommandError> {
-        let owned = self.owned()?;
-        let (interrupted, result) = interrupt_owned(
-            self.ctx,
-            &owned,
-            interrupt.reason,
-            &interrupt.evidence,
+        let stop = Stop {
+            client: self.event.client.as_str().to_string(),
+            session: self.event.session_id.clone(),
+            event: self.event.event.clone(),
+            end: matches!(self.event.action, Action::SessionEnd { .. }),
+            reason: interrupt.reason,
+            evidence: interrupt.evidence.clone(),
             resume_after,
-        );
-        // A failure does not end the session: remember what it interrupted for the next prompt.
-        if matches!(self.event.action, Action::Failure { .. })
-            && !interrupted.tickets.is_empty()
-            && let Err(e) = self.files.note_interrupted(&interrupted.tickets)
-        {
-            self.warn(e.to_string());
-        }
-        // A session end leaves the batch it owns interrupted (a failure does not: the session
-        // goes on, and its next ticket write runs the batch on). A pause covering the batch
-        // stays the record of how it stopped.
-        let batch = match (&self.event.action, &owned.batch) {
-            (Action::SessionEnd { .. }, Some(batch)) => {
-                let last = batch.liveness(self.ctx.now);
-                let paused = self
-                    .pauses()
-                    .is_some_and(|p| p.covering(Some(&self.event.session_id), last).is_some());
-                if paused {
-                    Ok(())
-                } else {
-                    batch_interrupt(self.ctx, interrupt.reason).map(|_| ())
-                }
-            }
-            _ => Ok(()),
         };
-        result.and(batch)
+        if let Some(server) = forward::shared_server(self.ctx, &self.layout)? {
+            forward::record(self.ctx, &self.layout, &server, &stop)?;
+            return spawn_forwarder(&self.layout.root);
+        }
+        let (stopped, result) = forward::interrupt_session(self.op_ctx()?, &stop);
+        if let Some(w) = stopped.warnings.into_iter().next() {
+            self.warn(w);
+        }
+        result
     }
 
     /// Before a compaction: one `checkpoint` event in the journal of each loop the session
     /// owns, when the positions changed since the session's last checkpoint. Gemini CLI asks
-    /// before every model call; a repeat changes nothing.
+    /// before every model call; a repeat changes nothing, and when no loop of the session was
+    /// written on this machine since the last checkpoint (its write mark is the same), it asks
+    /// the store nothing either.
     fn checkpoint(&self) -> Result<(), CommandError> {
-        let owned = self.owned()?;
         let mut record = self
             .files
             .read_record()
             .unwrap_or_else(|| self.new_record());
-        if let Checkpointed::Recorded { fingerprint, .. } = checkpoint(
-            self.ctx,
-            &*self.store,
-            &owned,
-            &self.event.event,
-            record.checkpoint.as_deref(),
-        )? {
-            record.checkpoint = Some(fingerprint);
+        let mark = baton_store::sessions::write_mark(&self.layout, &self.event.session_id);
+        if record.checkpoint.is_none() || record.checkpoint_mark != mark {
+            let (ctx, store) = self.connected()?;
+            let owned = owned(store, &self.event.session_id)?;
+            let checked = checkpoint(
+                ctx,
+                store,
+                &owned,
+                &self.event.event,
+                record.checkpoint.as_deref(),
+            )?;
+            if let Checkpointed::Recorded { fingerprint, .. } = checked {
+                record.checkpoint = Some(fingerprint);
+            }
+            record.checkpoint_mark = mark;
             self.files.write_record(&record)?;
         }
         self.sweep()
     }
 
     /// The pause marks (`baton pause`), when there are any and they can be read.
-    fn pauses(&self) -> Option<Pauses> {
-        match self.store.read_pause() {
+    fn pauses(&self, store: &dyn StateStore) -> Option<Pauses> {
+        match store.read_pause() {
             Ok(found) => found.map(|v| v.state),
             Err(e) => {
                 self.warn(e.to_string());
@@ -636,12 +681,48 @@ impl Session<'_> {
 
     /// The loops and runs this session owns.
     fn owned(&self) -> Result<Owned, CommandError> {
-        owned(&*self.store, &self.event.session_id)
+        owned(self.connected()?.1, &self.event.session_id)
     }
 
     fn ticket_of(&self, key: &str, state: &LoopState) -> Option<std::ffi::OsString> {
         ticket_of(self.ctx, key, state)
     }
+}
+
+/// Starts `baton store forward` for the project at `root` as a process of its own: a session
+/// of its own, with none of the hook's standard streams (the client reading the hook's output
+/// waits for them to close), so that it outlives the hook and the client that kills it.
+fn spawn_forwarder(root: &std::path::Path) -> Result<(), CommandError> {
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+    let exe = std::env::current_exe().map_err(|e| {
+        CommandError::new(
+            ExitStatus::Failure,
+            format!("cannot find baton's own executable: {e}"),
+        )
+    })?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg("-C")
+        .arg(root)
+        .args(["store", "forward"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    cmd.spawn().map(drop).map_err(|e| {
+        CommandError::new(
+            ExitStatus::Failure,
+            format!(
+                "the interrupt is recorded in this machine's outbox, and `baton store forward` could not be started ({e}); the next baton command here forwards it"
+            ),
+        )
+    })
 }
 
 /// Whether a refresh at `at` is still under `window` seconds old at `now`.

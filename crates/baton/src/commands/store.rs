@@ -35,6 +35,11 @@ pub enum StoreCommand {
     /// a failed export leaves nothing and can be run again. Refused (exit 3) when `.agentic/`
     /// already holds state.
     Export(ProjectArgs),
+    /// Send to the server the interrupts this machine's hooks recorded in `.agentic/outbox/`
+    /// (a failure hook has no time for a round trip), each exactly once, oldest first. A hook
+    /// starts this itself, and every command that reads the state runs it first; run it by
+    /// hand after the server was out of reach.
+    Forward,
 }
 
 /// Which project on the server.
@@ -52,6 +57,7 @@ pub fn dispatch(ctx: &Ctx, cmd: StoreCommand) -> Result<Report, CommandError> {
         StoreCommand::Status => cmd_status(ctx),
         StoreCommand::Import(args) => cmd_import(ctx, &args),
         StoreCommand::Export(args) => cmd_export(ctx, &args),
+        StoreCommand::Forward => cmd_forward(ctx),
     }
 }
 
@@ -114,6 +120,81 @@ fn cmd_export(ctx: &Ctx, args: &ProjectArgs) -> Result<Report, CommandError> {
             ),
         )),
     }
+}
+
+fn cmd_forward(ctx: &Ctx) -> Result<Report, CommandError> {
+    let done = baton_ops::forward::forward(ctx)?;
+    let applied: Vec<serde_json::Value> = done
+        .applied
+        .iter()
+        .map(|(p, i)| {
+            json!({
+                "session": p.session,
+                "client": p.client,
+                "event": p.event,
+                "reason": p.reason,
+                "recorded_at": p.at,
+                "tickets": i.tickets,
+                "runs": i.runs,
+            })
+        })
+        .collect();
+    let mut lines: Vec<String> = done
+        .applied
+        .iter()
+        .map(|(p, i)| {
+            let what: Vec<String> = i
+                .tickets
+                .iter()
+                .chain(&i.runs)
+                .map(|t| baton_core::text::esc(t).into_owned())
+                .collect();
+            let what = if what.is_empty() {
+                "nothing active left to interrupt".to_string()
+            } else {
+                format!("interrupted {}", what.join(", "))
+            };
+            format!(
+                "{} of session {} ({}, {}): {what}",
+                baton_core::text::esc(&p.event),
+                baton_core::text::esc(&p.session),
+                p.reason,
+                p.at
+            )
+        })
+        .collect();
+    let server = done.server.clone().unwrap_or_default();
+    let text = match (lines.len(), done.left) {
+        (0, 0) => "nothing to forward".to_string(),
+        (n, left) => {
+            lines.insert(
+                0,
+                format!(
+                    "{server}: forwarded {n} interrupt{}{}",
+                    if n == 1 { "" } else { "s" },
+                    if left > 0 {
+                        format!("; {left} left in the outbox")
+                    } else {
+                        String::new()
+                    }
+                ),
+            );
+            lines.join("\n")
+        }
+    };
+    let mut report = Report::ok(
+        json!({ "server": done.server, "forwarded": applied, "left": done.left }),
+        text,
+    );
+    report.warnings.extend(done.warnings);
+    for p in &done.other_store {
+        report.warnings.push(format!(
+            "an interrupt of session {} recorded for {} is left in the outbox: the store configured now is another",
+            baton_core::text::esc(&p.session),
+            p.server
+        ));
+    }
+    Ok(report)
 }
 
 fn versions(list: &[pg::Version]) -> serde_json::Value {

@@ -293,9 +293,31 @@ impl TestEnv {
         }
     }
 
-    /// The store the runs of this environment use.
+    /// The store the runs of this environment use. On a server, the interrupts a hook
+    /// recorded in this machine's outbox are forwarded first (the hook's own forwarder runs
+    /// beside the test), as every baton command does before it reads.
     pub fn store(&self) -> &dyn StateStore {
+        if self.pg_project().is_some() && !self.outbox().is_empty() {
+            self.run(None, T0, &["store", "forward"]).assert_code(0);
+        }
         self.store.get()
+    }
+
+    /// The entries of this project's outbox (`.agentic/outbox/*.json`).
+    pub fn outbox(&self) -> Vec<PathBuf> {
+        let Ok(entries) = std::fs::read_dir(self.state_dir().join("outbox")) else {
+            return Vec::new();
+        };
+        let mut found: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.extension().is_some_and(|e| e == "json")
+                    && !p.file_name().unwrap().to_string_lossy().starts_with('.')
+            })
+            .collect();
+        found.sort();
+        found
     }
 
     /// A record's bytes, as the store holds them.

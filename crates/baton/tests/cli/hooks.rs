@@ -14,7 +14,7 @@ fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/clients")
 }
 
-fn fixture(rel: &str) -> Vec<u8> {
+pub(crate) fn fixture(rel: &str) -> Vec<u8> {
     std::fs::read(fixtures().join(rel)).unwrap()
 }
 

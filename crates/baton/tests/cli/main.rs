@@ -21,6 +21,7 @@ mod journal;
 mod ledgers;
 mod live_sessions;
 mod monorepo;
+mod outbox;
 mod pg_faults;
 mod privileges;
 mod races;

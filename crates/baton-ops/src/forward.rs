@@ -1,0 +1,240 @@
+//! A session's failure or end: what it owns is interrupted, here and now with the file store,
+//! or, with a shared store, recorded in this machine's outbox by the hook and applied on the
+//! server by `forward` (the process the hook starts for it, or the next command that connects;
+//! `baton_store::outbox` says why and how each entry is applied once).
+
+use jiff::Timestamp;
+
+use crate::env::Ctx;
+use crate::error::{CommandError, ExitStatus};
+use crate::owned::{Interrupted, interrupt_owned, owned};
+use baton_core::model::InterruptReason;
+use baton_core::time::{format_ts, parse_ts};
+use baton_store::Layout;
+use baton_store::outbox::{self, Claimed, Pending};
+use baton_store::sessions::SessionFiles;
+
+/// A session's work stopping, as its hook saw it.
+#[derive(Debug, Clone)]
+pub struct Stop {
+    pub client: String,
+    pub session: String,
+    /// The client's event (`StopFailure`, `SessionEnd`).
+    pub event: String,
+    /// A session end (the session's active batch is interrupted too), not a failure the
+    /// session goes on after.
+    pub end: bool,
+    pub reason: InterruptReason,
+    pub evidence: String,
+    pub resume_after: Option<Timestamp>,
+}
+
+/// What interrupting a session's work did, and what went wrong without stopping it.
+#[derive(Debug, Default)]
+pub struct Stopped {
+    pub interrupted: Interrupted,
+    pub warnings: Vec<String>,
+}
+
+/// Interrupts what `stop.session` owns, as that session (`ctx.session` is set to it): its
+/// active loops and run leases, the feature for a rate limit of a session on it, and on a
+/// session end its active batch, unless a pause covers the batch. A failure notes the tickets
+/// it interrupted in the session's files, for its next prompt to take back.
+pub fn interrupt_session(ctx: &Ctx, stop: &Stop) -> (Stopped, Result<(), CommandError>) {
+    let mut ctx = ctx.clone();
+    ctx.session = Some(stop.session.clone());
+    let mut done = Stopped::default();
+    let store = match ctx.store() {
+        Ok(store) => store,
+        Err(e) => return (done, Err(e)),
+    };
+    let held = match owned(&*store, &stop.session) {
+        Ok(held) => held,
+        Err(e) => return (done, Err(e)),
+    };
+    let (interrupted, result) =
+        interrupt_owned(&ctx, &held, stop.reason, &stop.evidence, stop.resume_after);
+    if !stop.end && !interrupted.tickets.is_empty() {
+        let files = SessionFiles::new(store.layout(), &stop.client, &stop.session);
+        if let Err(e) = files.note_interrupted(&interrupted.tickets) {
+            done.warnings.push(e.to_string());
+        }
+    }
+    done.interrupted = interrupted;
+    let batch = match (&held.batch, stop.end) {
+        (Some(batch), true) => {
+            let last = batch.liveness(ctx.now);
+            let paused = match store.read_pause() {
+                Ok(found) => {
+                    found.is_some_and(|p| p.state.covering(Some(&stop.session), last).is_some())
+                }
+                Err(e) => {
+                    done.warnings.push(e.to_string());
+                    false
+                }
+            };
+            if paused {
+                Ok(())
+            } else {
+                crate::batch::interrupt(&ctx, stop.reason).map(|_| ())
+            }
+        }
+        _ => Ok(()),
+    };
+    (done, result.and(batch))
+}
+
+/// The server `ctx`'s store URL names, as shown (no password); `None` with the file store.
+pub fn shared_server(ctx: &Ctx, layout: &Layout) -> Result<Option<String>, CommandError> {
+    #[cfg(feature = "postgres")]
+    {
+        Ok(ctx
+            .store_url(Some(&layout.root))?
+            .map(|url| baton_store::pg::config::redact(&url)))
+    }
+    #[cfg(not(feature = "postgres"))]
+    {
+        let _ = (ctx, layout);
+        Ok(None)
+    }
+}
+
+/// Records `stop` in this machine's outbox for `server`, synced, without a round trip.
+pub fn record(ctx: &Ctx, layout: &Layout, server: &str, stop: &Stop) -> Result<(), CommandError> {
+    let pending = Pending {
+        server: server.to_string(),
+        client: stop.client.clone(),
+        session: stop.session.clone(),
+        event: stop.event.clone(),
+        end: stop.end,
+        reason: stop.reason.as_str().to_string(),
+        evidence: stop.evidence.clone(),
+        resume_after: stop.resume_after.map(format_ts),
+        at: format_ts(ctx.now),
+    };
+    outbox::record(layout, &pending)?;
+    Ok(())
+}
+
+/// What `forward` did.
+#[derive(Debug, Default)]
+pub struct Forwarded {
+    /// The server the entries went to, as shown.
+    pub server: Option<String>,
+    /// Each entry applied: its session, its event and what it interrupted.
+    pub applied: Vec<(Pending, Interrupted)>,
+    /// Entries left for another store than the one configured now.
+    pub other_store: Vec<Pending>,
+    /// Entries still in the outbox (not applied, or failed).
+    pub left: usize,
+    pub warnings: Vec<String>,
+}
+
+/// Applies every entry of this project's outbox on the server, oldest first, each under its
+/// lock, and removes it once applied. Stops at the first entry the server could not take (the
+/// network, the server): it and the ones after it stay for the next try.
+pub fn forward(ctx: &Ctx) -> Result<Forwarded, CommandError> {
+    let layout = ctx.layout()?;
+    let mut done = Forwarded::default();
+    let entries = outbox::pending(&layout);
+    if entries.is_empty() {
+        return Ok(done);
+    }
+    let Some(server) = shared_server(ctx, &layout)? else {
+        return Err(CommandError::new(
+            ExitStatus::Failure,
+            format!(
+                "{} holds {} interrupts recorded for a PostgreSQL store, and none is configured now",
+                layout.state_dir.join(outbox::OUTBOX_DIR).display(),
+                entries.len()
+            ),
+        )
+        .hint("set BATON_STORE (or the project's .baton.toml) to the server they were recorded for, then run `baton store forward`"));
+    };
+    done.server = Some(server.clone());
+    let mut failed: Option<CommandError> = None;
+    for path in &entries {
+        if failed.is_some() {
+            done.left += 1;
+            continue;
+        }
+        let claim = match outbox::claim(path, ctx.lock_wait) {
+            Ok(Claimed::Held(claim)) => claim,
+            Ok(Claimed::Gone) => continue,
+            Err(e) => {
+                done.left += 1;
+                done.warnings.push(e.to_string());
+                continue;
+            }
+        };
+        let pending = claim.pending.clone();
+        if pending.server != server {
+            done.left += 1;
+            done.other_store.push(pending);
+            continue;
+        }
+        let Some(reason) = InterruptReason::parse(&pending.reason) else {
+            done.left += 1;
+            done.warnings.push(format!(
+                "{}: unknown interrupt reason {:?}; left in place",
+                path.display(),
+                pending.reason
+            ));
+            continue;
+        };
+        let stop = Stop {
+            client: pending.client.clone(),
+            session: pending.session.clone(),
+            event: pending.event.clone(),
+            end: pending.end,
+            reason,
+            evidence: pending.evidence.clone(),
+            resume_after: parse_ts(pending.resume_after.as_deref()),
+        };
+        // Stamped by the server's clock now: the interrupt is written now.
+        let at = match ctx.at_write() {
+            Ok(at) => at,
+            Err(e) => {
+                done.left += 1;
+                failed = Some(e);
+                continue;
+            }
+        };
+        let (stopped, result) = interrupt_session(&at, &stop);
+        done.warnings.extend(stopped.warnings);
+        // A refusal of one piece of work (taken over since) is that piece's answer; a store
+        // error leaves the entry for the next try.
+        match result {
+            Ok(()) => {}
+            Err(e) if e.status == ExitStatus::Refused => done.warnings.push(e.message),
+            Err(e) => {
+                done.left += 1;
+                failed = Some(e);
+                continue;
+            }
+        }
+        // Applied: a crash from here to the removal leaves the entry, applied again next
+        // time with nothing left to change.
+        baton_store::faults::point("outbox.before-remove").map_err(|e| {
+            CommandError::new(
+                ExitStatus::Failure,
+                format!("{}: {e}", claim.path.display()),
+            )
+        })?;
+        claim.done()?;
+        done.applied.push((pending, stopped.interrupted));
+    }
+    match failed {
+        Some(e) if done.applied.is_empty() => Err(e),
+        Some(e) => {
+            done.warnings.push(e.message);
+            Ok(done)
+        }
+        None => Ok(done),
+    }
+}
+
+/// Whether this project's outbox holds anything (one directory read; no round trip).
+pub fn anything_pending(layout: &Layout) -> bool {
+    !outbox::pending(layout).is_empty()
+}

@@ -1,0 +1,191 @@
+//! Interrupts recorded on this machine for a shared store, waiting to reach the server:
+//! `.agentic/outbox/<when>-<pid>-<hex>.json`, one file each.
+//!
+//! A client's failure hook has about 0.1 s before the client kills it (Claude Code's
+//! StopFailure), and one round trip to a server across a network can take that much alone. So
+//! with a PostgreSQL store the hook writes what it would have written here, synced to disk, and
+//! hands the file to a process of its own that outlives the hook; that process (or any later
+//! command of this project that connects first) applies it on the server and removes it.
+//!
+//! Each file is applied once: whoever applies it holds its `flock` from the read to the
+//! removal, and checks under the lock that the file is still linked (another applier may have
+//! removed it in the meantime). An applier killed between the server's commit and the removal
+//! leaves the file, and the next one applies it again; what it applies (the interrupt of what a
+//! session still owns and has active) finds nothing left to change and writes nothing.
+
+use std::io::Read;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::StoreError;
+use crate::layout::{Layout, check_real_dir};
+
+pub const OUTBOX_DIR: &str = "outbox";
+
+/// One interrupt a hook recorded here for the server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pending {
+    /// The server it is for, as shown (no password): an entry is applied only there.
+    pub server: String,
+    pub client: String,
+    pub session: String,
+    /// The client's event that recorded it (`StopFailure`, `SessionEnd`).
+    pub event: String,
+    /// A session end: the session's active batch is interrupted too.
+    pub end: bool,
+    pub reason: String,
+    pub evidence: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_after: Option<String>,
+    /// When the hook ran, by this machine's clock.
+    pub at: String,
+}
+
+fn dir(layout: &Layout) -> PathBuf {
+    layout.state_dir.join(OUTBOX_DIR)
+}
+
+/// Writes `pending` as a new file of the outbox, synced (file and directory) before returning:
+/// once the hook has returned, the record survives the machine's crash.
+pub fn record(layout: &Layout, pending: &Pending) -> Result<PathBuf, StoreError> {
+    let dir = dir(layout);
+    crate::sessions::ensure_dir(&dir)?;
+    let stamp = pending
+        .at
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .collect::<String>();
+    let nonce: u32 = rand_u32();
+    let path = dir.join(format!("{stamp}-{}-{nonce:08x}.json", std::process::id()));
+    let mut bytes = serde_json::to_vec(pending).map_err(|e| StoreError::Corrupt {
+        path: path.clone(),
+        detail: format!("cannot serialize: {e}"),
+    })?;
+    bytes.push(b'\n');
+    crate::atomic::replace(&path, &bytes)?;
+    Ok(path)
+}
+
+fn rand_u32() -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default(),
+    );
+    h.finish() as u32
+}
+
+/// The outbox's entries, oldest first (their names start with the time they were recorded).
+/// An outbox that is missing, or is not a directory of baton's own, holds none.
+pub fn pending(layout: &Layout) -> Vec<PathBuf> {
+    let dir = dir(layout);
+    if !matches!(check_real_dir(&dir), Ok(true)) {
+        return Vec::new();
+    }
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            !name.starts_with('.') && name.ends_with(".json")
+        })
+        .map(|e| e.path())
+        .collect();
+    found.sort();
+    found
+}
+
+/// An entry held for applying: its lock is held until this is dropped.
+pub struct Claim {
+    file: std::fs::File,
+    pub path: PathBuf,
+    pub pending: Pending,
+}
+
+/// What claiming an entry found.
+pub enum Claimed {
+    Held(Claim),
+    /// Another applier removed it first.
+    Gone,
+}
+
+/// Claims the entry at `path`: waits up to `wait` for its lock, then reads it. An entry that is
+/// not a regular file of this user's, or cannot be parsed, is an error naming it (and is left
+/// where it is for a person to look at).
+pub fn claim(path: &Path, wait: Duration) -> Result<Claimed, StoreError> {
+    let file = match std::fs::File::options()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Claimed::Gone),
+        Err(e) => return Err(StoreError::io("open", path)(e)),
+    };
+    let meta = file.metadata().map_err(StoreError::io("stat", path))?;
+    if !meta.is_file() {
+        return Err(StoreError::NotRegular { path: path.into() });
+    }
+    crate::read::refuse_foreign(&meta, path)?;
+    let deadline = Instant::now() + wait;
+    loop {
+        match file.try_lock() {
+            Ok(()) => break,
+            Err(std::fs::TryLockError::WouldBlock) => {}
+            Err(std::fs::TryLockError::Error(e)) => return Err(StoreError::io("lock", path)(e)),
+        }
+        if Instant::now() >= deadline {
+            return Err(StoreError::LockBusy {
+                path: path.into(),
+                holder: None,
+                waited: wait,
+            });
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Applied and removed by whoever held the lock before.
+    let linked = file
+        .metadata()
+        .map(|m| m.nlink() > 0)
+        .map_err(StoreError::io("stat", path))?;
+    if !linked {
+        return Ok(Claimed::Gone);
+    }
+    let mut bytes = Vec::new();
+    (&file)
+        .take(crate::read::STATE_FILE_CAP)
+        .read_to_end(&mut bytes)
+        .map_err(StoreError::io("read", path))?;
+    let pending = serde_json::from_slice(&bytes).map_err(|e| StoreError::Corrupt {
+        path: path.into(),
+        detail: format!("not an outbox entry: {e}"),
+    })?;
+    Ok(Claimed::Held(Claim {
+        file,
+        path: path.into(),
+        pending,
+    }))
+}
+
+impl Claim {
+    /// The entry was applied: it is removed (and the removal synced) before its lock goes.
+    pub fn done(self) -> Result<(), StoreError> {
+        std::fs::remove_file(&self.path).map_err(StoreError::io("remove", &self.path))?;
+        if let Some(parent) = self.path.parent()
+            && let Ok(d) = std::fs::File::open(parent)
+        {
+            let _ = d.sync_all();
+        }
+        drop(self.file);
+        Ok(())
+    }
+}
