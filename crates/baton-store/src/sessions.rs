@@ -214,21 +214,43 @@ fn write_mark_name(session: &str) -> String {
     format!("wrote-{}", file_safe(session))
 }
 
-/// Marks that a loop `session` owns was written on this machine: a new mark each time, so that
-/// a pre-compaction hook tells, without asking the store, whether anything it would checkpoint
-/// changed since its last checkpoint. A hint: a lost mark costs one round trip.
+/// Marks that a loop `session` owns was written on this machine, when the session's hooks keep a
+/// write mark (`ensure_write_mark`): a new mark each time, so that a pre-compaction hook tells,
+/// without asking the store, whether anything it would checkpoint changed since its last
+/// checkpoint. A hint: a lost mark costs one round trip.
 pub fn mark_write(layout: &Layout, session: &str) -> Result<(), StoreError> {
-    let dir = layout.state_dir.join(SESSIONS_DIR);
-    ensure_dir(&dir)?;
+    let path = layout
+        .state_dir
+        .join(SESSIONS_DIR)
+        .join(write_mark_name(session));
+    if !std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+        return Ok(());
+    }
+    new_mark(&path).map(drop)
+}
+
+fn new_mark(path: &Path) -> Result<String, StoreError> {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or_default();
-    let body = format!("{nanos}-{}\n", std::process::id());
-    crate::atomic::replace_hint(&dir.join(write_mark_name(session)), body.as_bytes())
+    let mark = format!("{nanos}-{}", std::process::id());
+    crate::atomic::replace_hint(path, format!("{mark}\n").as_bytes())?;
+    Ok(mark)
 }
 
-/// The session's last write mark (`mark_write`), `None` when none is recorded here.
+/// The session's write mark, made when there is none yet (from then on every write of a loop
+/// the session owns changes it).
+pub fn ensure_write_mark(layout: &Layout, session: &str) -> Result<String, StoreError> {
+    if let Some(mark) = write_mark(layout, session) {
+        return Ok(mark);
+    }
+    let dir = layout.state_dir.join(SESSIONS_DIR);
+    ensure_dir(&dir)?;
+    new_mark(&dir.join(write_mark_name(session)))
+}
+
+/// The session's last write mark, `None` when none is kept here.
 pub fn write_mark(layout: &Layout, session: &str) -> Option<String> {
     read_small(
         &layout

@@ -648,8 +648,17 @@ impl Session<'_> {
             .files
             .read_record()
             .unwrap_or_else(|| self.new_record());
-        let mark = baton_store::sessions::write_mark(&self.layout, &self.event.session_id);
-        if record.checkpoint.is_none() || record.checkpoint_mark != mark {
+        let session = &self.event.session_id;
+        let mark = baton_store::sessions::write_mark(&self.layout, session);
+        if record.checkpoint.is_none() || mark.is_none() || record.checkpoint_mark != mark {
+            // The mark first: a write after it changes it, and the next checkpoint looks again.
+            let mark = match baton_store::sessions::ensure_write_mark(&self.layout, session) {
+                Ok(mark) => Some(mark),
+                Err(e) => {
+                    self.warn(e.to_string());
+                    None
+                }
+            };
             let (ctx, store) = self.connected()?;
             let owned = owned(store, &self.event.session_id)?;
             let checked = checkpoint(

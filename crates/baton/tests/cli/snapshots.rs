@@ -1210,6 +1210,49 @@ fn json_of_the_store() {
     );
     std::fs::rename(s.env.state_dir(), s.env.repo.join("old-state")).unwrap();
     run(&mut s, "store export", None, store(&["store", "export"]), 0);
+    run(
+        &mut s,
+        "store forward",
+        None,
+        store(&["store", "forward"]),
+        0,
+    );
+    // A failure hook's entry, as it records one for the server, of a session whose loop is
+    // active there.
+    s.env
+        .baton(
+            "S-f",
+            2,
+            &store(&["loop", "init", "T-5"])
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+        )
+        .assert_code(0);
+    let outbox = s.env.state_dir().join("outbox");
+    std::fs::create_dir_all(&outbox).unwrap();
+    let entry = serde_json::json!({
+        "server": url,
+        "client": "claude",
+        "session": "S-f",
+        "event": "StopFailure",
+        "end": false,
+        "reason": "rate_limit",
+        "evidence": "StopFailure: rate_limit",
+        "at": at(3),
+    });
+    std::fs::write(
+        outbox.join("20260301T120300Z-1-00000000.json"),
+        serde_json::to_vec(&entry).unwrap(),
+    )
+    .unwrap();
+    run(
+        &mut s,
+        "store forward",
+        Some("sent"),
+        store(&["store", "forward"]),
+        0,
+    );
 }
 
 /// The commands a help lists that run on their own (not only as a group of subcommands): a
