@@ -429,6 +429,17 @@ impl Supervisor<'_> {
     /// What the attempt left: what its hooks reported, and the work its sessions touched
     /// (work still active after the agent ended is marked interrupted first).
     fn look_back(&mut self, exit: Exit) -> Result<Attempt, CommandError> {
+        // With a server store the attempt's failure hooks recorded their interrupts here:
+        // they reach the server before the state is read.
+        if baton_ops::forward::anything_pending(self.store.layout()) {
+            match baton_ops::forward::forward(&self.at_now(None)) {
+                Ok(done) => done
+                    .warnings
+                    .iter()
+                    .for_each(|w| say(&format!("warning: {w}"))),
+                Err(e) => say(&format!("warning: {}", e.message)),
+            }
+        }
         let (events, offset) = files::read_log(&self.log, self.offset)?;
         self.offset = offset;
         let field = |e: &Value, k: &str| e[k].as_str().map(str::to_string);

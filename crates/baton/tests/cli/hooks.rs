@@ -524,12 +524,18 @@ fn an_unreadable_file_is_named_and_the_rest_still_interrupted() {
     let out = hook(&env, "claude", "StopFailure", &failure, &at(5));
     out.assert_code(0);
     assert_eq!(out.stdout, "");
-    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
-    assert!(
-        out.stderr.contains(&named("loop-state-TORN.json")),
-        "{}",
-        out.stderr
-    );
+    // On a server the hook only records the interrupt (docs/hooks.md), and the process it
+    // starts meets the unreadable record, with no stderr anyone reads.
+    if crate::common::pg_mode() {
+        assert_eq!(out.stderr, "");
+    } else {
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+        assert!(
+            out.stderr.contains(&named("loop-state-TORN.json")),
+            "{}",
+            out.stderr
+        );
+    }
     assert_eq!(loop_state(&env, "T-1")["interrupt_reason"], "rate_limit");
 }
 
