@@ -19,6 +19,7 @@ mod clients;
 mod fake_api;
 mod flow;
 mod monorepo;
+mod network;
 mod signals;
 mod smoke;
 mod supervise;
