@@ -11,7 +11,7 @@ use crate::owned::{Interrupted, interrupt_owned, owned};
 use baton_core::model::InterruptReason;
 use baton_core::time::{format_ts, parse_ts};
 use baton_store::Layout;
-use baton_store::outbox::{self, Claimed, Pending};
+use baton_store::outbox::{self, Pending};
 use baton_store::sessions::SessionFiles;
 
 /// A session's work stopping, as its hook saw it.
@@ -159,8 +159,8 @@ pub fn forward(ctx: &Ctx) -> Result<Forwarded, CommandError> {
             continue;
         }
         let claim = match outbox::claim(path, ctx.lock_wait) {
-            Ok(Claimed::Held(claim)) => claim,
-            Ok(Claimed::Gone) => continue,
+            Ok(Some(claim)) => claim,
+            Ok(None) => continue,
             Err(e) => {
                 done.left += 1;
                 done.warnings.push(e.to_string());

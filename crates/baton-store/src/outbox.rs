@@ -111,24 +111,17 @@ pub struct Claim {
     pub pending: Pending,
 }
 
-/// What claiming an entry found.
-pub enum Claimed {
-    Held(Claim),
-    /// Another applier removed it first.
-    Gone,
-}
-
-/// Claims the entry at `path`: waits up to `wait` for its lock, then reads it. An entry that is
-/// not a regular file of this user's, or cannot be parsed, is an error naming it (and is left
-/// where it is for a person to look at).
-pub fn claim(path: &Path, wait: Duration) -> Result<Claimed, StoreError> {
+/// Claims the entry at `path`: waits up to `wait` for its lock, then reads it; `None` when
+/// another applier removed it first. An entry that is not a regular file of this user's, or
+/// cannot be parsed, is an error naming it (and is left where it is for a person to look at).
+pub fn claim(path: &Path, wait: Duration) -> Result<Option<Claim>, StoreError> {
     let file = match std::fs::File::options()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(path)
     {
         Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Claimed::Gone),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(StoreError::io("open", path)(e)),
     };
     let meta = file.metadata().map_err(StoreError::io("stat", path))?;
@@ -158,7 +151,7 @@ pub fn claim(path: &Path, wait: Duration) -> Result<Claimed, StoreError> {
         .map(|m| m.nlink() > 0)
         .map_err(StoreError::io("stat", path))?;
     if !linked {
-        return Ok(Claimed::Gone);
+        return Ok(None);
     }
     let mut bytes = Vec::new();
     (&file)
@@ -169,7 +162,7 @@ pub fn claim(path: &Path, wait: Duration) -> Result<Claimed, StoreError> {
         path: path.into(),
         detail: format!("not an outbox entry: {e}"),
     })?;
-    Ok(Claimed::Held(Claim {
+    Ok(Some(Claim {
         file,
         path: path.into(),
         pending,

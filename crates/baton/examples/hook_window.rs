@@ -41,12 +41,10 @@
 //! per-turn hook connected under `--expect-no-roundtrip`; 2 when the harness itself could not
 //! run.
 
-use std::io::{Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::io::Write;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use baton_store::RecordKind;
@@ -130,80 +128,9 @@ impl Flags {
     }
 }
 
-// ---------------------------------------------------------------------------------------------
-// The delay proxy
-
-/// A TCP proxy on 127.0.0.1 that delivers every chunk `delay` after it read it.
-struct Proxy {
-    port: u16,
-    accepted: Arc<AtomicUsize>,
-}
-
-impl Proxy {
-    fn start(target: SocketAddr, delay: Duration) -> std::io::Result<Proxy> {
-        let listener = TcpListener::bind("127.0.0.1:0")?;
-        let port = listener.local_addr()?.port();
-        let accepted = Arc::new(AtomicUsize::new(0));
-        let count = accepted.clone();
-        std::thread::spawn(move || {
-            for client in listener.incoming() {
-                let Ok(client) = client else { continue };
-                let at = Instant::now();
-                count.fetch_add(1, Ordering::SeqCst);
-                let Ok(server) = TcpStream::connect(target) else {
-                    let _ = client.shutdown(Shutdown::Both);
-                    continue;
-                };
-                let _ = client.set_nodelay(true);
-                let _ = server.set_nodelay(true);
-                let (Ok(client2), Ok(server2)) = (client.try_clone(), server.try_clone()) else {
-                    continue;
-                };
-                // The client's connect returned at once; on a real path it takes a round trip
-                // before the client can send, so its first bytes are due no sooner.
-                pipe(client, server2, delay, at + 2 * delay);
-                pipe(server, client2, delay, at);
-            }
-        });
-        Ok(Proxy { port, accepted })
-    }
-
-    fn connections(&self) -> usize {
-        self.accepted.load(Ordering::SeqCst)
-    }
-}
-
-/// Forwards `from` to `to`: a reader queues each chunk with the time it is due (`delay` after
-/// it was read, and never before `not_before + delay`), a writer delivers the chunks in order,
-/// each at its time, and passes the end of the stream on once the queue is empty.
-fn pipe(mut from: TcpStream, mut to: TcpStream, delay: Duration, not_before: Instant) {
-    let (tx, rx) = mpsc::channel::<(Instant, Vec<u8>)>();
-    std::thread::spawn(move || {
-        let mut buf = vec![0; 64 * 1024];
-        loop {
-            let n = match from.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => n,
-            };
-            let due = Instant::now().max(not_before) + delay;
-            if tx.send((due, buf[..n].to_vec())).is_err() {
-                break;
-            }
-        }
-    });
-    std::thread::spawn(move || {
-        for (due, bytes) in rx {
-            let now = Instant::now();
-            if due > now {
-                std::thread::sleep(due - now);
-            }
-            if to.write_all(&bytes).is_err() {
-                break;
-            }
-        }
-        let _ = to.shutdown(Shutdown::Write);
-    });
-}
+#[path = "../tests/support/delay_proxy.rs"]
+#[allow(dead_code)]
+mod delay_proxy;
 
 /// `url` with its host and port replaced by 127.0.0.1:`port`.
 fn through(url: &str, port: u16) -> Result<String, String> {
@@ -475,7 +402,8 @@ struct Turn {
 
 fn run(flags: &Flags) -> Result<bool, String> {
     let target = server_addr(&flags.url)?;
-    let proxy = Proxy::start(target, flags.delay).map_err(|e| format!("the proxy: {e}"))?;
+    let proxy = delay_proxy::DelayProxy::start(target, flags.delay)
+        .map_err(|e| format!("the proxy: {e}"))?;
     let proxied = through(&flags.url, proxy.port)?;
     let (direct_rt, _) = round_trip(&flags.url).map_err(|e| format!("{}: {e}", flags.url))?;
     let (proxied_rt, proxied_min) =
@@ -535,10 +463,10 @@ fn run(flags: &Flags) -> Result<bool, String> {
         )?;
         for turn in turns.iter_mut() {
             let payload = project.payload_of(turn.fixture, &session)?;
-            let before = proxy.connections();
+            let before = proxy.accepted();
             let hooked = project.hook(flags, &proxied, turn.event, &payload)?;
             std::thread::sleep(SETTLE);
-            turn.connections.push(proxy.connections() - before);
+            turn.connections.push(proxy.accepted() - before);
             turn.times.push(hooked.took);
             turn.codes.push(hooked.code);
             if hooked.code != 0 {
@@ -572,7 +500,7 @@ fn run(flags: &Flags) -> Result<bool, String> {
             "error": "rate_limit",
             "last_assistant_message": RATE_LIMIT_MESSAGE,
         });
-        let before = proxy.connections();
+        let before = proxy.accepted();
         let hooked = project.hook(flags, &proxied, "StopFailure", &payload)?;
         times.push(hooked.took);
         if hooked.code != 0 {
@@ -615,7 +543,7 @@ fn run(flags: &Flags) -> Result<bool, String> {
                 );
             }
         }
-        connections.push(proxy.connections() - before);
+        connections.push(proxy.accepted() - before);
         if flags.runs >= 10 && (i + 1) % (flags.runs / 10) == 0 {
             eprintln!(
                 "hook_window: {} of {} runs ({:.0} s)",

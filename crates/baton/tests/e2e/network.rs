@@ -11,6 +11,7 @@ use crate::fake_api::Reply;
 use crate::flow::{baton, journal, loop_state};
 
 #[path = "../support/delay_proxy.rs"]
+#[allow(dead_code)]
 mod delay_proxy;
 #[path = "../../../baton-store/tests/support/pg_server.rs"]
 #[allow(dead_code)]
@@ -31,7 +32,8 @@ fn claude_rate_limit_reaches_a_distant_server_once() {
     else {
         return;
     };
-    let proxy = delay_proxy::DelayProxy::start(server.port, Duration::from_millis(20));
+    let target = std::net::SocketAddr::from(([127, 0, 0, 1], server.port));
+    let proxy = delay_proxy::DelayProxy::start(target, Duration::from_millis(20)).unwrap();
     // The project's name on the server is its first commit; the store, its committed setting.
     std::fs::write(
         h.project.join(".baton.toml"),
