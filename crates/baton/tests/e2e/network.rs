@@ -77,10 +77,7 @@ fn claude_rate_limit_reaches_a_distant_server_once() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert_eq!(entries(), 0, "the interrupt never left the outbox\n{run}");
-    assert!(
-        outbox.is_dir(),
-        "the hook recorded nothing: killed before it could?\n{run}"
-    );
+    // A hook killed before it recorded anything leaves the loop active.
     let state = loop_state(&h);
     assert_eq!(state["status"], "interrupted", "{state}\n{run}");
     assert_eq!(state["interrupt_reason"], "rate_limit", "{state}\n{run}");
