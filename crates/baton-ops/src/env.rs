@@ -245,6 +245,14 @@ thread_local! {
         const { std::cell::RefCell::new(std::mem::ManuallyDrop::new(None)) };
 }
 
+/// Forgets this process's connection to the server (it is left open, not closed: see
+/// `DATABASE`), so that the next use connects again: for a command that retries after the
+/// server was out of reach.
+#[cfg(feature = "postgres")]
+pub fn reconnect_next_time() {
+    DATABASE.with(|d| *d.borrow_mut() = std::mem::ManuallyDrop::new(None));
+}
+
 impl Ctx {
     /// The store URL: `--store` or `BATON_STORE`, else the project's `.baton.toml` (read once
     /// per command); `None` for the file store.

@@ -128,11 +128,15 @@ pub struct Forwarded {
     /// Entries still in the outbox (not applied, or failed).
     pub left: usize,
     pub warnings: Vec<String>,
+    /// What stopped it short: the server could not be reached or did not take a write. The
+    /// entry it was on and those after it stay for the next try.
+    pub unreachable: Option<CommandError>,
 }
 
 /// Applies every entry of this project's outbox on the server, oldest first, each under its
 /// lock, and removes it once applied. Stops at the first entry the server could not take (the
-/// network, the server): it and the ones after it stay for the next try.
+/// network, the server): it and the ones after it stay for the next try (`unreachable`). An
+/// error is a setting to fix: no server configured for the entries there are.
 pub fn forward(ctx: &Ctx) -> Result<Forwarded, CommandError> {
     let layout = ctx.layout()?;
     let mut done = Forwarded::default();
@@ -224,13 +228,21 @@ pub fn forward(ctx: &Ctx) -> Result<Forwarded, CommandError> {
         claim.done()?;
         done.applied.push((pending, stopped.interrupted));
     }
-    match failed {
-        Some(e) if done.applied.is_empty() => Err(e),
-        Some(e) => {
-            done.warnings.push(e.message);
-            Ok(done)
+    done.unreachable = failed;
+    Ok(done)
+}
+
+impl Forwarded {
+    /// Every warning, with what stopped it short, as one line each.
+    pub fn all_warnings(self) -> Vec<String> {
+        let mut warnings = self.warnings;
+        if let Some(e) = self.unreachable {
+            warnings.push(format!(
+                "{} interrupts recorded on this machine have not reached the server yet ({}): `baton store forward` sends them",
+                self.left, e.message
+            ));
         }
-        None => Ok(done),
+        warnings
     }
 }
 

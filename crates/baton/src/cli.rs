@@ -357,18 +357,11 @@ fn forward_first(ctx: &Ctx) -> Vec<String> {
         _ => return Vec::new(),
     }
     match baton_ops::forward::forward(ctx) {
-        Ok(done) if done.left == 0 => done.warnings,
-        Ok(done) => {
-            let mut warnings = done.warnings;
-            warnings.push(format!(
-                "{} interrupts recorded on this machine have not reached the server yet: `baton store forward` sends them",
-                done.left
-            ));
-            warnings
-        }
+        Ok(done) => done.all_warnings(),
         Err(e) => vec![format!(
-            "interrupts recorded on this machine have not reached the server yet ({}): `baton store forward` sends them",
-            e.message
+            "interrupts recorded on this machine have not reached the server yet ({}): {}",
+            e.message,
+            e.hints.join("; ")
         )],
     }
 }

@@ -183,7 +183,7 @@ impl Session<'_> {
             if forward::anything_pending(&self.layout) {
                 match forward::forward(&ctx) {
                     Ok(done) => {
-                        if let Some(w) = done.warnings.into_iter().next() {
+                        if let Some(w) = done.all_warnings().into_iter().next() {
                             self.warn(w);
                         }
                     }
@@ -713,7 +713,7 @@ fn spawn_forwarder(root: &std::path::Path) -> Result<(), CommandError> {
     let mut cmd = std::process::Command::new(exe);
     cmd.arg("-C")
         .arg(root)
-        .args(["store", "forward"])
+        .args(["store", "forward", "--retry", "10m"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());

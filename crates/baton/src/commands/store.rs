@@ -39,7 +39,17 @@ pub enum StoreCommand {
     /// (a failure hook has no time for a round trip), each exactly once, oldest first. A hook
     /// starts this itself, and every command that reads the state runs it first; run it by
     /// hand after the server was out of reach.
-    Forward,
+    Forward(ForwardArgs),
+}
+
+/// How long to keep trying.
+#[derive(Debug, Args)]
+pub struct ForwardArgs {
+    /// While the server cannot be reached, try again (after 1 s, then twice as long each
+    /// time, at most 30 s apart) until this much time has passed, such as `30s` or `10m`; the
+    /// process a hook starts keeps trying for 10m [default: 0, one try]
+    #[arg(long, value_name = "DURATION")]
+    retry: Option<String>,
 }
 
 /// Which project on the server.
@@ -57,7 +67,7 @@ pub fn dispatch(ctx: &Ctx, cmd: StoreCommand) -> Result<Report, CommandError> {
         StoreCommand::Status => cmd_status(ctx),
         StoreCommand::Import(args) => cmd_import(ctx, &args),
         StoreCommand::Export(args) => cmd_export(ctx, &args),
-        StoreCommand::Forward => cmd_forward(ctx),
+        StoreCommand::Forward(args) => cmd_forward(ctx, &args),
     }
 }
 
@@ -122,8 +132,32 @@ fn cmd_export(ctx: &Ctx, args: &ProjectArgs) -> Result<Report, CommandError> {
     }
 }
 
-fn cmd_forward(ctx: &Ctx) -> Result<Report, CommandError> {
-    let done = baton_ops::forward::forward(ctx)?;
+fn cmd_forward(ctx: &Ctx, args: &ForwardArgs) -> Result<Report, CommandError> {
+    let retry = match &args.retry {
+        None => std::time::Duration::ZERO,
+        Some(raw) => baton_ops::env::parse_wait(raw).ok_or_else(|| {
+            CommandError::usage(format!("--retry {raw:?} is not a duration"))
+                .hint("pass a duration such as `--retry 30s` or `--retry 10m`")
+        })?,
+    };
+    let started = std::time::Instant::now();
+    let mut pause = std::time::Duration::from_secs(1);
+    let mut done = baton_ops::forward::forward(ctx)?;
+    while done.unreachable.is_some() && started.elapsed() + pause <= retry {
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(std::time::Duration::from_secs(30));
+        baton_ops::env::reconnect_next_time();
+        let again = baton_ops::forward::forward(ctx)?;
+        let mut applied = std::mem::take(&mut done.applied);
+        applied.extend(again.applied);
+        done = baton_ops::forward::Forwarded { applied, ..again };
+    }
+    if let Some(e) = done.unreachable {
+        let left = done.left;
+        return Err(e.hint(format!(
+            "{left} interrupts stay in .agentic/outbox/; the next baton command here, or `baton store forward`, sends them"
+        )));
+    }
     let applied: Vec<serde_json::Value> = done
         .applied
         .iter()

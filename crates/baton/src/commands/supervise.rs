@@ -434,7 +434,7 @@ impl Supervisor<'_> {
         if baton_ops::forward::anything_pending(self.store.layout()) {
             match baton_ops::forward::forward(&self.at_now(None)) {
                 Ok(done) => done
-                    .warnings
+                    .all_warnings()
                     .iter()
                     .for_each(|w| say(&format!("warning: {w}"))),
                 Err(e) => say(&format!("warning: {}", e.message)),

@@ -270,10 +270,10 @@ fn open_path(port: u16, target: u16) {
 }
 
 #[test]
-fn a_failure_while_the_server_is_out_of_reach_is_kept_until_it_answers() {
-    let Some((server, env, direct)) =
-        server_project("a_failure_while_the_server_is_out_of_reach_is_kept_until_it_answers")
-    else {
+fn a_failure_while_the_server_is_out_of_reach_is_kept_and_sent_once_it_answers() {
+    let Some((server, env, direct)) = server_project(
+        "a_failure_while_the_server_is_out_of_reach_is_kept_and_sent_once_it_answers",
+    ) else {
         return;
     };
     let (port, url) = nobody_home();
@@ -305,8 +305,9 @@ fn a_failure_while_the_server_is_out_of_reach_is_kept_until_it_answers() {
     assert!(status.stderr.contains(&url), "{status:?}");
     assert_eq!(outbox(&env).len(), 1);
 
-    // The path is back: the next command sends it first, and sees it.
+    // The path is back: the process the hook started, still trying, sends it.
     open_path(port, server.port);
+    assert!(drained(&env), "still in the outbox: {:?}", outbox(&env));
     let resume = through(&env, &url, "s2", 3, &["--json", "resume", "T-1"]);
     resume.assert_code(0);
     assert_eq!(resume.stderr, "", "{resume:?}");
