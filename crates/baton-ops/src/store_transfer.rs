@@ -29,16 +29,28 @@ fn project(ctx: &Ctx, project: Option<&str>) -> Result<String, CommandError> {
     }
 }
 
-fn records(ctx: &Ctx, name: Option<&str>) -> Result<pg::records::Records, CommandError> {
+/// The project on the server, each round trip bounded as a state command's, and a call that
+/// makes `round_trips` of them (an import's one transaction) `ROUND_TRIP` more for each.
+fn records(
+    ctx: &Ctx,
+    name: Option<&str>,
+    round_trips: usize,
+) -> Result<pg::records::Records, CommandError> {
     let settings = settings(ctx)?;
-    let client = pg::connect(&settings)?;
+    let server = pg::connect_bounded(&settings, ctx.lock_wait)?;
+    let extra = ROUND_TRIP.saturating_mul(u32::try_from(round_trips).unwrap_or(u32::MAX));
     Ok(pg::records::Records::new(
-        client,
+        server.client,
         settings,
         &project(ctx, name)?,
         &baton_store::process::host(),
-    ))
+    )
+    .watched(server.dog, server.bound + extra, server.statement_timeout))
 }
+
+/// What one more round trip of a transfer may take on a healthy path, for its bound: ten times
+/// a 20 ms network's round trip.
+const ROUND_TRIP: std::time::Duration = std::time::Duration::from_millis(400);
 
 /// How much state moved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,7 +106,7 @@ pub fn import(
 ) -> Result<StoreImport, CommandError> {
     let layout = ctx.layout()?;
     let moved = pg::transfer::collect(&layout)?;
-    let records = records(ctx, project)?;
+    let records = records(ctx, project, moved.records())?;
     let project = records.project.clone();
     Ok(match pg::transfer::import(&records, &moved, progress)? {
         Some(held) => StoreImport::Refused { project, held },
@@ -113,7 +125,7 @@ pub fn export(
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<StoreExport, CommandError> {
     let layout = ctx.layout()?;
-    let records = records(ctx, project)?;
+    let records = records(ctx, project, 0)?;
     let moved = pg::transfer::fetch(&records)?;
     Ok(if pg::transfer::export(&layout, &moved, progress)? {
         StoreExport::Exported {

@@ -110,6 +110,68 @@ pub fn connect_watched(
     Ok((client?, dog))
 }
 
+/// A connection of the store's own commands (`store migrate`, `status`, `import`, `export`)
+/// with every round trip bounded as a state command's are (`backend::Db::open_within`): the
+/// server gives up on a statement after `lock_wait` and a second, and `dog` shuts the socket
+/// when an answer has not come `bound` after the call.
+pub struct Bounded {
+    pub client: Client,
+    pub dog: deadline::Watchdog,
+    /// `lock_wait` and `deadline::GRACE`.
+    pub bound: std::time::Duration,
+    /// The session's statement timeout, in milliseconds.
+    pub statement_timeout: String,
+}
+
+/// Connects as `connect` does, within `lock_wait` and `deadline::GRACE`, and sets the
+/// session's statement timeout to `lock_wait` and a second.
+pub fn connect_bounded(
+    settings: &Settings,
+    lock_wait: std::time::Duration,
+) -> Result<Bounded, StoreError> {
+    let bound = lock_wait + deadline::GRACE;
+    let ms = |d: std::time::Duration| d.as_millis().clamp(1, i32::MAX as u128).to_string();
+    let statement_timeout = ms(lock_wait + std::time::Duration::from_secs(1));
+    let mut session: Vec<(&str, String)> = config::SERVER_SOCKET
+        .iter()
+        .map(|(n, v)| (*n, v.to_string()))
+        .collect();
+    session.push(("statement_timeout", statement_timeout.clone()));
+    let (names, values) = setting_params(&session);
+    let (mut client, dog) = connect_watched(settings, bound)?;
+    within(&dog, bound, settings, "connect to", || {
+        client
+            .query(&format!("SELECT {APPLY_SETTINGS}"), &[&names, &values])
+            .map_err(db_error(settings, "connect to"))
+    })?;
+    Ok(Bounded {
+        client,
+        dog,
+        bound,
+        statement_timeout,
+    })
+}
+
+/// Runs `call` within `bound` on the connection `dog` watches: `StoreError::Unanswered`,
+/// naming the server, when the watchdog had to end it.
+pub fn within<T>(
+    dog: &deadline::Watchdog,
+    bound: std::time::Duration,
+    settings: &Settings,
+    action: &'static str,
+    call: impl FnOnce() -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    let (out, fired) = dog.within(bound, call);
+    if fired {
+        return Err(StoreError::Unanswered {
+            action,
+            server: settings.shown.clone(),
+            waited: bound,
+        });
+    }
+    out
+}
+
 /// The schema's version: the latest migration applied, `None` before the first.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Version {

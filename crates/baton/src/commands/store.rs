@@ -239,8 +239,12 @@ fn versions(list: &[pg::Version]) -> serde_json::Value {
 
 fn cmd_migrate(ctx: &Ctx) -> Result<Report, CommandError> {
     let settings = settings(ctx)?;
-    let mut client = pg::connect(&settings)?;
-    let applied = pg::migrate(&mut client, &settings)?;
+    let mut server = pg::connect_bounded(&settings, ctx.lock_wait)?;
+    // Another machine's migration holds the lock for milliseconds: the whole of it, the wait
+    // included, gets a state command's bound.
+    let applied = pg::within(&server.dog, server.bound, &settings, "migrate", || {
+        pg::migrate(&mut server.client, &settings)
+    })?;
     let latest = pg::known().last().map_or(0, |v| v.version);
     let text = if applied.is_empty() {
         format!(
@@ -270,8 +274,14 @@ fn cmd_migrate(ctx: &Ctx) -> Result<Report, CommandError> {
 
 fn cmd_status(ctx: &Ctx) -> Result<Report, CommandError> {
     let settings = settings(ctx)?;
-    let mut client = pg::connect(&settings)?;
-    let status = pg::status(&mut client, &settings)?;
+    let mut server = pg::connect_bounded(&settings, ctx.lock_wait)?;
+    let status = pg::within(
+        &server.dog,
+        server.bound,
+        &settings,
+        "read the status of",
+        || pg::status(&mut server.client, &settings),
+    )?;
     let known = pg::known();
     let at = status.applied.last().map_or(0, |v| v.version);
     let latest = known.last().map_or(0, |v| v.version);

@@ -206,3 +206,44 @@ fn a_path_silent_from_the_start_ends_the_command_in_seconds() {
         true,
     );
 }
+
+/// The store's own commands meet a silent path as a state command does: within the lock wait
+/// and a few seconds, naming the server, with nothing written.
+#[test]
+fn the_store_commands_on_a_silent_path_end_in_seconds() {
+    let Some(server) = PgServer::start("the_store_commands_on_a_silent_path_end_in_seconds") else {
+        return;
+    };
+    let env = TestEnv::new();
+    let direct = server.url();
+    let mut cmd = env.command(Some("A"), T0);
+    cmd.env("BATON_STORE", &direct).env_remove("BATON_NOW");
+    to_run(cmd.args(["store", "migrate"]).output().unwrap()).assert_code(0);
+    let before = everything(&direct);
+    // Silent from the start (the connection's first bytes go nowhere), and silent once the
+    // command asks its first question of a connected server.
+    const NONE: &[&[u8]] = &[];
+    const QUERY: &[&[u8]] = &[b"SELECT", b"select"];
+    for (triggers, frozen) in [(NONE, true), (QUERY, false)] {
+        for args in [
+            &["store", "status"][..],
+            &["store", "migrate"][..],
+            &["store", "export", "--project", "nothing-here"][..],
+        ] {
+            let proxy = Proxy::start(server.port, triggers, frozen);
+            let (run, took) = timed(&env, &proxy.url(), args);
+            eprintln!(
+                "{args:?} (frozen {frozen}): exited {} in {took:?}",
+                run.code
+            );
+            assert!(
+                took < Duration::from_secs(8),
+                "{args:?} waited {took:?} on a silent path: {run:?}"
+            );
+            assert_ne!(run.code, 0, "{run:?}");
+            let shown = format!("127.0.0.1:{}", proxy.port);
+            assert!(run.stderr.contains(&shown), "{args:?}: {}", run.stderr);
+        }
+    }
+    assert_eq!(everything(&direct), before, "nothing changed on the server");
+}
