@@ -27,6 +27,10 @@ pub struct Stop {
     pub reason: InterruptReason,
     pub evidence: String,
     pub resume_after: Option<Timestamp>,
+    /// Note a failure's interrupted tickets for the session's next prompt. A forwarded failure
+    /// notes them only while the session goes on (its record is there): a session that has
+    /// ended since forgot its notes, as it would have forgotten one written at once.
+    pub note: bool,
 }
 
 /// What interrupting a session's work did, and what went wrong without stopping it.
@@ -54,11 +58,14 @@ pub fn interrupt_session(ctx: &Ctx, stop: &Stop) -> (Stopped, Result<(), Command
     };
     let (interrupted, result) =
         interrupt_owned(&ctx, &held, stop.reason, &stop.evidence, stop.resume_after);
-    if !stop.end && !interrupted.tickets.is_empty() {
-        let files = SessionFiles::new(store.layout(), &stop.client, &stop.session);
-        if let Err(e) = files.note_interrupted(&interrupted.tickets) {
-            done.warnings.push(e.to_string());
-        }
+    let files = SessionFiles::new(store.layout(), &stop.client, &stop.session);
+    let going_on = stop.note || files.read_record().is_some();
+    if !stop.end
+        && !interrupted.tickets.is_empty()
+        && going_on
+        && let Err(e) = files.note_interrupted(&interrupted.tickets)
+    {
+        done.warnings.push(e.to_string());
     }
     done.interrupted = interrupted;
     let batch = match (&held.batch, stop.end) {
@@ -194,6 +201,7 @@ pub fn forward(ctx: &Ctx) -> Result<Forwarded, CommandError> {
             reason,
             evidence: pending.evidence.clone(),
             resume_after: parse_ts(pending.resume_after.as_deref()),
+            note: false,
         };
         // Stamped by the server's clock now: the interrupt is written now.
         let at = match ctx.at_write() {

@@ -15,7 +15,7 @@ use baton_core::model::{InterruptReason, RunState, RunStatus};
 use baton_core::run_id::RunId;
 use baton_core::time::format_ts;
 use baton_core::{Decision, Reason};
-use baton_store::{Expect, Guard, JournalTarget, LockScope, StateStore, random_hex, sha256_hex};
+use baton_store::{Expect, Guard, LockScope, StateStore, random_hex, sha256_hex};
 
 mod run_import;
 mod run_new;
@@ -24,7 +24,7 @@ mod run_record;
 pub use run_prune::{Prune, PruneEntry, Pruned, prune};
 mod run_resume;
 pub use run_import::{
-    Imported, build_import, completion_ledger, default_source, import, import_event, import_into,
+    Imported, build_import, completion_ledger, default_source, import, import_event,
     merge_completion_ledger,
 };
 pub use run_new::{NewRun, RunStart, Started, new_run};
@@ -244,15 +244,14 @@ pub fn end_lease(
         run.status = status.clone();
     }
     run.updated_at = Some(format_ts(ctx.now));
-    store.write_run(&run, &read)?;
     // A release of a lock nobody holds, or a finish of a finished run, is no event.
-    let journal_warning = journal::run_changed(&before, &run)
+    let events: Vec<serde_json::Value> = journal::run_changed(&before, &run)
         .then(|| {
             let released = before
                 .lease
                 .as_ref()
                 .map(|l| json!({ "session": l.session, "epoch": l.epoch, "pid": l.pid }));
-            let event = match &status {
+            match &status {
                 Some(s) => journal::event(
                     ctx,
                     JournalEvent::Finish,
@@ -265,10 +264,12 @@ pub fn end_lease(
                     Some(run.lease_epoch),
                     json!({ "released": released, "forced": force }),
                 ),
-            };
-            journal::append(&*store, JournalTarget::Run(&id), &[event])
+            }
         })
-        .flatten();
+        .into_iter()
+        .collect();
+    // The run and its event: one transaction on a server.
+    let journal_warning = journal::write_run(&*store, &run, &read, &events)?;
     Ok(LeaseEnd::Ended {
         id,
         status: run.status,

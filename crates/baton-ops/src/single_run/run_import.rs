@@ -45,12 +45,14 @@ pub fn import(ctx: &Ctx, run_id: &str, from: Option<&Path>) -> Result<Imported, 
                 .hint(format!("see it with `baton run show {id}`")),
         );
     }
-    let run = import_into(ctx, &*store, &id, from)?;
-    let warning = journal::append(
+    // The run and its `import` event: one transaction on a server.
+    let run = build_import(ctx, &*store, &id, from)?;
+    let warning = journal::write_run(
         &*store,
-        baton_store::JournalTarget::Run(&id),
+        &run,
+        &baton_store::Expect::Absent,
         &[import_event(ctx, &run)],
-    );
+    )?;
     let path = store.name(&RecordKey::Run(id.clone()));
     Ok(Imported {
         id,
@@ -68,18 +70,6 @@ pub fn default_source(ctx: &Ctx, id: &RunId) -> PathBuf {
         .clone()
         .unwrap_or_else(|| PathBuf::from("/tmp"));
     dir.join(format!("pipeline_state_{id}.json"))
-}
-
-/// Reads the originating state and writes it as baton run state; the caller holds the lock.
-pub fn import_into(
-    ctx: &Ctx,
-    store: &dyn StateStore,
-    id: &RunId,
-    from: Option<&Path>,
-) -> Result<RunState, CommandError> {
-    let run = build_import(ctx, store, id, from)?;
-    store.write_run(&run, &baton_store::Expect::Absent)?;
-    Ok(run)
 }
 
 /// The `import` event of a run brought in from its originating file.

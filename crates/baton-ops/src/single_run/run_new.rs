@@ -21,7 +21,7 @@ use baton_core::model::{
 use baton_core::run_id::RunId;
 use baton_core::time::format_ts;
 use baton_core::{Decision, Reason};
-use baton_store::{Expect, JournalTarget, LockScope, RecordKey, git, random_hex};
+use baton_store::{Expect, LockScope, RecordKey, git, random_hex};
 
 /// What `run new` is asked for.
 #[derive(Debug, Clone)]
@@ -222,20 +222,25 @@ pub fn new_run(ctx: &Ctx, args: &NewRun) -> Result<RunStart, CommandError> {
             json!({ "run": id.to_string(), "at": format_ts(ctx.now) }),
         );
         other.lease = None;
-        store.write_run(&other, &read.expect())?;
-        if let Ok(other_run) = RunId::parse(&other_id) {
-            let event = journal::event(
-                ctx,
-                JournalEvent::Finish,
-                Some(other.lease_epoch),
-                json!({ "status": "abandoned", "replaced_by": id.to_string() }),
-            );
-            journal_warnings.extend(journal::append(
-                &*store,
-                JournalTarget::Run(&other_run),
-                &[event],
-            ));
-        }
+        // The abandoned run and its `finish` event: one transaction on a server.
+        let events: Vec<serde_json::Value> = RunId::parse(&other_id)
+            .is_ok()
+            .then(|| {
+                journal::event(
+                    ctx,
+                    JournalEvent::Finish,
+                    Some(other.lease_epoch),
+                    json!({ "status": "abandoned", "replaced_by": id.to_string() }),
+                )
+            })
+            .into_iter()
+            .collect();
+        journal_warnings.extend(journal::write_run(
+            &*store,
+            &other,
+            &read.expect(),
+            &events,
+        )?);
         abandoned.push(other_id);
     }
     if !abandoned.is_empty() {

@@ -732,21 +732,29 @@ pub fn fresh(ctx: &Ctx, ticket: &OsStr, flags: &Ownership) -> Result<FreshDone, 
     if let Err(d) = may_replace(ctx, &loaded.state, flags, &g.target) {
         return Ok(done(Fresh::Refused(d)));
     }
-    let to = g
-        .store
-        .archive_loop(&g.target.key, &loaded.expect(), ctx.now)?;
-    // The loop's history stays: the journal outlives the state it describes.
-    let event = journal::event(
-        ctx,
-        JournalEvent::Fresh,
-        Some(loaded.state.owner_epoch),
-        json!({
-            "archived": to.display().to_string(),
-            "owner": loaded.state.session_id,
-            "status": loaded.state.status.as_str(),
-        }),
-    );
-    let journal_warning = journal::append(&*g.store, JournalTarget::Loop(&g.target.key), &[event]);
+    // The loop's history stays: the journal outlives the state it describes. The archive and
+    // its `fresh` event: one transaction on a server.
+    let event = |to: &std::path::Path| {
+        vec![journal::event(
+            ctx,
+            JournalEvent::Fresh,
+            Some(loaded.state.owner_epoch),
+            json!({
+                "archived": to.display().to_string(),
+                "owner": loaded.state.session_id,
+                "status": loaded.state.status.as_str(),
+            }),
+        )]
+    };
+    let target = JournalTarget::Loop(&g.target.key);
+    let (to, appended) = g.store.archive_journaled(
+        &RecordKey::Loop(g.target.key.clone()),
+        &loaded.expect(),
+        ctx.now,
+        target,
+        &event,
+    )?;
+    let journal_warning = journal::warning(&*g.store, target, appended);
     let d = Decision::new(
         baton_core::Verdict::Archived,
         Reason::new(

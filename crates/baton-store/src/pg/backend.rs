@@ -235,6 +235,25 @@ impl Db {
             .map(|name| format!("{}#archive/{name}", self.settings.shown)))
     }
 
+    /// `archive_if` with the journal events `events` makes of where the record went, in one
+    /// transaction.
+    #[allow(clippy::too_many_arguments)]
+    pub fn archive_journaled_if(
+        &self,
+        kind: RecordKind,
+        key: &str,
+        read: i64,
+        names: (&str, &str),
+        target: &str,
+        events: &dyn Fn(&str) -> Vec<String>,
+    ) -> Result<Option<String>, StoreError> {
+        let shown = |name: &str| format!("{}#archive/{name}", self.settings.shown);
+        Ok(self
+            .records
+            .archive_journaled_if(kind, key, read, names, target, &|name| events(&shown(name)))?
+            .map(|name| shown(&name)))
+    }
+
     /// Deletes the record at revision `read`; whether it was.
     pub fn remove_if(&self, kind: RecordKind, key: &str, read: i64) -> Result<bool, StoreError> {
         self.records.remove_if(kind, key, read)

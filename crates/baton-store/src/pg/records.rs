@@ -36,6 +36,17 @@ fn typed<'a>(params: &'a [Param<'a>]) -> Vec<(&'a (dyn ToSql + Sync), Type)> {
         .collect()
 }
 
+/// Moves a record at a revision to the archive under a file name (or the other one, when the
+/// archive holds the first): `$1` project, `$2` kind, `$3` key, `$4` revision, `$5` and `$6`
+/// the names; returns the name it took, no row when the record was not at that revision.
+const ARCHIVE_MOVE: &str = "WITH gone AS (DELETE FROM baton_state \
+       WHERE project = $1 AND kind = $2 AND key = $3 AND rev = $4 RETURNING doc), \
+     taken AS (SELECT EXISTS (SELECT 1 FROM baton_archive \
+       WHERE project = $1 AND key = $5) AS yes) \
+     INSERT INTO baton_archive (project, kind, key, doc) \
+     SELECT $1, 'file', CASE WHEN taken.yes THEN $6 ELSE $5 END, gone.doc \
+     FROM gone, taken RETURNING key";
+
 const JOURNAL_INSERT: &str =
     "INSERT INTO baton_journal (project, target, event) VALUES ($1, $2, $3)";
 
@@ -464,23 +475,64 @@ impl Records {
     ) -> Result<Option<String>, StoreError> {
         let rows = self.run(
             "archive in",
-            "WITH gone AS (DELETE FROM baton_state \
-               WHERE project = $1 AND kind = $2 AND key = $3 AND rev = $4 RETURNING doc), \
-             taken AS (SELECT EXISTS (SELECT 1 FROM baton_archive \
-               WHERE project = $1 AND key = $5) AS yes) \
-             INSERT INTO baton_archive (project, kind, key, doc) \
-             SELECT $1, 'file', CASE WHEN taken.yes THEN $6 ELSE $5 END, gone.doc \
-             FROM gone, taken RETURNING key",
-            &[
-                Param::Text(&self.project),
-                Param::Text(kind.as_str()),
-                Param::Text(key),
-                Param::Int(read),
-                Param::Text(name),
-                Param::Text(other),
-            ],
+            ARCHIVE_MOVE,
+            &self.archive_params(kind, key, read, name, other),
         )?;
         Ok(rows.first().map(|r| r.get(0)))
+    }
+
+    /// `archive_if` and the journal events `events` makes of the name the record took, in one
+    /// transaction: both land, or neither.
+    #[allow(clippy::too_many_arguments)]
+    pub fn archive_journaled_if(
+        &self,
+        kind: Kind,
+        key: &str,
+        read: i64,
+        (name, other): (&str, &str),
+        target: &str,
+        events: &dyn Fn(&str) -> Vec<String>,
+    ) -> Result<Option<String>, StoreError> {
+        self.guarded("archive in", None, |client| {
+            let err = || super::db_error(&self.settings, "archive in");
+            self.lost_before(kind, key, crate::faults::point("pg.write.before"))?;
+            let mut tx = client.transaction().map_err(err())?;
+            let params = self.archive_params(kind, key, read, name, other);
+            let rows = tx
+                .query_typed(ARCHIVE_MOVE, &typed(&params))
+                .map_err(err())?;
+            let Some(taken) = rows.first().map(|r| r.get::<_, String>(0)) else {
+                // Written meanwhile: the transaction is rolled back as it is dropped.
+                return Ok(None);
+            };
+            for event in events(&taken) {
+                let params = self.journal_params(target, &event);
+                tx.query_typed(JOURNAL_INSERT, &typed(&params))
+                    .map_err(err())?;
+            }
+            self.lost_before(kind, key, crate::faults::point("pg.write.before-commit"))?;
+            tx.commit().map_err(|e| self.commit_failed(kind, key, e))?;
+            self.lost_after(kind, key, crate::faults::point("pg.write.after-commit"))?;
+            Ok(Some(taken))
+        })
+    }
+
+    fn archive_params<'a>(
+        &'a self,
+        kind: Kind,
+        key: &'a str,
+        read: i64,
+        name: &'a str,
+        other: &'a str,
+    ) -> [Param<'a>; 6] {
+        [
+            Param::Text(&self.project),
+            Param::Text(kind.as_str()),
+            Param::Text(key),
+            Param::Int(read),
+            Param::Text(name),
+            Param::Text(other),
+        ]
     }
 
     /// Appends one event to a target's journal (`loop-<KEY>`, `batch`, `run-<ID>`).

@@ -186,6 +186,39 @@ impl StateStore for PgStore {
         }
     }
 
+    fn archive_journaled(
+        &self,
+        key: &RecordKey,
+        expect: &Expect,
+        now: Timestamp,
+        target: JournalTarget,
+        events: &dyn Fn(&std::path::Path) -> Vec<serde_json::Value>,
+    ) -> Result<(PathBuf, Result<(), StoreError>), StoreError> {
+        let Some(read) = self.expected_row(key, expect)? else {
+            return Err(self.conflict(key, expect));
+        };
+        let (name, other) = archive_names(key, now);
+        let target = journal_name(target)?;
+        // An event is a JSON object, which always serializes.
+        let lines = |to: &str| {
+            events(std::path::Path::new(to))
+                .iter()
+                .filter_map(|e| serde_json::to_string(e).ok())
+                .collect()
+        };
+        match self.db.archive_journaled_if(
+            key.kind(),
+            key.key(),
+            read,
+            (&name, &other),
+            &target,
+            &lines,
+        )? {
+            Some(to) => Ok((PathBuf::from(to), Ok(()))),
+            None => Err(self.conflict(key, expect)),
+        }
+    }
+
     fn remove(&self, key: &RecordKey, expect: &Expect) -> Result<(), StoreError> {
         match self.expected_row(key, expect)? {
             None if !self.contains(key)? => Ok(()),

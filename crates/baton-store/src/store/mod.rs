@@ -386,6 +386,23 @@ pub trait StateStore {
             .try_for_each(|event| self.append_journal(target, event));
         Ok((revision, appended))
     }
+    /// Archives a record as `archive` does and appends the events `events` makes of where it
+    /// went to `target`'s journal, as one change where the store can make it one (as
+    /// `write_raw_journaled`).
+    fn archive_journaled(
+        &self,
+        key: &RecordKey,
+        expect: &Expect,
+        now: Timestamp,
+        target: JournalTarget,
+        events: &dyn Fn(&std::path::Path) -> Vec<serde_json::Value>,
+    ) -> Result<(PathBuf, Result<(), StoreError>), StoreError> {
+        let to = self.archive(key, expect, now)?;
+        let appended = events(&to)
+            .iter()
+            .try_for_each(|event| self.append_journal(target, event));
+        Ok((to, appended))
+    }
     /// Appends one event to a target's journal. Called under the lock of the state the event
     /// describes, right after that state's write: the journal never runs ahead of the state.
     fn append_journal(

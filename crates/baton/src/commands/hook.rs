@@ -626,6 +626,7 @@ impl Session<'_> {
             reason: interrupt.reason,
             evidence: interrupt.evidence.clone(),
             resume_after,
+            note: true,
         };
         if let Some(server) = forward::shared_server(self.ctx, &self.layout)? {
             forward::record(self.ctx, &self.layout, &server, &stop)?;

@@ -178,6 +178,9 @@ fn a_failure_is_recorded_here_and_reaches_the_server_once_by_itself() {
     else {
         return;
     };
+    // A session that goes on after its failure (its record is there).
+    let start = payload("claude-code-2.1.332/SessionStart.json", "s1");
+    hook(&env, ("claude", "SessionStart"), &start, &at(0), Some(&url)).assert_code(0);
     through(&env, &url, "s1", 0, &["loop", "init", "T-1"]).assert_code(0);
     let failure = payload("claude-code-2.1.332/StopFailure.after-429.json", "s1");
     let out = hook(
@@ -195,7 +198,8 @@ fn a_failure_is_recorded_here_and_reaches_the_server_once_by_itself() {
     assert_eq!(state["status"], "interrupted", "{state}");
     assert_eq!(state["interrupt_reason"], "rate_limit", "{state}");
     assert_eq!(interrupts(&env, &url, "T-1"), 1);
-    // The session's next prompt is told what its failure interrupted, as with the files.
+    // The session goes on: its next prompt is told what its failure interrupted, as with the
+    // files.
     let note = env.state_dir().join("sessions/claude-s1.interrupted");
     assert_eq!(std::fs::read_to_string(note).unwrap(), "T-1\n");
     let again = through(&env, &url, "s1", 2, &["store", "forward"]);

@@ -105,6 +105,29 @@ fn cases() -> Vec<Case> {
             },
             record: |env| run_key(&the_run(env)),
         },
+        Case {
+            name: "run finish",
+            setup: |env| {
+                env.write(".claude/PROJECT.md", PROJECT);
+                env.write(PLAN, "# Plan\n\n1. Edit src/run.rs.\n");
+                env.git(&["add", "."]);
+                env.git(&["commit", "--quiet", "-m", "plan"]);
+                env.baton("A", 0, &["run", "new", "--plan", PLAN])
+                    .assert_code(0);
+                let id = the_run(env);
+                ("A", 1, owned(&["run", "finish", &id]))
+            },
+            record: |env| run_key(&the_run(env)),
+        },
+        Case {
+            name: "resume fresh",
+            setup: |env| {
+                env.baton("A", 0, &["loop", "init", "PROJ-1"])
+                    .assert_code(0);
+                ("A", 1, owned(&["resume", "fresh", "PROJ-1"]))
+            },
+            record: |_| loop_key("PROJ-1"),
+        },
     ]
 }
 
@@ -218,7 +241,9 @@ fn a_lost_connection_at_each_step_leaves_the_old_state_or_the_new_with_its_journ
             // Running it again is safe: it lands once, with its events once.
             let (session, minute) = match case.name {
                 "resume accept" => ("B", 20),
-                "loop set" | "loop interrupt" | "run record" => ("A", 1),
+                "loop set" | "loop interrupt" | "run record" | "run finish" | "resume fresh" => {
+                    ("A", 1)
+                }
                 _ => ("A", 0),
             };
             let argv: Vec<&str> = args.iter().map(String::as_str).collect();
