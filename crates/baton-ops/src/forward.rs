@@ -27,9 +27,10 @@ pub struct Stop {
     pub reason: InterruptReason,
     pub evidence: String,
     pub resume_after: Option<Timestamp>,
-    /// Note a failure's interrupted tickets for the session's next prompt. A forwarded failure
-    /// notes them only while the session goes on (its record is there): a session that has
-    /// ended since forgot its notes, as it would have forgotten one written at once.
+    /// Note a failure's interrupted tickets for the session's next prompt, making the note. A
+    /// forwarded failure adds them only to the (empty) note its hook made, while it is there: a
+    /// session that has ended since forgot its notes, as it would have forgotten them written
+    /// at once.
     pub note: bool,
 }
 
@@ -58,14 +59,18 @@ pub fn interrupt_session(ctx: &Ctx, stop: &Stop) -> (Stopped, Result<(), Command
     };
     let (interrupted, result) =
         interrupt_owned(&ctx, &held, stop.reason, &stop.evidence, stop.resume_after);
-    let files = SessionFiles::new(store.layout(), &stop.client, &stop.session);
-    let going_on = stop.note || files.read_record().is_some();
-    if !stop.end
-        && !interrupted.tickets.is_empty()
-        && going_on
-        && let Err(e) = files.note_interrupted(&interrupted.tickets)
-    {
-        done.warnings.push(e.to_string());
+    if !stop.end && !interrupted.tickets.is_empty() {
+        let files = SessionFiles::new(store.layout(), &stop.client, &stop.session);
+        let noted = if stop.note {
+            files.note_interrupted(&interrupted.tickets)
+        } else {
+            files
+                .note_interrupted_if_kept(&interrupted.tickets)
+                .map(drop)
+        };
+        if let Err(e) = noted {
+            done.warnings.push(e.to_string());
+        }
     }
     done.interrupted = interrupted;
     let batch = match (&held.batch, stop.end) {

@@ -130,30 +130,47 @@ impl SessionFiles {
     }
 
     /// Notes tickets this session's failure hook interrupted, for its next prompt to hear
-    /// about: one line each, appended without fsync (the failure hook has 0.1 s).
+    /// about: one line each, appended without fsync (the failure hook has 0.1 s). With no
+    /// tickets, makes the note empty: an interrupt forwarded later adds to it
+    /// (`note_interrupted_if_kept`), unless the session's end has removed it meanwhile.
     pub fn note_interrupted(&self, tickets: &[String]) -> Result<(), StoreError> {
-        use std::os::unix::fs::OpenOptionsExt;
         ensure_dir(&self.dir)?;
+        self.append_interrupted(tickets, true).map(drop)
+    }
+
+    /// `note_interrupted` into a note that is still there; false when there is none (the
+    /// session has ended since its failure, and forgot it).
+    pub fn note_interrupted_if_kept(&self, tickets: &[String]) -> Result<bool, StoreError> {
+        self.append_interrupted(tickets, false)
+    }
+
+    fn append_interrupted(&self, tickets: &[String], create: bool) -> Result<bool, StoreError> {
+        use std::os::unix::fs::OpenOptionsExt;
         let path = self.interrupted_path();
         let lines: String = tickets
             .iter()
             .map(|t| format!("{}\n", t.replace('\n', " ")))
             .collect();
         // Non-blocking and only a regular file: a FIFO planted here must not hang the hook.
-        let mut file = std::fs::OpenOptions::new()
+        let mut file = match std::fs::OpenOptions::new()
             .append(true)
-            .create(true)
+            .create(create)
             .mode(0o600)
             .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
             .open(&path)
-            .map_err(StoreError::io("append", &path))?;
+        {
+            Ok(file) => file,
+            Err(e) if !create && e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(StoreError::io("append", &path)(e)),
+        };
         let meta = file.metadata().map_err(StoreError::io("stat", &path))?;
         if !meta.is_file() {
             return Err(StoreError::NotRegular { path });
         }
         crate::read::refuse_foreign(&meta, &path)?;
         file.write_all(lines.as_bytes())
-            .map_err(StoreError::io("append", &path))
+            .map_err(StoreError::io("append", &path))?;
+        Ok(true)
     }
 
     /// The tickets noted since the last call, each once, in order; the note is gone after.

@@ -629,6 +629,13 @@ impl Session<'_> {
             note: true,
         };
         if let Some(server) = forward::shared_server(self.ctx, &self.layout)? {
+            // The note the forwarded interrupt adds its tickets to, for the next prompt; the
+            // session's end removes it, as it would remove a full one.
+            if !stop.end
+                && let Err(e) = self.files.note_interrupted(&[])
+            {
+                self.warn(e.to_string());
+            }
             forward::record(self.ctx, &self.layout, &server, &stop)?;
             return spawn_forwarder(&self.layout.root);
         }

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::common::{TestEnv, at, to_run};
 use crate::hooks::{fixture, run_hook};
-use crate::store::pg_server::PgServer;
+use crate::store_network::migrated;
 
 /// A URL no server answers at: a port just freed on loopback.
 fn nobody_home() -> (u16, String) {
@@ -120,17 +120,6 @@ fn a_repeated_pre_compress_asks_the_server_only_after_the_session_wrote() {
     assert_eq!(checkpoints, 2, "{events:?}");
 }
 
-/// A project on a throwaway server of the test's own: its URL, migrated.
-fn server_project(test: &str) -> Option<(PgServer, TestEnv, String)> {
-    let server = PgServer::start(test)?;
-    let env = TestEnv::new();
-    let url = server.url();
-    let mut cmd = env.command(None, &at(0));
-    cmd.env("BATON_STORE", &url).args(["store", "migrate"]);
-    to_run(cmd.output().unwrap()).assert_code(0);
-    Some((server, env, url))
-}
-
 /// `baton ARGS` as `session` at minute `m` through `url`.
 fn through(env: &TestEnv, url: &str, session: &str, m: i64, args: &[&str]) -> crate::common::Run {
     let mut cmd = env.command(Some(session), &at(m));
@@ -140,6 +129,18 @@ fn through(env: &TestEnv, url: &str, session: &str, m: i64, args: &[&str]) -> cr
 
 fn outbox(env: &TestEnv) -> Vec<PathBuf> {
     env.outbox()
+}
+
+/// Claude Code's StopFailure after a 429, of session `s1`, at minute 1, with `store`.
+fn stop_failure(env: &TestEnv, store: &str) -> crate::common::Run {
+    let failure = payload("claude-code-2.1.332/StopFailure.after-429.json", "s1");
+    hook(
+        env,
+        ("claude", "StopFailure"),
+        &failure,
+        &at(1),
+        Some(store),
+    )
 }
 
 /// Waits up to 20 s for the outbox to empty itself.
@@ -174,22 +175,15 @@ fn loop_state(env: &TestEnv, url: &str, ticket: &str) -> Value {
 #[test]
 fn a_failure_is_recorded_here_and_reaches_the_server_once_by_itself() {
     let Some((_server, env, url)) =
-        server_project("a_failure_is_recorded_here_and_reaches_the_server_once_by_itself")
+        migrated("a_failure_is_recorded_here_and_reaches_the_server_once_by_itself")
     else {
         return;
     };
-    // A session that goes on after its failure (its record is there).
+    // A session as the client starts it.
     let start = payload("claude-code-2.1.332/SessionStart.json", "s1");
     hook(&env, ("claude", "SessionStart"), &start, &at(0), Some(&url)).assert_code(0);
     through(&env, &url, "s1", 0, &["loop", "init", "T-1"]).assert_code(0);
-    let failure = payload("claude-code-2.1.332/StopFailure.after-429.json", "s1");
-    let out = hook(
-        &env,
-        ("claude", "StopFailure"),
-        &failure,
-        &at(1),
-        Some(&url),
-    );
+    let out = stop_failure(&env, &url);
     out.assert_code(0);
     assert_eq!(out.stderr, "", "{out:?}");
     // Nothing else runs: the process the hook started sends it.
@@ -210,7 +204,7 @@ fn a_failure_is_recorded_here_and_reaches_the_server_once_by_itself() {
 
 #[test]
 fn a_forwarder_killed_after_the_commit_leaves_an_entry_applied_again_with_no_second_event() {
-    let Some((_server, env, url)) = server_project(
+    let Some((_server, env, url)) = migrated(
         "a_forwarder_killed_after_the_commit_leaves_an_entry_applied_again_with_no_second_event",
     ) else {
         return;
@@ -275,21 +269,14 @@ fn open_path(port: u16, target: u16) {
 
 #[test]
 fn a_failure_while_the_server_is_out_of_reach_is_kept_and_sent_once_it_answers() {
-    let Some((server, env, direct)) = server_project(
-        "a_failure_while_the_server_is_out_of_reach_is_kept_and_sent_once_it_answers",
-    ) else {
+    let Some((server, env, direct)) =
+        migrated("a_failure_while_the_server_is_out_of_reach_is_kept_and_sent_once_it_answers")
+    else {
         return;
     };
     let (port, url) = nobody_home();
     through(&env, &direct, "s1", 0, &["loop", "init", "T-1"]).assert_code(0);
-    let failure = payload("claude-code-2.1.332/StopFailure.after-429.json", "s1");
-    let out = hook(
-        &env,
-        ("claude", "StopFailure"),
-        &failure,
-        &at(1),
-        Some(&url),
-    );
+    let out = stop_failure(&env, &url);
     out.assert_code(0);
     assert_eq!(
         out.stderr, "",

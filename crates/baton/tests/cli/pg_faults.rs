@@ -45,6 +45,17 @@ fn the_run(env: &TestEnv) -> String {
     runs[0].0.clone()
 }
 
+/// A run session A started at minute 0 on a committed plan; its id.
+fn planned_run(env: &TestEnv) -> String {
+    env.write(".claude/PROJECT.md", PROJECT);
+    env.write(PLAN, "# Plan\n\n1. Edit src/run.rs.\n");
+    env.git(&["add", "."]);
+    env.git(&["commit", "--quiet", "-m", "plan"]);
+    env.baton("A", 0, &["run", "new", "--plan", PLAN])
+        .assert_code(0);
+    the_run(env)
+}
+
 fn cases() -> Vec<Case> {
     vec![
         Case {
@@ -94,13 +105,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "run record",
             setup: |env| {
-                env.write(".claude/PROJECT.md", PROJECT);
-                env.write(PLAN, "# Plan\n\n1. Edit src/run.rs.\n");
-                env.git(&["add", "."]);
-                env.git(&["commit", "--quiet", "-m", "plan"]);
-                env.baton("A", 0, &["run", "new", "--plan", PLAN])
-                    .assert_code(0);
-                let id = the_run(env);
+                let id = planned_run(env);
                 ("A", 1, owned(&["run", "record", &id, "--agent", "planner"]))
             },
             record: |env| run_key(&the_run(env)),
@@ -108,13 +113,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "run finish",
             setup: |env| {
-                env.write(".claude/PROJECT.md", PROJECT);
-                env.write(PLAN, "# Plan\n\n1. Edit src/run.rs.\n");
-                env.git(&["add", "."]);
-                env.git(&["commit", "--quiet", "-m", "plan"]);
-                env.baton("A", 0, &["run", "new", "--plan", PLAN])
-                    .assert_code(0);
-                let id = the_run(env);
+                let id = planned_run(env);
                 ("A", 1, owned(&["run", "finish", &id]))
             },
             record: |env| run_key(&the_run(env)),

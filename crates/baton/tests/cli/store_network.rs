@@ -144,15 +144,21 @@ fn timed(env: &TestEnv, url: &str, args: &[&str]) -> (crate::common::Run, Durati
     (to_run(child.wait_with_output().unwrap()), took)
 }
 
-fn silent_path(test: &str, triggers: &'static [&'static [u8]], frozen: bool) {
-    let Some(server) = PgServer::start(test) else {
-        return;
-    };
+/// A server of the test's own, its schema migrated, and a project; its URL.
+pub(crate) fn migrated(test: &str) -> Option<(PgServer, TestEnv, String)> {
+    let server = PgServer::start(test)?;
     let env = TestEnv::new();
     let direct = server.url();
     let mut cmd = env.command(Some("A"), T0);
     cmd.env("BATON_STORE", &direct).env_remove("BATON_NOW");
     to_run(cmd.args(["store", "migrate"]).output().unwrap()).assert_code(0);
+    Some((server, env, direct))
+}
+
+fn silent_path(test: &str, triggers: &'static [&'static [u8]], frozen: bool) {
+    let Some((server, env, direct)) = migrated(test) else {
+        return;
+    };
     let (init, _) = timed(&env, &direct, &["loop", "init", "T-1"]);
     init.assert_code(0);
     let before = everything(&direct);
@@ -211,14 +217,11 @@ fn a_path_silent_from_the_start_ends_the_command_in_seconds() {
 /// and a few seconds, naming the server, with nothing written.
 #[test]
 fn the_store_commands_on_a_silent_path_end_in_seconds() {
-    let Some(server) = PgServer::start("the_store_commands_on_a_silent_path_end_in_seconds") else {
+    let Some((server, env, direct)) =
+        migrated("the_store_commands_on_a_silent_path_end_in_seconds")
+    else {
         return;
     };
-    let env = TestEnv::new();
-    let direct = server.url();
-    let mut cmd = env.command(Some("A"), T0);
-    cmd.env("BATON_STORE", &direct).env_remove("BATON_NOW");
-    to_run(cmd.args(["store", "migrate"]).output().unwrap()).assert_code(0);
     let before = everything(&direct);
     // Silent from the start (the connection's first bytes go nowhere), and silent once the
     // command asks its first question of a connected server.
