@@ -152,6 +152,7 @@ pub struct Forwarded {
 pub fn forward(ctx: &Ctx) -> Result<Forwarded, CommandError> {
     let layout = ctx.layout()?;
     let mut done = Forwarded::default();
+    outbox::clear_orphans(&layout);
     let entries = outbox::pending(&layout);
     if entries.is_empty() {
         return Ok(done);
@@ -259,7 +260,8 @@ impl Forwarded {
     }
 }
 
-/// Whether this project's outbox holds anything (one directory read; no round trip).
+/// Whether this project's outbox holds anything to forward or clean (one directory read; no
+/// round trip).
 pub fn anything_pending(layout: &Layout) -> bool {
-    !outbox::pending(layout).is_empty()
+    outbox::anything(layout)
 }

@@ -81,6 +81,22 @@ fn rand_u32() -> u32 {
     h.finish() as u32
 }
 
+/// Whether the outbox holds anything at all: an entry, or a temp file a killed hook left (one
+/// directory read).
+pub fn anything(layout: &Layout) -> bool {
+    let dir = dir(layout);
+    matches!(check_real_dir(&dir), Ok(true))
+        && std::fs::read_dir(&dir).is_ok_and(|mut entries| {
+            entries.any(|e| e.is_ok_and(|e| e.file_name() != ".gitignore"))
+        })
+}
+
+/// Removes the temp files of hooks killed while they recorded an entry (never one a live
+/// writer may still be writing: `sessions::clear_orphans_in`).
+pub fn clear_orphans(layout: &Layout) {
+    crate::sessions::clear_orphans_in(&dir(layout));
+}
+
 /// The outbox's entries, oldest first (their names start with the time they were recorded).
 /// An outbox that is missing, or is not a directory of baton's own, holds none.
 pub fn pending(layout: &Layout) -> Vec<PathBuf> {

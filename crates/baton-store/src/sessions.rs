@@ -322,7 +322,13 @@ const SESSION_TEMP_GRACE: std::time::Duration = std::time::Duration::from_secs(6
 /// carries runs no process and it is older than a live writer could take: never one another
 /// live writer is still writing.
 pub fn clear_orphans(layout: &Layout) {
-    let dir = layout.state_dir.join(SESSIONS_DIR);
+    clear_orphans_in(&layout.state_dir.join(SESSIONS_DIR));
+}
+
+/// `clear_orphans` for another directory of baton's own whose files are written by replace
+/// (the outbox).
+pub fn clear_orphans_in(dir: &Path) {
+    let dir = dir.to_path_buf();
     if !matches!(check_real_dir(&dir), Ok(true)) {
         return;
     }

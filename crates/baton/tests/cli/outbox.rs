@@ -307,3 +307,30 @@ fn a_failure_while_the_server_is_out_of_reach_is_kept_and_sent_once_it_answers()
     assert_eq!(state["status"], "interrupted", "{state}");
     assert_eq!(interrupts(&env, &direct, "T-1"), 1);
 }
+
+/// A hook killed while it recorded an interrupt leaves its temp file: the next command removes
+/// it, and leaves alone the one a live writer may still be writing.
+#[test]
+fn a_killed_hooks_temp_file_in_the_outbox_is_cleaned() {
+    let env = TestEnv::new();
+    let outbox = env.state_dir().join("outbox");
+    std::fs::create_dir_all(&outbox).unwrap();
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    let killed = format!(".20260301T120000Z-{dead}-00000000.json.tmp-{dead}-0a1b2c3d");
+    let live = format!(
+        ".20260301T120000Z-{0}-00000001.json.tmp-{0}-0a1b2c3d",
+        std::process::id()
+    );
+    for name in [&killed, &live] {
+        env.write(&format!(".agentic/outbox/{name}"), "{\"server\":");
+        env.set_age(&format!(".agentic/outbox/{name}"), 5);
+    }
+    env.baton("s1", 0, &["status"]).assert_code(0);
+    assert!(
+        !outbox.join(&killed).exists(),
+        "the killed writer's is removed"
+    );
+    assert!(outbox.join(&live).exists(), "a live writer's stays");
+}
