@@ -115,6 +115,7 @@ pub fn shared_server(ctx: &Ctx, layout: &Layout) -> Result<Option<String>, Comma
 pub fn record(ctx: &Ctx, layout: &Layout, server: &str, stop: &Stop) -> Result<(), CommandError> {
     let pending = Pending {
         server: server.to_string(),
+        project: ctx.settings.project.clone(),
         client: stop.client.clone(),
         session: stop.session.clone(),
         event: stop.event.clone(),
@@ -140,15 +141,17 @@ pub struct Forwarded {
     /// Entries still in the outbox (not applied, or failed).
     pub left: usize,
     pub warnings: Vec<String>,
-    /// What stopped it short: the server could not be reached or did not take a write. The
-    /// entry it was on and those after it stay for the next try.
+    /// What stopped it short: the server could not be reached. The entry it was on and those
+    /// after it stay for the next try.
     pub unreachable: Option<CommandError>,
 }
 
 /// Applies every entry of this project's outbox on the server, oldest first, each under its
-/// lock, and removes it once applied. Stops at the first entry the server could not take (the
-/// network, the server): it and the ones after it stay for the next try (`unreachable`). An
-/// error is a setting to fix: no server configured for the entries there are.
+/// lock, and removes it once applied. What one entry meets on the server (a record that cannot
+/// be read, work taken over since) is a warning naming the entry, as the hook's own line would
+/// have been, and the entry is done. A server that cannot be reached stops the pass: the entry
+/// it was on and those after it stay for the next try (`unreachable`). An error is a setting to
+/// fix: no server configured for the entries there are.
 pub fn forward(ctx: &Ctx) -> Result<Forwarded, CommandError> {
     let layout = ctx.layout()?;
     let mut done = Forwarded::default();
@@ -157,24 +160,20 @@ pub fn forward(ctx: &Ctx) -> Result<Forwarded, CommandError> {
     if entries.is_empty() {
         return Ok(done);
     }
+    let outbox_dir = layout.state_dir.join(outbox::OUTBOX_DIR);
     let Some(server) = shared_server(ctx, &layout)? else {
         return Err(CommandError::new(
             ExitStatus::Failure,
             format!(
                 "{} holds {} interrupts recorded for a PostgreSQL store, and none is configured now",
-                layout.state_dir.join(outbox::OUTBOX_DIR).display(),
+                outbox_dir.display(),
                 entries.len()
             ),
         )
         .hint("set BATON_STORE (or the project's .baton.toml) to the server they were recorded for, then run `baton store forward`"));
     };
     done.server = Some(server.clone());
-    let mut failed: Option<CommandError> = None;
-    for path in &entries {
-        if failed.is_some() {
-            done.left += 1;
-            continue;
-        }
+    for (i, path) in entries.iter().enumerate() {
         let claim = match outbox::claim(path, ctx.lock_wait) {
             Ok(Some(claim)) => claim,
             Ok(None) => continue,
@@ -185,7 +184,7 @@ pub fn forward(ctx: &Ctx) -> Result<Forwarded, CommandError> {
             }
         };
         let pending = claim.pending.clone();
-        if pending.server != server {
+        if pending.server != server || pending.project != ctx.settings.project {
             done.left += 1;
             done.other_store.push(pending);
             continue;
@@ -209,40 +208,45 @@ pub fn forward(ctx: &Ctx) -> Result<Forwarded, CommandError> {
             resume_after: parse_ts(pending.resume_after.as_deref()),
             note: false,
         };
-        // Stamped by the server's clock now: the interrupt is written now.
+        // Stamped by the server's clock now: the interrupt is written now. No answer: the
+        // server is out of reach, and this entry and the rest wait.
         let at = match ctx.at_write() {
             Ok(at) => at,
             Err(e) => {
-                done.left += 1;
-                failed = Some(e);
-                continue;
+                done.left += entries.len() - i;
+                done.unreachable = Some(e);
+                break;
             }
         };
         let (stopped, result) = interrupt_session(&at, &stop);
         done.warnings.extend(stopped.warnings);
-        // A refusal of one piece of work (taken over since) is that piece's answer; a store
-        // error leaves the entry for the next try.
-        match result {
-            Ok(()) => {}
-            Err(e) if e.status == ExitStatus::Refused => done.warnings.push(e.message),
-            Err(e) => {
-                done.left += 1;
-                failed = Some(e);
-                continue;
+        if let Err(e) = result {
+            // Lost on the way (the server answered before and not now): it waits too.
+            if ctx.clock().is_err() {
+                done.left += entries.len() - i;
+                done.unreachable = Some(e);
+                break;
             }
+            done.warnings.push(format!(
+                "{}: {} (the rest of the session's work was interrupted)",
+                path.display(),
+                e.message
+            ));
         }
-        // Applied: a crash from here to the removal leaves the entry, applied again next
-        // time with nothing left to change.
-        baton_store::faults::point("outbox.before-remove").map_err(|e| {
-            CommandError::new(
-                ExitStatus::Failure,
-                format!("{}: {e}", claim.path.display()),
-            )
-        })?;
-        claim.done()?;
+        // Applied: a crash from here to the removal leaves the entry, which the next pass
+        // applies again before anything else here acts on the state, with nothing left to
+        // change.
+        let removed = baton_store::faults::point("outbox.before-remove")
+            .map_err(|e| baton_store::StoreError::io("remove", path)(e))
+            .and_then(|()| claim.done());
+        if let Err(e) = removed {
+            done.warnings.push(format!(
+                "applied on the server, but {} could not be removed ({e}); the next pass applies it again with nothing left to change",
+                path.display()
+            ));
+        }
         done.applied.push((pending, stopped.interrupted));
     }
-    done.unreachable = failed;
     Ok(done)
 }
 

@@ -1,5 +1,5 @@
 //! Interrupts recorded on this machine for a shared store, waiting to reach the server:
-//! `.agentic/outbox/<when>-<pid>-<hex>.json`, one file each.
+//! `.agentic/outbox/<nanoseconds>-<pid>-<hex>.json`, one file each, in the order recorded.
 //!
 //! A client's failure hook has about 0.1 s before the client kills it (Claude Code's
 //! StopFailure), and one round trip to a server across a network can take that much alone. So
@@ -28,8 +28,12 @@ pub const OUTBOX_DIR: &str = "outbox";
 /// One interrupt a hook recorded here for the server.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pending {
-    /// The server it is for, as shown (no password): an entry is applied only there.
+    /// The server it is for, as shown (no password), and the project's name there when it was
+    /// set (`BATON_PROJECT`; else the repository's, which every command of the clone shares):
+    /// an entry is applied only to that store.
     pub server: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
     pub client: String,
     pub session: String,
     /// The client's event that recorded it (`StopFailure`, `SessionEnd`).
@@ -53,13 +57,17 @@ fn dir(layout: &Layout) -> PathBuf {
 pub fn record(layout: &Layout, pending: &Pending) -> Result<PathBuf, StoreError> {
     let dir = dir(layout);
     crate::sessions::ensure_dir(&dir)?;
-    let stamp = pending
-        .at
-        .chars()
-        .filter(char::is_ascii_alphanumeric)
-        .collect::<String>();
-    let nonce: u32 = rand_u32();
-    let path = dir.join(format!("{stamp}-{}-{nonce:08x}.json", std::process::id()));
+    // Named by this machine's clock in nanoseconds, fixed width: entries sort in the order they
+    // were recorded (a failure before the session end that follows it in the same second).
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    let path = dir.join(format!(
+        "{nanos:020}-{:010}-{:08x}.json",
+        std::process::id(),
+        rand_u32()
+    ));
     let mut bytes = serde_json::to_vec(pending).map_err(|e| StoreError::Corrupt {
         path: path.clone(),
         detail: format!("cannot serialize: {e}"),

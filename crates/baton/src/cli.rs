@@ -168,10 +168,12 @@ pub fn run() -> ExitCode {
                     } else {
                         Vec::new()
                     };
-                    dispatch(&ctx, command).map(|mut report| {
-                        report.warnings.splice(0..0, held);
-                        report
-                    })
+                    dispatch(&ctx, command)
+                        .map(|mut report| {
+                            report.warnings.splice(0..0, held.clone());
+                            report
+                        })
+                        .map_err(|e| held.into_iter().fold(e, CommandError::hint))
                 })
         }
     };
@@ -347,7 +349,6 @@ fn unprinted(status: ExitStatus) -> (ExitStatus, &'static str) {
     }
 }
 
-/// `baton store`, which talks to the server itself and keeps no state of its own.
 /// Before a command reads the state: the interrupts this machine's hooks recorded for the
 /// server and have not forwarded yet are forwarded, so that the command sees them. What could
 /// not be is a warning; nothing is asked of the server when the outbox is empty.
@@ -366,6 +367,7 @@ fn forward_first(ctx: &Ctx) -> Vec<String> {
     }
 }
 
+/// `baton store`, which talks to the server itself and keeps no state of its own.
 fn is_store_command(command: &Command) -> bool {
     #[cfg(feature = "postgres")]
     if matches!(command, Command::Store(_)) {

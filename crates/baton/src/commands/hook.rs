@@ -524,6 +524,18 @@ impl Session<'_> {
     /// interrupted work are refused until then); a loop still waiting for its reset is kept for
     /// the next prompt.
     fn after_failure(&self) -> Option<String> {
+        // A failure of this session recorded for the server and not forwarded yet: forwarded
+        // now (it adds the tickets to the note), and while it cannot be, the note waits for a
+        // later prompt.
+        if forward::anything_pending(&self.layout) {
+            if let Err(e) = self.connected() {
+                self.warn(e.message);
+                return None;
+            }
+            if !baton_store::outbox::pending(&self.layout).is_empty() {
+                return None;
+            }
+        }
         let tickets = self.files.take_interrupted();
         if tickets.is_empty() {
             return None;
@@ -725,10 +737,13 @@ fn spawn_forwarder(root: &std::path::Path) -> Result<(), CommandError> {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
+    // SAFETY: setsid and close_range are async-signal-safe and touch no memory of the
+    // parent. No descriptor the client left open past the standard streams is held: a client
+    // waiting for such a pipe to close must not wait for this process.
     unsafe {
         cmd.pre_exec(|| {
             libc::setsid();
+            libc::syscall(libc::SYS_close_range, 3, libc::c_uint::MAX, 0);
             Ok(())
         });
     }

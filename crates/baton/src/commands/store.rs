@@ -35,8 +35,8 @@ pub enum StoreCommand {
     /// a failed export leaves nothing and can be run again. Refused (exit 3) when `.agentic/`
     /// already holds state.
     Export(ProjectArgs),
-    /// Send to the server the interrupts this machine's hooks recorded in `.agentic/outbox/`
-    /// (a failure hook has no time for a round trip), each exactly once, oldest first. A hook
+    /// Send to the server the interrupts this machine's hooks recorded in the state directory's
+    /// `outbox/` (a failure hook has no time for a round trip), each once, oldest first. A hook
     /// starts this itself, and every command that reads the state runs it first; run it by
     /// hand after the server was out of reach.
     Forward(ForwardArgs),
@@ -150,12 +150,23 @@ fn cmd_forward(ctx: &Ctx, args: &ForwardArgs) -> Result<Report, CommandError> {
         let again = baton_ops::forward::forward(ctx)?;
         let mut applied = std::mem::take(&mut done.applied);
         applied.extend(again.applied);
-        done = baton_ops::forward::Forwarded { applied, ..again };
+        let mut warnings = std::mem::take(&mut done.warnings);
+        warnings.extend(again.warnings);
+        done = baton_ops::forward::Forwarded {
+            applied,
+            warnings,
+            ..again
+        };
     }
     if let Some(e) = done.unreachable {
-        let left = done.left;
+        let outbox = ctx
+            .layout()?
+            .state_dir
+            .join(baton_store::outbox::OUTBOX_DIR);
         return Err(e.hint(format!(
-            "{left} interrupts stay in .agentic/outbox/; the next baton command here, or `baton store forward`, sends them"
+            "{} interrupts stay in {}; the next baton command here, or `baton store forward`, sends them",
+            done.left,
+            outbox.display()
         )));
     }
     let applied: Vec<serde_json::Value> = done

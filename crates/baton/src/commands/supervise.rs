@@ -430,15 +430,23 @@ impl Supervisor<'_> {
     /// (work still active after the agent ended is marked interrupted first).
     fn look_back(&mut self, exit: Exit) -> Result<Attempt, CommandError> {
         // With a server store the attempt's failure hooks recorded their interrupts here:
-        // they reach the server before the state is read.
-        if baton_ops::forward::anything_pending(self.store.layout()) {
-            match baton_ops::forward::forward(&self.at_now(None)) {
-                Ok(done) => done
-                    .all_warnings()
-                    .iter()
-                    .for_each(|w| say(&format!("warning: {w}"))),
-                Err(e) => say(&format!("warning: {}", e.message)),
+        // they reach the server before the state is read, the process a hook started for one
+        // waited for (a lock's wait and the grace at most) while it holds it.
+        let layout = self.store.layout().clone();
+        let waited = std::time::Instant::now();
+        while baton_ops::forward::anything_pending(&layout) {
+            let warnings = match baton_ops::forward::forward(&self.at_now(None)) {
+                Ok(done) if done.unreachable.is_none() && done.left == 0 => done.warnings,
+                Ok(done) => done.all_warnings(),
+                Err(e) => vec![e.message],
+            };
+            let pending = !baton_store::outbox::pending(&layout).is_empty();
+            if !pending || waited.elapsed() > self.ctx.lock_wait + std::time::Duration::from_secs(3)
+            {
+                warnings.iter().for_each(|w| say(&format!("warning: {w}")));
+                break;
             }
+            std::thread::sleep(std::time::Duration::from_millis(100));
         }
         let (events, offset) = files::read_log(&self.log, self.offset)?;
         self.offset = offset;

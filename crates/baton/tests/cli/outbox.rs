@@ -295,6 +295,19 @@ fn a_failure_while_the_server_is_out_of_reach_is_kept_and_sent_once_it_answers()
     assert_eq!(status.code, 1, "{status:?}");
     assert!(status.stderr.contains(&url), "{status:?}");
     assert_eq!(outbox(&env).len(), 1);
+    // The session's next prompt cannot send it either: it keeps the note for a later prompt.
+    let prompt = payload("claude-code-2.1.332/UserPromptSubmit.json", "s1");
+    let early = hook(
+        &env,
+        ("claude", "UserPromptSubmit"),
+        &prompt,
+        &at(2),
+        Some(&url),
+    );
+    early.assert_code(0);
+    assert!(early.stderr.contains(&url), "{early:?}");
+    let note = env.state_dir().join("sessions/claude-s1.interrupted");
+    assert!(note.exists(), "the note waits");
 
     // The path is back: the process the hook started, still trying, sends it.
     open_path(port, server.port);
@@ -306,6 +319,18 @@ fn a_failure_while_the_server_is_out_of_reach_is_kept_and_sent_once_it_answers()
     let state = loop_state(&env, &direct, "T-1");
     assert_eq!(state["status"], "interrupted", "{state}");
     assert_eq!(interrupts(&env, &direct, "T-1"), 1);
+    // A prompt once the limit's wait is over takes the work back, as with the files.
+    hook(
+        &env,
+        ("claude", "UserPromptSubmit"),
+        &prompt,
+        &at(9),
+        Some(&url),
+    )
+    .assert_code(0);
+    let state = loop_state(&env, &direct, "T-1");
+    assert_eq!(state["status"], "active", "{state}");
+    assert_eq!(state["session_id"], "s1", "{state}");
 }
 
 /// A hook killed while it recorded an interrupt leaves its temp file: the next command removes
