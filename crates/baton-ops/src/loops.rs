@@ -21,7 +21,7 @@ use baton_core::{Decision, Reason};
 use baton_store::git::{self, TreeStatus};
 use baton_store::layout::LEGACY_LOOP_FILE;
 use baton_store::{Expect, RecordKey, Versioned};
-use baton_store::{JournalTarget, Layout, LockScope, StateStore};
+use baton_store::{Layout, LockScope, StateStore};
 
 /// What the gate sees of a loop's owner. An interrupt is the owner's own release of the loop, so
 /// an interrupted loop's last write no longer makes it live: otherwise the offer of the resume
@@ -135,16 +135,15 @@ pub fn adopt_legacy(store: &dyn StateStore, ctx: &Ctx) -> Result<Adoption, Comma
         Ok(Some(keyed)) if keyed.state.status.is_terminal() => {
             // Only a resumable (or live) keyed file wins; a finished one gives way.
             let archived = store.archive_loop(&key, &keyed.expect(), ctx.now)?;
-            store.write_loop(&key, &adopted, &Expect::Absent)?;
-            store.remove(&RecordKey::LegacyLoop, &legacy_read)?;
-            journal_adoption(
+            write_adopted(
                 store,
                 ctx,
                 &key,
                 &adopted,
                 Some(&archived),
                 &mut adoption.notes,
-            );
+            )?;
+            store.remove(&RecordKey::LegacyLoop, &legacy_read)?;
             format!(
                 "note: adopted legacy {} onto {}; the finished keyed loop was moved to {}",
                 legacy_name.display(),
@@ -162,9 +161,8 @@ pub fn adopt_legacy(store: &dyn StateStore, ctx: &Ctx) -> Result<Adoption, Comma
             )
         }
         Ok(None) => {
-            store.write_loop(&key, &adopted, &Expect::Absent)?;
+            write_adopted(store, ctx, &key, &adopted, None, &mut adoption.notes)?;
             store.remove(&RecordKey::LegacyLoop, &legacy_read)?;
-            journal_adoption(store, ctx, &key, &adopted, None, &mut adoption.notes);
             format!(
                 "note: adopted legacy {} onto {}",
                 legacy_name.display(),
@@ -176,16 +174,18 @@ pub fn adopt_legacy(store: &dyn StateStore, ctx: &Ctx) -> Result<Adoption, Comma
     Ok(adoption)
 }
 
-/// The `adopt` event of a legacy loop adopted onto its keyed file, appended under the key's
-/// lock; a failure is a note, like the rest of what adoption says.
-fn journal_adoption(
+/// Writes a legacy loop adopted onto its keyed file, with its `adopt` event (one transaction
+/// on a server), under the key's lock; an event that could not be appended is a note, like
+/// the rest of what adoption says. The legacy file is removed after: a crash between leaves
+/// both, and the next adoption finds them the same and removes the leftover.
+fn write_adopted(
     store: &dyn StateStore,
     ctx: &Ctx,
     key: &str,
     adopted: &LoopState,
     archived: Option<&Path>,
     notes: &mut Vec<String>,
-) {
+) -> Result<(), CommandError> {
     let event = journal::event(
         ctx,
         JournalEvent::Adopt,
@@ -198,9 +198,10 @@ fn journal_adoption(
             "archived": archived.map(|p| p.display().to_string()),
         }),
     );
-    if let Some(w) = journal::append(store, JournalTarget::Loop(key), &[event]) {
+    if let Some(w) = journal::write_loop(store, key, adopted, &Expect::Absent, &[event])? {
         notes.push(format!("warning: {w}"));
     }
+    Ok(())
 }
 
 /// The key a legacy loop is adopted under: from its `ticket_id`, else `session-<sid>`, else

@@ -649,7 +649,7 @@ impl Session<'_> {
                 self.warn(e.to_string());
             }
             forward::record(self.ctx, &self.layout, &server, &stop)?;
-            return spawn_forwarder(&self.layout.root);
+            return spawn_forwarder(&self.layout);
         }
         let (stopped, result) = forward::interrupt_session(self.op_ctx()?, &stop);
         if let Some(w) = stopped.warnings.into_iter().next() {
@@ -721,7 +721,7 @@ impl Session<'_> {
 /// Starts `baton store forward` for the project at `root` as a process of its own: a session
 /// of its own, with none of the hook's standard streams (the client reading the hook's output
 /// waits for them to close), so that it outlives the hook and the client that kills it.
-fn spawn_forwarder(root: &std::path::Path) -> Result<(), CommandError> {
+fn spawn_forwarder(layout: &Layout) -> Result<(), CommandError> {
     use std::os::unix::process::CommandExt;
     use std::process::Stdio;
     let exe = std::env::current_exe().map_err(|e| {
@@ -732,7 +732,7 @@ fn spawn_forwarder(root: &std::path::Path) -> Result<(), CommandError> {
     })?;
     let mut cmd = std::process::Command::new(exe);
     cmd.arg("-C")
-        .arg(root)
+        .arg(&layout.root)
         .args(["store", "forward", "--retry", "10m"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -751,7 +751,8 @@ fn spawn_forwarder(root: &std::path::Path) -> Result<(), CommandError> {
         CommandError::new(
             ExitStatus::Failure,
             format!(
-                "the interrupt is recorded in this machine's outbox, and `baton store forward` could not be started ({e}); the next baton command here forwards it"
+                "the interrupt is recorded in {}, and `baton store forward` could not be started ({e}); the next baton command here forwards it",
+                layout.state_dir.join(baton_store::outbox::OUTBOX_DIR).display()
             ),
         )
     })
