@@ -423,13 +423,20 @@ mod tests {
             .step_by(2)
             .filter(|c| c.starts_with("baton "))
             .collect();
-        assert!(commands.len() >= 6, "{commands:?}");
+        assert!(commands.len() >= 14, "{commands:?}");
         for command in commands {
             let filled = command
                 .replace("<ticket>", "PROJ-1")
                 .replace("<phase>", "qa")
                 .replace("<action>", "spawned")
-                .replace("\"<why>\"", "why");
+                .replace("\"<why>\"", "why")
+                .replace("<plan-file>", "plan.md")
+                .replace("<run-id>", "0123456789abcdef")
+                .replace("<name>", "planner")
+                .replace("<plan>", "plans/auth")
+                .replace("<n>", "1")
+                .replace("<x/y>", "41/42")
+                .replace("<task>", "T-01");
             let args: Vec<&str> = filled.split_whitespace().collect();
             if let Err(e) = super::Cli::try_parse_from(&args) {
                 panic!("`{command}` does not parse: {e}");

@@ -4,7 +4,8 @@
 pub const BEGIN: &str = "<!-- baton:begin -->";
 pub const END: &str = "<!-- baton:end -->";
 
-/// What the agent needs to know, whichever client runs it.
+/// What the agent needs to know, whichever client runs it: the one source of every client's
+/// copy (Claude Code's skill, the block in `AGENTS.md` or `GEMINI.md`).
 pub const GUIDE: &str = "\
 baton keeps this project's run state in `.agentic/`, so an interrupted run resumes where it
 stopped. Call it from the shell; the session id is found automatically.
@@ -13,11 +14,25 @@ stopped. Call it from the shell; the session id is found automatically.
   run `baton resume` and follow its `next:` line.
 - To take over an offered resume: `baton resume accept <ticket>`; to start over instead:
   `baton resume fresh <ticket>`.
-- Starting a ticket: `baton loop init <ticket>`.
-- At every phase transition: `baton loop set <ticket> --phase <phase> --action <action>`.
-- Finishing a ticket: `baton loop finish <ticket> --status complete` (or `stalled`).
 - Stopping on purpose: commit, then `baton pause --reason \"<why>\"`.
 - Where things stand: `baton status`.
+
+Record the work in the form it takes here (one of these):
+
+- A ticket loop: `baton loop init <ticket>` to start; at every phase transition
+  `baton loop set <ticket> --phase <phase> --action <action>`; at the end
+  `baton loop finish <ticket> --status complete` (or `stalled`).
+- A pipeline run: `baton run new --plan <plan-file>` prints the run id; after each agent
+  `baton run record <run-id> --agent <name>`; after an interruption `baton run resume <run-id>`
+  says whether to replan, ratify or restore; at the end `baton run finish <run-id>`.
+- A plan's ledger (`plans/<plan>/STATE.md`): `baton ledger start <plan> --phase <n>` before a
+  phase, `baton gate run <plan> --phase <n>` for its exit gates, then
+  `baton ledger complete <plan> --phase <n> --tests <x/y>`; after a compaction or a new
+  session, `baton ledger derive <plan>` says where the plan stands.
+- A feature worked task by task: `baton continue` shows the active feature, the task to
+  resume and its resume packet; `baton continue --set-resume-point --done <task>` moves the
+  markers when a task is done.
+
 - Never edit the files under `.agentic/` by hand: baton writes them atomically and checks who
   owns them.
 - A refusal (exit 3) or a question for a human (exit 4) prints the reason and the next step:
@@ -27,7 +42,7 @@ stopped. Call it from the shell; the session id is found automatically.
 /// Claude Code's skill file: frontmatter with `name` and `description`, then the guide.
 pub fn skill_file() -> String {
     format!(
-        "---\nname: baton\ndescription: When and how to record this project's run state with baton: at session start, at every phase transition, when pausing. Use it whenever you start, resume, advance or stop work on a ticket.\n---\n\n# baton\n\n{GUIDE}"
+        "---\nname: baton\ndescription: When and how to record this project's run state with baton: at session start, at every phase transition, when pausing. Use it whenever you start, resume, advance or stop work on a ticket, a pipeline run, a plan's phase or a feature's task.\n---\n\n# baton\n\n{GUIDE}"
     )
 }
 
@@ -87,8 +102,20 @@ mod tests {
 
     #[test]
     fn the_guide_stays_short() {
-        assert!(skill_file().lines().count() < 40);
-        assert!(block().lines().count() < 40);
+        assert!(skill_file().lines().count() < 60, "{}", skill_file());
+        assert!(block().lines().count() < 60);
+    }
+
+    #[test]
+    fn the_guide_covers_the_four_protocols() {
+        for command in [
+            "baton loop set",
+            "baton run record",
+            "baton ledger complete",
+            "baton continue",
+        ] {
+            assert!(GUIDE.contains(command), "{command}");
+        }
     }
 
     #[test]
