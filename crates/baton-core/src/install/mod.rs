@@ -5,6 +5,7 @@
 pub mod codex_trust;
 pub mod gitattributes;
 pub mod instructions;
+pub mod plugin;
 pub mod settings;
 
 use crate::client::Client;

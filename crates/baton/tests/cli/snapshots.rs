@@ -1035,6 +1035,16 @@ fn json_of_the_commands_around_the_state() {
         let run = crate::common::to_run(init.output().unwrap());
         s.record("init", case, &run, 0);
     }
+    let plugin_dir = s.env.home().join("marketplace");
+    let plugin_dir = plugin_dir.to_string_lossy().into_owned();
+    s.json(
+        "init",
+        Some("plugin"),
+        None,
+        0,
+        &["init", "claude", "--plugin", &plugin_dir],
+        0,
+    );
     s.json("schema", None, None, 0, &["schema"], 0);
     s.json(
         "schema",

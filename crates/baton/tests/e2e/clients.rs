@@ -186,6 +186,9 @@ pub struct Harness {
     /// Claude Code only: log in as a subscriber (an OAuth token) instead of with an API key,
     /// so that a plan's limit reads as `You've hit your limit · resets …`.
     pub subscription: bool,
+    /// Put the folder of the baton under test on the client's PATH (the default); a test of
+    /// a baton the client finds by itself (a plugin's `bin/`) turns it off.
+    pub baton_on_path: bool,
     _tmp: tempfile::TempDir,
     /// Dropped last: this harness's share of the machine (see `CpuShare`).
     _cpu: CpuShare,
@@ -263,6 +266,7 @@ impl Harness {
             hooks: Vec::new(),
             codex_trust_spoiled: false,
             subscription: false,
+            baton_on_path: true,
             _tmp: tmp,
             _cpu: cpu,
         };
@@ -514,6 +518,9 @@ impl Harness {
     fn path_var(&self) -> String {
         let baton_dir = baton_bin().parent().unwrap().to_path_buf();
         let inherited = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into());
+        if !self.baton_on_path {
+            return inherited;
+        }
         format!("{}:{inherited}", baton_dir.display())
     }
 

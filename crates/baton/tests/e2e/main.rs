@@ -20,6 +20,7 @@ mod fake_api;
 mod flow;
 mod monorepo;
 mod network;
+mod plugin;
 mod signals;
 mod smoke;
 mod supervise;

@@ -5,6 +5,7 @@
 
 pub mod files;
 mod originals;
+mod plugin;
 
 use std::path::Path;
 
@@ -50,11 +51,28 @@ pub struct InitArgs {
     /// requires before it runs a project's hooks.
     #[arg(long, conflicts_with_all = ["remove", "user"])]
     trust_project: bool,
+    /// Claude Code only: write baton as a plugin into DIR instead of editing settings: a
+    /// marketplace (`DIR/.claude-plugin/marketplace.json`) holding the plugin `DIR/baton` (its
+    /// manifest, its hooks, the guide as a skill, and this executable as its `bin/baton`, which
+    /// the hooks call and the agent's tool calls find on their PATH). Install it with `claude
+    /// plugin marketplace add DIR` and `claude plugin install baton@baton`.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["remove", "user", "trust_project", "dry_run"])]
+    plugin: Option<std::path::PathBuf>,
 }
 
 pub fn cmd_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> {
     let client = Client::parse(&args.client)
         .ok_or_else(|| CommandError::usage(format!("unknown client {:?}", args.client)))?;
+    if let Some(dir) = &args.plugin {
+        if client != Client::Claude {
+            return Err(CommandError::usage(format!(
+                "`--plugin` is for Claude Code: {} has no plugin baton writes",
+                client.def().title()
+            ))
+            .hint(format!("run `baton init {}` without it", client.as_str())));
+        }
+        return plugin::write(dir);
+    }
     if args.trust_project && !client.def().keeps_hook_trust() {
         let (trusting, others): (Vec<Client>, Vec<Client>) = Client::ALL
             .into_iter()
