@@ -232,9 +232,10 @@ mod tests {
         std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
     }
 
-    fn client_of(dir: &str) -> Client {
-        let name = dir.split('-').next().unwrap();
-        Client::parse(name).unwrap_or_else(|| panic!("no client {name}"))
+    /// The client a fixture folder is named after; `None` for a client whose payloads are kept
+    /// but that baton does not parse yet (Copilot CLI).
+    fn client_of(dir: &str) -> Option<Client> {
+        Client::parse(dir.split('-').next().unwrap())
     }
 
     /// Every payload the real clients sent gives its documented action, parsed as the hook of
@@ -249,7 +250,9 @@ mod tests {
             if name == "transcripts" || !client_dir.path().is_dir() {
                 continue;
             }
-            let client = client_of(&name);
+            let Some(client) = client_of(&name) else {
+                continue;
+            };
             for file in std::fs::read_dir(client_dir.path()).unwrap() {
                 let file = file.unwrap().file_name().into_string().unwrap();
                 let event = file.split('.').next().unwrap();
