@@ -250,6 +250,8 @@ mod tests {
             if name == "transcripts" || !client_dir.path().is_dir() {
                 continue;
             }
+            // A client baton does not know yet (OpenCode's files are the events its plugins
+            // receive) is read here once a client parses it.
             let Some(client) = client_of(&name) else {
                 continue;
             };
