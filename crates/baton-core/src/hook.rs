@@ -96,9 +96,11 @@ pub fn parse_payload(client: Client, expected: &str, bytes: &[u8]) -> Result<Hoo
             found: event,
         });
     }
-    let session_id = text("session_id")
-        .filter(|s| !s.is_empty())
-        .ok_or(HookError::Missing("session_id"))?;
+    let fields = client.def().session_id_fields();
+    let session_id = fields
+        .iter()
+        .find_map(|key| text(key).filter(|s| !s.is_empty()))
+        .ok_or(HookError::Missing(fields[0]))?;
     let action = client
         .def()
         .action(&event, &map)
@@ -108,7 +110,13 @@ pub fn parse_payload(client: Client, expected: &str, bytes: &[u8]) -> Result<Hoo
         event,
         session_id,
         transcript_path: text("transcript_path"),
-        cwd: text("cwd"),
+        // Cursor names no `cwd`, only the workspace's roots: the first is the project.
+        cwd: text("cwd").or_else(|| {
+            map.get("workspace_roots")
+                .and_then(|roots| roots.get(0))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        }),
         prompt: text("prompt"),
         action,
     })
@@ -256,7 +264,11 @@ mod tests {
                 let parsed = parse_payload(client, event, &fixture(&format!("{name}/{file}")))
                     .unwrap_or_else(|e| panic!("{name}/{file}: {e}"));
                 let want = match (client, event) {
-                    (_, "SessionStart") => "start",
+                    (_, "SessionStart" | "sessionStart") => "start",
+                    (Client::Cursor, "beforeSubmitPrompt") => "open",
+                    (Client::Cursor, "stop") if file.contains("error") => "failure",
+                    (Client::Cursor, "stop") => "end",
+                    (Client::Cursor, "sessionEnd") => "session-end",
                     (Client::Claude | Client::Codex, "UserPromptSubmit")
                     | (Client::Gemini, "BeforeAgent") => "open",
                     (Client::Claude | Client::Codex, "Stop") | (Client::Gemini, "AfterAgent") => {
@@ -463,6 +475,12 @@ mod tests {
             let out: Value =
                 serde_json::from_str(&client.def().session_start_output("line \"1\"\nline 2"))
                     .unwrap();
+            if client == Client::Cursor {
+                // Cursor's own shape: `continue` and `additional_context`.
+                assert_eq!(out["continue"], true);
+                assert_eq!(out["additional_context"], "line \"1\"\nline 2");
+                continue;
+            }
             assert_eq!(out["hookSpecificOutput"]["hookEventName"], "SessionStart");
             assert_eq!(
                 out["hookSpecificOutput"]["additionalContext"],

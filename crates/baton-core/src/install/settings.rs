@@ -12,7 +12,7 @@ use jsonc_parser::cst::{CstArray, CstInputValue, CstNode, CstObject, CstRootNode
 use serde_json::{Value, json};
 
 use super::{baton_hook_event, hook_command};
-use crate::client::{Client, Dialect};
+use crate::client::{Client, Dialect, SettingsShape};
 
 /// Why a settings file cannot be edited. The message names no file: the caller knows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,8 +65,12 @@ pub struct Edited {
     pub handlers: Vec<(String, usize, usize)>,
 }
 
-/// The group baton installs for `event`: no matcher, one command handler.
+/// The group baton installs for `event`: no matcher, one command handler (in a flat file,
+/// the handler alone, with no timeout).
 pub fn baton_group(client: Client, baton: &str, event: &str) -> Value {
+    if let SettingsShape::Flat { .. } = client.def().settings_shape() {
+        return json!({ "command": hook_command(baton, client, event) });
+    }
     json!({
         "hooks": [{
             "type": "command",
@@ -81,6 +85,12 @@ pub fn install(text: Option<&str>, client: Client, baton: &str) -> Result<Edited
     let root = parse(text, client.def().settings_dialect())?;
     let before = placements(&root, client)?;
     let obj = root_object(&root)?;
+    // A flat file (Cursor's) is read only with its `version`: a new one gets it first.
+    if let SettingsShape::Flat { version } = client.def().settings_shape()
+        && obj.get("version").is_none()
+    {
+        obj.insert(0, "version", CstInputValue::Number(version.to_string()));
+    }
     let hooks = match obj.get("hooks") {
         Some(prop) => prop
             .value()
@@ -154,7 +164,7 @@ pub fn install(text: Option<&str>, client: Client, baton: &str) -> Result<Edited
         before,
         after,
         moved,
-        handlers: handlers(&root),
+        handlers: handlers(&root, client),
     })
 }
 
@@ -179,7 +189,7 @@ pub fn uninstall(text: Option<&str>, client: Client) -> Result<Edited, SettingsE
             before,
             after: Vec::new(),
             moved: Vec::new(),
-            handlers: handlers(&root),
+            handlers: handlers(&root, client),
         });
     }
     let obj = root_object(&root)?;
@@ -203,13 +213,19 @@ pub fn uninstall(text: Option<&str>, client: Client) -> Result<Edited, SettingsE
         }
     }
     let out = root.to_string();
-    let empty = out.chars().filter(|c| !c.is_whitespace()).eq("{}".chars());
+    let mut empty = out.chars().filter(|c| !c.is_whitespace()).eq("{}".chars());
+    // A flat file left with only the `version` baton's install put there holds nothing.
+    if let SettingsShape::Flat { .. } = client.def().settings_shape()
+        && let Some(Value::Object(map)) = root.value().and_then(|v| v.to_serde_value())
+    {
+        empty |= map.keys().all(|k| k == "version");
+    }
     Ok(Edited {
         text: (!empty).then_some(out),
         before,
         after: Vec::new(),
         moved,
-        handlers: handlers(&root),
+        handlers: handlers(&root, client),
     })
 }
 
@@ -223,7 +239,7 @@ pub fn installed_events(text: &str, client: Client) -> Result<Vec<String>, Setti
 }
 
 /// Every handler in the settings: `(event, group, handler)`.
-fn handlers(root: &CstRootNode) -> Vec<(String, usize, usize)> {
+fn handlers(root: &CstRootNode, client: Client) -> Vec<(String, usize, usize)> {
     let Some(Value::Object(map)) = root.value().and_then(|v| v.to_serde_value()) else {
         return Vec::new();
     };
@@ -233,10 +249,7 @@ fn handlers(root: &CstRootNode) -> Vec<(String, usize, usize)> {
     let mut out = Vec::new();
     for (event, groups) in hooks {
         for (g, group) in groups.as_array().into_iter().flatten().enumerate() {
-            let count = group
-                .get("hooks")
-                .and_then(Value::as_array)
-                .map_or(0, Vec::len);
+            let count = handlers_of(group, client).len();
             out.extend((0..count).map(|h| (event.clone(), g, h)));
         }
     }
@@ -260,7 +273,7 @@ fn placements(root: &CstRootNode, client: Client) -> Result<Vec<Placement>, Sett
             if !is_baton_group_value(group, client) {
                 continue;
             }
-            for (h, handler) in group["hooks"].as_array().into_iter().flatten().enumerate() {
+            for (h, handler) in handlers_of(group, client).into_iter().enumerate() {
                 out.push(Placement {
                     event: event.clone(),
                     group: g,
@@ -310,15 +323,31 @@ fn is_baton_group(node: &CstNode, client: Client) -> bool {
 /// A group is baton's when every handler in it is baton's hook for this client: a group that
 /// mixes in a handler of the user's stays the user's.
 fn is_baton_group_value(group: &Value, client: Client) -> bool {
-    let Some(handlers) = group.get("hooks").and_then(Value::as_array) else {
-        return false;
-    };
+    let handlers = handlers_of(group, client);
     !handlers.is_empty()
         && handlers.iter().all(|h| {
             h.get("command")
                 .and_then(Value::as_str)
                 .is_some_and(|c| baton_hook_event(c, client).is_some())
         })
+}
+
+/// The handlers of one entry of an event's array: a group's `hooks`, or in a flat file the
+/// entry itself when it runs a command.
+fn handlers_of(group: &Value, client: Client) -> Vec<&Value> {
+    match client.def().settings_shape() {
+        SettingsShape::Groups => group
+            .get("hooks")
+            .and_then(Value::as_array)
+            .map(|hs| hs.iter().collect())
+            .unwrap_or_default(),
+        SettingsShape::Flat { .. } => group
+            .get("command")
+            .is_some()
+            .then_some(group)
+            .into_iter()
+            .collect(),
+    }
 }
 
 fn parse(text: Option<&str>, dialect: Dialect) -> Result<CstRootNode, SettingsError> {
@@ -418,7 +447,10 @@ mod tests {
 
     #[test]
     fn install_keeps_the_users_entries_and_uninstall_gives_back_the_bytes() {
-        for client in Client::ALL {
+        let grouped = Client::ALL
+            .into_iter()
+            .filter(|c| c.def().settings_shape() == SettingsShape::Groups);
+        for client in grouped {
             let once = install_text(Some(USER), client, "baton");
             let value: Value = serde_json::from_str(&once).unwrap();
             assert_eq!(value["model"], "opus");
@@ -533,5 +565,43 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    #[test]
+    fn cursor_entries_are_flat_commands_beside_the_users_and_a_version() {
+        let user = r#"{
+  "version": 1,
+  "hooks": {
+    "stop": [
+      { "command": "./notify.sh", "loop_limit": 3 }
+    ],
+    "afterFileEdit": [
+      { "command": "prettier --write" }
+    ]
+  }
+}
+"#;
+        let once = install_text(Some(user), Client::Cursor, "baton");
+        let value: Value = serde_json::from_str(&once).unwrap();
+        assert_eq!(value["version"], 1);
+        let stop = value["hooks"]["stop"].as_array().unwrap();
+        assert_eq!(stop[0]["command"], "./notify.sh");
+        assert_eq!(stop[1], json!({ "command": "baton hook cursor stop" }));
+        assert_eq!(
+            value["hooks"]["sessionStart"][0]["command"],
+            "baton hook cursor sessionStart"
+        );
+        assert_eq!(install_text(Some(&once), Client::Cursor, "baton"), once);
+        let removed = uninstall(Some(&once), Client::Cursor).unwrap();
+        assert_eq!(removed.text.as_deref(), Some(user));
+
+        // A new file: `version` first, and nothing left once baton's entries go.
+        let new = install_text(None, Client::Cursor, "baton");
+        assert!(
+            new.starts_with("{\n  \"version\": 1,\n  \"hooks\": {"),
+            "{new}"
+        );
+        serde_json::from_str::<Value>(&new).unwrap();
+        assert_eq!(uninstall(Some(&new), Client::Cursor).unwrap().text, None);
     }
 }
