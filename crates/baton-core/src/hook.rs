@@ -89,13 +89,26 @@ pub fn parse_payload(client: Client, expected: &str, bytes: &[u8]) -> Result<Hoo
         return Err(HookError::NotAnObject);
     };
     let text = |key: &'static str| map.get(key).and_then(Value::as_str).map(str::to_string);
-    let event = text("hook_event_name").ok_or(HookError::Missing("hook_event_name"))?;
-    if normalize(&event) != normalize(expected) {
-        return Err(HookError::WrongEvent {
-            expected: expected.to_string(),
-            found: event,
-        });
-    }
+    let event = match client.def().event_field() {
+        Some(key) => {
+            let event = text(key).ok_or(HookError::Missing(key))?;
+            if normalize(&event) != normalize(expected) {
+                return Err(HookError::WrongEvent {
+                    expected: expected.to_string(),
+                    found: event,
+                });
+            }
+            event
+        }
+        // The payload names no event: the hook's own, by the client's spelling when baton
+        // installs it.
+        None => client
+            .def()
+            .hook_events()
+            .iter()
+            .find(|e| normalize(e) == normalize(expected))
+            .map_or_else(|| expected.to_string(), |e| e.to_string()),
+    };
     let fields = client.def().session_id_fields();
     let session_id = fields
         .iter()
@@ -110,12 +123,17 @@ pub fn parse_payload(client: Client, expected: &str, bytes: &[u8]) -> Result<Hoo
         event,
         session_id,
         transcript_path: text("transcript_path"),
-        // Cursor names no `cwd`, only the workspace's roots: the first is the project.
+        // Cursor and Antigravity name no `cwd`, only the workspace's roots: the first is the
+        // project.
         cwd: text("cwd").or_else(|| {
-            map.get("workspace_roots")
-                .and_then(|roots| roots.get(0))
-                .and_then(Value::as_str)
-                .map(str::to_string)
+            ["workspace_roots", "workspacePaths"]
+                .iter()
+                .find_map(|key| {
+                    map.get(*key)
+                        .and_then(|roots| roots.get(0))
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                })
         }),
         prompt: text("prompt"),
         action,
@@ -269,6 +287,10 @@ mod tests {
                     (Client::Cursor, "stop") if file.contains("error") => "failure",
                     (Client::Cursor, "stop") => "end",
                     (Client::Cursor, "sessionEnd") => "session-end",
+                    (Client::Antigravity, "PreInvocation") if file.contains("first") => "start",
+                    (Client::Antigravity, "PreInvocation") => "open",
+                    (Client::Antigravity, "Stop") if file.contains("error") => "failure",
+                    (Client::Antigravity, "Stop") => "end",
                     (Client::Claude | Client::Codex, "UserPromptSubmit")
                     | (Client::Gemini, "BeforeAgent") => "open",
                     (Client::Claude | Client::Codex, "Stop") | (Client::Gemini, "AfterAgent") => {
@@ -475,6 +497,14 @@ mod tests {
             let out: Value =
                 serde_json::from_str(&client.def().session_start_output("line \"1\"\nline 2"))
                     .unwrap();
+            if client == Client::Antigravity {
+                // Antigravity's: a step injected before the invocation.
+                assert_eq!(
+                    out["injectSteps"][0]["ephemeralMessage"],
+                    "line \"1\"\nline 2"
+                );
+                continue;
+            }
             if client == Client::Cursor {
                 // Cursor's own shape: `continue` and `additional_context`.
                 assert_eq!(out["continue"], true);

@@ -35,6 +35,11 @@ pub trait Definition: Sync {
     fn session_id_fields(&self) -> &'static [&'static str] {
         &["session_id"]
     }
+    /// The payload field that names the event, which must be the hook's own; `None` for a
+    /// client whose payloads name none (the event is then the one the hook command names).
+    fn event_field(&self) -> Option<&'static str> {
+        Some("hook_event_name")
+    }
     /// What the client's hook event `event` asks of baton, from its payload; `None` for an
     /// event the client does not send.
     fn action(&self, event: &str, payload: &Map<String, Value>) -> Option<Action>;
@@ -208,6 +213,10 @@ pub enum SettingsShape {
     /// Each entry of the event's array is one handler, `{"command": …}`, and the file carries
     /// a top-level `version` (Cursor's `hooks.json`).
     Flat { version: u64 },
+    /// The top level is an object of named hooks, each an object of events whose arrays hold
+    /// handlers `{"type": "command", "command": …, "timeout": …}` (Antigravity's
+    /// `hooks.json`): baton's handlers are all in the one named `name`.
+    Named { name: &'static str },
 }
 
 /// Where a tool call finds the session of the client that runs it.

@@ -1,8 +1,10 @@
 //! The agent clients baton works with, one module each: what a client is
 //! (`definition::Definition`) and the definitions of Claude Code (`claude`), Codex (`codex`) and
-//! Gemini CLI (`gemini`), and Cursor (`cursor`, built from its published hooks reference). A new client is a module implementing `Definition`, a variant of
+//! Gemini CLI (`gemini`), and Cursor (`cursor`) and Antigravity CLI (`antigravity`), these two
+//! built from their published hooks references. A new client is a module implementing `Definition`, a variant of
 //! `Client`, its payloads as fixtures and an end-to-end test with the real client.
 
+pub mod antigravity;
 pub mod argv;
 pub mod claude;
 pub mod codex;
@@ -21,17 +23,19 @@ pub enum Client {
     Codex,
     Gemini,
     Cursor,
+    Antigravity,
 }
 
 impl Client {
-    pub const ALL: [Client; 4] = [
+    pub const ALL: [Client; 5] = [
         Client::Claude,
         Client::Codex,
         Client::Gemini,
         Client::Cursor,
+        Client::Antigravity,
     ];
     /// The clients' names, as baton's command line takes them.
-    pub const NAMES: [&'static str; 4] = ["claude", "codex", "gemini", "cursor"];
+    pub const NAMES: [&'static str; 5] = ["claude", "codex", "gemini", "cursor", "antigravity"];
 
     /// The client's definition.
     pub fn def(self) -> &'static dyn Definition {
@@ -40,6 +44,7 @@ impl Client {
             Client::Codex => &codex::Codex,
             Client::Gemini => &gemini::GeminiCli,
             Client::Cursor => &cursor::Cursor,
+            Client::Antigravity => &antigravity::Antigravity,
         }
     }
 
@@ -104,7 +109,11 @@ mod tests {
                     .iter()
                     .any(|e| e.eq_ignore_ascii_case(name))
             };
-            assert!(has("SessionStart") && has("SessionEnd"), "{client:?}");
+            // Antigravity has neither event: its first PreInvocation starts the session, and
+            // nothing marks the end.
+            if client != Client::Antigravity {
+                assert!(has("SessionStart") && has("SessionEnd"), "{client:?}");
+            }
         }
         assert_eq!(Client::parse("Claude"), None);
         assert_eq!(Client::of_program("baton"), None);
@@ -348,6 +357,14 @@ mod tests {
             Cursor
                 .task_of(&words("cursor-agent -p t"), Some("t"))
                 .is_err()
+        );
+        let err = Antigravity
+            .check_command(&words("agy -p the_task"), None)
+            .unwrap_err();
+        assert!(
+            err.0.contains("supervise does not run Antigravity"),
+            "{}",
+            err.0
         );
     }
 

@@ -20,8 +20,10 @@ pub(crate) fn fixture(rel: &str) -> Vec<u8> {
 
 fn session_of(payload: &[u8]) -> String {
     let v: Value = serde_json::from_slice(payload).unwrap();
-    // Cursor's session is the chat's `conversation_id`, which every payload of its carries.
+    // Cursor's session is the chat's `conversation_id`, which every payload of its carries;
+    // Antigravity's its `conversationId`.
     v.get("conversation_id")
+        .or_else(|| v.get("conversationId"))
         .unwrap_or(&v["session_id"])
         .as_str()
         .unwrap()
@@ -100,8 +102,11 @@ fn documented(client: &str, event: &str) -> &'static str {
         | ("cursor", "beforeSubmitPrompt") => "open",
         ("claude" | "codex", "Stop") | ("gemini", "AfterAgent") => "end",
         ("cursor", "sessionEnd") => "session-end",
-        // Cursor's stop: a turn's end, or with `status: error` a failure of unknown class.
-        ("cursor", "stop") => "stop",
+        // Cursor's stop: a turn's end, or with `status: error` a failure of unknown class;
+        // Antigravity's Stop, with `error`, a failure.
+        ("cursor", "stop") | ("antigravity", "Stop") => "stop",
+        // Antigravity's first invocation starts the session, a later one opens a turn.
+        ("antigravity", "PreInvocation") => "invocation",
         (_, "StopFailure") => "failure",
         (_, "SessionEnd") => "session-end",
         (_, "PreCompact" | "PreCompress") => "checkpoint",
@@ -130,7 +135,7 @@ fn every_captured_payload_gives_its_documented_action() {
     for dir in std::fs::read_dir(fixtures()).unwrap() {
         let dir = dir.unwrap().path();
         let name = dir.file_name().unwrap().to_str().unwrap().to_string();
-        let Some(client) = ["claude", "codex", "gemini", "cursor"]
+        let Some(client) = ["claude", "codex", "gemini", "cursor", "antigravity"]
             .into_iter()
             .find(|c| name.starts_with(c))
         else {
@@ -152,9 +157,19 @@ fn every_captured_payload_gives_its_documented_action() {
             let documented = match documented(client, event) {
                 "stop" if file.contains("error") => "failure",
                 "stop" => "end",
+                "invocation" if file.contains("first") => "start",
+                "invocation" => "open",
                 other => other,
             };
             match documented {
+                "start" if client == "antigravity" => {
+                    let injected: Value = serde_json::from_str(&out.stdout)
+                        .unwrap_or_else(|e| panic!("{what}: {e}: {}", out.stdout));
+                    let context = injected["injectSteps"][0]["ephemeralMessage"]
+                        .as_str()
+                        .unwrap();
+                    assert!(context.contains("T-2"), "{what}: {context}");
+                }
                 "start" if client == "cursor" => {
                     let injected: Value = serde_json::from_str(&out.stdout)
                         .unwrap_or_else(|e| panic!("{what}: {e}: {}", out.stdout));
@@ -187,7 +202,10 @@ fn every_captured_payload_gives_its_documented_action() {
                     assert_eq!(t1["status"], "interrupted", "{what}");
                     // An overloaded API (HTTP 529) is no rate limit, and Cursor's failed turn
                     // names no error.
-                    let want = if file.contains("overloaded") || client == "cursor" {
+                    let want = if file.contains("overloaded")
+                        || client == "cursor"
+                        || (client == "antigravity" && !file.contains("429"))
+                    {
                         "unknown"
                     } else {
                         "rate_limit"

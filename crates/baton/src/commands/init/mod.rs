@@ -1,4 +1,4 @@
-//! `baton init claude|codex|gemini|cursor`: installs baton's hooks into an agent client's settings,
+//! `baton init claude|codex|gemini|cursor|antigravity`: installs baton's hooks into an agent client's settings,
 //! the trust Codex needs before it runs them, and a short text telling the agent when to call
 //! baton. The edits themselves are pure (`baton_core::install`); this module finds the files,
 //! reads them, and writes every change only once all of them are known to be possible.
@@ -22,10 +22,12 @@ use files::Change;
 
 /// Install baton's hooks into an agent client's settings, keeping every entry and key the user
 /// had: Claude Code (`.claude/settings.json`), Codex (`.codex/hooks.json`), Gemini CLI
-/// (`.gemini/settings.json`) or Cursor (`.cursor/hooks.json`).
+/// (`.gemini/settings.json`), Cursor (`.cursor/hooks.json`) or Antigravity CLI
+/// (`.agents/hooks.json`).
 ///
 /// Also installs a short text telling the agent when to call baton (a `baton` skill for Claude
-/// Code, a marked block in `AGENTS.md` for Codex and Cursor and in `GEMINI.md` for Gemini CLI)
+/// Code, a marked block in `AGENTS.md` for Codex, Cursor and Antigravity CLI and in `GEMINI.md`
+/// for Gemini CLI)
 /// and, for
 /// Codex, the per-handler trust entries in `$CODEX_HOME/config.toml` without which Codex runs
 /// no hook. Running it again changes nothing; `--remove` takes out exactly what it put in.
@@ -33,8 +35,8 @@ use files::Change;
 /// full path. See docs/init.md.
 #[derive(Debug, Args)]
 pub struct InitArgs {
-    /// The agent client: `claude` (Claude Code), `codex` (Codex CLI), `gemini` (Gemini CLI) or
-    /// `cursor` (Cursor).
+    /// The agent client: `claude` (Claude Code), `codex` (Codex CLI), `gemini` (Gemini CLI),
+    /// `cursor` (Cursor) or `antigravity` (Antigravity CLI).
     #[arg(value_parser = Client::NAMES, value_name = "CLIENT")]
     client: String,
     /// Print a unified diff of every file that would change, and change nothing.
@@ -45,7 +47,7 @@ pub struct InitArgs {
     #[arg(long)]
     remove: bool,
     /// Install into the user's own settings (`~/.claude`, `$CODEX_HOME` or `~/.codex`,
-    /// `~/.gemini`, `~/.cursor`) instead of the project's.
+    /// `~/.gemini`, `~/.cursor`, `~/.gemini/config`) instead of the project's.
     #[arg(long)]
     user: bool,
     /// Codex only: also mark the project trusted in `$CODEX_HOME/config.toml`, which Codex
