@@ -89,16 +89,31 @@ pub fn parse_payload(client: Client, expected: &str, bytes: &[u8]) -> Result<Hoo
         return Err(HookError::NotAnObject);
     };
     let text = |key: &'static str| map.get(key).and_then(Value::as_str).map(str::to_string);
-    let event = text("hook_event_name").ok_or(HookError::Missing("hook_event_name"))?;
-    if normalize(&event) != normalize(expected) {
-        return Err(HookError::WrongEvent {
-            expected: expected.to_string(),
-            found: event,
-        });
-    }
-    let session_id = text("session_id")
-        .filter(|s| !s.is_empty())
-        .ok_or(HookError::Missing("session_id"))?;
+    let event = match client.def().event_field() {
+        Some(key) => {
+            let event = text(key).ok_or(HookError::Missing(key))?;
+            if normalize(&event) != normalize(expected) {
+                return Err(HookError::WrongEvent {
+                    expected: expected.to_string(),
+                    found: event,
+                });
+            }
+            event
+        }
+        // The payload names no event: the hook's own, by the client's spelling when baton
+        // installs it.
+        None => client
+            .def()
+            .hook_events()
+            .iter()
+            .find(|e| normalize(e) == normalize(expected))
+            .map_or_else(|| expected.to_string(), |e| e.to_string()),
+    };
+    let fields = client.def().session_id_fields();
+    let session_id = fields
+        .iter()
+        .find_map(|key| text(key).filter(|s| !s.is_empty()))
+        .ok_or(HookError::Missing(fields[0]))?;
     let action = client
         .def()
         .action(&event, &map)
@@ -108,7 +123,18 @@ pub fn parse_payload(client: Client, expected: &str, bytes: &[u8]) -> Result<Hoo
         event,
         session_id,
         transcript_path: text("transcript_path"),
-        cwd: text("cwd"),
+        // Cursor and Antigravity name no `cwd`, only the workspace's roots: the first is the
+        // project.
+        cwd: text("cwd").or_else(|| {
+            ["workspace_roots", "workspacePaths"]
+                .iter()
+                .find_map(|key| {
+                    map.get(*key)
+                        .and_then(|roots| roots.get(0))
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                })
+        }),
         prompt: text("prompt"),
         action,
     })
@@ -261,7 +287,15 @@ mod tests {
                 let parsed = parse_payload(client, event, &fixture(&format!("{name}/{file}")))
                     .unwrap_or_else(|e| panic!("{name}/{file}: {e}"));
                 let want = match (client, event) {
-                    (_, "SessionStart") => "start",
+                    (_, "SessionStart" | "sessionStart") => "start",
+                    (Client::Cursor, "beforeSubmitPrompt") => "open",
+                    (Client::Cursor, "stop") if file.contains("error") => "failure",
+                    (Client::Cursor, "stop") => "end",
+                    (Client::Cursor, "sessionEnd") => "session-end",
+                    (Client::Antigravity, "PreInvocation") if file.contains("first") => "start",
+                    (Client::Antigravity, "PreInvocation") => "open",
+                    (Client::Antigravity, "Stop") if file.contains("error") => "failure",
+                    (Client::Antigravity, "Stop") => "end",
                     (Client::Claude | Client::Codex, "UserPromptSubmit")
                     | (Client::Gemini, "BeforeAgent") => "open",
                     (Client::Claude | Client::Codex, "Stop") | (Client::Gemini, "AfterAgent") => {
@@ -468,6 +502,20 @@ mod tests {
             let out: Value =
                 serde_json::from_str(&client.def().session_start_output("line \"1\"\nline 2"))
                     .unwrap();
+            if client == Client::Antigravity {
+                // Antigravity's: a step injected before the invocation.
+                assert_eq!(
+                    out["injectSteps"][0]["ephemeralMessage"],
+                    "line \"1\"\nline 2"
+                );
+                continue;
+            }
+            if client == Client::Cursor {
+                // Cursor's own shape: `continue` and `additional_context`.
+                assert_eq!(out["continue"], true);
+                assert_eq!(out["additional_context"], "line \"1\"\nline 2");
+                continue;
+            }
             assert_eq!(out["hookSpecificOutput"]["hookEventName"], "SessionStart");
             assert_eq!(
                 out["hookSpecificOutput"]["additionalContext"],

@@ -27,6 +27,19 @@ pub trait Definition: Sync {
     fn settings_dialect(&self) -> Dialect {
         Dialect::Json
     }
+    /// How the client's hook settings hold an event's handlers.
+    fn settings_shape(&self) -> SettingsShape {
+        SettingsShape::Groups
+    }
+    /// The payload fields that name the session, the first present one counting.
+    fn session_id_fields(&self) -> &'static [&'static str] {
+        &["session_id"]
+    }
+    /// The payload field that names the event, which must be the hook's own; `None` for a
+    /// client whose payloads name none (the event is then the one the hook command names).
+    fn event_field(&self) -> Option<&'static str> {
+        Some("hook_event_name")
+    }
     /// What the client's hook event `event` asks of baton, from its payload; `None` for an
     /// event the client does not send.
     fn action(&self, event: &str, payload: &Map<String, Value>) -> Option<Action>;
@@ -189,6 +202,21 @@ pub enum TranscriptEnd {
 pub enum Dialect {
     Json,
     JsonWithComments,
+}
+
+/// How a client's hook settings hold the handlers of one event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SettingsShape {
+    /// Groups of handlers, each group with an optional `matcher` and its `hooks` array of
+    /// `{"type": "command", "command": …, "timeout": …}` (Claude Code, Codex, Gemini CLI).
+    Groups,
+    /// Each entry of the event's array is one handler, `{"command": …}`, and the file carries
+    /// a top-level `version` (Cursor's `hooks.json`).
+    Flat { version: u64 },
+    /// The top level is an object of named hooks, each an object of events whose arrays hold
+    /// handlers `{"type": "command", "command": …, "timeout": …}` (Antigravity's
+    /// `hooks.json`): baton's handlers are all in the one named `name`.
+    Named { name: &'static str },
 }
 
 /// Where a tool call finds the session of the client that runs it.

@@ -1,17 +1,20 @@
 //! The agent clients baton works with, one module each: what a client is
 //! (`definition::Definition`) and the definitions of Claude Code (`claude`), Codex (`codex`) and
-//! Gemini CLI (`gemini`). A new client is a module implementing `Definition`, a variant of
+//! Gemini CLI (`gemini`), and Cursor (`cursor`) and Antigravity CLI (`antigravity`), these two
+//! built from their published hooks references. A new client is a module implementing `Definition`, a variant of
 //! `Client`, its payloads as fixtures and an end-to-end test with the real client.
 
+pub mod antigravity;
 pub mod argv;
 pub mod claude;
 pub mod codex;
+pub mod cursor;
 pub mod definition;
 pub mod gemini;
 
 pub use definition::{
     Action, AgentCommandError, Definition, Dialect, Evidence, Files, Instructions, SessionSource,
-    SettingsScope, TranscriptEnd, UserDir,
+    SettingsScope, SettingsShape, TranscriptEnd, UserDir,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,12 +22,20 @@ pub enum Client {
     Claude,
     Codex,
     Gemini,
+    Cursor,
+    Antigravity,
 }
 
 impl Client {
-    pub const ALL: [Client; 3] = [Client::Claude, Client::Codex, Client::Gemini];
+    pub const ALL: [Client; 5] = [
+        Client::Claude,
+        Client::Codex,
+        Client::Gemini,
+        Client::Cursor,
+        Client::Antigravity,
+    ];
     /// The clients' names, as baton's command line takes them.
-    pub const NAMES: [&'static str; 3] = ["claude", "codex", "gemini"];
+    pub const NAMES: [&'static str; 5] = ["claude", "codex", "gemini", "cursor", "antigravity"];
 
     /// The client's definition.
     pub fn def(self) -> &'static dyn Definition {
@@ -32,6 +43,8 @@ impl Client {
             Client::Claude => &claude::ClaudeCode,
             Client::Codex => &codex::Codex,
             Client::Gemini => &gemini::GeminiCli,
+            Client::Cursor => &cursor::Cursor,
+            Client::Antigravity => &antigravity::Antigravity,
         }
     }
 
@@ -89,8 +102,18 @@ mod tests {
                     Some(client)
                 );
             }
-            assert!(client.def().hook_events().contains(&"SessionStart"));
-            assert!(client.def().hook_events().contains(&"SessionEnd"));
+            let has = |name: &str| {
+                client
+                    .def()
+                    .hook_events()
+                    .iter()
+                    .any(|e| e.eq_ignore_ascii_case(name))
+            };
+            // Antigravity has neither event: its first PreInvocation starts the session, and
+            // nothing marks the end.
+            if client != Client::Antigravity {
+                assert!(has("SessionStart") && has("SessionEnd"), "{client:?}");
+            }
         }
         assert_eq!(Client::parse("Claude"), None);
         assert_eq!(Client::of_program("baton"), None);
@@ -242,11 +265,11 @@ mod tests {
             Claude.def().keeps_unanswered_sessions() && Codex.def().keeps_unanswered_sessions()
         );
         // Each client's relaunch names the session it is given, never another.
-        for c in Client::ALL {
+        for c in [Claude, Codex, Gemini] {
             let cmd = match c {
                 Claude => "claude -p task",
                 Codex => "codex exec task",
-                Gemini => "gemini -p task",
+                _ => "gemini -p task",
             };
             let a = relaunch(c, cmd, Some("SESSION-A")).unwrap();
             let b = relaunch(c, cmd, Some("SESSION-B")).unwrap();
@@ -325,6 +348,24 @@ mod tests {
             assert!(err.0.contains(word), "{cmd}: {}", err.0);
         }
         assert!(Claude.check_command(&[], None).is_err());
+        // Cursor's reference gives no headless resume form: refused, whatever the command.
+        let err = Cursor
+            .check_command(&words("cursor-agent -p the_task"), None)
+            .unwrap_err();
+        assert!(err.0.contains("supervise does not run Cursor"), "{}", err.0);
+        assert!(
+            Cursor
+                .task_of(&words("cursor-agent -p t"), Some("t"))
+                .is_err()
+        );
+        let err = Antigravity
+            .check_command(&words("agy -p the_task"), None)
+            .unwrap_err();
+        assert!(
+            err.0.contains("supervise does not run Antigravity"),
+            "{}",
+            err.0
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@ use jsonc_parser::cst::{CstArray, CstInputValue, CstNode, CstObject, CstRootNode
 use serde_json::{Value, json};
 
 use super::{baton_hook_event, hook_command};
-use crate::client::{Client, Dialect};
+use crate::client::{Client, Dialect, SettingsShape};
 
 /// Why a settings file cannot be edited. The message names no file: the caller knows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,8 +65,12 @@ pub struct Edited {
     pub handlers: Vec<(String, usize, usize)>,
 }
 
-/// The group baton installs for `event`: no matcher, one command handler.
+/// The group baton installs for `event`: no matcher, one command handler (in a flat file,
+/// the handler alone, with no timeout).
 pub fn baton_group(client: Client, baton: &str, event: &str) -> Value {
+    if let SettingsShape::Flat { .. } = client.def().settings_shape() {
+        return json!({ "command": hook_command(baton, client, event) });
+    }
     json!({
         "hooks": [{
             "type": "command",
@@ -78,9 +82,18 @@ pub fn baton_group(client: Client, baton: &str, event: &str) -> Value {
 
 /// Merges baton's hook entries for `client` into `text` (`None`: no file yet).
 pub fn install(text: Option<&str>, client: Client, baton: &str) -> Result<Edited, SettingsError> {
+    if let SettingsShape::Named { name } = client.def().settings_shape() {
+        return install_named(text, client, baton, name);
+    }
     let root = parse(text, client.def().settings_dialect())?;
     let before = placements(&root, client)?;
     let obj = root_object(&root)?;
+    // A flat file (Cursor's) is read only with its `version`: a new one gets it first.
+    if let SettingsShape::Flat { version } = client.def().settings_shape()
+        && obj.get("version").is_none()
+    {
+        obj.insert(0, "version", CstInputValue::Number(version.to_string()));
+    }
     let hooks = match obj.get("hooks") {
         Some(prop) => prop
             .value()
@@ -154,7 +167,7 @@ pub fn install(text: Option<&str>, client: Client, baton: &str) -> Result<Edited
         before,
         after,
         moved,
-        handlers: handlers(&root),
+        handlers: handlers(&root, client),
     })
 }
 
@@ -171,6 +184,9 @@ pub fn uninstall(text: Option<&str>, client: Client) -> Result<Edited, SettingsE
             handlers: Vec::new(),
         });
     };
+    if let SettingsShape::Named { name } = client.def().settings_shape() {
+        return uninstall_named(text, client, name);
+    }
     let root = parse(Some(text), client.def().settings_dialect())?;
     let before = placements(&root, client)?;
     if before.is_empty() {
@@ -179,7 +195,7 @@ pub fn uninstall(text: Option<&str>, client: Client) -> Result<Edited, SettingsE
             before,
             after: Vec::new(),
             moved: Vec::new(),
-            handlers: handlers(&root),
+            handlers: handlers(&root, client),
         });
     }
     let obj = root_object(&root)?;
@@ -203,13 +219,127 @@ pub fn uninstall(text: Option<&str>, client: Client) -> Result<Edited, SettingsE
         }
     }
     let out = root.to_string();
-    let empty = out.chars().filter(|c| !c.is_whitespace()).eq("{}".chars());
+    let mut empty = out.chars().filter(|c| !c.is_whitespace()).eq("{}".chars());
+    // A flat file left with only the `version` baton's install put there holds nothing.
+    if let SettingsShape::Flat { .. } = client.def().settings_shape()
+        && let Some(Value::Object(map)) = root.value().and_then(|v| v.to_serde_value())
+    {
+        empty |= map.keys().all(|k| k == "version");
+    }
     Ok(Edited {
         text: (!empty).then_some(out),
         before,
         after: Vec::new(),
         moved,
-        handlers: handlers(&root),
+        handlers: handlers(&root, client),
+    })
+}
+
+/// baton's own named hook for `client`: each event baton installs, with its one handler.
+pub fn baton_named_hook(client: Client, baton: &str) -> Value {
+    let events: serde_json::Map<String, Value> = client
+        .def()
+        .hook_events()
+        .iter()
+        .map(|&event| {
+            let handler = json!({
+                "type": "command",
+                "command": hook_command(baton, client, event),
+                "timeout": client.def().hook_timeout(event),
+            });
+            (event.to_string(), json!([handler]))
+        })
+        .collect();
+    Value::Object(events)
+}
+
+/// Whether a named hook is baton's: every handler under every event is baton's hook for
+/// `client` (an `enabled` switch aside), and there is at least one.
+fn is_baton_named(hook: &Value, client: Client) -> bool {
+    let Some(events) = hook.as_object() else {
+        return false;
+    };
+    let mut any = false;
+    for (key, handlers) in events {
+        if key == "enabled" && handlers.is_boolean() {
+            continue;
+        }
+        let Some(handlers) = handlers.as_array() else {
+            return false;
+        };
+        for h in handlers {
+            let mine = h
+                .get("command")
+                .and_then(Value::as_str)
+                .is_some_and(|c| baton_hook_event(c, client).is_some());
+            if !mine {
+                return false;
+            }
+            any = true;
+        }
+    }
+    any
+}
+
+/// Sets baton's named hook in a file of named hooks, keeping every other hook as it is.
+fn install_named(
+    text: Option<&str>,
+    client: Client,
+    baton: &str,
+    name: &str,
+) -> Result<Edited, SettingsError> {
+    let root = parse(text, client.def().settings_dialect())?;
+    let before = placements(&root, client)?;
+    let obj = root_object(&root)?;
+    let wanted = baton_named_hook(client, baton);
+    match obj.get(name) {
+        Some(prop) => {
+            let current = prop.value().and_then(|v| v.to_serde_value());
+            if current.as_ref() != Some(&wanted) {
+                if !current.as_ref().is_some_and(|v| is_baton_named(v, client)) {
+                    return Err(SettingsError::Shape(format!(
+                        "its hook `{name}` holds commands that are not baton's: rename that hook"
+                    )));
+                }
+                prop.set_value(to_input(&wanted));
+            }
+        }
+        None => {
+            obj.append(name, to_input(&wanted));
+        }
+    }
+    let after = placements(&root, client)?;
+    Ok(Edited {
+        text: Some(root.to_string()),
+        before,
+        after,
+        moved: Vec::new(),
+        handlers: Vec::new(),
+    })
+}
+
+/// Removes baton's named hook (only when it holds nothing but baton's handlers); a file left
+/// empty goes.
+fn uninstall_named(text: &str, client: Client, name: &str) -> Result<Edited, SettingsError> {
+    let root = parse(Some(text), client.def().settings_dialect())?;
+    let before = placements(&root, client)?;
+    let obj = root_object(&root)?;
+    if let Some(prop) = obj.get(name)
+        && prop
+            .value()
+            .and_then(|v| v.to_serde_value())
+            .is_some_and(|v| is_baton_named(&v, client))
+    {
+        prop.remove();
+    }
+    let out = root.to_string();
+    let empty = out.chars().filter(|c| !c.is_whitespace()).eq("{}".chars());
+    Ok(Edited {
+        text: (!empty).then_some(out),
+        before,
+        after: Vec::new(),
+        moved: Vec::new(),
+        handlers: Vec::new(),
     })
 }
 
@@ -223,7 +353,7 @@ pub fn installed_events(text: &str, client: Client) -> Result<Vec<String>, Setti
 }
 
 /// Every handler in the settings: `(event, group, handler)`.
-fn handlers(root: &CstRootNode) -> Vec<(String, usize, usize)> {
+fn handlers(root: &CstRootNode, client: Client) -> Vec<(String, usize, usize)> {
     let Some(Value::Object(map)) = root.value().and_then(|v| v.to_serde_value()) else {
         return Vec::new();
     };
@@ -233,10 +363,7 @@ fn handlers(root: &CstRootNode) -> Vec<(String, usize, usize)> {
     let mut out = Vec::new();
     for (event, groups) in hooks {
         for (g, group) in groups.as_array().into_iter().flatten().enumerate() {
-            let count = group
-                .get("hooks")
-                .and_then(Value::as_array)
-                .map_or(0, Vec::len);
+            let count = handlers_of(group, client).len();
             out.extend((0..count).map(|h| (event.clone(), g, h)));
         }
     }
@@ -248,6 +375,25 @@ fn placements(root: &CstRootNode, client: Client) -> Result<Vec<Placement>, Sett
     let Some(Value::Object(map)) = root.value().and_then(|v| v.to_serde_value()) else {
         return Ok(Vec::new());
     };
+    if let SettingsShape::Named { name } = client.def().settings_shape() {
+        let mut out = Vec::new();
+        if let Some(hook @ Value::Object(events)) = map.get(name)
+            && is_baton_named(hook, client)
+        {
+            for (event, handlers) in events {
+                for (h, handler) in handlers.as_array().into_iter().flatten().enumerate() {
+                    out.push(Placement {
+                        event: event.clone(),
+                        group: 0,
+                        handler: h,
+                        command: handler["command"].as_str().unwrap_or_default().to_string(),
+                        timeout: handler["timeout"].as_u64(),
+                    });
+                }
+            }
+        }
+        return Ok(out);
+    }
     let Some(Value::Object(hooks)) = map.get("hooks") else {
         return Ok(Vec::new());
     };
@@ -260,7 +406,7 @@ fn placements(root: &CstRootNode, client: Client) -> Result<Vec<Placement>, Sett
             if !is_baton_group_value(group, client) {
                 continue;
             }
-            for (h, handler) in group["hooks"].as_array().into_iter().flatten().enumerate() {
+            for (h, handler) in handlers_of(group, client).into_iter().enumerate() {
                 out.push(Placement {
                     event: event.clone(),
                     group: g,
@@ -310,15 +456,31 @@ fn is_baton_group(node: &CstNode, client: Client) -> bool {
 /// A group is baton's when every handler in it is baton's hook for this client: a group that
 /// mixes in a handler of the user's stays the user's.
 fn is_baton_group_value(group: &Value, client: Client) -> bool {
-    let Some(handlers) = group.get("hooks").and_then(Value::as_array) else {
-        return false;
-    };
+    let handlers = handlers_of(group, client);
     !handlers.is_empty()
         && handlers.iter().all(|h| {
             h.get("command")
                 .and_then(Value::as_str)
                 .is_some_and(|c| baton_hook_event(c, client).is_some())
         })
+}
+
+/// The handlers of one entry of an event's array: a group's `hooks`, or in a flat file the
+/// entry itself when it runs a command.
+fn handlers_of(group: &Value, client: Client) -> Vec<&Value> {
+    match client.def().settings_shape() {
+        SettingsShape::Groups => group
+            .get("hooks")
+            .and_then(Value::as_array)
+            .map(|hs| hs.iter().collect())
+            .unwrap_or_default(),
+        SettingsShape::Flat { .. } | SettingsShape::Named { .. } => group
+            .get("command")
+            .is_some()
+            .then_some(group)
+            .into_iter()
+            .collect(),
+    }
 }
 
 fn parse(text: Option<&str>, dialect: Dialect) -> Result<CstRootNode, SettingsError> {
@@ -418,7 +580,10 @@ mod tests {
 
     #[test]
     fn install_keeps_the_users_entries_and_uninstall_gives_back_the_bytes() {
-        for client in Client::ALL {
+        let grouped = Client::ALL
+            .into_iter()
+            .filter(|c| c.def().settings_shape() == SettingsShape::Groups);
+        for client in grouped {
             let once = install_text(Some(USER), client, "baton");
             let value: Value = serde_json::from_str(&once).unwrap();
             assert_eq!(value["model"], "opus");
@@ -533,5 +698,120 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    #[test]
+    fn cursor_entries_are_flat_commands_beside_the_users_and_a_version() {
+        let user = r#"{
+  "version": 1,
+  "hooks": {
+    "stop": [
+      { "command": "./notify.sh", "loop_limit": 3 }
+    ],
+    "afterFileEdit": [
+      { "command": "prettier --write" }
+    ]
+  }
+}
+"#;
+        let once = install_text(Some(user), Client::Cursor, "baton");
+        let value: Value = serde_json::from_str(&once).unwrap();
+        assert_eq!(value["version"], 1);
+        let stop = value["hooks"]["stop"].as_array().unwrap();
+        assert_eq!(stop[0]["command"], "./notify.sh");
+        assert_eq!(stop[1], json!({ "command": "baton hook cursor stop" }));
+        assert_eq!(
+            value["hooks"]["sessionStart"][0]["command"],
+            "baton hook cursor sessionStart"
+        );
+        assert_eq!(install_text(Some(&once), Client::Cursor, "baton"), once);
+        let removed = uninstall(Some(&once), Client::Cursor).unwrap();
+        assert_eq!(removed.text.as_deref(), Some(user));
+
+        // A new file: `version` first, and nothing left once baton's entries go.
+        let new = install_text(None, Client::Cursor, "baton");
+        assert!(
+            new.starts_with("{\n  \"version\": 1,\n  \"hooks\": {"),
+            "{new}"
+        );
+        serde_json::from_str::<Value>(&new).unwrap();
+        assert_eq!(uninstall(Some(&new), Client::Cursor).unwrap().text, None);
+    }
+
+    #[test]
+    fn antigravity_keeps_batons_handlers_in_one_named_hook() {
+        let user = r#"{
+  "shell-audit": {
+    "PreToolUse": [
+      {
+        "matcher": "run_command",
+        "hooks": [{ "type": "command", "command": "./audit.sh", "timeout": 5 }]
+      }
+    ]
+  },
+  "lint-on-stop": {
+    "Stop": [{ "command": "make lint" }]
+  }
+}
+"#;
+        let once = install_text(Some(user), Client::Antigravity, "baton");
+        let value: Value = serde_json::from_str(&once).unwrap();
+        assert_eq!(value["lint-on-stop"]["Stop"][0]["command"], "make lint");
+        assert_eq!(
+            value["baton"]["PreInvocation"][0],
+            json!({
+                "type": "command",
+                "command": "baton hook antigravity PreInvocation",
+                "timeout": 10,
+            })
+        );
+        assert_eq!(
+            value["baton"]["Stop"][0]["command"],
+            "baton hook antigravity Stop"
+        );
+        assert_eq!(
+            install_text(Some(&once), Client::Antigravity, "baton"),
+            once
+        );
+        assert_eq!(
+            installed_events(&once, Client::Antigravity).unwrap(),
+            ["PreInvocation", "Stop"]
+        );
+        let moved = install(Some(&once), Client::Antigravity, "/opt/bin/baton").unwrap();
+        assert!(
+            moved
+                .text
+                .unwrap()
+                .contains("/opt/bin/baton hook antigravity Stop")
+        );
+        let removed = uninstall(Some(&once), Client::Antigravity).unwrap();
+        assert_eq!(removed.text.as_deref(), Some(user));
+
+        // A new file holds only baton's hook, and goes with it.
+        let new = install_text(None, Client::Antigravity, "baton");
+        serde_json::from_str::<Value>(&new).unwrap();
+        assert_eq!(
+            uninstall(Some(&new), Client::Antigravity).unwrap().text,
+            None
+        );
+
+        // A hook of the user's named `baton` is not baton's to overwrite or remove.
+        let theirs = r#"{"baton": {"Stop": [{"command": "./mine.sh"}]}}"#;
+        assert!(matches!(
+            install(Some(theirs), Client::Antigravity, "baton"),
+            Err(SettingsError::Shape(_))
+        ));
+        assert_eq!(
+            uninstall(Some(theirs), Client::Antigravity)
+                .unwrap()
+                .text
+                .as_deref(),
+            Some(theirs)
+        );
+        // Strict JSON: a comment is an error.
+        assert!(matches!(
+            install(Some("{} // x"), Client::Antigravity, "baton"),
+            Err(SettingsError::Syntax(_))
+        ));
     }
 }

@@ -46,7 +46,7 @@ use baton_store::{Layout, StateStore, process};
 /// class the evidence supports; a pre-compaction hook records a checkpoint. The session is the payload's `session_id`, whatever `--session` says.
 #[derive(Debug, Args)]
 pub struct HookArgs {
-    /// The client that runs the hook: `claude`, `codex` or `gemini`.
+    /// The client that runs the hook: `claude`, `codex`, `gemini`, `cursor` or `antigravity`.
     client: String,
     /// The client's event, as its settings name it (`SessionStart`, `Stop`, `StopFailure`,
     /// `BeforeAgent`, …; case and dashes are ignored).

@@ -3,6 +3,7 @@
 
 mod autonomous_dev;
 mod clau_kit;
+mod clients_more;
 mod common;
 mod continuation;
 mod continuation_files;

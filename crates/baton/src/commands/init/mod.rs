@@ -1,4 +1,4 @@
-//! `baton init claude|codex|gemini`: installs baton's hooks into an agent client's settings,
+//! `baton init claude|codex|gemini|cursor|antigravity`: installs baton's hooks into an agent client's settings,
 //! the trust Codex needs before it runs them, and a short text telling the agent when to call
 //! baton. The edits themselves are pure (`baton_core::install`); this module finds the files,
 //! reads them, and writes every change only once all of them are known to be possible.
@@ -13,7 +13,7 @@ use clap::Args;
 use serde_json::json;
 
 use crate::output::Report;
-use baton_core::client::{Client, Instructions};
+use baton_core::client::{Client, Dialect, Instructions};
 use baton_core::install::codex_trust::{self, TrustChange};
 use baton_core::install::{gitattributes, instructions, settings};
 use baton_ops::env::Ctx;
@@ -22,18 +22,22 @@ use baton_ops::install::Targets;
 use files::Change;
 
 /// Install baton's hooks into an agent client's settings, keeping every entry and key the user
-/// had: Claude Code (`.claude/settings.json`), Codex (`.codex/hooks.json`) or Gemini CLI
-/// (`.gemini/settings.json`).
+/// had: Claude Code (`.claude/settings.json`), Codex (`.codex/hooks.json`), Gemini CLI
+/// (`.gemini/settings.json`), Cursor (`.cursor/hooks.json`) or Antigravity CLI
+/// (`.agents/hooks.json`).
 ///
 /// Also installs a short text telling the agent when to call baton (a `baton` skill for Claude
-/// Code, a marked block in `AGENTS.md` for Codex and in `GEMINI.md` for Gemini CLI) and, for
+/// Code, a marked block in `AGENTS.md` for Codex, Cursor and Antigravity CLI and in `GEMINI.md`
+/// for Gemini CLI)
+/// and, for
 /// Codex, the per-handler trust entries in `$CODEX_HOME/config.toml` without which Codex runs
 /// no hook. Running it again changes nothing; `--remove` takes out exactly what it put in.
 /// The hooks call `baton` by name when the `baton` on PATH is this executable, else by its
 /// full path. See docs/init.md.
 #[derive(Debug, Args)]
 pub struct InitArgs {
-    /// The agent client: `claude` (Claude Code), `codex` (Codex CLI) or `gemini` (Gemini CLI).
+    /// The agent client: `claude` (Claude Code), `codex` (Codex CLI), `gemini` (Gemini CLI),
+    /// `cursor` (Cursor) or `antigravity` (Antigravity CLI).
     #[arg(value_parser = Client::NAMES, value_name = "CLIENT")]
     client: String,
     /// Print a unified diff of every file that would change, and change nothing.
@@ -44,7 +48,7 @@ pub struct InitArgs {
     #[arg(long)]
     remove: bool,
     /// Install into the user's own settings (`~/.claude`, `$CODEX_HOME` or `~/.codex`,
-    /// `~/.gemini`) instead of the project's.
+    /// `~/.gemini`, `~/.cursor`, `~/.gemini/config`) instead of the project's.
     #[arg(long)]
     user: bool,
     /// Codex only: also mark the project trusted in `$CODEX_HOME/config.toml`, which Codex
@@ -192,6 +196,20 @@ fn plan(
     }
     .map_err(|e| refuse(&targets.settings, &e.to_string(), client, args))?;
     let new = restored(&targets.settings, old.as_deref(), edited.text.clone());
+    // A client that reads strict JSON may drop the whole file over one error (Cursor's and
+    // Antigravity's hook files): what would be written is parsed back first.
+    if client.def().settings_dialect() == Dialect::Json
+        && let Some(text) = &new
+        && let Err(e) = serde_json::from_str::<serde_json::Value>(text)
+    {
+        return Err(CommandError::new(
+            ExitStatus::Failure,
+            format!(
+                "baton's edit of {} would not be valid JSON ({e}); nothing was changed",
+                targets.settings.display()
+            ),
+        ));
+    }
     changes.push(Change::new(targets.settings.clone(), old, new));
 
     let old = files::read(&targets.instructions)?;
