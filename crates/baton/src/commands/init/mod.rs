@@ -311,6 +311,24 @@ fn notes(
             program.path.display()
         ));
     }
+    // Project settings are committed: what a teammate needs for them to work.
+    if !args.user {
+        let plugin = if client == Client::Claude {
+            ", or use baton as a plugin instead (`baton init claude --plugin DIR`)"
+        } else {
+            ""
+        };
+        out.push(if program.on_path {
+            format!(
+                "note: for teammates these hooks call `baton` by name: each needs baton on the PATH (`cargo install --path crates/baton` from a clone of baton){plugin}"
+            )
+        } else {
+            format!(
+                "note: these settings name this machine's path to baton, which a teammate's machine may not have: put baton on the PATH and run `baton init {}` again so the hooks call `baton` by name{plugin}",
+                client.as_str()
+            )
+        });
+    }
     out.extend(
         client
             .def()
