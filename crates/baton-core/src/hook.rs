@@ -89,16 +89,21 @@ pub fn parse_payload(client: Client, expected: &str, bytes: &[u8]) -> Result<Hoo
         return Err(HookError::NotAnObject);
     };
     let text = |key: &'static str| map.get(key).and_then(Value::as_str).map(str::to_string);
-    let event = text("hook_event_name").ok_or(HookError::Missing("hook_event_name"))?;
+    let keys = client.def().payload_keys();
+    let event = match keys.event {
+        Some(key) => text(key).ok_or(HookError::Missing(key))?,
+        // A payload that names no event is the one its hook was installed for.
+        None => expected.to_string(),
+    };
     if normalize(&event) != normalize(expected) {
         return Err(HookError::WrongEvent {
             expected: expected.to_string(),
             found: event,
         });
     }
-    let session_id = text("session_id")
+    let session_id = text(keys.session_id)
         .filter(|s| !s.is_empty())
-        .ok_or(HookError::Missing("session_id"))?;
+        .ok_or(HookError::Missing(keys.session_id))?;
     let action = client
         .def()
         .action(&event, &map)
@@ -107,9 +112,9 @@ pub fn parse_payload(client: Client, expected: &str, bytes: &[u8]) -> Result<Hoo
         client,
         event,
         session_id,
-        transcript_path: text("transcript_path"),
-        cwd: text("cwd"),
-        prompt: text("prompt"),
+        transcript_path: text(keys.transcript_path),
+        cwd: text(keys.cwd),
+        prompt: text(keys.prompt),
         action,
     })
 }
@@ -233,7 +238,7 @@ mod tests {
     }
 
     /// The client a fixture folder is named after; `None` for a client whose payloads are kept
-    /// but that baton does not parse yet (Copilot CLI).
+    /// but that baton does not parse yet.
     fn client_of(dir: &str) -> Option<Client> {
         Client::parse(dir.split('-').next().unwrap())
     }
@@ -259,14 +264,15 @@ mod tests {
                 let parsed = parse_payload(client, event, &fixture(&format!("{name}/{file}")))
                     .unwrap_or_else(|e| panic!("{name}/{file}: {e}"));
                 let want = match (client, event) {
-                    (_, "SessionStart") => "start",
+                    (_, "SessionStart" | "sessionStart") => "start",
                     (Client::Claude | Client::Codex, "UserPromptSubmit")
-                    | (Client::Gemini, "BeforeAgent") => "open",
-                    (Client::Claude | Client::Codex, "Stop") | (Client::Gemini, "AfterAgent") => {
-                        "end"
-                    }
+                    | (Client::Gemini, "BeforeAgent")
+                    | (Client::Copilot, "userPromptSubmitted") => "open",
+                    (Client::Claude | Client::Codex, "Stop")
+                    | (Client::Gemini, "AfterAgent")
+                    | (Client::Copilot, "agentStop") => "end",
                     (_, "StopFailure") => "failure",
-                    (_, "SessionEnd") => "session-end",
+                    (_, "SessionEnd" | "sessionEnd") => "session-end",
                     (_, "PreCompact" | "PreCompress") => "checkpoint",
                     _ => "ignored",
                 };
@@ -466,6 +472,10 @@ mod tests {
             let out: Value =
                 serde_json::from_str(&client.def().session_start_output("line \"1\"\nline 2"))
                     .unwrap();
+            if client == Client::Copilot {
+                assert_eq!(out["additionalContext"], "line \"1\"\nline 2");
+                continue;
+            }
             assert_eq!(out["hookSpecificOutput"]["hookEventName"], "SessionStart");
             assert_eq!(
                 out["hookSpecificOutput"]["additionalContext"],

@@ -27,6 +27,15 @@ pub trait Definition: Sync {
     fn settings_dialect(&self) -> Dialect {
         Dialect::Json
     }
+    /// The keys of the payload's envelope (the event, the session, the transcript, the
+    /// directory, the prompt).
+    fn payload_keys(&self) -> PayloadKeys {
+        PayloadKeys::SNAKE_CASE
+    }
+    /// The shape of the client's hook settings.
+    fn settings_shape(&self) -> SettingsShape {
+        SettingsShape::Groups
+    }
     /// What the client's hook event `event` asks of baton, from its payload; `None` for an
     /// event the client does not send.
     fn action(&self, event: &str, payload: &Map<String, Value>) -> Option<Action>;
@@ -58,6 +67,17 @@ pub trait Definition: Sync {
     /// time that names none).
     fn transcript_end(&self, _tail: &str, _now: Timestamp, _zone: &TimeZone) -> TranscriptEnd {
         TranscriptEnd::Unknown
+    }
+    /// Where the session's transcript is when the payload names none (Copilot CLI's session
+    /// end): a path under the client's user directory (`user_dir`), with `{session}` for the
+    /// session's id.
+    fn session_transcript(&self) -> Option<&'static str> {
+        None
+    }
+    /// How long a session-end hook with `reason` waits for the client to write how the dead
+    /// turn ended into its transcript (Copilot CLI writes it just after starting the hook).
+    fn transcript_wait(&self, _reason: &str) -> std::time::Duration {
+        std::time::Duration::ZERO
     }
     /// What one of the client's error reports (`Evidence::ErrorReports`) says about a turn of
     /// the project at `project_root`, with the reset its error states.
@@ -165,6 +185,30 @@ pub enum Action {
     Ignored,
 }
 
+/// The keys of a payload's envelope, which differ by client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PayloadKeys {
+    /// The key naming the event; `None` when the payload names none (Copilot CLI), and the
+    /// event is the one the hook was installed for.
+    pub event: Option<&'static str>,
+    pub session_id: &'static str,
+    pub transcript_path: &'static str,
+    pub cwd: &'static str,
+    pub prompt: &'static str,
+}
+
+impl PayloadKeys {
+    /// `hook_event_name`, `session_id`, `transcript_path`, `cwd`, `prompt`: Claude Code,
+    /// Codex and Gemini CLI.
+    pub const SNAKE_CASE: PayloadKeys = PayloadKeys {
+        event: Some("hook_event_name"),
+        session_id: "session_id",
+        transcript_path: "transcript_path",
+        cwd: "cwd",
+        prompt: "prompt",
+    };
+}
+
 /// A payload's string field, empty when it is missing or not a string.
 pub fn field(payload: &Map<String, Value>, key: &str) -> String {
     payload
@@ -182,6 +226,17 @@ pub enum TranscriptEnd {
     RateLimit { resets: Option<Timestamp> },
     /// Nothing in the tail says the turn failed.
     Unknown,
+}
+
+/// How a client's hook settings hold its handlers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SettingsShape {
+    /// `{"hooks": {"<event>": [{"hooks": [{"type": "command", "command": …, "timeout": …}]}]}}`
+    /// (Claude Code, Codex, Gemini CLI), in a settings file shared with the user.
+    Groups,
+    /// `{"version": 1, "hooks": {"<event>": [{"type": "command", "bash": …, "timeoutSec": …}]}}`
+    /// (Copilot CLI), in a hook file of baton's own beside the user's.
+    Handlers,
 }
 
 /// How the client reads its settings: strict JSON, or JSON whose comments it strips first.

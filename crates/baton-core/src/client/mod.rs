@@ -6,12 +6,13 @@
 pub mod argv;
 pub mod claude;
 pub mod codex;
+pub mod copilot;
 pub mod definition;
 pub mod gemini;
 
 pub use definition::{
-    Action, AgentCommandError, Definition, Dialect, Evidence, Files, Instructions, SessionSource,
-    SettingsScope, TranscriptEnd, UserDir,
+    Action, AgentCommandError, Definition, Dialect, Evidence, Files, Instructions, PayloadKeys,
+    SessionSource, SettingsScope, SettingsShape, TranscriptEnd, UserDir,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,12 +20,18 @@ pub enum Client {
     Claude,
     Codex,
     Gemini,
+    Copilot,
 }
 
 impl Client {
-    pub const ALL: [Client; 3] = [Client::Claude, Client::Codex, Client::Gemini];
+    pub const ALL: [Client; 4] = [
+        Client::Claude,
+        Client::Codex,
+        Client::Gemini,
+        Client::Copilot,
+    ];
     /// The clients' names, as baton's command line takes them.
-    pub const NAMES: [&'static str; 3] = ["claude", "codex", "gemini"];
+    pub const NAMES: [&'static str; 4] = ["claude", "codex", "gemini", "copilot"];
 
     /// The client's definition.
     pub fn def(self) -> &'static dyn Definition {
@@ -32,6 +39,7 @@ impl Client {
             Client::Claude => &claude::ClaudeCode,
             Client::Codex => &codex::Codex,
             Client::Gemini => &gemini::GeminiCli,
+            Client::Copilot => &copilot::CopilotCli,
         }
     }
 
@@ -89,8 +97,9 @@ mod tests {
                     Some(client)
                 );
             }
-            assert!(client.def().hook_events().contains(&"SessionStart"));
-            assert!(client.def().hook_events().contains(&"SessionEnd"));
+            let events = client.def().hook_events();
+            let has = |name: &str| events.iter().any(|e| e.eq_ignore_ascii_case(name));
+            assert!(has("SessionStart") && has("SessionEnd"), "{events:?}");
         }
         assert_eq!(Client::parse("Claude"), None);
         assert_eq!(Client::of_program("baton"), None);
@@ -228,6 +237,25 @@ mod tests {
                 Some("G"),
                 "gemini -y true -p go_on --include-directories=a b -r G",
             ),
+            // Copilot CLI: by the session's id, a new session when unknown.
+            (
+                Copilot,
+                "copilot -p task --allow-all-tools --model gpt-4.1",
+                Some("C1"),
+                "copilot -p go_on --allow-all-tools --model gpt-4.1 --resume=C1",
+            ),
+            (
+                Copilot,
+                "copilot --continue --prompt=task -s",
+                None,
+                "copilot --prompt=go_on -s",
+            ),
+            (
+                Copilot,
+                "copilot --allow-tool shell(git) write -p task --resume OLD -n x",
+                Some("C1"),
+                "copilot --allow-tool shell(git) write -p go_on --resume=C1",
+            ),
         ];
         for (c, cmd, s, want) in rows {
             let got = relaunch(*c, cmd, *s);
@@ -247,6 +275,7 @@ mod tests {
                 Claude => "claude -p task",
                 Codex => "codex exec task",
                 Gemini => "gemini -p task",
+                Copilot => "copilot -p task --allow-all-tools",
             };
             let a = relaunch(c, cmd, Some("SESSION-A")).unwrap();
             let b = relaunch(c, cmd, Some("SESSION-B")).unwrap();
@@ -279,6 +308,12 @@ mod tests {
             (Gemini, "gemini -m x -p the_task", "the task"),
             (Gemini, "gemini -p the_task --yolo", "the task"),
             (Gemini, "gemini -p=the_task", "the task"),
+            (Copilot, "copilot -p the_task --allow-all-tools", "the task"),
+            (
+                Copilot,
+                "copilot --model gpt-4.1 --prompt=the_task",
+                "the task",
+            ),
         ];
         for (c, cmd, want) in rows {
             let got = c.task_of(&words(cmd), None);
@@ -319,6 +354,11 @@ mod tests {
             (Gemini, "gemini -p task extra", "both as an argument"),
             (Gemini, "gemini -p a -p b", "more than once"),
             (Gemini, "gemini --allowed-tools a b -p", "no value"),
+            (Copilot, "copilot task", "headless"),
+            (Copilot, "copilot -i task", "interactively"),
+            (Copilot, "copilot --frobnicate -p task", "--task"),
+            (Copilot, "copilot --allow-tool a b -p", "no value"),
+            (Copilot, "copilot -p a -p b", "more than once"),
         ];
         for (c, cmd, word) in rows {
             let err = c.check_command(&words(cmd), None).unwrap_err();

@@ -12,7 +12,7 @@ use jsonc_parser::cst::{CstArray, CstInputValue, CstNode, CstObject, CstRootNode
 use serde_json::{Value, json};
 
 use super::{baton_hook_event, hook_command};
-use crate::client::{Client, Dialect};
+use crate::client::{Client, Dialect, SettingsShape};
 
 /// Why a settings file cannot be edited. The message names no file: the caller knows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,6 +78,9 @@ pub fn baton_group(client: Client, baton: &str, event: &str) -> Value {
 
 /// Merges baton's hook entries for `client` into `text` (`None`: no file yet).
 pub fn install(text: Option<&str>, client: Client, baton: &str) -> Result<Edited, SettingsError> {
+    if client.def().settings_shape() == SettingsShape::Handlers {
+        return super::hook_file::install(text, client, baton);
+    }
     let root = parse(text, client.def().settings_dialect())?;
     let before = placements(&root, client)?;
     let obj = root_object(&root)?;
@@ -162,6 +165,9 @@ pub fn install(text: Option<&str>, client: Client, baton: &str) -> Result<Edited
 /// object that only baton's entries filled goes with them, and a file left with nothing in it
 /// goes too.
 pub fn uninstall(text: Option<&str>, client: Client) -> Result<Edited, SettingsError> {
+    if client.def().settings_shape() == SettingsShape::Handlers {
+        return super::hook_file::uninstall(text, client);
+    }
     let Some(text) = text else {
         return Ok(Edited {
             text: None,
@@ -215,6 +221,9 @@ pub fn uninstall(text: Option<&str>, client: Client) -> Result<Edited, SettingsE
 
 /// The events baton's handlers for `client` are installed for in the settings `text`.
 pub fn installed_events(text: &str, client: Client) -> Result<Vec<String>, SettingsError> {
+    if client.def().settings_shape() == SettingsShape::Handlers {
+        return super::hook_file::installed_events(text, client);
+    }
     let root = parse(Some(text), client.def().settings_dialect())?;
     Ok(placements(&root, client)?
         .into_iter()
@@ -418,7 +427,11 @@ mod tests {
 
     #[test]
     fn install_keeps_the_users_entries_and_uninstall_gives_back_the_bytes() {
-        for client in Client::ALL {
+        // A hook file of baton's own (Copilot CLI) is `hook_file`'s.
+        let shared = Client::ALL
+            .into_iter()
+            .filter(|c| c.def().settings_shape() == SettingsShape::Groups);
+        for client in shared {
             let once = install_text(Some(USER), client, "baton");
             let value: Value = serde_json::from_str(&once).unwrap();
             assert_eq!(value["model"], "opus");

@@ -20,7 +20,11 @@ pub(crate) fn fixture(rel: &str) -> Vec<u8> {
 
 fn session_of(payload: &[u8]) -> String {
     let v: Value = serde_json::from_slice(payload).unwrap();
-    v["session_id"].as_str().unwrap().to_string()
+    v["session_id"]
+        .as_str()
+        .or(v["sessionId"].as_str())
+        .unwrap()
+        .to_string()
 }
 
 /// A payload with its `transcript_path` pointing at `transcript`.
@@ -89,11 +93,13 @@ fn turn_file(env: &TestEnv, client: &str, session: &str) -> PathBuf {
 /// What the fixtures README and docs/hooks.md say each event does.
 fn documented(client: &str, event: &str) -> &'static str {
     match (client, event) {
-        (_, "SessionStart") => "start",
-        ("claude" | "codex", "UserPromptSubmit") | ("gemini", "BeforeAgent") => "open",
-        ("claude" | "codex", "Stop") | ("gemini", "AfterAgent") => "end",
+        (_, "SessionStart") | ("copilot", "sessionStart") => "start",
+        ("claude" | "codex", "UserPromptSubmit")
+        | ("gemini", "BeforeAgent")
+        | ("copilot", "userPromptSubmitted") => "open",
+        ("claude" | "codex", "Stop") | ("gemini", "AfterAgent") | ("copilot", "agentStop") => "end",
         (_, "StopFailure") => "failure",
-        (_, "SessionEnd") => "session-end",
+        (_, "SessionEnd") | ("copilot", "sessionEnd") => "session-end",
         (_, "PreCompact" | "PreCompress") => "checkpoint",
         _ => "ignored",
     }
@@ -120,7 +126,7 @@ fn every_captured_payload_gives_its_documented_action() {
     for dir in std::fs::read_dir(fixtures()).unwrap() {
         let dir = dir.unwrap().path();
         let name = dir.file_name().unwrap().to_str().unwrap().to_string();
-        let Some(client) = ["claude", "codex", "gemini"]
+        let Some(client) = ["claude", "codex", "gemini", "copilot"]
             .into_iter()
             .find(|c| name.starts_with(c))
         else {
@@ -143,15 +149,19 @@ fn every_captured_payload_gives_its_documented_action() {
                 "start" => {
                     let injected: Value = serde_json::from_str(&out.stdout)
                         .unwrap_or_else(|e| panic!("{what}: {e}: {}", out.stdout));
+                    // Copilot CLI reads a bare `{"additionalContext": …}`.
                     let context = injected["hookSpecificOutput"]["additionalContext"]
                         .as_str()
+                        .or(injected["additionalContext"].as_str())
                         .unwrap();
                     assert!(context.contains("T-2"), "{what}: {context}");
                     assert!(context.contains("rate_limit"), "{what}: {context}");
-                    assert_eq!(
-                        injected["hookSpecificOutput"]["hookEventName"],
-                        "SessionStart"
-                    );
+                    if client != "copilot" {
+                        assert_eq!(
+                            injected["hookSpecificOutput"]["hookEventName"],
+                            "SessionStart"
+                        );
+                    }
                 }
                 "open" => {
                     assert!(turn_file(&env, client, &session).exists(), "{what}");

@@ -6,6 +6,7 @@ mod clau_kit;
 mod common;
 mod continuation;
 mod continuation_files;
+mod copilot;
 mod crash;
 mod dinostack;
 mod exit_truth;

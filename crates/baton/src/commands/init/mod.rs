@@ -22,18 +22,19 @@ use baton_ops::install::Targets;
 use files::Change;
 
 /// Install baton's hooks into an agent client's settings, keeping every entry and key the user
-/// had: Claude Code (`.claude/settings.json`), Codex (`.codex/hooks.json`) or Gemini CLI
-/// (`.gemini/settings.json`).
+/// had: Claude Code (`.claude/settings.json`), Codex (`.codex/hooks.json`), Gemini CLI
+/// (`.gemini/settings.json`) or Copilot CLI (a file of its own, `.github/hooks/baton.json`).
 ///
 /// Also installs a short text telling the agent when to call baton (a `baton` skill for Claude
-/// Code, a marked block in `AGENTS.md` for Codex and in `GEMINI.md` for Gemini CLI) and, for
-/// Codex, the per-handler trust entries in `$CODEX_HOME/config.toml` without which Codex runs
-/// no hook. Running it again changes nothing; `--remove` takes out exactly what it put in.
-/// The hooks call `baton` by name when the `baton` on PATH is this executable, else by its
-/// full path. See docs/init.md.
+/// Code, a marked block in `AGENTS.md` for Codex and Copilot CLI and in `GEMINI.md` for Gemini
+/// CLI) and, for Codex, the per-handler trust entries in `$CODEX_HOME/config.toml` without
+/// which Codex runs no hook. Running it again changes nothing; `--remove` takes out exactly
+/// what it put in. The hooks call `baton` by name when the `baton` on PATH is this executable,
+/// else by its full path. See docs/init.md.
 #[derive(Debug, Args)]
 pub struct InitArgs {
-    /// The agent client: `claude` (Claude Code), `codex` (Codex CLI) or `gemini` (Gemini CLI).
+    /// The agent client: `claude` (Claude Code), `codex` (Codex CLI), `gemini` (Gemini CLI) or
+    /// `copilot` (GitHub Copilot CLI).
     #[arg(value_parser = Client::NAMES, value_name = "CLIENT")]
     client: String,
     /// Print a unified diff of every file that would change, and change nothing.
@@ -44,7 +45,7 @@ pub struct InitArgs {
     #[arg(long)]
     remove: bool,
     /// Install into the user's own settings (`~/.claude`, `$CODEX_HOME` or `~/.codex`,
-    /// `~/.gemini`) instead of the project's.
+    /// `~/.gemini`, `$COPILOT_HOME` or `~/.copilot`) instead of the project's.
     #[arg(long)]
     user: bool,
     /// Codex only: also mark the project trusted in `$CODEX_HOME/config.toml`, which Codex
