@@ -114,6 +114,7 @@ pub fn parse_payload(client: Client, expected: &str, bytes: &[u8]) -> Result<Hoo
         .iter()
         .find_map(|key| text(key).filter(|s| !s.is_empty()))
         .ok_or(HookError::Missing(fields[0]))?;
+    let keys = client.def().payload_keys();
     let action = client
         .def()
         .action(&event, &map)
@@ -122,10 +123,10 @@ pub fn parse_payload(client: Client, expected: &str, bytes: &[u8]) -> Result<Hoo
         client,
         event,
         session_id,
-        transcript_path: text("transcript_path"),
+        transcript_path: text(keys.transcript_path),
         // Cursor and Antigravity name no `cwd`, only the workspace's roots: the first is the
         // project.
-        cwd: text("cwd").or_else(|| {
+        cwd: text(keys.cwd).or_else(|| {
             ["workspace_roots", "workspacePaths"]
                 .iter()
                 .find_map(|key| {
@@ -135,7 +136,7 @@ pub fn parse_payload(client: Client, expected: &str, bytes: &[u8]) -> Result<Hoo
                         .map(str::to_string)
                 })
         }),
-        prompt: text("prompt"),
+        prompt: text(keys.prompt),
         action,
     })
 }
@@ -259,7 +260,7 @@ mod tests {
     }
 
     /// The client a fixture folder is named after; `None` for a client whose payloads are kept
-    /// but that baton does not parse yet (Copilot CLI).
+    /// but that baton does not parse yet.
     fn client_of(dir: &str) -> Option<Client> {
         Client::parse(dir.split('-').next().unwrap())
     }
@@ -297,12 +298,13 @@ mod tests {
                     (Client::Antigravity, "Stop") if file.contains("error") => "failure",
                     (Client::Antigravity, "Stop") => "end",
                     (Client::Claude | Client::Codex, "UserPromptSubmit")
-                    | (Client::Gemini, "BeforeAgent") => "open",
-                    (Client::Claude | Client::Codex, "Stop") | (Client::Gemini, "AfterAgent") => {
-                        "end"
-                    }
+                    | (Client::Gemini, "BeforeAgent")
+                    | (Client::Copilot, "userPromptSubmitted") => "open",
+                    (Client::Claude | Client::Codex, "Stop")
+                    | (Client::Gemini, "AfterAgent")
+                    | (Client::Copilot, "agentStop") => "end",
                     (_, "StopFailure") => "failure",
-                    (_, "SessionEnd") => "session-end",
+                    (_, "SessionEnd" | "sessionEnd") => "session-end",
                     (_, "PreCompact" | "PreCompress") => "checkpoint",
                     _ => "ignored",
                 };
@@ -502,6 +504,10 @@ mod tests {
             let out: Value =
                 serde_json::from_str(&client.def().session_start_output("line \"1\"\nline 2"))
                     .unwrap();
+            if client == Client::Copilot {
+                assert_eq!(out["additionalContext"], "line \"1\"\nline 2");
+                continue;
+            }
             if client == Client::Antigravity {
                 // Antigravity's: a step injected before the invocation.
                 assert_eq!(

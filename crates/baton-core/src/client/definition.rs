@@ -40,6 +40,10 @@ pub trait Definition: Sync {
     fn event_field(&self) -> Option<&'static str> {
         Some("hook_event_name")
     }
+    /// The keys of the payload's other fields: the transcript, the directory, the prompt.
+    fn payload_keys(&self) -> PayloadKeys {
+        PayloadKeys::SNAKE_CASE
+    }
     /// What the client's hook event `event` asks of baton, from its payload; `None` for an
     /// event the client does not send.
     fn action(&self, event: &str, payload: &Map<String, Value>) -> Option<Action>;
@@ -71,6 +75,17 @@ pub trait Definition: Sync {
     /// time that names none).
     fn transcript_end(&self, _tail: &str, _now: Timestamp, _zone: &TimeZone) -> TranscriptEnd {
         TranscriptEnd::Unknown
+    }
+    /// Where the session's transcript is when the payload names none (Copilot CLI's session
+    /// end): a path under the client's user directory (`user_dir`), with `{session}` for the
+    /// session's id.
+    fn session_transcript(&self) -> Option<&'static str> {
+        None
+    }
+    /// How long a session-end hook with `reason` waits for the client to write how the dead
+    /// turn ended into its transcript (Copilot CLI writes it just after starting the hook).
+    fn transcript_wait(&self, _reason: &str) -> std::time::Duration {
+        std::time::Duration::ZERO
     }
     /// What one of the client's error reports (`Evidence::ErrorReports`) says about a turn of
     /// the project at `project_root`, with the reset its error states.
@@ -178,6 +193,23 @@ pub enum Action {
     Ignored,
 }
 
+/// The keys of a payload's envelope, which differ by client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PayloadKeys {
+    pub transcript_path: &'static str,
+    pub cwd: &'static str,
+    pub prompt: &'static str,
+}
+
+impl PayloadKeys {
+    /// `transcript_path`, `cwd`, `prompt`: Claude Code, Codex, Gemini CLI.
+    pub const SNAKE_CASE: PayloadKeys = PayloadKeys {
+        transcript_path: "transcript_path",
+        cwd: "cwd",
+        prompt: "prompt",
+    };
+}
+
 /// A payload's string field, empty when it is missing or not a string.
 pub fn field(payload: &Map<String, Value>, key: &str) -> String {
     payload
@@ -217,6 +249,9 @@ pub enum SettingsShape {
     /// handlers `{"type": "command", "command": …, "timeout": …}` (Antigravity's
     /// `hooks.json`): baton's handlers are all in the one named `name`.
     Named { name: &'static str },
+    /// `{"version": 1, "hooks": {"<event>": [{"type": "command", "bash": …, "timeoutSec": …}]}}`
+    /// (Copilot CLI), in a hook file of baton's own beside the user's.
+    Handlers,
 }
 
 /// Where a tool call finds the session of the client that runs it.

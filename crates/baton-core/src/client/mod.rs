@@ -8,13 +8,14 @@ pub mod antigravity;
 pub mod argv;
 pub mod claude;
 pub mod codex;
+pub mod copilot;
 pub mod cursor;
 pub mod definition;
 pub mod gemini;
 
 pub use definition::{
-    Action, AgentCommandError, Definition, Dialect, Evidence, Files, Instructions, SessionSource,
-    SettingsScope, SettingsShape, TranscriptEnd, UserDir,
+    Action, AgentCommandError, Definition, Dialect, Evidence, Files, Instructions, PayloadKeys,
+    SessionSource, SettingsScope, SettingsShape, TranscriptEnd, UserDir,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,18 +25,27 @@ pub enum Client {
     Gemini,
     Cursor,
     Antigravity,
+    Copilot,
 }
 
 impl Client {
-    pub const ALL: [Client; 5] = [
+    pub const ALL: [Client; 6] = [
         Client::Claude,
         Client::Codex,
         Client::Gemini,
         Client::Cursor,
         Client::Antigravity,
+        Client::Copilot,
     ];
     /// The clients' names, as baton's command line takes them.
-    pub const NAMES: [&'static str; 5] = ["claude", "codex", "gemini", "cursor", "antigravity"];
+    pub const NAMES: [&'static str; 6] = [
+        "claude",
+        "codex",
+        "gemini",
+        "cursor",
+        "antigravity",
+        "copilot",
+    ];
 
     /// The client's definition.
     pub fn def(self) -> &'static dyn Definition {
@@ -45,6 +55,7 @@ impl Client {
             Client::Gemini => &gemini::GeminiCli,
             Client::Cursor => &cursor::Cursor,
             Client::Antigravity => &antigravity::Antigravity,
+            Client::Copilot => &copilot::CopilotCli,
         }
     }
 
@@ -251,6 +262,25 @@ mod tests {
                 Some("G"),
                 "gemini -y true -p go_on --include-directories=a b -r G",
             ),
+            // Copilot CLI: by the session's id, a new session when unknown.
+            (
+                Copilot,
+                "copilot -p task --allow-all-tools --model gpt-4.1",
+                Some("C1"),
+                "copilot -p go_on --allow-all-tools --model gpt-4.1 --resume=C1",
+            ),
+            (
+                Copilot,
+                "copilot --continue --prompt=task -s",
+                None,
+                "copilot --prompt=go_on -s",
+            ),
+            (
+                Copilot,
+                "copilot --allow-tool shell(git) write -p task --resume OLD -n x",
+                Some("C1"),
+                "copilot --allow-tool shell(git) write -p go_on --resume=C1",
+            ),
         ];
         for (c, cmd, s, want) in rows {
             let got = relaunch(*c, cmd, *s);
@@ -265,10 +295,11 @@ mod tests {
             Claude.def().keeps_unanswered_sessions() && Codex.def().keeps_unanswered_sessions()
         );
         // Each client's relaunch names the session it is given, never another.
-        for c in [Claude, Codex, Gemini] {
+        for c in [Claude, Codex, Gemini, Copilot] {
             let cmd = match c {
                 Claude => "claude -p task",
                 Codex => "codex exec task",
+                Copilot => "copilot -p task --allow-all-tools",
                 _ => "gemini -p task",
             };
             let a = relaunch(c, cmd, Some("SESSION-A")).unwrap();
@@ -302,6 +333,12 @@ mod tests {
             (Gemini, "gemini -m x -p the_task", "the task"),
             (Gemini, "gemini -p the_task --yolo", "the task"),
             (Gemini, "gemini -p=the_task", "the task"),
+            (Copilot, "copilot -p the_task --allow-all-tools", "the task"),
+            (
+                Copilot,
+                "copilot --model gpt-4.1 --prompt=the_task",
+                "the task",
+            ),
         ];
         for (c, cmd, want) in rows {
             let got = c.task_of(&words(cmd), None);
@@ -342,6 +379,11 @@ mod tests {
             (Gemini, "gemini -p task extra", "both as an argument"),
             (Gemini, "gemini -p a -p b", "more than once"),
             (Gemini, "gemini --allowed-tools a b -p", "no value"),
+            (Copilot, "copilot task", "headless"),
+            (Copilot, "copilot -i task", "interactively"),
+            (Copilot, "copilot --frobnicate -p task", "--task"),
+            (Copilot, "copilot --allow-tool a b -p", "no value"),
+            (Copilot, "copilot -p a -p b", "more than once"),
         ];
         for (c, cmd, word) in rows {
             let err = c.check_command(&words(cmd), None).unwrap_err();

@@ -4,6 +4,7 @@
 
 pub mod codex_trust;
 pub mod gitattributes;
+pub mod hook_file;
 pub mod instructions;
 pub mod plugin;
 pub mod settings;

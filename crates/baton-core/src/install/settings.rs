@@ -85,6 +85,9 @@ pub fn install(text: Option<&str>, client: Client, baton: &str) -> Result<Edited
     if let SettingsShape::Named { name } = client.def().settings_shape() {
         return install_named(text, client, baton, name);
     }
+    if client.def().settings_shape() == SettingsShape::Handlers {
+        return super::hook_file::install(text, client, baton);
+    }
     let root = parse(text, client.def().settings_dialect())?;
     let before = placements(&root, client)?;
     let obj = root_object(&root)?;
@@ -175,6 +178,9 @@ pub fn install(text: Option<&str>, client: Client, baton: &str) -> Result<Edited
 /// object that only baton's entries filled goes with them, and a file left with nothing in it
 /// goes too.
 pub fn uninstall(text: Option<&str>, client: Client) -> Result<Edited, SettingsError> {
+    if client.def().settings_shape() == SettingsShape::Handlers {
+        return super::hook_file::uninstall(text, client);
+    }
     let Some(text) = text else {
         return Ok(Edited {
             text: None,
@@ -345,6 +351,9 @@ fn uninstall_named(text: &str, client: Client, name: &str) -> Result<Edited, Set
 
 /// The events baton's handlers for `client` are installed for in the settings `text`.
 pub fn installed_events(text: &str, client: Client) -> Result<Vec<String>, SettingsError> {
+    if client.def().settings_shape() == SettingsShape::Handlers {
+        return super::hook_file::installed_events(text, client);
+    }
     let root = parse(Some(text), client.def().settings_dialect())?;
     Ok(placements(&root, client)?
         .into_iter()
@@ -474,7 +483,7 @@ fn handlers_of(group: &Value, client: Client) -> Vec<&Value> {
             .and_then(Value::as_array)
             .map(|hs| hs.iter().collect())
             .unwrap_or_default(),
-        SettingsShape::Flat { .. } | SettingsShape::Named { .. } => group
+        SettingsShape::Flat { .. } | SettingsShape::Named { .. } | SettingsShape::Handlers => group
             .get("command")
             .is_some()
             .then_some(group)

@@ -46,7 +46,8 @@ use baton_store::{Layout, StateStore, process};
 /// class the evidence supports; a pre-compaction hook records a checkpoint. The session is the payload's `session_id`, whatever `--session` says.
 #[derive(Debug, Args)]
 pub struct HookArgs {
-    /// The client that runs the hook: `claude`, `codex`, `gemini`, `cursor` or `antigravity`.
+    /// The client that runs the hook: `claude`, `codex`, `gemini`, `cursor`, `antigravity` or
+    /// `copilot`.
     client: String,
     /// The client's event, as its settings name it (`SessionStart`, `Stop`, `StopFailure`,
     /// `BeforeAgent`, …; case and dashes are ignored).
@@ -423,10 +424,10 @@ impl Session<'_> {
             {
                 (self.report_evidence(), None)
             }
-            (Action::SessionEnd { .. }, Some(path)) if turn_open => {
-                match read_tail(std::path::Path::new(path), TRANSCRIPT_TAIL_BYTES) {
-                    Ok(tail) => (self.def().transcript_end(&tail, now, &local()), None),
-                    Err(_) => (TranscriptEnd::Unknown, None),
+            (Action::SessionEnd { reason, .. }, path) if turn_open => {
+                match path.clone().or_else(|| self.session_transcript()) {
+                    Some(path) => (self.read_transcript(&path, reason, &local), None),
+                    None => (TranscriptEnd::Unknown, None),
                 }
             }
             _ => (TranscriptEnd::Unknown, None),
@@ -469,6 +470,61 @@ impl Session<'_> {
             _ => {}
         }
         result
+    }
+
+    /// The session's transcript where the client keeps it when the payload names none
+    /// (`Definition::session_transcript`, under the client's user directory).
+    fn session_transcript(&self) -> Option<String> {
+        let rel = self.def().session_transcript()?;
+        let settings = &self.ctx.settings;
+        let dir = match self.def().user_dir() {
+            baton_core::client::UserDir::Variable { variable, default } => settings
+                .client_dirs
+                .iter()
+                .find(|(v, d)| *v == variable && !d.is_empty())
+                .map(|(_, d)| self.ctx.dir.join(d))
+                .or_else(|| {
+                    let home = settings.home.as_ref().filter(|h| !h.is_empty())?;
+                    Some(PathBuf::from(home).join(default))
+                }),
+            baton_core::client::UserDir::Home => settings
+                .home
+                .as_ref()
+                .filter(|h| !h.is_empty())
+                .map(PathBuf::from),
+        }?;
+        // A session id is one path component, never a way out of the directory.
+        let session = &self.event.session_id;
+        if session.contains('/') || session == ".." || session == "." {
+            return None;
+        }
+        Some(
+            dir.join(rel.replace("{session}", session))
+                .to_string_lossy()
+                .into_owned(),
+        )
+    }
+
+    /// What the transcript's tail says of the dead turn, read again for as long as the client
+    /// may still be writing it (`Definition::transcript_wait`).
+    fn read_transcript(
+        &self,
+        path: &str,
+        reason: &str,
+        local: &dyn Fn() -> jiff::tz::TimeZone,
+    ) -> TranscriptEnd {
+        let wait = self.def().transcript_wait(reason);
+        let started = std::time::Instant::now();
+        loop {
+            let end = match read_tail(std::path::Path::new(path), TRANSCRIPT_TAIL_BYTES) {
+                Ok(tail) => self.def().transcript_end(&tail, self.ctx.now, &local()),
+                Err(_) => TranscriptEnd::Unknown,
+            };
+            if end != TranscriptEnd::Unknown || started.elapsed() >= wait {
+                return end;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
     }
 
     /// Tells the `baton supervise` this agent runs under, if any, what this hook saw: the

@@ -7,6 +7,7 @@ mod clients_more;
 mod common;
 mod continuation;
 mod continuation_files;
+mod copilot;
 mod crash;
 mod dinostack;
 mod exit_truth;

@@ -1,4 +1,4 @@
-//! The real agent clients (Claude Code, Codex, Gemini CLI), run headless against a fake model API
+//! The real agent clients (Claude Code, Codex, Gemini CLI, Copilot CLI), run headless against a fake model API
 //! in a temp project (a fresh git repository) with a temp HOME.
 //!
 //! The pinned clients come from `$BATON_E2E_CLIENTS/node_modules/.bin/` when that is set, else
@@ -21,10 +21,11 @@ use crate::fake_api::{FakeApi, Reply};
 use baton_core::install::codex_trust;
 
 /// The versions the harness installs; the hook formats and facts it relies on are theirs.
-pub const PINNED: [&str; 3] = [
+pub const PINNED: [&str; 4] = [
     "@anthropic-ai/claude-code@2.1.332",
     "@openai/codex@0.171.0",
     "@google/gemini-cli@0.61.0",
+    "@github/copilot@1.0.102",
 ];
 
 /// How long one client run may take before it is killed and the test fails.
@@ -38,6 +39,7 @@ pub enum Client {
     Claude,
     Codex,
     Gemini,
+    Copilot,
 }
 
 impl Client {
@@ -46,6 +48,7 @@ impl Client {
             Client::Claude => "claude",
             Client::Codex => "codex",
             Client::Gemini => "gemini",
+            Client::Copilot => "copilot",
         }
     }
 }
@@ -125,7 +128,7 @@ fn pinned_present(prefix: &Path) -> bool {
 }
 
 fn all_present(bin: &Path) -> bool {
-    ["claude", "codex", "gemini"]
+    ["claude", "codex", "gemini", "copilot"]
         .iter()
         .all(|c| bin.join(c).exists())
 }
@@ -350,6 +353,18 @@ impl Harness {
                     &Value::Object(trusted),
                 );
             }
+            // A hook file of its own in the project (trusted by `COPILOT_ALLOW_ALL=true`).
+            Client::Copilot => {
+                let path = self.project.join(".github/hooks/harness.json");
+                if self.hooks.is_empty() {
+                    let _ = std::fs::remove_file(&path);
+                } else {
+                    let hooks = self.hooks_json(
+                        |h| json!({"type": "command", "bash": h.command, "timeoutSec": 30}),
+                    );
+                    write_json(&path, &json!({"version": 1, "hooks": hooks}));
+                }
+            }
         }
     }
 
@@ -434,6 +449,12 @@ impl Harness {
                 prompt.into(),
             ],
             Client::Gemini => gemini_args(&["-r", "latest"], prompt),
+            Client::Copilot => vec![
+                "-p".into(),
+                prompt.into(),
+                "--allow-all-tools".into(),
+                "--continue".into(),
+            ],
         };
         self.run_args(&args)
     }
@@ -470,6 +491,7 @@ impl Harness {
             ],
             Client::Codex => vec!["exec".into(), prompt.into()],
             Client::Gemini => gemini_args(&[], prompt),
+            Client::Copilot => vec!["-p".into(), prompt.into(), "--allow-all-tools".into()],
         }
     }
 
@@ -509,6 +531,19 @@ impl Harness {
             Client::Gemini => {
                 cmd.env("GEMINI_API_KEY", "fake")
                     .env("GOOGLE_GEMINI_BASE_URL", self.api.base_url());
+            }
+            // BYOK against the fake OpenAI-compatible API: no GitHub login, no telemetry, no
+            // updates; `COPILOT_ALLOW_ALL=true` trusts the project, so its hooks load.
+            Client::Copilot => {
+                cmd.env("COPILOT_OFFLINE", "true")
+                    .env(
+                        "COPILOT_PROVIDER_BASE_URL",
+                        format!("{}/v1", self.api.base_url()),
+                    )
+                    .env("COPILOT_PROVIDER_API_KEY", "fake")
+                    .env("COPILOT_MODEL", "gpt-4.1")
+                    .env("COPILOT_ALLOW_ALL", "true")
+                    .env("COPILOT_AUTO_UPDATE", "false");
             }
         }
         cmd

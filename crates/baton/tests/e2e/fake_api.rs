@@ -1,5 +1,6 @@
-//! A fake model API on 127.0.0.1: one small HTTP/1.1 server that speaks the three wire protocols
-//! the clients use (Anthropic Messages, OpenAI Responses, Gemini `streamGenerateContent`) and
+//! A fake model API on 127.0.0.1: one small HTTP/1.1 server that speaks the four wire protocols
+//! the clients use (Anthropic Messages, OpenAI Responses, OpenAI chat completions for Copilot
+//! CLI, Gemini `streamGenerateContent`) and
 //! answers the main agent's requests from a script.
 //!
 //! Every connection gets one answer and is closed (`Connection: close`), so a streamed body ends
@@ -244,6 +245,7 @@ fn serve(mut stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
     let route = req.path.split('?').next().unwrap_or_default().to_string();
     let known = route.starts_with("/v1/messages")
         || route.ends_with("/responses")
+        || route.ends_with("/chat/completions")
         || route.contains(":streamGenerateContent")
         || route.contains(":generateContent")
         || route.contains(":countTokens");
@@ -283,6 +285,8 @@ fn serve(mut stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
         anthropic(&reply, &parsed, n)
     } else if route.ends_with("/responses") {
         openai(&reply, &parsed, n)
+    } else if route.ends_with("/chat/completions") {
+        chat_completions(&reply, &parsed, n)
     } else if route.contains(":streamGenerateContent") {
         gemini(&reply, &parsed, n, true)
     } else if route.contains(":generateContent") {
@@ -494,6 +498,52 @@ fn openai(reply: &Reply, req: &Value, n: u64) -> Answer {
                 "output_tokens": 5, "output_tokens_details": {"reasoning_tokens": 0},
                 "total_tokens": 15}}}),
     );
+    Answer::sse(out)
+}
+
+/// OpenAI chat completions (Copilot CLI's BYOK provider): streamed chunks with one text or one
+/// `bash` tool call. A 429 carries `retry-after: 1`, which Copilot CLI honours between its
+/// five retries.
+fn chat_completions(reply: &Reply, req: &Value, n: u64) -> Answer {
+    let model = req["model"].as_str().unwrap_or("gpt-4.1");
+    let (delta, finish) = match reply {
+        Reply::RateLimit | Reply::RateLimitFor(_) | Reply::PlanLimit(_) => {
+            return Answer::json(
+                429,
+                json!({"error": {"message": reply.limit_message("Rate limit reached for requests"),
+                    "type": "requests", "code": "rate_limit_exceeded"}}),
+            )
+            .with_headers(&[("retry-after", "1".into())]);
+        }
+        Reply::Text(text) => (json!({"role": "assistant", "content": text}), "stop"),
+        Reply::Shell(command) => (
+            json!({"role": "assistant", "tool_calls": [{"index": 0,
+                "id": format!("call_fake{n}"), "type": "function",
+                "function": {"name": "bash", "arguments": json!({"command": command,
+                    "description": "Run a command", "mode": "sync", "initial_wait": 30})
+                    .to_string()}}]}),
+            "tool_calls",
+        ),
+    };
+    let base = json!({"id": format!("chatcmpl-fake{n}"), "object": "chat.completion.chunk",
+        "created": 0, "model": model});
+    let chunk = |choice: Value, usage: Option<Value>| {
+        let mut c = base.clone();
+        c["choices"] = json!([choice]);
+        if let Some(u) = usage {
+            c["usage"] = u;
+        }
+        format!("data: {c}\n\n")
+    };
+    let mut out = chunk(
+        json!({"index": 0, "delta": delta, "finish_reason": null}),
+        None,
+    );
+    out += &chunk(
+        json!({"index": 0, "delta": {}, "finish_reason": finish}),
+        Some(json!({"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15})),
+    );
+    out += "data: [DONE]\n\n";
     Answer::sse(out)
 }
 

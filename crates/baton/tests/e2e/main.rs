@@ -8,7 +8,8 @@
 //! `supervise` proves `baton supervise` with each client: 429s waited out and the session
 //! relaunched until the loop finishes, and a crash that is not retried. `signals` proves that a
 //! plan's limit, sent as each provider sends it, leaves the loop with the reset the client
-//! states.
+//! states. `copilot` proves baton with Copilot CLI: a 429 that outlasts its retries interrupts
+//! the loop as a rate limit, and the next run gets the packet.
 //!
 //! The clients come from `$BATON_E2E_CLIENTS/node_modules/.bin/` (for instance a folder where
 //! `npm install` put the pinned versions listed in `clients::PINNED`), else they are installed
@@ -16,6 +17,7 @@
 //! every request it receives to a file in `<dir>`, for debugging.
 
 mod clients;
+mod copilot;
 mod fake_api;
 mod flow;
 mod monorepo;

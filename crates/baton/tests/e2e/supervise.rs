@@ -155,6 +155,7 @@ fn carried_through_rate_limits(client: Client, test: &str) {
         Client::Claude => "--resume",
         Client::Codex => "resume",
         Client::Gemini => "-r",
+        Client::Copilot => "--resume=",
     };
     assert!(
         relaunch

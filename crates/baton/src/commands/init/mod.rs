@@ -23,21 +23,19 @@ use files::Change;
 
 /// Install baton's hooks into an agent client's settings, keeping every entry and key the user
 /// had: Claude Code (`.claude/settings.json`), Codex (`.codex/hooks.json`), Gemini CLI
-/// (`.gemini/settings.json`), Cursor (`.cursor/hooks.json`) or Antigravity CLI
-/// (`.agents/hooks.json`).
+/// (`.gemini/settings.json`), Cursor (`.cursor/hooks.json`), Antigravity CLI
+/// (`.agents/hooks.json`) or Copilot CLI (a file of its own, `.github/hooks/baton.json`).
 ///
 /// Also installs a short text telling the agent when to call baton (a `baton` skill for Claude
-/// Code, a marked block in `AGENTS.md` for Codex, Cursor and Antigravity CLI and in `GEMINI.md`
-/// for Gemini CLI)
-/// and, for
-/// Codex, the per-handler trust entries in `$CODEX_HOME/config.toml` without which Codex runs
-/// no hook. Running it again changes nothing; `--remove` takes out exactly what it put in.
-/// The hooks call `baton` by name when the `baton` on PATH is this executable, else by its
-/// full path. See docs/init.md.
+/// Code, a marked block in `AGENTS.md` for Codex, Cursor, Antigravity CLI and Copilot CLI and
+/// in `GEMINI.md` for Gemini CLI) and, for Codex, the per-handler trust entries in
+/// `$CODEX_HOME/config.toml` without which Codex runs no hook. Running it again changes
+/// nothing; `--remove` takes out exactly what it put in. The hooks call `baton` by name when
+/// the `baton` on PATH is this executable, else by its full path. See docs/init.md.
 #[derive(Debug, Args)]
 pub struct InitArgs {
     /// The agent client: `claude` (Claude Code), `codex` (Codex CLI), `gemini` (Gemini CLI),
-    /// `cursor` (Cursor) or `antigravity` (Antigravity CLI).
+    /// `cursor` (Cursor), `antigravity` (Antigravity CLI) or `copilot` (GitHub Copilot CLI).
     #[arg(value_parser = Client::NAMES, value_name = "CLIENT")]
     client: String,
     /// Print a unified diff of every file that would change, and change nothing.
@@ -48,7 +46,8 @@ pub struct InitArgs {
     #[arg(long)]
     remove: bool,
     /// Install into the user's own settings (`~/.claude`, `$CODEX_HOME` or `~/.codex`,
-    /// `~/.gemini`, `~/.cursor`, `~/.gemini/config`) instead of the project's.
+    /// `~/.gemini`, `~/.cursor`, `~/.gemini/config`, `$COPILOT_HOME` or `~/.copilot`) instead of
+    /// the project's.
     #[arg(long)]
     user: bool,
     /// Codex only: also mark the project trusted in `$CODEX_HOME/config.toml`, which Codex
