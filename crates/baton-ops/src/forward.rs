@@ -209,9 +209,17 @@ pub fn forward(ctx: &Ctx) -> Result<Forwarded, CommandError> {
             note: false,
         };
         // Stamped by the server's clock now: the interrupt is written now. No answer: the
-        // server is out of reach, and this entry and the rest wait.
+        // server is out of reach, and this entry and the rest wait. A fixed clock (`BATON_NOW`:
+        // a test, a replay) stamps it with the time its hook recorded, whoever forwards it.
         let at = match ctx.at_write() {
-            Ok(at) => at,
+            Ok(mut at) => {
+                if ctx.fixed_clock
+                    && let Some(recorded) = parse_ts(Some(&pending.at))
+                {
+                    at.now = recorded;
+                }
+                at
+            }
             Err(e) => {
                 done.left += entries.len() - i;
                 done.unreachable = Some(e);
