@@ -239,6 +239,122 @@ pub fn session_words(args: &[String], valued: &[&str], flags: &[&str]) -> Vec<us
     out
 }
 
+/// A client whose headless task is the value of `-p` / `--prompt` (Gemini CLI, Copilot CLI):
+/// what `locate_prompt` needs to know of it.
+pub struct PromptCli {
+    /// As messages name it: `Gemini CLI`.
+    pub title: &'static str,
+    /// Its program, for `given_task`.
+    pub program: &'static str,
+    pub usage: &'static str,
+    pub grammar: &'static Grammar,
+    /// The spellings of `-p` with its value in the same word (`--prompt=`).
+    pub inline: &'static [&'static str],
+    /// The options that run it interactively instead.
+    pub interactive: &'static [&'static str],
+    /// The options that pick a session, with a value and without: the relaunch names its own.
+    pub session_valued: &'static [&'static str],
+    pub session_flags: &'static [&'static str],
+    /// Why words that are neither options nor their values are refused.
+    pub stray: &'static str,
+}
+
+impl PromptCli {
+    /// The error of a command that is not `<program> [OPTIONS] -p "<task>"`.
+    pub fn not_headless(&self) -> AgentCommandError {
+        AgentCommandError(format!(
+            "supervise runs {} headless, with the task as the value of `-p`: `{}`",
+            self.title, self.usage
+        ))
+    }
+}
+
+/// Where the task of `<program> [OPTIONS] -p "<task>"` is (the value of `-p`, `--prompt` or
+/// `--prompt=`), and the words the relaunch drops (the session options and their values).
+pub fn locate_prompt(
+    cli: &PromptCli,
+    args: &[String],
+    task: Option<&str>,
+) -> Result<(TaskAt, Vec<usize>), AgentCommandError> {
+    let is_prompt = |o: &str| o == "-p" || o == "--prompt";
+    let words = match cli.grammar.scan(args, false) {
+        Ok(words) => words,
+        Err(e) => {
+            let Some(task) = task else {
+                return Err(AgentCommandError(format!(
+                    "{}: pass the task with `supervise --task \"<task>\"`",
+                    e.0
+                )));
+            };
+            let found = given_task(args, task, cli.inline, cli.program)?;
+            let after_p = found.at > 0 && is_prompt(&args[found.at - 1]);
+            if found.prefix.is_empty() && !after_p {
+                return Err(cli.not_headless());
+            }
+            let dropped = session_words(args, cli.session_valued, cli.session_flags);
+            return Ok((found, dropped));
+        }
+    };
+    let mut prompts = Vec::new();
+    for (i, w) in words.iter().enumerate() {
+        match w {
+            Word::Value(o) if is_prompt(o) => prompts.push(TaskAt {
+                at: i,
+                prefix: String::new(),
+                task: args[i].clone(),
+            }),
+            Word::Option(o) if is_prompt(o) => {
+                if let Some((name, value)) = args[i].split_once('=') {
+                    prompts.push(TaskAt {
+                        at: i,
+                        prefix: format!("{name}="),
+                        task: value.to_string(),
+                    });
+                }
+            }
+            Word::Option(o) if cli.interactive.contains(&o.as_str()) => {
+                return Err(AgentCommandError(format!(
+                    "`{o}` runs {} interactively: supervise runs it headless, `{}`",
+                    cli.title, cli.usage
+                )));
+            }
+            _ => {}
+        }
+    }
+    let found = match prompts.len() {
+        1 => prompts.remove(0),
+        0 => return Err(cli.not_headless()),
+        _ => {
+            return Err(AgentCommandError(format!(
+                "this {} command gives `-p` more than once: give the task once (`{}`)",
+                cli.title, cli.usage
+            )));
+        }
+    };
+    if words.contains(&Word::Argument) {
+        return Err(AgentCommandError(format!(
+            "{}: quote the task as the one value of `-p` (`{}`)",
+            cli.stray, cli.usage
+        )));
+    }
+    if let Some(t) = task
+        && t != found.task
+    {
+        return Err(AgentCommandError(format!(
+            "{} reads {:?} as the task of this command, not the one `--task` gives",
+            cli.title, found.task
+        )));
+    }
+    let session = |o: &str| cli.session_valued.contains(&o) || cli.session_flags.contains(&o);
+    let dropped = (0..words.len())
+        .filter(|i| match &words[*i] {
+            Word::Option(o) | Word::Value(o) => session(o),
+            _ => false,
+        })
+        .collect();
+    Ok((found, dropped))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,7 +11,7 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use serde_json::{Map, Value, json};
 
-use super::argv::{Grammar, Takes, TaskAt, Word, given_task};
+use super::argv::{Grammar, PromptCli, Takes, TaskAt, locate_prompt};
 use super::definition::{
     Action, AgentCommandError, Definition, Files, PayloadKeys, SessionSource, SettingsShape,
     TranscriptEnd, UserDir, field,
@@ -332,101 +332,22 @@ pub const GRAMMAR: Grammar = Grammar {
     flags_take_bools: false,
 };
 
-/// The options that pick a session (or name a new one): the relaunch names its own.
-const SESSION_OPTIONS: &[&str] = &[
-    "-r",
-    "--resume",
-    "--continue",
-    "--session-id",
-    "-n",
-    "--name",
-];
+/// Where `copilot [OPTIONS] -p "<task>"` has its task, and what the relaunch drops: the
+/// options that pick a session (or name a new one), as the relaunch names its own.
+const PROMPT: PromptCli = PromptCli {
+    title: "Copilot CLI",
+    program: "copilot",
+    usage: USAGE,
+    grammar: &GRAMMAR,
+    inline: &["--prompt="],
+    interactive: &["-i", "--interactive"],
+    session_valued: &["-r", "--resume", "--session-id", "-n", "--name"],
+    session_flags: &["--continue"],
+    stray: "this Copilot CLI command has words that are neither options nor their values (a subcommand, or a task outside `-p`)",
+};
 
-/// Where the task of `copilot [OPTIONS] -p "<task>"` is (the value of `-p`, `--prompt` or
-/// `--prompt=`), and the words the relaunch drops (the session options and their values).
 fn locate(args: &[String], task: Option<&str>) -> Result<(TaskAt, Vec<usize>), AgentCommandError> {
-    let words = match GRAMMAR.scan(args, false) {
-        Ok(words) => words,
-        Err(e) => {
-            let Some(task) = task else {
-                return Err(AgentCommandError(format!(
-                    "{}: pass the task with `supervise --task \"<task>\"`",
-                    e.0
-                )));
-            };
-            let found = given_task(args, task, &["--prompt="], "copilot")?;
-            let after_p = found.at > 0 && matches!(args[found.at - 1].as_str(), "-p" | "--prompt");
-            if found.prefix.is_empty() && !after_p {
-                return Err(not_headless());
-            }
-            let dropped = super::argv::session_words(
-                args,
-                &["-r", "--resume", "--session-id", "-n", "--name"],
-                &["--continue"],
-            );
-            return Ok((found, dropped));
-        }
-    };
-    let mut prompts = Vec::new();
-    for (i, w) in words.iter().enumerate() {
-        match w {
-            Word::Value(o) if o == "-p" || o == "--prompt" => prompts.push(TaskAt {
-                at: i,
-                prefix: String::new(),
-                task: args[i].clone(),
-            }),
-            Word::Option(o) if o == "-p" || o == "--prompt" => {
-                if let Some((name, value)) = args[i].split_once('=') {
-                    prompts.push(TaskAt {
-                        at: i,
-                        prefix: format!("{name}="),
-                        task: value.to_string(),
-                    });
-                }
-            }
-            Word::Option(o) if o == "-i" || o == "--interactive" => {
-                return Err(AgentCommandError(format!(
-                    "`{o}` runs Copilot CLI interactively: supervise runs it headless, `{USAGE}`"
-                )));
-            }
-            _ => {}
-        }
-    }
-    let found = match prompts.len() {
-        1 => prompts.remove(0),
-        0 => return Err(not_headless()),
-        _ => {
-            return Err(AgentCommandError(format!(
-                "this Copilot CLI command gives `-p` more than once: give the task once (`{USAGE}`)"
-            )));
-        }
-    };
-    if words.contains(&Word::Argument) {
-        return Err(AgentCommandError(format!(
-            "this Copilot CLI command has words that are neither options nor their values (a subcommand, or a task outside `-p`): quote the task as the one value of `-p` (`{USAGE}`)"
-        )));
-    }
-    if let Some(t) = task
-        && t != found.task
-    {
-        return Err(AgentCommandError(format!(
-            "Copilot CLI reads {:?} as the task of this command, not the one `--task` gives",
-            found.task
-        )));
-    }
-    let dropped = (0..words.len())
-        .filter(|i| match &words[*i] {
-            Word::Option(o) | Word::Value(o) => SESSION_OPTIONS.contains(&o.as_str()),
-            _ => false,
-        })
-        .collect();
-    Ok((found, dropped))
-}
-
-fn not_headless() -> AgentCommandError {
-    AgentCommandError(format!(
-        "supervise runs Copilot CLI headless, with the task as the value of `-p`: `{USAGE}`"
-    ))
+    locate_prompt(&PROMPT, args, task)
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use serde_json::{Map, Value};
 
-use super::argv::{Grammar, Takes, TaskAt, Word, given_task, session_words};
+use super::argv::{Grammar, PromptCli, Takes, TaskAt, locate_prompt};
 use super::definition::{
     Action, AgentCommandError, Definition, Dialect, Evidence, Files, SessionSource, TranscriptEnd,
     field,
@@ -262,87 +262,19 @@ pub const GRAMMAR: Grammar = Grammar {
     flags_take_bools: true,
 };
 
-/// The options that pick a session: the relaunch names its own.
-const SESSION_VALUED: &[&str] = &["-r", "--resume", "--session-id", "--session-file"];
+/// Where `gemini [OPTIONS] -p "<task>"` has its task, and what the relaunch drops.
+const PROMPT: PromptCli = PromptCli {
+    title: "Gemini CLI",
+    program: "gemini",
+    usage: USAGE,
+    grammar: &GRAMMAR,
+    inline: &["--prompt=", "-p="],
+    interactive: &["-i", "--prompt-interactive"],
+    session_valued: &["-r", "--resume", "--session-id", "--session-file"],
+    session_flags: &[],
+    stray: "Gemini CLI refuses a prompt both as an argument and with `-p`, and this command has words that are neither options nor their values",
+};
 
-/// Where the task of `gemini [OPTIONS] -p "<task>"` is (the value of `-p`, `--prompt` or
-/// `--prompt=`), and the words the relaunch drops (the session options and their values).
 fn locate(args: &[String], task: Option<&str>) -> Result<(TaskAt, Vec<usize>), AgentCommandError> {
-    let words = match GRAMMAR.scan(args, false) {
-        Ok(words) => words,
-        Err(e) => {
-            let Some(task) = task else {
-                return Err(AgentCommandError(format!(
-                    "{}: pass the task with `supervise --task \"<task>\"`",
-                    e.0
-                )));
-            };
-            let found = given_task(args, task, &["--prompt=", "-p="], "gemini")?;
-            let after_p = found.at > 0 && matches!(args[found.at - 1].as_str(), "-p" | "--prompt");
-            if found.prefix.is_empty() && !after_p {
-                return Err(not_headless());
-            }
-            return Ok((found, session_words(args, SESSION_VALUED, &[])));
-        }
-    };
-    let mut prompts = Vec::new();
-    for (i, w) in words.iter().enumerate() {
-        match w {
-            Word::Value(o) if o == "-p" || o == "--prompt" => prompts.push(TaskAt {
-                at: i,
-                prefix: String::new(),
-                task: args[i].clone(),
-            }),
-            Word::Option(o) if o == "-p" || o == "--prompt" => {
-                if let Some((name, value)) = args[i].split_once('=') {
-                    prompts.push(TaskAt {
-                        at: i,
-                        prefix: format!("{name}="),
-                        task: value.to_string(),
-                    });
-                }
-            }
-            Word::Option(o) if o == "-i" || o == "--prompt-interactive" => {
-                return Err(AgentCommandError(format!(
-                    "`{o}` runs Gemini CLI interactively: supervise runs it headless, `{USAGE}`"
-                )));
-            }
-            _ => {}
-        }
-    }
-    let found = match prompts.len() {
-        1 => prompts.remove(0),
-        0 => return Err(not_headless()),
-        _ => {
-            return Err(AgentCommandError(format!(
-                "this Gemini CLI command gives `-p` more than once: give the task once (`{USAGE}`)"
-            )));
-        }
-    };
-    if words.contains(&Word::Argument) {
-        return Err(AgentCommandError(format!(
-            "Gemini CLI refuses a prompt both as an argument and with `-p`, and this command has words that are neither options nor their values: quote the task as the one value of `-p` (`{USAGE}`)"
-        )));
-    }
-    if let Some(t) = task
-        && t != found.task
-    {
-        return Err(AgentCommandError(format!(
-            "Gemini CLI reads {:?} as the task of this command, not the one `--task` gives",
-            found.task
-        )));
-    }
-    let dropped = (0..words.len())
-        .filter(|i| match &words[*i] {
-            Word::Option(o) | Word::Value(o) => SESSION_VALUED.contains(&o.as_str()),
-            _ => false,
-        })
-        .collect();
-    Ok((found, dropped))
-}
-
-fn not_headless() -> AgentCommandError {
-    AgentCommandError(format!(
-        "supervise runs Gemini CLI headless, with the task as the value of `-p`: `{USAGE}`"
-    ))
+    locate_prompt(&PROMPT, args, task)
 }
