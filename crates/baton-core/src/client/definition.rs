@@ -252,6 +252,9 @@ pub enum SettingsShape {
     /// `{"version": 1, "hooks": {"<event>": [{"type": "command", "bash": …, "timeoutSec": …}]}}`
     /// (Copilot CLI), in a hook file of baton's own beside the user's.
     Handlers,
+    /// No hook settings: a plugin module of baton's own that the client loads and that calls
+    /// baton's hook on the client's events (OpenCode's `.opencode/plugins/baton.js`).
+    Plugin,
 }
 
 /// Where a tool call finds the session of the client that runs it.

@@ -1,8 +1,9 @@
 //! The agent clients baton works with, one module each: what a client is
 //! (`definition::Definition`) and the definitions of Claude Code (`claude`), Codex (`codex`) and
-//! Gemini CLI (`gemini`), and Cursor (`cursor`) and Antigravity CLI (`antigravity`), these two
-//! built from their published hooks references. A new client is a module implementing `Definition`, a variant of
-//! `Client`, its payloads as fixtures and an end-to-end test with the real client.
+//! Gemini CLI (`gemini`), Copilot CLI (`copilot`) and OpenCode (`opencode`), and Cursor
+//! (`cursor`) and Antigravity CLI (`antigravity`), these two built from their published hooks
+//! references. A new client is a module implementing `Definition`, a variant of `Client`, its
+//! payloads as fixtures and an end-to-end test with the real client.
 
 pub mod antigravity;
 pub mod argv;
@@ -12,6 +13,7 @@ pub mod copilot;
 pub mod cursor;
 pub mod definition;
 pub mod gemini;
+pub mod opencode;
 
 pub use definition::{
     Action, AgentCommandError, Definition, Dialect, Evidence, Files, Instructions, PayloadKeys,
@@ -26,25 +28,28 @@ pub enum Client {
     Cursor,
     Antigravity,
     Copilot,
+    OpenCode,
 }
 
 impl Client {
-    pub const ALL: [Client; 6] = [
+    pub const ALL: [Client; 7] = [
         Client::Claude,
         Client::Codex,
         Client::Gemini,
         Client::Cursor,
         Client::Antigravity,
         Client::Copilot,
+        Client::OpenCode,
     ];
     /// The clients' names, as baton's command line takes them.
-    pub const NAMES: [&'static str; 6] = [
+    pub const NAMES: [&'static str; 7] = [
         "claude",
         "codex",
         "gemini",
         "cursor",
         "antigravity",
         "copilot",
+        "opencode",
     ];
 
     /// The client's definition.
@@ -56,6 +61,7 @@ impl Client {
             Client::Cursor => &cursor::Cursor,
             Client::Antigravity => &antigravity::Antigravity,
             Client::Copilot => &copilot::CopilotCli,
+            Client::OpenCode => &opencode::OpenCode,
         }
     }
 
@@ -120,9 +126,9 @@ mod tests {
                     .iter()
                     .any(|e| e.eq_ignore_ascii_case(name))
             };
-            // Antigravity has neither event: its first PreInvocation starts the session, and
-            // nothing marks the end.
-            if client != Client::Antigravity {
+            // Antigravity and OpenCode have neither event: the first call of a session starts
+            // it, and nothing marks the end.
+            if client != Client::Antigravity && client != Client::OpenCode {
                 assert!(has("SessionStart") && has("SessionEnd"), "{client:?}");
             }
         }
@@ -281,6 +287,25 @@ mod tests {
                 Some("C1"),
                 "copilot --allow-tool shell(git) write -p go_on --resume=C1",
             ),
+            // OpenCode: the message's words replaced by one prompt, by the session's id.
+            (
+                OpenCode,
+                "opencode run fix the bug --model fake/m",
+                Some("ses_1"),
+                "opencode run --session ses_1 go_on --model fake/m",
+            ),
+            (
+                OpenCode,
+                "opencode --print-logs run -c --format json -f a.txt b.txt -- do_it",
+                Some("ses_1"),
+                "opencode --print-logs run --session ses_1 --format json -f a.txt b.txt -- go_on",
+            ),
+            (
+                OpenCode,
+                "opencode run --session ses_0 --fork do_it",
+                None,
+                "opencode run go_on",
+            ),
         ];
         for (c, cmd, s, want) in rows {
             let got = relaunch(*c, cmd, *s);
@@ -295,9 +320,10 @@ mod tests {
             Claude.def().keeps_unanswered_sessions() && Codex.def().keeps_unanswered_sessions()
         );
         // Each client's relaunch names the session it is given, never another.
-        for c in [Claude, Codex, Gemini, Copilot] {
+        for c in [Claude, Codex, Gemini, Copilot, OpenCode] {
             let cmd = match c {
                 Claude => "claude -p task",
+                OpenCode => "opencode run task",
                 Codex => "codex exec task",
                 Copilot => "copilot -p task --allow-all-tools",
                 _ => "gemini -p task",
@@ -334,6 +360,8 @@ mod tests {
             (Gemini, "gemini -p the_task --yolo", "the task"),
             (Gemini, "gemini -p=the_task", "the task"),
             (Copilot, "copilot -p the_task --allow-all-tools", "the task"),
+            (OpenCode, "opencode run fix the bug -m x", "fix the bug"),
+            (OpenCode, "opencode run --title the_task", ""),
             (
                 Copilot,
                 "copilot --model gpt-4.1 --prompt=the_task",
@@ -384,6 +412,10 @@ mod tests {
             (Copilot, "copilot --frobnicate -p task", "--task"),
             (Copilot, "copilot --allow-tool a b -p", "no value"),
             (Copilot, "copilot -p a -p b", "more than once"),
+            (OpenCode, "opencode task", "message of `run`"),
+            (OpenCode, "opencode run -i task", "interactively"),
+            (OpenCode, "opencode run --frobnicate task", "--task"),
+            (OpenCode, "opencode run", "no message"),
         ];
         for (c, cmd, word) in rows {
             let err = c.check_command(&words(cmd), None).unwrap_err();

@@ -22,6 +22,8 @@ pub enum SettingsError {
     /// JSON, but not the shape the client reads (the root or `hooks` is no object, an event is
     /// no array).
     Shape(String),
+    /// A file of baton's own name that someone else wrote (OpenCode's plugin).
+    NotOurs(String),
 }
 
 impl std::fmt::Display for SettingsError {
@@ -29,6 +31,7 @@ impl std::fmt::Display for SettingsError {
         match self {
             SettingsError::Syntax(m) => write!(f, "is not valid JSON: {m}"),
             SettingsError::Shape(m) => write!(f, "is not a hook settings file: {m}"),
+            SettingsError::NotOurs(m) => write!(f, "is {m}"),
         }
     }
 }
@@ -82,6 +85,9 @@ pub fn baton_group(client: Client, baton: &str, event: &str) -> Value {
 
 /// Merges baton's hook entries for `client` into `text` (`None`: no file yet).
 pub fn install(text: Option<&str>, client: Client, baton: &str) -> Result<Edited, SettingsError> {
+    if client.def().settings_shape() == SettingsShape::Plugin {
+        return super::opencode_plugin::install(text, baton);
+    }
     if let SettingsShape::Named { name } = client.def().settings_shape() {
         return install_named(text, client, baton, name);
     }
@@ -178,6 +184,9 @@ pub fn install(text: Option<&str>, client: Client, baton: &str) -> Result<Edited
 /// object that only baton's entries filled goes with them, and a file left with nothing in it
 /// goes too.
 pub fn uninstall(text: Option<&str>, client: Client) -> Result<Edited, SettingsError> {
+    if client.def().settings_shape() == SettingsShape::Plugin {
+        return Ok(super::opencode_plugin::uninstall(text));
+    }
     if client.def().settings_shape() == SettingsShape::Handlers {
         return super::hook_file::uninstall(text, client);
     }
@@ -351,6 +360,9 @@ fn uninstall_named(text: &str, client: Client, name: &str) -> Result<Edited, Set
 
 /// The events baton's handlers for `client` are installed for in the settings `text`.
 pub fn installed_events(text: &str, client: Client) -> Result<Vec<String>, SettingsError> {
+    if client.def().settings_shape() == SettingsShape::Plugin {
+        return Ok(super::opencode_plugin::installed_events(text, client));
+    }
     if client.def().settings_shape() == SettingsShape::Handlers {
         return super::hook_file::installed_events(text, client);
     }
@@ -483,7 +495,10 @@ fn handlers_of(group: &Value, client: Client) -> Vec<&Value> {
             .and_then(Value::as_array)
             .map(|hs| hs.iter().collect())
             .unwrap_or_default(),
-        SettingsShape::Flat { .. } | SettingsShape::Named { .. } | SettingsShape::Handlers => group
+        SettingsShape::Flat { .. }
+        | SettingsShape::Named { .. }
+        | SettingsShape::Handlers
+        | SettingsShape::Plugin => group
             .get("command")
             .is_some()
             .then_some(group)

@@ -46,8 +46,8 @@ use baton_store::{Layout, StateStore, process};
 /// class the evidence supports; a pre-compaction hook records a checkpoint. The session is the payload's `session_id`, whatever `--session` says.
 #[derive(Debug, Args)]
 pub struct HookArgs {
-    /// The client that runs the hook: `claude`, `codex`, `gemini`, `cursor`, `antigravity` or
-    /// `copilot`.
+    /// The client that runs the hook: `claude`, `codex`, `gemini`, `cursor`, `antigravity`,
+    /// `copilot` or `opencode`.
     client: String,
     /// The client's event, as its settings name it (`SessionStart`, `Stop`, `StopFailure`,
     /// `BeforeAgent`, …; case and dashes are ignored).

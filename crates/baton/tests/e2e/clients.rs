@@ -1,4 +1,5 @@
-//! The real agent clients (Claude Code, Codex, Gemini CLI, Copilot CLI), run headless against a fake model API
+//! The real agent clients (Claude Code, Codex, Gemini CLI, Copilot CLI, OpenCode), run headless
+//! against a fake model API
 //! in a temp project (a fresh git repository) with a temp HOME.
 //!
 //! The pinned clients come from `$BATON_E2E_CLIENTS/node_modules/.bin/` when that is set, else
@@ -21,11 +22,12 @@ use crate::fake_api::{FakeApi, Reply};
 use baton_core::install::codex_trust;
 
 /// The versions the harness installs; the hook formats and facts it relies on are theirs.
-pub const PINNED: [&str; 4] = [
+pub const PINNED: [&str; 5] = [
     "@anthropic-ai/claude-code@2.1.332",
     "@openai/codex@0.171.0",
     "@google/gemini-cli@0.61.0",
     "@github/copilot@1.0.102",
+    "opencode-ai@1.18.33",
 ];
 
 /// How long one client run may take before it is killed and the test fails.
@@ -40,6 +42,7 @@ pub enum Client {
     Codex,
     Gemini,
     Copilot,
+    OpenCode,
 }
 
 impl Client {
@@ -49,6 +52,7 @@ impl Client {
             Client::Codex => "codex",
             Client::Gemini => "gemini",
             Client::Copilot => "copilot",
+            Client::OpenCode => "opencode",
         }
     }
 }
@@ -128,7 +132,7 @@ fn pinned_present(prefix: &Path) -> bool {
 }
 
 fn all_present(bin: &Path) -> bool {
-    ["claude", "codex", "gemini", "copilot"]
+    ["claude", "codex", "gemini", "copilot", "opencode"]
         .iter()
         .all(|c| bin.join(c).exists())
 }
@@ -365,6 +369,31 @@ impl Harness {
                     write_json(&path, &json!({"version": 1, "hooks": hooks}));
                 }
             }
+            // The fake API as an OpenAI-compatible provider, and bash allowed without asking.
+            // OpenCode has no shell hooks: its tests install baton's plugin.
+            Client::OpenCode => {
+                assert!(
+                    self.hooks.is_empty(),
+                    "OpenCode runs plugins, not hook commands"
+                );
+                write_json(
+                    &self.project.join("opencode.json"),
+                    &json!({
+                        "$schema": "https://opencode.ai/config.json",
+                        "provider": {"fake": {
+                            "npm": "@ai-sdk/openai-compatible",
+                            "name": "Fake",
+                            "options": {"baseURL": format!("{}/v1", self.api.base_url()),
+                                "apiKey": "{env:FAKE_KEY}"},
+                            "models": {"fake-model": {"name": "Fake Model", "tool_call": true}},
+                        }},
+                        "model": "fake/fake-model",
+                        "permission": {"bash": "allow", "edit": "allow"},
+                        "autoupdate": false,
+                        "share": "disabled",
+                    }),
+                );
+            }
         }
     }
 
@@ -455,6 +484,7 @@ impl Harness {
                 "--allow-all-tools".into(),
                 "--continue".into(),
             ],
+            Client::OpenCode => vec!["run".into(), "--continue".into(), prompt.into()],
         };
         self.run_args(&args)
     }
@@ -492,6 +522,7 @@ impl Harness {
             Client::Codex => vec!["exec".into(), prompt.into()],
             Client::Gemini => gemini_args(&[], prompt),
             Client::Copilot => vec!["-p".into(), prompt.into(), "--allow-all-tools".into()],
+            Client::OpenCode => vec!["run".into(), prompt.into()],
         }
     }
 
@@ -544,6 +575,20 @@ impl Harness {
                     .env("COPILOT_MODEL", "gpt-4.1")
                     .env("COPILOT_ALLOW_ALL", "true")
                     .env("COPILOT_AUTO_UPDATE", "false");
+            }
+            // Its config, data, cache and state under the temp HOME; no model list fetched.
+            Client::OpenCode => {
+                for (var, dir) in [
+                    ("XDG_CONFIG_HOME", ".config"),
+                    ("XDG_DATA_HOME", ".local/share"),
+                    ("XDG_CACHE_HOME", ".cache"),
+                    ("XDG_STATE_HOME", ".local/state"),
+                ] {
+                    cmd.env(var, self.home.join(dir));
+                }
+                cmd.env("FAKE_KEY", "x")
+                    .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
+                    .env("OPENCODE_DISABLE_AUTOUPDATE", "1");
             }
         }
         cmd

@@ -1,5 +1,5 @@
-//! End-to-end tests with the real agent clients (Claude Code, Codex, Gemini CLI) against fake
-//! model APIs on 127.0.0.1. `fake_api` serves scripted model replies; `clients` runs each client
+//! End-to-end tests with the real agent clients (Claude Code, Codex, Gemini CLI, Copilot CLI,
+//! OpenCode) against fake model APIs on 127.0.0.1. `fake_api` serves scripted model replies; `clients` runs each client
 //! headless in a temp project with a temp HOME. `smoke` proves the harness itself: that a
 //! scripted shell call runs, that a rate limit ends a run quickly, that a hand-configured
 //! SessionStart hook's context reaches the model, and what a tool call and a hook can see of the
@@ -9,7 +9,8 @@
 //! relaunched until the loop finishes, and a crash that is not retried. `signals` proves that a
 //! plan's limit, sent as each provider sends it, leaves the loop with the reset the client
 //! states. `copilot` proves baton with Copilot CLI: a 429 that outlasts its retries interrupts
-//! the loop as a rate limit, and the next run gets the packet.
+//! the loop as a rate limit, and the next run gets the packet; `opencode` proves the same of
+//! OpenCode through baton's plugin.
 //!
 //! The clients come from `$BATON_E2E_CLIENTS/node_modules/.bin/` (for instance a folder where
 //! `npm install` put the pinned versions listed in `clients::PINNED`), else they are installed
@@ -22,6 +23,7 @@ mod fake_api;
 mod flow;
 mod monorepo;
 mod network;
+mod opencode;
 mod plugin;
 mod signals;
 mod smoke;

@@ -156,6 +156,7 @@ fn carried_through_rate_limits(client: Client, test: &str) {
         Client::Codex => "resume",
         Client::Gemini => "-r",
         Client::Copilot => "--resume=",
+        Client::OpenCode => "--session",
     };
     assert!(
         relaunch

@@ -1,4 +1,5 @@
-//! `baton init claude|codex|gemini|cursor|antigravity`: installs baton's hooks into an agent client's settings,
+//! `baton init <client>`: installs baton's hooks into an agent client's settings (or, for
+//! OpenCode, baton's plugin),
 //! the trust Codex needs before it runs them, and a short text telling the agent when to call
 //! baton. The edits themselves are pure (`baton_core::install`); this module finds the files,
 //! reads them, and writes every change only once all of them are known to be possible.
@@ -13,7 +14,7 @@ use clap::Args;
 use serde_json::json;
 
 use crate::output::Report;
-use baton_core::client::{Client, Dialect, Instructions};
+use baton_core::client::{Client, Dialect, Instructions, SettingsShape};
 use baton_core::install::codex_trust::{self, TrustChange};
 use baton_core::install::{gitattributes, instructions, settings};
 use baton_ops::env::Ctx;
@@ -24,10 +25,12 @@ use files::Change;
 /// Install baton's hooks into an agent client's settings, keeping every entry and key the user
 /// had: Claude Code (`.claude/settings.json`), Codex (`.codex/hooks.json`), Gemini CLI
 /// (`.gemini/settings.json`), Cursor (`.cursor/hooks.json`), Antigravity CLI
-/// (`.agents/hooks.json`) or Copilot CLI (a file of its own, `.github/hooks/baton.json`).
+/// (`.agents/hooks.json`) or Copilot CLI (a file of its own, `.github/hooks/baton.json`), or
+/// baton's plugin for OpenCode (`.opencode/plugins/baton.js`).
 ///
 /// Also installs a short text telling the agent when to call baton (a `baton` skill for Claude
-/// Code, a marked block in `AGENTS.md` for Codex, Cursor, Antigravity CLI and Copilot CLI and
+/// Code, a marked block in `AGENTS.md` for Codex, Cursor, Antigravity CLI, Copilot CLI and
+/// OpenCode and
 /// in `GEMINI.md` for Gemini CLI) and, for Codex, the per-handler trust entries in
 /// `$CODEX_HOME/config.toml` without which Codex runs no hook. Running it again changes
 /// nothing; `--remove` takes out exactly what it put in. The hooks call `baton` by name when
@@ -35,7 +38,8 @@ use files::Change;
 #[derive(Debug, Args)]
 pub struct InitArgs {
     /// The agent client: `claude` (Claude Code), `codex` (Codex CLI), `gemini` (Gemini CLI),
-    /// `cursor` (Cursor), `antigravity` (Antigravity CLI) or `copilot` (GitHub Copilot CLI).
+    /// `cursor` (Cursor), `antigravity` (Antigravity CLI), `copilot` (GitHub Copilot CLI) or
+    /// `opencode` (OpenCode).
     #[arg(value_parser = Client::NAMES, value_name = "CLIENT")]
     client: String,
     /// Print a unified diff of every file that would change, and change nothing.
@@ -46,8 +50,8 @@ pub struct InitArgs {
     #[arg(long)]
     remove: bool,
     /// Install into the user's own settings (`~/.claude`, `$CODEX_HOME` or `~/.codex`,
-    /// `~/.gemini`, `~/.cursor`, `~/.gemini/config`, `$COPILOT_HOME` or `~/.copilot`) instead of
-    /// the project's.
+    /// `~/.gemini`, `~/.cursor`, `~/.gemini/config`, `$COPILOT_HOME` or `~/.copilot`,
+    /// `$XDG_CONFIG_HOME/opencode` or `~/.config/opencode`) instead of the project's.
     #[arg(long)]
     user: bool,
     /// Codex only: also mark the project trusted in `$CODEX_HOME/config.toml`, which Codex
@@ -198,6 +202,7 @@ fn plan(
     // A client that reads strict JSON may drop the whole file over one error (Cursor's and
     // Antigravity's hook files): what would be written is parsed back first.
     if client.def().settings_dialect() == Dialect::Json
+        && client.def().settings_shape() != SettingsShape::Plugin
         && let Some(text) = &new
         && let Err(e) = serde_json::from_str::<serde_json::Value>(text)
     {

@@ -1,0 +1,251 @@
+//! baton's plugin for OpenCode (`SettingsShape::Plugin`): a JavaScript module of baton's own in
+//! `.opencode/plugins/baton.js`, which OpenCode loads at its start. It imports only Node's
+//! builtins, so it loads with nothing installed and no network. What each event means to
+//! baton is in `client::opencode`; the module only passes them on, waits for each call, and
+//! puts what baton prints in front of the model.
+
+use super::settings::{Edited, SettingsError};
+use super::shell_words;
+use crate::client::Client;
+
+/// The module's first line, by which `--remove` and a later install know the file is baton's.
+pub const HEADER: &str = "// baton's plugin for OpenCode, written by `baton init opencode` (`baton init opencode --remove` takes it out).";
+
+/// The module, calling `program` (an executable's name or path, not shell-quoted).
+pub fn module(program: &str) -> String {
+    let program = serde_json::to_string(program).unwrap_or_else(|_| "\"baton\"".into());
+    let variable = crate::client::opencode::SESSION_VARIABLE;
+    format!(
+        r#"{HEADER}
+// It passes OpenCode's session events to `baton hook opencode <event>`, waiting for each call,
+// and puts what baton prints (the resume packet, a note after a failure) in front of the model
+// as a system message. See baton's docs/hooks.md.
+import {{ spawn }} from "node:child_process";
+
+const BATON = {program};
+
+export const Baton = async ({{ directory, client }}) => {{
+  // Sessions created by this process; the others it runs are resumed ones.
+  const created = new Set();
+  // Per session: the packet, asked for once (a promise, so that two requests share it).
+  const packets = new Map();
+  // Per session: the note for the turn under way.
+  const notes = new Map();
+  // Sessions whose last status was a retry: the next `busy` is the retry going ahead.
+  const retrying = new Set();
+
+  const log = (message) => {{
+    try {{
+      client?.app?.log?.({{ body: {{ service: "baton", level: "warn", message }} }})?.catch?.(() => {{}});
+    }} catch {{}}
+  }};
+
+  // `baton hook opencode <event>` with the payload on stdin; resolves to what it printed
+  // (trimmed, "" on any failure: a hook never stops OpenCode).
+  const call = (event, payload) =>
+    new Promise((resolve) => {{
+      let out = "";
+      let err = "";
+      let child;
+      try {{
+        child = spawn(BATON, ["hook", "opencode", event], {{
+          cwd: directory,
+          env: {{ ...process.env, OPENCODE_PID: String(process.pid) }},
+          stdio: ["pipe", "pipe", "pipe"],
+        }});
+      }} catch (e) {{
+        log(`baton hook opencode ${{event}}: cannot run ${{BATON}}: ${{e}}`);
+        return resolve("");
+      }}
+      child.stdout.on("data", (d) => (out += d));
+      child.stderr.on("data", (d) => (err += d));
+      child.on("error", (e) => {{
+        log(`baton hook opencode ${{event}}: cannot run ${{BATON}}: ${{e.message}}`);
+        resolve("");
+      }});
+      child.on("close", () => {{
+        if (err.trim()) log(err.trim());
+        resolve(out.trim());
+      }});
+      child.stdin.on("error", () => {{}});
+      child.stdin.end(JSON.stringify({{ ...payload, cwd: directory, at: Date.now() }}));
+    }});
+
+  const start = (sessionID) => {{
+    let packet = packets.get(sessionID);
+    if (packet === undefined) {{
+      const source = created.has(sessionID) ? "startup" : "resume";
+      packet = call("session.start", {{ sessionID, source }});
+      packets.set(sessionID, packet);
+    }}
+    return packet;
+  }};
+
+  const keep = (sessionID, note) => {{
+    if (note) notes.set(sessionID, note);
+  }};
+
+  return {{
+    event: async ({{ event }}) => {{
+      const properties = event?.properties ?? {{}};
+      const sessionID = properties.sessionID;
+      if (!sessionID) return;
+      switch (event.type) {{
+        case "session.created":
+          created.add(sessionID);
+          return;
+        case "session.status": {{
+          const type = properties.status?.type;
+          if (type === "retry") {{
+            retrying.add(sessionID);
+            keep(sessionID, await call("session.status", properties));
+          }} else if (type === "busy" && retrying.delete(sessionID)) {{
+            keep(sessionID, await call("session.status", properties));
+          }}
+          return;
+        }}
+        case "session.error":
+          retrying.delete(sessionID);
+          await call("session.error", properties);
+          return;
+        case "session.idle":
+          notes.delete(sessionID);
+          await call("session.idle", properties);
+          return;
+      }}
+    }},
+    "chat.message": async (input, output) => {{
+      const sessionID = input?.sessionID;
+      if (!sessionID) return;
+      await start(sessionID);
+      const prompt = (output?.parts ?? [])
+        .filter((p) => p?.type === "text" && typeof p.text === "string")
+        .map((p) => p.text)
+        .join("\n");
+      notes.delete(sessionID);
+      keep(sessionID, await call("chat.message", {{ sessionID, prompt }}));
+    }},
+    "experimental.chat.system.transform": async (input, output) => {{
+      const sessionID = input?.sessionID;
+      if (!sessionID || !Array.isArray(output?.system)) return;
+      const packet = await start(sessionID);
+      if (packet) output.system.push(packet);
+      const note = notes.get(sessionID);
+      if (note) output.system.push(note);
+    }},
+    // OpenCode names no session to a tool call: this gives `baton` the session it runs in.
+    "shell.env": async (input, output) => {{
+      if (input?.sessionID && output?.env) output.env.{variable} = input.sessionID;
+    }},
+  }};
+}};
+"#
+    )
+}
+
+/// The program a module of baton's calls, or `None` when `text` is not baton's module.
+fn program_of(text: &str) -> Option<String> {
+    if text.lines().next() != Some(HEADER) {
+        return None;
+    }
+    let line = text.lines().find(|l| l.starts_with("const BATON = "))?;
+    let literal = line.strip_prefix("const BATON = ")?.strip_suffix(';')?;
+    serde_json::from_str(literal).ok()
+}
+
+/// Whether `text` is a module baton wrote.
+pub fn is_baton(text: &str) -> bool {
+    program_of(text).is_some()
+}
+
+fn edited(text: Option<String>) -> Edited {
+    Edited {
+        text,
+        before: Vec::new(),
+        after: Vec::new(),
+        moved: Vec::new(),
+        handlers: Vec::new(),
+    }
+}
+
+/// The module for `baton` (the program as a hook command names it: `baton`, or a quoted
+/// path), in place of `text`, which must be baton's own module or nothing.
+pub fn install(text: Option<&str>, baton: &str) -> Result<Edited, SettingsError> {
+    if let Some(text) = text.filter(|t| !t.trim().is_empty())
+        && !is_baton(text)
+    {
+        return Err(not_ours());
+    }
+    let program = shell_words(baton)
+        .and_then(|words| words.into_iter().next())
+        .unwrap_or_else(|| "baton".into());
+    Ok(edited(Some(module(&program))))
+}
+
+/// Nothing where baton's module was; a file that is not baton's stays as it is.
+pub fn uninstall(text: Option<&str>) -> Edited {
+    edited(text.filter(|t| !is_baton(t)).map(str::to_string))
+}
+
+/// Every event the module passes on, when `text` is baton's module.
+pub fn installed_events(text: &str, client: Client) -> Vec<String> {
+    if !is_baton(text) {
+        return Vec::new();
+    }
+    client
+        .def()
+        .hook_events()
+        .iter()
+        .map(|e| e.to_string())
+        .collect()
+}
+
+fn not_ours() -> SettingsError {
+    SettingsError::NotOurs(format!(
+        "a plugin of the same name that baton did not write (its first line is not baton's: `{HEADER}`)"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_module_names_its_program_and_is_known_again() {
+        let text = install(None, "'/opt/my tools/baton'")
+            .unwrap()
+            .text
+            .unwrap();
+        assert!(
+            text.contains(r#"const BATON = "/opt/my tools/baton";"#),
+            "{text}"
+        );
+        assert_eq!(program_of(&text).as_deref(), Some("/opt/my tools/baton"));
+        // Every import is one of Node's builtins.
+        for line in text.lines().filter(|l| l.starts_with("import ")) {
+            assert!(line.contains("\"node:"), "{line}");
+        }
+        for event in Client::OpenCode.def().hook_events() {
+            assert!(text.contains(&format!("\"{event}\"")), "{event}");
+        }
+        assert_eq!(
+            installed_events(&text, Client::OpenCode).len(),
+            Client::OpenCode.def().hook_events().len()
+        );
+        // Installing again over it, for another program, replaces it.
+        let again = install(Some(&text), "baton").unwrap().text.unwrap();
+        assert_eq!(program_of(&again).as_deref(), Some("baton"));
+        assert_eq!(uninstall(Some(&again)).text, None);
+    }
+
+    #[test]
+    fn a_plugin_that_is_not_batons_is_never_replaced_or_removed() {
+        let theirs = "export const Mine = async () => ({});\n";
+        assert!(matches!(
+            install(Some(theirs), "baton"),
+            Err(SettingsError::NotOurs(_))
+        ));
+        assert_eq!(uninstall(Some(theirs)).text.as_deref(), Some(theirs));
+        assert!(installed_events(theirs, Client::OpenCode).is_empty());
+    }
+}

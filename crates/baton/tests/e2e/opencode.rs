@@ -1,0 +1,96 @@
+//! baton with the real OpenCode (1.18.33): `baton init opencode` writes baton's plugin into the
+//! project; a run's tool calls drive a ticket loop through two phases (the loop owned by
+//! OpenCode's own session id, which the plugin gives the tool calls); then a 429 on every
+//! attempt of the next model call (OpenCode retries five times, then reports `session.error`
+//! with status 429 and exits 1): the loop is interrupted as a rate limit, and a second run's
+//! request carries the packet as a system message.
+
+use serde_json::Value;
+
+use crate::clients::{Client, Harness};
+use crate::fake_api::Reply;
+use crate::flow::{baton, journal, loop_state};
+
+#[test]
+fn opencode_loop_is_interrupted_by_a_429_and_resumed() {
+    let test = "opencode_loop_is_interrupted_by_a_429_and_resumed";
+    let mut script = vec![
+        Reply::Shell("baton loop init T-1".into()),
+        Reply::Shell("baton loop set T-1 --phase skeptic --action spawned".into()),
+        Reply::Shell("baton loop set T-1 --phase qa --action spawned".into()),
+    ];
+    // The first attempt and its five retries.
+    script.extend(std::iter::repeat_n(Reply::RateLimit, 6));
+    script.push(Reply::Text("resumed".into()));
+    let Some(h) = Harness::new(Client::OpenCode, test, script) else {
+        return;
+    };
+    let (code, out, err) = baton(&h, &["init", "opencode"]);
+    assert_eq!(code, 0, "baton init: {out}\n{err}");
+    assert!(
+        h.read(".opencode/plugins/baton.js")
+            .contains("\"hook\", \"opencode\""),
+        "{out}\n{err}"
+    );
+
+    let first = h.run_args(&[
+        "run".into(),
+        "--format".into(),
+        "json".into(),
+        "work on ticket T-1".into(),
+    ]);
+    eprintln!(
+        "{test}: session 1 {:?} after {:.1?}",
+        first.code, first.elapsed
+    );
+    assert_eq!(
+        first.code,
+        Some(1),
+        "a 429 that outlasts the retries ends the run: {first}\n{}",
+        h.api.summary()
+    );
+    // `--format json` prints each part with the session it belongs to.
+    let session = first
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find_map(|v| v["sessionID"].as_str().map(str::to_string))
+        .unwrap_or_else(|| panic!("no session named: {first}"));
+    let state = loop_state(&h);
+    assert_eq!(state["last_phase"], "qa", "{state}\n{first}");
+    assert_eq!(state["status"], "interrupted", "{state}\n{first}");
+    assert_eq!(state["interrupt_reason"], "rate_limit", "{state}\n{first}");
+    assert_eq!(state["session_id"], session.as_str(), "{state}\n{first}");
+    let events: Vec<String> = journal(&h).into_iter().map(|(e, _)| e).collect();
+    assert_eq!(events, ["init", "set", "set", "interrupt"], "{first}");
+
+    let seen_before = h.api.requests().len();
+    let second = h.run("carry on");
+    eprintln!(
+        "{test}: session 2 {:?} after {:.1?}",
+        second.code, second.elapsed
+    );
+    assert_eq!(second.code, Some(0), "{second}\n{}", h.api.summary());
+    let packet = h.api.requests()[seen_before..]
+        .iter()
+        .filter(|r| r.main)
+        .map(|r| r.body.clone())
+        .find(|body| body.contains("EXPECTED OUTCOME") && body.contains("T-1"))
+        .unwrap_or_else(|| {
+            panic!(
+                "no request of session 2 carries the packet:\n{}",
+                h.api.summary()
+            )
+        });
+    // In a system message, not the user's.
+    let body: Value = serde_json::from_str(&packet).unwrap();
+    let system = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "system")
+        .map(|m| m["content"].to_string())
+        .collect::<String>();
+    assert!(system.contains("EXPECTED OUTCOME"), "{packet}");
+    assert!(system.contains("baton resume accept"), "{packet}");
+}
