@@ -23,6 +23,7 @@ mod journal;
 mod ledgers;
 mod live_sessions;
 mod monorepo;
+mod opencode;
 mod outbox;
 mod pg_faults;
 mod privileges;
