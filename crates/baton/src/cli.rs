@@ -36,8 +36,9 @@ pub(crate) struct Cli {
     #[arg(short = 'C', global = true, value_name = "DIR")]
     dir: Option<PathBuf>,
     /// The session id [default: $BATON_SESSION, else the agent client's own: $CLAUDE_CODE_SESSION_ID,
-    /// $CODEX_SESSION_ID, $CODEX_THREAD_ID, $COPILOT_AGENT_SESSION_ID, or the Gemini CLI or
-    /// Cursor session its hooks recorded].
+    /// $CODEX_SESSION_ID, $CODEX_THREAD_ID, $COPILOT_AGENT_SESSION_ID, $BATON_OPENCODE_SESSION
+    /// (set by baton's OpenCode plugin), or the Gemini CLI or Cursor session its hooks
+    /// recorded].
     #[arg(long, global = true, value_name = "ID")]
     session: Option<String>,
     /// Print exactly one JSON object on stdout.

@@ -207,6 +207,25 @@ pub fn no_session_warning(ctx: &Ctx, what: &str) -> Option<String> {
     })
 }
 
+/// A tool call of OpenCode with no session id, refused before anything is written: OpenCode
+/// names no session to its tool calls (baton's plugin gives them one), so work started there
+/// without one would be recorded under no session at all.
+pub fn refuse_sessionless_tool_call(ctx: &Ctx) -> Result<(), CommandError> {
+    let opencode = baton_core::client::Client::OpenCode.def().pid_variable();
+    let in_opencode = ctx
+        .settings
+        .client_pids
+        .iter()
+        .any(|(v, _)| Some(*v) == opencode);
+    if ctx.session().is_some() || !in_opencode {
+        return Ok(());
+    }
+    Err(CommandError::usage(
+        "this OpenCode tool call has no session id, so the work it starts would be no session's: OpenCode names none to its tool calls",
+    )
+    .hint("run `baton init opencode` in the project (baton's plugin gives every tool call `BATON_OPENCODE_SESSION`) and start OpenCode again, or pass `--session <ID>`"))
+}
+
 /// The batch is live while its owner works its tickets: a write or heartbeat by the batch's
 /// owner to one of its tickets' loops refreshes the batch's `updated_at` too, so that another
 /// session's `batch start` never takes a batch whose owner is busy on a ticket. Called after the
@@ -803,6 +822,7 @@ fn checked_base(root: &std::path::Path, raw: &str) -> Result<String, CommandErro
 /// Starts a ticket's loop: creates its keyed file, active and owned by this session; a finished
 /// loop (or one the ownership gate lets this session replace) is archived first.
 pub fn init(ctx: &Ctx, args: &Init) -> Result<Transition, CommandError> {
+    refuse_sessionless_tool_call(ctx)?;
     let store = ctx.store()?;
     let target = Target::derive(ctx, args.ticket);
     target.require_stable()?;

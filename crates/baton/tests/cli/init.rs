@@ -120,10 +120,8 @@ fn init_keeps_the_users_hooks_is_idempotent_and_remove_gives_back_the_bytes() {
         let ours = &value["hooks"][stop_event];
         let ours = &ours[ours.as_array().unwrap().len() - 1]["hooks"][0];
         let command = ours["command"].as_str().unwrap();
-        assert!(
-            command.ends_with(&format!("/baton hook {client} {stop_event}")),
-            "{command}"
-        );
+        // A project's settings name no path of this machine.
+        assert_eq!(command, format!("baton hook {client} {stop_event}"));
         assert_eq!(ours["timeout"], stop_timeout);
 
         let once = touched(&env);
@@ -370,10 +368,17 @@ fn the_hooks_call_baton_by_name_when_it_is_the_one_on_path() {
         value["hooks"]["SessionStart"][0]["hooks"][0]["command"],
         "baton hook claude SessionStart"
     );
-    // A run with another baton replaces the entry instead of adding a second one.
-    init(&env, &["claude"]).assert_code(0);
+    // Without this baton on PATH, a project's hooks still call `baton` by name, and the note
+    // says how to put it there; the user's own settings name it by its path.
+    let run = init(&env, &["claude", "--json"]);
+    run.assert_code(0);
+    assert_eq!(run.json()["changed"], false, "{}", run.stdout);
+    let notes = run.json()["notes"].to_string();
+    assert!(notes.contains("/usr/local/bin/baton"), "{notes}");
+    let run = init(&env, &["claude", "--user", "--json"]);
+    run.assert_code(0);
     let value: Value =
-        serde_json::from_slice(&read(&settings_path(&env, "claude")).unwrap()).unwrap();
+        serde_json::from_slice(&read(&env.home().join(".claude/settings.json")).unwrap()).unwrap();
     let start = value["hooks"]["SessionStart"].as_array().unwrap();
     assert_eq!(start.len(), 1);
     assert!(
@@ -381,6 +386,18 @@ fn the_hooks_call_baton_by_name_when_it_is_the_one_on_path() {
             .as_str()
             .unwrap()
             .starts_with('/')
+    );
+    // A run with this baton on PATH replaces that entry instead of adding a second one.
+    let mut cmd = env.command(None, T0);
+    cmd.env("PATH", &bin).args(["init", "claude", "--user"]);
+    to_run(cmd.output().unwrap()).assert_code(0);
+    let value: Value =
+        serde_json::from_slice(&read(&env.home().join(".claude/settings.json")).unwrap()).unwrap();
+    let start = value["hooks"]["SessionStart"].as_array().unwrap();
+    assert_eq!(start.len(), 1);
+    assert_eq!(
+        start[0]["hooks"][0]["command"],
+        "baton hook claude SessionStart"
     );
 }
 

@@ -256,3 +256,21 @@ fn the_packet_is_plain_text_for_a_system_message() {
         out.stdout
     );
 }
+
+#[test]
+fn a_tool_call_without_the_plugins_session_is_refused_and_records_nothing() {
+    let env = TestEnv::new();
+    let before = env.snapshot();
+    let mut cmd = env.command(None, &at(0));
+    cmd.env("OPENCODE_PID", std::process::id().to_string())
+        .env("OPENCODE", "1")
+        .args(["loop", "init", "T-1"]);
+    let out = to_run(cmd.output().unwrap());
+    out.assert_code(2);
+    assert!(out.stderr.contains("no session id"), "{}", out.stderr);
+    assert!(out.stderr.contains("baton init opencode"), "{}", out.stderr);
+    assert_eq!(env.snapshot(), before);
+    // With the plugin's variable, the same call owns its loop.
+    tool_call(&env, SESSION, &at(0), &["loop", "init", "T-1"]).assert_code(0);
+    assert_eq!(loop_state(&env, "T-1")["session_id"], SESSION);
+}

@@ -33,8 +33,9 @@ use files::Change;
 /// OpenCode and
 /// in `GEMINI.md` for Gemini CLI) and, for Codex, the per-handler trust entries in
 /// `$CODEX_HOME/config.toml` without which Codex runs no hook. Running it again changes
-/// nothing; `--remove` takes out exactly what it put in. The hooks call `baton` by name when
-/// the `baton` on PATH is this executable, else by its full path. See docs/init.md.
+/// nothing; `--remove` takes out exactly what it put in. A project's settings, which a team
+/// commits, call `baton` by name from PATH; the user's own call it by name when the `baton` on
+/// PATH is this executable, else by its full path. See docs/init.md.
 #[derive(Debug, Args)]
 pub struct InitArgs {
     /// The agent client: `claude` (Claude Code), `codex` (Codex CLI), `gemini` (Gemini CLI),
@@ -99,8 +100,14 @@ pub fn cmd_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> {
     }
     let targets = Targets::resolve(ctx, client, args.user)?;
     let program = files::baton_program()?;
+    // What a team commits names no path of one machine.
+    let command = if args.user {
+        program.command.clone()
+    } else {
+        "baton".to_string()
+    };
     let originals = originals::Originals::for_scope(ctx, args.user)?;
-    let changes = plan(client, &targets, &program.command, &args, &originals)?;
+    let changes = plan(client, &targets, &command, &args, &originals)?;
 
     let mut warnings = Vec::new();
     let mut report = if args.dry_run {
@@ -164,7 +171,7 @@ pub fn cmd_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> {
         report = report.warn(w);
     }
     if !args.remove {
-        report = report.with("command", program.command.clone());
+        report = report.with("command", command.clone());
         for note in notes(client, &targets, &program, &changes, &args) {
             report = report.note(note);
         }
@@ -309,10 +316,17 @@ fn notes(
             client.as_str()
         ));
     }
-    if !program.on_path {
+    if !program.on_path && args.user {
         out.push(format!(
             "note: the `baton` on PATH is not this executable, so the hooks call {}; the agent's own tool calls run `baton` by name: put baton on the PATH they see (for example in /usr/local/bin)",
             program.path.display()
+        ));
+    }
+    if !program.on_path && !args.user {
+        out.push(format!(
+            "note: the hooks call `baton` from PATH (a project's settings name no path of one machine), and the `baton` on PATH is not this executable: put it there before {} runs them, for example `ln -s {} /usr/local/bin/baton`",
+            client.def().title(),
+            baton_core::text::shell_quote(&program.path.to_string_lossy())
         ));
     }
     // Project settings are committed: what a teammate needs for them to work.
@@ -322,16 +336,9 @@ fn notes(
         } else {
             ""
         };
-        out.push(if program.on_path {
-            format!(
-                "note: for teammates these hooks call `baton` by name: each needs baton on the PATH (`cargo install --path crates/baton` from a clone of baton){plugin}"
-            )
-        } else {
-            format!(
-                "note: these settings name this machine's path to baton, which a teammate's machine may not have: put baton on the PATH and run `baton init {}` again so the hooks call `baton` by name{plugin}",
-                client.as_str()
-            )
-        });
+        out.push(format!(
+            "note: for teammates these hooks call `baton` by name: each needs baton on the PATH (`cargo install --path crates/baton` from a clone of baton){plugin}"
+        ));
     }
     out.extend(
         client
