@@ -64,17 +64,20 @@ fn supervised_to_the_end(
 }
 
 fn carried_through_rate_limits(client: Client, test: &str) {
-    let script = vec![
+    // OpenCode retries a 429 five times by itself before its run ends.
+    let attempts = if client == Client::OpenCode { 6 } else { 1 };
+    let mut script = vec![
         Reply::Shell("baton loop init T-1".into()),
         Reply::Shell("baton loop set T-1 --phase skeptic --action spawned".into()),
-        // The rate limit ends the first run, and is still on at the first relaunch.
-        Reply::RateLimitFor(1),
-        Reply::RateLimitFor(1),
+    ];
+    // The rate limit ends the first run, and is still on at the first relaunch.
+    script.extend(std::iter::repeat_n(Reply::RateLimitFor(1), 2 * attempts));
+    script.extend([
         Reply::Shell("baton resume accept T-1".into()),
         Reply::Shell("baton loop set T-1 --phase qa --action spawned".into()),
         Reply::Shell("baton loop finish T-1 --status complete".into()),
         Reply::Text("finished".into()),
-    ];
+    ]);
     let Some((h, run)) = supervised_to_the_end(client, test, script) else {
         return;
     };
@@ -101,9 +104,28 @@ fn carried_through_rate_limits(client: Client, test: &str) {
         .copied()
         .filter(|e| *e != "interrupt")
         .collect();
-    assert_eq!(
-        story,
-        [
+    // OpenCode's relaunch runs the same session (`--session`), whose first prompt takes its
+    // work back (`resume`) before the supervisor records the attempt; the others' agent takes
+    // it over with `baton resume accept`.
+    let expected: &[&str] = if client == Client::OpenCode {
+        &[
+            "init",
+            "set",
+            "supervise.attempt",
+            "supervise.wait",
+            "supervise.relaunch",
+            "resume",
+            "supervise.attempt",
+            "supervise.wait",
+            "supervise.relaunch",
+            "resume",
+            "set",
+            "finish",
+            "supervise.attempt",
+            "supervise.stop",
+        ]
+    } else {
+        &[
             "init",
             "set",
             "supervise.attempt",
@@ -117,9 +139,9 @@ fn carried_through_rate_limits(client: Client, test: &str) {
             "finish",
             "supervise.attempt",
             "supervise.stop",
-        ],
-        "{run}"
-    );
+        ]
+    };
+    assert_eq!(story, expected, "{run}");
     let interrupt = &events.iter().find(|(e, _)| e == "interrupt").unwrap().1;
     assert_eq!(interrupt["reason"], "rate_limit", "{interrupt}");
     // Each wait is for the reset the 429 named (a second), or the short backoff when the
@@ -192,6 +214,14 @@ fn codex_is_carried_through_rate_limits_to_the_finish() {
     carried_through_rate_limits(
         Client::Codex,
         "codex_is_carried_through_rate_limits_to_the_finish",
+    );
+}
+
+#[test]
+fn opencode_is_carried_through_rate_limits_to_the_finish() {
+    carried_through_rate_limits(
+        Client::OpenCode,
+        "opencode_is_carried_through_rate_limits_to_the_finish",
     );
 }
 
