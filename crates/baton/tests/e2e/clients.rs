@@ -497,6 +497,18 @@ impl Harness {
         run_with_timeout(cmd, RUN_TIMEOUT)
     }
 
+    /// Starts the client with these arguments in a process group of its own and returns at
+    /// once; the caller ends it (`kill(-pid, …)`) and waits for it.
+    pub fn spawn_args(&self, args: &[String]) -> std::process::Child {
+        use std::os::unix::process::CommandExt;
+        let mut cmd = self.command(self.bin.join(self.client.program()));
+        cmd.args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0);
+        cmd.spawn().expect("the client starts")
+    }
+
     /// `baton supervise [extra] -- <client> <args>`, with the client's environment; killed
     /// after `timeout`.
     pub fn supervise(&self, extra: &[&str], args: &[String], timeout: Duration) -> Outcome {

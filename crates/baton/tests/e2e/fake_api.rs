@@ -501,19 +501,23 @@ fn openai(reply: &Reply, req: &Value, n: u64) -> Answer {
     Answer::sse(out)
 }
 
-/// OpenAI chat completions (Copilot CLI's BYOK provider): streamed chunks with one text or one
-/// `bash` tool call. A 429 carries `retry-after: 1`, which Copilot CLI honours between its
-/// five retries.
+/// OpenAI chat completions (Copilot CLI's BYOK provider, OpenCode's OpenAI-compatible one):
+/// streamed chunks with one text or one `bash` tool call. A 429 carries `retry-after: 1`, which
+/// both clients honour between their five retries; a plan's limit, the seconds to its reset.
 fn chat_completions(reply: &Reply, req: &Value, n: u64) -> Answer {
     let model = req["model"].as_str().unwrap_or("gpt-4.1");
     let (delta, finish) = match reply {
         Reply::RateLimit | Reply::RateLimitFor(_) | Reply::PlanLimit(_) => {
+            let retry_after = match reply {
+                Reply::PlanLimit(secs) => secs.to_string(),
+                _ => "1".into(),
+            };
             return Answer::json(
                 429,
                 json!({"error": {"message": reply.limit_message("Rate limit reached for requests"),
                     "type": "requests", "code": "rate_limit_exceeded"}}),
             )
-            .with_headers(&[("retry-after", "1".into())]);
+            .with_headers(&[("retry-after", retry_after)]);
         }
         Reply::Text(text) => (json!({"role": "assistant", "content": text}), "stop"),
         Reply::Shell(command) => (

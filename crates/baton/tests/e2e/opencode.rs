@@ -3,7 +3,8 @@
 //! OpenCode's own session id, which the plugin gives the tool calls); then a 429 on every
 //! attempt of the next model call (OpenCode retries five times, then reports `session.error`
 //! with status 429 and exits 1): the loop is interrupted as a rate limit, and a second run's
-//! request carries the packet as a system message.
+//! request carries the packet as a system message. A plan's limit an hour away, which OpenCode
+//! waits out in its process, interrupts the loop at once with the retry as its reset.
 
 use serde_json::Value;
 
@@ -93,4 +94,56 @@ fn opencode_loop_is_interrupted_by_a_429_and_resumed() {
         .collect::<String>();
     assert!(system.contains("EXPECTED OUTCOME"), "{packet}");
     assert!(system.contains("baton resume accept"), "{packet}");
+}
+
+#[test]
+fn opencode_waiting_out_a_limit_an_hour_away_leaves_the_loop_interrupted_until_then() {
+    let test = "opencode_waiting_out_a_limit_an_hour_away_leaves_the_loop_interrupted_until_then";
+    let script = vec![
+        Reply::Shell("baton loop init T-1".into()),
+        Reply::PlanLimit(3600),
+    ];
+    let Some(h) = Harness::new(Client::OpenCode, test, script) else {
+        return;
+    };
+    let (code, out, err) = baton(&h, &["init", "opencode"]);
+    assert_eq!(code, 0, "baton init: {out}\n{err}");
+    let before = jiff::Timestamp::now();
+    let mut child = h.spawn_args(&["run".into(), "work on ticket T-1".into()]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    let state = loop {
+        let (code, out, _) = baton(&h, &["--json", "loop", "show", "T-1"]);
+        if code == 0 {
+            let state = serde_json::from_str::<Value>(&out).unwrap()["state"].clone();
+            if state["status"] == "interrupted" {
+                break state;
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no interrupt while OpenCode waits:\n{}",
+            h.api.summary()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    // OpenCode is still waiting for the retry: nothing ended the process.
+    let waiting = child.try_wait().unwrap().is_none();
+    // SAFETY: kill(2) on the process group `spawn_args` made; no memory is involved.
+    unsafe {
+        libc::kill(-(child.id() as i32), libc::SIGKILL);
+    }
+    let _ = child.wait();
+    assert!(waiting, "OpenCode ended instead of waiting");
+    assert_eq!(state["interrupt_reason"], "rate_limit", "{state}");
+    let reset: jiff::Timestamp = state["resume_after"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no resume_after: {state}"))
+        .parse()
+        .unwrap();
+    let ahead = reset.duration_since(before).as_secs();
+    assert!(
+        (3590..=3700).contains(&ahead),
+        "reset {ahead}s ahead: {state}"
+    );
+    assert_eq!(h.api.remaining(), 0, "{}", h.api.summary());
 }
