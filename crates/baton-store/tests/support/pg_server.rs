@@ -113,7 +113,14 @@ impl PgServer {
                 std::env::var_os("BATON_PG_REQUIRED").is_none(),
                 "BATON_PG_REQUIRED is set, but no PostgreSQL binaries were found (set BATON_PG_BIN)"
             );
-            eprintln!("{test}: skipped: no PostgreSQL server binaries (initdb) on this machine");
+            // Past the harness's capture, so that the log of a passing run shows it.
+            use std::io::Write;
+            let _ = std::io::stderr().write_all(
+                format!(
+                    "test {test} skipped: no PostgreSQL server binaries (initdb) on this machine\n"
+                )
+                .as_bytes(),
+            );
             return None;
         };
         let dir = tempfile::tempdir().unwrap();

@@ -150,7 +150,7 @@ pub fn cmd_demo(ctx: &Ctx, args: DemoArgs) -> Result<Report, CommandError> {
         steps.push(json!({ "session": step.session, "at": format_ts(now), "args": step.args, "exit": code, "stdout": stdout, "stderr": stderr }));
     }
     text.push_str(
-        "\nEvery command takes `--json`. Next: `baton loop --help`, `baton resume --help`.\n",
+        "\nEvery command takes `--json`.\nNext: run `baton init <client>` in your project (claude, codex, gemini, copilot or opencode)\nso that its hooks keep this state for your agent; `baton loop --help` and `baton resume --help` say more.\n",
     );
     let kept = if args.keep {
         let path = dir.keep();

@@ -55,13 +55,24 @@ pub fn pg_mode() -> bool {
     std::env::var_os("BATON_TEST_STORE").is_some()
 }
 
+/// Says that the running test is skipped, and why, on the test process's own stderr: past the
+/// harness's capture, so that the log of a passing run shows it.
+pub fn skipped(why: &str) {
+    use std::io::Write;
+    let name = std::thread::current()
+        .name()
+        .unwrap_or("a test")
+        .to_string();
+    let _ = std::io::stderr().write_all(format!("test {name} skipped: {why}\n").as_bytes());
+}
+
 /// For a test that holds only against files (symlinks, permissions, torn files, mtimes,
 /// flocks) or starts servers of its own: under `BATON_TEST_STORE` it says why and returns.
 #[macro_export]
 macro_rules! files_only {
     ($why:literal) => {
         if $crate::common::pg_mode() {
-            eprintln!("skipped against PostgreSQL: {}", $why);
+            $crate::common::skipped(concat!("against PostgreSQL: ", $why));
             return;
         }
     };

@@ -563,7 +563,7 @@ fn a_transition_takes_its_steps_in_the_safe_order() {
 fn the_system_calls_of_a_transition_make_it_durable_in_order() {
     crate::files_only!("the file store's system calls");
     if Command::new("strace").arg("-V").output().is_err() {
-        eprintln!("skipped: strace is not installed (apt-get install strace)");
+        crate::common::skipped("strace is not installed (apt-get install strace)");
         return;
     }
     let env = TestEnv::new();

@@ -39,7 +39,9 @@ fn installed(program: &str, package: &str) -> Option<PathBuf> {
             std::env::var_os("CI").is_none(),
             "`{program}` is not installed: CI must install the Debian package {package}"
         );
-        eprintln!("skipped: `{program}` is not installed (apt-get install {package})");
+        crate::common::skipped(&format!(
+            "`{program}` is not installed (apt-get install {package})"
+        ));
     }
     found
 }

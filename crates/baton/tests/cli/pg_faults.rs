@@ -21,8 +21,8 @@ fn server() -> bool {
     if pg_mode() {
         return true;
     }
-    eprintln!(
-        "skipped in the files pass: it runs in the PostgreSQL pass (scripts/pg-suite.sh pg_faults)"
+    crate::common::skipped(
+        "in the files pass: it runs in the PostgreSQL pass (scripts/pg-suite.sh pg_faults)",
     );
     false
 }

@@ -212,7 +212,7 @@ fn a_state_directory_every_user_may_write_to_is_refused_and_nothing_is_created()
 fn a_state_file_another_user_owns_is_refused_and_left_alone() {
     crate::files_only!("a test of the file store's permissions");
     if !is_root() {
-        eprintln!("note: skipped: giving a file to another user needs root");
+        crate::common::skipped("giving a file to another user needs root");
         return;
     }
     let p = Project::new();
@@ -293,7 +293,7 @@ fn a_state_directory_another_user_owns_is_refused_even_to_root() {
     crate::files_only!("a test of the file store's permissions");
     let p = Project::new();
     if !p.dropped {
-        eprintln!("note: skipped: a project of another user needs root");
+        crate::common::skipped("a project of another user needs root");
         return;
     }
     p.baton(0, &["loop", "init", "PROJ-1"]).assert_code(0);

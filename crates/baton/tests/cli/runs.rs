@@ -919,7 +919,7 @@ fn a_symlinked_originating_file_is_refused_and_nothing_is_written() {
 fn an_originating_file_owned_by_another_user_is_refused_and_nothing_is_written() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("note: skipped: chown to another user needs root");
+        crate::common::skipped("chown to another user needs root");
         return;
     }
     let env = project();

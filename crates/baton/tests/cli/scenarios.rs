@@ -796,6 +796,13 @@ fn demo_teaches_the_loop_in_one_screen() {
     assert!(out.stdout.contains("resumed PROJ-1"));
     assert!(out.stdout.contains("(exit 3)"));
     assert!(out.stdout.lines().count() < 70, "fits a screen or two");
+    // It ends on the next step a new user takes: installing baton into their client.
+    let tail: Vec<&str> = out.stdout.lines().rev().take(3).collect();
+    assert!(
+        tail.iter().any(|l| l.contains("`baton init <client>`")),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]

@@ -436,7 +436,7 @@ fn a_machine_whose_clock_runs_two_hours_ahead_still_sees_a_live_owner() {
             std::env::var_os("BATON_PG_REQUIRED").is_none(),
             "CI installs faketime"
         );
-        eprintln!("skipped: faketime is not installed");
+        crate::common::skipped("faketime is not installed");
         return;
     };
     let url = server.url();

@@ -87,6 +87,16 @@ fn clients_bin() -> Result<PathBuf, String> {
             PINNED.join(" ")
         );
         std::fs::create_dir_all(&prefix).map_err(|e| format!("cannot create {prefix:?}: {e}"))?;
+        {
+            // Past the harness's capture: the install takes a minute or more.
+            use std::io::Write;
+            let line = format!(
+                "e2e: installing the pinned clients with npm into {} (once): {}\n",
+                prefix.display(),
+                PINNED.join(" ")
+            );
+            let _ = std::io::stderr().write_all(line.as_bytes());
+        }
         let out = Command::new("npm")
             .args(["install", "--no-audit", "--no-fund", "--prefix"])
             .arg(&prefix)
