@@ -73,9 +73,18 @@ pub struct Work {
     pub phase: String,
     pub status: String,
     pub owner: Option<Owner>,
-    /// The verdict its own command gives.
+    /// The verdict its own command gives, as that command's `--json` says it (`own`, `offer`,
+    /// `live`, `none`, `quiet`, `degraded`, …).
     pub verdict: String,
+    /// How it would resume, as its own command says (`automatic`, `manual`, `never`), when
+    /// that command names a mode.
+    pub mode: Option<String>,
+    /// What qualifies the verdict, when anything does: `finished`, `not started`, `legacy
+    /// loop-state.json`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
     pub class: Option<Class>,
+    /// The next step its own command gives.
     pub next: Option<String>,
     /// Its place in the packet, when it is interrupted or degraded.
     #[serde(skip)]
@@ -91,6 +100,32 @@ pub struct Survey {
     pub pause: Option<Pauses>,
     /// The active feature as read (any resume point a killed write left is completed first).
     pub feature: Option<FeatureFacts>,
+}
+
+impl Work {
+    /// The verdict with its mode or what qualifies it, as text shows it: `offer (automatic)`,
+    /// `none (finished)`.
+    pub fn shown_verdict(&self) -> String {
+        match self.mode.as_deref().or(self.detail.as_deref()) {
+            Some(more) => format!("{} ({more})", self.verdict),
+            None => self.verdict.clone(),
+        }
+    }
+
+    /// Sets the verdict from its shown form (`none (finished)`: `none`, qualified by
+    /// `finished`).
+    fn set_shown(&mut self, shown: &str) {
+        match shown.split_once(" (") {
+            Some((verdict, more)) => {
+                self.verdict = verdict.to_string();
+                self.detail = Some(more.trim_end_matches(')').to_string());
+            }
+            None => {
+                self.verdict = shown.to_string();
+                self.detail = None;
+            }
+        }
+    }
 }
 
 impl Survey {
@@ -222,7 +257,9 @@ pub fn survey(ctx: &Ctx) -> Result<Survey, CommandError> {
             phase: held.state.position(),
             status: held.state.status.as_str().into(),
             owner: Some(loop_owner(ctx, &held.state)),
-            verdict: format!("{} (legacy {LEGACY_LOOP_FILE})", d.verdict),
+            verdict: d.verdict.to_string(),
+            mode: None,
+            detail: Some(format!("legacy {LEGACY_LOOP_FILE}")),
             class: None,
             next: d.next,
             item: None,
@@ -344,10 +381,9 @@ impl Scan<'_> {
             others: &[],
         });
         let owner = loop_owner(ctx, state);
-        let verdict = match (d.archive, d.mode) {
-            (true, _) => "none (finished)".to_string(),
-            (false, Some(mode)) => format!("{} ({})", d.decision.verdict, mode.as_str()),
-            (false, None) => d.decision.verdict.to_string(),
+        let (verdict, detail) = match d.archive {
+            true => ("none".to_string(), Some("finished".to_string())),
+            false => (d.decision.verdict.to_string(), None),
         };
         let mut work = Work {
             kind: WorkKind::Loop,
@@ -356,6 +392,11 @@ impl Scan<'_> {
             status: state.status.as_str().into(),
             owner: Some(owner.clone()),
             verdict,
+            mode: d
+                .mode
+                .filter(|_| !d.archive)
+                .map(|m| m.as_str().to_string()),
+            detail,
             class: None,
             next: d.decision.next.clone(),
             item: None,
@@ -434,7 +475,7 @@ impl Scan<'_> {
             kind: WorkKind::Loop,
             key: ticket,
             position,
-            verdict: work.verdict.clone(),
+            verdict: work.shown_verdict(),
             class: Some(c.class),
             reasons,
             checkpoint: state
@@ -454,7 +495,6 @@ impl Scan<'_> {
             references,
             urgency: urgency(Some(c.class), c.waiting, degraded),
         });
-        work.next = Some(c.next);
         work
     }
 
@@ -480,6 +520,8 @@ impl Scan<'_> {
                 machine: None,
             }),
             verdict: String::new(),
+            mode: None,
+            detail: None,
             class: None,
             next: next.clone(),
             item: None,
@@ -491,7 +533,7 @@ impl Scan<'_> {
             recent: is_live(ctx.now, last),
             mine,
         });
-        work.verdict = standing.as_str().into();
+        work.set_shown(standing.as_str());
         if standing != Standing::Offer {
             return work;
         }
@@ -542,7 +584,7 @@ impl Scan<'_> {
             kind: WorkKind::Batch,
             key: state.batch_id.clone(),
             position: from,
-            verdict: work.verdict.clone(),
+            verdict: work.shown_verdict(),
             class: Some(c.class),
             reasons: gone.into_iter().chain(c.reasons.iter().cloned()).collect(),
             checkpoint: Some(format!(
@@ -631,7 +673,8 @@ impl Scan<'_> {
                     work.kind,
                     esc(&work.key)
                 ));
-                work.verdict = "quiet".into();
+                work.set_shown("quiet");
+                work.mode = None;
                 work.next = Some(format!("not offered here: {detail}"));
                 None
             }
@@ -686,7 +729,9 @@ impl Scan<'_> {
             ),
             status: run.status.to_string(),
             owner: None,
-            verdict: "none (finished)".into(),
+            verdict: "none".into(),
+            mode: None,
+            detail: Some("finished".into()),
             class: None,
             next: None,
             item: None,
@@ -779,7 +824,7 @@ impl Scan<'_> {
             kind: WorkKind::Run,
             key: id.to_string(),
             position: work.phase.clone(),
-            verdict: work.verdict.clone(),
+            verdict: work.shown_verdict(),
             class: Some(c.class),
             reasons,
             checkpoint: d
@@ -831,6 +876,8 @@ impl Scan<'_> {
             status: "degraded".into(),
             owner: None,
             verdict: "degraded".into(),
+            mode: None,
+            detail: None,
             class: None,
             next: Some(next.clone()),
             item: Some(Item {
@@ -882,7 +929,9 @@ impl Scan<'_> {
             phase: position.clone(),
             status: field(p.and_then(|p| p.phase())),
             owner: None,
-            verdict: "none (finished)".into(),
+            verdict: "none".into(),
+            mode: None,
+            detail: Some("finished".into()),
             class: None,
             next: None,
             item: None,
@@ -907,7 +956,7 @@ impl Scan<'_> {
                 .map(|h| format!("handover: {}", shown(h))),
         );
         if f.is_degraded() {
-            work.verdict = "degraded".into();
+            work.set_shown("degraded");
             work.status = "degraded".into();
             let next = "a human fixes the feature pointer (the problems below) before anything resumes: it cannot be trusted as it is".to_string();
             work.next = Some(next.clone());
@@ -932,15 +981,15 @@ impl Scan<'_> {
         if !f.is_active() {
             return work;
         }
-        work.verdict = "resume".into();
+        work.set_shown("resume");
         match on_it {
             Some(true) => {
-                work.verdict = "own".into();
+                work.set_shown("own");
                 work.next = Some("this session is on it: carry on".into());
                 return work;
             }
             Some(false) => {
-                work.verdict = "live".into();
+                work.set_shown("live");
                 work.next =
                     Some("another session's work in this project is live: hands off".into());
                 return work;
@@ -1072,7 +1121,7 @@ impl Scan<'_> {
             kind: WorkKind::Feature,
             key,
             position,
-            verdict: work.verdict.clone(),
+            verdict: work.shown_verdict(),
             class: Some(c.class),
             reasons,
             checkpoint,
@@ -1155,6 +1204,8 @@ impl Scan<'_> {
                 machine: None,
             }),
             verdict: String::new(),
+            mode: None,
+            detail: None,
             class: None,
             next: None,
             item: None,
@@ -1166,7 +1217,7 @@ impl Scan<'_> {
             recent,
             mine,
         });
-        work.verdict = standing.as_str().into();
+        work.set_shown(standing.as_str());
         let Some(open) = open else {
             return Ok(Some(work));
         };

@@ -278,7 +278,7 @@ fn every_piece(ctx: &Ctx, deadline: Option<Timestamp>) -> Result<All, CommandErr
             Piece {
                 kind: w.kind,
                 key: w.key.clone(),
-                resume: w.verdict.clone(),
+                resume: w.shown_verdict(),
                 wait,
                 resets: match wait {
                     Wait::Until(t) => Some(t),
@@ -306,7 +306,7 @@ fn a_loop(ctx: &Ctx, w: &Work, deadline: Option<Timestamp>) -> Result<Piece, Com
     Ok(Piece {
         kind: w.kind,
         key: w.key.clone(),
-        resume: w.verdict.clone(),
+        resume: w.shown_verdict(),
         wait: decide_wait(d.decision.verdict, d.mode, after, ctx.now, deadline),
         resets: after.filter(|t| *t > ctx.now),
         next: d.accept.or(d.decision.next),

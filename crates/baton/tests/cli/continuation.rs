@@ -130,19 +130,16 @@ fn resume_without_a_ticket_names_each_piece_of_work_once_with_its_own_commands_v
     assert_eq!(names, expected, "each piece of work once");
     assert_eq!(all["verdict"], "resume");
 
-    // Each verdict is the one its own command gives.
+    // Each verdict, mode and next step is the one its own command gives, and so is each row
+    // of `status --json`.
+    let status = env.baton("B", 60, &["--json", "status"]).json();
     for ticket in ["PROJ-1", "PROJ-2"] {
         let own = env.baton("B", 60, &["--json", "resume", ticket]).json();
-        let want = format!(
-            "{} ({})",
-            own["verdict"].as_str().unwrap(),
-            own["mode"].as_str().unwrap()
-        );
-        assert_eq!(
-            row(&all, "loop", ticket)["verdict"],
-            json!(want),
-            "{ticket}"
-        );
+        for listed in [row(&all, "loop", ticket), row(&status, "loop", ticket)] {
+            for field in ["verdict", "mode", "next"] {
+                assert_eq!(listed[field], own[field], "{ticket} {field}: {listed}");
+            }
+        }
     }
     assert_eq!(row(&all, "loop", "PROJ-1")["class"], "rate_limit");
     assert_eq!(row(&all, "loop", "PROJ-2")["class"], "crash");
@@ -366,7 +363,8 @@ fn live_and_finished_work_is_listed_but_not_in_the_packet() {
     .assert_code(0);
     let all = env.baton("B", 2, &["--json", "resume"]).json();
     assert_eq!(row(&all, "loop", "PROJ-1")["verdict"], "live");
-    assert_eq!(row(&all, "loop", "PROJ-2")["verdict"], "none (finished)");
+    assert_eq!(row(&all, "loop", "PROJ-2")["verdict"], "none");
+    assert_eq!(row(&all, "loop", "PROJ-2")["detail"], "finished");
     assert_eq!(all["verdict"], "none");
     assert!(all["packet"]["items"].as_array().unwrap().is_empty());
 }

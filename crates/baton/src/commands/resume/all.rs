@@ -63,7 +63,7 @@ fn row_line(w: &Work) -> String {
         "{} {}: {}{class} · {}{machine}",
         w.kind,
         esc(&w.key),
-        w.verdict,
+        w.shown_verdict(),
         w.phase
     ));
     line.push('\n');

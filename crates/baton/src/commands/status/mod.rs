@@ -105,7 +105,7 @@ fn table(ctx: &Ctx) -> Result<Report, CommandError> {
 
 fn row(ctx: &Ctx, w: &Work, colour: bool) -> String {
     let class = w.class.map_or("-", |c| c.as_str());
-    let verdict = fit(&w.verdict, WIDTH - 63);
+    let verdict = fit(&w.shown_verdict(), WIDTH - 63);
     let painted = if colour {
         let code = match () {
             _ if w.item.is_some() => "33",
