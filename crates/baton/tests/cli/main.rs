@@ -4,6 +4,7 @@
 mod autonomous_dev;
 mod clau_kit;
 mod clients_more;
+mod codex_plugin;
 mod common;
 mod continuation;
 mod continuation_files;

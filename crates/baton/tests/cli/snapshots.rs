@@ -1045,6 +1045,16 @@ fn json_of_the_commands_around_the_state() {
         &["init", "claude", "--plugin", &plugin_dir],
         0,
     );
+    let codex_plugin_dir = s.env.home().join("codex-marketplace");
+    let codex_plugin_dir = codex_plugin_dir.to_string_lossy().into_owned();
+    s.json(
+        "init",
+        Some("plugin-codex"),
+        None,
+        0,
+        &["init", "codex", "--plugin", &codex_plugin_dir],
+        0,
+    );
     s.json("schema", None, None, 0, &["schema"], 0);
     s.json(
         "schema",

@@ -16,6 +16,7 @@ use serde_json::json;
 use crate::output::Report;
 use baton_core::client::{Client, Dialect, Instructions, SettingsShape};
 use baton_core::install::codex_trust::{self, TrustChange};
+use baton_core::install::plugin as install_plugin;
 use baton_core::install::{gitattributes, instructions, settings};
 use baton_ops::env::Ctx;
 use baton_ops::error::{CommandError, ExitStatus};
@@ -59,11 +60,14 @@ pub struct InitArgs {
     /// requires before it runs a project's hooks.
     #[arg(long, conflicts_with_all = ["remove", "user"])]
     trust_project: bool,
-    /// Claude Code only: write baton as a plugin into DIR instead of editing settings: a
-    /// marketplace (`DIR/.claude-plugin/marketplace.json`) holding the plugin `DIR/baton` (its
+    /// Claude Code and Codex only: write baton as a plugin into DIR instead of editing
+    /// settings: a marketplace (`DIR/.claude-plugin/marketplace.json` for Claude Code,
+    /// `DIR/.agents/plugins/marketplace.json` for Codex) holding the plugin `DIR/baton` (its
     /// manifest, its hooks, the guide as a skill, and this executable as its `bin/baton`, which
-    /// the hooks call and the agent's tool calls find on their PATH). Install it with `claude
-    /// plugin marketplace add DIR` and `claude plugin install baton@baton`.
+    /// the hooks call). Install it with `claude plugin marketplace add DIR` and `claude plugin
+    /// install baton@baton`, or `codex plugin marketplace add DIR` and `codex plugin add
+    /// baton@baton`; for Codex, the trust entries of the plugin's hooks also go into
+    /// `$CODEX_HOME/config.toml`.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["remove", "user", "trust_project", "dry_run"])]
     plugin: Option<std::path::PathBuf>,
 }
@@ -72,14 +76,20 @@ pub fn cmd_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> {
     let client = Client::parse(&args.client)
         .ok_or_else(|| CommandError::usage(format!("unknown client {:?}", args.client)))?;
     if let Some(dir) = &args.plugin {
-        if client != Client::Claude {
+        if install_plugin::layout(client).is_none() {
+            let writes: Vec<&str> = Client::ALL
+                .into_iter()
+                .filter(|c| install_plugin::layout(*c).is_some())
+                .map(|c| c.def().title())
+                .collect();
             return Err(CommandError::usage(format!(
-                "`--plugin` is for Claude Code: {} has no plugin baton writes",
+                "`--plugin` is for {}: {} has no plugin baton writes",
+                writes.join(" and "),
                 client.def().title()
             ))
             .hint(format!("run `baton init {}` without it", client.as_str())));
         }
-        return plugin::write(dir);
+        return plugin::write(ctx, client, dir);
     }
     if args.trust_project && !client.def().keeps_hook_trust() {
         let (trusting, others): (Vec<Client>, Vec<Client>) = Client::ALL
