@@ -65,6 +65,12 @@ pub trait Definition: Sync {
     fn pid_variable(&self) -> Option<&'static str> {
         None
     }
+    /// For a client whose tool calls get their session only from baton's own plugin: what
+    /// fixes a tool call (one with `pid_variable` set) that has none. Work started there is
+    /// refused rather than recorded under no session.
+    fn sessionless_tool_call_fix(&self) -> Option<&'static str> {
+        None
+    }
 
     /// Where the evidence of how a dead turn ended is kept, besides a failure hook.
     fn evidence(&self) -> Evidence {

@@ -140,6 +140,12 @@ impl Definition for OpenCode {
         Some("OPENCODE_PID")
     }
 
+    fn sessionless_tool_call_fix(&self) -> Option<&'static str> {
+        Some(
+            "run `baton init opencode` in the project (baton's plugin gives every tool call `BATON_OPENCODE_SESSION`) and start OpenCode again, or pass `--session <ID>`",
+        )
+    }
+
     /// `opencode [OPTIONS] run [OPTIONS] --session <session> "<prompt>"` (a new session when
     /// there is none to resume: `--continue` might pick another run's), from a headless
     /// `opencode [OPTIONS] run [OPTIONS] <task…>`: every option kept but those that picked a

@@ -207,23 +207,30 @@ pub fn no_session_warning(ctx: &Ctx, what: &str) -> Option<String> {
     })
 }
 
-/// A tool call of OpenCode with no session id, refused before anything is written: OpenCode
-/// names no session to its tool calls (baton's plugin gives them one), so work started there
-/// without one would be recorded under no session at all.
+/// A tool call with no session id of a client that names none to its tool calls (OpenCode,
+/// whose tool calls get theirs from baton's plugin), refused before anything is written: work
+/// started there would be recorded under no session at all.
 pub fn refuse_sessionless_tool_call(ctx: &Ctx) -> Result<(), CommandError> {
-    let opencode = baton_core::client::Client::OpenCode.def().pid_variable();
-    let in_opencode = ctx
-        .settings
-        .client_pids
-        .iter()
-        .any(|(v, _)| Some(*v) == opencode);
-    if ctx.session().is_some() || !in_opencode {
+    if ctx.session().is_some() {
         return Ok(());
     }
-    Err(CommandError::usage(
-        "this OpenCode tool call has no session id, so the work it starts would be no session's: OpenCode names none to its tool calls",
-    )
-    .hint("run `baton init opencode` in the project (baton's plugin gives every tool call `BATON_OPENCODE_SESSION`) and start OpenCode again, or pass `--session <ID>`"))
+    let client = baton_core::client::Client::ALL.into_iter().find(|c| {
+        c.def().sessionless_tool_call_fix().is_some()
+            && ctx
+                .settings
+                .client_pids
+                .iter()
+                .any(|(v, _)| Some(*v) == c.def().pid_variable())
+    });
+    let Some(client) = client else {
+        return Ok(());
+    };
+    Err(CommandError::usage(format!(
+        "this {} tool call has no session id, so the work it starts would be no session's: {} names none to its tool calls",
+        client.def().title(),
+        client.def().title()
+    ))
+    .hint(client.def().sessionless_tool_call_fix().unwrap_or_default()))
 }
 
 /// The batch is live while its owner works its tickets: a write or heartbeat by the batch's
