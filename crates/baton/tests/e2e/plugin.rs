@@ -6,7 +6,7 @@
 //! plugin's `bin/` nor `PLUGIN_ROOT` in a tool call's environment), so there the agent's
 //! `baton` is the one `~/.profile` puts on the login shell's PATH, as for `baton init codex`.
 
-use crate::clients::{Client, Harness, baton_bin};
+use crate::clients::{Client, Harness, Outcome, baton_bin};
 use crate::fake_api::Reply;
 use crate::flow::{baton, loop_state};
 
@@ -50,28 +50,7 @@ fn claude_installs_the_plugin_from_a_local_marketplace_and_runs_with_it() {
 
     let first = h.run("work on ticket T-1");
     assert_ne!(first.code, Some(0), "a 429 ends session 1: {first}");
-    let state = loop_state(&h);
-    assert_eq!(state["status"], "interrupted", "{state}\n{first}");
-    assert_eq!(state["interrupt_reason"], "rate_limit", "{state}\n{first}");
-    assert!(
-        !state["session_id"].as_str().unwrap_or_default().is_empty(),
-        "the tool call found its session: {state}"
-    );
-    let seen_before = h.api.requests().len();
-
-    let second = h.run("carry on");
-    assert_eq!(second.code, Some(0), "{second}\n{}", h.api.summary());
-    let packet = h.api.requests()[seen_before..]
-        .iter()
-        .filter(|r| r.main)
-        .any(|r| r.body.contains("EXPECTED OUTCOME") && r.body.contains("T-1"));
-    assert!(
-        packet,
-        "no request of session 2 carries the packet:\n{}",
-        h.api.summary()
-    );
-    let (code, out, err) = baton(&h, &["status"]);
-    assert_eq!(code, 0, "{out}\n{err}");
+    interrupted_then_resumed(&h, &first);
 }
 
 /// `baton init codex --plugin` into `<home>/marketplace` (the trust entries into the harness's
@@ -138,28 +117,7 @@ fn codex_installs_the_plugin_from_a_local_marketplace_and_runs_with_it() {
         "a tool call saw the plugin's directory:\n{}",
         h.api.summary()
     );
-    let state = loop_state(&h);
-    assert_eq!(state["status"], "interrupted", "{state}\n{first}");
-    assert_eq!(state["interrupt_reason"], "rate_limit", "{state}\n{first}");
-    assert!(
-        !state["session_id"].as_str().unwrap_or_default().is_empty(),
-        "the tool call found its session: {state}"
-    );
-    let seen_before = h.api.requests().len();
-
-    let second = h.run("carry on");
-    assert_eq!(second.code, Some(0), "{second}\n{}", h.api.summary());
-    let packet = h.api.requests()[seen_before..]
-        .iter()
-        .filter(|r| r.main)
-        .any(|r| r.body.contains("EXPECTED OUTCOME") && r.body.contains("T-1"));
-    assert!(
-        packet,
-        "no request of session 2 carries the packet:\n{}",
-        h.api.summary()
-    );
-    let (code, out, err) = baton(&h, &["status"]);
-    assert_eq!(code, 0, "{out}\n{err}");
+    interrupted_then_resumed(&h, &first);
 }
 
 /// What `init`'s note says about a reinstall: Codex pins the files of the installed copy it first
@@ -197,4 +155,31 @@ fn codex_runs_no_hook_of_a_reinstalled_plugin_whose_files_changed() {
             && !second.stderr.contains("hook: SessionStart Completed"),
         "{second}"
     );
+}
+
+/// After session 1, which a 429 ended: the loop is interrupted as a rate limit, owned by the
+/// session its tool call found; session 2's request carries the packet; `status` reads it all.
+fn interrupted_then_resumed(h: &Harness, first: &Outcome) {
+    let state = loop_state(h);
+    assert_eq!(state["status"], "interrupted", "{state}\n{first}");
+    assert_eq!(state["interrupt_reason"], "rate_limit", "{state}\n{first}");
+    assert!(
+        !state["session_id"].as_str().unwrap_or_default().is_empty(),
+        "the tool call found its session: {state}"
+    );
+    let seen_before = h.api.requests().len();
+
+    let second = h.run("carry on");
+    assert_eq!(second.code, Some(0), "{second}\n{}", h.api.summary());
+    let packet = h.api.requests()[seen_before..]
+        .iter()
+        .filter(|r| r.main)
+        .any(|r| r.body.contains("EXPECTED OUTCOME") && r.body.contains("T-1"));
+    assert!(
+        packet,
+        "no request of session 2 carries the packet:\n{}",
+        h.api.summary()
+    );
+    let (code, out, err) = baton(h, &["status"]);
+    assert_eq!(code, 0, "{out}\n{err}");
 }
