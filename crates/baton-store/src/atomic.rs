@@ -74,7 +74,7 @@ fn replace_inner(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = dir.join(temp_name(&name));
-    let result = write_synced(&tmp, bytes, mode, sync)
+    let result = write_synced(&tmp, path, bytes, mode, sync)
         .and_then(|()| check())
         .and_then(|()| {
             faults::point("atomic.rename")
@@ -88,7 +88,15 @@ fn replace_inner(
     if sync { sync_dir(dir) } else { Ok(()) }
 }
 
-fn write_synced(tmp: &Path, bytes: &[u8], mode: u32, sync: bool) -> Result<(), StoreError> {
+/// Writes `bytes` into the new file `tmp`, beside `path`, which an error names: the temp file
+/// is baton's business, and never exists when the directory refuses it.
+fn write_synced(
+    tmp: &Path,
+    path: &Path,
+    bytes: &[u8],
+    mode: u32,
+    sync: bool,
+) -> Result<(), StoreError> {
     let mut file = faults::point("atomic.create")
         .and_then(|()| {
             OpenOptions::new()
@@ -98,7 +106,7 @@ fn write_synced(tmp: &Path, bytes: &[u8], mode: u32, sync: bool) -> Result<(), S
                 .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
                 .open(tmp)
         })
-        .map_err(StoreError::io("create", tmp))?;
+        .map_err(StoreError::io("write", path))?;
     let mut rest = bytes;
     while !rest.is_empty() {
         match faults::write("atomic.write", &mut file, rest) {

@@ -132,10 +132,7 @@ impl StoreError {
             StoreError::Io { path, source, .. }
                 if source.kind() == std::io::ErrorKind::PermissionDenied =>
             {
-                Some(format!(
-                    "check the ownership and mode of {} and its directory",
-                    path.display()
-                ))
+                Some(permission_fix(path))
             }
             StoreError::Io { op, path, .. } if *op == "fsync directory" => Some(format!(
                 "the change is in {} but the disk did not confirm it, so it may not survive a \
@@ -215,9 +212,55 @@ impl StoreError {
             StoreError::ChangedUnderfoot { .. } | StoreError::Conflict { .. } => Some(
                 "another program is editing it; run the command again once it is done".into(),
             ),
-            StoreError::Git { .. } => {
-                Some("run the git command yourself to see why it fails".into())
+            // Git refuses a repository another user owns until it is trusted.
+            StoreError::Git { dir, detail, .. } if detail.contains("dubious ownership") => {
+                Some(format!(
+                    "git trusts a repository another user owns only once told to: `git config --global --add safe.directory {}` (as the user that runs baton and the agent), then run the command again; nothing was changed",
+                    baton_core::text::shell_quote(&dir.to_string_lossy())
+                ))
             }
+            StoreError::Git { args, dir, .. } => Some(format!(
+                "run the git command yourself to see all it says: `git -C {} {args}`",
+                baton_core::text::shell_quote(&dir.to_string_lossy())
+            )),
         }
+    }
+}
+
+/// What makes `path` writable again: its directory's or its own mode, or its owner, whichever
+/// refuses this user; nothing was changed.
+fn permission_fix(path: &std::path::Path) -> String {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let quote = |p: &std::path::Path| baton_core::text::shell_quote(&p.to_string_lossy());
+    let refusing = [dir, path]
+        .into_iter()
+        .filter_map(|p| std::fs::metadata(p).ok().map(|m| (p, m)))
+        .find(|(_, m)| {
+            let write = if m.uid() == me { 0o200 } else { 0o002 };
+            m.mode() & write == 0
+        });
+    match refusing {
+        Some((p, m)) if m.uid() == me => format!(
+            "{} is not writable: `chmod u+w {}`, then run the command again",
+            p.display(),
+            quote(p)
+        ),
+        Some((p, m)) => format!(
+            "{} belongs to uid {}, and this is uid {me}: run baton as its owner, or take it back (`chown {me} {}`)",
+            p.display(),
+            m.uid(),
+            quote(p)
+        ),
+        None => format!(
+            "check the ownership and mode of {} and of {}",
+            path.display(),
+            dir.display()
+        ),
     }
 }

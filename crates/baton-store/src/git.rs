@@ -28,11 +28,13 @@ fn run(dir: &Path, args: &[&str]) -> Result<Output, StoreError> {
 fn run_ok(dir: &Path, args: &[&str]) -> Result<String, StoreError> {
     let out = run(dir, args)?;
     if !out.status.success() {
-        // Hooks and some porcelain report on stdout; show whichever said something.
+        // Hooks and some porcelain report on stdout; show whichever said something, its first
+        // line (what follows is git's own advice, which the error's hint gives as a command).
         let detail = [&out.stderr, &out.stdout]
             .into_iter()
             .map(|b| String::from_utf8_lossy(b).trim().to_string())
             .find(|s| !s.is_empty())
+            .map(|s| s.lines().next().unwrap_or_default().trim().to_string())
             .unwrap_or_else(|| format!("exit status {}", out.status));
         return Err(StoreError::Git {
             args: args.join(" "),

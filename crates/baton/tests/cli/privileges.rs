@@ -316,3 +316,72 @@ fn a_state_directory_another_user_owns_is_refused_even_to_root() {
         assert_eq!(tree(&dir), before, "{args:?} changed {}", dir.display());
     }
 }
+
+/// git refuses a repository another user owns ("dubious ownership"): the error is git's one
+/// line, not its advice with escaped newlines, and the hint is the `safe.directory` command.
+#[test]
+fn a_repository_git_calls_dubious_is_refused_with_the_safe_directory_fix() {
+    crate::files_only!("git's check of the working tree");
+    if !is_root() {
+        crate::common::skipped("giving the repository to another user needs root");
+        return;
+    }
+    let env = crate::common::TestEnv::new();
+    let chown = std::process::Command::new("chown")
+        .args(["-R", "nobody"])
+        .arg(&env.repo)
+        .status()
+        .unwrap();
+    assert!(chown.success());
+    let out = env.baton("A", 0, &["loop", "init", "T-1"]);
+    out.assert_code(1);
+    assert!(out.stderr.contains("dubious ownership"), "{}", out.stderr);
+    assert!(!out.stderr.contains("\\n"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("git config --global --add safe.directory"),
+        "{}",
+        out.stderr
+    );
+    assert!(!env.state_dir().join("loop-state-T-1.json").exists());
+}
+
+/// A state directory its own user made read-only: the error names the state file and the
+/// directory, with the `chmod` that fixes it, never the temp file that was never created.
+#[test]
+fn a_read_only_state_directory_is_named_with_the_chmod_that_fixes_it() {
+    crate::files_only!("a test of the file store's permissions");
+    let p = Project::new();
+    if !p.dropped {
+        crate::common::skipped("root writes a read-only directory: the test needs setpriv");
+        return;
+    }
+    p.baton(0, &["loop", "init", "PROJ-1"]).assert_code(0);
+    let dir = p.state_dir();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o555)).unwrap();
+    // The lock files hold the pid of their last taker; everything else is as it was.
+    let state = |dir: &Path| {
+        let mut t = tree(dir);
+        t.retain(|(path, ..)| !path.starts_with(dir.join("locks")));
+        t
+    };
+    let before = state(&dir);
+    let out = p.baton(1, SET);
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    out.assert_code(1);
+    assert!(
+        out.stderr.contains(&format!(
+            "cannot write {}",
+            p.env.loop_file("PROJ-1").display()
+        )),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains(".tmp-"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&format!("chmod u+w {}", dir.display())),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(state(&dir), before);
+}
