@@ -354,7 +354,12 @@ impl Scan<'_> {
     fn a_loop(&self, key: &str, state: &LoopState) -> Work {
         let ctx = self.ctx;
         let layout = self.store.layout();
-        let ticket = state.ticket_id.clone().unwrap_or_else(|| key.to_string());
+        // A loop started with no ticket is named by its key, from any session.
+        let ticket = state
+            .ticket_id
+            .clone()
+            .filter(|t| !t.is_empty())
+            .unwrap_or_else(|| key.to_string());
         let t = shell_quote(&esc(&ticket));
         let resumable = is_resumable(state, ctx.now);
         let tree = self.changes.filter(|_| resumable).map(|c| {

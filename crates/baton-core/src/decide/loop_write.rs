@@ -14,14 +14,15 @@ pub const REFUSED: crate::Verdict = crate::Verdict::Refused;
 /// Verdict of a write that waits for a human decision (exit 4).
 pub const ASK: crate::Verdict = crate::Verdict::Ask;
 
-/// Two raw ticket ids that sanitize to one key never share the file.
+/// Two raw ticket ids that sanitize to one key never share the file. A loop started with no
+/// ticket (keyed by its session) is named by its key.
 pub fn check_key_collision(
     stored: &LoopState,
     raw_ticket: &str,
     key: &str,
 ) -> Result<(), Decision> {
     match stored.ticket_id.as_deref() {
-        Some(existing) if existing != raw_ticket => Err(Decision::new(
+        Some(existing) if !existing.is_empty() && existing != raw_ticket => Err(Decision::new(
             REFUSED,
             Reason::new(
                 crate::Rule::LoopKeyCollision,
@@ -211,6 +212,10 @@ mod tests {
         let mut legacy = s.clone();
         legacy.ticket_id = None;
         assert!(check_key_collision(&legacy, "PROJ/1", "PROJ-1").is_ok());
+        // A loop with no ticket, keyed by its session: another session names it by that key.
+        let mut ticketless = s.clone();
+        ticketless.ticket_id = Some(String::new());
+        assert!(check_key_collision(&ticketless, "session-A", "session-A").is_ok());
     }
 
     #[test]

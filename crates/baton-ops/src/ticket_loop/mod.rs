@@ -125,14 +125,22 @@ impl Target {
         }
     }
 
-    /// The ticket for text output, control characters escaped.
+    /// The ticket for text output, control characters escaped; for a loop with no ticket, its
+    /// key.
     pub fn shown(&self) -> String {
-        esc(&self.raw).into_owned()
+        match self.source {
+            KeySource::Ticket => esc(&self.raw).into_owned(),
+            _ => self.key.clone(),
+        }
     }
 
-    /// The ticket quoted for a suggested command.
+    /// The ticket quoted for a suggested command; for a loop with no ticket, its key, which
+    /// names it from any session (the empty ticket would name the running session's own).
     pub fn arg(&self) -> String {
-        shell_quote(&esc(&self.raw))
+        match self.source {
+            KeySource::Ticket => shell_quote(&esc(&self.raw)),
+            _ => shell_quote(&self.key),
+        }
     }
 
     pub fn file_name(&self) -> String {

@@ -403,3 +403,41 @@ fn ledger_torn_tail_note_goes_to_stderr_so_command_substitution_gets_the_line_al
     json.assert_code(0);
     assert_eq!(json.json()["sealed_torn_tail"], false);
 }
+
+/// A loop started with no ticket is keyed by its session; another session is offered it by that
+/// key, and the offered accept command works (the empty ticket would name its own session's).
+#[test]
+fn a_ticketless_loop_is_offered_by_its_key_and_the_offer_works() {
+    let env = TestEnv::new();
+    let out = env.baton("S1", 0, &["loop", "init", ""]);
+    out.assert_code(0);
+    assert!(
+        out.stdout.contains("started the loop for session-S1"),
+        "{}",
+        out.stdout
+    );
+    let out = env.baton("S1", 1, &["loop", "interrupt", "", "--reason", "unknown"]);
+    out.assert_code(0);
+    assert!(
+        out.stdout.contains("`baton resume session-S1`"),
+        "{}",
+        out.stdout
+    );
+    let all = env.baton("S2", 2, &["--json", "resume"]).json();
+    let items = all["packet"]["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "{all}");
+    assert_eq!(
+        items[0]["accept"], "baton resume accept session-S1",
+        "{all}"
+    );
+    let out = env.baton("S2", 3, &["resume", "accept", "session-S1"]);
+    out.assert_code(0);
+    let state = env
+        .baton("S2", 3, &["--json", "loop", "show", "session-S1"])
+        .json();
+    assert_eq!(state["state"]["session_id"], "S2", "{state}");
+    assert_eq!(
+        state["path"].as_str().unwrap().rsplit('/').next(),
+        Some("loop-state-session-S1.json")
+    );
+}
