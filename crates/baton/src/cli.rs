@@ -83,6 +83,7 @@ enum Command {
     Batch(batch::BatchCommand),
     Hook(hook::HookArgs),
     Init(init::InitArgs),
+    Doctor(crate::commands::doctor::DoctorArgs),
     Demo(demo::DemoArgs),
     Schema(schema::SchemaArgs),
     Completions(completions::CompletionsArgs),
@@ -155,7 +156,7 @@ pub fn run() -> ExitCode {
             // with a shared store, the server's.
             let state_command = !matches!(
                 command,
-                Command::Init(_) | Command::Schema(_) | Command::Demo(_)
+                Command::Init(_) | Command::Schema(_) | Command::Demo(_) | Command::Doctor(_)
             ) && !is_store_command(&command);
             Ctx::from_env(cli.dir, cli.session)
                 .and_then(|mut ctx| {
@@ -270,6 +271,7 @@ fn dispatch(ctx: &Ctx, command: Command) -> Result<Report, CommandError> {
             unreachable!("these run before the context is read")
         }
         Command::Init(args) => init::cmd_init(ctx, args),
+        Command::Doctor(args) => crate::commands::doctor::cmd_doctor(ctx, args),
         Command::Demo(args) => demo::cmd_demo(ctx, args),
         Command::Schema(args) => schema::cmd_schema(ctx, args),
         Command::Continue(args) => crate::commands::continue_cmd::cmd_continue(ctx, args),

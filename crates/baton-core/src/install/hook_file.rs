@@ -167,11 +167,11 @@ pub fn uninstall(text: Option<&str>, client: Client) -> Result<Edited, SettingsE
     })
 }
 
-/// The events baton's handlers for `client` are installed for.
-pub fn installed_events(text: &str, client: Client) -> Result<Vec<String>, SettingsError> {
+/// baton's handlers for `client`: each event, with the command it runs.
+pub fn installed(text: &str, client: Client) -> Result<Vec<(String, String)>, SettingsError> {
     Ok(placements(&parse(Some(text))?, client)
         .into_iter()
-        .map(|p| p.event)
+        .map(|p| (p.event, p.command))
         .collect())
 }
 
@@ -194,7 +194,7 @@ mod tests {
         );
         assert_eq!(v["hooks"]["sessionEnd"][0]["timeoutSec"], 30);
         assert_eq!(
-            installed_events(&text, c).unwrap(),
+            super::super::settings::installed_events(&text, c).unwrap(),
             [
                 "sessionStart",
                 "userPromptSubmitted",

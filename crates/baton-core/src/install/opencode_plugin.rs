@@ -187,16 +187,18 @@ pub fn uninstall(text: Option<&str>) -> Edited {
     edited(text.filter(|t| !is_baton(t)).map(str::to_string))
 }
 
-/// Every event the module passes on, when `text` is baton's module.
-pub fn installed_events(text: &str, client: Client) -> Vec<String> {
-    if !is_baton(text) {
+/// Every event the module passes on, with the command it runs for it, when `text` is baton's
+/// module.
+pub fn installed(text: &str, client: Client) -> Vec<(String, String)> {
+    let Some(program) = program_of(text) else {
         return Vec::new();
-    }
+    };
+    let program = crate::text::shell_quote(&program);
     client
         .def()
         .hook_events()
         .iter()
-        .map(|e| e.to_string())
+        .map(|e| (e.to_string(), super::hook_command(&program, client, e)))
         .collect()
 }
 
@@ -228,9 +230,11 @@ mod tests {
         for event in Client::OpenCode.def().hook_events() {
             assert!(text.contains(&format!("\"{event}\"")), "{event}");
         }
+        let installed = installed(&text, Client::OpenCode);
+        assert_eq!(installed.len(), Client::OpenCode.def().hook_events().len());
         assert_eq!(
-            installed_events(&text, Client::OpenCode).len(),
-            Client::OpenCode.def().hook_events().len()
+            installed[0].1,
+            "'/opt/my tools/baton' hook opencode session.start"
         );
         // Installing again over it, for another program, replaces it.
         let again = install(Some(&text), "baton").unwrap().text.unwrap();
@@ -246,6 +250,6 @@ mod tests {
             Err(SettingsError::NotOurs(_))
         ));
         assert_eq!(uninstall(Some(theirs)).text.as_deref(), Some(theirs));
-        assert!(installed_events(theirs, Client::OpenCode).is_empty());
+        assert!(installed(theirs, Client::OpenCode).is_empty());
     }
 }

@@ -360,17 +360,25 @@ fn uninstall_named(text: &str, client: Client, name: &str) -> Result<Edited, Set
 
 /// The events baton's handlers for `client` are installed for in the settings `text`.
 pub fn installed_events(text: &str, client: Client) -> Result<Vec<String>, SettingsError> {
-    if client.def().settings_shape() == SettingsShape::Plugin {
-        return Ok(super::opencode_plugin::installed_events(text, client));
-    }
-    if client.def().settings_shape() == SettingsShape::Handlers {
-        return super::hook_file::installed_events(text, client);
-    }
-    let root = parse(Some(text), client.def().settings_dialect())?;
-    Ok(placements(&root, client)?
+    Ok(installed(text, client)?
         .into_iter()
-        .map(|p| p.event)
+        .map(|(e, _)| e)
         .collect())
+}
+
+/// baton's handlers for `client` in the settings `text`: each event, with the command it runs.
+pub fn installed(text: &str, client: Client) -> Result<Vec<(String, String)>, SettingsError> {
+    match client.def().settings_shape() {
+        SettingsShape::Plugin => Ok(super::opencode_plugin::installed(text, client)),
+        SettingsShape::Handlers => super::hook_file::installed(text, client),
+        _ => {
+            let root = parse(Some(text), client.def().settings_dialect())?;
+            Ok(placements(&root, client)?
+                .into_iter()
+                .map(|p| (p.event, p.command))
+                .collect())
+        }
+    }
 }
 
 /// Every handler in the settings: `(event, group, handler)`.

@@ -4,6 +4,7 @@ pub mod batch;
 pub mod completions;
 pub mod continue_cmd;
 pub mod demo;
+pub mod doctor;
 pub mod gate;
 pub mod hook;
 pub mod init;

@@ -11,6 +11,7 @@ mod continuation_files;
 mod copilot;
 mod crash;
 mod dinostack;
+mod doctor;
 mod exit_truth;
 mod faults;
 mod finish;

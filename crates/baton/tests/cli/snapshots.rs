@@ -1089,6 +1089,8 @@ fn json_of_the_commands_around_the_state() {
         0,
     );
     s.json("demo", None, None, 0, &["demo"], 0);
+    // Nothing installed and no baton on the PATH: two fixes.
+    s.json("doctor", None, None, 0, &["doctor"], 4);
     s.json("man", Some("page"), None, 0, &["man"], 0);
     // Nothing in the project yet.
     s.json("wait", Some("nothing"), Some("S-x"), 0, &["wait"], 0);

@@ -1,0 +1,423 @@
+//! `baton doctor`: checks in one go what breaks a setup, each with its fix. It reads and never
+//! writes: the project's git repository, each client's hooks (as `baton init` would write them,
+//! and the `baton` they run), Codex's hook trust, the `baton` the agent's tool calls find, and
+//! the store's connection.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use serde_json::json;
+
+use crate::output::Report;
+use baton_core::client::Client;
+use baton_core::install::codex_trust::{self, TrustChange};
+use baton_core::install::settings;
+use baton_core::text::{esc, shell_quote};
+use baton_ops::env::Ctx;
+use baton_ops::error::{CommandError, ExitStatus};
+use baton_ops::install::Targets;
+
+/// Check what breaks a setup, and say the fix for each
+///
+/// Looks at the git repository (git's `safe.directory`), each client's hooks as `baton init`
+/// writes them and the `baton` they run, Codex's hook and project trust, the `baton` the
+/// agent's tool calls find on their PATH (Codex's login shell included), and the store's
+/// connection. Changes nothing. Exits 0 when every check passes, 4 when any needs a person's
+/// fix.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {}
+
+/// One check: what was looked at, what was found, and the fix when it is wrong.
+struct Check {
+    name: String,
+    ok: bool,
+    found: String,
+    fix: Option<String>,
+}
+
+impl Check {
+    fn ok(name: impl Into<String>, found: impl Into<String>) -> Check {
+        Check {
+            name: name.into(),
+            ok: true,
+            found: found.into(),
+            fix: None,
+        }
+    }
+
+    fn fix(name: impl Into<String>, found: impl Into<String>, fix: impl Into<String>) -> Check {
+        Check {
+            name: name.into(),
+            ok: false,
+            found: found.into(),
+            fix: Some(fix.into()),
+        }
+    }
+}
+
+pub fn cmd_doctor(ctx: &Ctx, _args: DoctorArgs) -> Result<Report, CommandError> {
+    let mut checks = vec![git(ctx)];
+    let on_path = which("baton", std::env::var_os("PATH").as_deref());
+    let mut installed = Vec::new();
+    for client in Client::ALL {
+        for user in [false, true] {
+            let Ok(targets) = Targets::resolve(ctx, client, user) else {
+                continue;
+            };
+            let Ok(text) = std::fs::read_to_string(&targets.settings) else {
+                continue;
+            };
+            let hooks = settings::installed(&text, client).unwrap_or_default();
+            if hooks.is_empty() {
+                continue;
+            }
+            installed.push(client);
+            checks.extend(client_checks(ctx, client, &targets, &text, &hooks, user));
+        }
+    }
+    if installed.is_empty() {
+        checks.push(Check::fix(
+            "hooks",
+            "no client's settings here or in your home hold baton's hooks",
+            "run `baton init <client>` in the project (claude, codex, gemini, copilot, opencode, cursor or antigravity)",
+        ));
+    }
+    checks.push(tool_calls(on_path.as_deref()));
+    if installed.contains(&Client::Codex) {
+        checks.push(login_shell());
+    }
+    checks.extend(store(ctx));
+
+    let failed = checks.iter().filter(|c| !c.ok).count();
+    let mut text = String::new();
+    for c in &checks {
+        text.push_str(&format!(
+            "{} {}: {}\n",
+            if c.ok { "ok " } else { "FIX" },
+            c.name,
+            c.found
+        ));
+        if let Some(fix) = &c.fix {
+            text.push_str(&format!("    fix: {fix}\n"));
+        }
+    }
+    text.push_str(&match failed {
+        0 => "every check passed".to_string(),
+        n => format!("{n} of {} checks need a fix", checks.len()),
+    });
+    let list: Vec<serde_json::Value> = checks
+        .iter()
+        .map(|c| json!({"name": c.name, "ok": c.ok, "found": c.found, "fix": c.fix}))
+        .collect();
+    let status = if failed == 0 {
+        ExitStatus::Success
+    } else {
+        ExitStatus::AskHuman
+    };
+    Ok(Report::new(
+        status,
+        json!({ "checks": list, "failed": failed }),
+        text,
+    ))
+}
+
+/// The project is a git repository git agrees to work in.
+fn git(ctx: &Ctx) -> Check {
+    let out = std::process::Command::new("git")
+        .args(["rev-parse", "--show-toplevel"])
+        .current_dir(&ctx.dir)
+        .env("LC_ALL", "C")
+        .output();
+    let out = match out {
+        Ok(out) => out,
+        Err(e) => {
+            return Check::fix("git", format!("git cannot be run: {e}"), "install git");
+        }
+    };
+    let said = String::from_utf8_lossy(&out.stderr);
+    if out.status.success() {
+        let root = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        return Check::ok("git", format!("a repository at {}", esc(&root)));
+    }
+    if said.contains("dubious ownership") {
+        return Check::fix(
+            "git",
+            format!(
+                "git refuses {}: another user owns it (dubious ownership)",
+                ctx.dir.display()
+            ),
+            format!(
+                "`git config --global --add safe.directory {}`, as the user that runs baton and the agent",
+                shell_quote(&ctx.dir.to_string_lossy())
+            ),
+        );
+    }
+    Check::fix(
+        "git",
+        format!(
+            "{} is not in a git repository: {}",
+            ctx.dir.display(),
+            esc(said.lines().next().unwrap_or_default())
+        ),
+        "run baton in the project's repository (or `git init` it)",
+    )
+}
+
+/// A client's hooks: as `baton init` would write them now, running a `baton` that exists, and
+/// for Codex trusted.
+fn client_checks(
+    ctx: &Ctx,
+    client: Client,
+    targets: &Targets,
+    text: &str,
+    hooks: &[(String, String)],
+    user: bool,
+) -> Vec<Check> {
+    let def = client.def();
+    let scope = if user { " --user" } else { "" };
+    let name = format!("{} hooks ({})", def.title(), targets.settings.display());
+    let init = format!("baton init {}{scope}", client.as_str());
+    let mut out = Vec::new();
+    let program = hooks
+        .first()
+        .and_then(|(_, command)| first_word(command))
+        .unwrap_or_default();
+    let missing: Vec<&str> = def
+        .hook_events()
+        .iter()
+        .copied()
+        .filter(|e| !hooks.iter().any(|(h, _)| h == e))
+        .collect();
+    // What `baton init` would write here now: a project's hooks call `baton` by name.
+    let expected = if user {
+        crate::commands::init::files::baton_program()
+            .map(|p| p.command)
+            .unwrap_or_else(|_| "baton".into())
+    } else {
+        "baton".to_string()
+    };
+    let current = settings::install(Some(text), client, &expected)
+        .is_ok_and(|edited| edited.text.as_deref() == Some(text));
+    if !missing.is_empty() {
+        out.push(Check::fix(
+            name.clone(),
+            format!("no hook for {}", missing.join(", ")),
+            format!("`{init}`"),
+        ));
+    } else if !current {
+        out.push(Check::fix(
+            name.clone(),
+            format!(
+                "baton's hooks are not as `{init}` writes them now (an older baton wrote them, or they were edited), running {}",
+                esc(&program)
+            ),
+            format!("`{init}`"),
+        ));
+    } else {
+        out.push(Check::ok(
+            name.clone(),
+            format!("{} events, running {}", hooks.len(), esc(&program)),
+        ));
+    }
+    let runs = if program.contains('/') {
+        let path = PathBuf::from(&program);
+        is_executable(&path).then_some(path)
+    } else {
+        which(&program, std::env::var_os("PATH").as_deref())
+    };
+    match runs {
+        Some(path) => out.push(Check::ok(
+            format!("{} runs", def.title()),
+            format!("`{}` is {}", esc(&program), path.display()),
+        )),
+        None => out.push(Check::fix(
+            format!("{} runs", def.title()),
+            format!(
+                "the hooks run `{}`, which is not {}",
+                esc(&program),
+                if program.contains('/') {
+                    "an executable file"
+                } else {
+                    "on the PATH"
+                }
+            ),
+            format!(
+                "put baton on the PATH the client is started with (for example `ln -s {} /usr/local/bin/baton`), or run `baton init` again from the baton you mean",
+                this_exe()
+            ),
+        )),
+    }
+    if def.keeps_hook_trust() {
+        out.extend(codex_trust_checks(
+            ctx, client, targets, text, &program, &init,
+        ));
+    }
+    out
+}
+
+/// Codex runs a hook only with its trust entry, and a project's hooks only in a trusted
+/// project: both as `baton init codex` writes them.
+fn codex_trust_checks(
+    _ctx: &Ctx,
+    client: Client,
+    targets: &Targets,
+    text: &str,
+    program: &str,
+    init: &str,
+) -> Vec<Check> {
+    let Some(config_path) = &targets.trust_config else {
+        return Vec::new();
+    };
+    let config = std::fs::read_to_string(config_path).unwrap_or_default();
+    let mut out = Vec::new();
+    let quoted = if program.contains('/') {
+        shell_quote(program)
+    } else {
+        program.to_string()
+    };
+    if let Ok(edited) = settings::install(Some(text), client, &quoted) {
+        let hooks_file = targets.settings.display().to_string();
+        // The handlers as they are in the file, trusted or not.
+        let change = TrustChange {
+            hooks_file: &hooks_file,
+            before: &edited.before,
+            after: &edited.before,
+            moved: &edited.moved,
+            trust_project: None,
+            remaining: None,
+        };
+        let trusted =
+            matches!(codex_trust::apply(Some(&config), &change), Ok(Some(new)) if new == config);
+        out.push(if trusted {
+            Check::ok("Codex hook trust", format!("every hook trusted in {}", config_path.display()))
+        } else {
+            Check::fix(
+                "Codex hook trust",
+                format!(
+                    "{} lacks the trust entries of baton's hooks (or holds stale ones): Codex skips untrusted hooks",
+                    config_path.display()
+                ),
+                format!("`{init}` (it writes them)"),
+            )
+        });
+    }
+    if let Some(project) = &targets.project {
+        let shown = project.display().to_string();
+        out.push(if codex_trust::is_project_trusted(&config, &shown) {
+            Check::ok("Codex project trust", format!("{shown} is trusted"))
+        } else {
+            Check::fix(
+                "Codex project trust",
+                format!("{shown} is not a trusted project: Codex runs none of its hooks"),
+                "`baton init codex --trust-project`, or trust it when `codex` asks",
+            )
+        });
+    }
+    out
+}
+
+/// The agent's tool calls run `baton` by name.
+fn tool_calls(on_path: Option<&Path>) -> Check {
+    let me = std::env::current_exe().and_then(|p| p.canonicalize()).ok();
+    match on_path {
+        Some(found) if found.canonicalize().ok() == me => Check::ok(
+            "PATH",
+            format!("`baton` on the PATH is this one ({})", found.display()),
+        ),
+        Some(found) => Check::fix(
+            "PATH",
+            format!(
+                "`baton` on the PATH is {}, not this executable ({})",
+                found.display(),
+                me.map(|p| p.display().to_string()).unwrap_or_default()
+            ),
+            "put the baton you mean first on the PATH, or replace the other one",
+        ),
+        None => Check::fix(
+            "PATH",
+            "no `baton` on the PATH: the agent's tool calls run it by name",
+            format!(
+                "put baton on the PATH (for example `ln -s {} /usr/local/bin/baton`)",
+                this_exe()
+            ),
+        ),
+    }
+}
+
+/// Codex runs tool calls in a login shell (`bash -lc`), whose PATH `/etc/profile` sets afresh.
+fn login_shell() -> Check {
+    let out = std::process::Command::new("bash")
+        .args(["-lc", "command -v baton"])
+        .stdin(std::process::Stdio::null())
+        .output();
+    match out {
+        Ok(out) if out.status.success() => Check::ok(
+            "Codex's login shell",
+            format!(
+                "`bash -lc` finds baton at {}",
+                String::from_utf8_lossy(&out.stdout).trim()
+            ),
+        ),
+        _ => Check::fix(
+            "Codex's login shell",
+            "`bash -lc 'command -v baton'` finds no baton: Codex's tool calls run in a login shell, whose PATH /etc/profile sets afresh",
+            "install baton in /usr/local/bin, or add `export PATH=\"<baton's directory>:$PATH\"` to ~/.profile",
+        ),
+    }
+}
+
+/// The store answers, when one is configured.
+fn store(ctx: &Ctx) -> Option<Check> {
+    let layout = ctx.layout().ok()?;
+    let url = ctx.store_url(Some(&layout.root)).ok().flatten()?;
+    #[cfg(feature = "postgres")]
+    let shown = baton_store::pg::config::redact(&url);
+    #[cfg(not(feature = "postgres"))]
+    let shown = "the configured store".to_string();
+    let _ = &url;
+    let answered = ctx
+        .store_at(layout)
+        .and_then(|s| s.shared_clock().map_err(CommandError::from));
+    Some(match answered {
+        Ok(_) => Check::ok("store", format!("{shown} answers")),
+        Err(e) => Check::fix(
+            "store",
+            format!("{shown}: {}", esc(&e.message)),
+            e.hints.first().cloned().unwrap_or_else(|| {
+                "check the server and the URL (BATON_STORE or .baton.toml)".into()
+            }),
+        ),
+    })
+}
+
+/// This executable's path, quoted for the shell.
+fn this_exe() -> String {
+    std::env::current_exe()
+        .and_then(|p| p.canonicalize())
+        .map(|p| shell_quote(&p.to_string_lossy()))
+        .unwrap_or_else(|_| "/path/to/baton".into())
+}
+
+fn first_word(command: &str) -> Option<String> {
+    let command = command.trim_start();
+    if let Some(rest) = command.strip_prefix('\'') {
+        return rest.split_once('\'').map(|(w, _)| w.to_string());
+    }
+    if let Some(rest) = command.strip_prefix('"') {
+        return rest.split_once('"').map(|(w, _)| w.to_string());
+    }
+    command.split_whitespace().next().map(str::to_string)
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// The first `name` on `path`.
+fn which(name: &str, path: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
+    std::env::split_paths(path?)
+        .map(|dir| dir.join(name))
+        .find(|p| is_executable(p))
+}

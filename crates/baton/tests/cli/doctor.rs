@@ -1,0 +1,97 @@
+//! `baton doctor`: each check with its fix, exit 4 while any fails, and nothing changed.
+
+use serde_json::Value;
+
+use crate::common::{TestEnv, at, to_run};
+
+/// `baton doctor --json` with `path` as PATH (the system's after it) and `CODEX_HOME` in the
+/// test's home.
+fn doctor(env: &TestEnv, path: Option<&std::path::Path>) -> (i32, Value) {
+    let mut cmd = env.command(None, &at(0));
+    let system = std::env::var("PATH").unwrap_or_default();
+    if let Some(dir) = path {
+        cmd.env("PATH", format!("{}:{system}", dir.display()));
+    }
+    cmd.env("CODEX_HOME", env.home().join(".codex"))
+        .args(["--json", "doctor"]);
+    let run = to_run(cmd.output().unwrap());
+    (run.code, run.json())
+}
+
+fn check<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"].as_str().unwrap().starts_with(name))
+        .unwrap_or_else(|| panic!("no check {name}: {report}"))
+}
+
+/// A folder holding a `baton` that is this build.
+fn baton_dir(env: &TestEnv) -> std::path::PathBuf {
+    let dir = env.home().join("bin");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_baton"), dir.join("baton")).unwrap();
+    dir
+}
+
+#[test]
+fn nothing_installed_is_two_fixes_and_installing_passes_them() {
+    let env = TestEnv::new();
+    let before = env.snapshot();
+    let (code, report) = doctor(&env, None);
+    assert_eq!(code, 4, "{report}");
+    assert_eq!(env.snapshot(), before, "doctor changes nothing");
+    assert_eq!(check(&report, "git")["ok"], true, "{report}");
+    assert_eq!(check(&report, "hooks")["ok"], false, "{report}");
+    assert!(
+        check(&report, "hooks")["fix"]
+            .as_str()
+            .unwrap()
+            .contains("baton init <client>")
+    );
+    assert_eq!(check(&report, "PATH")["ok"], false, "{report}");
+
+    let bin = baton_dir(&env);
+    env.run(None, &at(0), &["init", "claude"]).assert_code(0);
+    let (code, report) = doctor(&env, Some(&bin));
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(report["failed"], 0, "{report}");
+    assert_eq!(check(&report, "Claude Code hooks")["ok"], true, "{report}");
+    assert_eq!(check(&report, "Claude Code runs")["ok"], true, "{report}");
+    // Without baton on the PATH the hooks, which call it by name, cannot run.
+    let (code, report) = doctor(&env, None);
+    assert_eq!(code, 4, "{report}");
+    assert_eq!(check(&report, "Claude Code runs")["ok"], false, "{report}");
+}
+
+#[test]
+fn codex_hooks_without_their_trust_are_named_with_the_command_that_writes_it() {
+    let env = TestEnv::new();
+    let bin = baton_dir(&env);
+    let mut cmd = env.command(None, &at(0));
+    cmd.env("CODEX_HOME", env.home().join(".codex"))
+        .args(["init", "codex"]);
+    to_run(cmd.output().unwrap()).assert_code(0);
+    let (code, report) = doctor(&env, Some(&bin));
+    assert_eq!(code, 4, "{report}");
+    assert_eq!(check(&report, "Codex hook trust")["ok"], true, "{report}");
+    let project = check(&report, "Codex project trust");
+    assert_eq!(project["ok"], false, "{report}");
+    assert!(
+        project["fix"].as_str().unwrap().contains("--trust-project"),
+        "{report}"
+    );
+    // A handler edited by hand is no longer the one Codex trusted.
+    let hooks = env.repo.join(".codex/hooks.json");
+    let text = std::fs::read_to_string(&hooks).unwrap();
+    std::fs::write(
+        &hooks,
+        text.replacen("\"timeout\": 10", "\"timeout\": 11", 1),
+    )
+    .unwrap();
+    let (_, report) = doctor(&env, Some(&bin));
+    let trust = check(&report, "Codex hook trust");
+    assert_eq!(trust["ok"], false, "{report}");
+    assert!(trust["fix"].as_str().unwrap().contains("baton init codex"));
+}
