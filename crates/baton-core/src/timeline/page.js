@@ -216,6 +216,8 @@
       var label = text(t), px = V(X(t)) / 100 * trackWidth, half = label.length * 3.4 + 2;
       var from = px - half < 0 ? px : px - half;
       if (from < lastPx + 12 || from + 2 * half > trackWidth - 30) return;
+      // Not under the now label either.
+      if (seen(D.nowX) && Math.abs(px - V(D.nowX) / 100 * trackWidth) < half + 14) return;
       var tick = el("span", from === px ? "tick first" : "tick", label);
       tick.style.left = V(X(t)) + "%";
       track.appendChild(tick);
