@@ -26,6 +26,17 @@ pub struct Label {
     /// The interrupt class `baton status` gives it, when it is interrupted.
     pub class: Option<String>,
     pub next: Option<String>,
+    /// Where it stands: phase, iteration, step (`qa iteration 2/5 · spawned`).
+    pub phase: String,
+    /// The session that owns it now, in full.
+    pub owner: Option<String>,
+    /// Whether that owner is on it, with the age of its last write (`live 2m`, `stale 3h`).
+    pub owner_state: Option<String>,
+    /// Its place in the order of what needs doing, lower first, when it is an item of the
+    /// packet (interrupted or degraded work); `None` for work nobody needs to act on.
+    pub urgency: Option<u8>,
+    /// The exact baton command that takes the next step, when there is one.
+    pub command: Option<String>,
 }
 
 /// One piece of work with its history.
@@ -96,11 +107,21 @@ pub struct Segment {
     pub label: Option<String>,
 }
 
+/// A rate limit's wait: from the interrupt to the reset it recorded (`resume_after`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Wait {
+    pub x0: f64,
+    pub x1: f64,
+    pub from: Timestamp,
+    pub to: Timestamp,
+}
+
 #[derive(Debug, Clone)]
 pub struct Lane {
     pub label: Label,
     pub segments: Vec<Segment>,
     pub marks: Vec<Mark>,
+    pub waits: Vec<Wait>,
 }
 
 /// An idle stretch folded on the axis.
@@ -121,13 +142,18 @@ pub struct Timeline {
     /// Every owner session, in order of first appearance (its colour is its index).
     pub sessions: Vec<String>,
     pub folds: Vec<Fold>,
-    pub ticks: Vec<(f64, Timestamp)>,
+    /// Where the axis puts a time: between two knots, times are evenly spaced; the page
+    /// places its ticks and zooms with them.
+    pub knots: Vec<(Timestamp, f64)>,
     pub events: usize,
 }
 
 /// A gap between two moments of activity longer than this is idle, and folded to a small fixed
 /// width.
 const IDLE: i64 = 30 * 60;
+/// A shorter gap, but longer than this, is folded too when it would take more than half of the
+/// time the axis shows: a burst of work followed by quiet minutes stays readable.
+const QUIET: i64 = 5 * 60;
 
 /// The interrupt class a recorded reason belongs to (the timeline's interrupt marks): a session
 /// that ended between turns (`session_expiry`) left the work, it did not crash; `unknown` and
@@ -152,6 +178,21 @@ fn shown(v: &Value) -> String {
         Value::Null => "none".into(),
         other => other.to_string(),
     }
+}
+
+/// A session id as a label shows it: its first 8 characters (the page gives the whole id on
+/// hover, and the line `baton log` prints has it).
+pub fn short_session(s: &str) -> &str {
+    s.char_indices().nth(8).map_or(s, |(i, _)| &s[..i])
+}
+
+/// The reset a rate limit's interrupt recorded, when it is later than the interrupt.
+fn reset_of(e: &EventIn) -> Option<Timestamp> {
+    if e.fields["event"].as_str() != Some("interrupt") {
+        return None;
+    }
+    let reset = crate::time::parse_ts(e.fields["resume_after"].as_str())?;
+    (reset > e.at?).then_some(reset)
 }
 
 /// The mark of an event, with its label.
@@ -188,9 +229,9 @@ fn mark_of(fields: &Value) -> (MarkKind, String) {
             MarkKind::Takeover,
             format!(
                 "{} (epoch {}) → {} (epoch {}){}",
-                text(&fields["from_session"]).unwrap_or("nobody"),
+                text(&fields["from_session"]).map_or("nobody", short_session),
                 shown(&fields["from_epoch"]),
-                text(&fields["to_session"]).unwrap_or("nobody"),
+                text(&fields["to_session"]).map_or("nobody", short_session),
                 shown(&fields["to_epoch"]),
                 text(&fields["mode"]).map_or(String::new(), |m| format!(", {m}")),
             ),
@@ -247,10 +288,22 @@ impl Axis {
         times.sort_unstable();
         times.dedup();
         let gaps: Vec<i64> = times.windows(2).map(|w| w[1] - w[0]).collect();
+        // Idle: longer than IDLE; or longer than QUIET and more than half of what is left
+        // unfolded, taken longest first (a two-minute burst, then twenty quiet minutes).
+        let mut folded: Vec<bool> = gaps.iter().map(|g| *g > IDLE).collect();
+        let mut order: Vec<usize> = (0..gaps.len()).filter(|i| !folded[*i]).collect();
+        order.sort_by_key(|i| std::cmp::Reverse(gaps[*i]));
+        let mut active: i64 = order.iter().map(|i| gaps[*i]).sum();
+        for i in order {
+            if gaps[i] <= QUIET || 2 * gaps[i] <= active {
+                break;
+            }
+            folded[i] = true;
+            active -= gaps[i];
+        }
         // Each folded gap takes a small fixed share of the axis (less when there are many), so
         // an idle night is as wide as a few minutes of work, whatever the work's length.
-        let active: i64 = gaps.iter().filter(|g| **g <= IDLE).sum();
-        let idle = gaps.iter().filter(|g| **g > IDLE).count() as f64;
+        let idle = folded.iter().filter(|f| **f).count() as f64;
         let share = if idle > 0.0 {
             (0.03f64).min(0.5 / idle)
         } else {
@@ -267,7 +320,7 @@ impl Axis {
         for (i, t) in times.iter().enumerate() {
             if i > 0 {
                 let gap = gaps[i - 1];
-                if gap > IDLE && (gap as f64) > fold {
+                if folded[i - 1] && (gap as f64) > fold {
                     folds.push((times[i - 1], *t, pos + fold / 2.0));
                     pos += fold;
                 } else {
@@ -319,7 +372,12 @@ pub fn build(title: &str, lanes: Vec<LaneIn>, now: Timestamp) -> Timeline {
         .iter()
         .flat_map(|l| {
             let events = l.events.iter().filter_map(|e| e.at);
-            events.chain(l.last_write).map(|t| t.as_second())
+            // A rate limit's reset, later than now too: its wait is drawn to it.
+            let resets = l.events.iter().filter_map(reset_of);
+            events
+                .chain(resets)
+                .chain(l.last_write)
+                .map(|t| t.as_second())
         })
         .collect();
     times.push(now.as_second());
@@ -329,6 +387,7 @@ pub fn build(title: &str, lanes: Vec<LaneIn>, now: Timestamp) -> Timeline {
         .min()
         .and_then(|s| Timestamp::from_second(s).ok())
         .unwrap_or(now);
+    let end = times.iter().copied().max().unwrap_or(now.as_second());
     let (axis, folds) = Axis::new(times);
     let mut out = Vec::with_capacity(lanes.len());
     let mut events = 0;
@@ -360,51 +419,27 @@ pub fn build(title: &str, lanes: Vec<LaneIn>, now: Timestamp) -> Timeline {
             })
         })
         .collect();
+    let mut knots = vec![(start, axis.x(start))];
+    for f in &folds {
+        knots.push((f.from, axis.x(f.from)));
+        knots.push((f.to, axis.x(f.to)));
+    }
+    if let Ok(end) = Timestamp::from_second(end)
+        && end > start
+    {
+        knots.push((end, axis.x(end)));
+    }
     Timeline {
         title: title.to_string(),
         now,
         now_x: axis.x(now),
         start,
-        ticks: ticks(&axis, &folds, start, now),
+        knots,
         lanes: out,
         sessions,
         folds,
         events,
     }
-}
-
-/// About eight labelled times along the axis, at round steps of the time it shows (idle
-/// stretches folded); ticks that fall in a folded stretch or crowd the one before are left out.
-fn ticks(axis: &Axis, folds: &[Fold], start: Timestamp, now: Timestamp) -> Vec<(f64, Timestamp)> {
-    let shown = axis.total.max(1.0) as i64;
-    let steps = [
-        60, 300, 900, 1800, 3600, 7200, 14400, 21600, 43200, 86400, 604800, 2592000,
-    ];
-    let step = steps
-        .iter()
-        .copied()
-        .find(|s| shown / s <= 10)
-        .unwrap_or(2592000);
-    // The start is always labelled, so even a short page has a time on its axis.
-    let mut out: Vec<(f64, Timestamp)> = vec![(axis.x(start), start)];
-    let mut t = (start.as_second() / step + 1) * step;
-    while t < now.as_second() {
-        // Over a folded stretch in one jump: the next tick is the first after it.
-        if let Some(fold) = folds
-            .iter()
-            .find(|f| f.from.as_second() < t && t < f.to.as_second())
-        {
-            t = (fold.to.as_second() / step + 1) * step;
-            continue;
-        }
-        let at = Timestamp::from_second(t).unwrap_or(now);
-        let x = axis.x(at);
-        if out.last().is_none_or(|(last, _)| x - last >= 6.0) {
-            out.push((x, at));
-        }
-        t += step;
-    }
-    out
 }
 
 /// One lane: its marks, and the stretches of ownership the events imply. Ownership starts with
@@ -414,6 +449,7 @@ fn lay_out(lane: &LaneIn, axis: &Axis, now: Timestamp) -> Lane {
     let ledger = lane.label.kind == "ledger";
     let mut marks = Vec::with_capacity(lane.events.len());
     let mut segments = Vec::new();
+    let mut waits = Vec::new();
     // The open stretch, not yet ended.
     let mut open: Option<Segment> = None;
     let mut last: Option<Timestamp> = None;
@@ -444,6 +480,14 @@ fn lay_out(lane: &LaneIn, axis: &Axis, now: Timestamp) -> Lane {
         last = Some(at);
         let f = &event.fields;
         let (kind, label) = mark_of(f);
+        if let Some(reset) = reset_of(event) {
+            waits.push(Wait {
+                x0: axis.x(at),
+                x1: axis.x(reset),
+                from: at,
+                to: reset,
+            });
+        }
         marks.push(Mark {
             x: axis.x(at),
             at,
@@ -514,6 +558,7 @@ fn lay_out(lane: &LaneIn, axis: &Axis, now: Timestamp) -> Lane {
         label: lane.label.clone(),
         segments,
         marks,
+        waits,
     }
 }
 
@@ -597,6 +642,18 @@ fn data(t: &Timeline) -> Value {
                     ])
                 })
                 .collect();
+            let waits: Vec<Value> = lane
+                .waits
+                .iter()
+                .map(|w| {
+                    serde_json::json!([
+                        w.x0,
+                        w.x1,
+                        w.from.as_second() - base,
+                        w.to.as_second() - base
+                    ])
+                })
+                .collect();
             let l = &lane.label;
             serde_json::json!({
                 "kind": l.kind,
@@ -605,8 +662,14 @@ fn data(t: &Timeline) -> Value {
                 "verdict": l.verdict,
                 "class": l.class,
                 "next": l.next,
+                "phase": l.phase,
+                "owner": l.owner,
+                "ownerState": l.owner_state,
+                "urgency": l.urgency,
+                "command": l.command,
                 "seg": segments,
                 "marks": marks,
+                "waits": waits,
             })
         })
         .collect();
@@ -618,7 +681,7 @@ fn data(t: &Timeline) -> Value {
         "events": t.events,
         "sessions": t.sessions,
         "folds": t.folds.iter().map(|f| serde_json::json!([f.x, f.from.as_second() - base, f.to.as_second() - base])).collect::<Vec<_>>(),
-        "ticks": t.ticks.iter().map(|(x, at)| serde_json::json!([x, at.as_second() - base])).collect::<Vec<_>>(),
+        "knots": t.knots.iter().map(|(at, x)| serde_json::json!([at.as_second() - base, x])).collect::<Vec<_>>(),
         "strings": strings.list,
         "lanes": lanes,
     })
@@ -651,7 +714,8 @@ pub fn render_html(t: &Timeline) -> String {
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <title>baton: {title}</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n\
-         <header><h1>baton timeline: {title}</h1><p id=\"summary\"></p><div id=\"legend\"></div></header>\n\
+         <header><h1>baton timeline: {title}</h1><p id=\"next\"></p><p id=\"summary\"></p>\
+         <div id=\"legend\"></div><div id=\"zoom\"></div></header>\n\
          <main id=\"chart\"><div id=\"axis\"></div><div id=\"lanes\"></div></main>\n\
          <aside id=\"details\" hidden></aside>\n<div id=\"tip\" hidden></div>\n\
          <noscript><p>The timeline is drawn by the script in this page; allow scripts to see it.</p></noscript>\n\
@@ -772,6 +836,72 @@ mod tests {
         assert!(xs[1] - xs[0] > 5.0 * (xs[2] - xs[1]), "{xs:?}");
         assert!(xs.iter().all(|x| (0.0..=100.0).contains(x)));
         assert!(t.now_x <= 99.0 + 1e-9);
+    }
+
+    #[test]
+    fn a_burst_then_quiet_minutes_is_not_crushed() {
+        // Forty events in two minutes, then twenty quiet minutes before now.
+        let t0 = ts(0);
+        let at = |s: i64| Timestamp::from_second(t0.as_second() + s).unwrap();
+        let events: Vec<EventIn> = (0..40)
+            .map(|i| EventIn {
+                at: Some(at(i * 3)),
+                fields: json!({"event": "set", "session": "A"}),
+                line: String::new(),
+            })
+            .collect();
+        let t = build("p", vec![a_loop(events, false)], at(22 * 60));
+        assert_eq!(
+            t.folds.len(),
+            1,
+            "the quiet minutes are folded: {:?}",
+            t.folds
+        );
+        let xs: Vec<f64> = t.lanes[0].marks.iter().map(|m| m.x).collect();
+        assert!(xs[39] - xs[0] > 90.0, "the burst fills the axis: {xs:?}");
+        // Steady work is not folded: ten minutes between events, and ten more.
+        let steady = vec![
+            ev(0, json!({"event": "init", "session": "A"})),
+            ev(10, json!({"event": "set", "session": "A"})),
+        ];
+        let t = build("p", vec![a_loop(steady, false)], ts(20));
+        assert!(t.folds.is_empty(), "{:?}", t.folds);
+    }
+
+    #[test]
+    fn a_rate_limits_wait_reaches_its_reset_and_the_knots_place_every_time() {
+        let mut events = history();
+        events[2].fields["resume_after"] = json!("2026-03-01T12:20:00Z");
+        let t = build("p", vec![a_loop(events, false)], ts(60));
+        let waits = &t.lanes[0].waits;
+        assert_eq!(waits.len(), 1);
+        assert_eq!((waits[0].from, waits[0].to), (ts(3), ts(20)));
+        assert_eq!(waits[0].x0, t.lanes[0].marks[2].x);
+        // A reset after now widens the axis to it.
+        let mut events = history().into_iter().take(3).collect::<Vec<_>>();
+        events[2].fields["resume_after"] = json!("2026-03-01T12:50:00Z");
+        let t = build("p", vec![a_loop(events, false)], ts(10));
+        let wait = &t.lanes[0].waits[0];
+        assert!(wait.x1 > t.now_x, "{wait:?} now at {}", t.now_x);
+        // Between knots the axis is even: every mark lies where the knots put its time.
+        let t = build("p", vec![a_loop(history(), false)], ts(24 * 60));
+        for m in &t.lanes[0].marks {
+            let i = t.knots.partition_point(|(at, _)| *at < m.at).max(1);
+            let ((a, xa), (b, xb)) = (t.knots[i - 1], t.knots[i]);
+            let x = xa
+                + (xb - xa) * (m.at.as_second() - a.as_second()) as f64
+                    / (b.as_second() - a.as_second()) as f64;
+            assert!((x - m.x).abs() < 0.01, "{m:?} at {x}, knots {:?}", t.knots);
+        }
+    }
+
+    #[test]
+    fn takeovers_name_sessions_by_their_first_eight_characters() {
+        let (_, label) = mark_of(&json!({"event": "takeover",
+            "from_session": "c4f1e2d0-9a7b-4e3c-8d21-5f6a7b8c9d0e", "from_epoch": 0,
+            "to_session": "bob", "to_epoch": 1}));
+        assert_eq!(label, "c4f1e2d0 (epoch 0) → bob (epoch 1)");
+        assert_eq!(short_session("ééééééééé"), "éééééééé");
     }
 
     #[test]

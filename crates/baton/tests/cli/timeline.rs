@@ -485,3 +485,156 @@ fn a_ledger_without_times_is_drawn_at_its_last_change() {
     // started, the failed gate, the passing gate (then the stop the survey classes, if any).
     assert_eq!(kinds[..3], [1, 6, 5], "{lane}");
 }
+
+/// Run after the page's own script: marks every label that is cut off or leaves its place (a
+/// lane's label wider than its column or spilling out of it, a mark's label outside its lane's
+/// track, an axis label off the page, a page wider than the window), then zooms in once and
+/// checks the marks' labels again. It writes what it found into `#overflow`, one line each.
+const OVERFLOW_CHECK: &str = r##"<script>
+(function () {
+  var out = [], root = document.documentElement, page = root.clientWidth;
+  document.querySelectorAll(".lane").forEach(function (l) { l.style.contentVisibility = "visible"; });
+  function where(e) {
+    var lane = e.closest(".lane");
+    return (lane ? "lane " + lane.dataset.key : "axis") + ": ." + String(e.className).split(" ").join(".") + " \"" + e.textContent.slice(0, 60) + "\"";
+  }
+  function inside(e, box, what) {
+    var r = e.getBoundingClientRect(), b = box.getBoundingClientRect();
+    if (r.left < b.left - 1 || r.right > b.right + 1) {
+      e.classList.add("overflowing");
+      out.push(where(e) + " leaves its " + what + " (" + Math.round(r.left) + "–" + Math.round(r.right) + " outside " + Math.round(b.left) + "–" + Math.round(b.right) + ")");
+    }
+  }
+  function marks() {
+    document.querySelectorAll(".lane .mark > *").forEach(function (e) { inside(e, e.closest(".track"), "track"); });
+  }
+  document.querySelectorAll(".lane .label, .lane .label *").forEach(function (e) {
+    if (getComputedStyle(e).display !== "inline" && e.scrollWidth > e.clientWidth + 1) {
+      e.classList.add("overflowing");
+      out.push(where(e) + " is cut off (" + e.scrollWidth + " wide in " + e.clientWidth + ")");
+    }
+    if (!e.classList.contains("label")) inside(e, e.closest(".label"), "label");
+  });
+  marks();
+  document.querySelectorAll("#axis *").forEach(function (e) {
+    var r = e.getBoundingClientRect();
+    if (r.width && (r.left < 0 || r.right > page)) out.push(where(e) + " leaves the page");
+  });
+  if (root.scrollWidth > page + 1) out.push("the page is " + root.scrollWidth + " wide in a window of " + page);
+  var zoomIn = Array.prototype.find.call(document.querySelectorAll("#zoom button"), function (b) { return b.textContent === "+"; });
+  if (zoomIn) {
+    zoomIn.click();
+    document.querySelectorAll(".lane").forEach(function (l) { l.style.contentVisibility = "visible"; });
+    marks();
+  } else {
+    out.push("no zoom button");
+  }
+  var report = document.createElement("pre");
+  report.id = "overflow";
+  report.textContent = out.length + " overflowing\n" + out.join("\n");
+  document.body.appendChild(report);
+})();
+</script>
+"##;
+
+/// Loads `page` with the check above at `width` pixels, and returns what it found and the DOM.
+fn overflowing(browser: &Path, page: &Path, width: u32) -> (Vec<String>, String) {
+    let html = std::fs::read_to_string(page).unwrap();
+    let checked = page.with_extension(format!("checked-{width}.html"));
+    let at = html.rfind("</body>").expect("the page's end");
+    std::fs::write(
+        &checked,
+        format!("{}{OVERFLOW_CHECK}{}", &html[..at], &html[at..]),
+    )
+    .unwrap();
+    let loaded = load(
+        browser,
+        &checked,
+        &["--dump-dom", &format!("--window-size={width},900")],
+    );
+    assert_clean(&loaded);
+    let dom = loaded.dom;
+    let start = dom
+        .find("<pre id=\"overflow\">")
+        .expect("the check ran and wrote its report")
+        + "<pre id=\"overflow\">".len();
+    let report = &dom[start..start + dom[start..].find("</pre>").unwrap()];
+    let mut lines = report.lines().map(str::to_string);
+    let head = lines.next().unwrap_or_default();
+    let found: Vec<String> = lines.collect();
+    assert_eq!(head, format!("{} overflowing", found.len()));
+    (found, dom)
+}
+
+/// Every lane's label is whole (kind, key, class, status, verdict, phase and iteration, owner),
+/// wrapping rather than cut; no mark's label leaves its lane, not even beside now; the axis
+/// says its time zone; the page's first line is the most urgent next step.
+#[test]
+fn no_label_is_cut_off_or_leaves_the_page_in_chromium() {
+    let env = TestEnv::new();
+    let long = "PROJ-77 checkout totals are wrong when a coupon and a gift card are both applied";
+    let uuid = "c4f1e2d0-9a7b-4e3c-8d21-5f6a7b8c9d0e";
+    env.baton(uuid, 0, &["loop", "init", long]).assert_code(0);
+    env.set_phase(uuid, 20, long, "qa", "spawned")
+        .assert_code(0);
+    // A long mark label right beside now: it must read leftwards, not off the page.
+    env.baton(
+        uuid,
+        59,
+        &["loop", "interrupt", long, "--reason", "session_expiry"],
+    )
+    .assert_code(0);
+    env.baton("B", 1, &["loop", "init", "PROJ-2"])
+        .assert_code(0);
+    env.baton(
+        "B",
+        2,
+        &[
+            "loop",
+            "interrupt",
+            "PROJ-2",
+            "--reason",
+            "rate_limit",
+            "--resume-after",
+            &at(30),
+        ],
+    )
+    .assert_code(0);
+    let out = env.run(None, &at(60), &["status", "--html", "--out", "wide.html"]);
+    out.assert_code(0);
+    let page = env.repo.join("wide.html");
+    if let Some(keep) = std::env::var_os("BATON_TIMELINE_WIDE") {
+        std::fs::copy(&page, keep).unwrap();
+    }
+
+    let Some(browser) = chromium() else { return };
+    for width in [1000, 640] {
+        let (found, dom) = overflowing(&browser, &page, width);
+        assert!(
+            found.is_empty(),
+            "at {width} pixels, labels cut off or off the page:\n{}",
+            found.join("\n")
+        );
+        // The whole label: the key, the phase, the owner by its first 8 characters with the
+        // whole id on hover.
+        assert!(dom.contains(long), "the key in full");
+        assert!(dom.contains("qa iteration 1/5 · spawned"), "the phase");
+        assert!(
+            dom.contains(&format!("title=\"session {uuid}\">c4f1e2d0</span>")),
+            "the owner, short with the whole id on hover"
+        );
+        assert!(dom.contains("time (UTC)"), "the axis names its zone");
+        // The rate limit waited for its reset: a bar from the interrupt to it.
+        assert_eq!(dom.matches("class=\"wait\"").count(), 1);
+        // The first line: the most urgent step, with its command. A session that left outranks
+        // a rate limit whose reset has passed.
+        let next = &dom[dom.find("<p id=\"next\"").unwrap()..];
+        let next = &next[..next.find("</p>").unwrap()];
+        assert!(
+            next.contains(&format!("loop {long} (left)"))
+                && next.contains("<code>baton resume accept"),
+            "{next}"
+        );
+        assert!(dom.contains("data-zoom=\"2\""), "the zoom button zoomed");
+    }
+}

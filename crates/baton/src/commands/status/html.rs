@@ -13,7 +13,7 @@ use baton_core::ledger::parse_ledger;
 use baton_core::packet::WorkKind;
 use baton_core::run_id::RunId;
 use baton_core::text::esc;
-use baton_core::time::parse_ts;
+use baton_core::time::{age, human_age, parse_ts};
 use baton_core::timeline::{EventIn, Label, LaneIn, build, render_html};
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
@@ -31,7 +31,7 @@ pub fn cmd_html(ctx: &Ctx, out: Option<&Path>) -> Result<Report, CommandError> {
     let mut lanes = Vec::new();
     for w in crate::view::by_urgency(&s.work) {
         match history(&*store, w, &mut warnings) {
-            Ok(Some(events)) => lanes.push(lane(w, events)),
+            Ok(Some(events)) => lanes.push(lane(ctx, w, events)),
             Ok(None) => {}
             Err(e) => {
                 warnings.push(format!(
@@ -40,12 +40,12 @@ pub fn cmd_html(ctx: &Ctx, out: Option<&Path>) -> Result<Report, CommandError> {
                     esc(&w.key),
                     esc(&e.message)
                 ));
-                lanes.push(lane(w, Vec::new()));
+                lanes.push(lane(ctx, w, Vec::new()));
             }
         }
     }
     // Work whose state is gone (archived, pruned) keeps its journal: its lanes come last.
-    match archived(&*store, &s.work, &mut warnings) {
+    match archived(ctx, &*store, &s.work, &mut warnings) {
         Ok(more) => lanes.extend(more),
         Err(e) => warnings.push(format!(
             "the journals of archived work could not be listed: {}",
@@ -173,6 +173,7 @@ fn history(
 /// Lanes for the journals no surveyed work claims: loops archived by `resume fresh` or a new
 /// `loop init`, a finished batch, pruned runs.
 fn archived(
+    ctx: &Ctx,
     store: &dyn StateStore,
     work: &[Work],
     warnings: &mut Vec<String>,
@@ -218,7 +219,7 @@ fn archived(
             aside: None,
         };
         match history(store, &w, warnings) {
-            Ok(Some(events)) if !events.is_empty() => lanes.push(lane(&w, events)),
+            Ok(Some(events)) if !events.is_empty() => lanes.push(lane(ctx, &w, events)),
             Ok(_) => {}
             Err(e) => warnings.push(format!(
                 "the history of {kind} {} is unreadable: {}",
@@ -242,7 +243,16 @@ fn events_in(events: Vec<Value>, line: fn(&Value) -> String) -> Vec<EventIn> {
         .collect()
 }
 
-fn lane(w: &Work, events: Vec<EventIn>) -> LaneIn {
+fn lane(ctx: &Ctx, w: &Work, events: Vec<EventIn>) -> LaneIn {
+    let owner = w.owner.as_ref();
+    // As `baton status` shows the owner: live or stale, and the age of its last write.
+    let owner_state = owner.map(|o| {
+        let state = if o.live { "live" } else { "stale" };
+        match parse_ts(o.last_write.as_deref()) {
+            Some(t) => format!("{state} {}", human_age(age(ctx.now, t))),
+            None => state.to_string(),
+        }
+    });
     LaneIn {
         label: Label {
             kind: w.kind.to_string(),
@@ -251,6 +261,11 @@ fn lane(w: &Work, events: Vec<EventIn>) -> LaneIn {
             verdict: w.shown_verdict(),
             class: w.class.map(|c| c.as_str().to_string()),
             next: w.next.clone(),
+            phase: w.phase.clone(),
+            owner: owner.and_then(|o| o.session.clone()),
+            owner_state,
+            urgency: w.item.as_ref().map(|i| i.urgency),
+            command: w.item.as_ref().and_then(|i| i.accept.clone()),
         },
         live: w.owner.as_ref().is_some_and(|o| o.live),
         last_write: w

@@ -26,11 +26,14 @@ mod watch;
 /// set.
 ///
 /// `--html` draws the same work as a timeline instead: one self-contained page (no network)
-/// with a lane per loop, batch, run and ledger, most urgent first; stretches coloured by the
-/// session that owned them; interrupts with their class, resumes with their verdict or mode,
-/// takeovers with both epochs, gate results, and a line at now. Pointing at a mark shows the
+/// whose first line is the most urgent next step, with a lane per loop, batch, run and
+/// ledger, most urgent first, each labelled in full (status, verdict, phase, owner);
+/// stretches coloured by the session that owned them; interrupts with their class, a rate
+/// limit's wait up to its reset, resumes with their verdict or mode, takeovers with both
+/// epochs, gate results, and a line at now, on an axis in UTC. Pointing at a mark shows the
 /// line `baton log` prints for it; clicking keeps it. Idle stretches longer than 30 minutes
-/// are folded (≈). Work whose state is gone (archived, pruned) keeps a lane from its journal,
+/// are folded (≈), and so are quiet minutes after a burst of work; the page zooms, and shows
+/// the last hour. Work whose state is gone (archived, pruned) keeps a lane from its journal,
 /// after the rest. For example: `baton status --html --out timeline.html`.
 ///
 /// `--watch` redraws the table on a terminal whenever it changes, until Ctrl-C.
