@@ -26,7 +26,9 @@ fn chromium() -> Option<PathBuf> {
             std::env::var_os("CI").is_none(),
             "CI must install chromium-headless-shell (.ci/run does)"
         );
-        eprintln!("skipped: no chromium-headless-shell (apt-get install chromium-headless-shell)");
+        crate::common::skipped(
+            "no chromium-headless-shell (apt-get install chromium-headless-shell)",
+        );
     }
     found
 }
@@ -314,7 +316,7 @@ fn status_watch_redraws_on_a_terminal_and_refuses_a_pipe() {
     assert!(piped.stdout.is_empty());
 
     if Command::new("script").arg("--version").output().is_err() {
-        eprintln!("skipped: no `script` (util-linux) to give baton a terminal");
+        crate::common::skipped("no `script` (util-linux) to give baton a terminal");
         return;
     }
     let baton = env!("CARGO_BIN_EXE_baton");
