@@ -5,6 +5,23 @@ use jiff::{SignedDuration, Timestamp};
 /// Liveness window of the ownership gate and the resume check: a write within it is live.
 pub const LIVENESS_WINDOW: SignedDuration = SignedDuration::from_secs(10 * 60);
 
+/// A duration as every option and variable of baton takes it, read by jiff: `90s`, `15m`,
+/// `1h30m`, `2 hours`, `250ms`, `1d` (a day is 24 hours), or a bare number of seconds (`5`,
+/// `0.5`). `None` for anything else, and for a negative duration.
+pub fn parse_duration(raw: &str) -> Option<SignedDuration> {
+    let raw = raw.trim();
+    if let Ok(secs) = raw.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0)
+            .then(|| SignedDuration::try_from_secs_f64(secs).ok())
+            .flatten();
+    }
+    let span: jiff::Span = raw.parse().ok()?;
+    let d = span
+        .to_duration(jiff::SpanRelativeTo::days_are_24_hours())
+        .ok()?;
+    (!d.is_negative()).then_some(d)
+}
+
 /// Formats a timestamp the way the originating tools do (`date -u +%Y-%m-%dT%H:%M:%SZ`).
 pub fn format_ts(ts: Timestamp) -> String {
     ts.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
@@ -112,6 +129,29 @@ pub fn time_left(left: SignedDuration) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn one_duration_syntax_for_every_option() {
+        let secs = |raw: &str| parse_duration(raw).map(|d| d.as_secs_f64());
+        for (raw, want) in [
+            ("5s", 5.0),
+            ("5", 5.0),
+            ("0.5", 0.5),
+            ("250ms", 0.25),
+            ("15m", 900.0),
+            ("1h30m", 5400.0),
+            ("1h 30m", 5400.0),
+            ("2 hours", 7200.0),
+            ("1d", 86_400.0),
+            ("2 days", 172_800.0),
+        ] {
+            assert_eq!(secs(raw), Some(want), "{raw}");
+        }
+        for bad in ["", "-5s", "-1", "5x", "1 month", "soon", "NaN", "1m,30m"] {
+            assert_eq!(secs(bad), None, "{bad}");
+        }
+    }
+
     use super::*;
 
     fn ts(s: &str) -> Timestamp {

@@ -467,20 +467,8 @@ fn recorded_session(dir: &std::path::Path, settings: &Settings, pid: u32) -> Opt
     baton_store::sessions::session_of_process(&layout, pid, start)
 }
 
-/// `250ms`, `5s`, `1m`, or bare seconds.
+/// A duration in baton's one syntax (`250ms`, `5s`, `1h30m`, `2d`, or bare seconds:
+/// `baton_core::time::parse_duration`), as the standard library's.
 pub fn parse_wait(raw: &str) -> Option<Duration> {
-    let raw = raw.trim();
-    let (num, unit) = raw.split_at(raw.trim_end_matches(char::is_alphabetic).len());
-    let n: f64 = num
-        .parse()
-        .ok()
-        .filter(|n: &f64| n.is_finite() && *n >= 0.0)?;
-    let secs = match unit {
-        "ms" => n / 1000.0,
-        "" | "s" => n,
-        "m" => n * 60.0,
-        "h" => n * 3600.0,
-        _ => return None,
-    };
-    Duration::try_from_secs_f64(secs).ok()
+    baton_core::time::parse_duration(raw).and_then(|d| Duration::try_from(d).ok())
 }

@@ -27,30 +27,19 @@ impl WriteFlags {
     }
 }
 
-/// An RFC 3339 time, or a delay from now (`90s`, `15m`, `2h`, `1d`).
-pub fn parse_when(now: Timestamp, raw: &str) -> Result<Timestamp, CommandError> {
+/// The value of `option`: an RFC 3339 time, or a delay from now in baton's one duration
+/// syntax (`90s`, `15m`, `1h30m`, `2d`: `baton_core::time::parse_duration`).
+pub fn parse_when(now: Timestamp, raw: &str, option: &str) -> Result<Timestamp, CommandError> {
     if let Ok(ts) = raw.parse::<Timestamp>() {
         return Ok(ts);
     }
-    let (num, unit) = raw.split_at(raw.trim_end_matches(char::is_alphabetic).len());
-    let secs = match unit {
-        "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86400,
-        _ => 0,
-    };
-    let later = num
-        .parse::<i64>()
-        .ok()
-        .filter(|&n| secs > 0 && n >= 0)
-        .and_then(|n| n.checked_mul(secs))
-        .and_then(|s| now.checked_add(jiff::SignedDuration::from_secs(s)).ok());
-    match later {
-        Some(ts) => Ok(ts),
-        None => Err(CommandError::usage(format!(
-            "--resume-after {raw:?} is neither an RFC 3339 time nor a delay"
+    let later = baton_core::time::parse_duration(raw).and_then(|d| now.checked_add(d).ok());
+    later.ok_or_else(|| {
+        CommandError::usage(format!(
+            "{option} {raw:?} is neither an RFC 3339 time nor a duration"
         ))
-        .hint("pass `2026-01-31T14:00:00Z` or a delay such as `45m`")),
-    }
+        .hint(format!(
+            "pass `{option} 2026-01-31T14:00:00Z` or a duration such as `{option} 45m` or `{option} 1h30m`"
+        ))
+    })
 }

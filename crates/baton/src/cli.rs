@@ -49,8 +49,8 @@ pub(crate) struct Cli {
     /// .agentic/]. See `baton store --help`.
     #[arg(long, global = true, value_name = "URL")]
     store: Option<String>,
-    /// When to colour the output: `auto` on a terminal unless NO_COLOR is set to something,
-    /// `always` even when piped (and whatever NO_COLOR says), `never`. `--json` is never
+    /// When to colour the output: `auto` as NO_COLOR, CLICOLOR_FORCE, CLICOLOR and TERM say
+    /// (on a terminal, by default), `always` even when piped, `never`. `--json` is never
     /// coloured.
     #[arg(long, global = true, value_name = "WHEN", value_enum, default_value_t = ColorChoice::Auto)]
     color: ColorChoice,

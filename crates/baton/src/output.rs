@@ -123,25 +123,40 @@ pub fn set_color_choice(choice: ColorChoice) {
 }
 
 /// Whether to colour a stream: `--color always` yes, `--color never` no, and `auto` (the
-/// default) only when the stream is a terminal and `NO_COLOR` is unset or empty. For stdout:
+/// default) as the environment says, read by `anstyle-query` (the crate clap reads it with):
+/// never with `NO_COLOR` set to something, always with `CLICOLOR_FORCE` set to something but
+/// `0`, never with `CLICOLOR=0`, else on a terminal that is not `TERM=dumb`. For stdout:
 /// `colour(std::io::stdout().is_terminal())`.
 pub fn colour(stream_is_terminal: bool) -> bool {
     colour_with(
         COLOR_CHOICE.get().copied().unwrap_or_default(),
         stream_is_terminal,
-        std::env::var_os("NO_COLOR").as_deref(),
+        Env {
+            no_color: anstyle_query::no_color(),
+            force: anstyle_query::clicolor_force(),
+            clicolor: anstyle_query::clicolor(),
+            term_colours: anstyle_query::term_supports_color(),
+        },
     )
 }
 
-fn colour_with(
-    choice: ColorChoice,
-    stream_is_terminal: bool,
-    no_color: Option<&std::ffi::OsStr>,
-) -> bool {
+/// What the environment says about colour.
+#[derive(Debug, Clone, Copy, Default)]
+struct Env {
+    no_color: bool,
+    force: bool,
+    clicolor: Option<bool>,
+    term_colours: bool,
+}
+
+fn colour_with(choice: ColorChoice, stream_is_terminal: bool, env: Env) -> bool {
     match choice {
         ColorChoice::Always => true,
         ColorChoice::Never => false,
-        ColorChoice::Auto => stream_is_terminal && no_color.is_none_or(|v| v.is_empty()),
+        ColorChoice::Auto if env.no_color => false,
+        ColorChoice::Auto if env.force => true,
+        ColorChoice::Auto if env.clicolor == Some(false) => false,
+        ColorChoice::Auto => stream_is_terminal && env.term_colours,
     }
 }
 
@@ -242,21 +257,40 @@ pub fn wants_json() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::ffi::OsStr;
     use std::sync::{Arc, Mutex};
 
     #[test]
-    fn auto_colours_a_terminal_unless_no_color_is_set_to_something() {
+    fn auto_colours_as_no_color_clicolor_force_and_term_say() {
         use ColorChoice::*;
-        let set = Some(OsStr::new("1"));
-        let empty = Some(OsStr::new(""));
-        assert!(colour_with(Auto, true, None));
-        assert!(colour_with(Auto, true, empty));
-        assert!(!colour_with(Auto, true, set));
-        assert!(!colour_with(Auto, false, None));
-        // `always` wins over NO_COLOR, and over a pipe.
-        assert!(colour_with(Always, false, set));
-        assert!(!colour_with(Never, true, None));
+        let term = Env {
+            term_colours: true,
+            ..Env::default()
+        };
+        assert!(colour_with(Auto, true, term));
+        assert!(!colour_with(Auto, false, term));
+        // NO_COLOR set to something: never, on a terminal or forced.
+        let no = Env {
+            no_color: true,
+            force: true,
+            ..term
+        };
+        assert!(!colour_with(Auto, true, no));
+        // CLICOLOR_FORCE: even into a pipe, and on a dumb terminal.
+        let forced = Env {
+            force: true,
+            ..Env::default()
+        };
+        assert!(colour_with(Auto, false, forced));
+        // TERM=dumb, or CLICOLOR=0: not even a terminal.
+        assert!(!colour_with(Auto, true, Env::default()));
+        let off = Env {
+            clicolor: Some(false),
+            ..term
+        };
+        assert!(!colour_with(Auto, true, off));
+        // `always` and `never` win over all of it.
+        assert!(colour_with(Always, false, no));
+        assert!(!colour_with(Never, true, forced));
     }
 
     /// What a progress line wrote.

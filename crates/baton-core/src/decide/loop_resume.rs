@@ -157,15 +157,7 @@ pub fn branch_step(state: &LoopState, checked_out: Option<&str>) -> Option<(Reas
 
 /// A branch name for a suggested command, quoted when it needs it.
 fn shell_word(raw: &str) -> String {
-    let plain = !raw.is_empty()
-        && raw
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._-/".contains(&b));
-    if plain {
-        raw.to_string()
-    } else {
-        format!("'{}'", esc(raw).replace('\'', r"'\''"))
-    }
+    crate::text::shell_quote(&esc(raw))
 }
 
 pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {

@@ -36,7 +36,7 @@ pub fn baton_hook_event(command: &str, client: Client) -> Option<String> {
 /// quotes keep everything, double quotes keep everything but `\`-escapes, a backslash outside
 /// quotes escapes the next character. A line with any other shell syntax (`;`, `|`, `&`, `$`,
 /// redirections, backquotes, globs) is no simple command: `None`.
-pub(crate) fn shell_words(line: &str) -> Option<Vec<String>> {
+pub fn shell_words(line: &str) -> Option<Vec<String>> {
     let mut words = Vec::new();
     let mut word: Option<String> = None;
     let mut chars = line.chars();

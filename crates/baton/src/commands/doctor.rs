@@ -399,14 +399,9 @@ fn this_exe() -> String {
 }
 
 fn first_word(command: &str) -> Option<String> {
-    let command = command.trim_start();
-    if let Some(rest) = command.strip_prefix('\'') {
-        return rest.split_once('\'').map(|(w, _)| w.to_string());
-    }
-    if let Some(rest) = command.strip_prefix('"') {
-        return rest.split_once('"').map(|(w, _)| w.to_string());
-    }
-    command.split_whitespace().next().map(str::to_string)
+    baton_core::install::shell_words(command)?
+        .into_iter()
+        .next()
 }
 
 fn is_executable(path: &Path) -> bool {

@@ -26,7 +26,7 @@ use baton_core::journal::JournalEvent;
 use baton_core::model::{InterruptReason, LoopStatus};
 use baton_core::text::esc;
 use baton_core::time::{format_ts, format_utc, parse_ts};
-use baton_ops::env::{Ctx, parse_wait};
+use baton_ops::env::Ctx;
 use baton_ops::error::{CommandError, ExitStatus};
 use baton_ops::install::Targets;
 use baton_ops::owned::{interrupt_owned, owned, ticket_of};
@@ -890,15 +890,8 @@ fn client_of(args: &SuperviseArgs) -> Result<Client, CommandError> {
 }
 
 fn parse_give_up(raw: &str) -> Result<SignedDuration, CommandError> {
-    let days = raw
-        .trim()
-        .strip_suffix('d')
-        .and_then(|n| n.parse::<f64>().ok())
-        .filter(|n| n.is_finite() && *n >= 0.0)
-        .and_then(|n| std::time::Duration::try_from_secs_f64(n * 86_400.0).ok());
-    days.or_else(|| parse_wait(raw))
+    baton_core::time::parse_duration(raw)
         .filter(|d| !d.is_zero())
-        .and_then(|d| SignedDuration::try_from(d).ok())
         .ok_or_else(|| {
             CommandError::usage(format!("--give-up-after {raw:?} is not a duration"))
                 .hint("pass a duration such as `--give-up-after 6h` or `--give-up-after 2d`")
@@ -910,11 +903,7 @@ fn parse_backoff(raw: &str) -> Result<(SignedDuration, SignedDuration), CommandE
         CommandError::usage(format!("--backoff {raw:?} is not FIRST[,CAP]"))
             .hint("pass durations such as `--backoff 1m,30m` or `--backoff 5s`")
     };
-    let one = |s: &str| {
-        parse_wait(s)
-            .filter(|d| !d.is_zero())
-            .and_then(|d| SignedDuration::try_from(d).ok())
-    };
+    let one = |s: &str| baton_core::time::parse_duration(s).filter(|d| !d.is_zero());
     let (first, cap) = match raw.split_once(',') {
         Some((f, c)) => (one(f).ok_or_else(bad)?, one(c).ok_or_else(bad)?),
         None => {

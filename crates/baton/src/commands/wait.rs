@@ -53,7 +53,7 @@ pub fn cmd_wait(ctx: &Ctx, args: WaitArgs) -> Result<Report, CommandError> {
     let deadline = args
         .max
         .as_deref()
-        .map(|raw| parse_when(ctx.now, raw))
+        .map(|raw| parse_when(ctx.now, raw, "--max"))
         .transpose()?;
     match &args.ticket {
         Some(ticket) => {

@@ -456,7 +456,7 @@ fn status_paints_verdicts_on_a_terminal_unless_no_color_is_set() {
     let env = TestEnv::new();
     env.baton("A", 0, &["loop", "init", "PROJ-1"])
         .assert_code(0);
-    let on_a_terminal = |no_color: Option<&str>| {
+    let on_a_terminal = |vars: &[(&str, &str)]| {
         let inner = env.command(Some("B"), &at(30));
         let mut cmd = crate::common::like(&inner, "script");
         // `script` runs its command through a shell: the binary's path is quoted, the rest are
@@ -466,25 +466,37 @@ fn status_paints_verdicts_on_a_terminal_unless_no_color_is_set() {
                 "'{}' status",
                 inner.get_program().to_string_lossy()
             ))
-            .arg("/dev/null");
-        if let Some(v) = no_color {
-            cmd.env("NO_COLOR", v);
+            .arg("/dev/null")
+            .env("TERM", "xterm-256color");
+        for (k, v) in vars {
+            cmd.env(k, v);
         }
         let out = cmd.output().expect("script (util-linux) runs");
         assert!(out.status.success(), "{out:?}");
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
-    let painted = on_a_terminal(None);
+    let painted = on_a_terminal(&[]);
     assert!(
         painted.contains("\x1b["),
         "no colour on a terminal: {painted:?}"
     );
-    let plain = on_a_terminal(Some("1"));
-    assert!(plain.contains("PROJ-1"), "{plain:?}");
-    assert!(
-        !plain.contains("\x1b["),
-        "colour despite NO_COLOR: {plain:?}"
-    );
+    for vars in [
+        &[("NO_COLOR", "1")][..],
+        &[("TERM", "dumb")][..],
+        &[("CLICOLOR", "0")][..],
+    ] {
+        let plain = on_a_terminal(vars);
+        assert!(plain.contains("PROJ-1"), "{plain:?}");
+        assert!(
+            !plain.contains("\x1b["),
+            "colour despite {vars:?}: {plain:?}"
+        );
+    }
+    // CLICOLOR_FORCE colours even a pipe.
+    let mut cmd = env.command(Some("B"), &at(30));
+    cmd.env("CLICOLOR_FORCE", "1").arg("status");
+    let forced = crate::common::to_run(cmd.output().unwrap());
+    assert!(forced.stdout.contains("\x1b["), "{:?}", forced.stdout);
 }
 
 /// A `plans` link never leads the session-start scan out of the project.

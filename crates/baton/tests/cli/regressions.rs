@@ -441,3 +441,47 @@ fn a_ticketless_loop_is_offered_by_its_key_and_the_offer_works() {
         Some("loop-state-session-S1.json")
     );
 }
+
+/// One duration syntax everywhere, and a bad value is named by its own option.
+#[test]
+fn every_duration_option_reads_one_syntax_and_names_itself_when_bad() {
+    let env = TestEnv::new();
+    env.baton("A", 0, &["loop", "init", "T-1"]).assert_code(0);
+    // `1h30m` where only `90m` was read before.
+    let out = env.baton(
+        "A",
+        1,
+        &[
+            "loop",
+            "interrupt",
+            "T-1",
+            "--reason",
+            "rate_limit",
+            "--resume-after",
+            "1h30m",
+        ],
+    );
+    out.assert_code(0);
+    let state = env.baton("A", 2, &["--json", "loop", "show", "T-1"]).json();
+    assert_eq!(state["state"]["resume_after"], at(91), "{state}");
+    // A bad `wait --max` is reported as `--max`, not as another option.
+    let out = env.baton("B", 2, &["wait", "T-1", "--max", "soon"]);
+    out.assert_code(2);
+    assert!(out.stderr.contains("--max \"soon\""), "{}", out.stderr);
+    assert!(!out.stderr.contains("--resume-after"), "{}", out.stderr);
+    // `status --interval` takes the same syntax as `supervise --backoff`.
+    for bad in [
+        &["status", "--watch", "--interval", "5x"][..],
+        &["run", "prune", "--older-than", "5x"][..],
+    ] {
+        let out = env.baton("B", 2, bad);
+        out.assert_code(2);
+        assert!(out.stderr.contains("5x"), "{}", out.stderr);
+    }
+    env.baton(
+        "B",
+        2,
+        &["run", "prune", "--older-than", "1d 12h", "--dry-run"],
+    )
+    .assert_code(0);
+}

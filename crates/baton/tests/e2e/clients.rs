@@ -699,7 +699,4 @@ fn toml_string(s: &str) -> String {
     serde_json::to_string(s).unwrap()
 }
 
-/// A string as one single-quoted shell word.
-pub fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
+pub use baton_core::text::shell_quote;

@@ -1,7 +1,6 @@
 use clap::Args;
 use serde_json::json;
 
-use crate::args::parse_when;
 use crate::output::Report;
 use baton_core::text::esc;
 use baton_ops::env::Ctx;
@@ -22,12 +21,13 @@ pub struct PruneArgs {
 }
 
 pub fn cmd_run_prune(ctx: &Ctx, args: PruneArgs) -> Result<Report, CommandError> {
-    let horizon = parse_when(jiff::Timestamp::UNIX_EPOCH, &args.older_than)
-        .map_err(|_| {
-            CommandError::usage(format!("--older-than {:?} is not an age", args.older_than))
-                .hint("pass an age such as `7d` or `12h`")
-        })?
-        .duration_since(jiff::Timestamp::UNIX_EPOCH);
+    let horizon = baton_core::time::parse_duration(&args.older_than).ok_or_else(|| {
+        CommandError::usage(format!(
+            "--older-than {:?} is not a duration",
+            args.older_than
+        ))
+        .hint("pass an age such as `--older-than 7d` or `--older-than 12h`")
+    })?;
     let done = single_run::prune(
         ctx,
         &Prune {

@@ -49,10 +49,10 @@ pub struct StatusArgs {
     /// Redraw the table whenever it changes, until Ctrl-C (stdout must be a terminal).
     #[arg(long)]
     watch: bool,
-    /// With `--watch`: how often to look again, in seconds.
+    /// With `--watch`: how often to look again (`5s`, `500ms`; a bare number is seconds).
     #[arg(
         long,
-        value_name = "SECONDS",
+        value_name = "DURATION",
         requires = "watch",
         default_value = "2",
         value_parser = parse_interval
@@ -61,12 +61,12 @@ pub struct StatusArgs {
 }
 
 fn parse_interval(raw: &str) -> Result<std::time::Duration, String> {
-    match raw.parse::<f64>() {
-        Ok(secs) if (0.1..=3600.0).contains(&secs) => Ok(std::time::Duration::from_secs_f64(secs)),
-        _ => Err(format!(
-            "{raw:?} is not a number of seconds from 0.1 to 3600 (for example `--interval 5`)"
-        )),
-    }
+    baton_core::time::parse_duration(raw)
+        .and_then(|d| std::time::Duration::try_from(d).ok())
+        .filter(|d| (0.1..=3600.0).contains(&d.as_secs_f64()))
+        .ok_or_else(|| {
+            format!("{raw:?} is not a duration from 100ms to 1h (for example `--interval 5s`)")
+        })
 }
 
 /// The width the table keeps to.

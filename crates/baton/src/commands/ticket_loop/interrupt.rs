@@ -30,7 +30,7 @@ pub fn cmd_loop_interrupt(ctx: &Ctx, args: InterruptArgs) -> Result<Report, Comm
     let resume_after = args
         .resume_after
         .as_deref()
-        .map(|raw| parse_when(ctx.now, raw))
+        .map(|raw| parse_when(ctx.now, raw, "--resume-after"))
         .transpose()?;
     baton_ops::ticket_loop::interrupt(
         ctx,
