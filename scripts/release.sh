@@ -14,6 +14,9 @@
 #   scripts/release.sh --out DIR       write to DIR instead of target/distrib
 #   scripts/release.sh --base-url URL  the address the installer downloads from by default
 #                                      (else it needs BATON_INSTALLER_BASE_URL when run)
+#   scripts/release.sh --debug         no build: pack a stripped copy of the debug binary that
+#                                      `cargo test` left, for CI's --check of the packaging and
+#                                      the installers (seconds); never an artifact to publish
 #
 # Builds for the machine's own target only (rustc's host; Linux x86_64 is the one supported).
 # Needs cargo, tar, gzip, sha256sum, and npm for the npm package (without npm it is skipped
@@ -22,11 +25,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 check=0
+debug=0
 out=target/distrib
 base_url=""
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --check) check=1 ;;
+        --debug) debug=1 ;;
         --out)
             out="${2:?--out needs a directory}"
             shift
@@ -36,7 +41,7 @@ while [[ $# -gt 0 ]]; do
             shift
             ;;
         -h | --help)
-            sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
+            sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
             exit 0
             ;;
         *)
@@ -61,17 +66,30 @@ esac
 version="$(cargo pkgid --offline -p baton-cli)"
 version="${version##*@}"
 
-say "cargo build --profile dist --locked -p baton-cli --bin baton ($target, $version)"
-start=$SECONDS
-cargo build --profile dist --locked -p baton-cli --bin baton
-echo "built in $((SECONDS - start)) s"
-bin="${CARGO_TARGET_DIR:-target}/dist/baton"
+if [[ $debug == 1 ]]; then
+    bin="${CARGO_TARGET_DIR:-target}/debug/baton"
+    [[ -x $bin ]] || {
+        echo "release.sh: --debug packs $bin, and there is none: run cargo test first" >&2
+        exit 1
+    }
+    say "--debug: a stripped copy of $bin, for checking the packaging only"
+else
+    say "cargo build --profile dist --locked -p baton-cli --bin baton ($target, $version)"
+    start=$SECONDS
+    cargo build --profile dist --locked -p baton-cli --bin baton
+    echo "built in $((SECONDS - start)) s"
+    bin="${CARGO_TARGET_DIR:-target}/dist/baton"
+fi
 
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 rm -f "$out"/baton-cli-* "$out/SHA256SUMS"
 stage="$(mktemp -d)"
 trap 'rm -rf "$stage"' EXIT
+if [[ $debug == 1 ]]; then
+    strip -o "$stage/baton" "$bin"
+    bin="$stage/baton"
+fi
 
 # The archive: one directory named after it, as cargo-dist lays its archives out.
 name="baton-cli-$target"
