@@ -6,7 +6,7 @@
 #
 #   scripts/bench-compare.sh OLD_BATON NEW_BATON [--runs N]
 #
-# Build the old one from a clone at its commit (`cargo build --release -p baton` there). Needs
+# Build the old one from a clone at its commit (`cargo build --release --bin baton` there). Needs
 # hyperfine, jq and git; the temp repositories go under $TMPDIR (default /tmp).
 set -euo pipefail
 

@@ -93,7 +93,7 @@ fi
 out="$(cd "$out" && pwd)"
 
 echo "== build ($profile)"
-cargo build --profile "$profile" --quiet -p baton
+cargo build --profile "$profile" --quiet -p baton-cli
 target_dir="$(cargo metadata --format-version 1 --no-deps | jq -r .target_directory)"
 if [[ $profile == dev ]]; then
     baton="$target_dir/debug/baton"
@@ -419,11 +419,11 @@ hyperfine --shell=none --warmup "$warmup" --runs "$runs" --style basic \
     -n 'hook StopFailure, interrupting 1 loop and 1 lease' "$(in_sh "$baton hook claude StopFailure" "$work/stopfailure.json")" \
     -n 'hook StopFailure, limit text with its reset' "$(in_sh "$baton hook claude StopFailure" "$work/stopfailure-limit.json")"
 
-echo "== cargo bench -p baton-store --bench replace ${criterion_args[*]}"
+echo "== cargo bench -p baton-cli-store --bench replace ${criterion_args[*]}"
 # The criterion temp files go to the same filesystem as the repositories above.
 bench_profile=()
 [[ $profile == dev ]] && bench_profile=(--profile dev)
-BATON_BENCH_DIR="$work" cargo bench --quiet "${bench_profile[@]}" -p baton-store --bench replace -- \
+BATON_BENCH_DIR="$work" cargo bench --quiet "${bench_profile[@]}" -p baton-cli-store --bench replace -- \
     "${criterion_args[@]}"
 
 busy_after="$(cpu_busy_pct)"

@@ -45,7 +45,7 @@ done
 [ "$(id -u)" = 0 ] || { echo "fleet.sh: run as root (network namespaces)" >&2; exit 2; }
 pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 [ -x "$pgbin/initdb" ] || { echo "fleet.sh: no PostgreSQL server binaries" >&2; exit 2; }
-cargo build --profile "$profile" --locked -q -p baton --bin baton --example fleet_soak
+cargo build --profile "$profile" --locked -q -p baton-cli --bin baton --example fleet_soak
 dir=release
 [ "$profile" = release ] || dir=debug
 baton="$PWD/target/$dir/baton"

@@ -28,9 +28,9 @@ while [ $# -gt 0 ]; do
 done
 
 if [ "$profile" = release ]; then
-  cargo build --locked -q --release -p baton --bin baton --example hook_window
+  cargo build --locked -q --release -p baton-cli --bin baton --example hook_window
 else
-  cargo build --locked -q -p baton --bin baton --example hook_window
+  cargo build --locked -q -p baton-cli --bin baton --example hook_window
 fi
 target=${CARGO_TARGET_DIR:-target}/$profile
 

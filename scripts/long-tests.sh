@@ -56,7 +56,7 @@ echo "  kills: loop $loop_kills, run $run_kills, ledger $ledger_kills, resume po
     "($((loop_kills + run_kills + ledger_kills + resume_point_kills)) in all)"
 echo "  races: $BATON_RACERS processes x $BATON_RACE_TRIALS trials per gate; appends: 8 x $BATON_LEDGER_LINES lines"
 
-cargo build --release --locked -p baton --tests
+cargo build --release --locked -p baton-cli --tests
 
 # One test (or a group) at a time, each timed, so that the figures are each harness's own. The
 # tests print their tallies; the rest of cargo's output is kept only when a test fails.
@@ -67,7 +67,7 @@ check_run() {
     local log start=$SECONDS
     log="$(mktemp)"
     echo "== $label"
-    if cargo test --release --locked -q -p baton --test cli -- "$@" --test-threads=1 --nocapture >"$log" 2>&1; then
+    if cargo test --release --locked -q -p baton-cli --test cli -- "$@" --test-threads=1 --nocapture >"$log" 2>&1; then
         grep -vE '^(running [0-9]+ tests?|)$|^test result|^\.+$|^ {2}[a-z]' "$log" || true
     else
         cat "$log"

@@ -142,7 +142,7 @@ if [ "$bench" = 1 ]; then
   page="$work/large.html"
   release=()
   [ "$profile" = debug ] || release=(--release)
-  BATON_TIMELINE_LARGE="$page" cargo test "${release[@]}" --quiet -p baton --test cli -- \
+  BATON_TIMELINE_LARGE="$page" cargo test "${release[@]}" --quiet -p baton-cli --test cli -- \
     timeline::the_page_of_200_lanes_and_20000_events >/dev/null
   dom() {
     "$browser" "${flags[@]}" --user-data-dir="$work/profile2" --dump-dom "file://$page" 2>/dev/null

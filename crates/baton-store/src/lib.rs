@@ -17,6 +17,7 @@ pub mod lock;
 pub mod outbox;
 #[cfg(feature = "postgres")]
 pub mod pg;
+pub mod platform;
 pub mod process;
 pub mod read;
 pub mod sessions;

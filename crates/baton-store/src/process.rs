@@ -1,73 +1,36 @@
 //! Facts about processes and this machine, for the run lease: a pid alone never proves
 //! liveness, so a holder is named by host, boot id, pid and the process's start time.
 
-use std::path::Path;
-
 use baton_core::client::Client;
+
+use crate::platform;
 
 /// This machine's host name.
 pub fn host() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_string())
-        .ok()
-        .filter(|s| !s.is_empty())
+    platform::hostname()
         .or_else(|| std::env::var("HOSTNAME").ok())
         .unwrap_or_else(|| "localhost".into())
 }
 
 /// The kernel's boot id: differs after every reboot, so pids of an earlier boot mean nothing.
 pub fn boot_id() -> Option<String> {
-    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-        .ok()
-        .map(|s| s.trim().to_string())
+    platform::boot_id()
 }
 
-/// `/proc/<pid>/stat`, split after the command name (which may hold spaces and parentheses).
-fn stat_fields(pid: u32) -> Option<Vec<String>> {
-    let stat =
-        std::fs::read_to_string(Path::new("/proc").join(pid.to_string()).join("stat")).ok()?;
-    let after = &stat[stat.rfind(')')? + 1..];
-    Some(after.split_whitespace().map(String::from).collect())
-}
-
-/// A process's start time in clock ticks after boot (field 22 of `/proc/<pid>/stat`).
+/// A process's start time (on Linux in clock ticks after boot).
 pub fn start_time(pid: u32) -> Option<u64> {
-    // Fields after the name start at field 3 (state); field 22 is index 19 here.
-    stat_fields(pid)?.get(19)?.parse().ok()
+    platform::stat(pid)?.start
 }
 
-/// The parent pid (field 4).
+/// The parent pid.
 fn parent(pid: u32) -> Option<u32> {
-    stat_fields(pid)?.get(1)?.parse().ok()
+    platform::stat(pid)?.parent
 }
 
 /// Whether the process that had `start` as its start time is still running. A reused pid has
 /// another start time, and a zombie has finished.
 pub fn is_alive(pid: u32, start: u64) -> bool {
-    match stat_fields(pid) {
-        Some(fields) => {
-            fields.first().is_none_or(|state| state != "Z")
-                && fields.get(19).and_then(|s| s.parse().ok()) == Some(start)
-        }
-        None => false,
-    }
-}
-
-fn comm(pid: u32) -> Option<String> {
-    std::fs::read_to_string(Path::new("/proc").join(pid.to_string()).join("comm"))
-        .ok()
-        .map(|s| s.trim().to_string())
-}
-
-fn cmdline(pid: u32) -> Vec<String> {
-    std::fs::read(Path::new("/proc").join(pid.to_string()).join("cmdline"))
-        .map(|b| {
-            b.split(|&c| c == 0)
-                .filter(|a| !a.is_empty())
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect()
-        })
-        .unwrap_or_default()
+    platform::stat(pid).is_some_and(|stat| !stat.zombie && stat.start == Some(start))
 }
 
 /// This process's ancestors, nearest first, each with its start time, up to pid 1 (which may
@@ -79,12 +42,10 @@ pub fn ancestors() -> Vec<ProcessId> {
         if out.len() >= 64 {
             break;
         }
-        let Some(fields) = stat_fields(p) else { break };
-        let Some(start) = fields.get(19).and_then(|s| s.parse().ok()) else {
-            break;
-        };
+        let Some(stat) = platform::stat(p) else { break };
+        let Some(start) = stat.start else { break };
         out.push((p, start));
-        pid = fields.get(1).and_then(|s| s.parse().ok());
+        pid = stat.parent;
     }
     out
 }
@@ -92,11 +53,11 @@ pub fn ancestors() -> Vec<ProcessId> {
 /// Which agent client a process is, if it is one, by the program names of the clients'
 /// definitions.
 fn agent_of(pid: u32) -> Option<Client> {
-    if let Some(agent) = comm(pid).and_then(|c| Client::of_program(&c)) {
+    if let Some(agent) = platform::comm(pid).and_then(|c| Client::of_program(&c)) {
         return Some(agent);
     }
     // `node /…/bin/claude …`: the script, not the interpreter, names the agent.
-    cmdline(pid)
+    platform::cmdline(pid)
         .iter()
         .take(2)
         .find_map(|arg| Client::of_program(arg))

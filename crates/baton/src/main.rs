@@ -1,3 +1,3 @@
 fn main() -> std::process::ExitCode {
-    baton::run()
+    baton_cli::run()
 }

@@ -8,7 +8,7 @@
 //! `StoreError::Unanswered`, naming the server.
 //!
 //! The socket is the one the connection opened: the sockets this process holds after the
-//! connect that it did not hold before (`/proc/self/fd`).
+//! connect that it did not hold before (`platform::open_descriptors`, `/proc/self/fd` on Linux).
 
 use std::collections::BTreeSet;
 use std::os::fd::RawFd;
@@ -46,11 +46,8 @@ impl std::fmt::Debug for Watchdog {
 
 /// The sockets this process holds.
 fn sockets() -> BTreeSet<RawFd> {
-    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
-        return BTreeSet::new();
-    };
-    dir.flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<RawFd>().ok())
+    crate::platform::open_descriptors()
+        .into_iter()
         .filter(|&fd| {
             let mut st: libc::stat = unsafe { std::mem::zeroed() };
             // SAFETY: fstat only writes into `st`; a descriptor closed meanwhile fails.

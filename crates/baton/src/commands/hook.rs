@@ -793,13 +793,13 @@ fn spawn_forwarder(layout: &Layout) -> Result<(), CommandError> {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    // SAFETY: setsid and close_range are async-signal-safe and touch no memory of the
-    // parent. No descriptor the client left open past the standard streams is held: a client
-    // waiting for such a pipe to close must not wait for this process.
+    // SAFETY: setsid and close_descriptors_from are async-signal-safe and touch no memory of
+    // the parent. No descriptor the client left open past the standard streams is held: a
+    // client waiting for such a pipe to close must not wait for this process.
     unsafe {
         cmd.pre_exec(|| {
             libc::setsid();
-            libc::syscall(libc::SYS_close_range, 3, libc::c_uint::MAX, 0);
+            baton_store::platform::close_descriptors_from(3);
             Ok(())
         });
     }

@@ -363,10 +363,10 @@ impl Supervisor<'_> {
         }
         // Should supervise itself be killed, the agent gets SIGTERM rather than running on
         // unsupervised.
-        // SAFETY: prctl(2) is async-signal-safe, and the closure touches no memory.
+        // SAFETY: die_with_parent is async-signal-safe, and the closure touches no memory.
         unsafe {
             std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                baton_store::platform::die_with_parent(libc::SIGTERM);
                 Ok(())
             });
         }
