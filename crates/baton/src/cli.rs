@@ -33,69 +33,153 @@ use baton_ops::error::{CommandError, ExitStatus};
 )]
 pub(crate) struct Cli {
     /// Run as if started in DIR (the project root is the git top level above it).
-    #[arg(short = 'C', global = true, value_name = "DIR")]
+    #[arg(short = 'C', global = true, help_heading = GLOBAL, value_name = "DIR")]
     dir: Option<PathBuf>,
     /// The session id [default: $BATON_SESSION, else the agent client's own: $CLAUDE_CODE_SESSION_ID,
     /// $CODEX_SESSION_ID, $CODEX_THREAD_ID, $COPILOT_AGENT_SESSION_ID, $BATON_OPENCODE_SESSION
     /// (set by baton's OpenCode plugin), or the Gemini CLI or Cursor session its hooks
     /// recorded].
-    #[arg(long, global = true, value_name = "ID")]
+    #[arg(long, global = true, help_heading = GLOBAL, value_name = "ID")]
     session: Option<String>,
     /// Print exactly one JSON object on stdout.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL)]
     json: bool,
     /// Keep the state in this PostgreSQL server, shared by every machine [default:
     /// $BATON_STORE, else `store = "…"` in the project's .baton.toml, else the files under
     /// .agentic/]. See `baton store --help`.
-    #[arg(long, global = true, value_name = "URL")]
+    #[arg(long, global = true, help_heading = GLOBAL, value_name = "URL")]
     store: Option<String>,
     /// When to colour the output: `auto` as NO_COLOR, CLICOLOR_FORCE, CLICOLOR and TERM say
     /// (on a terminal, by default), `always` even when piped, `never`. `--json` is never
     /// coloured.
-    #[arg(long, global = true, value_name = "WHEN", value_enum, default_value_t = ColorChoice::Auto)]
+    #[arg(long, global = true, help_heading = GLOBAL, value_name = "WHEN", value_enum, default_value_t = ColorChoice::Auto)]
     color: ColorChoice,
     #[command(subcommand)]
     command: Command,
 }
 
+/// The heading of the options every command takes.
+const GLOBAL: &str = "Global options";
+
+/// Each command's one-line about (its `--help` has the whole text).
 #[derive(Debug, Subcommand)]
 enum Command {
-    #[command(subcommand, name = "loop")]
+    #[command(
+        subcommand,
+        name = "loop",
+        about = "Record and inspect one ticket's loop"
+    )]
     Loop(ticket_loop::LoopCommand),
+    #[command(about = "Start every session here: interrupted work and the resume packet")]
     Resume(resume::ResumeArgs),
-    #[command(name = "continue")]
+    #[command(
+        name = "continue",
+        about = "The active feature and where the next session starts"
+    )]
     Continue(crate::commands::continue_cmd::ContinueArgs),
+    #[command(about = "Every piece of work in the project, with its verdict and next step")]
     Status(status::StatusArgs),
+    #[command(about = "The history of a loop, the batch, a run or a ledger")]
     Log(crate::commands::log::LogArgs),
+    #[command(about = "Mark this session's work paused on purpose")]
     Pause(pause::PauseArgs),
+    #[command(about = "Say when interrupted work can resume, or wait until then")]
     Wait(wait::WaitArgs),
+    #[command(about = "Run an agent and relaunch it where a rate limit stopped it")]
     Supervise(supervise::SuperviseArgs),
     #[cfg(feature = "postgres")]
-    #[command(subcommand)]
+    #[command(subcommand, about = "The PostgreSQL store for a fleet of machines")]
     Store(crate::commands::store::StoreCommand),
-    #[command(subcommand)]
+    #[command(subcommand, about = "Track a single-run pipeline and resume it safely")]
     Run(run::RunCommand),
-    #[command(subcommand)]
+    #[command(subcommand, about = "Keep a plan's run ledger")]
     Ledger(ledger::LedgerCommand),
-    #[command(subcommand)]
+    #[command(subcommand, about = "Run the exit gates of a plan's phase")]
     Gate(gate::GateCommand),
-    #[command(subcommand)]
+    #[command(subcommand, about = "Run several tickets as one batch")]
     Batch(batch::BatchCommand),
+    #[command(about = "Run by an agent client's hook: keeps the state in step with the session")]
     Hook(hook::HookArgs),
+    #[command(about = "Install baton's hooks and guide into an agent client")]
     Init(init::InitArgs),
+    #[command(about = "Check what breaks a setup, and say the fix for each")]
     Doctor(crate::commands::doctor::DoctorArgs),
+    #[command(about = "Walk through a ticket loop interrupted by a rate limit")]
     Demo(demo::DemoArgs),
+    #[command(about = "Print the JSON Schemas of the files and the --json outputs")]
     Schema(schema::SchemaArgs),
+    #[command(about = "Print the completion script for a shell")]
     Completions(completions::CompletionsArgs),
+    #[command(about = "Print or write the manual pages")]
     Man(man::ManArgs),
 }
 
+/// The commands by what they are for, as the short help lists them; the plumbing is listed
+/// by `--help` only.
+const GROUPS: &[(&str, &[&str])] = &[
+    ("Session start", &["resume", "wait", "supervise"]),
+    (
+        "Everyday work",
+        &[
+            "loop", "continue", "run", "ledger", "gate", "batch", "pause",
+        ],
+    ),
+    ("Seeing", &["status", "log"]),
+    ("Setup", &["init", "doctor", "demo", "store"]),
+];
+const PLUMBING: &[&str] = &["hook", "schema", "completions", "man"];
+
+/// The command tree with its help laid out: the commands in groups, the global options under
+/// their own heading.
+pub(crate) fn command() -> clap::Command {
+    let cmd = Cli::command();
+    let about = |name: &str| {
+        cmd.find_subcommand(name)
+            .and_then(|c| c.get_about())
+            .map(|a| a.to_string())
+            .unwrap_or_default()
+    };
+    let list = |names: &[&str]| -> String {
+        names
+            .iter()
+            .filter(|n| cmd.find_subcommand(n).is_some())
+            .map(|n| format!("  {n:<12} {}\n", about(n)))
+            .collect()
+    };
+    let groups: String = GROUPS
+        .iter()
+        .map(|(heading, names)| format!("{heading}:\n{}\n", list(names)))
+        .collect();
+    let template = format!(
+        "{{about-with-newline}}\n{{usage-heading}} {{usage}}\n\n{groups}{GLOBAL}:\n{{options}}{{after-help}}"
+    );
+    let plumbing = format!(
+        "Plumbing:\n{}\n`baton help <COMMAND>` shows a command's help; `baton help environment` the variables baton reads.",
+        list(PLUMBING)
+    );
+    cmd.help_template(template)
+        .after_help(
+            "`baton help <COMMAND>` shows a command's help; `--help` lists the plumbing too.",
+        )
+        .after_long_help(plumbing)
+}
+
 pub fn run() -> ExitCode {
+    // `baton help environment`: the variables baton reads, which are no command of their own.
+    let words: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    if words.len() == 2 && words[0] == "help" && (words[1] == "environment" || words[1] == "env") {
+        let mut out = std::io::stdout().lock();
+        let text = format!("{}\n", crate::commands::environment::text());
+        return match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(_) => ExitCode::from(ExitStatus::Unprinted as u8),
+        };
+    }
     // clap colours its own help and errors as `--color` says, so the choice is read before
     // the command line is parsed.
     let color = color_in_args(std::env::args_os().skip(1));
     output::set_color_choice(color);
-    let parsed = Cli::command()
+    let parsed = command()
         .color(color)
         .try_get_matches()
         .and_then(|mut matches| Cli::from_arg_matches_mut(&mut matches));
@@ -149,8 +233,8 @@ pub fn run() -> ExitCode {
         // A hook answers its client, not a person: it fails open whatever happens.
         Command::Hook(args) => return hook::run(cli.dir, args),
         // Neither reads a project: they print what the command definitions say.
-        Command::Completions(args) => completions::cmd_completions(args, Cli::command()),
-        Command::Man(args) => man::cmd_man(args, Cli::command()),
+        Command::Completions(args) => completions::cmd_completions(args, command()),
+        Command::Man(args) => man::cmd_man(args, command()),
         command => {
             // Commands that keep no state of their own read the machine's clock; the others,
             // with a shared store, the server's.
@@ -412,8 +496,33 @@ mod tests {
             }
         }
         let mut missing = Vec::new();
-        walk(&super::Cli::command(), "", &mut missing);
+        walk(&super::command(), "", &mut missing);
         assert!(missing.is_empty(), "no description: {missing:#?}");
+    }
+
+    /// Every command is in one group of the short help, or in the plumbing `--help` adds.
+    #[test]
+    fn every_command_is_listed_once_by_what_it_is_for() {
+        let cmd = super::command();
+        let mut listed: Vec<&str> = super::GROUPS
+            .iter()
+            .flat_map(|(_, names)| names.iter().copied())
+            .chain(super::PLUMBING.iter().copied())
+            .collect();
+        listed.sort();
+        let mut commands: Vec<&str> = cmd.get_subcommands().map(|c| c.get_name()).collect();
+        commands.sort();
+        // Without PostgreSQL there is no `store` command.
+        listed.retain(|n| commands.contains(n));
+        assert_eq!(listed, commands);
+        for sub in cmd.get_subcommands() {
+            let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
+            assert!(
+                about.len() <= 80 && !about.contains('\n'),
+                "{}: {about}",
+                sub.get_name()
+            );
+        }
     }
 
     /// Every command the installed guide tells an agent to run is one baton accepts.

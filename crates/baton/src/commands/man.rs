@@ -43,8 +43,22 @@ pub fn cmd_man(args: ManArgs, cmd: clap::Command) -> Result<Report, CommandError
     ))
 }
 
+/// baton's own page has the environment reference (`baton help environment`) as its
+/// ENVIRONMENT section.
 fn render(cmd: clap::Command, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-    clap_mangen::Man::new(cmd).render(out)
+    let top = cmd.get_bin_name().is_none_or(|b| b == "baton") && cmd.get_name() == "baton";
+    let man = clap_mangen::Man::new(cmd);
+    if !top {
+        return man.render(out);
+    }
+    man.render_title(out)?;
+    man.render_name_section(out)?;
+    man.render_synopsis_section(out)?;
+    man.render_description_section(out)?;
+    man.render_options_section(out)?;
+    man.render_subcommands_section(out)?;
+    out.write_all(crate::commands::environment::roff().as_bytes())?;
+    man.render_version_section(out)
 }
 
 /// The page of `cmd` and of every command under it that `--help` shows.

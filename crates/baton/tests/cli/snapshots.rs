@@ -43,17 +43,37 @@ fn shown(name: &str, stdout: &str) -> String {
     serde_json::to_string_pretty(&value).unwrap()
 }
 
-/// The subcommands a help lists under `Commands:` (a two-space indent, then the name).
+/// The subcommands a help lists (a two-space indent, then the name) under `Commands:`, or
+/// under the groups of baton's own `--help` (`Session start:` … `Plumbing:`).
 fn subcommands(help: &str) -> Vec<String> {
-    help.lines()
-        .skip_while(|l| *l != "Commands:")
-        .skip(1)
-        .take_while(|l| !l.is_empty())
-        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|name| *name != "help")
-        .map(str::to_string)
-        .collect()
+    const HEADINGS: [&str; 6] = [
+        "Commands:",
+        "Session start:",
+        "Everyday work:",
+        "Seeing:",
+        "Setup:",
+        "Plumbing:",
+    ];
+    let mut listing = false;
+    let mut out = Vec::new();
+    for line in help.lines() {
+        if !line.starts_with(' ') && line.ends_with(':') {
+            listing = HEADINGS.contains(&line);
+            continue;
+        }
+        if line.is_empty() {
+            continue;
+        }
+        if listing
+            && line.starts_with("  ")
+            && !line.starts_with("   ")
+            && let Some(name) = line.split_whitespace().next()
+            && name != "help"
+        {
+            out.push(name.to_string());
+        }
+    }
+    out
 }
 
 #[test]
