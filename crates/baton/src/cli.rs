@@ -467,7 +467,6 @@ fn is_store_command(command: &Command) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use clap::CommandFactory;
 
     /// `--help` teaches: every command and every option of every command says what it is for.
     #[test]
