@@ -517,3 +517,40 @@ fn a_plans_link_out_of_the_project_is_not_followed() {
     let all = env.baton("A", 60, &["--json", "status"]).json();
     assert!(all["work"].as_array().unwrap().is_empty(), "{all}");
 }
+
+/// The table takes a wide terminal's width (the key shown whole) and keeps to 80 columns into
+/// a pipe; a long session id is its first 8 characters in text, whole in `--json`.
+#[test]
+fn status_fits_the_terminal_and_shortens_long_session_ids() {
+    let env = TestEnv::new();
+    let key = "PAYMENTS-REFUND-RETRY-2024";
+    let uuid = "0b6f7d2e-9c1a-4d3e-8f00-123456789abc";
+    env.baton(uuid, 0, &["loop", "init", key]).assert_code(0);
+    let piped = env.baton("B", 1, &["status"]);
+    piped.assert_code(0);
+    assert!(
+        piped.stdout.lines().all(|l| l.chars().count() <= 80),
+        "{}",
+        piped.stdout
+    );
+    assert!(!piped.stdout.contains(key), "{}", piped.stdout);
+    assert!(piped.stdout.contains("0b6f7d2e…"), "{}", piped.stdout);
+    assert!(!piped.stdout.contains(uuid), "{}", piped.stdout);
+    let json = env.baton("B", 1, &["--json", "status"]).json();
+    assert_eq!(json["work"][0]["owner"]["session"], uuid, "{json}");
+
+    let inner = env.command(Some("B"), &at(1));
+    let mut cmd = crate::common::like(&inner, "script");
+    cmd.args(["-qec"])
+        .arg(format!(
+            "stty cols 120; '{}' status",
+            inner.get_program().to_string_lossy()
+        ))
+        .arg("/dev/null")
+        .env("TERM", "dumb");
+    let out = cmd.output().expect("script (util-linux) runs");
+    let wide = String::from_utf8_lossy(&out.stdout).replace('\r', "");
+    assert!(wide.contains(key), "{wide}");
+    assert!(wide.lines().all(|l| l.chars().count() <= 120), "{wide}");
+    assert!(wide.lines().any(|l| l.chars().count() > 80), "{wide}");
+}

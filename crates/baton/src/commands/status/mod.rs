@@ -69,8 +69,48 @@ fn parse_interval(raw: &str) -> Result<std::time::Duration, String> {
         })
 }
 
-/// The width the table keeps to.
+/// The width the table keeps to when stdout is no terminal (a pipe, a file): stable, whatever
+/// terminal the command was started from.
 const WIDTH: usize = 80;
+
+/// The table's width: the terminal's (from 80 to 160 columns), else `WIDTH`.
+fn width() -> usize {
+    if !std::io::stdout().is_terminal() {
+        return WIDTH;
+    }
+    // SAFETY: TIOCGWINSZ fills the winsize it is given, and nothing else.
+    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) } == 0;
+    if ok && size.ws_col > 0 {
+        usize::from(size.ws_col).clamp(WIDTH, 160)
+    } else {
+        WIDTH
+    }
+}
+
+/// The widths of the columns that grow with the table: the key and the owner take what the
+/// terminal has beyond 80 columns, half each.
+struct Columns {
+    width: usize,
+    key: usize,
+    owner: usize,
+}
+
+impl Columns {
+    fn of(width: usize) -> Columns {
+        let extra = width.saturating_sub(WIDTH);
+        Columns {
+            width,
+            key: 16 + extra / 2,
+            owner: 14 + extra - extra / 2,
+        }
+    }
+
+    /// What is left for the verdict after the other columns.
+    fn verdict(&self) -> usize {
+        self.width.saturating_sub(self.key + self.owner + 33).max(8)
+    }
+}
 
 pub fn cmd_status(ctx: &Ctx, args: StatusArgs) -> Result<Report, CommandError> {
     if args.html {
@@ -86,17 +126,25 @@ pub fn cmd_status(ctx: &Ctx, args: StatusArgs) -> Result<Report, CommandError> {
 fn table(ctx: &Ctx) -> Result<Report, CommandError> {
     let s = survey(ctx)?;
     let colour = crate::output::colour(std::io::stdout().is_terminal());
+    let cols = Columns::of(width());
     let mut text = String::new();
     if s.work.is_empty() {
         text.push_str("nothing in this project: no feature, loop, batch, run or ledger\n");
     } else {
         text.push_str(&format!(
-            "{:<7} {:<16} {:<11} {:<14} {:<10} {}\n",
-            "KIND", "KEY", "STATUS", "OWNER", "CLASS", "VERDICT"
+            "{:<7} {:<key$} {:<11} {:<owner$} {:<10} {}\n",
+            "KIND",
+            "KEY",
+            "STATUS",
+            "OWNER",
+            "CLASS",
+            "VERDICT",
+            key = cols.key,
+            owner = cols.owner,
         ));
     }
     for w in crate::view::by_urgency(&s.work) {
-        text.push_str(&row(ctx, w, colour));
+        text.push_str(&row(ctx, w, colour, &cols));
     }
     let rows: Vec<_> = s.work.iter().map(|w| json!(w)).collect();
     let mut report = Report::ok(json!({ "work": rows, "pause": s.pause }), text);
@@ -106,9 +154,9 @@ fn table(ctx: &Ctx) -> Result<Report, CommandError> {
     Ok(report)
 }
 
-fn row(ctx: &Ctx, w: &Work, colour: bool) -> String {
+fn row(ctx: &Ctx, w: &Work, colour: bool, cols: &Columns) -> String {
     let class = w.class.map_or("-", |c| c.as_str());
-    let verdict = fit(&w.shown_verdict(), WIDTH - 63);
+    let verdict = fit(&w.shown_verdict(), cols.verdict());
     let painted = if colour {
         let code = match () {
             _ if w.item.is_some() => "33",
@@ -120,12 +168,15 @@ fn row(ctx: &Ctx, w: &Work, colour: bool) -> String {
         verdict
     };
     let mut out = format!(
-        "{:<7} {:<16} {:<11} {:<14} {class:<10} {painted}\n",
+        "{:<7} {:<key$} {:<11} {:<owner$} {class:<10} {painted}\n",
         w.kind,
-        fit(&esc(&w.key), 16),
+        fit(&esc(&w.key), cols.key),
         fit(&esc(&w.status), 11),
-        fit(&owner(ctx, w.owner.as_ref()), 14),
+        fit(&owner(ctx, w.owner.as_ref()), cols.owner),
+        key = cols.key,
+        owner = cols.owner,
     );
+    let wrap = |s: &str, indent: &str| wrap(s, indent, cols.width);
     out.push_str(&wrap(&format!("phase: {}", w.phase), "  "));
     // Where the owner works, with a store shared by several machines.
     if let Some(host) = w.owner.as_ref().and_then(|o| o.machine.as_deref()) {
@@ -148,7 +199,7 @@ fn owner(ctx: &Ctx, owner: Option<&Owner>) -> String {
     let who = o
         .session
         .as_deref()
-        .map_or_else(|| "-".to_string(), |s| esc(s).into_owned());
+        .map_or_else(|| "-".to_string(), |s| short_session(&esc(s)));
     let who = if o.mine { format!("{who} (me)") } else { who };
     let state = if o.live { "live" } else { "stale" };
     match parse_ts(o.last_write.as_deref()) {
@@ -166,9 +217,20 @@ fn fit(s: &str, width: usize) -> String {
     format!("{cut}…")
 }
 
-/// Word-wraps `s` to the table's width, each line indented; nothing is cut.
-fn wrap(s: &str, indent: &str) -> String {
-    let room = WIDTH - indent.len();
+/// A session id as text shows it: a long one (a UUID) by its first 8 characters, which tell
+/// sessions apart; `--json` has it whole.
+fn short_session(id: &str) -> String {
+    if id.chars().count() > 12 {
+        let head: String = id.chars().take(8).collect();
+        format!("{head}…")
+    } else {
+        id.to_string()
+    }
+}
+
+/// Word-wraps `s` to `width`, each line indented; nothing is cut.
+fn wrap(s: &str, indent: &str, width: usize) -> String {
+    let room = width - indent.len();
     let mut out = String::new();
     let mut line = String::new();
     for word in s.split(' ') {
