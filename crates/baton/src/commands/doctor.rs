@@ -82,6 +82,11 @@ pub fn cmd_doctor(ctx: &Ctx, _args: DoctorArgs) -> Result<Report, CommandError> 
             "run `baton init <client>` in the project (claude, codex, gemini, copilot, opencode, cursor or antigravity)",
         ));
     }
+    if installed.contains(&Client::Gemini)
+        && let Some(check) = gemini_folder_trust(ctx)
+    {
+        checks.push(check);
+    }
     checks.push(tool_calls(on_path.as_deref()));
     if installed.contains(&Client::Codex) {
         checks.push(login_shell());
@@ -314,6 +319,43 @@ fn codex_trust_checks(
         });
     }
     out
+}
+
+/// Gemini CLI works in a folder only once it is trusted (`~/.gemini/trustedFolders.json`):
+/// headless, an untrusted folder exits 55 before any hook runs.
+fn gemini_folder_trust(ctx: &Ctx) -> Option<Check> {
+    let root = ctx.layout().ok()?.root;
+    let home = ctx.settings.home.clone().map(PathBuf::from)?;
+    let file = home.join(".gemini/trustedFolders.json");
+    let rules: serde_json::Map<String, serde_json::Value> = std::fs::read(&file)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    let trusted = rules.iter().any(|(path, rule)| {
+        let path = Path::new(path);
+        match rule.as_str() {
+            Some("TRUST_FOLDER") => root.starts_with(path),
+            Some("TRUST_PARENT") => path.parent().is_some_and(|p| root.starts_with(p)),
+            _ => false,
+        }
+    });
+    let shown = root.display().to_string();
+    Some(if trusted {
+        Check::ok("Gemini CLI folder trust", format!("{shown} is trusted"))
+    } else {
+        Check::fix(
+            "Gemini CLI folder trust",
+            format!(
+                "{shown} is not trusted in {}: Gemini CLI run headless there exits 55 before any hook runs",
+                file.display()
+            ),
+            format!(
+                "trust it when `gemini` asks, or add `{}: \"TRUST_FOLDER\"` to {} (or run `gemini --skip-trust`)",
+                serde_json::Value::from(shown.clone()),
+                file.display()
+            ),
+        )
+    })
 }
 
 /// The agent's tool calls run `baton` by name.

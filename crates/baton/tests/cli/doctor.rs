@@ -95,3 +95,29 @@ fn codex_hooks_without_their_trust_are_named_with_the_command_that_writes_it() {
     assert_eq!(trust["ok"], false, "{report}");
     assert!(trust["fix"].as_str().unwrap().contains("baton init codex"));
 }
+
+#[test]
+fn gemini_in_an_untrusted_folder_is_named_with_the_trust_entry_that_fixes_it() {
+    let env = TestEnv::new();
+    let bin = baton_dir(&env);
+    env.run(None, &at(0), &["init", "gemini"]).assert_code(0);
+    let (code, report) = doctor(&env, Some(&bin));
+    assert_eq!(code, 4, "{report}");
+    let trust = check(&report, "Gemini CLI folder trust");
+    assert_eq!(trust["ok"], false, "{report}");
+    assert!(
+        trust["fix"].as_str().unwrap().contains("TRUST_FOLDER"),
+        "{report}"
+    );
+    // Trusting the repository's parent trusts the repository.
+    let parent = env.repo.parent().unwrap().to_string_lossy().into_owned();
+    std::fs::create_dir_all(env.home().join(".gemini")).unwrap();
+    std::fs::write(
+        env.home().join(".gemini/trustedFolders.json"),
+        serde_json::json!({ parent: "TRUST_FOLDER" }).to_string(),
+    )
+    .unwrap();
+    let (code, report) = doctor(&env, Some(&bin));
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(check(&report, "Gemini CLI folder trust")["ok"], true);
+}
