@@ -249,8 +249,19 @@ fn shown(value: &Value) -> String {
 
 fn session(value: &Value) -> String {
     match value.as_str() {
-        Some(s) => format!("session {}", esc(s)),
+        Some(s) => format!("session {}", short_session(&esc(s))),
         None => "no session".into(),
+    }
+}
+
+/// A session id as text shows it: a long one (a UUID) by its first 8 characters, which tell
+/// sessions apart; `--json` has it whole.
+pub fn short_session(id: &str) -> String {
+    if id.chars().count() > 12 {
+        let head: String = id.chars().take(8).collect();
+        format!("{head}…")
+    } else {
+        id.to_string()
     }
 }
 

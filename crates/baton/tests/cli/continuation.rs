@@ -538,6 +538,15 @@ fn status_fits_the_terminal_and_shortens_long_session_ids() {
     assert!(!piped.stdout.contains(uuid), "{}", piped.stdout);
     let json = env.baton("B", 1, &["--json", "status"]).json();
     assert_eq!(json["work"][0]["owner"]["session"], uuid, "{json}");
+    // `log` too: short in text, whole in `--json`.
+    let log = env.baton("B", 1, &["log", key]);
+    assert!(
+        log.stdout.contains("(session 0b6f7d2e…, epoch 0)"),
+        "{}",
+        log.stdout
+    );
+    let log = env.baton("B", 1, &["--json", "log", key]).json();
+    assert_eq!(log["events"][0]["session"], uuid, "{log}");
 
     let inner = env.command(Some("B"), &at(1));
     let mut cmd = crate::common::like(&inner, "script");

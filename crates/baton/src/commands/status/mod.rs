@@ -199,7 +199,7 @@ fn owner(ctx: &Ctx, owner: Option<&Owner>) -> String {
     let who = o
         .session
         .as_deref()
-        .map_or_else(|| "-".to_string(), |s| short_session(&esc(s)));
+        .map_or_else(|| "-".to_string(), |s| crate::view::short_session(&esc(s)));
     let who = if o.mine { format!("{who} (me)") } else { who };
     let state = if o.live { "live" } else { "stale" };
     match parse_ts(o.last_write.as_deref()) {
@@ -215,17 +215,6 @@ fn fit(s: &str, width: usize) -> String {
     }
     let cut: String = s.chars().take(width.saturating_sub(1)).collect();
     format!("{cut}…")
-}
-
-/// A session id as text shows it: a long one (a UUID) by its first 8 characters, which tell
-/// sessions apart; `--json` has it whole.
-fn short_session(id: &str) -> String {
-    if id.chars().count() > 12 {
-        let head: String = id.chars().take(8).collect();
-        format!("{head}…")
-    } else {
-        id.to_string()
-    }
 }
 
 /// Word-wraps `s` to `width`, each line indented; nothing is cut.
