@@ -214,6 +214,14 @@ pub fn given_task(
     }
 }
 
+/// `why` baton cannot read a command, with the fix: name its task by hand.
+pub fn needs_task(why: AgentCommandError) -> AgentCommandError {
+    AgentCommandError(format!(
+        "{}: pass the task with `supervise --task \"<task>\"`",
+        why.0
+    ))
+}
+
 /// The indices of `args` that set a session (the options in `session_options` and their
 /// values), by name alone: for a command read with `--task`, whose other options baton may not
 /// know.
@@ -281,10 +289,7 @@ pub fn locate_prompt(
         Ok(words) => words,
         Err(e) => {
             let Some(task) = task else {
-                return Err(AgentCommandError(format!(
-                    "{}: pass the task with `supervise --task \"<task>\"`",
-                    e.0
-                )));
+                return Err(needs_task(e));
             };
             let found = given_task(args, task, cli.inline, cli.program)?;
             let after_p = found.at > 0 && is_prompt(&args[found.at - 1]);

@@ -8,7 +8,7 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use serde_json::{Map, Value};
 
-use super::argv::{Grammar, Takes, TaskAt, Word, given_task, session_words};
+use super::argv::{Grammar, Takes, TaskAt, Word, given_task, needs_task, session_words};
 use super::definition::{
     Action, AgentCommandError, Definition, Files, Instructions, SessionSource, TranscriptEnd, field,
 };
@@ -314,10 +314,7 @@ fn locate(args: &[String], task: Option<&str>) -> Result<(TaskAt, Vec<usize>), A
         Err(e) => {
             // A command baton cannot read: the task as `--task` gives it, every other word kept.
             let Some(task) = task else {
-                return Err(AgentCommandError(format!(
-                    "{}: pass the task with `supervise --task \"<task>\"`",
-                    e.0
-                )));
+                return Err(needs_task(e));
             };
             if !args.iter().any(|a| a == "-p" || a == "--print") {
                 return Err(not_headless());

@@ -433,10 +433,7 @@ fn locate(args: &[String], task: Option<&str>) -> Result<Read, AgentCommandError
 fn with_task_hint(e: AgentCommandError, task: Option<&str>) -> AgentCommandError {
     match task {
         Some(_) => e,
-        None => AgentCommandError(format!(
-            "{}: pass the task with `supervise --task \"<task>\"`",
-            e.0
-        )),
+        None => super::argv::needs_task(e),
     }
 }
 

@@ -32,7 +32,7 @@
 use jiff::Timestamp;
 use serde_json::{Map, Value};
 
-use super::argv::{Grammar, Takes, Word, given_task, session_words};
+use super::argv::{Grammar, Takes, Word, given_task, needs_task, session_words};
 use super::definition::{
     Action, AgentCommandError, Definition, Files, SessionSource, SettingsScope, SettingsShape,
     UserDir, field,
@@ -360,10 +360,7 @@ fn by_hand(
     why: AgentCommandError,
 ) -> Result<Located, AgentCommandError> {
     let Some(task) = task else {
-        return Err(AgentCommandError(format!(
-            "{}: pass the task with `supervise --task \"<task>\"`",
-            why.0
-        )));
+        return Err(needs_task(why));
     };
     let found = given_task(args, task, &[], "OpenCode")?;
     let Some(run) = args[..found.at].iter().position(|a| a == "run") else {
