@@ -4,8 +4,69 @@
 use std::path::{Path, PathBuf};
 
 use crate::env::Ctx;
-use crate::error::CommandError;
+use crate::error::{CommandError, ExitStatus};
 use baton_core::client::{Client, SettingsScope, UserDir};
+
+/// The `baton` hooks call, and this executable.
+pub struct Program {
+    /// `baton`, or the shell-quoted absolute path of this executable.
+    pub command: String,
+    pub path: PathBuf,
+    /// Whether the `baton` found on PATH is this executable.
+    pub on_path: bool,
+}
+
+impl Program {
+    /// This executable, and whether it is the `baton` on PATH.
+    pub fn this() -> Result<Program, CommandError> {
+        let path = std::env::current_exe()
+            .and_then(|p| p.canonicalize())
+            .map_err(|e| {
+                CommandError::new(
+                    ExitStatus::Failure,
+                    format!("cannot find this executable's path: {e}"),
+                )
+            })?;
+        let on_path = which("baton", std::env::var_os("PATH").as_deref())
+            .and_then(|p| p.canonicalize().ok())
+            .is_some_and(|p| p == path);
+        let command = if on_path {
+            "baton".to_string()
+        } else {
+            baton_core::text::shell_quote(&path.to_string_lossy())
+        };
+        Ok(Program {
+            command,
+            path,
+            on_path,
+        })
+    }
+
+    /// How the hooks `baton init` writes call baton: by name from PATH in a project's
+    /// settings, which a team commits; in the user's own, by path when this executable is not
+    /// the `baton` on PATH.
+    pub fn hook_command(&self, user: bool) -> String {
+        if user {
+            self.command.clone()
+        } else {
+            "baton".to_string()
+        }
+    }
+}
+
+/// Whether `path` is an executable file.
+pub fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// The first executable `name` in the directories of `path` (a `PATH` value).
+pub fn which(name: &str, path: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
+    std::env::split_paths(path?)
+        .map(|dir| dir.join(name))
+        .find(|p| is_executable(p))
+}
 
 /// The files one run touches.
 pub struct Targets {

@@ -169,7 +169,7 @@ pub fn run() -> ExitCode {
     let words: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     if words.len() == 2 && words[0] == "help" && (words[1] == "environment" || words[1] == "env") {
         let mut out = std::io::stdout().lock();
-        let text = format!("{}\n", crate::commands::environment::text());
+        let text = format!("{}\n", crate::environment::text());
         return match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
             Ok(()) => ExitCode::SUCCESS,
             Err(_) => ExitCode::from(ExitStatus::Unprinted as u8),

@@ -4,6 +4,7 @@
 mod args;
 mod cli;
 mod commands;
+mod environment;
 mod output;
 mod view;
 

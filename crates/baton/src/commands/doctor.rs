@@ -15,7 +15,7 @@ use baton_core::install::settings;
 use baton_core::text::{esc, shell_quote};
 use baton_ops::env::Ctx;
 use baton_ops::error::{CommandError, ExitStatus};
-use baton_ops::install::Targets;
+use baton_ops::install::{Program, Targets, is_executable, which};
 
 /// Check what breaks a setup, and say the fix for each
 ///
@@ -193,14 +193,10 @@ fn client_checks(
         .copied()
         .filter(|e| !hooks.iter().any(|(h, _)| h == e))
         .collect();
-    // What `baton init` would write here now: a project's hooks call `baton` by name.
-    let expected = if user {
-        crate::commands::init::files::baton_program()
-            .map(|p| p.command)
-            .unwrap_or_else(|_| "baton".into())
-    } else {
-        "baton".to_string()
-    };
+    // What `baton init` would write here now.
+    let expected = Program::this()
+        .map(|p| p.hook_command(user))
+        .unwrap_or_else(|_| "baton".into());
     let current = settings::install(Some(text), client, &expected)
         .is_ok_and(|edited| edited.text.as_deref() == Some(text));
     if !missing.is_empty() {
@@ -444,17 +440,4 @@ fn first_word(command: &str) -> Option<String> {
     baton_core::install::shell_words(command)?
         .into_iter()
         .next()
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    path.metadata()
-        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
-/// The first `name` on `path`.
-fn which(name: &str, path: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
-    std::env::split_paths(path?)
-        .map(|dir| dir.join(name))
-        .find(|p| is_executable(p))
 }

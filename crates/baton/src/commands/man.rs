@@ -57,7 +57,7 @@ fn render(cmd: clap::Command, out: &mut dyn std::io::Write) -> std::io::Result<(
     man.render_description_section(out)?;
     man.render_options_section(out)?;
     man.render_subcommands_section(out)?;
-    out.write_all(crate::commands::environment::roff().as_bytes())?;
+    out.write_all(crate::environment::roff().as_bytes())?;
     man.render_version_section(out)
 }
 

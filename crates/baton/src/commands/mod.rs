@@ -5,7 +5,6 @@ pub mod completions;
 pub mod continue_cmd;
 pub mod demo;
 pub mod doctor;
-pub mod environment;
 pub mod gate;
 pub mod hook;
 pub mod init;

@@ -1,55 +1,12 @@
-//! Where `baton init` writes for each client and scope, how it reads and writes those files,
-//! and which `baton` the hooks call.
+//! Where `baton init` writes for each client and scope, and how it reads and writes those
+//! files.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use baton_core::text::shell_quote;
-use baton_ops::error::{CommandError, ExitStatus};
+use baton_ops::error::CommandError;
 use baton_ops::install::Targets;
 use baton_store::{StoreError, atomic};
-
-/// How the hooks call baton.
-pub struct Program {
-    /// `baton`, or the shell-quoted absolute path of this executable.
-    pub command: String,
-    pub path: PathBuf,
-    /// Whether the `baton` found on PATH is this executable.
-    pub on_path: bool,
-}
-
-pub fn baton_program() -> Result<Program, CommandError> {
-    let path = std::env::current_exe()
-        .and_then(|p| p.canonicalize())
-        .map_err(|e| {
-            CommandError::new(
-                ExitStatus::Failure,
-                format!("cannot find this executable's path: {e}"),
-            )
-        })?;
-    let found = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|dir| dir.join("baton"))
-            .find(|candidate| {
-                candidate
-                    .metadata()
-                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-            })
-    });
-    let on_path = found
-        .and_then(|p| p.canonicalize().ok())
-        .is_some_and(|p| p == path);
-    let command = if on_path {
-        "baton".to_string()
-    } else {
-        shell_quote(&path.to_string_lossy())
-    };
-    Ok(Program {
-        command,
-        path,
-        on_path,
-    })
-}
 
 /// One file's text before and after (`None`: no file).
 pub struct Change {

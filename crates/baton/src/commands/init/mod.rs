@@ -20,7 +20,7 @@ use baton_core::install::plugin as install_plugin;
 use baton_core::install::{gitattributes, instructions, settings};
 use baton_ops::env::Ctx;
 use baton_ops::error::{CommandError, ExitStatus};
-use baton_ops::install::Targets;
+use baton_ops::install::{Program, Targets};
 use files::Change;
 
 /// Install baton's hooks into an agent client's settings, keeping every entry and key the user
@@ -109,13 +109,8 @@ pub fn cmd_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> {
         .hint(format!("run `baton init {}` without it", client.as_str())));
     }
     let targets = Targets::resolve(ctx, client, args.user)?;
-    let program = files::baton_program()?;
-    // What a team commits names no path of one machine.
-    let command = if args.user {
-        program.command.clone()
-    } else {
-        "baton".to_string()
-    };
+    let program = Program::this()?;
+    let command = program.hook_command(args.user);
     let originals = originals::Originals::for_scope(ctx, args.user)?;
     let changes = plan(client, &targets, &command, &args, &originals)?;
 
@@ -294,7 +289,7 @@ fn refuse(path: &Path, problem: &str, client: Client, args: &InitArgs) -> Comman
 fn notes(
     client: Client,
     targets: &Targets,
-    program: &files::Program,
+    program: &Program,
     changes: &[Change],
     args: &InitArgs,
 ) -> Vec<String> {
