@@ -112,19 +112,12 @@ impl Work {
         }
     }
 
-    /// Sets the verdict from its shown form (`none (finished)`: `none`, qualified by
-    /// `finished`).
-    fn set_shown(&mut self, shown: &str) {
-        match shown.split_once(" (") {
-            Some((verdict, more)) => {
-                self.verdict = verdict.to_string();
-                self.detail = Some(more.trim_end_matches(')').to_string());
-            }
-            None => {
-                self.verdict = shown.to_string();
-                self.detail = None;
-            }
-        }
+    /// Sets the verdict, with what qualifies it; a mode is the loop's own command's, which
+    /// no later verdict keeps.
+    fn set_verdict(&mut self, verdict: &str, detail: Option<&str>) {
+        self.verdict = verdict.to_string();
+        self.detail = detail.map(str::to_string);
+        self.mode = None;
     }
 }
 
@@ -538,7 +531,8 @@ impl Scan<'_> {
             recent: is_live(ctx.now, last),
             mine,
         });
-        work.set_shown(standing.as_str());
+        let (verdict, detail) = standing.parts();
+        work.set_verdict(verdict, detail);
         if standing != Standing::Offer {
             return work;
         }
@@ -678,8 +672,7 @@ impl Scan<'_> {
                     work.kind,
                     esc(&work.key)
                 ));
-                work.set_shown("quiet");
-                work.mode = None;
+                work.set_verdict("quiet", None);
                 work.next = Some(format!("not offered here: {detail}"));
                 None
             }
@@ -961,7 +954,7 @@ impl Scan<'_> {
                 .map(|h| format!("handover: {}", shown(h))),
         );
         if f.is_degraded() {
-            work.set_shown("degraded");
+            work.set_verdict("degraded", None);
             work.status = "degraded".into();
             let next = "a human fixes the feature pointer (the problems below) before anything resumes: it cannot be trusted as it is".to_string();
             work.next = Some(next.clone());
@@ -986,15 +979,15 @@ impl Scan<'_> {
         if !f.is_active() {
             return work;
         }
-        work.set_shown("resume");
+        work.set_verdict("resume", None);
         match on_it {
             Some(true) => {
-                work.set_shown("own");
+                work.set_verdict("own", None);
                 work.next = Some("this session is on it: carry on".into());
                 return work;
             }
             Some(false) => {
-                work.set_shown("live");
+                work.set_verdict("live", None);
                 work.next =
                     Some("another session's work in this project is live: hands off".into());
                 return work;
@@ -1222,7 +1215,8 @@ impl Scan<'_> {
             recent,
             mine,
         });
-        work.set_shown(standing.as_str());
+        let (verdict, detail) = standing.parts();
+        work.set_verdict(verdict, detail);
         let Some(open) = open else {
             return Ok(Some(work));
         };

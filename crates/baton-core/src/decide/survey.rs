@@ -22,6 +22,18 @@ pub enum Standing {
 }
 
 impl Standing {
+    /// The verdict, as `--json` gives it, and what qualifies it (`none`, `finished`).
+    pub fn parts(self) -> (&'static str, Option<&'static str>) {
+        match self {
+            Standing::Finished => ("none", Some("finished")),
+            Standing::NotStarted => ("none", Some("not started")),
+            Standing::Own => ("own", None),
+            Standing::Live => ("live", None),
+            Standing::Offer => ("offer", None),
+            Standing::Derive => ("derive", None),
+        }
+    }
+
     /// How `status` and `resume` show it.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -135,6 +147,18 @@ pub fn decide_handover(f: HandoverFacts) -> Handover {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_standing_is_shown_as_its_parts() {
+        use Standing::*;
+        for s in [Finished, NotStarted, Own, Live, Offer, Derive] {
+            let shown = match s.parts() {
+                (v, Some(d)) => format!("{v} ({d})"),
+                (v, None) => v.to_string(),
+            };
+            assert_eq!(shown, s.as_str());
+        }
+    }
 
     #[test]
     fn batch_table() {
