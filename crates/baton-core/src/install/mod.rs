@@ -3,6 +3,7 @@
 //! a hook, and the short instruction text for the agent. Nothing here reads or writes a file.
 
 pub mod codex_trust;
+pub mod folder_trust;
 pub mod gitattributes;
 pub mod hook_file;
 pub mod instructions;

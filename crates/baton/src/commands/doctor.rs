@@ -1,7 +1,7 @@
 //! `baton doctor`: checks in one go what breaks a setup, each with its fix. It reads and never
 //! writes: the project's git repository, each client's hooks (as `baton init` would write them,
-//! and the `baton` they run), Codex's hook trust, the `baton` the agent's tool calls find, and
-//! the store's connection.
+//! and the `baton` they run), Codex's hook trust, Gemini CLI's and Copilot CLI's folder trust,
+//! the `baton` the agent's tool calls find, and the store's connection.
 
 use std::path::{Path, PathBuf};
 
@@ -11,6 +11,7 @@ use serde_json::json;
 use crate::output::Report;
 use baton_core::client::Client;
 use baton_core::install::codex_trust::{self, TrustChange};
+use baton_core::install::folder_trust;
 use baton_core::install::settings;
 use baton_core::text::{esc, shell_quote};
 use baton_ops::env::Ctx;
@@ -20,10 +21,10 @@ use baton_ops::install::{Program, Targets, is_executable, which};
 /// Check what breaks a setup, and say the fix for each
 ///
 /// Looks at the git repository (git's `safe.directory`), each client's hooks as `baton init`
-/// writes them and the `baton` they run, Codex's hook and project trust, the `baton` the
-/// agent's tool calls find on their PATH (Codex's login shell included), and the store's
-/// connection. Changes nothing. Exits 0 when every check passes, 4 when any needs a person's
-/// fix.
+/// writes them and the `baton` they run, Codex's hook and project trust, the folder trust of
+/// Gemini CLI and Copilot CLI, the `baton` the agent's tool calls find on their PATH (Codex's
+/// login shell included), and the store's connection. Changes nothing. Exits 0 when every
+/// check passes, 4 when any needs a person's fix.
 #[derive(Debug, Args)]
 pub struct DoctorArgs {}
 
@@ -82,10 +83,11 @@ pub fn cmd_doctor(ctx: &Ctx, _args: DoctorArgs) -> Result<Report, CommandError> 
             "run `baton init <client>` in the project (claude, codex, gemini, copilot, opencode, cursor or antigravity)",
         ));
     }
-    if installed.contains(&Client::Gemini)
-        && let Some(check) = gemini_folder_trust(ctx)
-    {
-        checks.push(check);
+    if installed.contains(&Client::Gemini) {
+        checks.extend(gemini_folder_trust(ctx));
+    }
+    if installed.contains(&Client::Copilot) {
+        checks.extend(copilot_folder_trust(ctx));
     }
     checks.push(tool_calls(on_path.as_deref()));
     if installed.contains(&Client::Codex) {
@@ -320,36 +322,70 @@ fn codex_trust_checks(
 /// Gemini CLI works in a folder only once it is trusted (`~/.gemini/trustedFolders.json`):
 /// headless, an untrusted folder exits 55 before any hook runs.
 fn gemini_folder_trust(ctx: &Ctx) -> Option<Check> {
-    let root = ctx.layout().ok()?.root;
-    let home = ctx.settings.home.clone().map(PathBuf::from)?;
-    let file = home.join(".gemini/trustedFolders.json");
-    let rules: serde_json::Map<String, serde_json::Value> = std::fs::read(&file)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default();
-    let trusted = rules.iter().any(|(path, rule)| {
-        let path = Path::new(path);
-        match rule.as_str() {
-            Some("TRUST_FOLDER") => root.starts_with(path),
-            Some("TRUST_PARENT") => path.parent().is_some_and(|p| root.starts_with(p)),
-            _ => false,
-        }
-    });
-    let shown = root.display().to_string();
-    Some(if trusted {
-        Check::ok("Gemini CLI folder trust", format!("{shown} is trusted"))
-    } else {
-        Check::fix(
-            "Gemini CLI folder trust",
-            format!(
-                "{shown} is not trusted in {}: Gemini CLI run headless there exits 55 before any hook runs",
-                file.display()
-            ),
+    let file = PathBuf::from(ctx.settings.home.clone()?).join(".gemini/trustedFolders.json");
+    folder_trust(
+        ctx,
+        "Gemini CLI",
+        &file,
+        folder_trust::gemini,
+        "Gemini CLI run headless there exits 55 before any hook runs",
+        &|root| {
             format!(
                 "trust it when `gemini` asks, or add `{}: \"TRUST_FOLDER\"` to {} (or run `gemini --skip-trust`)",
-                serde_json::Value::from(shown.clone()),
+                serde_json::Value::from(root),
                 file.display()
-            ),
+            )
+        },
+    )
+}
+
+/// Copilot CLI loads a project's hooks (`.github/hooks/`) only in a trusted folder, kept in
+/// `config.json` in `$COPILOT_HOME` (`~/.copilot`); elsewhere it runs without them.
+fn copilot_folder_trust(ctx: &Ctx) -> Option<Check> {
+    let file = Targets::resolve(ctx, Client::Copilot, true)
+        .ok()?
+        .base
+        .join("config.json");
+    folder_trust(
+        ctx,
+        "Copilot CLI",
+        &file,
+        folder_trust::copilot,
+        "Copilot CLI runs there without the project's hooks",
+        &|root| {
+            format!(
+                "run `copilot` in it once and trust it for future sessions, or add {} to `trustedFolders` in {} (or run Copilot with `--trust-folder` or `COPILOT_ALLOW_ALL=true`)",
+                serde_json::Value::from(root),
+                file.display()
+            )
+        },
+    )
+}
+
+/// Whether the project is one of `file`'s trusted folders (`folders` reads them) or below one; a
+/// folder is taken as written and with its symbolic links resolved, as the clients match it.
+fn folder_trust(
+    ctx: &Ctx,
+    client: &str,
+    file: &Path,
+    folders: fn(&str) -> Vec<PathBuf>,
+    untrusted: &str,
+    fix: &dyn Fn(&str) -> String,
+) -> Option<Check> {
+    let root = ctx.layout().ok()?.root;
+    let text = std::fs::read_to_string(file).unwrap_or_default();
+    let trusted = folders(&text).iter().any(|folder| {
+        root.starts_with(folder) || folder.canonicalize().is_ok_and(|f| root.starts_with(f))
+    });
+    let shown = root.display().to_string();
+    let name = format!("{client} folder trust");
+    Some(if trusted {
+        Check::ok(name, format!("{shown} is trusted"))
+    } else {
+        Check::fix(
+            name,
+            format!("{shown} is not trusted in {}: {untrusted}", file.display()),
+            fix(&shown),
         )
     })
 }

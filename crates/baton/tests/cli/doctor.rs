@@ -121,3 +121,33 @@ fn gemini_in_an_untrusted_folder_is_named_with_the_trust_entry_that_fixes_it() {
     assert_eq!(code, 0, "{report}");
     assert_eq!(check(&report, "Gemini CLI folder trust")["ok"], true);
 }
+
+#[test]
+fn copilot_in_an_untrusted_folder_is_named_with_the_config_entry_that_fixes_it() {
+    let env = TestEnv::new();
+    let bin = baton_dir(&env);
+    env.run(None, &at(0), &["init", "copilot"]).assert_code(0);
+    let (code, report) = doctor(&env, Some(&bin));
+    assert_eq!(code, 4, "{report}");
+    let trust = check(&report, "Copilot CLI folder trust");
+    assert_eq!(trust["ok"], false, "{report}");
+    assert!(
+        trust["fix"].as_str().unwrap().contains("trustedFolders"),
+        "{report}"
+    );
+    // Copilot writes its config as JSON with comment lines; a parent entry
+    // covers the repository.
+    let parent = env.repo.parent().unwrap().to_string_lossy().into_owned();
+    std::fs::create_dir_all(env.home().join(".copilot")).unwrap();
+    std::fs::write(
+        env.home().join(".copilot/config.json"),
+        format!(
+            "// User settings belong in settings.json.\n// This file is managed automatically.\n{}\n",
+            serde_json::json!({ "firstLaunchAt": "2026-12-02T19:30:00.000Z", "trustedFolders": [parent] })
+        ),
+    )
+    .unwrap();
+    let (code, report) = doctor(&env, Some(&bin));
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(check(&report, "Copilot CLI folder trust")["ok"], true);
+}
