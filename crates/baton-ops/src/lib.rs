@@ -6,6 +6,7 @@
 //! the lock wait, the store) is resolved once at the edge and handed down.
 
 pub mod batch;
+pub mod completion;
 pub mod continuation;
 pub mod env;
 pub mod error;

@@ -1355,7 +1355,7 @@ impl Scan<'_> {
 
 /// `plans/**/STATE.md`, in path order, through real directories only (a link named `plans`
 /// or inside it is never followed out of the project), and at most `PLAN_DIRS_CAP` directories.
-fn find_ledgers(root: &Path) -> Vec<PathBuf> {
+pub(crate) fn find_ledgers(root: &Path) -> Vec<PathBuf> {
     fn walk(dir: &Path, depth: usize, budget: &mut usize, out: &mut Vec<PathBuf>) {
         if *budget == 0 {
             return;

@@ -165,6 +165,10 @@ pub(crate) fn command() -> clap::Command {
 }
 
 pub fn run() -> ExitCode {
+    // `COMPLETE=<shell> baton -- <words>`: the completion script asking for candidates.
+    if completions::answer_shell(|| completions::with_candidates(command())) {
+        return ExitCode::SUCCESS;
+    }
     // `baton help environment`: the variables baton reads, which are no command of their own.
     let words: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     if words.len() == 2 && words[0] == "help" && (words[1] == "environment" || words[1] == "env") {

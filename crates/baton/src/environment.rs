@@ -54,6 +54,11 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "`dumb`, or unset: no colour on a terminal (under `--color auto`).",
     ),
     (
+        "COMPLETE",
+        "A shell's name (`bash`, `zsh`, …): print its completion script, or with words after \
+         `--` their candidates, instead of running a command (see `baton completions`).",
+    ),
+    (
         "CLAUDE_CODE_SESSION_ID, CODEX_SESSION_ID, CODEX_THREAD_ID, COPILOT_AGENT_SESSION_ID",
         "The session of a tool call, as the agent client sets it (after BATON_SESSION).",
     ),

@@ -51,14 +51,15 @@ const ESC: &str = "\x1b[";
 // ---------------------------------------------------------------------------------------------
 // Completions
 
-/// The bash script registers a completion for `baton`, and completing `baton re` offers
-/// `resume` (a command) and `baton loop s` offers `set` (a command of a group).
+/// The self-contained bash script registers a completion for `baton`, and completing
+/// `baton re` offers `resume` (a command) and `baton loop s` offers `set` (a command of a
+/// group).
 #[test]
-fn bash_completion_registers_baton_and_completes_its_commands() {
+fn static_bash_completion_registers_baton_and_completes_its_commands() {
     let Some(bash) = installed("bash", "bash") else {
         return;
     };
-    let script = baton(&["completions", "bash"]);
+    let script = baton(&["completions", "bash", "--static"]);
     script.assert_code(0);
     assert!(script.stderr.is_empty(), "{}", script.stderr);
     let dir = tempfile::tempdir().unwrap();
@@ -85,25 +86,7 @@ fn bash_completion_registers_baton_and_completes_its_commands() {
     );
 
     // What the shell would offer after `baton re<TAB>` and `baton loop s<TAB>`.
-    let offered = |words: &str| {
-        let program = r#"source "$1"
-            read -r -a COMP_WORDS <<< "$2"
-            COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
-            COMP_LINE="$2"
-            COMP_POINT=${#COMP_LINE}
-            _baton baton "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
-            printf '%s\n' "${COMPREPLY[@]}""#;
-        let run = to_run(
-            Command::new(&bash)
-                .args(["--norc", "-c", program, "bash"])
-                .arg(&file)
-                .arg(words)
-                .output()
-                .unwrap(),
-        );
-        run.assert_code(0);
-        run.stdout.lines().map(str::to_string).collect::<Vec<_>>()
-    };
+    let offered = |words: &str| bash_offers(Command::new(&bash), &file, "_baton", words);
     let top = offered("baton re");
     assert!(top.contains(&"resume".to_string()), "{top:?}");
     assert!(!top.contains(&"loop".to_string()), "{top:?}");
@@ -112,18 +95,133 @@ fn bash_completion_registers_baton_and_completes_its_commands() {
     assert!(group.contains(&"show".to_string()), "{group:?}");
 }
 
-/// Every other shell gets a script that names the commands; an unknown shell is refused.
+/// What bash offers after `words` (a trailing space completes a new word), with the script
+/// `file` sourced and its completion function `function` called as bash calls it.
+fn bash_offers(mut bash: Command, file: &Path, function: &str, words: &str) -> Vec<String> {
+    let program = r#"source "$1"
+        read -r -a COMP_WORDS <<< "$2"
+        [[ "$2" == *" " ]] && COMP_WORDS+=("")
+        COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
+        COMP_LINE="$2"
+        COMP_POINT=${#COMP_LINE}
+        "$3" baton "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
+        printf '%s\n' "${COMPREPLY[@]}""#;
+    let run = to_run(
+        bash.args(["--norc", "-c", program, "bash"])
+            .arg(file)
+            .arg(words)
+            .arg(function)
+            .output()
+            .unwrap(),
+    );
+    run.assert_code(0);
+    run.stdout
+        .lines()
+        .filter(|line| !line.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The bash script asks `baton` at each TAB, so it completes what the project holds: its
+/// ticket ids, its run ids and its plan directories, and `log` takes any of them.
+#[test]
+fn bash_completion_offers_the_projects_tickets_runs_and_plans() {
+    let Some(bash) = installed("bash", "bash") else {
+        return;
+    };
+    let env = TestEnv::new();
+    env.baton("s1", 0, &["loop", "init", "PROJ-12"])
+        .assert_code(0);
+    env.baton("s1", 0, &["loop", "init", "PROJ-3"])
+        .assert_code(0);
+    let run = env.baton("s1", 0, &["run", "new"]);
+    run.assert_code(0);
+    let run_id = run.stdout.trim().to_string();
+    std::fs::create_dir_all(env.repo.join("plans/auth")).unwrap();
+    env.baton("s1", 0, &["ledger", "init", "plans/auth"])
+        .assert_code(0);
+    let script = env.baton("s1", 0, &["completions", "bash"]);
+    script.assert_code(0);
+    assert!(
+        script.stdout.contains("COMPLETE=\"bash\""),
+        "{}",
+        script.stdout
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("baton.bash");
+    std::fs::write(&file, &script.stdout).unwrap();
+
+    // `baton` on PATH, as an installed one is, with the environment the runs above had.
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_baton")).parent().unwrap();
+    let path = std::env::join_paths(std::iter::once(bin_dir.to_path_buf()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .unwrap();
+    let offered_in = |cwd: &Path, words: &str| {
+        let mut cmd = Command::new(&bash);
+        cmd.env_clear().current_dir(cwd);
+        for (key, value) in env.command(None, T0).get_envs() {
+            if let Some(value) = value {
+                cmd.env(key, value);
+            }
+        }
+        cmd.env("PATH", &path);
+        bash_offers(cmd, &file, "_clap_complete_baton", words)
+    };
+    let offered = |words: &str| offered_in(&env.repo, words);
+    let tickets = offered("baton loop show ");
+    let at = |name: &str| tickets.iter().position(|t| t == name);
+    assert!(
+        at("PROJ-3").is_some() && at("PROJ-3") < at("PROJ-12"),
+        "{tickets:?}"
+    );
+    assert_eq!(offered("baton resume accept PROJ-1"), ["PROJ-12"]);
+    assert!(offered("baton run show ").contains(&run_id));
+    assert_eq!(offered("baton ledger derive pl"), ["plans/auth"]);
+    let any = offered("baton log ");
+    for target in ["batch", run_id.as_str(), "plans/auth", "PROJ-12"] {
+        assert!(any.iter().any(|t| t == target), "{target}: {any:?}");
+    }
+    // Commands still complete, and `-C` names the project the candidates come from.
+    assert!(offered("baton re").contains(&"resume".to_string()));
+    let words = format!("baton -C {} loop show P", env.repo.display());
+    let elsewhere = offered_in(dir.path(), &words);
+    assert!(elsewhere.contains(&"PROJ-3".to_string()), "{elsewhere:?}");
+    assert!(offered_in(dir.path(), "baton loop show P").is_empty());
+}
+
+/// Every other shell gets a script that registers `baton` and asks it at each TAB, or with
+/// `--static` one that names the commands; an unknown shell is refused.
 #[test]
 fn zsh_fish_powershell_and_elvish_scripts_name_the_commands() {
-    for (shell, marker) in [
-        ("zsh", "#compdef baton"),
-        ("fish", "complete -c baton"),
-        ("powershell", "Register-ArgumentCompleter"),
-        ("elvish", "edit:completion:arg-completer[baton]"),
+    for (shell, marker, fixed_marker) in [
+        ("zsh", "#compdef baton", "#compdef baton"),
+        ("fish", "--command baton", "complete -c baton"),
+        (
+            "powershell",
+            "-CommandName baton",
+            "Register-ArgumentCompleter",
+        ),
+        (
+            "elvish",
+            "edit:completion:arg-completer[baton]",
+            "edit:completion:arg-completer[baton]",
+        ),
     ] {
         let script = baton(&["completions", shell]);
         script.assert_code(0);
         assert!(script.stdout.contains(marker), "{shell}: no {marker:?}");
+        assert!(
+            script.stdout.contains("COMPLETE"),
+            "{shell}: the script does not ask baton for candidates:\n{}",
+            script.stdout
+        );
+        let script = baton(&["completions", shell, "--static"]);
+        script.assert_code(0);
+        assert!(
+            script.stdout.contains(fixed_marker),
+            "{shell}: no {fixed_marker:?}"
+        );
         for command in ["loop", "resume", "ledger", "color"] {
             assert!(
                 script.stdout.contains(command),
