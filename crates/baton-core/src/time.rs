@@ -109,6 +109,14 @@ pub fn format_utc(t: Timestamp) -> String {
     t.strftime("%Y-%m-%d %H:%M UTC").to_string()
 }
 
+/// A time as a person reads it, in `zone` (the machine's, read at the edge), to the second and
+/// naming the zone: `2026-12-03 04:46:31 CET`, `2026-12-03 03:46:31 UTC`.
+pub fn format_local(t: Timestamp, zone: &jiff::tz::TimeZone) -> String {
+    t.to_zoned(zone.clone())
+        .strftime("%Y-%m-%d %H:%M:%S %Z")
+        .to_string()
+}
+
 /// The time left until a relaunch, to the minute (to the second under a minute): `3d 4h 5m`,
 /// `4h 0m`, `5m 10s`, `9s`.
 pub fn time_left(left: SignedDuration) -> String {
@@ -129,6 +137,21 @@ pub fn time_left(left: SignedDuration) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_shown_time_is_in_the_zone_it_names() {
+        let t: Timestamp = "2026-12-03T03:46:31Z".parse().unwrap();
+        let paris = jiff::tz::TimeZone::get("Europe/Paris").unwrap();
+        assert_eq!(format_local(t, &paris), "2026-12-03 04:46:31 CET");
+        let summer: Timestamp = "2026-07-01T12:00:00Z".parse().unwrap();
+        assert_eq!(format_local(summer, &paris), "2026-07-01 14:00:00 CEST");
+        assert_eq!(
+            format_local(t, &jiff::tz::TimeZone::UTC),
+            "2026-12-03 03:46:31 UTC"
+        );
+        let fixed = jiff::tz::TimeZone::fixed(jiff::tz::offset(-5));
+        assert_eq!(format_local(t, &fixed), "2026-12-02 22:46:31 -05");
+    }
 
     #[test]
     fn one_duration_syntax_for_every_option() {

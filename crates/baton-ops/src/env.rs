@@ -93,6 +93,8 @@ pub struct Ctx {
     /// The store URL as read for a project root (`Ctx::store_url`), so that `.baton.toml` is
     /// read once per command.
     store_url: std::sync::OnceLock<(PathBuf, Option<String>)>,
+    /// The machine's time zone (`TZ`, else the system's), read when a time is first shown.
+    zone: std::sync::OnceLock<jiff::tz::TimeZone>,
 }
 
 impl Ctx {
@@ -142,7 +144,15 @@ impl Ctx {
             lock_wait,
             settings,
             store_url: std::sync::OnceLock::new(),
+            zone: std::sync::OnceLock::new(),
         })
+    }
+
+    /// A time as text shows it to a person: in the machine's zone, which it names
+    /// (`2026-12-03 04:46:31 CET`). State files and `--json` keep RFC 3339 UTC.
+    pub fn shown(&self, t: Timestamp) -> String {
+        let zone = self.zone.get_or_init(jiff::tz::TimeZone::system);
+        baton_core::time::format_local(t, zone)
     }
 
     pub fn session(&self) -> Option<&str> {

@@ -90,7 +90,8 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ),
     (
         "TZ",
-        "The local zone, for a rate limit's reset given as a clock time with no zone.",
+        "The local zone: the times text shows, and a rate limit's reset given as a clock time \
+         with no zone.",
     ),
 ];
 

@@ -239,7 +239,7 @@ pub fn ledger_events(ledger: &Ledger) -> Vec<Value> {
 }
 
 /// A value read from a file, for one line of text: strings escaped, the rest as JSON.
-fn shown(value: &Value) -> String {
+pub fn shown(value: &Value) -> String {
     match value {
         Value::String(s) => esc(s).into_owned(),
         Value::Null => "none".into(),
@@ -275,9 +275,19 @@ fn position(value: &Value) -> String {
     )
 }
 
+/// A recorded time as text shows it: in the machine's zone (`Ctx::shown`); one that is not a
+/// time is shown as it is.
+pub fn local_time(ctx: &Ctx, ts: &Value) -> String {
+    match baton_core::time::parse_ts(ts.as_str()) {
+        Some(t) => ctx.shown(t),
+        None => shown(ts),
+    }
+}
+
 /// `<ts>  <event>  <details>`: the takeover with both sessions and both epochs, a `set` as
-/// where the loop was and where it went, every other event as its fields.
-pub fn journal_line(event: &Value) -> String {
+/// where the loop was and where it went, every other event as its fields; `when` shows the
+/// time.
+pub fn journal_line(event: &Value, when: &dyn Fn(&Value) -> String) -> String {
     let name = shown(&event["event"]);
     // baton's own events by their names; a name it does not write is shown as it is.
     let known = event["event"].as_str().and_then(JournalEvent::parse);
@@ -348,14 +358,15 @@ pub fn journal_line(event: &Value) -> String {
         };
         parts.push(format!("({}{epoch})", session(&event["session"])));
     }
-    format!("{}  {name}  {}", shown(&event["ts"]), parts.join("  "))
+    format!("{}  {name}  {}", when(&event["ts"]), parts.join("  "))
 }
 
-/// `<ts>  <kind>  <the line>` of a ledger event; a line without a time shows `-`.
-pub fn ledger_line(event: &Value) -> String {
+/// `<ts>  <kind>  <the line>` of a ledger event, `when` showing the time; a line without a
+/// time shows `-`.
+pub fn ledger_line(event: &Value, when: &dyn Fn(&Value) -> String) -> String {
     let ts = match &event["ts"] {
         Value::Null => "-".to_string(),
-        ts => shown(ts),
+        ts => when(ts),
     };
     format!(
         "{ts}  {}  {}",

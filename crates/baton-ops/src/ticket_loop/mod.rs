@@ -469,7 +469,7 @@ pub fn interrupt(
                         format!(
                             "{} is already interrupted; resume after {}",
                             target.shown(),
-                            state.resume_after.as_deref().unwrap_or_default()
+                            resume_after.map(|t| ctx.shown(t)).unwrap_or_default()
                         )
                     } else {
                         format!("{} is already interrupted; nothing changed", target.shown())
@@ -505,7 +505,7 @@ pub fn interrupt(
             state.interrupt_reason = Some(reason.as_str().to_string());
             state.resume_after = resume_after.map(format_ts);
             let reset = loop_resume::resume_after(state)
-                .map(|t| format!("; it may resume after {}", format_ts(t)))
+                .map(|t| format!("; it may resume after {}", ctx.shown(t)))
                 .unwrap_or_default();
             Ok(Applied {
                 changed: true,

@@ -96,11 +96,12 @@ pub fn cmd_log(ctx: &Ctx, args: LogArgs) -> Result<Report, CommandError> {
     if total == 0 {
         text.push_str(&format!("no history for {shown}\n"));
     }
+    let when = |ts: &serde_json::Value| crate::view::local_time(ctx, ts);
     for event in &events {
         text.push_str(&if kind == "ledger" {
-            crate::view::ledger_line(event)
+            crate::view::ledger_line(event, &when)
         } else {
-            crate::view::journal_line(event)
+            crate::view::journal_line(event, &when)
         });
         text.push('\n');
     }

@@ -25,7 +25,7 @@ use baton_core::install::settings;
 use baton_core::journal::JournalEvent;
 use baton_core::model::{InterruptReason, LoopStatus};
 use baton_core::text::esc;
-use baton_core::time::{format_ts, format_utc, parse_ts};
+use baton_core::time::{format_ts, parse_ts};
 use baton_ops::env::Ctx;
 use baton_ops::error::{CommandError, ExitStatus};
 use baton_ops::install::Targets;
@@ -323,7 +323,7 @@ impl Supervisor<'_> {
                             "counted": counted,
                         }),
                     );
-                    say(&format!("{why}; relaunching at {}", format_utc(at)));
+                    say(&format!("{why}; relaunching at {}", self.ctx.shown(at)));
                     if let Some(stop) = self.wait_until(at, &attempt)? {
                         return Ok(stop);
                     }

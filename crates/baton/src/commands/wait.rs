@@ -10,7 +10,7 @@ use crate::output::Report;
 use baton_core::decide::loop_resume::ResumeDecision;
 use baton_core::decide::wait::{Wait, combine, decide_wait, survey_wait};
 use baton_core::text::esc;
-use baton_core::time::{format_ts, format_utc, human_age, parse_ts, time_left};
+use baton_core::time::{format_ts, human_age, parse_ts, time_left};
 use baton_ops::env::Ctx;
 use baton_ops::error::{CommandError, ExitStatus};
 use baton_ops::survey::{Work, survey};
@@ -69,9 +69,9 @@ pub fn cmd_wait(ctx: &Ctx, args: WaitArgs) -> Result<Report, CommandError> {
                         d,
                     ))
                 },
-                |_, t| format!("waiting for {shown}: the limit resets at {}", format_utc(t)),
+                |_, t| format!("waiting for {shown}: the limit resets at {}", ctx.shown(t)),
             )?;
-            Ok(report(ticket, wait, &d, (ctx.now, now), deadline))
+            Ok(report(ctx, ticket, wait, &d, (ctx.now, now), deadline))
         }
         None => {
             let (wait, all, now) = sleep_through(
@@ -84,14 +84,14 @@ pub fn cmd_wait(ctx: &Ctx, args: WaitArgs) -> Result<Report, CommandError> {
                 |all: &All, t| match all.first(Wait::Until(t)) {
                     Some(p) => format!(
                         "waiting: the earliest limit resets at {} ({} {})",
-                        format_utc(t),
+                        ctx.shown(t),
                         p.kind,
                         esc(&p.key)
                     ),
-                    None => format!("waiting: the earliest limit resets at {}", format_utc(t)),
+                    None => format!("waiting: the earliest limit resets at {}", ctx.shown(t)),
                 },
             )?;
-            Ok(report_all(wait, &all, (ctx.now, now), deadline))
+            Ok(report_all(ctx, wait, &all, (ctx.now, now), deadline))
         }
     }
 }
@@ -154,6 +154,7 @@ fn status_of(wait: Wait) -> ExitStatus {
 }
 
 fn report(
+    ctx: &Ctx,
     ticket: &OsStr,
     wait: Wait,
     d: &ResumeDecision,
@@ -173,8 +174,8 @@ fn report(
     {
         why.push(format!(
             "  wait.beyond-max: the limit resets at {}, after the --max of {}",
-            format_ts(t),
-            format_ts(max)
+            ctx.shown(t),
+            ctx.shown(max)
         ));
     }
     let accept = d.accept.clone().or_else(|| d.decision.next.clone());
@@ -183,7 +184,7 @@ fn report(
         Wait::Nothing => format!("{shown}: nothing to resume"),
         Wait::Until(t) => format!(
             "{shown}: the rate limit resets at {}, in {}",
-            format_ts(t),
+            ctx.shown(t),
             human_age(t.duration_since(now))
         ),
         Wait::TakenOver => format!("{shown}: another live session runs it"),
@@ -314,6 +315,7 @@ fn a_loop(ctx: &Ctx, w: &Work, deadline: Option<Timestamp>) -> Result<Piece, Com
 }
 
 fn report_all(
+    ctx: &Ctx,
     wait: Wait,
     all: &All,
     (started, now): (Timestamp, Timestamp),
@@ -333,7 +335,7 @@ fn report_all(
         }
         Wait::Until(t) => format!(
             "the earliest rate limit resets at {}, in {}: {deciding}",
-            format_ts(t),
+            ctx.shown(t),
             human_age(t.duration_since(now))
         ),
         Wait::HumanFirst => format!("a person must decide before the work resumes: {deciding}"),
@@ -347,9 +349,9 @@ fn report_all(
     for p in &all.pieces {
         let mut line = format!("  {}: {}", named(p), p.wait.as_str());
         if let Some(t) = p.resets {
-            line.push_str(&format!(", resets at {}", format_ts(t)));
+            line.push_str(&format!(", resets at {}", ctx.shown(t)));
             if let Some(max) = deadline.filter(|max| t > *max) {
-                line.push_str(&format!(" (after the --max of {})", format_ts(max)));
+                line.push_str(&format!(" (after the --max of {})", ctx.shown(max)));
             }
         }
         if let Some(next) = p.next.as_deref().filter(|_| p.wait != Wait::Nothing) {

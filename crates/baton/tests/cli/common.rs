@@ -210,6 +210,8 @@ impl TestEnv {
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", &self.home)
+            // Text shows times in the machine's zone: every run here is in UTC.
+            .env("TZ", "UTC")
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("GIT_AUTHOR_NAME", "Test")

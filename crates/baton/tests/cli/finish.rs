@@ -158,14 +158,8 @@ fn bash_completion_offers_the_projects_tickets_runs_and_plans() {
     ))
     .unwrap();
     let offered_in = |cwd: &Path, words: &str| {
-        let mut cmd = Command::new(&bash);
-        cmd.env_clear().current_dir(cwd);
-        for (key, value) in env.command(None, T0).get_envs() {
-            if let Some(value) = value {
-                cmd.env(key, value);
-            }
-        }
-        cmd.env("PATH", &path);
+        let mut cmd = crate::common::like(&env.command(None, T0), &bash);
+        cmd.current_dir(cwd).env("PATH", &path);
         bash_offers(cmd, &file, "_clap_complete_baton", words)
     };
     let offered = |words: &str| offered_in(&env.repo, words);

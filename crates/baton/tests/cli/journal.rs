@@ -90,29 +90,29 @@ fn log_of_a_loop_lists_every_step_in_order_with_both_epochs_of_the_takeover() {
     assert_eq!(text.stderr, "", "nothing to warn about");
     let lines: Vec<&str> = text.stdout.lines().collect();
     let expected = [
-        ("2026-03-01T12:00:00Z  init  ", "(session A, epoch 0)"),
+        ("2026-03-01 12:00:00 UTC  init  ", "(session A, epoch 0)"),
         (
-            "2026-03-01T12:01:00Z  set  skeptic/none (iteration 1) -> skeptic/spawned (iteration 1)",
+            "2026-03-01 12:01:00 UTC  set  skeptic/none (iteration 1) -> skeptic/spawned (iteration 1)",
             "(session A, epoch 0)",
         ),
         (
-            "2026-03-01T12:02:00Z  set  skeptic/spawned (iteration 1) -> qa/returned (iteration 2)",
+            "2026-03-01 12:02:00 UTC  set  skeptic/spawned (iteration 1) -> qa/returned (iteration 2)",
             "(session A, epoch 0)",
         ),
         (
-            "2026-03-01T12:03:00Z  interrupt  reason=rate_limit",
+            "2026-03-01 12:03:00 UTC  interrupt  reason=rate_limit",
             "(session A, epoch 0)",
         ),
         (
-            "2026-03-01T12:30:00Z  takeover  session A (epoch 0) -> session B (epoch 1)  mode=automatic",
+            "2026-03-01 12:30:00 UTC  takeover  session A (epoch 0) -> session B (epoch 1)  mode=automatic",
             "interrupt_reason=rate_limit",
         ),
         (
-            "2026-03-01T12:31:00Z  set  qa/returned (iteration 2) -> skeptic/spawned (iteration 2)",
+            "2026-03-01 12:31:00 UTC  set  qa/returned (iteration 2) -> skeptic/spawned (iteration 2)",
             "(session B, epoch 1)",
         ),
         (
-            "2026-03-01T12:40:00Z  finish  status=complete",
+            "2026-03-01 12:40:00 UTC  finish  status=complete",
             "(session B, epoch 1)",
         ),
     ];
@@ -330,7 +330,7 @@ fn batch_and_run_journals_hold_their_events() {
         text.stdout
             .lines()
             .nth(1)
-            .is_some_and(|l| l.starts_with("2026-03-01T12:01:00Z  record  agent=planner")),
+            .is_some_and(|l| l.starts_with("2026-03-01 12:01:00 UTC  record  agent=planner")),
         "{}",
         text.stdout
     );
@@ -384,7 +384,7 @@ fn log_of_a_ledger_lists_its_events_in_file_order() {
     let lines: Vec<&str> = text.stdout.lines().collect();
     assert_eq!(lines.len(), 2, "{}", text.stdout);
     assert!(
-        lines[0].starts_with("2026-03-01T12:01:00Z  started  phase 1: started"),
+        lines[0].starts_with("2026-03-01 12:01:00 UTC  started  phase 1: started"),
         "{}",
         text.stdout
     );
@@ -465,7 +465,7 @@ fn legacy_adoption_and_a_fresh_start_are_in_the_history() {
         text.stdout
             .lines()
             .nth(1)
-            .is_some_and(|l| l.starts_with("2026-03-01T12:01:00Z  fresh  archived=")),
+            .is_some_and(|l| l.starts_with("2026-03-01 12:01:00 UTC  fresh  archived=")),
         "{}",
         text.stdout
     );

@@ -4,7 +4,7 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::common::{TestEnv, to_run};
+use crate::common::{TestEnv, at, to_run};
 
 /// T-1 interrupted by a rate limit that resets an hour after minute 1.
 fn rate_limited(env: &TestEnv) {
@@ -169,12 +169,27 @@ fn without_a_ticket_the_earliest_reset_decides() {
     assert_eq!(
         lines,
         [
-            "the earliest rate limit resets at 2026-03-01T13:01:00Z, in 59m: loop T-2",
-            "  loop T-1: wait, resets at 2026-03-01T14:01:00Z · next: baton resume accept T-1",
-            "  loop T-2: wait, resets at 2026-03-01T13:01:00Z · next: baton resume accept T-2",
+            "the earliest rate limit resets at 2026-03-01 13:01:00 UTC, in 59m: loop T-2",
+            "  loop T-1: wait, resets at 2026-03-01 14:01:00 UTC · next: baton resume accept T-1",
+            "  loop T-2: wait, resets at 2026-03-01 13:01:00 UTC · next: baton resume accept T-2",
         ],
         "{}",
         text.stdout
+    );
+    // Text shows the machine's zone and names it; `--json` keeps UTC.
+    let paris = to_run(
+        env.command(Some("C"), &at(2))
+            .env("TZ", "Europe/Paris")
+            .arg("wait")
+            .output()
+            .unwrap(),
+    );
+    assert!(
+        paris
+            .stdout
+            .starts_with("the earliest rate limit resets at 2026-03-01 14:01:00 CET, in 59m"),
+        "{}",
+        paris.stdout
     );
 }
 

@@ -3,7 +3,6 @@ use serde_json::json;
 
 use crate::output::Report;
 use baton_core::text::esc;
-use baton_core::time::format_ts;
 use baton_ops::batch::BatchHeartbeat;
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
@@ -43,7 +42,7 @@ pub fn cmd_batch_heartbeat(ctx: &Ctx, args: HeartbeatArgs) -> Result<Report, Com
             format!(
                 "heartbeat: batch {} at {}",
                 esc(&batch_id),
-                format_ts(ctx.now)
+                ctx.shown(ctx.now)
             ),
         ),
     })

@@ -75,7 +75,11 @@ pub fn cmd_resume_check(ctx: &Ctx, ticket: &OsStr) -> Result<Report, CommandErro
         ));
     }
     if let Some(after) = &d.resume_after {
-        text.push_str(&format!("resume after: {after}\n"));
+        let shown = baton_core::time::parse_ts(Some(after)).map_or_else(
+            || baton_core::text::esc(after).into_owned(),
+            |t| ctx.shown(t),
+        );
+        text.push_str(&format!("resume after: {shown}\n"));
     }
     if let Some(to) = &archived {
         text.push_str(&format!("archived: {}\n", to.display()));

@@ -3,7 +3,6 @@ use serde_json::json;
 
 use super::HolderArgs;
 use crate::output::Report;
-use baton_core::time::format_ts;
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 use baton_ops::single_run::LeaseRefresh;
@@ -32,7 +31,7 @@ pub fn render_heartbeat(ctx: &Ctx, done: LeaseRefresh) -> Report {
         ),
         LeaseRefresh::Refreshed { id } => Report::ok(
             json!({ "refreshed": true, "run_id": id.to_string() }),
-            format!("heartbeat: run {id} at {}", format_ts(ctx.now)),
+            format!("heartbeat: run {id} at {}", ctx.shown(ctx.now)),
         ),
     }
 }

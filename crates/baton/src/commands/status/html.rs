@@ -7,7 +7,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use crate::output::Report;
-use crate::view::{journal_line, ledger_events, ledger_line};
+use crate::view::{journal_line, ledger_events, ledger_line, shown};
 use baton_core::key::sanitize;
 use baton_core::ledger::parse_ledger;
 use baton_core::packet::WorkKind;
@@ -143,7 +143,9 @@ fn history(
             let Some(text) = baton_store::ledger::read(&path)? else {
                 return Ok(Some(Vec::new()));
             };
-            let mut events = events_in(ledger_events(&parse_ledger(&text)), ledger_line);
+            let mut events = events_in(ledger_events(&parse_ledger(&text)), |e| {
+                ledger_line(e, &shown)
+            });
             // The originating protocol writes no time on its lines (the suffix is optional):
             // such a ledger is drawn at the file's last change rather than not at all.
             if !events.is_empty() && events.iter().all(|e| e.at.is_none()) {
@@ -167,7 +169,7 @@ fn history(
         }
         _ => return Ok(None),
     };
-    Ok(Some(events_in(events, journal_line)))
+    Ok(Some(events_in(events, |e| journal_line(e, &shown))))
 }
 
 /// Lanes for the journals no surveyed work claims: loops archived by `resume fresh` or a new

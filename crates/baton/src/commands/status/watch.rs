@@ -44,7 +44,7 @@ pub fn cmd_watch(ctx: &Ctx, interval: Duration) -> Result<crate::output::Report,
             let mut out = std::io::stdout().lock();
             let header = format!(
                 "baton status --watch: drawn at {}, redrawn when it changes (looking every {}s); Ctrl-C to stop\n\n",
-                baton_core::time::format_ts(now.now),
+                now.shown(now.now),
                 interval.as_secs_f64()
             );
             // Home, clear the screen, draw.

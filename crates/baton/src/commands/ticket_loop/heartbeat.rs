@@ -5,7 +5,6 @@ use serde_json::json;
 
 use crate::args::WriteFlags;
 use crate::output::Report;
-use baton_core::time::format_ts;
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 use baton_ops::ticket_loop::Heartbeat;
@@ -41,7 +40,7 @@ pub fn render_heartbeat(ctx: &Ctx, done: Heartbeat) -> Report {
         } => {
             let report = Report::ok(
                 json!({ "refreshed": true, "key": target.key, "last_updated": last_updated }),
-                format!("heartbeat: {} at {}", target.shown(), format_ts(ctx.now)),
+                format!("heartbeat: {} at {}", target.shown(), ctx.shown(ctx.now)),
             );
             match warning {
                 Some(w) => report.warn(w),

@@ -7,7 +7,7 @@ use crate::output::Report;
 use crate::view::state_json;
 use baton_core::decide::loop_resume::{last_write, resume_after};
 use baton_core::text::{esc, esc_or};
-use baton_core::time::{format_ts, is_live};
+use baton_core::time::{is_live, parse_ts};
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 use baton_ops::loops::legacy_key;
@@ -60,12 +60,12 @@ pub fn cmd_loop_show(ctx: &Ctx, args: ShowArgs) -> Result<Report, CommandError> 
     if let Some(at) = &s.interrupted_at {
         text.push_str(&format!(
             "  interrupted: {} ({})\n",
-            esc(at),
+            parse_ts(Some(at)).map_or_else(|| esc(at).into_owned(), |t| ctx.shown(t)),
             esc_or(s.interrupt_reason.as_deref(), "unknown")
         ));
     }
     if let Some(after) = resume_after(s) {
-        text.push_str(&format!("  resume after: {}\n", format_ts(after)));
+        text.push_str(&format!("  resume after: {}\n", ctx.shown(after)));
     }
     text.push_str(&format!(
         "  branch:   {} (base {})\n  tier:     {}{}\n",
