@@ -78,8 +78,80 @@ pub fn natural_key(key: &str) -> Vec<KeyRun> {
     runs
 }
 
+/// `text` with every UUID in it (a session id, as the clients make them) cut to its first 8
+/// characters and `…`, which tell sessions apart: how text shows a reason or a next step
+/// (`--json` has them whole). A UUID in a path, a file name or a key (after `/` or `-`, or
+/// followed by `.`, `/` or `-`: `session-<id>`, `<id>.jsonl`) is left whole.
+pub fn short_sessions(text: &str) -> Cow<'_, str> {
+    const SHAPE: [usize; 5] = [8, 4, 4, 4, 12];
+    let bytes = text.as_bytes();
+    let is_uuid_at = |at: usize| {
+        let mut i = at;
+        for (n, len) in SHAPE.iter().enumerate() {
+            if n > 0 {
+                if bytes.get(i) != Some(&b'-') {
+                    return false;
+                }
+                i += 1;
+            }
+            let run = bytes.get(i..i + len);
+            if !run.is_some_and(|r| r.iter().all(u8::is_ascii_hexdigit)) {
+                return false;
+            }
+            i += len;
+        }
+        true
+    };
+    let word = |b: Option<&u8>| b.is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_');
+    let mut out = String::new();
+    let mut copied = 0;
+    let mut at = 0;
+    while at + 36 <= bytes.len() {
+        let before = at.checked_sub(1).and_then(|i| bytes.get(i));
+        let after = bytes.get(at + 36);
+        if is_uuid_at(at)
+            && !word(before)
+            && !matches!(before, Some(b'/' | b'-'))
+            && !word(after)
+            && !matches!(after, Some(b'.' | b'/' | b'-'))
+        {
+            out.push_str(&text[copied..at + 8]);
+            out.push('…');
+            copied = at + 36;
+            at = copied;
+        } else {
+            at += 1;
+        }
+    }
+    if copied == 0 {
+        return Cow::Borrowed(text);
+    }
+    out.push_str(&text[copied..]);
+    Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn session_ids_are_cut_short_in_text_but_not_in_paths() {
+        let id = "3f9c2b1e-7d4a-4c1b-9e2f-8a6b5c4d3e21";
+        assert_eq!(
+            short_sessions(&format!("owned by live session {id} (last write 1s ago)")),
+            "owned by live session 3f9c2b1e… (last write 1s ago)"
+        );
+        assert_eq!(short_sessions(&format!("{id},{id}")), "3f9c2b1e…,3f9c2b1e…");
+        for whole in [
+            format!("~/.claude/projects/-tmp/{id}.jsonl"),
+            format!("session-{id}x"),
+            format!("baton resume accept session-{id}"),
+            format!("{id}.json"),
+            "no id here, s1".to_string(),
+            "3f9c2b1e-7d4a-4c1b-9e2f-8a6b5c4d3e2".to_string(),
+        ] {
+            assert_eq!(short_sessions(&whole), whole);
+        }
+    }
+
     use super::*;
 
     #[test]

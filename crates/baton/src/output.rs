@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
-use baton_core::Decision;
+use baton_core::text::short_sessions;
+use baton_core::{Decision, Reason};
 use baton_ops::error::ExitStatus;
 
 /// A finished command: its exit status, its JSON object and its text.
@@ -95,19 +96,33 @@ pub fn decision_json(decision: &Decision) -> Value {
     })
 }
 
-/// `verdict: offer (automatic)`, one indented line per rule, then `next:`.
+/// `verdict: offer (automatic)`, then the rules and the next step (`reasons_text`).
 pub fn render_decision(decision: &Decision, qualifier: Option<&str>) -> String {
     let mut out = match qualifier {
         Some(q) => format!("verdict: {} ({q})\n", decision.verdict),
         None => format!("verdict: {}\n", decision.verdict),
     };
-    for reason in &decision.reasons {
-        out.push_str(&format!("  {}: {}\n", reason.rule, reason.message));
-    }
+    out.push_str(&reasons_text(decision));
+    out
+}
+
+/// One indented line per rule that fired, then `next:`, with session ids cut short
+/// (`text::short_sessions`; `--json` has them whole).
+pub fn reasons_text(decision: &Decision) -> String {
+    let mut out: String = decision
+        .reasons
+        .iter()
+        .map(|r| reason_line(r) + "\n")
+        .collect();
     if let Some(next) = &decision.next {
-        out.push_str(&format!("next: {next}\n"));
+        out.push_str(&format!("next: {}\n", short_sessions(next)));
     }
     out
+}
+
+/// `  rule: message`, as text shows a rule that fired.
+pub fn reason_line(reason: &Reason) -> String {
+    format!("  {}: {}", reason.rule, short_sessions(&reason.message))
 }
 
 /// When to colour what baton prints (`--color`): clap's own choice, so that its help and

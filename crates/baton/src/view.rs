@@ -54,13 +54,7 @@ pub fn loop_report(
     state: &LoopState,
     message: &str,
 ) -> Report {
-    let mut text = format!("{message}\n");
-    for reason in &decision.reasons {
-        text.push_str(&format!("  {}: {}\n", reason.rule, reason.message));
-    }
-    if let Some(next) = &decision.next {
-        text.push_str(&format!("next: {next}\n"));
-    }
+    let text = format!("{message}\n{}", crate::output::reasons_text(decision));
     Report::new(
         ExitStatus::Success,
         crate::output::decision_json(decision),

@@ -166,7 +166,7 @@ fn report(
         .decision
         .reasons
         .iter()
-        .map(|r| format!("  {}: {}", r.rule, r.message))
+        .map(crate::output::reason_line)
         .collect();
     let after = parse_ts(d.resume_after.as_deref());
     if let (Wait::HumanFirst, Some(t), Some(max)) = (wait, after, deadline)

@@ -67,10 +67,14 @@ fn a_batch_stays_live_while_its_owner_takes_turns_between_tickets() {
     let out = env.baton(B, 13, &["loop", "init", "PROJ-9"]);
     out.assert_code(0);
     let said = format!("{}{}", out.stdout, out.stderr);
+    // Text names the owner by its short id; `--json` has it whole.
     assert!(
-        said.contains("is active in this project") && said.contains(A),
+        said.contains("is active in this project") && said.contains(&A[..8]),
         "{said}"
     );
+    assert!(!said.contains(A), "{said}");
+    let json = env.baton(B, 13, &["--json", "loop", "init", "PROJ-10"]);
+    assert!(json.stdout.contains(A), "{}", json.stdout);
 }
 
 /// A paused batch is left as the pause left it: the per-turn refresh does not write it.

@@ -104,7 +104,7 @@ fn feature_summary(facts: &FeatureFacts) -> Result<(String, Value), CommandError
     if facts.is_degraded() {
         text.push_str("degraded: a human must fix the pointer before baton rewrites it\n");
         for r in &facts.problems {
-            text.push_str(&format!("  {}: {}\n", r.rule, r.message));
+            text.push_str(&(crate::output::reason_line(r) + "\n"));
         }
     }
     let resume = facts.resume_task();

@@ -136,10 +136,10 @@ pub fn holder_text(run: &RunState) -> String {
     let Some(lease) = &run.lease else {
         return "nobody".into();
     };
-    let session = lease
-        .session
-        .as_deref()
-        .map_or_else(|| "no session".into(), |s| format!("session {s}"));
+    let session = lease.session.as_deref().map_or_else(
+        || "no session".into(),
+        |s| format!("session {}", crate::view::short_session(s)),
+    );
     match lease.pid {
         Some(pid) => format!("{session}, pid {pid} ({})", lease.pid_source),
         None => format!("{session}, no holder process known: the heartbeat alone decides"),
