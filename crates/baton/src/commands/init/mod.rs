@@ -342,7 +342,7 @@ fn notes(
             ""
         };
         out.push(format!(
-            "note: for teammates these hooks call `baton` by name: each needs baton on the PATH (`cargo install --path crates/baton` from a clone of baton){plugin}"
+            "note: for teammates these hooks call `baton` by name: each needs baton on the PATH (`cargo install baton-cli --locked`, or `npm install -g baton-cli`: docs/install.md){plugin}"
         ));
     }
     out.extend(
