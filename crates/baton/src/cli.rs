@@ -528,6 +528,25 @@ mod tests {
         }
     }
 
+    /// Every command of a group has a one-line about, as the group's command list shows it; the
+    /// rest of its doc comment is its `--help`.
+    #[test]
+    fn every_command_of_a_group_scans_in_one_line() {
+        fn walk(cmd: &clap::Command, path: &str, long: &mut Vec<String>) {
+            for sub in cmd.get_subcommands() {
+                let path = format!("{path} {}", sub.get_name());
+                let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
+                if about.chars().count() > 80 || about.contains('\n') {
+                    long.push(format!("{path}: {about}"));
+                }
+                walk(sub, &path, long);
+            }
+        }
+        let mut long = Vec::new();
+        walk(&super::command(), "baton", &mut long);
+        assert!(long.is_empty(), "abouts longer than a line: {long:#?}");
+    }
+
     /// Every command the installed guide tells an agent to run is one baton accepts.
     #[test]
     fn the_guide_for_agents_names_real_commands() {

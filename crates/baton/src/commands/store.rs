@@ -19,22 +19,31 @@ use baton_store::pg;
 /// No password is ever printed.
 #[derive(Debug, Subcommand)]
 pub enum StoreCommand {
-    /// Apply the schema migrations the server has not had yet, in order (each in its own
-    /// transaction); running it again changes nothing.
+    /// Apply the schema migrations the server has not had yet.
+    ///
+    /// In order, each in its own transaction; running it again changes nothing.
     Migrate,
+    /// Show the server, its clock, its schema and how much it holds.
+    ///
     /// Show the server, its clock, the schema's version and how much state it holds; writes
     /// nothing.
     Status,
+    /// Copy this project's file store to the server.
+    ///
     /// Copy this project's file store (`.agentic/`: loops, the batch, runs, pause marks, the
     /// journal, the archive) to the server, byte for byte, in one transaction. Refused (exit
     /// 3) when the project already holds state there; of imports racing into one empty
     /// project, exactly one wins.
     Import(ProjectArgs),
+    /// Write the project's state on the server into its file store.
+    ///
     /// Write the project's state on the server into this project's file store, byte for byte,
     /// all or nothing: every file is written and synced aside first, then moved into place, so
     /// a failed export leaves nothing and can be run again. Refused (exit 3) when `.agentic/`
     /// already holds state.
     Export(ProjectArgs),
+    /// Send the interrupts this machine's hooks recorded to the server.
+    ///
     /// Send to the server the interrupts this machine's hooks recorded in the state directory's
     /// `outbox/` (a failure hook has no time for a round trip), each once, oldest first. A hook
     /// starts this itself, and every command that reads the state runs it first; run it by

@@ -8,6 +8,8 @@ use baton_ops::batch::BatchWrite;
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 
+/// End the batch: `complete` or `stalled`.
+///
 /// End the batch: `complete` when every ticket is done, `stalled` when it cannot go on.
 #[derive(Debug, Args)]
 pub struct FinishArgs {

@@ -8,6 +8,8 @@ use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 use baton_ops::ticket_loop::Ownership;
 
+/// Refresh the heartbeat of the batch this session owns.
+///
 /// Refresh `updated_at` of the batch this session owns while it is active, so that it stays
 /// live between two of its tickets.
 ///

@@ -10,6 +10,8 @@ use baton_ops::continuation::{self, Partial, ReviewCleared, ReviewMarked, Review
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 
+/// Record that a person must look (REVIEW_NEEDED.md), or clear it.
+///
 /// Record that a delegate hit its cap and a person must look: writes REVIEW_NEEDED.md in the
 /// active feature's directory (`--clear` removes it once handled).
 ///

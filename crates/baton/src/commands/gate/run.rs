@@ -9,6 +9,8 @@ use baton_ops::env::Ctx;
 use baton_ops::error::{CommandError, ExitStatus};
 use baton_ops::ledgers::{GateRunRequest, GatesRun, run_gates};
 
+/// Run a phase's exit gates and append each result to the ledger.
+///
 /// Run a phase's declared exit gates and append each result to the ledger, with its evidence
 /// verbatim: `phase <N>: gate <name> → PASS|FAIL (evidence: <cmd> → exit <code>: <last line>)`.
 ///

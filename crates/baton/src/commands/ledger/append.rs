@@ -7,6 +7,8 @@ use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 use baton_ops::ledgers::{self, EventAppend};
 
+/// Append one raw line, validated against the grammar.
+///
 /// Append one raw line after validating it against the grammar (invalid: exit 2, nothing
 /// written). Prefer the structured writers (`baton ledger start`, `gate`, …).
 #[derive(Debug, Args)]

@@ -11,6 +11,8 @@ use baton_ops::ledgers::ignored_warning;
 use baton_ops::ledgers::{Plan, missing};
 use baton_store::{git, ledger};
 
+/// Lint a ledger: its lines, its header, and whether git ignores it.
+///
 /// Lint a ledger: every line against the grammar (bad lines counted and shown, never fatal),
 /// the header, and whether git ignores it.
 #[derive(Debug, Args)]

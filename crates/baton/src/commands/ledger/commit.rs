@@ -8,7 +8,9 @@ use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 use baton_ops::ledgers::{self, LedgerCommit};
 
-/// Commit the ledger, and only the ledger, with a message naming the phase it records.
+/// Commit the ledger, and only the ledger.
+///
+/// The commit's message names the phase the ledger records.
 #[derive(Debug, Args)]
 pub struct CommitArgs {
     /// The plan directory.

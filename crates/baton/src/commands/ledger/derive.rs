@@ -11,6 +11,8 @@ use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 use baton_ops::ledgers::{self, Derive, DeriveAppend, LedgerDerive};
 
+/// Re-derive where a run really is, trusting nothing the ledger claims.
+///
 /// Re-derive where a run really is, trusting nothing the ledger claims: the commits of each
 /// phase claimed complete must still be on HEAD, and its declared gates must pass when re-run.
 ///

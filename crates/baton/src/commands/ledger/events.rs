@@ -53,7 +53,9 @@ impl StartArgs {
     }
 }
 
-/// Record a gate result with its evidence: `phase <N>: gate <name> → PASS|FAIL (evidence: <cmd> → <result>)`.
+/// Record a gate's result with its evidence.
+///
+/// The line: `phase <N>: gate <name> → PASS|FAIL (evidence: <cmd> → <result>)`.
 /// `baton gate run` runs declared gates and records them itself.
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("outcome").required(true).args(["pass", "fail"])))]
@@ -92,7 +94,9 @@ impl GateArgs {
     }
 }
 
-/// Record a completed phase: `phase <N>: complete (commits <a>..<b>, tests <X/Y>, review clean|<K> parked)`.
+/// Record a completed phase with its commits, tests and review.
+///
+/// The line: `phase <N>: complete (commits <a>..<b>, tests <X/Y>, review clean|<K> parked)`.
 #[derive(Debug, Args)]
 pub struct CompleteArgs {
     /// The plan directory (`plans/<plan>`), whose `STATE.md` is the ledger.
@@ -197,7 +201,9 @@ impl BlockArgs {
     }
 }
 
-/// Record an agent that died without a diff: `phase <N>: agent died (no diff) — redispatch`.
+/// Record an agent that died without a diff.
+///
+/// The line: `phase <N>: agent died (no diff) — redispatch`.
 #[derive(Debug, Args)]
 pub struct DiedArgs {
     /// The plan directory (`plans/<plan>`), whose `STATE.md` is the ledger.
@@ -293,7 +299,9 @@ impl EnvArgs {
     }
 }
 
-/// Record a tail step of the finish: `finish: tail <step> → DONE|SKIPPED (idempotent)|FAILED (paste-ready emitted)`.
+/// Record a tail step of the finish.
+///
+/// The line: `finish: tail <step> → DONE|SKIPPED (idempotent)|FAILED (paste-ready emitted)`.
 #[derive(Debug, Args)]
 pub struct FinishArgs {
     /// The plan directory (`plans/<plan>`), whose `STATE.md` is the ledger.

@@ -8,6 +8,8 @@ use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 use baton_ops::ledgers::{self, LedgerInit, ignored_warning};
 
+/// Start a plan's ledger, `plans/<plan>/STATE.md`.
+///
 /// Start a plan's ledger: `plans/<plan>/STATE.md` with its header line. Warns once when git
 /// ignores it, with the re-include stanza that fixes it.
 #[derive(Debug, Args)]

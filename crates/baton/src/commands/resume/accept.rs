@@ -11,6 +11,8 @@ use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 use baton_ops::ticket_loop::{self, Accept, Acceptance, Governing, SetAside};
 
+/// Accept a resume offer: take the loop over and print what governs it.
+///
 /// Accept a resume offer: take ownership (owner epoch + 1, `resume_count` + 1, status active)
 /// and print every governing artifact the loop records (the Brief's text, then the Plan's files
 /// and index; at tier plan both), so it is in context before the next worker spawns.

@@ -9,6 +9,8 @@ use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 use baton_ops::ticket_loop::{self, Fresh};
 
+/// Start over: archive the ticket's loop so that a fresh one can begin.
+///
 /// Start over: archive the ticket's loop (kept under `.agentic/archive/`, never deleted) so
 /// that `baton loop init` can begin a fresh one. Refused while another live session runs it.
 #[derive(Debug, Args)]

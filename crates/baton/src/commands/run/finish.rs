@@ -6,7 +6,9 @@ use baton_core::model::RunStatus;
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 
-/// End a run (`complete` or `abandoned`) and release its lock. Finished runs can be pruned.
+/// End a run (`complete` or `abandoned`) and release its lock.
+///
+/// Finished runs can be pruned (`baton run prune`).
 #[derive(Debug, Args)]
 pub struct FinishArgs {
     /// The run id `baton run new` printed (16 hex digits, or a legacy `YYYYMMDD-HHMMSS`).

@@ -7,6 +7,8 @@ use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 use baton_ops::single_run::LeaseRefresh;
 
+/// Refresh the run lock's heartbeat when this caller holds it.
+///
 /// Refresh the run lock's heartbeat, when this caller holds it; anything else is a no-op that
 /// exits 0, so a per-turn hook can call it blindly.
 #[derive(Debug, Args)]

@@ -9,6 +9,8 @@ use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 use baton_ops::single_run::{self, NewRun, RunStart};
 
+/// Start a single run and print its run id, holding the run lock.
+///
 /// Start a single run: print a new run id and record what it is planned against (HEAD, the
 /// plan, the project's alignment sections), holding the run lock.
 #[derive(Debug, Args)]

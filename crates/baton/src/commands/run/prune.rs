@@ -7,6 +7,8 @@ use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 use baton_ops::single_run::{self, Prune, PruneEntry, Pruned};
 
+/// Delete the state of finished runs not written for a while.
+///
 /// Delete the state of finished runs (`complete` or `abandoned`) not written for a while, and
 /// say each file removed. A run that is active, or whose lock a live holder has, is never
 /// removed, however old: age is not liveness.

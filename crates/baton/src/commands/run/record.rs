@@ -7,6 +7,8 @@ use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 use baton_ops::single_run::{self, Record, RecordWhat, Recorded};
 
+/// Record a run's progress: an agent, a gate, a step or a new plan.
+///
 /// Record progress of a run: a completed agent, a passed hard gate, a step's status, or a new
 /// plan. Only the run lock's holder may record; a completed agent is never recorded (or
 /// dispatched) twice.

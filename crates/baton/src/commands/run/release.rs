@@ -5,8 +5,10 @@ use crate::output::Report;
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 
-/// Release the run lock. Refused (exit 3) while another live holder has it, and for another
-/// holder's stale lock without `--force`.
+/// Release the run lock.
+///
+/// Refused (exit 3) while another live holder has it, and for another holder's stale lock
+/// without `--force`.
 #[derive(Debug, Args)]
 pub struct ReleaseArgs {
     /// The run id `baton run new` printed (16 hex digits, or a legacy `YYYYMMDD-HHMMSS`).

@@ -12,6 +12,8 @@ use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 use baton_ops::single_run::{self, ResumeRun};
 
+/// Resume a single run: its checks, then what to restore.
+///
 /// Resume a single run: four ordered checks (HEAD, staging, alignment, lock), the plan
 /// staleness gate, then what to restore.
 ///

@@ -9,6 +9,8 @@ use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 use baton_ops::ticket_loop;
 
+/// Start a ticket's loop, owned by this session.
+///
 /// Start a ticket's loop (Phase 6 initialisation): create its keyed file, active and owned by
 /// this session.
 ///
