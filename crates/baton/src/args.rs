@@ -43,3 +43,20 @@ pub fn parse_when(now: Timestamp, raw: &str, option: &str) -> Result<Timestamp, 
         ))
     })
 }
+
+/// A clap parser of a duration option in baton's one syntax (`90s`, `10m`, `1h`, or a bare
+/// number of seconds) of at least `min_secs` seconds.
+pub fn duration_of_at_least(
+    min_secs: u64,
+) -> impl Fn(&str) -> Result<std::time::Duration, String> + Clone + Send + Sync + 'static {
+    move |raw| {
+        baton_core::time::parse_duration(raw)
+            .and_then(|d| std::time::Duration::try_from(d).ok())
+            .filter(|d| d.as_secs_f64() >= min_secs as f64)
+            .ok_or_else(|| {
+                format!(
+                    "{raw:?} is not a duration of at least {min_secs}s (for example `90s`, `10m` or `1h`; a bare number is seconds)"
+                )
+            })
+    }
+}

@@ -101,7 +101,7 @@ pub fn text() -> String {
     for (name, what) in VARIABLES {
         out.push_str(&format!("{name}\n    {what}\n"));
     }
-    out.push_str("\nDurations (BATON_LOCK_WAIT, --backoff, --interval, --max, …) take one syntax: `90s`, `15m`, `1h30m`, `2d`, `250ms`, or bare seconds.");
+    out.push_str("\nDurations (BATON_LOCK_WAIT, --backoff, --interval, --max, --timeout, --lease-ttl, …) take one syntax: `90s`, `15m`, `1h30m`, `2d`, `250ms`, or bare seconds.");
     out
 }
 

@@ -1439,13 +1439,23 @@ fn a_caller_with_no_session_and_no_pid_keeps_its_lock_by_its_token_never_by_its_
 fn a_lease_ttl_below_a_minute_is_invalid_input() {
     let env = project();
     write_plan(&env, SAFE_PLAN, 30);
-    for ttl in ["0", "59"] {
+    for ttl in ["0", "59", "59s", "ten minutes"] {
         let out = env.baton("A", 0, &["run", "new", "--plan", PLAN, "--lease-ttl", ttl]);
         out.assert_code(2);
         assert!(out.stderr.contains("--lease-ttl"), "{}", out.stderr);
     }
     assert!(!env.state_dir().join("runs").exists());
     assert!(env.store().list_runs(None).unwrap().is_empty());
+    // The one duration syntax: `2m` is 120 seconds.
+    let out = env.baton(
+        "A",
+        0,
+        &["--json", "run", "new", "--plan", PLAN, "--lease-ttl", "2m"],
+    );
+    out.assert_code(0);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let run = env.baton("A", 0, &["--json", "run", "show", &id]).json();
+    assert_eq!(run["state"]["policy"]["lease_ttl_secs"], 120, "{run}");
 }
 
 #[test]

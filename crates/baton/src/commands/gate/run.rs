@@ -28,13 +28,14 @@ pub struct RunArgs {
     /// Run only this gate.
     #[arg(long, value_name = "NAME")]
     pub gate: Option<String>,
-    /// Seconds before a gate is killed and recorded as failed.
-    #[arg(long, value_name = "SECS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
-    pub timeout: u64,
+    /// How long a gate may run before it is killed and recorded as failed (`90s`, `10m`; a bare
+    /// number is seconds).
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = crate::args::duration_of_at_least(1))]
+    pub timeout: Duration,
 }
 
 pub fn cmd_gate_run(ctx: &Ctx, args: RunArgs) -> Result<Report, CommandError> {
-    let timeout = Duration::from_secs(args.timeout);
+    let timeout = args.timeout;
     let (results, failed, unreadable) = match run_gates(
         ctx,
         &GateRunRequest {

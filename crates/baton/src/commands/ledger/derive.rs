@@ -1,5 +1,4 @@
 use std::path::PathBuf;
-use std::time::Duration;
 
 use clap::Args;
 use serde_json::json;
@@ -29,9 +28,10 @@ pub struct DeriveArgs {
     /// Do not re-run gates (every claim is then at best STALE).
     #[arg(long)]
     pub no_gates: bool,
-    /// Seconds before a re-run gate is killed and counted as failed.
-    #[arg(long, value_name = "SECS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
-    pub timeout: u64,
+    /// How long a re-run gate may run before it is killed and counted as failed (`90s`, `10m`; a
+    /// bare number is seconds).
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = crate::args::duration_of_at_least(1))]
+    pub timeout: std::time::Duration,
 }
 
 pub fn cmd_ledger_derive(ctx: &Ctx, args: DeriveArgs) -> Result<Report, CommandError> {
@@ -43,7 +43,7 @@ pub fn cmd_ledger_derive(ctx: &Ctx, args: DeriveArgs) -> Result<Report, CommandE
             plan: &args.plan,
             append: args.append,
             no_gates: args.no_gates,
-            timeout: Duration::from_secs(args.timeout),
+            timeout: args.timeout,
         },
         &mut |n, phases, phase| {
             progress

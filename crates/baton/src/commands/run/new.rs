@@ -34,12 +34,12 @@ pub struct NewArgs {
     /// A security-sensitive path glob (repeatable; replaces the default list).
     #[arg(long = "security-glob", value_name = "GLOB")]
     security_globs: Vec<String>,
-    /// Seconds without a heartbeat after which the run lock is stale when its holder's process
+    /// How long without a heartbeat before the run lock is stale when its holder's process
     /// cannot be checked (on another machine, or none known); a holder still running on this
-    /// host keeps the lock however long it is silent (at least 60: a shorter TTL would let a
-    /// live holder's lock go stale between two turns).
-    #[arg(long, value_name = "SECS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(60..))]
-    lease_ttl: u64,
+    /// host keeps the lock however long it is silent (`10m`, `1h`, or seconds; at least 60s: a
+    /// shorter TTL would let a live holder's lock go stale between two turns).
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = crate::args::duration_of_at_least(60))]
+    lease_ttl: std::time::Duration,
     /// Start over although a run of the same plan can be resumed: that run is marked abandoned,
     /// naming this one.
     #[arg(long)]
@@ -58,7 +58,7 @@ pub fn cmd_run_new(ctx: &Ctx, args: NewArgs) -> Result<Report, CommandError> {
             project_file: &args.project_file,
             mid_gap: &args.mid_gap,
             security_globs: &args.security_globs,
-            lease_ttl: args.lease_ttl,
+            lease_ttl: args.lease_ttl.as_secs(),
             fresh: args.fresh,
             holder: args.holder.holder(),
         },
