@@ -355,7 +355,10 @@ fn report_all(
             }
         }
         if let Some(next) = p.next.as_deref().filter(|_| p.wait != Wait::Nothing) {
-            line.push_str(&format!(" · next: {next}"));
+            line.push_str(&format!(
+                " · next: {}",
+                baton_core::text::short_sessions(next)
+            ));
         }
         text.push_str(&line);
         text.push('\n');

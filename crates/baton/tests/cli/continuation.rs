@@ -548,18 +548,25 @@ fn status_fits_the_terminal_and_shortens_long_session_ids() {
     let log = env.baton("B", 1, &["--json", "log", key]).json();
     assert_eq!(log["events"][0]["session"], uuid, "{log}");
 
-    let inner = env.command(Some("B"), &at(1));
-    let mut cmd = crate::common::like(&inner, "script");
-    cmd.args(["-qec"])
-        .arg(format!(
-            "stty cols 120; '{}' status",
-            inner.get_program().to_string_lossy()
-        ))
-        .arg("/dev/null")
-        .env("TERM", "dumb");
-    let out = cmd.output().expect("script (util-linux) runs");
-    let wide = String::from_utf8_lossy(&out.stdout).replace('\r', "");
+    // On a terminal: its width, wider or narrower than 80.
+    let on_terminal = |cols: usize| {
+        let inner = env.command(Some("B"), &at(1));
+        let mut cmd = crate::common::like(&inner, "script");
+        cmd.args(["-qec"])
+            .arg(format!(
+                "stty cols {cols}; '{}' status",
+                inner.get_program().to_string_lossy()
+            ))
+            .arg("/dev/null")
+            .env("TERM", "dumb");
+        let out = cmd.output().expect("script (util-linux) runs");
+        String::from_utf8_lossy(&out.stdout).replace('\r', "")
+    };
+    let wide = on_terminal(120);
     assert!(wide.contains(key), "{wide}");
     assert!(wide.lines().all(|l| l.chars().count() <= 120), "{wide}");
     assert!(wide.lines().any(|l| l.chars().count() > 80), "{wide}");
+    let narrow = on_terminal(66);
+    assert!(narrow.lines().all(|l| l.chars().count() <= 66), "{narrow}");
+    assert!(narrow.contains("PAYMENTS"), "{narrow}");
 }

@@ -70,7 +70,10 @@ fn row_line(w: &Work) -> String {
     if (w.item.is_some() || w.aside.is_some())
         && let Some(next) = &w.next
     {
-        line.push_str(&clip(format!("  next: {next}")));
+        line.push_str(&clip(format!(
+            "  next: {}",
+            baton_core::text::short_sessions(next)
+        )));
         line.push('\n');
     }
     line

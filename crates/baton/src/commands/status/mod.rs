@@ -21,7 +21,8 @@ mod watch;
 /// and the next step.
 ///
 /// Interrupted work also shows how it was interrupted (pause, crash, timeout, left,
-/// rate_limit). The table fits 80 columns; long values are shortened with `…` (the JSON keeps
+/// rate_limit). The table takes the terminal's width (80 columns into a pipe or a file), each
+/// column as wide as its longest value; what does not fit is shortened with `…` (the JSON keeps
 /// them whole). Colour as `--color` says: by default only on a terminal, never with `NO_COLOR`
 /// set.
 ///
@@ -73,7 +74,7 @@ fn parse_interval(raw: &str) -> Result<std::time::Duration, String> {
 /// terminal the command was started from.
 const WIDTH: usize = 80;
 
-/// The table's width: the terminal's (from 80 to 160 columns), else `WIDTH`.
+/// The table's width: the terminal's (at least 64 columns), else `WIDTH`.
 fn width() -> usize {
     if !std::io::stdout().is_terminal() {
         return WIDTH;
@@ -82,33 +83,50 @@ fn width() -> usize {
     let mut size: libc::winsize = unsafe { std::mem::zeroed() };
     let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) } == 0;
     if ok && size.ws_col > 0 {
-        usize::from(size.ws_col).clamp(WIDTH, 160)
+        usize::from(size.ws_col).max(FIXED + FLOORS.iter().sum::<usize>())
     } else {
         WIDTH
     }
 }
 
-/// The widths of the columns that grow with the table: the key and the owner take what the
-/// terminal has beyond 80 columns, half each.
+/// The columns of fixed width (kind, status, class) and the spaces between all six.
+const FIXED: usize = 33;
+/// The least the key, the owner and the verdict are cut to when the three do not fit.
+const FLOORS: [usize; 3] = [8, 12, 10];
+
+/// The widths of the key, owner and verdict columns: each as wide as its longest value; when
+/// the three do not fit the table's width, the widest gives way first, down to its floor.
 struct Columns {
     width: usize,
     key: usize,
     owner: usize,
+    verdict: usize,
 }
 
 impl Columns {
-    fn of(width: usize) -> Columns {
-        let extra = width.saturating_sub(WIDTH);
+    fn of(width: usize, rows: &[[String; 3]]) -> Columns {
+        let mut need = [3, 5, 7];
+        for row in rows {
+            for (n, value) in need.iter_mut().zip(row) {
+                *n = (*n).max(value.chars().count());
+            }
+        }
+        let room = width.saturating_sub(FIXED);
+        while need.iter().sum::<usize>() > room {
+            let widest = (0..3)
+                .filter(|&i| need[i] > FLOORS[i])
+                .max_by_key(|&i| need[i] - FLOORS[i]);
+            match widest {
+                Some(i) => need[i] -= 1,
+                None => break,
+            }
+        }
         Columns {
             width,
-            key: 16 + extra / 2,
-            owner: 14 + extra - extra / 2,
+            key: need[0],
+            owner: need[1],
+            verdict: need[2],
         }
-    }
-
-    /// What is left for the verdict after the other columns.
-    fn verdict(&self) -> usize {
-        self.width.saturating_sub(self.key + self.owner + 33).max(8)
     }
 }
 
@@ -126,7 +144,18 @@ pub fn cmd_status(ctx: &Ctx, args: StatusArgs) -> Result<Report, CommandError> {
 fn table(ctx: &Ctx) -> Result<Report, CommandError> {
     let s = survey(ctx)?;
     let colour = crate::output::colour(std::io::stdout().is_terminal());
-    let cols = Columns::of(width());
+    let work = crate::view::by_urgency(&s.work);
+    let cells: Vec<[String; 3]> = work
+        .iter()
+        .map(|w| {
+            [
+                esc(&w.key).into_owned(),
+                owner(ctx, w.owner.as_ref()),
+                w.shown_verdict(),
+            ]
+        })
+        .collect();
+    let cols = Columns::of(width(), &cells);
     let mut text = String::new();
     if s.work.is_empty() {
         text.push_str("nothing in this project: no feature, loop, batch, run or ledger\n");
@@ -143,8 +172,8 @@ fn table(ctx: &Ctx) -> Result<Report, CommandError> {
             owner = cols.owner,
         ));
     }
-    for w in crate::view::by_urgency(&s.work) {
-        text.push_str(&row(ctx, w, colour, &cols));
+    for (w, cells) in work.iter().zip(&cells) {
+        text.push_str(&row(w, cells, colour, &cols));
     }
     let rows: Vec<_> = s.work.iter().map(|w| json!(w)).collect();
     let mut report = Report::ok(json!({ "work": rows, "pause": s.pause }), text);
@@ -154,9 +183,12 @@ fn table(ctx: &Ctx) -> Result<Report, CommandError> {
     Ok(report)
 }
 
-fn row(ctx: &Ctx, w: &Work, colour: bool, cols: &Columns) -> String {
+/// One piece of work: its line of the table (`cells` are its key, owner and verdict as
+/// shown), then its phase and next step, wrapped.
+fn row(w: &Work, cells: &[String; 3], colour: bool, cols: &Columns) -> String {
     let class = w.class.map_or("-", |c| c.as_str());
-    let verdict = fit(&w.shown_verdict(), cols.verdict());
+    let [key, owner, verdict] = cells;
+    let verdict = fit(verdict, cols.verdict);
     let painted = if colour {
         let code = match () {
             _ if w.item.is_some() => "33",
@@ -170,9 +202,9 @@ fn row(ctx: &Ctx, w: &Work, colour: bool, cols: &Columns) -> String {
     let mut out = format!(
         "{:<7} {:<key$} {:<11} {:<owner$} {class:<10} {painted}\n",
         w.kind,
-        fit(&esc(&w.key), cols.key),
+        fit(key, cols.key),
         fit(&esc(&w.status), 11),
-        fit(&owner(ctx, w.owner.as_ref()), cols.owner),
+        fit(owner, cols.owner),
         key = cols.key,
         owner = cols.owner,
     );
@@ -186,7 +218,10 @@ fn row(ctx: &Ctx, w: &Work, colour: bool, cols: &Columns) -> String {
         ));
     }
     if let Some(next) = &w.next {
-        out.push_str(&wrap(&format!("next: {next}"), "  "));
+        out.push_str(&wrap(
+            &format!("next: {}", baton_core::text::short_sessions(next)),
+            "  ",
+        ));
     }
     out
 }
