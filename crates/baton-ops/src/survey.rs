@@ -185,9 +185,12 @@ pub fn survey(ctx: &Ctx) -> Result<Survey, CommandError> {
     let changes = match status.join() {
         Ok(Ok(changes)) => Some(changes),
         Ok(Err(e)) => {
+            // With the fix: `safe.directory` for a repository git calls dubious.
+            let fix = e.hint().map(|h| format!("; {h}")).unwrap_or_default();
             notes.push(format!(
-                "warning: git status failed, so the tree is unknown: {}",
-                esc(&e.to_string())
+                "warning: git status failed, so the tree is unknown: {}{}",
+                esc(&e.to_string()),
+                esc(&fix)
             ));
             None
         }

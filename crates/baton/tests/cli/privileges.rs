@@ -344,6 +344,18 @@ fn a_repository_git_calls_dubious_is_refused_with_the_safe_directory_fix() {
         out.stderr
     );
     assert!(!env.state_dir().join("loop-state-T-1.json").exists());
+    // What reads the tree only warns, with the same fix.
+    for args in [&["status"][..], &["resume"]] {
+        let out = env.baton("A", 0, args);
+        out.assert_code(0);
+        assert!(
+            out.stderr.contains("dubious ownership")
+                && out.stderr.contains("git config --global --add safe.directory")
+                && !out.stderr.contains("\\n"),
+            "{args:?}: {}",
+            out.stderr
+        );
+    }
 }
 
 /// A state directory its own user made read-only: the error names the state file and the
