@@ -35,24 +35,31 @@ pub(crate) struct Cli {
     /// Run as if started in DIR (the project root is the git top level above it).
     #[arg(short = 'C', global = true, help_heading = GLOBAL, value_name = "DIR")]
     dir: Option<PathBuf>,
-    /// The session id [default: $BATON_SESSION, else the agent client's own: $CLAUDE_CODE_SESSION_ID,
-    /// $CODEX_SESSION_ID, $CODEX_THREAD_ID, $COPILOT_AGENT_SESSION_ID, $BATON_OPENCODE_SESSION
-    /// (set by baton's OpenCode plugin), or the Gemini CLI or Cursor session its hooks
-    /// recorded].
-    #[arg(long, global = true, help_heading = GLOBAL, value_name = "ID")]
+    /// The session id: `help` in one line, `long_help` for `--help`.
+    #[arg(long, global = true, help_heading = GLOBAL, value_name = "ID",
+          help = "The session id [default: $BATON_SESSION, else the agent client's]",
+          long_help = "The session id [default: $BATON_SESSION, else the agent client's own: \
+                       $CLAUDE_CODE_SESSION_ID, $CODEX_SESSION_ID, $CODEX_THREAD_ID, \
+                       $COPILOT_AGENT_SESSION_ID, $BATON_OPENCODE_SESSION (set by baton's \
+                       OpenCode plugin), or the Gemini CLI or Cursor session its hooks recorded]")]
     session: Option<String>,
     /// Print exactly one JSON object on stdout.
     #[arg(long, global = true, help_heading = GLOBAL)]
     json: bool,
-    /// Keep the state in this PostgreSQL server, shared by every machine [default:
-    /// $BATON_STORE, else `store = "…"` in the project's .baton.toml, else the files under
-    /// .agentic/]. See `baton store --help`.
-    #[arg(long, global = true, help_heading = GLOBAL, value_name = "URL")]
+    /// The store's URL.
+    #[arg(long, global = true, help_heading = GLOBAL, value_name = "URL",
+          help = "Keep the state in this PostgreSQL server [default: $BATON_STORE]",
+          long_help = "Keep the state in this PostgreSQL server, shared by every machine [default: \
+                       $BATON_STORE, else `store = \"…\"` in the project's .baton.toml, else the \
+                       files under .agentic/]. See `baton store --help`")]
     store: Option<String>,
-    /// When to colour the output: `auto` as NO_COLOR, CLICOLOR_FORCE, CLICOLOR and TERM say
-    /// (on a terminal, by default), `always` even when piped, `never`. `--json` is never
-    /// coloured.
-    #[arg(long, global = true, help_heading = GLOBAL, value_name = "WHEN", value_enum, default_value_t = ColorChoice::Auto)]
+    /// When to colour.
+    #[arg(long, global = true, help_heading = GLOBAL, value_name = "WHEN", value_enum,
+          default_value_t = ColorChoice::Auto, hide_possible_values = true,
+          help = "When to colour the output: auto, always or never",
+          long_help = "When to colour the output: `auto` as NO_COLOR, CLICOLOR_FORCE, CLICOLOR and \
+                       TERM say (on a terminal, by default), `always` even when piped, `never`. \
+                       `--json` is never coloured")]
     color: ColorChoice,
     #[command(subcommand)]
     command: Command,

@@ -350,7 +350,9 @@ fn a_repository_git_calls_dubious_is_refused_with_the_safe_directory_fix() {
         out.assert_code(0);
         assert!(
             out.stderr.contains("dubious ownership")
-                && out.stderr.contains("git config --global --add safe.directory")
+                && out
+                    .stderr
+                    .contains("git config --global --add safe.directory")
                 && !out.stderr.contains("\\n"),
             "{args:?}: {}",
             out.stderr
