@@ -184,7 +184,7 @@ impl Ctx {
             return Err(CommandError::usage(
                 "a PostgreSQL store is configured (BATON_STORE or the project's .baton.toml), and this baton was built without PostgreSQL",
             )
-            .hint("install a baton built with its default features (`cargo install baton-cli --locked`; docs/install.md), or unset BATON_STORE to use the files"));
+            .hint("install a baton built with its default features (`cargo install baton-cli --locked`, or `cargo install --path crates/baton --locked` in a clone: docs/install.md), or unset BATON_STORE to use the files"));
         }
         let mut store = FileStore::new(layout);
         store.lock_wait = self.lock_wait;

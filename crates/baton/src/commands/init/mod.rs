@@ -342,7 +342,7 @@ fn notes(
             ""
         };
         out.push(format!(
-            "note: for teammates these hooks call `baton` by name: each needs baton on the PATH (`cargo install baton-cli --locked`, or `npm install -g baton-cli`: docs/install.md){plugin}"
+            "note: for teammates these hooks call `baton` by name: each needs baton on the PATH (`cargo install baton-cli --locked`, `npm install -g baton-cli`, or `cargo install --path crates/baton --locked` in a clone of baton: docs/install.md){plugin}"
         ));
     }
     out.extend(
