@@ -84,7 +84,7 @@ enum Command {
         about = "The active feature and where the next session starts"
     )]
     Continue(crate::commands::continue_cmd::ContinueArgs),
-    #[command(about = "Every piece of work in the project, with its verdict and next step")]
+    #[command(about = "All the project's work, with its verdict and next step")]
     Status(status::StatusArgs),
     #[command(about = "The history of a loop, the batch, a run or a ledger")]
     Log(crate::commands::log::LogArgs),
@@ -105,7 +105,7 @@ enum Command {
     Gate(gate::GateCommand),
     #[command(subcommand, about = "Run several tickets as one batch")]
     Batch(batch::BatchCommand),
-    #[command(about = "Run by an agent client's hook: keeps the state in step with the session")]
+    #[command(about = "Run by a client's hooks: keeps the state in step with the session")]
     Hook(hook::HookArgs),
     #[command(about = "Install baton's hooks and guide into an agent client")]
     Init(init::InitArgs),
@@ -535,16 +535,19 @@ mod tests {
         }
     }
 
-    /// Every command of a group has a one-line about, as the group's command list shows it; the
-    /// rest of its doc comment is its `--help`.
+    /// Every command of a group has a one-line about that keeps the group's command list within
+    /// 80 columns; the rest of its doc comment is its `--help`.
     #[test]
     fn every_command_of_a_group_scans_in_one_line() {
         fn walk(cmd: &clap::Command, path: &str, long: &mut Vec<String>) {
+            // The list is `  <name>  <about>`, the names padded to the longest.
+            let names = cmd.get_subcommands().map(|s| s.get_name().len()).max();
             for sub in cmd.get_subcommands() {
                 let path = format!("{path} {}", sub.get_name());
                 let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
-                if about.chars().count() > 80 || about.contains('\n') {
-                    long.push(format!("{path}: {about}"));
+                let line = 2 + names.unwrap_or_default() + 2 + about.chars().count();
+                if line > 80 || about.contains('\n') {
+                    long.push(format!("{path} ({line} columns): {about}"));
                 }
                 walk(sub, &path, long);
             }

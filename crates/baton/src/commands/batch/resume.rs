@@ -8,7 +8,7 @@ use baton_ops::batch::BatchWrite;
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 
-/// Resume a batch: this session takes it over and the next ticket is named.
+/// Resume a batch: take it over and name the next ticket.
 ///
 /// Resume an interrupted, paused, stalled or stale batch: this session becomes its owner (owner
 /// epoch + 1 when it takes the batch over), the batch is active again, and the next ticket is

@@ -10,7 +10,7 @@ use baton_ops::batch::BatchWrite;
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 
-/// Record a ticket's progress in the batch, and optionally a `replan_log` entry.
+/// Record a ticket's progress in the batch, and any `replan_log` entry.
 ///
 /// Starting a ticket (`in_progress`) sets its `started_at`; ending it (`complete`, `blocked`,
 /// `skipped_already_merged`) sets its `ended_at`.

@@ -153,7 +153,9 @@ impl CompleteArgs {
     }
 }
 
-/// Record a parked finding: `phase <N>: parked — <finding> — ruling: <why>`.
+/// Record a parked finding with its ruling.
+///
+/// The line: `phase <N>: parked — <finding> — ruling: <why>`.
 #[derive(Debug, Args)]
 pub struct ParkArgs {
     /// The plan directory (`plans/<plan>`), whose `STATE.md` is the ledger.
@@ -273,7 +275,9 @@ impl BaselineArgs {
     }
 }
 
-/// Record a model substitution: `env: model fallback <from>→<to> — <reason>`.
+/// Record a model substitution with its reason.
+///
+/// The line: `env: model fallback <from>→<to> — <reason>`.
 #[derive(Debug, Args)]
 pub struct EnvArgs {
     /// The plan directory (`plans/<plan>`), whose `STATE.md` is the ledger.

@@ -9,8 +9,9 @@ use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 use baton_ops::single_run;
 
-/// Import an originating `/tmp/pipeline_state_<run_id>.json` into `.agentic/runs/`.
+/// Import a run from an originating pipeline state file.
 ///
+/// The file is `/tmp/pipeline_state_<run_id>.json`; the run goes into `.agentic/runs/`.
 /// Only a regular file owned by this user is read (never a link, never another user's file in
 /// the shared `/tmp`). Every field is kept; the known ones (`PIPELINE_BASE_COMMIT`, the plan
 /// file, completed agents) are mapped. `baton run resume` imports on its own when the run is

@@ -10,7 +10,9 @@ use baton_core::model::LoopStatus;
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 
-/// End a loop: `complete`, or `stalled` when it cannot go on (the next ticket may).
+/// End a loop: `complete`, or `stalled` when it cannot go on.
+///
+/// After a stalled loop, the next ticket may start.
 #[derive(Debug, Args)]
 pub struct FinishArgs {
     /// The ticket id.
