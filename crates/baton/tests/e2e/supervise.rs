@@ -98,7 +98,14 @@ fn carried_through_rate_limits(client: Client, test: &str) {
         .map(|(e, _)| e.as_str())
         .filter(|e| *e != "checkpoint")
         .collect();
-    assert_eq!(names[..3], ["init", "set", "interrupt"], "{run}");
+    assert_eq!(names[..2], ["init", "set"], "{run}");
+    // The rate limit is recorded. Claude Code does not wait for its StopFailure hook, so on a
+    // busy machine the hook's `interrupt` can land after the supervisor's next attempt.
+    let interrupt = names.iter().position(|e| *e == "interrupt");
+    assert!(
+        interrupt.is_some_and(|i| i < names.len() - 1),
+        "{names:?}\n{run}"
+    );
     let story: Vec<&str> = names
         .iter()
         .copied()
