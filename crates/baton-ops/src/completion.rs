@@ -9,35 +9,24 @@ use crate::env::Ctx;
 /// The ticket ids of the project's loops (a loop that records none offers its key), in
 /// natural order.
 pub fn tickets(ctx: &Ctx) -> Vec<String> {
-    let Some(store) = readable(ctx) else {
-        return Vec::new();
-    };
-    let mut ids: Vec<String> = store
-        .scan_loops(None)
-        .unwrap_or_default()
-        .into_iter()
-        .map(|scanned| match scanned.loaded {
-            Ok(loaded) => loaded.state.ticket_id.unwrap_or(scanned.key),
-            Err(_) => scanned.key,
-        })
-        .collect();
-    sorted(&mut ids);
-    ids
+    ids(ctx, |store| {
+        let loops = store.scan_loops(None).unwrap_or_default();
+        loops
+            .into_iter()
+            .map(|scanned| match scanned.loaded {
+                Ok(loaded) => loaded.state.ticket_id.unwrap_or(scanned.key),
+                Err(_) => scanned.key,
+            })
+            .collect()
+    })
 }
 
 /// The ids of the project's single runs, in natural order.
 pub fn runs(ctx: &Ctx) -> Vec<String> {
-    let Some(store) = readable(ctx) else {
-        return Vec::new();
-    };
-    let mut ids: Vec<String> = store
-        .list_runs(None)
-        .unwrap_or_default()
-        .into_iter()
-        .map(|(id, _)| id)
-        .collect();
-    sorted(&mut ids);
-    ids
+    ids(ctx, |store| {
+        let runs = store.list_runs(None).unwrap_or_default();
+        runs.into_iter().map(|(id, _)| id).collect()
+    })
 }
 
 /// The plan directories holding a ledger (`plans/…/STATE.md`), as paths from the working
@@ -53,14 +42,15 @@ pub fn plans(ctx: &Ctx) -> Vec<String> {
         .collect()
 }
 
-fn readable(ctx: &Ctx) -> Option<Box<dyn baton_store::StateStore>> {
-    let store = ctx.store().ok()?;
-    store.exists().ok()?.then_some(store)
-}
-
-fn sorted(ids: &mut Vec<String>) {
+/// What `read` finds in the project's store, when it has one, in natural order and once each.
+fn ids(ctx: &Ctx, read: impl Fn(&dyn baton_store::StateStore) -> Vec<String>) -> Vec<String> {
+    let Some(store) = ctx.store().ok().filter(|s| s.exists().unwrap_or(false)) else {
+        return Vec::new();
+    };
+    let mut ids = read(&*store);
     ids.sort_by_cached_key(|id| baton_core::text::natural_key(id));
     ids.dedup();
+    ids
 }
 
 fn shown_from(path: &Path, dir: &Path) -> String {
