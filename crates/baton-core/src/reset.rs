@@ -43,6 +43,16 @@ pub fn unix_reset(secs: i64, now: Timestamp) -> Option<Timestamp> {
 /// The reset time a text states, if it states one; `zone` is the machine's local zone, for a
 /// clock time that names none.
 pub fn reset_time(text: &str, now: Timestamp, zone: &TimeZone) -> Option<Timestamp> {
+    reset_time_in(text, now, &|| zone.clone())
+}
+
+/// `reset_time`, asking `local` for the machine's zone only when the text names a clock time
+/// without one: a failure hook looks nothing up that its record does not need.
+pub fn reset_time_in(
+    text: &str,
+    now: Timestamp,
+    local: &dyn Fn() -> TimeZone,
+) -> Option<Timestamp> {
     let lower = text.to_ascii_lowercase();
     let found = unix_after_bar(&lower)
         .or_else(|| after_phrase(&lower, &["retry in ", "retry after ", "try again in "], now))
@@ -53,7 +63,7 @@ pub fn reset_time(text: &str, now: Timestamp, zone: &TimeZone) -> Option<Timesta
                 &["resets at ", "reset at ", "retry after ", "try again at "],
             )
         })
-        .or_else(|| clock_after(text, &lower, now, zone))?;
+        .or_else(|| clock_after(text, &lower, now, local))?;
     believable(found, now)
 }
 
@@ -171,7 +181,12 @@ fn timestamp_after(text: &str, lower: &str, phrases: &[&str]) -> Option<Timestam
 
 /// A wall-clock time (with an optional date and zone) after `resets `, `reset at ` or `try
 /// again at `.
-fn clock_after(text: &str, lower: &str, now: Timestamp, zone: &TimeZone) -> Option<Timestamp> {
+fn clock_after(
+    text: &str,
+    lower: &str,
+    now: Timestamp,
+    zone: &dyn Fn() -> TimeZone,
+) -> Option<Timestamp> {
     ["resets ", "reset at ", "try again at "]
         .iter()
         .find_map(|phrase| {
@@ -188,7 +203,12 @@ const MONTHS: [&str; 12] = [
 
 /// `[at ][Mon D[,| at] ]H[:MM](am|pm)[ (Zone)]` at the start of `lower` (`text` is the same
 /// with its case, for the zone's name).
-fn clock_time(text: &str, lower: &str, now: Timestamp, local: &TimeZone) -> Option<Timestamp> {
+fn clock_time(
+    text: &str,
+    lower: &str,
+    now: Timestamp,
+    local: &dyn Fn() -> TimeZone,
+) -> Option<Timestamp> {
     let mut at = 0;
     let skip = |at: &mut usize, word: &str| {
         if lower[*at..].starts_with(word) {
@@ -271,7 +291,7 @@ fn clock_time(text: &str, lower: &str, now: Timestamp, local: &TimeZone) -> Opti
             let name = &inner[..inner.find(')')?];
             named_zone(name)?
         }
-        None => local.clone(),
+        None => local(),
     };
     let time = Time::new(hour, minute, 0, 0).ok()?;
     next_occurrence(date, time, &zone, now)

@@ -93,7 +93,8 @@ pub struct Ctx {
     /// The store URL as read for a project root (`Ctx::store_url`), so that `.baton.toml` is
     /// read once per command.
     store_url: std::sync::OnceLock<(PathBuf, Option<String>)>,
-    /// The machine's time zone (`TZ`, else the system's), read when a time is first shown.
+    /// The machine's time zone (`TZ`, else `/etc/localtime`: `local_zone`, which walks no
+    /// zoneinfo tree), read when a time is first shown.
     zone: std::sync::OnceLock<jiff::tz::TimeZone>,
 }
 
@@ -151,7 +152,7 @@ impl Ctx {
     /// A time as text shows it to a person: in the machine's zone, which it names
     /// (`2026-12-03 04:46:31 CET`). State files and `--json` keep RFC 3339 UTC.
     pub fn shown(&self, t: Timestamp) -> String {
-        let zone = self.zone.get_or_init(jiff::tz::TimeZone::system);
+        let zone = self.zone.get_or_init(baton_store::local_zone::local_zone);
         baton_core::time::format_local(t, zone)
     }
 

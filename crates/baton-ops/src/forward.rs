@@ -1,7 +1,13 @@
-//! A session's failure or end: what it owns is interrupted, here and now with the file store,
-//! or, with a shared store, recorded in this machine's outbox by the hook and applied on the
-//! server by `forward` (the process the hook starts for it, or the next command that connects;
-//! `baton_store::outbox` says why and how each entry is applied once).
+//! A session's failure or end, applied from its record. The hook's first durable act is one
+//! record of the failure in this machine's outbox (`baton_store::outbox`, a fixed number of
+//! syncs whatever the session owns); what it implies for each loop, lease, batch and feature is
+//! applied from that record afterwards, exactly once: with the file store by the hook itself
+//! while it lives, with a PostgreSQL store by a process the hook starts (`baton store forward`),
+//! and in both cases by whatever command or hook of this project reads the state next, which
+//! applies every record here first (`pending`, then `forward`).
+//!
+//! A session whose client died with a turn open and no hook heard it is recorded the same way
+//! by the reader that finds it, from the evidence the client left (`record_dead_turns`).
 
 use jiff::Timestamp;
 
@@ -27,11 +33,9 @@ pub struct Stop {
     pub reason: InterruptReason,
     pub evidence: String,
     pub resume_after: Option<Timestamp>,
-    /// Note a failure's interrupted tickets for the session's next prompt, making the note. A
-    /// forwarded failure adds them only to the (empty) note its hook made, while it is there: a
-    /// session that has ended since forgot its notes, as it would have forgotten them written
-    /// at once.
-    pub note: bool,
+    /// The failure's time by its evidence, for a failure a reader found (`Pending::before`):
+    /// work written after it is not this failure's.
+    pub before: Option<Timestamp>,
 }
 
 /// What interrupting a session's work did, and what went wrong without stopping it.
@@ -43,8 +47,10 @@ pub struct Stopped {
 
 /// Interrupts what `stop.session` owns, as that session (`ctx.session` is set to it): its
 /// active loops and run leases, the feature for a rate limit of a session on it, and on a
-/// session end its active batch, unless a pause covers the batch. A failure notes the tickets
-/// it interrupted in the session's files, for its next prompt to take back.
+/// session end its active batch, unless a pause covers the batch. Work written after
+/// `stop.before` is left as it is. A failure adds the tickets it interrupted to the note its
+/// hook made in the session's files, for the session's next prompt to take back, while that
+/// note is there: a session that has ended since forgot its notes.
 pub fn interrupt_session(ctx: &Ctx, stop: &Stop) -> (Stopped, Result<(), CommandError>) {
     let mut ctx = ctx.clone();
     ctx.session = Some(stop.session.clone());
@@ -53,22 +59,30 @@ pub fn interrupt_session(ctx: &Ctx, stop: &Stop) -> (Stopped, Result<(), Command
         Ok(store) => store,
         Err(e) => return (done, Err(e)),
     };
-    let held = match owned(&*store, &stop.session) {
+    let mut held = match owned(&*store, &stop.session) {
         Ok(held) => held,
         Err(e) => return (done, Err(e)),
     };
+    if let Some(before) = stop.before {
+        let now = ctx.now;
+        let after = |t: Option<Timestamp>| t.is_some_and(|t| t > before);
+        held.loops.retain(|(_, s)| !after(s.liveness(now)));
+        held.runs.retain(|r| {
+            !after(
+                r.lease
+                    .as_ref()
+                    .and_then(|l| parse_ts(Some(&l.heartbeat_at))),
+            )
+        });
+        if held.batch.as_ref().is_some_and(|b| after(b.liveness(now))) {
+            held.batch = None;
+        }
+    }
     let (interrupted, result) =
         interrupt_owned(&ctx, &held, stop.reason, &stop.evidence, stop.resume_after);
     if !stop.end && !interrupted.tickets.is_empty() {
         let files = SessionFiles::new(store.layout(), &stop.client, &stop.session);
-        let noted = if stop.note {
-            files.note_interrupted(&interrupted.tickets)
-        } else {
-            files
-                .note_interrupted_if_kept(&interrupted.tickets)
-                .map(drop)
-        };
-        if let Err(e) = noted {
+        if let Err(e) = files.note_interrupted_if_kept(&interrupted.tickets) {
             done.warnings.push(e.to_string());
         }
     }
@@ -111,11 +125,17 @@ pub fn shared_server(ctx: &Ctx, layout: &Layout) -> Result<Option<String>, Comma
     }
 }
 
-/// Records `stop` in this machine's outbox for `server`, synced, without a round trip.
-pub fn record(ctx: &Ctx, layout: &Layout, server: &str, stop: &Stop) -> Result<(), CommandError> {
+/// Records `stop` in this machine's outbox for `server` (`None`: the file store), synced,
+/// without a round trip and without reading any state first.
+pub fn record(
+    ctx: &Ctx,
+    layout: &Layout,
+    server: Option<&str>,
+    stop: &Stop,
+) -> Result<(), CommandError> {
     let pending = Pending {
-        server: server.to_string(),
-        project: ctx.settings.project.clone(),
+        server: server.map(str::to_string),
+        project: ctx.settings.project.clone().filter(|_| server.is_some()),
         client: stop.client.clone(),
         session: stop.session.clone(),
         event: stop.event.clone(),
@@ -124,6 +144,7 @@ pub fn record(ctx: &Ctx, layout: &Layout, server: &str, stop: &Stop) -> Result<(
         evidence: stop.evidence.clone(),
         resume_after: stop.resume_after.map(format_ts),
         at: format_ts(ctx.now),
+        before: stop.before.map(format_ts),
     };
     outbox::record(layout, &pending)?;
     Ok(())
@@ -146,12 +167,13 @@ pub struct Forwarded {
     pub unreachable: Option<CommandError>,
 }
 
-/// Applies every entry of this project's outbox on the server, oldest first, each under its
-/// lock, and removes it once applied. What one entry meets on the server (a record that cannot
-/// be read, work taken over since) is a warning naming the entry, as the hook's own line would
-/// have been, and the entry is done. A server that cannot be reached stops the pass: the entry
-/// it was on and those after it stay for the next try (`unreachable`). An error is a setting to
-/// fix: no server configured for the entries there are.
+/// Applies every entry of this project's outbox to the store it was recorded for, oldest
+/// first, each under its lock, and removes it once applied: an entry of the file store here, an
+/// entry of a server on that server. What one entry meets (a record that cannot be read, work
+/// taken over since) is a warning naming the entry, as the hook's own line would have been, and
+/// the entry is done. A server that cannot be reached stops the pass: the entry it was on and
+/// those after it stay for the next try (`unreachable`). An error is a setting to fix: entries
+/// recorded for a server, and none configured now.
 pub fn forward(ctx: &Ctx) -> Result<Forwarded, CommandError> {
     let layout = ctx.layout()?;
     let mut done = Forwarded::default();
@@ -160,19 +182,9 @@ pub fn forward(ctx: &Ctx) -> Result<Forwarded, CommandError> {
     if entries.is_empty() {
         return Ok(done);
     }
-    let outbox_dir = layout.state_dir.join(outbox::OUTBOX_DIR);
-    let Some(server) = shared_server(ctx, &layout)? else {
-        return Err(CommandError::new(
-            ExitStatus::Failure,
-            format!(
-                "{} holds {} interrupts recorded for a PostgreSQL store, and none is configured now",
-                outbox_dir.display(),
-                entries.len()
-            ),
-        )
-        .hint("set BATON_STORE (or the project's .baton.toml) to the server they were recorded for, then run `baton store forward`"));
-    };
-    done.server = Some(server.clone());
+    let configured = shared_server(ctx, &layout)?;
+    done.server = configured.clone();
+    let mut for_no_server = 0;
     for (i, path) in entries.iter().enumerate() {
         let claim = match outbox::claim(path, ctx.lock_wait) {
             Ok(Some(claim)) => claim,
@@ -184,9 +196,20 @@ pub fn forward(ctx: &Ctx) -> Result<Forwarded, CommandError> {
             }
         };
         let pending = claim.pending.clone();
-        if pending.server != server || pending.project != ctx.settings.project {
+        let ours = match (&pending.server, &configured) {
+            (None, None) => true,
+            (Some(recorded), Some(now)) => {
+                recorded == now && pending.project == ctx.settings.project
+            }
+            _ => false,
+        };
+        if !ours {
             done.left += 1;
-            done.other_store.push(pending);
+            if pending.server.is_some() && configured.is_none() {
+                for_no_server += 1;
+            } else {
+                done.other_store.push(pending);
+            }
             continue;
         }
         let Some(reason) = InterruptReason::parse(&pending.reason) else {
@@ -206,31 +229,42 @@ pub fn forward(ctx: &Ctx) -> Result<Forwarded, CommandError> {
             reason,
             evidence: pending.evidence.clone(),
             resume_after: parse_ts(pending.resume_after.as_deref()),
-            note: false,
+            before: parse_ts(pending.before.as_deref()),
         };
-        // Stamped by the server's clock now: the interrupt is written now. No answer: the
-        // server is out of reach, and this entry and the rest wait. A fixed clock (`BATON_NOW`:
-        // a test, a replay) stamps it with the time its hook recorded, whoever forwards it.
-        let at = match ctx.at_write() {
-            Ok(mut at) => {
-                if ctx.fixed_clock
-                    && let Some(recorded) = parse_ts(Some(&pending.at))
-                {
-                    at.now = recorded;
+        let recorded = parse_ts(Some(&pending.at));
+        let at = if pending.server.is_none() {
+            // The files are kept by this machine's clock, which stamped the record: the
+            // interrupt is stamped with the time of the failure, whoever applies it, so that
+            // applying it again finds it (and its journal event) already there.
+            let mut at = ctx.clone();
+            at.now = recorded.unwrap_or(ctx.now);
+            at
+        } else {
+            // Stamped by the server's clock now: the interrupt is written now. No answer: the
+            // server is out of reach, and this entry and the rest wait. A fixed clock
+            // (`BATON_NOW`: a test, a replay) stamps it with the time its hook recorded,
+            // whoever forwards it.
+            match ctx.at_write() {
+                Ok(mut at) => {
+                    if ctx.fixed_clock
+                        && let Some(recorded) = recorded
+                    {
+                        at.now = recorded;
+                    }
+                    at
                 }
-                at
-            }
-            Err(e) => {
-                done.left += entries.len() - i;
-                done.unreachable = Some(e);
-                break;
+                Err(e) => {
+                    done.left += entries.len() - i;
+                    done.unreachable = Some(e);
+                    break;
+                }
             }
         };
         let (stopped, result) = interrupt_session(&at, &stop);
         done.warnings.extend(stopped.warnings);
         if let Err(e) = result {
             // Lost on the way (the server answered before and not now): it waits too.
-            if ctx.clock().is_err() {
+            if pending.server.is_some() && ctx.clock().is_err() {
                 done.left += entries.len() - i;
                 done.unreachable = Some(e);
                 break;
@@ -249,11 +283,27 @@ pub fn forward(ctx: &Ctx) -> Result<Forwarded, CommandError> {
             .and_then(|()| claim.done());
         if let Err(e) = removed {
             done.warnings.push(format!(
-                "applied on the server, but {} could not be removed ({e}); the next pass applies it again with nothing left to change",
+                "applied, but {} could not be removed ({e}); the next pass applies it again with nothing left to change",
                 path.display()
             ));
         }
         done.applied.push((pending, stopped.interrupted));
+    }
+    if for_no_server > 0 {
+        let outbox_dir = layout.state_dir.join(outbox::OUTBOX_DIR);
+        let e = CommandError::new(
+            ExitStatus::Failure,
+            format!(
+                "{} holds {for_no_server} interrupts recorded for a PostgreSQL store, and none is configured now",
+                outbox_dir.display(),
+            ),
+        )
+        .hint("set BATON_STORE (or the project's .baton.toml) to the server they were recorded for, then run `baton store forward`");
+        if done.applied.is_empty() {
+            return Err(e);
+        }
+        done.warnings
+            .push(format!("{} ({})", e.message, e.hints.join("; ")));
     }
     Ok(done)
 }
@@ -272,8 +322,101 @@ impl Forwarded {
     }
 }
 
-/// Whether this project's outbox holds anything to forward or clean (one directory read; no
-/// round trip).
-pub fn anything_pending(layout: &Layout) -> bool {
+/// How many of the most recently opened turns a reader looks at for a client that died unheard.
+const OPEN_TURNS_LOOKED_AT: usize = 16;
+
+/// Whether anything recorded on this machine waits to be applied before the state is read: the
+/// outbox holds an entry or a killed writer's temp file. Turns whose client died unheard are
+/// recorded first (`record_dead_turns`). No round trip; a directory read or two.
+pub fn anything_pending(ctx: &Ctx, layout: &Layout) -> bool {
+    record_dead_turns(ctx, layout);
     outbox::anything(layout)
+}
+
+/// Records, as a failure of its session, each turn left open in this project whose client
+/// process has gone with no hook to hear how the turn ended (the client killed, the machine
+/// too busy to run its failure hook in time), when the evidence the client left (its
+/// transcript, as the turn's prompt hook named it, or its error reports) shows a rate limit
+/// ended the turn. The failure is dated by the evidence (its file's last write): work the
+/// session wrote after it is not the failure's. The turn is then closed. A turn whose evidence
+/// says nothing is left as it is: the survey offers its work as a crash, from the owner's
+/// process being gone. Nothing here is an error: a record that cannot be written leaves the
+/// turn open for the next reader.
+pub fn record_dead_turns(ctx: &Ctx, layout: &Layout) {
+    use baton_core::client::{Client, Evidence, TranscriptEnd};
+    for mark in baton_store::sessions::open_turns(layout, OPEN_TURNS_LOOKED_AT) {
+        let session = &mark.record;
+        let (Some(pid), Some(start)) = (session.client_pid, session.client_pid_start) else {
+            continue;
+        };
+        if baton_store::process::is_alive(pid, start) {
+            continue;
+        }
+        let Some(client) = Client::parse(&session.client) else {
+            continue;
+        };
+        let def = client.def();
+        let (end, written, whose) = match def.evidence() {
+            Evidence::ErrorReports { .. } => (
+                crate::evidence::report_evidence(def, layout, mark.opened, ctx.now),
+                None,
+                "error report",
+            ),
+            _ => {
+                let path = mark
+                    .transcript
+                    .as_ref()
+                    .map(std::path::PathBuf::from)
+                    .or_else(|| {
+                        crate::evidence::session_transcript(
+                            def,
+                            &ctx.settings,
+                            &ctx.dir,
+                            &session.session_id,
+                        )
+                    });
+                match path {
+                    Some(path) => (
+                        crate::evidence::read_transcript(
+                            def,
+                            &path,
+                            ctx.now,
+                            std::time::Duration::ZERO,
+                            &baton_store::local_zone::local_zone,
+                        ),
+                        std::fs::metadata(&path).and_then(|m| m.modified()).ok(),
+                        "transcript",
+                    ),
+                    None => (TranscriptEnd::Unknown, None, "transcript"),
+                }
+            }
+        };
+        let TranscriptEnd::RateLimit { resets } = end else {
+            continue;
+        };
+        let at = written
+            .and_then(|t| Timestamp::try_from(t).ok())
+            .filter(|t| *t <= ctx.now)
+            .unwrap_or(ctx.now);
+        let stop = Stop {
+            client: client.as_str().to_string(),
+            session: session.session_id.clone(),
+            event: "ClientGone".into(),
+            end: true,
+            reason: InterruptReason::RateLimit,
+            evidence: format!(
+                "the client's process (pid {pid}) is gone with a turn open, and its {whose} shows a rate limit ended that turn; no hook recorded it"
+            ),
+            resume_after: resets,
+            before: Some(at),
+        };
+        let mut dated = ctx.clone();
+        dated.now = at;
+        let recorded = shared_server(ctx, layout)
+            .and_then(|server| record(&dated, layout, server.as_deref(), &stop));
+        if recorded.is_ok() {
+            let files = SessionFiles::new(layout, &session.client, &session.session_id);
+            let _ = files.close_turn();
+        }
+    }
 }

@@ -10,6 +10,7 @@ pub mod completion;
 pub mod continuation;
 pub mod env;
 pub mod error;
+pub mod evidence;
 pub mod forward;
 pub mod install;
 pub mod journal;

@@ -155,6 +155,17 @@ pub fn interrupt_owned(
     let mut first_error = None;
     let mut done = Interrupted::default();
     for (key, state) in &owned.loops {
+        if state.status == LoopStatus::Interrupted {
+            // Applied again after its writer was killed between a loop's state and its
+            // journal: the state stands, and the event comes back.
+            let store = ctx.store();
+            if let Err(e) = store.and_then(|s| {
+                crate::journal::restore_interrupt_event(&*s, key).map_err(CommandError::from)
+            }) {
+                first_error.get_or_insert(e);
+            }
+            continue;
+        }
         if state.status != LoopStatus::Active {
             continue;
         }

@@ -231,6 +231,17 @@ pub fn survey(ctx: &Ctx) -> Result<Survey, CommandError> {
     for scanned in loops {
         match scanned.loaded {
             Ok(l) => {
+                // State and history agree by the time anyone reads them: an interrupt whose
+                // writer was killed before its journal event gets the event back.
+                if l.state.status == LoopStatus::Interrupted
+                    && let Err(e) = crate::journal::restore_interrupt_event(&*store, &scanned.key)
+                {
+                    notes.push(format!(
+                        "warning: the journal of {} could not be mended: {}",
+                        esc(&scanned.key),
+                        esc(&e.to_string())
+                    ));
+                }
                 work.push(scan.a_loop(&scanned.key, &l.state));
                 owned_on(&mut work, l.writer.as_deref());
             }

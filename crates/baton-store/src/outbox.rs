@@ -1,11 +1,14 @@
-//! Interrupts recorded on this machine for a shared store, waiting to reach the server:
+//! A session's failures, recorded on this machine before anything they imply is applied:
 //! `.agentic/outbox/<nanoseconds>-<pid>-<hex>.json`, one file each, in the order recorded.
 //!
 //! A client's failure hook has about 0.1 s before the client kills it (Claude Code's
-//! StopFailure), and one round trip to a server across a network can take that much alone. So
-//! with a PostgreSQL store the hook writes what it would have written here, synced to disk, and
-//! hands the file to a process of its own that outlives the hook; that process (or any later
-//! command of this project that connects first) applies it on the server and removes it.
+//! StopFailure), and on a busy machine a process may not even be scheduled in that time. So the
+//! hook's first durable act is this one record (a fixed number of syncs, whatever the session
+//! owns), and what it implies for each loop, lease, batch and feature is applied from it
+//! afterwards: with the file store by the hook itself while it lives, with a PostgreSQL store by
+//! a process of its own that outlives the hook (one round trip across a network can take the
+//! whole window); in both cases by whatever command or hook of this project reads the state
+//! next, which applies every entry here first.
 //!
 //! Each file is applied once: whoever applies it holds its `flock` from the read to the
 //! removal, and checks under the lock that the file is still linked (another applier may have
@@ -25,13 +28,14 @@ use crate::layout::{Layout, check_real_dir};
 
 pub const OUTBOX_DIR: &str = "outbox";
 
-/// One interrupt a hook recorded here for the server.
+/// One failure recorded here, to be applied to the store it names.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pending {
     /// The server it is for, as shown (no password), and the project's name there when it was
-    /// set (`BATON_PROJECT`; else the repository's, which every command of the clone shares):
-    /// an entry is applied only to that store.
-    pub server: String,
+    /// set (`BATON_PROJECT`; else the repository's, which every command of the clone shares);
+    /// no server for the file store. An entry is applied only to that store.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project: Option<String>,
     pub client: String,
@@ -46,6 +50,10 @@ pub struct Pending {
     pub resume_after: Option<String>,
     /// When the hook ran, by this machine's clock.
     pub at: String,
+    /// The failure's time by its evidence, when a reader found it rather than a hook (a
+    /// transcript's last write): work written after it is not this failure's, and stays as it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<String>,
 }
 
 fn dir(layout: &Layout) -> PathBuf {
@@ -53,10 +61,15 @@ fn dir(layout: &Layout) -> PathBuf {
 }
 
 /// Writes `pending` as a new file of the outbox, synced (file and directory) before returning:
-/// once the hook has returned, the record survives the machine's crash.
+/// once the hook has returned, the record survives the machine's crash. Two syncs, and one
+/// more the first time the directory is made; nothing is read first.
 pub fn record(layout: &Layout, pending: &Pending) -> Result<PathBuf, StoreError> {
     let dir = dir(layout);
-    crate::sessions::ensure_dir(&dir)?;
+    if !check_real_dir(&dir)? {
+        crate::sessions::ensure_dir(&dir)?;
+        // A new directory's name must survive a power cut as well as the record in it.
+        crate::atomic::sync_dir(&layout.state_dir)?;
+    }
     // Named by this machine's clock in nanoseconds, fixed width: entries sort in the order they
     // were recorded (a failure before the session end that follows it in the same second).
     let nanos = std::time::SystemTime::now()
@@ -74,6 +87,8 @@ pub fn record(layout: &Layout, pending: &Pending) -> Result<PathBuf, StoreError>
     })?;
     bytes.push(b'\n');
     crate::atomic::replace(&path, &bytes)?;
+    // The crash harness kills a hook here: the record is durable and nothing of it applied.
+    crate::faults::point("outbox.recorded").map_err(StoreError::io("record", &path))?;
     Ok(path)
 }
 

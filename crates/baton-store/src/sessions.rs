@@ -54,6 +54,61 @@ pub struct SessionRecord {
     pub checkpoint_mark: Option<String>,
 }
 
+/// A turn left open, as a reader finds it: the session's record (its client and client
+/// process), when the turn was opened (the mark's modification time) and the transcript its
+/// prompt hook named.
+#[derive(Debug, Clone)]
+pub struct TurnMark {
+    pub record: SessionRecord,
+    pub opened: std::time::SystemTime,
+    pub transcript: Option<String>,
+}
+
+/// The turns open in this project whose session recorded its client process: at most `limit`,
+/// the most recently opened first. A mark with no readable record is left out (nothing tells
+/// whose process to look for). One directory read, and a small read for each open turn.
+pub fn open_turns(layout: &Layout, limit: usize) -> Vec<TurnMark> {
+    let dir = layout.state_dir.join(SESSIONS_DIR);
+    if !matches!(check_real_dir(&dir), Ok(true)) {
+        return Vec::new();
+    }
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<TurnMark> = entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name();
+            let stem = name.to_str()?.strip_suffix(".turn")?.to_string();
+            let meta = e.metadata().ok().filter(|m| m.is_file())?;
+            let bytes = crate::read::read_state(&e.path(), 64 * 1024).ok()??;
+            let text = String::from_utf8_lossy(&bytes);
+            let transcript = text
+                .lines()
+                .nth(1)
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .map(str::to_string);
+            let record_path = dir.join(format!("{stem}.json"));
+            let record: SessionRecord = serde_json::from_slice(
+                &crate::read::read_state(&record_path, crate::read::STATE_FILE_CAP).ok()??,
+            )
+            .ok()?;
+            // The record must be the one whose files these are.
+            let files = SessionFiles::new(layout, &record.client, &record.session_id);
+            (files.stem == stem).then_some(())?;
+            Some(TurnMark {
+                record,
+                opened: meta.modified().ok()?,
+                transcript,
+            })
+        })
+        .collect();
+    found.sort_by_key(|t| std::cmp::Reverse(t.opened));
+    found.truncate(limit);
+    found
+}
+
 /// One session's files.
 pub struct SessionFiles {
     dir: PathBuf,
@@ -96,11 +151,19 @@ impl SessionFiles {
         crate::atomic::replace(&self.record_path(), &bytes)
     }
 
-    /// Marks a turn open; a mark already there stays. Replaced whole, so that a link planted
-    /// at the mark's name is replaced rather than written through.
-    pub fn open_turn(&self, opened_at: &str) -> Result<(), StoreError> {
+    /// Marks a turn open, with where the client writes its transcript when that is known: a
+    /// reader that finds the turn open after the client's process has gone reads there how the
+    /// turn died (`TurnMark`). Replaced whole, so that a link planted at the mark's name is
+    /// replaced rather than written through.
+    pub fn open_turn(&self, opened_at: &str, transcript: Option<&str>) -> Result<(), StoreError> {
         ensure_dir(&self.dir)?;
-        crate::atomic::replace_hint(&self.turn_path(), format!("{opened_at}\n").as_bytes())
+        // A path is one line: one with a line break in it is not kept.
+        let transcript = transcript.filter(|t| !t.contains(['\n', '\r']));
+        let text = match transcript {
+            Some(t) => format!("{opened_at}\n{t}\n"),
+            None => format!("{opened_at}\n"),
+        };
+        crate::atomic::replace_hint(&self.turn_path(), text.as_bytes())
     }
 
     /// Whether a turn is open.
@@ -555,7 +618,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let files = SessionFiles::new(&layout(tmp.path()), "codex", "abc-1");
         assert!(!files.turn_open());
-        files.open_turn("2026-01-01T00:00:00Z").unwrap();
+        files.open_turn("2026-01-01T00:00:00Z", None).unwrap();
         assert!(files.turn_open());
         assert!(files.close_turn().unwrap());
         assert!(!files.close_turn().unwrap());

@@ -448,12 +448,13 @@ fn unprinted(status: ExitStatus) -> (ExitStatus, &'static str) {
     }
 }
 
-/// Before a command reads the state: the interrupts this machine's hooks recorded for the
-/// server and have not forwarded yet are forwarded, so that the command sees them. What could
+/// Before a command reads the state: the failures this machine's hooks recorded (and the turns
+/// whose client died unheard, `forward::record_dead_turns`) and that are not applied yet are
+/// applied, to the files or forwarded to the server, so that the command sees them. What could
 /// not be is a warning; nothing is asked of the server when the outbox is empty.
 fn forward_first(ctx: &Ctx) -> Vec<String> {
     match ctx.layout() {
-        Ok(layout) if baton_ops::forward::anything_pending(&layout) => {}
+        Ok(layout) if baton_ops::forward::anything_pending(ctx, &layout) => {}
         _ => return Vec::new(),
     }
     match baton_ops::forward::forward(ctx) {

@@ -279,6 +279,10 @@ impl StateStore for PgStore {
         self.db.append_journal(&journal_name(target)?, &line)
     }
 
+    fn journal_in_step(&self) -> bool {
+        true
+    }
+
     fn read_journal(&self, target: JournalTarget) -> Result<Journal, StoreError> {
         let lines = self.db.read_journal(&journal_name(target)?)?;
         let text: String = lines.iter().map(|l| format!("{l}\n")).collect();

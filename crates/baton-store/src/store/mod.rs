@@ -413,6 +413,12 @@ pub trait StateStore {
     /// A target's journal, oldest first; lines that are not JSON objects are skipped and
     /// counted, never an error. A target with no journal has an empty one.
     fn read_journal(&self, target: JournalTarget) -> Result<Journal, StoreError>;
+    /// Whether a write and its events land together or not at all
+    /// (`write_raw_journaled` is one transaction): then no writer killed between them can
+    /// leave a state without its event, and nothing needs looking for one.
+    fn journal_in_step(&self) -> bool {
+        false
+    }
     /// Every journal kept.
     fn list_journals(&self) -> Result<Journals, StoreError>;
     /// How messages name a journal.

@@ -16,11 +16,10 @@ use serde_json::json;
 
 use baton_core::client::{Action, Client, Definition, Evidence, TranscriptEnd};
 use baton_core::hook::{
-    HEARTBEAT_COALESCE_SECS, HOOK_STDIN_CAP, HookEvent, Interrupt, TRANSCRIPT_TAIL_BYTES,
-    interrupt_for, parse_payload,
+    HEARTBEAT_COALESCE_SECS, HOOK_STDIN_CAP, HookEvent, Interrupt, interrupt_for, parse_payload,
 };
 use baton_core::model::{LoopState, LoopStatus, Pauses};
-use baton_core::reset::reset_time;
+use baton_core::reset::reset_time_in;
 use baton_core::time::{format_ts, parse_ts};
 use baton_ops::batch::heartbeat as batch_heartbeat;
 use baton_ops::env::Ctx;
@@ -33,7 +32,7 @@ use baton_ops::ticket_loop::{
     Heartbeat, Ownership, TakeBack, heartbeat as loop_heartbeat, take_back,
 };
 use baton_store::layout::LayoutError;
-use baton_store::sessions::{SessionFiles, SessionRecord, read_tail, recent_reports};
+use baton_store::sessions::{SessionFiles, SessionRecord};
 use baton_store::{Layout, StateStore, process};
 
 /// Run by an agent client's hook (installed by `baton init`): reads the client's JSON payload
@@ -181,7 +180,7 @@ impl Session<'_> {
             let mut ctx = self.ctx.clone();
             let store = ctx.store_at(self.layout.clone())?;
             ctx.clock_of(&*store)?;
-            if forward::anything_pending(&self.layout) {
+            if forward::anything_pending(&ctx, &self.layout) {
                 match forward::forward(&ctx) {
                     Ok(done) => {
                         if let Some(w) = done.all_warnings().into_iter().next() {
@@ -206,7 +205,9 @@ impl Session<'_> {
         match &self.event.action {
             Action::SessionStart { .. } => return self.start(),
             Action::TurnOpen => {
-                self.files.open_turn(&format_ts(self.ctx.now))?;
+                let transcript = self.transcript();
+                self.files
+                    .open_turn(&format_ts(self.ctx.now), transcript.as_deref())?;
                 return Ok(self.after_failure());
             }
             Action::TurnEnd => {
@@ -405,31 +406,46 @@ impl Session<'_> {
         owned.outcome(first_error)
     }
 
-    /// A failure or a session end: what the session owns is interrupted, with the reason the
-    /// evidence supports; a session end then forgets the session.
+    /// A failure or a session end: one record of it first (its class from the evidence the
+    /// hook has, its reset), then what that record implies for the session's work, then the
+    /// rest (the supervisor's line, the turn's mark); a session end then forgets the session.
     fn end(&self) -> Result<(), CommandError> {
         let turn_open = self.files.turn_open();
         let now = self.ctx.now;
-        // The machine's zone, for a reset named as a clock time with no zone: read only when a
-        // limit is found (`TZ`, else /etc/localtime: no zoneinfo walk, no process, no network).
+        // The machine's zone, for a reset named as a clock time with no zone: looked up only
+        // when such a time is found (`TZ`, else /etc/localtime: no zoneinfo walk).
         let local = baton_store::local_zone::local_zone;
         // The transcript is read only when it can decide something: a turn that died. The
         // evidence also says when the limit resets, from its own fields where it has them.
+        let def = self.def();
         let (transcript, failure_reset) = match (&self.event.action, &self.event.transcript_path) {
             (Action::Failure { error, message }, _) if error == "rate_limit" => {
-                (TranscriptEnd::Unknown, reset_time(message, now, &local()))
+                (TranscriptEnd::Unknown, reset_time_in(message, now, &local))
             }
             (Action::SessionEnd { .. }, _)
-                if turn_open && matches!(self.def().evidence(), Evidence::ErrorReports { .. }) =>
+                if turn_open && matches!(def.evidence(), Evidence::ErrorReports { .. }) =>
             {
-                (self.report_evidence(), None)
+                let end = self
+                    .files
+                    .turn_opened_at()
+                    .map_or(TranscriptEnd::Unknown, |opened| {
+                        baton_ops::evidence::report_evidence(def, &self.layout, opened, now)
+                    });
+                (end, None)
             }
-            (Action::SessionEnd { reason, .. }, path) if turn_open => {
-                match path.clone().or_else(|| self.session_transcript()) {
-                    Some(path) => (self.read_transcript(&path, reason, &local), None),
-                    None => (TranscriptEnd::Unknown, None),
-                }
-            }
+            (Action::SessionEnd { reason, .. }, _) if turn_open => match self.transcript() {
+                Some(path) => (
+                    baton_ops::evidence::read_transcript(
+                        def,
+                        std::path::Path::new(&path),
+                        now,
+                        def.transcript_wait(reason),
+                        &local,
+                    ),
+                    None,
+                ),
+                None => (TranscriptEnd::Unknown, None),
+            },
             _ => (TranscriptEnd::Unknown, None),
         };
         let interrupt = interrupt_for(&self.event.action, turn_open, transcript);
@@ -472,59 +488,18 @@ impl Session<'_> {
         result
     }
 
-    /// The session's transcript where the client keeps it when the payload names none
-    /// (`Definition::session_transcript`, under the client's user directory).
-    fn session_transcript(&self) -> Option<String> {
-        let rel = self.def().session_transcript()?;
-        let settings = &self.ctx.settings;
-        let dir = match self.def().user_dir() {
-            baton_core::client::UserDir::Variable { variable, default } => settings
-                .client_dirs
-                .iter()
-                .find(|(v, d)| *v == variable && !d.is_empty())
-                .map(|(_, d)| self.ctx.dir.join(d))
-                .or_else(|| {
-                    let home = settings.home.as_ref().filter(|h| !h.is_empty())?;
-                    Some(PathBuf::from(home).join(default))
-                }),
-            baton_core::client::UserDir::Home => settings
-                .home
-                .as_ref()
-                .filter(|h| !h.is_empty())
-                .map(PathBuf::from),
-        }?;
-        // A session id is one path component, never a way out of the directory.
-        let session = &self.event.session_id;
-        if session.contains('/') || session == ".." || session == "." {
-            return None;
-        }
-        Some(
-            dir.join(rel.replace("{session}", session))
-                .to_string_lossy()
-                .into_owned(),
-        )
-    }
-
-    /// What the transcript's tail says of the dead turn, read again for as long as the client
-    /// may still be writing it (`Definition::transcript_wait`).
-    fn read_transcript(
-        &self,
-        path: &str,
-        reason: &str,
-        local: &dyn Fn() -> jiff::tz::TimeZone,
-    ) -> TranscriptEnd {
-        let wait = self.def().transcript_wait(reason);
-        let started = std::time::Instant::now();
-        loop {
-            let end = match read_tail(std::path::Path::new(path), TRANSCRIPT_TAIL_BYTES) {
-                Ok(tail) => self.def().transcript_end(&tail, self.ctx.now, &local()),
-                Err(_) => TranscriptEnd::Unknown,
-            };
-            if end != TranscriptEnd::Unknown || started.elapsed() >= wait {
-                return end;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
+    /// The session's transcript: the payload's, else where the client keeps it
+    /// (`Definition::session_transcript`).
+    fn transcript(&self) -> Option<String> {
+        self.event.transcript_path.clone().or_else(|| {
+            baton_ops::evidence::session_transcript(
+                self.def(),
+                &self.ctx.settings,
+                &self.ctx.dir,
+                &self.event.session_id,
+            )
+            .map(|p| p.to_string_lossy().into_owned())
+        })
     }
 
     /// Tells the `baton supervise` this agent runs under, if any, what this hook saw: the
@@ -545,33 +520,6 @@ impl Session<'_> {
         }
     }
 
-    /// The client's error reports (Gemini CLI's) written in the temporary directory since the
-    /// turn opened, read for a rate limit of this project and its reset
-    /// (`Definition::error_report`).
-    fn report_evidence(&self) -> TranscriptEnd {
-        let (Evidence::ErrorReports { prefix, suffix }, Some(opened)) =
-            (self.def().evidence(), self.files.turn_opened_at())
-        else {
-            return TranscriptEnd::Unknown;
-        };
-        let root = self.layout.root.to_string_lossy();
-        let reports = recent_reports(
-            &std::env::temp_dir(),
-            (prefix, suffix),
-            opened
-                .checked_sub(std::time::Duration::from_secs(1))
-                .unwrap_or(opened),
-            HOOK_STDIN_CAP as u64,
-            16,
-        );
-        let zone = baton_store::local_zone::local_zone();
-        reports
-            .into_iter()
-            .map(|report| self.def().error_report(&report, &root, self.ctx.now, &zone))
-            .find(|end| matches!(end, TranscriptEnd::RateLimit { .. }))
-            .unwrap_or(TranscriptEnd::Unknown)
-    }
-
     /// A session that goes on after its own failure hook interrupted its work (Claude Code's
     /// auto-continue once a usage limit resets, or the person typing again) takes back, as
     /// itself, each loop that failure interrupted, once the loop's recorded reset has passed and
@@ -583,7 +531,7 @@ impl Session<'_> {
         // A failure of this session recorded for the server and not forwarded yet: forwarded
         // now (it adds the tickets to the note), and while it cannot be, the note waits for a
         // later prompt.
-        if forward::anything_pending(&self.layout) {
+        if forward::anything_pending(self.ctx, &self.layout) {
             if let Err(e) = self.connected() {
                 self.warn(e.message);
                 return None;
@@ -677,10 +625,12 @@ impl Session<'_> {
         }
     }
 
-    /// Interrupts what the session owns. With a shared store the interrupt is recorded in this
-    /// machine's outbox (synced, no round trip: the client kills a failure hook after about
-    /// 0.1 s) and a process of its own forwards it to the server; with the files, it is
-    /// written here.
+    /// Interrupts what the session owns. The failure is recorded first, synced, in this
+    /// machine's outbox (a fixed number of syncs and nothing read before it: the client kills
+    /// a failure hook after about 0.1 s, and a busy machine may give it less), then applied:
+    /// with the files here and now, with a shared store by a process of its own that forwards
+    /// it to the server. Killed before it is applied, the record is applied by whatever reads
+    /// the state next.
     fn interrupt_owned(
         &self,
         interrupt: &Interrupt,
@@ -694,24 +644,23 @@ impl Session<'_> {
             reason: interrupt.reason,
             evidence: interrupt.evidence.clone(),
             resume_after,
-            note: true,
+            before: None,
         };
-        if let Some(server) = forward::shared_server(self.ctx, &self.layout)? {
-            // The note the forwarded interrupt adds its tickets to, for the next prompt; the
-            // session's end removes it, as it would remove a full one.
-            if !stop.end
-                && let Err(e) = self.files.note_interrupted(&[])
-            {
-                self.warn(e.to_string());
-            }
-            forward::record(self.ctx, &self.layout, &server, &stop)?;
+        let server = forward::shared_server(self.ctx, &self.layout)?;
+        forward::record(self.ctx, &self.layout, server.as_deref(), &stop)?;
+        // The note the applied interrupt adds its tickets to, for the next prompt; the
+        // session's end removes it, as it would remove a full one.
+        if !stop.end
+            && let Err(e) = self.files.note_interrupted(&[])
+        {
+            self.warn(e.to_string());
+        }
+        if server.is_some() {
             return spawn_forwarder(&self.layout);
         }
-        let (stopped, result) = forward::interrupt_session(self.op_ctx()?, &stop);
-        if let Some(w) = stopped.warnings.into_iter().next() {
-            self.warn(w);
-        }
-        result
+        // `connected` applies every record here, this one included.
+        self.connected()?;
+        Ok(())
     }
 
     /// Before a compaction: one `checkpoint` event in the journal of each loop the session

@@ -217,14 +217,17 @@ fn cmd_forward(ctx: &Ctx, args: &ForwardArgs) -> Result<Report, CommandError> {
             )
         })
         .collect();
-    let server = done.server.clone().unwrap_or_default();
+    let (server, verb) = match &done.server {
+        Some(server) => (server.clone(), "forwarded"),
+        None => ("the files".to_string(), "applied"),
+    };
     let text = match (lines.len(), done.left) {
         (0, 0) => "nothing to forward".to_string(),
         (n, left) => {
             lines.insert(
                 0,
                 format!(
-                    "{server}: forwarded {n} interrupt{}{}",
+                    "{server}: {verb} {n} interrupt{}{}",
                     if n == 1 { "" } else { "s" },
                     if left > 0 {
                         format!("; {left} left in the outbox")
@@ -245,7 +248,7 @@ fn cmd_forward(ctx: &Ctx, args: &ForwardArgs) -> Result<Report, CommandError> {
         report.warnings.push(format!(
             "an interrupt of session {} recorded for {} is left in the outbox: the store configured now is another",
             baton_core::text::esc(&p.session),
-            p.server
+            p.server.as_deref().unwrap_or("the files")
         ));
     }
     Ok(report)

@@ -434,7 +434,7 @@ impl Supervisor<'_> {
         // waited for (a lock's wait and the grace at most) while it holds it.
         let layout = self.store.layout().clone();
         let waited = std::time::Instant::now();
-        while baton_ops::forward::anything_pending(&layout) {
+        while baton_ops::forward::anything_pending(self.ctx, &layout) {
             let warnings = match baton_ops::forward::forward(&self.at_now(None)) {
                 Ok(done) if done.unreachable.is_none() && done.left == 0 => done.warnings,
                 Ok(done) => done.all_warnings(),

@@ -13,6 +13,7 @@ mod crash;
 mod dinostack;
 mod doctor;
 mod exit_truth;
+mod failure_record;
 mod faults;
 mod finish;
 mod hook_sequences;

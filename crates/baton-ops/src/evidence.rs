@@ -1,0 +1,99 @@
+//! The evidence an agent client leaves of how a turn died: its transcript's tail, or its error
+//! reports (Gemini CLI's), read the same way by the hook that hears the session end and by the
+//! reader that finds a turn whose client has gone with no hook heard (`forward`).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use jiff::Timestamp;
+use jiff::tz::TimeZone;
+
+use crate::env::Settings;
+use baton_core::client::{Definition, Evidence, TranscriptEnd, UserDir};
+use baton_core::hook::{HOOK_STDIN_CAP, TRANSCRIPT_TAIL_BYTES};
+use baton_store::Layout;
+use baton_store::sessions::{read_tail, recent_reports};
+
+/// The session's transcript where the client keeps it when its payload names none
+/// (`Definition::session_transcript`, under the client's user directory; a relative directory
+/// is taken from `dir`).
+pub fn session_transcript(
+    def: &dyn Definition,
+    settings: &Settings,
+    dir: &Path,
+    session: &str,
+) -> Option<PathBuf> {
+    let rel = def.session_transcript()?;
+    let user = match def.user_dir() {
+        UserDir::Variable { variable, default } => settings
+            .client_dirs
+            .iter()
+            .find(|(v, d)| *v == variable && !d.is_empty())
+            .map(|(_, d)| dir.join(d))
+            .or_else(|| {
+                let home = settings.home.as_ref().filter(|h| !h.is_empty())?;
+                Some(PathBuf::from(home).join(default))
+            }),
+        UserDir::Home => settings
+            .home
+            .as_ref()
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from),
+    }?;
+    // A session id is one path component, never a way out of the directory.
+    if session.contains('/') || session == ".." || session == "." {
+        return None;
+    }
+    Some(user.join(rel.replace("{session}", session)))
+}
+
+/// What the transcript's tail says of the dead turn, read again for up to `wait` while the
+/// client may still be writing it (`Definition::transcript_wait`). `local` gives the machine's
+/// zone, asked for only when a reset names a clock time without one.
+pub fn read_transcript(
+    def: &dyn Definition,
+    path: &Path,
+    now: Timestamp,
+    wait: Duration,
+    local: &dyn Fn() -> TimeZone,
+) -> TranscriptEnd {
+    let started = std::time::Instant::now();
+    loop {
+        let end = match read_tail(path, TRANSCRIPT_TAIL_BYTES) {
+            Ok(tail) => def.transcript_end(&tail, now, &local()),
+            Err(_) => TranscriptEnd::Unknown,
+        };
+        if end != TranscriptEnd::Unknown || started.elapsed() >= wait {
+            return end;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The client's error reports (Gemini CLI's) written in the temporary directory since `opened`
+/// (the turn's opening), read for a rate limit of this project and its reset
+/// (`Definition::error_report`).
+pub fn report_evidence(
+    def: &dyn Definition,
+    layout: &Layout,
+    opened: SystemTime,
+    now: Timestamp,
+) -> TranscriptEnd {
+    let Evidence::ErrorReports { prefix, suffix } = def.evidence() else {
+        return TranscriptEnd::Unknown;
+    };
+    let root = layout.root.to_string_lossy();
+    let reports = recent_reports(
+        &std::env::temp_dir(),
+        (prefix, suffix),
+        opened.checked_sub(Duration::from_secs(1)).unwrap_or(opened),
+        HOOK_STDIN_CAP as u64,
+        16,
+    );
+    let zone = baton_store::local_zone::local_zone();
+    reports
+        .into_iter()
+        .map(|report| def.error_report(&report, &root, now, &zone))
+        .find(|end| matches!(end, TranscriptEnd::RateLimit { .. }))
+        .unwrap_or(TranscriptEnd::Unknown)
+}

@@ -1,0 +1,289 @@
+//! A failure hook's first durable act is one record of the failure; what it implies for the
+//! session's work is applied from that record, exactly once, by the hook while it lives and by
+//! whatever reads the state next. Killed anywhere (the client kills a StopFailure hook after
+//! about 0.1 s, and a busy machine may give it less), state and history still agree by the
+//! next read, and a client that died with no hook heard is classed by the evidence it left.
+
+use serde_json::Value;
+
+use crate::common::{Holder, TestEnv, at, loop_key};
+use crate::hooks::{fixture, run_hook};
+use baton_store::JournalTarget;
+
+const LOOPS: usize = 4;
+
+/// A client payload from the fixtures, for session `session` in the test's project.
+fn payload(
+    env: &TestEnv,
+    rel: &str,
+    session: &str,
+    transcript: Option<&std::path::Path>,
+) -> Vec<u8> {
+    let mut v: Value = serde_json::from_slice(&fixture(rel)).unwrap();
+    v["session_id"] = session.into();
+    v["cwd"] = env.repo.to_string_lossy().into_owned().into();
+    if v.get("transcript_path").is_some() {
+        v["transcript_path"] = transcript
+            .map_or("/nonexistent/transcript.jsonl".into(), |t| {
+                t.to_string_lossy().into_owned()
+            })
+            .into();
+    }
+    serde_json::to_vec(&v).unwrap()
+}
+
+/// `LOOPS` loops, `T-1`…, owned by session `s1`.
+fn owned_loops(env: &TestEnv) {
+    for i in 1..=LOOPS {
+        env.baton("s1", 0, &["loop", "init", &format!("T-{i}")])
+            .assert_code(0);
+    }
+}
+
+/// Each loop's status and reason, and the names of its journal's events.
+fn loops(env: &TestEnv) -> Vec<(String, String, Vec<String>)> {
+    (1..=LOOPS)
+        .map(|i| {
+            let key = format!("T-{i}");
+            let state = env.read_loop(&key);
+            let events = env
+                .journal(JournalTarget::Loop(&key))
+                .iter()
+                .map(|e| e["event"].as_str().unwrap_or_default().to_string())
+                .collect();
+            (
+                state["status"].as_str().unwrap_or_default().to_string(),
+                state["interrupt_reason"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                events,
+            )
+        })
+        .collect()
+}
+
+fn all_interrupted_once(env: &TestEnv) {
+    for (status, reason, events) in loops(env) {
+        assert_eq!(status, "interrupted");
+        assert_eq!(reason, "rate_limit");
+        assert_eq!(events, ["init", "interrupt"], "exactly one interrupt event");
+    }
+}
+
+#[test]
+fn a_failure_hook_killed_right_after_its_record_is_applied_by_the_next_reader() {
+    let env = TestEnv::new();
+    owned_loops(&env);
+    let failure = payload(
+        &env,
+        "claude-code-2.1.332/StopFailure.after-429.json",
+        "s1",
+        None,
+    );
+    // Killed as the client kills it, right after the record is durable.
+    let killed = run_hook(
+        &env,
+        &["hook", "claude", "StopFailure"],
+        &failure,
+        &at(1),
+        &[("BATON_FAULTS", "outbox.recorded=crash".as_ref())],
+    );
+    assert_eq!(
+        killed.code, -1,
+        "the fault killed the hook: {}",
+        killed.stderr
+    );
+    assert_eq!(env.outbox().len(), 1, "one record, and nothing applied yet");
+    for (status, _, events) in loops(&env) {
+        assert_eq!(status, "active");
+        assert_eq!(events, ["init"]);
+    }
+    // Any command reads the pending record first.
+    let status = env.run(None, &at(2), &["--json", "status"]);
+    status.assert_code(0);
+    assert!(env.outbox().is_empty(), "applied and removed");
+    all_interrupted_once(&env);
+    // The interrupt is the failure's, stamped with the time the hook recorded it.
+    assert_eq!(env.read_loop("T-1")["interrupted_at"], at(1));
+    // Read again: nothing applied twice.
+    env.run(None, &at(3), &["status"]).assert_code(0);
+    all_interrupted_once(&env);
+}
+
+#[test]
+fn a_failure_hook_killed_between_a_loops_state_and_its_event_leaves_both_by_the_next_read() {
+    crate::files_only!("the server writes a state and its events in one transaction");
+    let env = TestEnv::new();
+    owned_loops(&env);
+    let failure = payload(
+        &env,
+        "claude-code-2.1.332/StopFailure.after-429.json",
+        "s1",
+        None,
+    );
+    // The journal's appends, one per loop: the hook dies on the second, after its loop's
+    // state was replaced.
+    let killed = run_hook(
+        &env,
+        &["hook", "claude", "StopFailure"],
+        &failure,
+        &at(1),
+        &[("BATON_FAULTS", "append.write@2=crash".as_ref())],
+    );
+    assert_eq!(
+        killed.code, -1,
+        "the fault killed the hook: {}",
+        killed.stderr
+    );
+    let torn = loops(&env);
+    assert!(
+        torn.iter()
+            .any(|(status, _, events)| status == "interrupted" && events == &["init"]),
+        "a state without its event, as a kill leaves it: {torn:?}"
+    );
+    assert_eq!(
+        env.outbox().len(),
+        1,
+        "the record stays until all of it is applied"
+    );
+    env.run(None, &at(2), &["status"]).assert_code(0);
+    assert!(env.outbox().is_empty());
+    all_interrupted_once(&env);
+}
+
+#[test]
+fn a_loop_interrupted_without_its_event_gets_it_back_at_the_next_read() {
+    crate::files_only!("the server writes a state and its events in one transaction");
+    let env = TestEnv::new();
+    env.baton("s1", 0, &["loop", "init", "T-1"]).assert_code(0);
+    // What a writer killed between the two files left on disk, with no record behind it (an
+    // earlier baton's).
+    let mut state = env.read_loop("T-1");
+    state["status"] = "interrupted".into();
+    state["interrupted_at"] = at(1).into();
+    state["interrupt_reason"] = "rate_limit".into();
+    env.write_loop("T-1", &state);
+    env.run(None, &at(2), &["resume"]).assert_code(0);
+    let events = env.journal(JournalTarget::Loop("T-1"));
+    let last = events.last().unwrap();
+    assert_eq!(last["event"], "interrupt", "{events:?}");
+    assert_eq!(last["ts"], at(1));
+    assert_eq!(last["reason"], "rate_limit");
+    assert_eq!(last["restored"], true);
+    env.run(None, &at(3), &["resume"]).assert_code(0);
+    assert_eq!(env.journal(JournalTarget::Loop("T-1")).len(), events.len());
+    // A loop another tool interrupted (no history at all) is not given one.
+    assert!(env.has_record(&loop_key("T-1")));
+}
+
+#[test]
+fn a_client_gone_with_a_rate_limited_transcript_is_classed_rate_limit_though_no_hook_ran() {
+    let env = TestEnv::new();
+    let transcript = env.home().join("transcript.jsonl");
+    std::fs::write(&transcript, "").unwrap();
+    let mut client = Holder::start();
+    let pid = client.pid();
+    let vars = [("CLAUDE_PID", pid.as_ref())];
+    let start = payload(
+        &env,
+        "claude-code-2.1.332/SessionStart.json",
+        "s1",
+        Some(&transcript),
+    );
+    run_hook(
+        &env,
+        &["hook", "claude", "SessionStart"],
+        &start,
+        &at(0),
+        &vars,
+    )
+    .assert_code(0);
+    owned_loops(&env);
+    let prompt = payload(
+        &env,
+        "claude-code-2.1.332/UserPromptSubmit.json",
+        "s1",
+        Some(&transcript),
+    );
+    run_hook(
+        &env,
+        &["hook", "claude", "UserPromptSubmit"],
+        &prompt,
+        &at(1),
+        &vars,
+    )
+    .assert_code(0);
+    // The API refused the turn, the client wrote it down, and died before its failure hook
+    // was run (or the machine gave that hook no time).
+    let line = fixture("transcripts/claude-code-2.1.332.rate-limit-line.json");
+    let line = String::from_utf8(line).unwrap();
+    std::fs::write(&transcript, format!("{}\n", line.trim())).unwrap();
+    // While the client lives, its turn is its own: nothing is decided for it.
+    env.run(None, &at(2), &["status"]).assert_code(0);
+    assert_eq!(env.read_loop("T-1")["status"], "active");
+    client.kill();
+    let status = env.run(None, &at(3), &["--json", "status"]);
+    status.assert_code(0);
+    all_interrupted_once(&env);
+    let classes: Vec<Value> = status.json()["work"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["class"].clone())
+        .collect();
+    assert!(
+        classes.iter().all(|c| c == "rate_limit"),
+        "every loop classed by the transcript: {classes:?}\n{}",
+        status.stdout
+    );
+    // Recorded once: the turn is closed, and a second reader records nothing more.
+    env.run(None, &at(4), &["status"]).assert_code(0);
+    all_interrupted_once(&env);
+}
+
+#[test]
+fn a_client_gone_with_nothing_in_its_transcript_is_left_to_the_survey() {
+    let env = TestEnv::new();
+    let transcript = env.home().join("transcript.jsonl");
+    std::fs::write(&transcript, "").unwrap();
+    let mut client = Holder::start();
+    let pid = client.pid();
+    let vars = [("CLAUDE_PID", pid.as_ref())];
+    let start = payload(
+        &env,
+        "claude-code-2.1.332/SessionStart.json",
+        "s1",
+        Some(&transcript),
+    );
+    run_hook(
+        &env,
+        &["hook", "claude", "SessionStart"],
+        &start,
+        &at(0),
+        &vars,
+    )
+    .assert_code(0);
+    owned_loops(&env);
+    let prompt = payload(
+        &env,
+        "claude-code-2.1.332/UserPromptSubmit.json",
+        "s1",
+        Some(&transcript),
+    );
+    run_hook(
+        &env,
+        &["hook", "claude", "UserPromptSubmit"],
+        &prompt,
+        &at(1),
+        &vars,
+    )
+    .assert_code(0);
+    client.kill();
+    env.run(None, &at(3), &["status"]).assert_code(0);
+    for (status, _, events) in loops(&env) {
+        assert_eq!(status, "active", "nothing says how the turn died");
+        assert_eq!(events, ["init"]);
+    }
+    assert!(env.outbox().is_empty());
+}
