@@ -60,16 +60,25 @@ fn dir(layout: &Layout) -> PathBuf {
     layout.state_dir.join(OUTBOX_DIR)
 }
 
-/// Writes `pending` as a new file of the outbox, synced (file and directory) before returning:
-/// once the hook has returned, the record survives the machine's crash. Two syncs, and one
-/// more the first time the directory is made; nothing is read first.
-pub fn record(layout: &Layout, pending: &Pending) -> Result<PathBuf, StoreError> {
+/// Makes the outbox directory when it is missing, its name synced: a session's start does it,
+/// so that a failure's record later costs its own two syncs and no more.
+pub fn ensure(layout: &Layout) -> Result<(), StoreError> {
     let dir = dir(layout);
     if !check_real_dir(&dir)? {
         crate::sessions::ensure_dir(&dir)?;
-        // A new directory's name must survive a power cut as well as the record in it.
+        // A new directory's name must survive a power cut as well as the records in it.
         crate::atomic::sync_dir(&layout.state_dir)?;
     }
+    Ok(())
+}
+
+/// Writes `pending` as a new file of the outbox, synced (file and directory) before returning:
+/// once the hook has returned, the record survives the machine's crash. Two syncs (one more
+/// when the directory has to be made, which a session's start does beforehand); nothing is
+/// read first.
+pub fn record(layout: &Layout, pending: &Pending) -> Result<PathBuf, StoreError> {
+    ensure(layout)?;
+    let dir = dir(layout);
     // Named by this machine's clock in nanoseconds, fixed width: entries sort in the order they
     // were recorded (a failure before the session end that follows it in the same second).
     let nanos = std::time::SystemTime::now()

@@ -19,8 +19,9 @@
 //! 3. the client process ends (a `claude -p` session ends after its failure);
 //! 4. before anything else reads the state: was the record durable (still in the outbox, or
 //!    applied and removed), and which loops have a state without its event;
-//! 5. the next session reads (`baton --json resume`), and every loop must be `interrupted`,
-//!    with exactly one `interrupt` event in its journal, and classed `rate_limit`.
+//! 5. the next session starts (its SessionStart hook), and then every loop must be
+//!    `interrupted`, with exactly one `interrupt` event in its journal, and classed
+//!    `rate_limit` by `baton --json status`.
 //!
 //! The load runs beside it all: `cpu2` is two CPU-bound processes, `cpu4-disk` four and a
 //! process writing and syncing 64 MiB files in a loop. Separately, on the quiet machine, the
@@ -385,16 +386,22 @@ fn trial_once(
         tally.durable += 1;
     }
     tally.torn_before_read += raw.iter().filter(|(i, e)| *i && *e == 0).count();
-    // The next session reads.
+    // The next session starts (its SessionStart hook reads the state first), then its
+    // classes are read from `baton --json status`, which lists every piece of work.
+    let mut next = payload("claude-code-2.1.332/SessionStart.json", &dir, &transcript)?;
+    let mut v: Value = serde_json::from_slice(&next).map_err(|e| e.to_string())?;
+    v["session_id"] = format!("next-{trial}").into();
+    next = serde_json::to_vec(&v).map_err(|e| e.to_string())?;
+    let (mut start, _) = spawn_hook(flags, &dir, "SessionStart", &next, std::process::id(), None)?;
+    start.wait().map_err(|e| e.to_string())?;
     let out = Command::new(&flags.baton)
-        .args(["--json", "resume"])
+        .args(["--json", "status"])
         .current_dir(&dir)
-        .env("BATON_SESSION", format!("next-{trial}"))
         .output()
         .map_err(|e| e.to_string())?;
     let resumed: Value = serde_json::from_slice(&out.stdout).map_err(|e| {
         format!(
-            "baton resume --json: {e}: {}",
+            "baton status --json: {e}: {}",
             String::from_utf8_lossy(&out.stderr)
         )
     })?;
@@ -485,7 +492,13 @@ fn record_times(flags: &Flags, work: &Path) -> Result<Vec<Duration>, String> {
         )?;
         child.wait().map_err(|e| e.to_string())?;
         times.push(spawned.elapsed());
-        let _ = std::fs::remove_dir_all(dir.join(".agentic/outbox"));
+        // The records, not the directory: a session's start made it, as in every trial.
+        for entry in std::fs::read_dir(dir.join(".agentic/outbox")).map_err(|e| e.to_string())? {
+            let path = entry.map_err(|e| e.to_string())?.path();
+            if path.extension().is_some_and(|e| e == "json") {
+                let _ = std::fs::remove_file(path);
+            }
+        }
     }
     Ok(times)
 }

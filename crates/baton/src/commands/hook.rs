@@ -225,6 +225,9 @@ impl Session<'_> {
     /// is resumable. The session's files are hints: failing to keep them is a warning, and the
     /// packet is printed all the same.
     fn start(&self) -> Result<Option<String>, CommandError> {
+        // A turn an earlier process of this session left open, its client gone, is read for how
+        // it died before this start closes it (`forward::record_dead_turns`).
+        forward::record_dead_turns(self.ctx, &self.layout);
         if let Err(e) = self.record_start() {
             self.warn(e.message);
         }
@@ -248,6 +251,8 @@ impl Session<'_> {
         layout.ensure_ignore_file()?;
         // What writers of session files killed mid-write left behind, once per session.
         baton_store::sessions::clear_orphans(layout);
+        // Where a failure of the session is recorded, made now: the failure hook has 0.1 s.
+        baton_store::outbox::ensure(layout)?;
         let previous = self.files.read_record();
         let here = self.client_process();
         let mut record = previous.clone().unwrap_or_else(|| self.new_record());
@@ -658,8 +663,15 @@ impl Session<'_> {
         if server.is_some() {
             return spawn_forwarder(&self.layout);
         }
-        // `connected` applies every record here, this one included.
-        self.connected()?;
+        // Opening the store applies every record here, this one included; a store opened
+        // before (by an earlier step of this hook) is given this one now.
+        let (ctx, _) = self.connected()?;
+        if baton_store::outbox::anything(&self.layout) {
+            let done = forward::forward(ctx)?;
+            if let Some(w) = done.all_warnings().into_iter().next() {
+                self.warn(w);
+            }
+        }
         Ok(())
     }
 

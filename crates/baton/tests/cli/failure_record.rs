@@ -287,3 +287,62 @@ fn a_client_gone_with_nothing_in_its_transcript_is_left_to_the_survey() {
     }
     assert!(env.outbox().is_empty());
 }
+
+#[test]
+fn a_session_resumed_in_a_new_process_first_hears_how_its_last_turn_died() {
+    let env = TestEnv::new();
+    let transcript = env.home().join("transcript.jsonl");
+    std::fs::write(&transcript, "").unwrap();
+    let mut first = Holder::start();
+    let pid = first.pid();
+    let vars = [("CLAUDE_PID", pid.as_ref())];
+    let start = payload(
+        &env,
+        "claude-code-2.1.332/SessionStart.json",
+        "s1",
+        Some(&transcript),
+    );
+    run_hook(
+        &env,
+        &["hook", "claude", "SessionStart"],
+        &start,
+        &at(0),
+        &vars,
+    )
+    .assert_code(0);
+    owned_loops(&env);
+    let prompt = payload(
+        &env,
+        "claude-code-2.1.332/UserPromptSubmit.json",
+        "s1",
+        Some(&transcript),
+    );
+    run_hook(
+        &env,
+        &["hook", "claude", "UserPromptSubmit"],
+        &prompt,
+        &at(1),
+        &vars,
+    )
+    .assert_code(0);
+    let line = String::from_utf8(fixture(
+        "transcripts/claude-code-2.1.332.rate-limit-line.json",
+    ))
+    .unwrap();
+    std::fs::write(&transcript, format!("{}\n", line.trim())).unwrap();
+    first.kill();
+    // `claude --resume s1`: the same session in a new process, whose start would close the
+    // turn the dead one left open.
+    let second = Holder::start();
+    let pid = second.pid();
+    let vars = [("CLAUDE_PID", pid.as_ref())];
+    let resumed = run_hook(
+        &env,
+        &["hook", "claude", "SessionStart"],
+        &start,
+        &at(3),
+        &vars,
+    );
+    resumed.assert_code(0);
+    all_interrupted_once(&env);
+}
