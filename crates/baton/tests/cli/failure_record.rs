@@ -177,52 +177,64 @@ fn a_loop_interrupted_without_its_event_gets_it_back_at_the_next_read() {
     assert!(env.has_record(&loop_key("T-1")));
 }
 
+/// A Claude Code session `s1` in a client process of its own (`CLAUDE_PID`) that started,
+/// made the loops and opened a turn, naming its transcript (empty for now).
+struct Session {
+    client: Holder,
+    transcript: std::path::PathBuf,
+}
+
+impl Session {
+    fn start(env: &TestEnv) -> Session {
+        let transcript = env.home().join("transcript.jsonl");
+        std::fs::write(&transcript, "").unwrap();
+        let session = Session {
+            client: Holder::start(),
+            transcript,
+        };
+        session.hook(env, "SessionStart", &at(0));
+        owned_loops(env);
+        session.hook(env, "UserPromptSubmit", &at(1));
+        session
+    }
+
+    /// The hook `event` of this session from its client process, with the captured payload.
+    fn hook(&self, env: &TestEnv, event: &str, now: &str) {
+        let body = payload(
+            env,
+            &format!("claude-code-2.1.332/{event}.json"),
+            "s1",
+            Some(&self.transcript),
+        );
+        let pid = self.client.pid();
+        run_hook(
+            env,
+            &["hook", "claude", event],
+            &body,
+            now,
+            &[("CLAUDE_PID", pid.as_ref())],
+        )
+        .assert_code(0);
+    }
+
+    /// The API refused the turn, and the client wrote it down as Claude Code 2.1.332 does.
+    fn rate_limited(&self) {
+        let line = fixture("transcripts/claude-code-2.1.332.rate-limit-line.json");
+        let line = String::from_utf8(line).unwrap();
+        std::fs::write(&self.transcript, format!("{}\n", line.trim())).unwrap();
+    }
+}
+
 #[test]
 fn a_client_gone_with_a_rate_limited_transcript_is_classed_rate_limit_though_no_hook_ran() {
     let env = TestEnv::new();
-    let transcript = env.home().join("transcript.jsonl");
-    std::fs::write(&transcript, "").unwrap();
-    let mut client = Holder::start();
-    let pid = client.pid();
-    let vars = [("CLAUDE_PID", pid.as_ref())];
-    let start = payload(
-        &env,
-        "claude-code-2.1.332/SessionStart.json",
-        "s1",
-        Some(&transcript),
-    );
-    run_hook(
-        &env,
-        &["hook", "claude", "SessionStart"],
-        &start,
-        &at(0),
-        &vars,
-    )
-    .assert_code(0);
-    owned_loops(&env);
-    let prompt = payload(
-        &env,
-        "claude-code-2.1.332/UserPromptSubmit.json",
-        "s1",
-        Some(&transcript),
-    );
-    run_hook(
-        &env,
-        &["hook", "claude", "UserPromptSubmit"],
-        &prompt,
-        &at(1),
-        &vars,
-    )
-    .assert_code(0);
-    // The API refused the turn, the client wrote it down, and died before its failure hook
-    // was run (or the machine gave that hook no time).
-    let line = fixture("transcripts/claude-code-2.1.332.rate-limit-line.json");
-    let line = String::from_utf8(line).unwrap();
-    std::fs::write(&transcript, format!("{}\n", line.trim())).unwrap();
+    let mut session = Session::start(&env);
+    // The client dies before its failure hook runs (or the machine gives that hook no time).
+    session.rate_limited();
     // While the client lives, its turn is its own: nothing is decided for it.
     env.run(None, &at(2), &["status"]).assert_code(0);
     assert_eq!(env.read_loop("T-1")["status"], "active");
-    client.kill();
+    session.client.kill();
     let status = env.run(None, &at(3), &["--json", "status"]);
     status.assert_code(0);
     all_interrupted_once(&env);
@@ -245,41 +257,8 @@ fn a_client_gone_with_a_rate_limited_transcript_is_classed_rate_limit_though_no_
 #[test]
 fn a_client_gone_with_nothing_in_its_transcript_is_left_to_the_survey() {
     let env = TestEnv::new();
-    let transcript = env.home().join("transcript.jsonl");
-    std::fs::write(&transcript, "").unwrap();
-    let mut client = Holder::start();
-    let pid = client.pid();
-    let vars = [("CLAUDE_PID", pid.as_ref())];
-    let start = payload(
-        &env,
-        "claude-code-2.1.332/SessionStart.json",
-        "s1",
-        Some(&transcript),
-    );
-    run_hook(
-        &env,
-        &["hook", "claude", "SessionStart"],
-        &start,
-        &at(0),
-        &vars,
-    )
-    .assert_code(0);
-    owned_loops(&env);
-    let prompt = payload(
-        &env,
-        "claude-code-2.1.332/UserPromptSubmit.json",
-        "s1",
-        Some(&transcript),
-    );
-    run_hook(
-        &env,
-        &["hook", "claude", "UserPromptSubmit"],
-        &prompt,
-        &at(1),
-        &vars,
-    )
-    .assert_code(0);
-    client.kill();
+    let mut session = Session::start(&env);
+    session.client.kill();
     env.run(None, &at(3), &["status"]).assert_code(0);
     for (status, _, events) in loops(&env) {
         assert_eq!(status, "active", "nothing says how the turn died");
@@ -291,58 +270,12 @@ fn a_client_gone_with_nothing_in_its_transcript_is_left_to_the_survey() {
 #[test]
 fn a_session_resumed_in_a_new_process_first_hears_how_its_last_turn_died() {
     let env = TestEnv::new();
-    let transcript = env.home().join("transcript.jsonl");
-    std::fs::write(&transcript, "").unwrap();
-    let mut first = Holder::start();
-    let pid = first.pid();
-    let vars = [("CLAUDE_PID", pid.as_ref())];
-    let start = payload(
-        &env,
-        "claude-code-2.1.332/SessionStart.json",
-        "s1",
-        Some(&transcript),
-    );
-    run_hook(
-        &env,
-        &["hook", "claude", "SessionStart"],
-        &start,
-        &at(0),
-        &vars,
-    )
-    .assert_code(0);
-    owned_loops(&env);
-    let prompt = payload(
-        &env,
-        "claude-code-2.1.332/UserPromptSubmit.json",
-        "s1",
-        Some(&transcript),
-    );
-    run_hook(
-        &env,
-        &["hook", "claude", "UserPromptSubmit"],
-        &prompt,
-        &at(1),
-        &vars,
-    )
-    .assert_code(0);
-    let line = String::from_utf8(fixture(
-        "transcripts/claude-code-2.1.332.rate-limit-line.json",
-    ))
-    .unwrap();
-    std::fs::write(&transcript, format!("{}\n", line.trim())).unwrap();
-    first.kill();
-    // `claude --resume s1`: the same session in a new process, whose start would close the
-    // turn the dead one left open.
-    let second = Holder::start();
-    let pid = second.pid();
-    let vars = [("CLAUDE_PID", pid.as_ref())];
-    let resumed = run_hook(
-        &env,
-        &["hook", "claude", "SessionStart"],
-        &start,
-        &at(3),
-        &vars,
-    );
-    resumed.assert_code(0);
+    let mut session = Session::start(&env);
+    session.rate_limited();
+    session.client.kill();
+    // `claude --resume s1`: the same session in a new process, whose start closes the turn
+    // the dead one left open, after reading how it died.
+    session.client = Holder::start();
+    session.hook(&env, "SessionStart", &at(3));
     all_interrupted_once(&env);
 }
