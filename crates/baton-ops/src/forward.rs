@@ -4,7 +4,7 @@
 //! applied from that record afterwards, exactly once: with the file store by the hook itself
 //! while it lives, with a PostgreSQL store by a process the hook starts (`baton store forward`),
 //! and in both cases by whatever command or hook of this project reads the state next, which
-//! applies every record here first (`pending`, then `forward`).
+//! applies every record here first (`anything_pending`, then `forward`).
 //!
 //! A session whose client died with a turn open and no hook heard it is recorded the same way
 //! by the reader that finds it, from the evidence the client left (`record_dead_turns`).
@@ -48,9 +48,9 @@ pub struct Stopped {
 /// Interrupts what `stop.session` owns, as that session (`ctx.session` is set to it): its
 /// active loops and run leases, the feature for a rate limit of a session on it, and on a
 /// session end its active batch, unless a pause covers the batch. Work written after
-/// `stop.before` is left as it is. A failure adds the tickets it interrupted to the note its
-/// hook made in the session's files, for the session's next prompt to take back, while that
-/// note is there: a session that has ended since forgot its notes.
+/// `stop.before` is left as it is. A failure adds the tickets it interrupted to the session's
+/// note, for its next prompt to take back, unless the session has ended since (its record and
+/// its note are gone: it forgot them).
 pub fn interrupt_session(ctx: &Ctx, stop: &Stop) -> (Stopped, Result<(), CommandError>) {
     let mut ctx = ctx.clone();
     ctx.session = Some(stop.session.clone());
@@ -81,8 +81,16 @@ pub fn interrupt_session(ctx: &Ctx, stop: &Stop) -> (Stopped, Result<(), Command
     let (interrupted, result) =
         interrupt_owned(&ctx, &held, stop.reason, &stop.evidence, stop.resume_after);
     if !stop.end && !interrupted.tickets.is_empty() {
+        // The hook makes the note right after its record; one killed in between left none,
+        // and the session (its record still there: it has not ended) gets one all the same.
         let files = SessionFiles::new(store.layout(), &stop.client, &stop.session);
-        if let Err(e) = files.note_interrupted_if_kept(&interrupted.tickets) {
+        let noted = match files.read_record() {
+            Some(_) => files.note_interrupted(&interrupted.tickets),
+            None => files
+                .note_interrupted_if_kept(&interrupted.tickets)
+                .map(drop),
+        };
+        if let Err(e) = noted {
             done.warnings.push(e.to_string());
         }
     }
