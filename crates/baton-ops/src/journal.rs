@@ -198,40 +198,44 @@ pub fn takeover(
 /// the state's `interrupted_at`, its session the owner), marked `restored`. Nothing is done
 /// when the store writes a state and its events in one step, when the loop is not interrupted,
 /// when its journal is empty (another tool wrote the loop), or when its journal holds an
-/// `interrupt` at that time; the check and the append run under
-/// the loop's lock, on the state read again there. True when an event was appended.
+/// `interrupt` at that time. A torn loop is checked again under its lock before the append.
+/// True when an event was appended.
 pub fn restore_interrupt_event(store: &dyn StateStore, key: &str) -> Result<bool, StoreError> {
     if store.journal_in_step() {
         return Ok(false);
     }
-    let target = JournalTarget::Loop(key);
+    // Looked at without the lock first: a loop whose history is whole (nearly all) costs no
+    // lock, and a reader never waits behind a writer for nothing.
+    let torn = || -> Result<Option<LoopState>, StoreError> {
+        let Some(loaded) = store.read_loop(key)? else {
+            return Ok(None);
+        };
+        let state = loaded.state;
+        let Some(at) = state
+            .interrupted_at
+            .as_deref()
+            .filter(|_| state.status == baton_core::model::LoopStatus::Interrupted)
+        else {
+            return Ok(None);
+        };
+        let journal = store.read_journal(JournalTarget::Loop(key))?;
+        // A loop with no history at all was not written through baton (another tool
+        // interrupted it): its history is unknown, not torn.
+        let recorded = journal.events.is_empty()
+            || journal.events.iter().any(|e| {
+                e["event"] == JournalEvent::Interrupt.as_str() && e["ts"].as_str() == Some(at)
+            });
+        Ok((!recorded).then_some(state))
+    };
+    if torn()?.is_none() {
+        return Ok(false);
+    }
     let _guard = store.lock(LockScope::Loop(key))?;
-    let Some(loaded) = store.read_loop(key)? else {
+    let Some(state) = torn()? else {
         return Ok(false);
     };
-    let state = &loaded.state;
-    let Some(at) = state
-        .interrupted_at
-        .as_deref()
-        .filter(|_| state.status == baton_core::model::LoopStatus::Interrupted)
-    else {
-        return Ok(false);
-    };
-    let journal = store.read_journal(target)?;
-    // A loop with no history at all was not written through baton (another tool interrupted
-    // it): its history is unknown, not torn.
-    if journal.events.is_empty() {
-        return Ok(false);
-    }
-    let recorded = journal
-        .events
-        .iter()
-        .any(|e| e["event"] == JournalEvent::Interrupt.as_str() && e["ts"].as_str() == Some(at));
-    if recorded {
-        return Ok(false);
-    }
     let event = json!({
-        "ts": at,
+        "ts": state.interrupted_at,
         "event": JournalEvent::Interrupt.as_str(),
         "session": state.session_id,
         "epoch": state.owner_epoch,
@@ -239,6 +243,6 @@ pub fn restore_interrupt_event(store: &dyn StateStore, key: &str) -> Result<bool
         "resume_after": state.resume_after,
         "restored": true,
     });
-    store.append_journal(target, &event)?;
+    store.append_journal(JournalTarget::Loop(key), &event)?;
     Ok(true)
 }

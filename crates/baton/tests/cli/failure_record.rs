@@ -95,9 +95,13 @@ fn a_failure_hook_killed_right_after_its_record_is_applied_by_the_next_reader() 
         killed.stderr
     );
     assert_eq!(env.outbox().len(), 1, "one record, and nothing applied yet");
-    for (status, _, events) in loops(&env) {
-        assert_eq!(status, "active");
-        assert_eq!(events, ["init"]);
+    // (Against a server the test reads nothing while a record is pending: it would read what
+    // no command of baton's ever sees.)
+    if !crate::common::pg_mode() {
+        for (status, _, events) in loops(&env) {
+            assert_eq!(status, "active");
+            assert_eq!(events, ["init"]);
+        }
     }
     // Any command reads the pending record first.
     let status = env.run(None, &at(2), &["--json", "status"]);
