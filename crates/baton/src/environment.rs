@@ -55,8 +55,9 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ),
     (
         "COMPLETE",
-        "A shell's name (`bash`, `zsh`, …): print its completion script, or with words after \
-         `--` their candidates, instead of running a command (see `baton completions`).",
+        "A shell's name (`bash`, `zsh`, …): a bare `baton` prints its completion script, and \
+         `baton -- <words>` their candidates (see `baton completions`); any other command runs \
+         as if it were not set.",
     ),
     (
         "CLAUDE_CODE_SESSION_ID, CODEX_SESSION_ID, CODEX_THREAD_ID, COPILOT_AGENT_SESSION_ID",

@@ -82,14 +82,23 @@ pub fn cmd_completions(
 }
 
 /// Answers the shell when `COMPLETE` asks for completions (or for the script, with no words),
-/// and says whether it did. A `COMPLETE` naming no shell baton knows is reported and ignored,
-/// so that a stray variable never stops a command or a hook.
+/// and says whether it did. Only those two forms are the shell's: `baton -- <words>`, as the
+/// script calls it, and a bare `baton`. `COMPLETE` exported by a profile reaches every baton a
+/// client or a hook runs, and a command with arguments of its own is never a question from the
+/// shell: it runs as if the variable were not set. A `COMPLETE` naming no shell baton knows is
+/// reported and ignored.
 pub fn answer_shell(cmd: fn() -> clap::Command) -> bool {
     let Some(shell) = std::env::var_os(VAR) else {
         return false;
     };
     if shell.is_empty() || shell == "0" {
         return false;
+    }
+    let mut args = std::env::args_os().skip(1);
+    match args.next() {
+        None => {}
+        Some(first) if first == "--" => {}
+        Some(_) => return false,
     }
     let known = std::path::Path::new(&shell)
         .file_stem()

@@ -660,3 +660,51 @@ fn ledger_derive_shows_the_phase_it_is_checking_on_a_terminal_only() {
         "{shown:?}"
     );
 }
+
+/// `COMPLETE=bash` exported by a profile reaches every baton a client or a hook runs: a command
+/// with arguments of its own does its work, and a failure hook records its failure, as if the
+/// variable were not set; only the shell's own forms (`baton -- <words>`, a bare `baton`) are
+/// answered.
+#[test]
+fn a_stray_complete_variable_changes_no_command_and_no_hook() {
+    let env = TestEnv::new();
+    let set = env
+        .command(Some("s1"), T0)
+        .env("COMPLETE", "bash")
+        .args(["loop", "init", "PROJ-1"])
+        .output()
+        .unwrap();
+    assert_eq!(set.status.code(), Some(0));
+    assert!(
+        !String::from_utf8_lossy(&set.stdout).contains("COMPLETE"),
+        "the completion script instead of the command's answer"
+    );
+    assert_eq!(env.read_loop("PROJ-1")["status"], "active");
+    let mut failure: serde_json::Value = serde_json::from_slice(&crate::hooks::fixture(
+        "claude-code-2.1.332/StopFailure.after-429.json",
+    ))
+    .unwrap();
+    failure["session_id"] = "s1".into();
+    failure["cwd"] = env.repo.to_string_lossy().into_owned().into();
+    let hook = crate::hooks::run_hook(
+        &env,
+        &["hook", "claude", "StopFailure"],
+        &serde_json::to_vec(&failure).unwrap(),
+        T0,
+        &[("COMPLETE", "bash".as_ref())],
+    );
+    hook.assert_code(0);
+    assert_eq!(
+        env.read_loop("PROJ-1")["status"],
+        "interrupted",
+        "{}",
+        hook.stderr
+    );
+    // The shell's own question is still answered.
+    let script = env
+        .command(None, T0)
+        .env("COMPLETE", "bash")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&script.stdout).contains("COMPLETE"));
+}
