@@ -151,12 +151,20 @@ pub const AUTO_CONTINUE_PROMPTS: [&str; 2] = [
 ];
 
 /// How a session went on after a failure, for the journal: `auto-continue` when the prompt is
-/// the client's own continuation, else `prompt` (a person typed again in the same session).
+/// the client's own continuation, `auto-continue-early` when it says the usage came back before
+/// the limit's reset, else `prompt` (a person typed again in the same session).
 pub fn how_continued(prompt: Option<&str>) -> &'static str {
     match prompt {
+        Some(p) if p.starts_with(AUTO_CONTINUE_PROMPTS[1]) => "auto-continue-early",
         Some(p) if AUTO_CONTINUE_PROMPTS.iter().any(|a| p.starts_with(a)) => "auto-continue",
         _ => "prompt",
     }
+}
+
+/// Whether the client itself says, by its continuation prompt, that the usage is back before the
+/// limit's recorded reset: the reset no longer holds the session's own work.
+pub fn usage_back_early(how: &str) -> bool {
+    how == "auto-continue-early"
 }
 
 /// The per-turn hook refreshes the liveness of what a session owns at most once in this many

@@ -29,10 +29,16 @@ pub enum TakeBack {
 }
 
 /// Whether `state` may be taken back by `session` at `now`: interrupted, owned by `session`,
-/// and past its recorded reset (`resume_after`). The protocol's default wait for a rate limit
-/// recorded without a reset time is not applied: the client continuing the session is the word
-/// that the limit reset, and there is no recorded time it could contradict.
-pub fn may_take_back(state: &LoopState, session: &str, now: Timestamp) -> Result<(), TakeBack> {
+/// and past its recorded reset (`resume_after`), unless the client says the usage came back
+/// before it (`usage_back`: Claude Code's early auto-continue). The protocol's default wait for
+/// a rate limit recorded without a reset time is not applied: the client continuing the session
+/// is the word that the limit reset, and there is no recorded time it could contradict.
+pub fn may_take_back(
+    state: &LoopState,
+    session: &str,
+    now: Timestamp,
+    usage_back: bool,
+) -> Result<(), TakeBack> {
     if state.owner() != Some(session) {
         return Err(TakeBack::NotOwn {
             why: "another session owns it now".into(),
@@ -43,7 +49,8 @@ pub fn may_take_back(state: &LoopState, session: &str, now: Timestamp) -> Result
             why: format!("it is {}", state.status.as_str()),
         });
     }
-    if let Some(until) = parse_ts(state.resume_after.as_deref()).filter(|t| *t > now) {
+    if let Some(until) = parse_ts(state.resume_after.as_deref()).filter(|t| *t > now && !usage_back)
+    {
         return Err(TakeBack::NotYet { until });
     }
     Ok(())
@@ -81,7 +88,8 @@ pub fn take_back(ctx: &Ctx, ticket: &OsStr, how: &str) -> Result<TakeBack, Comma
             why: "the key belongs to another ticket".into(),
         });
     }
-    if let Err(no) = may_take_back(&loaded.state, session, ctx.now) {
+    let usage_back = baton_core::hook::usage_back_early(how);
+    if let Err(no) = may_take_back(&loaded.state, session, ctx.now, usage_back) {
         return Ok(no);
     }
     let original = &loaded.state;

@@ -148,6 +148,7 @@ fn a_pause_from_a_tool_call_survives_the_turns_stop_and_the_sessions_end() {
 
 const RESET_AT_12_05: &str = "Claude AI usage limit reached|1772366700";
 const AUTO_CONTINUE: &str = "Your claude.ai usage limit has reset. Continue the task you were working on when the limit was reached; do not repeat work that is already complete.";
+const AUTO_CONTINUE_EARLY: &str = "Your claude.ai usage is available again before the usage-limit reset. Continue the task you were working on when the limit was reached; do not repeat work that is already complete.";
 
 /// A claude session S that owns T-1 and whose turn a usage limit ended at 12:03, resetting at
 /// 12:05.
@@ -274,6 +275,29 @@ fn a_prompt_before_the_reset_takes_nothing_back() {
     assert_eq!(later.stdout, "");
     assert_eq!(loop_state(&env, "T-1")["status"], "active");
     assert_eq!(resume_events(&env, "T-1")[0]["how"], "prompt");
+}
+
+/// Claude Code continues early when the usage comes back before the limit's reset ("…available
+/// again before the usage-limit reset…"): the client's own word outranks the recorded reset, and
+/// the session gets its work back at once instead of being told to wait.
+#[test]
+fn an_early_auto_continue_takes_its_loop_back_before_the_recorded_reset() {
+    let env = TestEnv::new();
+    rate_limited(&env, "S", &[]);
+    let said = hook(
+        &env,
+        "claude",
+        "UserPromptSubmit",
+        &prompt("S", AUTO_CONTINUE_EARLY),
+        &at(4),
+    );
+    assert_eq!(
+        said.stdout, "",
+        "no wait: the client says the usage is back"
+    );
+    assert_eq!(loop_state(&env, "T-1")["status"], "active");
+    assert_eq!(resume_events(&env, "T-1")[0]["how"], "auto-continue-early");
+    env.set_phase("S", 4, "T-1", "qa", "spawned").assert_code(0);
 }
 
 /// A prompt from another client process than the one that started the session (the same id
