@@ -55,7 +55,22 @@ pub fn reset_time_in(
 ) -> Option<Timestamp> {
     let lower = text.to_ascii_lowercase();
     let found = unix_after_bar(&lower)
-        .or_else(|| after_phrase(&lower, &["retry in ", "retry after ", "try again in "], now))
+        .or_else(|| {
+            after_phrase(
+                &lower,
+                &[
+                    "retry in ",
+                    "retry after ",
+                    "try again in ",
+                    // Gemini CLI's quota error: `Your quota will reset after 4h28m20s.`
+                    "reset after ",
+                    "resets after ",
+                    "reset in ",
+                    "resets in ",
+                ],
+                now,
+            )
+        })
         .or_else(|| {
             timestamp_after(
                 text,
@@ -201,8 +216,8 @@ const MONTHS: [&str; 12] = [
     "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
 ];
 
-/// `[at ][Mon D[,| at] ]H[:MM](am|pm)[ (Zone)]` at the start of `lower` (`text` is the same
-/// with its case, for the zone's name).
+/// `[at ][Mon D[st|nd|rd|th][,][ YYYY][,| at] ]H[:MM](am|pm)[ (Zone)]` at the start of `lower`
+/// (`text` is the same with its case, for the zone's name).
 fn clock_time(
     text: &str,
     lower: &str,
@@ -239,8 +254,20 @@ fn clock_time(
         }
         skip(&mut at, ",");
         skip(&mut at, " ");
+        // A year after the day, when the reset is in another calendar year (Claude Code's
+        // `Jan 2, 2027, 1:36pm`) or the client always names it (Codex's `Dec 9th, 2026 1:36 PM`).
+        let year_len = lower[at..]
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(lower.len() - at);
+        let mut year = None;
+        if year_len == 4 && !lower[at + 4..].starts_with(':') {
+            year = lower[at..at + 4].parse::<i16>().ok();
+            at += 4;
+            skip(&mut at, ",");
+            skip(&mut at, " ");
+        }
         skip(&mut at, "at ");
-        date = Some((month as i8 + 1, day));
+        date = Some((year, month as i8 + 1, day));
     }
     // The time: `1pm`, `4:20am`, `8:06 AM`, or a 24-hour `13:05`.
     let hour_len = lower[at..].find(|c: char| !c.is_ascii_digit())?;
@@ -307,9 +334,12 @@ pub fn named_zone(name: &str) -> Option<TimeZone> {
     DB.get_or_init(TimeZoneDatabase::bundled).get(name).ok()
 }
 
-/// The first instant after `now` at `time` in `zone` (on `date`, month and day, when given).
+/// The first instant after `now` at `time` in `zone` (on `date`, month and day and the year
+/// when given). A text names the minute, and the limit resets somewhere in it: a time in the
+/// minute `now` is in is that minute's reset, not tomorrow's, and is read as the minute's end
+/// (never early).
 fn next_occurrence(
-    date: Option<(i8, i8)>,
+    date: Option<(Option<i16>, i8, i8)>,
     time: Time,
     zone: &TimeZone,
     now: Timestamp,
@@ -320,14 +350,24 @@ fn next_occurrence(
         let zoned = zone.to_ambiguous_zoned(civil).compatible().ok()?;
         Some(zoned.timestamp())
     };
+    let minute = SignedDuration::from_secs(60);
+    let ahead = |t: Timestamp| {
+        if t > now {
+            Some(t)
+        } else {
+            let end = t.checked_add(minute).ok()?;
+            (end > now).then_some(end)
+        }
+    };
     match date {
         None => [0, 1, 2].iter().find_map(|d| {
             let day = today.checked_add(jiff::Span::new().days(*d)).ok()?;
-            at(day).filter(|t| *t > now)
+            at(day).and_then(ahead)
         }),
-        Some((month, day)) => [0, 1].iter().find_map(|y| {
+        Some((Some(year), month, day)) => at(Date::new(year, month, day).ok()?).and_then(ahead),
+        Some((None, month, day)) => [0, 1].iter().find_map(|y| {
             let year = today.year().checked_add(*y)?;
-            at(Date::new(year, month, day).ok()?).filter(|t| *t > now)
+            at(Date::new(year, month, day).ok()?).and_then(ahead)
         }),
     }
 }
@@ -444,7 +484,7 @@ mod tests {
             read(lisbon, now, "Asia/Tokyo").as_deref(),
             Some("2026-07-11T12:00:00Z")
         );
-        let cases: [(&str, &str, &str, &str); 9] = [
+        let cases: [(&str, &str, &str, &str); 13] = [
             (
                 "You've hit your session limit · resets 4:20am (Europe/Warsaw)",
                 "2026-11-30T23:00:00Z",
@@ -494,6 +534,34 @@ mod tests {
                 "2026-12-30T00:00:00Z",
                 "UTC",
                 "2027-01-02T08:06:00Z",
+            ),
+            // Claude Code names the year of a reset in the next calendar year.
+            (
+                "You've hit your weekly limit · resets Jan 2, 2027, 1:36pm (Asia/Kolkata)",
+                "2026-12-30T00:00:00Z",
+                "UTC",
+                "2027-01-02T08:06:00Z",
+            ),
+            // Codex names a reset that is not today with its date and year.
+            (
+                "You've hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), visit https://chatgpt.com/settings/usage to purchase more credits or try again at Dec 9th, 2026 1:36 PM.",
+                "2026-12-05T10:00:00Z",
+                "UTC",
+                "2026-12-09T13:36:00Z",
+            ),
+            // A clock time in the current minute is that minute's reset, read as its end.
+            (
+                "You've hit your session limit · resets 8:55am (UTC)",
+                "2026-12-05T08:55:05Z",
+                "UTC",
+                "2026-12-05T08:56:00Z",
+            ),
+            // Gemini CLI's quota error.
+            (
+                "You have exhausted your capacity on this model. Your quota will reset after 4h28m20s.",
+                "2026-12-05T10:00:00Z",
+                "UTC",
+                "2026-12-05T14:28:20Z",
             ),
             // Codex's wording, in the machine's local zone.
             (

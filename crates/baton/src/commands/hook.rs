@@ -425,7 +425,24 @@ impl Session<'_> {
         let def = self.def();
         let (transcript, failure_reset) = match (&self.event.action, &self.event.transcript_path) {
             (Action::Failure { error, message }, _) if error == "rate_limit" => {
-                (TranscriptEnd::Unknown, reset_time_in(message, now, &local))
+                // The message names the reset to the minute; the transcript's API-error line,
+                // written before the hook runs, holds it to the second (`resetsAt`).
+                let stated = self.transcript().and_then(|path| {
+                    match baton_ops::evidence::read_transcript(
+                        def,
+                        std::path::Path::new(&path),
+                        now,
+                        std::time::Duration::ZERO,
+                        &local,
+                    ) {
+                        TranscriptEnd::RateLimit { resets } => resets,
+                        TranscriptEnd::Unknown => None,
+                    }
+                });
+                (
+                    TranscriptEnd::Unknown,
+                    stated.or_else(|| reset_time_in(message, now, &local)),
+                )
             }
             (Action::SessionEnd { .. }, _)
                 if turn_open && matches!(def.evidence(), Evidence::ErrorReports { .. }) =>

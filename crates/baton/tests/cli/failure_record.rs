@@ -283,3 +283,35 @@ fn a_session_resumed_in_a_new_process_first_hears_how_its_last_turn_died() {
     session.hook(&env, "SessionStart", &at(3));
     all_interrupted_once(&env);
 }
+
+/// Claude Code's failure message names the reset to the minute (`resets 8:05am`); the
+/// transcript's API-error line, written before the hook runs, holds it to the second. The loop
+/// waits until the second, never a minute less.
+#[test]
+fn a_failure_hook_keeps_the_reset_to_the_second_that_the_transcript_holds() {
+    let env = TestEnv::new();
+    owned_loops(&env);
+    let transcript = env.home().join("transcript.jsonl");
+    let line = fixture("transcripts/claude-code-2.1.332.subscription-limit-line.json");
+    std::fs::write(&transcript, [line.trim_ascii_end(), b"\n"].concat()).unwrap();
+    let now = "2026-12-02T05:06:00Z";
+    let failure = payload(
+        &env,
+        "claude-code-2.1.332/StopFailure.subscription-limit.json",
+        "s1",
+        Some(&transcript),
+    );
+    run_hook(&env, &["hook", "claude", "StopFailure"], &failure, now, &[]).assert_code(0);
+    assert_eq!(env.read_loop("T-1")["resume_after"], "2026-12-02T08:05:47Z");
+    // Without the transcript, the message's minute.
+    let env = TestEnv::new();
+    owned_loops(&env);
+    let failure = payload(
+        &env,
+        "claude-code-2.1.332/StopFailure.subscription-limit.json",
+        "s1",
+        None,
+    );
+    run_hook(&env, &["hook", "claude", "StopFailure"], &failure, now, &[]).assert_code(0);
+    assert_eq!(env.read_loop("T-1")["resume_after"], "2026-12-02T08:05:00Z");
+}
