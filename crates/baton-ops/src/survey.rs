@@ -609,9 +609,20 @@ impl Scan<'_> {
                     .count(),
                 state.tickets.len()
             )),
-            next: format!("{}; then {}", c.next, next.unwrap_or_default()),
-            accept: Some(format!("baton batch resume{force}")),
-            decline: Some(format!("baton batch finish --status stalled{force}")),
+            // Taking over a batch that names no owner is the human's call: the packet names it
+            // and pre-fills no `--force` for an agent to run.
+            next: match force.is_empty() {
+                true => format!("{}; then {}", c.next, next.unwrap_or_default()),
+                false => format!(
+                    "{}; then ask the human whether to take over a batch that records no owner (`baton batch resume --force`, or `baton batch finish --status stalled --force`); {}",
+                    c.next,
+                    next.unwrap_or_default()
+                ),
+            },
+            accept: force.is_empty().then(|| "baton batch resume".to_string()),
+            decline: force
+                .is_empty()
+                .then(|| "baton batch finish --status stalled".to_string()),
             constraints: vec![
                 "the batch picks the ticket; each ticket's own `baton resume` picks its phase"
                     .into(),

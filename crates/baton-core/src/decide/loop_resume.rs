@@ -73,7 +73,9 @@ pub struct ResumeDecision {
     /// One capped informational line about other tickets' resumable loops.
     pub others: Option<String>,
     /// For an offer: the exact command that takes the loop over, and the one that declines it
-    /// (archives it and starts over), as the gate will accept them.
+    /// (archives it and starts over), as the gate will accept them. Neither where a human
+    /// decides (`confirm`, `never`, a loop that names no owner): `next` names the choices and
+    /// who makes them.
     pub accept: Option<String>,
     pub decline: Option<String>,
 }
@@ -296,6 +298,10 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
         None => step.to_string(),
     };
     let mut next = match mode {
+        // Taking over a loop that names no owner is the human's call, not the agent's.
+        Mode::Automatic | Mode::Respawn if ownerless => format!(
+            "ask the human whether to take over a loop that records no owner (`{accept}`), then {then}"
+        ),
         Mode::Automatic | Mode::Respawn => format!("`{accept}`, then {then}"),
         Mode::Confirm => format!(
             "ask the human: discard the partial work (`{accept} --discard`, kept in `git stash`) or commit it (`{accept} --commit`)"
@@ -335,11 +341,13 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
         ));
         next = format!("wait until {}, then {next}", format_ts(after));
     }
-    let accept = match mode {
-        Mode::Automatic | Mode::Respawn => accept,
-        // The human's pick; `--discard` instead sets the work aside in `git stash`.
-        Mode::Confirm => format!("{accept} --commit"),
-        Mode::Never => format!("baton resume accept {t} --force"),
+    // The one command an agent may run as it is: none where a human decides (partial work to
+    // keep or set aside, a state no rule covers, a loop that names no owner); `next` names
+    // those choices and who makes them.
+    let agent_may = matches!(mode, Mode::Automatic | Mode::Respawn) && !ownerless;
+    let (accept, decline) = match agent_may {
+        true => (Some(accept), Some(decline)),
+        false => (None, None),
     };
     ResumeDecision {
         decision: Decision {
@@ -351,8 +359,8 @@ pub fn decide_loop_resume(facts: &ResumeFacts) -> ResumeDecision {
         archive: false,
         resume_after: after.map(format_ts),
         others,
-        accept: Some(accept),
-        decline: Some(decline),
+        accept,
+        decline,
     }
 }
 

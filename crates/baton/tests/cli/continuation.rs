@@ -421,10 +421,11 @@ fn status_is_one_table_of_everything_within_eighty_columns_without_colour_when_p
     assert_eq!(json["work"][0]["owner"]["live"], false);
 }
 
-/// Every accept and decline command the packet prints is one the gate takes: a loop that records
-/// no owner needs `--force`, and the packet says so.
+/// A decision that belongs to a human is never pre-filled into a command an agent is told to
+/// run: a loop that records no owner gets no accept or decline command in the packet, and its
+/// next step asks the human, naming the command (with `--force`) that the gate then takes.
 #[test]
-fn the_packets_accept_and_decline_commands_are_taken_by_the_gate() {
+fn the_packet_asks_the_human_before_an_ownerless_loop_is_taken_over() {
     let env = TestEnv::new();
     env.write_loop(
         "PROJ-1",
@@ -438,15 +439,47 @@ fn the_packets_accept_and_decline_commands_are_taken_by_the_gate() {
     );
     let all = env.baton("B", 60, &["--json", "resume"]).json();
     let item = &all["packet"]["items"][0];
-    assert_eq!(item["accept"], "baton resume accept PROJ-1 --force");
-    assert_eq!(item["decline"], "baton resume fresh PROJ-1 --force");
-    let accept: Vec<&str> = item["accept"]
-        .as_str()
-        .unwrap()
-        .split(' ')
-        .skip(1)
-        .collect();
-    env.baton("B", 60, &accept).assert_code(0);
+    assert!(item["accept"].is_null(), "{item}");
+    assert!(item["decline"].is_null(), "{item}");
+    let next = item["next"].as_str().unwrap();
+    assert!(next.contains("ask the human"), "{next}");
+    assert!(
+        next.contains("`baton resume accept PROJ-1 --force`"),
+        "{next}"
+    );
+    // What the human picks is a command the gate takes.
+    env.baton("B", 60, &["resume", "accept", "PROJ-1", "--force"])
+        .assert_code(0);
+}
+
+/// Partial work in the tree (`confirm`): keeping it or setting it aside is the human's pick, so
+/// the packet pre-fills neither `--commit` nor `--discard`; its next step names both.
+#[test]
+fn the_packet_names_the_humans_choices_for_partial_work_and_prefills_none() {
+    let env = TestEnv::new();
+    env.baton("A", 0, &["loop", "init", "PROJ-1"])
+        .assert_code(0);
+    env.baton(
+        "A",
+        1,
+        &["loop", "interrupt", "PROJ-1", "--reason", "unknown"],
+    )
+    .assert_code(0);
+    env.write("half-done.txt", "partial\n");
+    let all = env.baton("B", 60, &["--json", "resume"]).json();
+    let item = &all["packet"]["items"][0];
+    assert!(item["accept"].is_null(), "{item}");
+    let next = item["next"].as_str().unwrap();
+    assert!(next.contains("ask the human"), "{next}");
+    assert!(
+        next.contains("--discard") && next.contains("--commit"),
+        "{next}"
+    );
+    let markdown = all["packet_markdown"].as_str().unwrap();
+    assert!(
+        !markdown.contains("Accept: `baton resume accept PROJ-1 --commit`"),
+        "{markdown}"
+    );
 }
 
 /// Colour only on a terminal, and never with `NO_COLOR`: `script` gives `baton status` a
