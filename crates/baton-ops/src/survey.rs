@@ -763,6 +763,7 @@ impl Scan<'_> {
         if run.status.is_finished() {
             return Ok(work);
         }
+        work.detail = None;
         let sections = match &run.alignment {
             Some(a) => Some(crate::run_facts::sections_now(root, &a.path)?),
             None => None,

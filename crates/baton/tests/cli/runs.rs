@@ -1542,3 +1542,33 @@ fn a_plan_re_touched_without_a_change_keeps_its_age() {
     let out = resume(&env, "A", 0, &id, &[]);
     assert_eq!(out.json()["verdict"], "replan", "{}", out.stdout);
 }
+
+/// Regression: an unfinished run was shown as `(finished)` in `status`, `resume --json` and the
+/// packet, because the row kept the qualifier a finished run's row starts with. The field is
+/// read where each shows it.
+#[test]
+fn an_unfinished_run_is_never_labelled_finished() {
+    let env = project();
+    let (id, _) = new_run(&env, "A", 0, &[]);
+    let status = env.baton("A", 1, &["status"]);
+    status.assert_code(0);
+    assert!(!status.stdout.contains("finished"), "{}", status.stdout);
+    let resumed = env.baton("B", 90, &["--json", "resume"]).json();
+    let row = resumed["work"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["key"] == id.as_str())
+        .unwrap()
+        .clone();
+    assert!(row["detail"].is_null(), "{row}");
+    for item in resumed["packet"]["items"].as_array().unwrap() {
+        let verdict = item["verdict"].as_str().unwrap();
+        assert!(!verdict.contains("finished"), "{item}");
+    }
+    // A finished run is still told as finished.
+    env.baton("A", 2, &["run", "finish", &id, "--status", "complete"])
+        .assert_code(0);
+    let row = env.baton("A", 3, &["--json", "status"]).json()["work"][0].clone();
+    assert_eq!(row["verdict"], "none", "{row}");
+}
