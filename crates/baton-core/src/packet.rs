@@ -329,9 +329,14 @@ fn assemble(
             .push("Carry on with the task at hand.".into());
         return p;
     }
-    p.intent.push(
-        "Resume the interrupted work below where it stopped; do not restart it from scratch or redo what is done.".into(),
-    );
+    // Only this session's own work (back from a compaction, or resumed): it was never
+    // interrupted, and goes on from where its state stands.
+    let intent = if items.iter().all(|i| i.verdict == "own") {
+        "Go on with this session's own work below from where its state says it stands; do not restart it or redo what is done."
+    } else {
+        "Resume the interrupted work below where it stopped; do not restart it from scratch or redo what is done."
+    };
+    p.intent.push(intent.into());
     for l in lines {
         p.intent.push(l.intent);
         p.context.push(l.context);

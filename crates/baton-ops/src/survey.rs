@@ -414,6 +414,25 @@ impl Scan<'_> {
             item: None,
             aside: None,
         };
+        // This session's own active loop, at its start after a compaction or a resume: what
+        // it remembers is gone or no record, so the packet hands it where the loop stands.
+        if d.decision.verdict == "own" && ctx.session().is_some() {
+            work.item = Some(self.own_item(
+                WorkKind::Loop,
+                &ticket,
+                state.position(),
+                d.decision.reasons.clone(),
+                d.decision.next.clone().unwrap_or_default(),
+                vec![
+                    format!(
+                        "state: {}",
+                        self.store.name(&RecordKey::Loop(key.to_string())).display()
+                    ),
+                    format!("history: `baton log {t}`"),
+                ],
+            ));
+            return work;
+        }
         if d.decision.verdict != "offer" {
             return work;
         }
@@ -547,6 +566,24 @@ impl Scan<'_> {
         });
         let (verdict, detail) = standing.parts();
         work.set_verdict(verdict, detail);
+        if standing == Standing::Own {
+            work.item = Some(self.own_item(
+                WorkKind::Batch,
+                &state.batch_id,
+                work.phase.clone(),
+                vec![baton_core::Reason::new(
+                    baton_core::Rule::ResumeBatchOwn,
+                    "this session runs the active batch",
+                )],
+                next.clone().unwrap_or_else(|| {
+                    "carry on with the batch's next ticket (`baton batch show`)".into()
+                }),
+                vec![format!(
+                    "state: {}",
+                    self.store.name(&RecordKey::Batch).display()
+                )],
+            ));
+        }
         if standing != Standing::Offer {
             return work;
         }
@@ -636,6 +673,38 @@ impl Scan<'_> {
         });
         work.next = Some(c.next);
         work
+    }
+
+    /// The packet's item for work this session owns and is running: no class (nothing
+    /// interrupted it), no accept (it is already this session's), and the one constraint a
+    /// session back from a compaction needs.
+    fn own_item(
+        &self,
+        kind: WorkKind,
+        key: &str,
+        position: String,
+        reasons: Vec<baton_core::Reason>,
+        next: String,
+        references: Vec<String>,
+    ) -> Item {
+        Item {
+            kind,
+            key: key.to_string(),
+            position,
+            verdict: "own".into(),
+            class: None,
+            reasons,
+            checkpoint: None,
+            next,
+            accept: None,
+            decline: None,
+            constraints: vec![
+                "this session's own work: go on from where its state says it stands, not from what the session remembers (a compaction loses it)".into(),
+            ],
+            blockers: Vec::new(),
+            references,
+            urgency: urgency(None, false, false),
+        }
     }
 
     /// Whether this starting session is handed `work`, unfinished work with an owner that its
@@ -797,7 +866,20 @@ impl Scan<'_> {
                 work.verdict = format!("live ({})", d.decision.verdict);
                 return Ok(work);
             }
-            LeaseState::Mine => return Ok(work),
+            LeaseState::Mine => {
+                work.item = Some(self.own_item(
+                    WorkKind::Run,
+                    id,
+                    work.phase.clone(),
+                    d.decision.reasons.clone(),
+                    d.decision.next.clone().unwrap_or_default(),
+                    vec![
+                        format!("state: {}", path.display()),
+                        format!("history: `baton log {id}`"),
+                    ],
+                ));
+                return Ok(work);
+            }
             LeaseState::Free | LeaseState::Stale(_) => {}
         }
         let next_step = d

@@ -310,3 +310,38 @@ fn another_sessions_quiet_ledger_is_not_handed_over() {
     let all = env.baton(B, 25, &["--json", "resume"]).json();
     assert_eq!(all["packet"]["items"][0]["verdict"], "derive", "{all}");
 }
+
+/// Seed 004's first step and seed 000's "before reading AGENTS.md": a session back from a
+/// compaction is handed its own active loop, run and batch, where each stands, as well as its
+/// ledger; another session starting is handed none of them (they are live and not its own).
+#[test]
+fn a_compacted_session_is_handed_its_own_loop_run_and_batch() {
+    let env = TestEnv::new();
+    env.baton(A, 0, &["batch", "start", "PROJ-1", "PROJ-2"])
+        .assert_code(0);
+    env.baton(A, 0, &["loop", "init", "PROJ-1"]).assert_code(0);
+    env.set_phase(A, 1, "PROJ-1", "qa", "spawned")
+        .assert_code(0);
+    let run = env.baton(A, 1, &["run", "new"]);
+    run.assert_code(0);
+    let run_id = run.stdout.trim().to_string();
+
+    let mut compact = claude("SessionStart", A);
+    compact["source"] = "compact".into();
+    let said = hook_context(&hook(&env, "SessionStart", &compact, &at(2)));
+    for own in ["PROJ-1", "qa iteration 1", run_id.as_str(), "batch"] {
+        assert!(said.contains(own), "{own}: {said}");
+    }
+    assert!(
+        said.contains("not from what the session remembers"),
+        "{said}"
+    );
+
+    let mut other = claude("SessionStart", B);
+    other["source"] = "startup".into();
+    let said = hook_context(&hook(&env, "SessionStart", &other, &at(2)));
+    assert!(
+        !said.contains("PROJ-1") && !said.contains(&run_id),
+        "{said}"
+    );
+}
