@@ -77,6 +77,7 @@ rules! {
     LedgerConfirmed => "ledger.confirmed": "the claimed commits are on HEAD and every gate passes now",
     LedgerDirtyTree => "ledger.dirty-tree": "the gates pass, but on a tree with uncommitted changes",
     LedgerForeignPlan => "ledger.foreign-plan": "the ledger names another plan: it is another run's record",
+    LedgerStartConfirmed => "ledger.start-confirmed": "the last derive confirmed this phase complete: starting it again would redo confirmed work",
     LedgerGateFails => "ledger.gate-fails": "a declared gate fails now",
     LedgerGateUnreadable => "ledger.gate-unreadable": "a declared gate line cannot be read, so the gates cannot all be re-run",
     LedgerGatesNotRun => "ledger.gates-not-run": "the gates were not re-run: the claim is neither confirmed nor refuted",

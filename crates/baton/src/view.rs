@@ -29,7 +29,7 @@ pub const LIST_COMMAND: &str = "baton status";
 /// `LINE=$(baton ledger start …)` captures just it; the note on a sealed tail goes beside it.
 pub fn appended(plan: &Plan, done: Appended) -> Report {
     match done {
-        Appended::Foreign(d) => Report::decision(&d),
+        Appended::Refused(d) => Report::decision(&d),
         Appended::Written { text, sealed } => {
             let report = Report::ok(
                 serde_json::json!({ "verdict": "ok", "appended": text, "sealed_torn_tail": sealed, "ledger": plan.ledger.display().to_string() }),

@@ -8,6 +8,7 @@ use crate::env::Ctx;
 use crate::error::CommandError;
 use baton_core::ledger::{Event, Line, parse_line};
 use baton_core::time::format_ts_ms;
+use baton_core::{Decision, Reason};
 use baton_store::git;
 
 /// What an append of one event did, and the plan whose ledger it was.
@@ -18,18 +19,26 @@ pub struct EventAppend {
 }
 
 /// Appends `event` to the ledger of `plan`, its values trimmed, its commits checked and the
-/// time stamped; another run's ledger is refused (`Appended::Foreign`) before anything else.
+/// time stamped; another run's ledger is refused (`Appended::Refused`) before anything else.
 pub fn append_event(ctx: &Ctx, plan: &Path, event: Event) -> Result<EventAppend, CommandError> {
     let plan = Plan::resolve(ctx, plan)?;
     // Another run's ledger is refused before anything else is looked at.
     if let Some(refusal) = refuse_foreign(&plan)? {
         return Ok(EventAppend {
             plan,
-            appended: Appended::Foreign(refusal),
+            appended: Appended::Refused(refusal),
         });
     }
     let event = trimmed(event);
     check_event(&plan, &event)?;
+    if let Event::Started { phase, .. } = &event
+        && let Some(refusal) = confirmed_by_derive(&plan, phase)?
+    {
+        return Ok(EventAppend {
+            plan,
+            appended: Appended::Refused(refusal),
+        });
+    }
     let appended = append_line(
         ctx,
         &plan,
@@ -49,7 +58,7 @@ pub fn append_raw(ctx: &Ctx, plan: &Path, raw: &str) -> Result<EventAppend, Comm
     if let Some(refusal) = refuse_foreign(&plan)? {
         return Ok(EventAppend {
             plan,
-            appended: Appended::Foreign(refusal),
+            appended: Appended::Refused(refusal),
         });
     }
     let line = parse_line(raw).map_err(|e| {
@@ -63,6 +72,59 @@ pub fn append_raw(ctx: &Ctx, plan: &Path, raw: &str) -> Result<EventAppend, Comm
     check_event(&plan, &line.event)?;
     let appended = append_line(ctx, &plan, &line)?;
     Ok(EventAppend { plan, appended })
+}
+
+/// Seed 003's "zero re-implementation of confirmed work": a `started` of a phase the ledger's
+/// last `resumed` line (a derive's) confirmed complete is refused. Confirmed are the phases the
+/// ledger claimed complete before that line and that come before its resume point in the plan's
+/// order (the derive resumes at the first phase it did not confirm); a phase with any event of
+/// its own after the line is the run's business again.
+fn confirmed_by_derive(plan: &Plan, phase: &str) -> Result<Option<Decision>, CommandError> {
+    let Some(text) = baton_store::ledger::read(&plan.ledger)? else {
+        return Ok(None);
+    };
+    let events: Vec<Event> = text
+        .lines()
+        .filter_map(|l| parse_line(l).ok())
+        .map(|l| l.event)
+        .collect();
+    let Some(at) = events
+        .iter()
+        .rposition(|e| matches!(e, Event::Resumed { .. }))
+    else {
+        return Ok(None);
+    };
+    let Event::Resumed {
+        phase: resume_at, ..
+    } = &events[at]
+    else {
+        return Ok(None);
+    };
+    if resume_at == phase || events[at + 1..].iter().any(|e| e.phase() == Some(phase)) {
+        return Ok(None);
+    }
+    let claimed = events[..at]
+        .iter()
+        .any(|e| matches!(e, Event::Complete { phase: p, .. } if p == phase));
+    let order = super::declared_phases(plan)?;
+    let index = |p: &str| order.iter().position(|o| o == p);
+    let before = matches!((index(phase), index(resume_at)), (Some(p), Some(r)) if p < r);
+    if !(claimed && before) {
+        return Ok(None);
+    }
+    Ok(Some(Decision::new(
+        baton_core::Verdict::Refused,
+        Reason::new(
+            baton_core::Rule::LedgerStartConfirmed,
+            format!(
+                "the last derive confirmed phase {phase} complete and resumes the run at phase {resume_at}"
+            ),
+        ),
+        Some(format!(
+            "start phase {resume_at}: `baton ledger start {} --phase {resume_at}`; nothing confirmed is redone (if phase {phase}'s work must change, that is a new phase of the plan)",
+            plan.ledger_arg()
+        )),
+    )))
 }
 
 /// HEAD's short id, the default of a `--base` or `--sha`.

@@ -133,7 +133,7 @@ pub fn run_gates(ctx: &Ctx, request: &GateRunRequest) -> Result<GatesRun, Comman
                 at: Some(format_ts_ms(ctx.at_write()?.now)),
             },
         )? {
-            Appended::Foreign(d) => return Ok(GatesRun::Refused(d)),
+            Appended::Refused(d) => return Ok(GatesRun::Refused(d)),
             Appended::Written { text, .. } => text,
         };
         results.push(GateResult {

@@ -150,8 +150,9 @@ pub fn declared_phases(plan: &Plan) -> Result<Vec<String>, CommandError> {
 pub enum Appended {
     /// The line as written, and whether a torn tail was sealed with a newline first.
     Written { text: String, sealed: bool },
-    /// The ledger names another plan: nothing was written.
-    Foreign(Decision),
+    /// Refused, nothing written: the ledger names another plan, or the event would redo work
+    /// a derive confirmed.
+    Refused(Decision),
 }
 
 /// The refusal of a write to another plan's ledger (exit 3).
@@ -219,7 +220,7 @@ pub fn append_line(ctx: &Ctx, plan: &Plan, line: &Line) -> Result<Appended, Comm
                 sealed: done.sealed,
             })
         }
-        Err(AppendError::ForeignPlan { found }) => Ok(Appended::Foreign(foreign(plan, &found))),
+        Err(AppendError::ForeignPlan { found }) => Ok(Appended::Refused(foreign(plan, &found))),
         Err(AppendError::NoHeader) => Err(CommandError::new(
             ExitStatus::Failure,
             format!(

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use baton_core::ledger::{Event, parse_ledger, parse_line};
 use serde_json::Value;
 
-use crate::common::{TestEnv, at, to_run};
+use crate::common::{TestEnv, at, rules, to_run};
 
 const PLAN: &str = "plans/x";
 const HEADER: &str = "# run-state — plan: plans/x";
@@ -1823,4 +1823,74 @@ fn appends_on_two_machines_merge_by_union_and_derive_the_same_either_way() {
         ab,
         &pairs(&[("1", "CONFIRMED"), ("2", "CONFIRMED"), ("3", "OPEN")])
     );
+}
+
+/// Seed 003: "On starting a run whose plan directory already has a STATE.md", the resume
+/// protocol runs: `ledger init` of a plan with its ledger re-derives from the ledger, git and
+/// the re-run gates, prints the derived-state table and appends where the run resumes, rather
+/// than saying only that the file exists.
+#[test]
+fn ledger_init_on_an_existing_ledger_runs_the_resume_protocol() {
+    let env = derive_env();
+    do_phase(&env, "1", "phase1.ok", 1);
+    let again = env.baton("s", 9, &["--json", "ledger", "init", "plans/p"]);
+    again.assert_code(0);
+    let json = again.json();
+    assert_eq!(json["created"], false, "{json}");
+    assert_eq!(
+        verdicts(&json),
+        pairs(&[("1", "CONFIRMED"), ("2", "OPEN"), ("3", "OPEN")]),
+        "{json}"
+    );
+    assert_eq!(json["resume_at"], "2", "{json}");
+    let last = read(&ledger_p(&env)).lines().last().unwrap().to_string();
+    assert!(
+        last.contains("resumed (derived from ledger + gates, 1 phases confirmed)"),
+        "{last}"
+    );
+    let text = env.baton("s", 10, &["ledger", "init", "plans/p"]);
+    text.assert_code(0);
+    assert!(
+        text.stdout
+            .contains("phase · ledger claim · gate re-run · verdict"),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stderr
+            .contains("already exists for this plan: the run resumes from it")
+    );
+}
+
+/// Seed 003's "zero re-implementation of confirmed work": right after a derive confirmed a
+/// phase, `ledger start` of that phase is refused with the phase to start instead; the resume
+/// point itself starts, and so does a phase with events of its own since the derive.
+#[test]
+fn a_phase_the_derive_confirmed_is_not_started_again() {
+    let env = derive_env();
+    do_phase(&env, "1", "phase1.ok", 1);
+    do_phase(&env, "2", "phase2.ok", 2);
+    let derived = derive(&env, &["--append"]);
+    assert_eq!(derived["resume_at"], "3", "{derived}");
+    let before = read(&ledger_p(&env));
+    let again = env.baton(
+        "s",
+        10,
+        &["--json", "ledger", "start", "plans/p", "--phase", "1"],
+    );
+    again.assert_code(3);
+    assert_eq!(
+        rules(&again.json()),
+        ["ledger.start-confirmed"],
+        "{}",
+        again.stdout
+    );
+    assert!(
+        again.json()["next"].as_str().unwrap().contains("--phase 3"),
+        "{}",
+        again.stdout
+    );
+    assert_eq!(read(&ledger_p(&env)), before, "nothing written");
+    env.baton("s", 10, &["ledger", "start", "plans/p", "--phase", "3"])
+        .assert_code(0);
 }

@@ -39,7 +39,32 @@ pub enum LedgerCommand {
 pub fn dispatch(ctx: &Ctx, cmd: LedgerCommand) -> Result<Report, CommandError> {
     use LedgerCommand as C;
     match cmd {
-        C::Init(a) => init::cmd_ledger_init(ctx, a),
+        C::Init(a) => match init::cmd_ledger_init(ctx, &a)? {
+            init::Init::Done(report) => Ok(report),
+            // Seed 003: "On starting a run whose plan directory already has a STATE.md", the
+            // resume protocol: re-derive from the ledger, git and the gates, and append where
+            // the run resumes. Nothing confirmed is redone.
+            init::Init::Exists { ledger, warning } => {
+                let mut report = derive::cmd_ledger_derive(
+                    ctx,
+                    derive::DeriveArgs {
+                        plan: a.plan,
+                        append: true,
+                        no_gates: false,
+                        timeout: std::time::Duration::from_secs(600),
+                    },
+                )?;
+                report.json.insert("created".into(), false.into());
+                report
+                    .json
+                    .insert("ledger".into(), ledger.display().to_string().into());
+                report.warnings.extend(warning);
+                Ok(report.note(format!(
+                    "{} already exists for this plan: the run resumes from it (its position re-derived from the ledger, git and the re-run gates)",
+                    ledger.display()
+                )))
+            }
+        },
         C::Append(a) => append::cmd_ledger_append(ctx, a),
         C::Check(a) => check::cmd_ledger_check(ctx, a),
         C::Derive(a) => derive::cmd_ledger_derive(ctx, a),
