@@ -230,6 +230,14 @@ pub fn interrupt_for(
                         "the session ended ({why}) in a turn that a rate limit (HTTP 429) ended, by the client's transcript or error report"
                     ),
                 },
+                // A person stopped the turn and then ended the session: work left on purpose,
+                // to recontextualize, never a crash.
+                (true, TranscriptEnd::PersonStopped) => Interrupt {
+                    reason: InterruptReason::SessionExpiry,
+                    evidence: format!(
+                        "the session ended ({why}) after a person stopped its turn, by the client's transcript"
+                    ),
+                },
                 (true, TranscriptEnd::Unknown) => Interrupt {
                     reason: InterruptReason::Unknown,
                     evidence: format!(
@@ -740,6 +748,43 @@ mod tests {
                 .def()
                 .transcript_end(&line, now(), &TimeZone::UTC),
             TranscriptEnd::Unknown
+        );
+    }
+
+    /// A person's Ctrl-C during a tool call, then the session's end: the transcript says a
+    /// person stopped the turn, and the work is left (`session_expiry`), never a crash.
+    #[test]
+    fn a_turn_a_person_stopped_is_the_persons_stop_not_a_crash() {
+        let tail = text_fixture("transcripts/claude-code-2.1.332.user-interrupt-tail.jsonl");
+        let end = Client::Claude
+            .def()
+            .transcript_end(&tail, now(), &TimeZone::UTC);
+        assert_eq!(end, TranscriptEnd::PersonStopped);
+        let action = Action::SessionEnd {
+            terminal: true,
+            reason: "prompt_input_exit".into(),
+        };
+        let interrupt = interrupt_for(&action, true, end).unwrap();
+        assert_eq!(interrupt.reason, InterruptReason::SessionExpiry);
+        assert!(interrupt.evidence.contains("a person stopped its turn"));
+        // An answer after the stop is a turn that went on: nothing says how the last one ended.
+        let went_on = format!(
+            "{}\n{}\n",
+            tail.trim_end(),
+            r#"{"type":"assistant","message":{"content":[{"type":"text","text":"Stopped."}]}}"#
+        );
+        assert_eq!(
+            Client::Claude
+                .def()
+                .transcript_end(&went_on, now(), &TimeZone::UTC),
+            TranscriptEnd::Unknown
+        );
+        // A crash stays a crash.
+        assert_eq!(
+            interrupt_for(&action, true, TranscriptEnd::Unknown)
+                .unwrap()
+                .reason,
+            InterruptReason::Unknown
         );
     }
 

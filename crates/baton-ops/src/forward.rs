@@ -345,7 +345,7 @@ pub fn anything_pending(ctx: &Ctx, layout: &Layout) -> bool {
 /// process has gone with no hook to hear how the turn ended (the client killed, the machine
 /// too busy to run its failure hook in time), when the evidence the client left (its
 /// transcript, as the turn's prompt hook named it, or its error reports) shows a rate limit
-/// ended the turn. The failure is dated by the evidence (its file's last write): work the
+/// ended the turn (or that a person stopped it: the work was left, not lost to a crash). The failure is dated by the evidence (its file's last write): work the
 /// session wrote after it is not the failure's. The turn is then closed. A turn whose evidence
 /// says nothing is left as it is: the survey offers its work as a crash, from the owner's
 /// process being gone. Nothing here is an error: a record that cannot be written leaves the
@@ -399,8 +399,19 @@ pub fn record_dead_turns(ctx: &Ctx, layout: &Layout) {
                 }
             }
         };
-        let TranscriptEnd::RateLimit { resets } = end else {
-            continue;
+        let (reason, resume_after, what) = match end {
+            TranscriptEnd::RateLimit { resets } => (
+                InterruptReason::RateLimit,
+                resets,
+                "shows a rate limit ended that turn",
+            ),
+            // A person stopped the turn and closed the client: left on purpose, not a crash.
+            TranscriptEnd::PersonStopped => (
+                InterruptReason::SessionExpiry,
+                None,
+                "shows a person stopped that turn",
+            ),
+            TranscriptEnd::Unknown => continue,
         };
         let at = written
             .and_then(|t| Timestamp::try_from(t).ok())
@@ -411,11 +422,11 @@ pub fn record_dead_turns(ctx: &Ctx, layout: &Layout) {
             session: session.session_id.clone(),
             event: "ClientGone".into(),
             end: true,
-            reason: InterruptReason::RateLimit,
+            reason,
             evidence: format!(
-                "the client's process (pid {pid}) is gone with a turn open, and its {whose} shows a rate limit ended that turn; no hook recorded it"
+                "the client's process (pid {pid}) is gone with a turn open, and its {whose} {what}; no hook recorded it"
             ),
-            resume_after: resets,
+            resume_after,
             before: Some(at),
         };
         let mut dated = ctx.clone();

@@ -89,6 +89,13 @@ impl Definition for ClaudeCode {
             let Ok(entry @ Value::Object(_)) = serde_json::from_str::<Value>(line) else {
                 continue;
             };
+            // A person's Ctrl-C: Claude Code writes it as the user's own line after the turn
+            // it stopped, `[Request interrupted by user]` or `… for tool use]`.
+            if entry.get("type").and_then(Value::as_str) == Some("user")
+                && user_text(&entry).is_some_and(|t| t.starts_with("[Request interrupted by user"))
+            {
+                return TranscriptEnd::PersonStopped;
+            }
             if entry.get("type").and_then(Value::as_str) != Some("assistant") {
                 continue;
             }
@@ -412,4 +419,16 @@ pub fn failure_error(error: &str, message: &str) -> String {
         "" => "unknown".into(),
         other => other.into(),
     }
+}
+
+/// The text of a user line: its `message.content` as a string, or its first text part.
+fn user_text(entry: &Value) -> Option<&str> {
+    let content = entry.pointer("/message/content")?;
+    content.as_str().or_else(|| {
+        content.as_array()?.iter().find_map(|part| {
+            (part["type"] == "text")
+                .then(|| part["text"].as_str())
+                .flatten()
+        })
+    })
 }

@@ -231,6 +231,9 @@ pub enum TranscriptEnd {
     /// An API rate limit (HTTP 429, or a plan's usage limit) ended the last turn; `resets` is
     /// when it resets, when the evidence says so.
     RateLimit { resets: Option<Timestamp> },
+    /// A person stopped the turn (Claude Code's `[Request interrupted by user…]`): the work
+    /// was left on purpose, not lost to a crash.
+    PersonStopped,
     /// Nothing in the tail says the turn failed.
     Unknown,
 }

@@ -436,7 +436,7 @@ impl Session<'_> {
                         &local,
                     ) {
                         TranscriptEnd::RateLimit { resets } => resets,
-                        TranscriptEnd::Unknown => None,
+                        TranscriptEnd::PersonStopped | TranscriptEnd::Unknown => None,
                     }
                 });
                 (
@@ -474,7 +474,7 @@ impl Session<'_> {
         let rate_limited = interrupt.as_ref().is_some_and(|i| i.reason == "rate_limit");
         let resume_after = match transcript {
             TranscriptEnd::RateLimit { resets } => resets,
-            TranscriptEnd::Unknown => failure_reset,
+            TranscriptEnd::PersonStopped | TranscriptEnd::Unknown => failure_reset,
         }
         .filter(|_| rate_limited);
         let result = match &interrupt {

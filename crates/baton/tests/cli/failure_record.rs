@@ -315,3 +315,30 @@ fn a_failure_hook_keeps_the_reset_to_the_second_that_the_transcript_holds() {
     run_hook(&env, &["hook", "claude", "StopFailure"], &failure, now, &[]).assert_code(0);
     assert_eq!(env.read_loop("T-1")["resume_after"], "2026-12-02T08:05:00Z");
 }
+
+/// Ctrl-C during a tool call, then exiting: the transcript records that a person stopped the
+/// turn, and the next session is told the work was left (`left`), not that it crashed. With no
+/// SessionEnd heard (the client killed), the next reader finds the same in the transcript.
+#[test]
+fn a_turn_a_person_stopped_is_told_as_left_not_crash() {
+    let env = TestEnv::new();
+    let session = Session::start(&env);
+    let tail = fixture("transcripts/claude-code-2.1.332.user-interrupt-tail.jsonl");
+    std::fs::write(&session.transcript, tail).unwrap();
+    session.hook(&env, "SessionEnd", &at(2));
+    let status = env.run(None, &at(3), &["--json", "status"]).json();
+    for w in status["work"].as_array().unwrap() {
+        assert_eq!(w["class"], "left", "{w}");
+    }
+    assert_eq!(env.read_loop("T-1")["interrupt_reason"], "session_expiry");
+
+    let env = TestEnv::new();
+    let mut session = Session::start(&env);
+    let tail = fixture("transcripts/claude-code-2.1.332.user-interrupt-tail.jsonl");
+    std::fs::write(&session.transcript, tail).unwrap();
+    session.client.kill();
+    let status = env.run(None, &at(3), &["--json", "status"]).json();
+    for w in status["work"].as_array().unwrap() {
+        assert_eq!(w["class"], "left", "{w}");
+    }
+}
