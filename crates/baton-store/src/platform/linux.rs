@@ -35,8 +35,48 @@ pub fn stat(pid: u32) -> Option<ProcStat> {
     Some(ProcStat {
         zombie: fields.first().is_some_and(|state| *state == "Z"),
         parent: fields.get(1).and_then(|s| s.parse().ok()),
+        session: fields.get(3).and_then(|s| s.parse().ok()),
         start: fields.get(19).and_then(|s| s.parse().ok()),
     })
+}
+
+/// Every live process descended from `root` (its children, theirs, …), from `/proc`, parents
+/// before children; `root` itself is not among them.
+pub fn descendants(root: u32) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let parents: Vec<(u32, u32)> = dir
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| {
+            let st = stat(pid)?;
+            (!st.zombie).then_some((pid, st.parent?))
+        })
+        .collect();
+    let mut found = vec![root];
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        found.extend(
+            parents
+                .iter()
+                .filter(|(_, p)| *p == parent)
+                .map(|(pid, _)| *pid),
+        );
+        i += 1;
+    }
+    found.remove(0);
+    found
+}
+
+/// Makes this process the one its orphaned descendants are given to (`PR_SET_CHILD_SUBREAPER`),
+/// rather than init: an agent started through a launcher that exits stays among them.
+pub fn become_subreaper() {
+    // SAFETY: prctl(2) with PR_SET_CHILD_SUBREAPER reads only its integer arguments.
+    unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1);
+    }
 }
 
 /// The process's name (`/proc/<pid>/comm`).

@@ -1,7 +1,8 @@
 //! What baton asks of the operating system beyond POSIX, one module per platform: the host
-//! name, the boot id, a process's start time, parent and name, the descriptors this process
-//! holds, and the two things a child is set up with before it runs (dying with its parent,
-//! closing inherited descriptors).
+//! name, the boot id, a process's start time, parent, session and name, a process's
+//! descendants, the descriptors this process holds, the two things a child is set up with before
+//! it runs (dying with its parent, closing inherited descriptors), and keeping orphaned
+//! descendants (a subreaper).
 //!
 //! Only Linux is implemented (`linux.rs`, from `/proc` and two Linux calls). Any other target
 //! stops at compile time here rather than building a binary whose leases and liveness checks
@@ -26,6 +27,9 @@ pub struct ProcStat {
     pub zombie: bool,
     /// Its parent's pid.
     pub parent: Option<u32>,
+    /// Its session's id (`setsid`): a process that started a session of its own meant to
+    /// outlive whoever started it.
+    pub session: Option<u32>,
     /// Its start time, in the platform's unit (Linux: clock ticks after boot); with the pid it
     /// names the process, since a reused pid has another start time.
     pub start: Option<u64>,

@@ -130,6 +130,9 @@ fn signalled() -> Option<i32> {
     Some(SIGNALLED.load(Ordering::SeqCst)).filter(|&s| s != 0)
 }
 
+/// How long what the agent left running has to end after SIGTERM, and after SIGKILL.
+const LEFTOVER_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// How often the child and the signals are looked at, and how often a wait rereads the state.
 const POLL: Duration = Duration::from_millis(50);
 const RECHECK: SignedDuration = SignedDuration::from_secs(5);
@@ -178,6 +181,9 @@ pub fn cmd_supervise(ctx: &Ctx, args: SuperviseArgs) -> Result<Report, CommandEr
     };
     let log = files::create_log(store.layout(), me)?;
     catch_signals();
+    // What the agent starts stays under supervise even when its launcher exits, so that
+    // stopping supervise stops the agent, whatever launched it.
+    baton_store::platform::become_subreaper();
     let mut sup = Supervisor {
         ctx,
         store,
@@ -194,6 +200,7 @@ pub fn cmd_supervise(ctx: &Ctx, args: SuperviseArgs) -> Result<Report, CommandEr
         tally: Tally::default(),
         json: crate::output::wants_json(),
         stdout_resets: Vec::new(),
+        stopped: Vec::new(),
     };
     let result = sup.run(&policy, &mut claim);
     if let Err(e) = &result {
@@ -228,6 +235,41 @@ struct Supervisor<'a> {
     json: bool,
     /// The resets the agent's stdout signalled in the last attempt.
     stdout_resets: Vec<Timestamp>,
+    /// The processes of the last attempt that supervise stopped (`<pid> <name>`): the agent's
+    /// tree on a signal, and what the agent left running after it exited.
+    stopped: Vec<String>,
+}
+
+/// The agent's own processes under `root` (and `root`): those that stayed in supervise's
+/// session. A process that started a session of its own (`setsid`, as a hook's forwarder does)
+/// meant to outlive the agent, and is left alone.
+fn agent_tree(root: u32, with_root: bool) -> Vec<u32> {
+    use baton_store::platform;
+    let ours = platform::stat(std::process::id()).and_then(|s| s.session);
+    with_root
+        .then_some(root)
+        .into_iter()
+        .chain(platform::descendants(root))
+        .filter(|pid| platform::stat(*pid).and_then(|s| s.session) == ours)
+        .collect()
+}
+
+/// `<pid> <name>`, for the journal.
+fn named(pid: u32) -> String {
+    format!(
+        "{pid} {}",
+        baton_store::platform::comm(pid).unwrap_or_default()
+    )
+}
+
+/// Signals each of `pids`.
+fn signal_all(pids: &[u32], sig: libc::c_int) {
+    for pid in pids {
+        // SAFETY: kill(2) on a process of the agent's tree, found under supervise just now.
+        unsafe {
+            libc::kill(*pid as i32, sig);
+        }
+    }
 }
 
 impl Supervisor<'_> {
@@ -273,6 +315,7 @@ impl Supervisor<'_> {
                     .join(" "))
             ));
             let started = self.now();
+            self.stopped.clear();
             let exit = self.run_child(&argv)?;
             let attempt = self.look_back(exit)?;
             let how = exit_json(exit);
@@ -284,6 +327,9 @@ impl Supervisor<'_> {
             });
             if let (Some(d), Value::Object(how)) = (details.as_object_mut(), how) {
                 d.extend(how);
+                if !self.stopped.is_empty() {
+                    d.insert("stopped".into(), json!(self.stopped));
+                }
             }
             self.journal(JournalEvent::SuperviseAttempt, details);
             if let Err(busy) = self.claim_carried(claim)? {
@@ -401,13 +447,20 @@ impl Supervisor<'_> {
                     libc::SIGKILL
                 };
                 forwarded = sent;
-                // SAFETY: kill(2) on our own child's pid, which is not reaped yet.
-                unsafe {
-                    libc::kill(child.id() as i32, sig);
+                // The agent and everything it started: under a launcher (a wrapper script,
+                // npm's loader) the agent itself is not supervise's child.
+                let tree = agent_tree(child.id(), true);
+                signal_all(&tree, sig);
+                for pid in tree {
+                    let name = named(pid);
+                    if !self.stopped.contains(&name) {
+                        self.stopped.push(name);
+                    }
                 }
             }
             std::thread::sleep(POLL);
         };
+        self.stop_leftovers();
         // The rest of the agent's output; a process it left behind holding the pipe open is
         // not waited for.
         let deadline = std::time::Instant::now() + STDOUT_DRAIN;
@@ -424,6 +477,43 @@ impl Supervisor<'_> {
             (None, Some(sig)) => Exit::Signal(sig),
             (None, None) => Exit::Code(1),
         })
+    }
+
+    /// What the agent left running after it exited (a launcher's agent, a tool call's
+    /// background job, now supervise's as their subreaper): asked to end with SIGTERM, killed
+    /// after a grace, and reaped, so that nothing works on unsupervised after the attempt is
+    /// journalled.
+    fn stop_leftovers(&mut self) {
+        let left = agent_tree(std::process::id(), false);
+        if left.is_empty() {
+            return;
+        }
+        self.stopped.extend(left.iter().map(|pid| named(*pid)));
+        signal_all(&left, libc::SIGTERM);
+        let reap = |pids: &[u32]| -> Vec<u32> {
+            pids.iter()
+                .copied()
+                .filter(|pid| {
+                    let mut status = 0;
+                    // SAFETY: waitpid(2) on a process that is supervise's child (its own, or
+                    // an orphan given to it as subreaper); WNOHANG never blocks.
+                    let got = unsafe { libc::waitpid(*pid as i32, &mut status, libc::WNOHANG) };
+                    got == 0 || (got < 0 && baton_store::platform::stat(*pid).is_some())
+                })
+                .collect()
+        };
+        let deadline = std::time::Instant::now() + LEFTOVER_GRACE;
+        let mut alive = reap(&left);
+        while !alive.is_empty() && std::time::Instant::now() < deadline {
+            std::thread::sleep(POLL);
+            alive = reap(&alive);
+        }
+        signal_all(&alive, libc::SIGKILL);
+        let deadline = std::time::Instant::now() + LEFTOVER_GRACE;
+        while !alive.is_empty() && std::time::Instant::now() < deadline {
+            std::thread::sleep(POLL);
+            alive = reap(&alive);
+        }
     }
 
     /// What the attempt left: what its hooks reported, and the work its sessions touched

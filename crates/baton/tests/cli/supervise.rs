@@ -913,3 +913,81 @@ fn baton_wait_and_supervise_agree_on_every_claude_limit_text() {
         assert_eq!(relaunch["counted"], false, "{text}: {relaunch}");
     }
 }
+
+/// Whether the process whose pid `file` holds still runs (a zombie does not count).
+fn still_runs(file: &Path) -> bool {
+    let pid: u32 = std::fs::read_to_string(file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    baton_store::platform::stat(pid).is_some_and(|s| !s.zombie)
+}
+
+/// Stopping supervise stops the agent it launched and everything the agent started, not only
+/// its direct child: under a launcher (a wrapper script, npm's loader) the agent is a
+/// grandchild. What the agent leaves running after it exits is stopped too, and the journal
+/// names what was stopped.
+#[test]
+fn stopping_supervise_stops_the_agents_whole_tree() {
+    let f = Fake::new();
+    f.attempt(
+        1,
+        "baton loop init T-1 >/dev/null\n\
+         sh -c 'sleep 300' &\n\
+         echo $! > \"$d/bg\"\n\
+         echo up > \"$d/up\"\n\
+         while [ ! -e \"$d/go\" ]; do sleep 0.05; done\n\
+         finish\n",
+    );
+    let child = f
+        .command(&["--json", "supervise", "--", "claude", "-p", "do T-1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while !f.dir.join("up").exists() {
+        assert!(start.elapsed().as_secs() < 30, "the attempt never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(still_runs(&f.dir.join("bg")));
+    // SAFETY: kill(2) on the supervisor this test started.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let run = to_run(child.wait_with_output().unwrap());
+    run.assert_code(1);
+    assert!(
+        !still_runs(&f.dir.join("bg")),
+        "the agent's job works on unsupervised"
+    );
+    let attempt = f
+        .journal()
+        .into_iter()
+        .find(|e| e["event"] == "supervise.attempt")
+        .unwrap();
+    let stopped = attempt["stopped"].to_string();
+    assert!(stopped.contains("sleep"), "{attempt}");
+
+    // An agent that exits and leaves a job running: the job is stopped after the attempt.
+    let g = Fake::new();
+    g.attempt(
+        1,
+        "baton loop init T-1 >/dev/null\nsh -c 'sleep 300' &\necho $! > \"$d/bg\"\nfinish\n",
+    );
+    g.supervise(&[]);
+    assert!(
+        !still_runs(&g.dir.join("bg")),
+        "left running after the attempt"
+    );
+    let attempt = g
+        .journal()
+        .into_iter()
+        .find(|e| e["event"] == "supervise.attempt")
+        .unwrap();
+    assert!(
+        attempt["stopped"].to_string().contains("sleep"),
+        "{attempt}"
+    );
+}
