@@ -10,12 +10,38 @@ use serde_json::{Map, Value};
 
 use super::argv::{Grammar, Takes, TaskAt, Word, given_task, needs_task, session_words};
 use super::definition::{
-    Action, AgentCommandError, Definition, Files, Instructions, SessionSource, TranscriptEnd, field,
+    Action, AgentCommandError, Definition, Disabling, Files, Instructions, SessionSource,
+    TranscriptEnd, field,
 };
 
 pub struct ClaudeCode;
 
 impl Definition for ClaudeCode {
+    fn disabling_options(&self) -> &'static [Disabling] {
+        &[
+            Disabling {
+                option: "--bare",
+                unless: None,
+                why: "a bare run loads no hooks, so baton never hears how the run ends",
+            },
+            Disabling {
+                option: "--safe-mode",
+                unless: None,
+                why: "safe mode runs no hooks, so baton never hears how the run ends",
+            },
+            Disabling {
+                option: "--setting-sources",
+                unless: Some(&["project", "local"]),
+                why: "it reads no project settings, where `baton init claude` installs the hooks",
+            },
+            Disabling {
+                option: "--no-session-persistence",
+                unless: None,
+                why: "it keeps no session, so there is nothing to resume",
+            },
+        ]
+    }
+
     fn name(&self) -> &'static str {
         "claude"
     }

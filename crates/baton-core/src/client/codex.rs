@@ -12,8 +12,8 @@ use serde_json::{Map, Value};
 
 use super::argv::{Grammar, Takes, TaskAt, Word, given_task};
 use super::definition::{
-    Action, AgentCommandError, Definition, Files, SessionSource, SettingsScope, TranscriptEnd,
-    UserDir, field,
+    Action, AgentCommandError, Definition, Disabling, Files, SessionSource, SettingsScope,
+    TranscriptEnd, UserDir, field,
 };
 
 pub struct Codex;
@@ -21,6 +21,14 @@ pub struct Codex;
 const USAGE: &str = "codex exec [OPTIONS] \"<task>\"";
 
 impl Definition for Codex {
+    fn disabling_options(&self) -> &'static [Disabling] {
+        &[Disabling {
+            option: "--ephemeral",
+            unless: None,
+            why: "an ephemeral run keeps no session, so there is nothing to resume",
+        }]
+    }
+
     fn name(&self) -> &'static str {
         "codex"
     }

@@ -119,6 +119,13 @@ pub trait Definition: Sync {
     /// The task of the headless command `argv`, found as the client's own parser finds it (or
     /// as `task` names it); an error says why it cannot be found and how to fix the command.
     fn task_of(&self, argv: &[String], task: Option<&str>) -> Result<String, AgentCommandError>;
+    /// The options of a headless command that leave supervise nothing to do: they switch off
+    /// the client's hooks (or baton's plugin), or keep no session to resume. Each is the
+    /// option as the client spells it, the values that make it so when it takes one (the
+    /// option counts only when its value holds none of `unless`), and why.
+    fn disabling_options(&self) -> &'static [Disabling] {
+        &[]
+    }
     /// Whether a session can be resumed when nothing of it was answered (its first request
     /// refused): when not, the relaunch of such a session starts a new one, told the task again.
     fn keeps_unanswered_sessions(&self) -> bool {
@@ -236,6 +243,16 @@ pub enum TranscriptEnd {
     PersonStopped,
     /// Nothing in the tail says the turn failed.
     Unknown,
+}
+
+/// An option that leaves supervise nothing to do (`Definition::disabling_options`).
+#[derive(Debug, Clone, Copy)]
+pub struct Disabling {
+    pub option: &'static str,
+    /// For an option that takes a value: it disables only when its value names none of these
+    /// (Claude Code's `--setting-sources user` reads no project settings, so no project hooks).
+    pub unless: Option<&'static [&'static str]>,
+    pub why: &'static str,
 }
 
 /// How the client reads its settings: strict JSON, or JSON whose comments it strips first.

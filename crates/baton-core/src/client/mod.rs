@@ -16,8 +16,8 @@ pub mod gemini;
 pub mod opencode;
 
 pub use definition::{
-    Action, AgentCommandError, Definition, Dialect, Evidence, Files, Instructions, PayloadKeys,
-    SessionSource, SettingsScope, SettingsShape, TranscriptEnd, UserDir,
+    Action, AgentCommandError, Definition, Dialect, Disabling, Evidence, Files, Instructions,
+    PayloadKeys, SessionSource, SettingsScope, SettingsShape, TranscriptEnd, UserDir,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,6 +84,38 @@ impl Client {
     /// The task of a command `check_command` accepts (`task` as `supervise --task` gives it).
     pub fn task_of(self, argv: &[String], task: Option<&str>) -> Result<String, AgentCommandError> {
         self.def().task_of(argv, task)
+    }
+
+    /// The first option of `argv` that switches the client's hooks off or keeps no session
+    /// (`Definition::disabling_options`): the option as written, and why it leaves supervise
+    /// nothing to do.
+    pub fn disabling_option(self, argv: &[String]) -> Option<(String, &'static str)> {
+        let args = argv.get(1..).unwrap_or_default();
+        for (i, arg) in args.iter().enumerate() {
+            for d in self.def().disabling_options() {
+                let (name, inline) = match arg.split_once('=') {
+                    Some((name, value)) => (name, Some(value)),
+                    None => (arg.as_str(), None),
+                };
+                if name != d.option {
+                    continue;
+                }
+                let Some(unless) = d.unless else {
+                    return Some((arg.clone(), d.why));
+                };
+                let value = inline.or_else(|| args.get(i + 1).map(String::as_str));
+                let keeps =
+                    value.is_some_and(|v| v.split(',').any(|part| unless.contains(&part.trim())));
+                if !keeps {
+                    let shown = match (inline, value) {
+                        (None, Some(v)) => format!("{arg} {v}"),
+                        _ => arg.clone(),
+                    };
+                    return Some((shown, d.why));
+                }
+            }
+        }
+        None
     }
 
     /// Checks that `argv` (program and arguments) is a command supervise can relaunch in the

@@ -34,8 +34,8 @@ use serde_json::{Map, Value};
 
 use super::argv::{Grammar, Takes, Word, given_task, needs_task, session_words};
 use super::definition::{
-    Action, AgentCommandError, Definition, Files, SessionSource, SettingsScope, SettingsShape,
-    UserDir, field,
+    Action, AgentCommandError, Definition, Disabling, Files, SessionSource, SettingsScope,
+    SettingsShape, UserDir, field,
 };
 
 pub struct OpenCode;
@@ -51,6 +51,14 @@ pub const SESSION_VARIABLE: &str = "BATON_OPENCODE_SESSION";
 const USAGE: &str = "opencode [OPTIONS] run [OPTIONS] \"<task>\"";
 
 impl Definition for OpenCode {
+    fn disabling_options(&self) -> &'static [Disabling] {
+        &[Disabling {
+            option: "--pure",
+            unless: None,
+            why: "a pure run loads no plugins, and baton's hooks are its plugin",
+        }]
+    }
+
     fn name(&self) -> &'static str {
         "opencode"
     }

@@ -139,6 +139,18 @@ const RECHECK: SignedDuration = SignedDuration::from_secs(5);
 
 pub fn cmd_supervise(ctx: &Ctx, args: SuperviseArgs) -> Result<Report, CommandError> {
     let client = client_of(&args)?;
+    // A run whose hooks are off, or which keeps no session, would work and then leave nothing
+    // to resume: refused before anything runs.
+    if let Some((option, why)) = client.disabling_option(&args.command) {
+        return Err(CommandError::usage(format!(
+            "cannot supervise a command with `{}`: {why}",
+            esc(&option)
+        ))
+        .hint(format!(
+            "drop `{}`: supervise needs the client's hooks to hear how each run ends, and a session to resume",
+            esc(&option)
+        )));
+    }
     client
         .check_command(&args.command, args.task.as_deref())
         .map_err(|e| {

@@ -9,6 +9,7 @@ use std::process::{Child, Command, Stdio};
 use serde_json::Value;
 
 use crate::common::{Run, TestEnv, at, to_run};
+use baton_core::client::Client;
 
 /// The stand-in client: counts its launches, saves its argv and the packet its session start
 /// printed, then sources `attempt-<n>.sh` with helpers for each way a run ends.
@@ -490,6 +491,45 @@ fn commands_it_cannot_relaunch_are_refused_before_anything_runs() {
         assert!(run.stderr.contains("hint:"), "{args:?}: {}", run.stderr);
     }
     assert_eq!(f.launches(), 0);
+}
+
+/// A command whose options switch the client's hooks off, or keep no session, is refused
+/// before it runs, naming the option: it would work and then leave nothing to resume.
+#[test]
+fn a_command_that_switches_the_hooks_off_or_keeps_no_session_is_refused() {
+    let f = Fake::new();
+    f.attempt(1, "finish\n");
+    for (command, option) in [
+        (vec!["claude", "--bare", "-p", "do it"], "--bare"),
+        (vec!["claude", "--safe-mode", "-p", "do it"], "--safe-mode"),
+        (
+            vec!["claude", "--setting-sources", "user", "-p", "do it"],
+            "--setting-sources user",
+        ),
+        (
+            vec!["claude", "--no-session-persistence", "-p", "do it"],
+            "--no-session-persistence",
+        ),
+        (vec!["codex", "exec", "--ephemeral", "do it"], "--ephemeral"),
+        (vec!["opencode", "run", "--pure", "do it"], "--pure"),
+    ] {
+        let run = f.supervise_command(&[], &command);
+        run.assert_code(2);
+        // Under `--json`, the error is the one object on stdout.
+        assert!(
+            run.stdout.contains(&format!("`{option}`")),
+            "{command:?}: {}",
+            run.stdout
+        );
+    }
+    assert_eq!(f.launches(), 0);
+    // Project settings among the sources keep the hooks.
+    let kept = Client::Claude.disabling_option(&[
+        "claude".into(),
+        "--setting-sources".into(),
+        "user,project".into(),
+    ]);
+    assert_eq!(kept, None);
 }
 
 /// Starts a supervisor whose first attempt waits for `go` to exist.
