@@ -68,7 +68,27 @@ pub fn cmd_doctor(ctx: &Ctx, _args: DoctorArgs) -> Result<Report, CommandError> 
             let Ok(text) = std::fs::read_to_string(&targets.settings) else {
                 continue;
             };
-            let hooks = settings::installed(&text, client).unwrap_or_default();
+            // A settings file the client cannot read runs no hook at all: said as that, with
+            // its fix, rather than as hooks that are missing.
+            let hooks = match settings::installed(&text, client) {
+                Ok(hooks) => hooks,
+                Err(e) => {
+                    installed.push(client);
+                    checks.push(Check::fix(
+                        format!(
+                            "{} settings ({})",
+                            client.def().title(),
+                            targets.settings.display()
+                        ),
+                        format!(
+                            "{} cannot read it, so it runs none of its hooks: {e}",
+                            client.def().title()
+                        ),
+                        unreadable_fix(client),
+                    ));
+                    continue;
+                }
+            };
             if hooks.is_empty() {
                 continue;
             }
@@ -82,6 +102,9 @@ pub fn cmd_doctor(ctx: &Ctx, _args: DoctorArgs) -> Result<Report, CommandError> 
             "no client's settings here or in your home hold baton's hooks",
             "run `baton init <client>` in the project (claude, codex, gemini, copilot, opencode, cursor or antigravity)",
         ));
+    }
+    if installed.contains(&Client::Claude) {
+        checks.extend(claude_hooks_switched_off(ctx));
     }
     if installed.contains(&Client::Gemini) {
         checks.extend(gemini_folder_trust(ctx));
@@ -256,6 +279,49 @@ fn client_checks(
         ));
     }
     out
+}
+
+/// The fix for a settings file its client cannot read.
+fn unreadable_fix(client: Client) -> String {
+    match client.def().settings_dialect() {
+        baton_core::client::Dialect::Json => format!(
+            "make it valid JSON: {} reads it strictly (no comments, no trailing commas); then run `baton doctor` again",
+            client.def().title()
+        ),
+        baton_core::client::Dialect::JsonWithComments => {
+            "make it valid JSON (comments are allowed); then run `baton doctor` again".into()
+        }
+    }
+}
+
+/// Claude Code's `"disableAllHooks": true` in any settings file it reads here (the project's,
+/// its local one, the user's) runs no hook at all, baton's included.
+fn claude_hooks_switched_off(ctx: &Ctx) -> Vec<Check> {
+    let mut files = Vec::new();
+    if let Ok(layout) = ctx.layout() {
+        files.push(layout.root.join(".claude/settings.json"));
+        files.push(layout.root.join(".claude/settings.local.json"));
+    }
+    if let Some(home) = ctx.settings.home.as_ref().filter(|h| !h.is_empty()) {
+        files.push(PathBuf::from(home).join(".claude/settings.json"));
+    }
+    files
+        .into_iter()
+        .filter_map(|file| {
+            let text = std::fs::read_to_string(&file).ok()?;
+            let value: serde_json::Value = serde_json::from_str(&text).ok()?;
+            (value.get("disableAllHooks") == Some(&serde_json::Value::Bool(true))).then(|| {
+                Check::fix(
+                    "Claude Code hooks switched on",
+                    format!(
+                        "{} sets `\"disableAllHooks\": true`: Claude Code runs no hook, baton's included",
+                        file.display()
+                    ),
+                    format!("remove `disableAllHooks` from {} (or set it to false)", file.display()),
+                )
+            })
+        })
+        .collect()
 }
 
 /// Codex runs a hook only with its trust entry, and a project's hooks only in a trusted

@@ -151,3 +151,57 @@ fn copilot_in_an_untrusted_folder_is_named_with_the_config_entry_that_fixes_it()
     assert_eq!(code, 0, "{report}");
     assert_eq!(check(&report, "Copilot CLI folder trust")["ok"], true);
 }
+
+/// Hooks switched off are found: `"disableAllHooks": true` in any of Claude Code's settings
+/// files (the project's, its local one, the user's) fails the check with the fix that works;
+/// a settings file Claude Code cannot read (a `//` comment) is named as that, not as hooks to
+/// install with a command that would refuse it.
+#[test]
+fn hooks_switched_off_or_an_unreadable_settings_file_are_named_with_their_fix() {
+    let env = TestEnv::new();
+    let bin = baton_dir(&env);
+    env.run(None, &at(0), &["init", "claude"]).assert_code(0);
+    for (file, at_home) in [
+        (".claude/settings.local.json", false),
+        (".claude/settings.json", true),
+    ] {
+        let path = if at_home {
+            env.home().join(file)
+        } else {
+            env.repo.join(file)
+        };
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, "{\"disableAllHooks\": true}\n").unwrap();
+        let (code, report) = doctor(&env, Some(&bin));
+        assert_eq!(code, 4, "{report}");
+        let switched = check(&report, "Claude Code hooks switched on");
+        assert_eq!(switched["ok"], false, "{report}");
+        assert!(
+            switched["fix"]
+                .as_str()
+                .unwrap()
+                .contains("disableAllHooks"),
+            "{report}"
+        );
+        std::fs::remove_file(&path).unwrap();
+    }
+    let (code, report) = doctor(&env, Some(&bin));
+    assert_eq!(code, 0, "{report}");
+
+    let settings = env.repo.join(".claude/settings.json");
+    let text = std::fs::read_to_string(&settings).unwrap();
+    std::fs::write(&settings, format!("// my notes\n{text}")).unwrap();
+    let (code, report) = doctor(&env, Some(&bin));
+    assert_eq!(code, 4, "{report}");
+    let unreadable = check(&report, "Claude Code settings");
+    assert!(
+        unreadable["fix"].as_str().unwrap().contains("no comments"),
+        "{report}"
+    );
+    assert!(
+        !report["checks"].as_array().unwrap().iter().any(|c| c["fix"]
+            .as_str()
+            .is_some_and(|f| f.contains("baton init <client>"))),
+        "{report}"
+    );
+}
