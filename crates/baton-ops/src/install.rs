@@ -165,3 +165,148 @@ pub fn settings_dir(ctx: &Ctx, client: Client, root: &Path) -> PathBuf {
             .unwrap_or_else(|| root.to_path_buf()),
     }
 }
+
+/// baton's hooks as an installed, enabled plugin of a client (`baton init claude|codex --plugin`,
+/// then the client's own `plugin install`): the plugin's id (`baton@baton`), its hooks file and
+/// baton's handlers in it.
+#[derive(Debug, Clone)]
+pub struct PluginHooks {
+    pub id: String,
+    pub hooks_file: PathBuf,
+    pub hooks: Vec<(String, String)>,
+}
+
+/// The enabled plugins of `client` whose hooks file holds baton's hooks, as the client records
+/// them: Claude Code's `enabledPlugins` in the settings it reads here (the user's, the
+/// project's, its local ones) with `plugins/installed_plugins.json` for where each is installed
+/// (under `$CLAUDE_CONFIG_DIR`, else `~/.claude`); Codex's `[plugins."<id>"] enabled = true` in
+/// `$CODEX_HOME/config.toml`, installed under `$CODEX_HOME/plugins/cache/<marketplace>/<name>/`.
+/// Nothing for the other clients, or when nothing can be read.
+pub fn plugin_hooks(ctx: &Ctx, client: Client) -> Vec<PluginHooks> {
+    let home = ctx
+        .settings
+        .home
+        .clone()
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from);
+    let found: Vec<(String, PathBuf)> = match client {
+        Client::Claude => {
+            let Some(dir) = std::env::var_os("CLAUDE_CONFIG_DIR")
+                .filter(|d| !d.is_empty())
+                .map(PathBuf::from)
+                .or_else(|| home.map(|h| h.join(".claude")))
+            else {
+                return Vec::new();
+            };
+            let mut settings = vec![dir.join("settings.json")];
+            if let Ok(layout) = ctx.layout() {
+                settings.push(layout.root.join(".claude/settings.json"));
+                settings.push(layout.root.join(".claude/settings.local.json"));
+            }
+            let mut enabled = std::collections::BTreeMap::new();
+            for file in settings {
+                let Some(v) = read_json(&file) else { continue };
+                if let Some(map) = v.get("enabledPlugins").and_then(|m| m.as_object()) {
+                    for (id, on) in map {
+                        enabled.insert(id.clone(), on.as_bool() == Some(true));
+                    }
+                }
+            }
+            let installed = read_json(&dir.join("plugins/installed_plugins.json"));
+            enabled
+                .into_iter()
+                .filter(|(_, on)| *on)
+                .filter_map(|(id, _)| {
+                    let path = installed
+                        .as_ref()?
+                        .pointer(&format!(
+                            "/plugins/{}",
+                            id.replace('~', "~0").replace('/', "~1")
+                        ))?
+                        .as_array()?
+                        .iter()
+                        .find_map(|e| e.get("installPath")?.as_str().map(PathBuf::from))?;
+                    Some((id, path.join("hooks/hooks.json")))
+                })
+                .collect()
+        }
+        Client::Codex => {
+            let Some(dir) = ctx
+                .settings
+                .client_dirs
+                .iter()
+                .find(|(v, d)| *v == "CODEX_HOME" && !d.is_empty())
+                .map(|(_, d)| ctx.dir.join(d))
+                .or_else(|| home.map(|h| h.join(".codex")))
+            else {
+                return Vec::new();
+            };
+            let Some(config) = std::fs::read_to_string(dir.join("config.toml"))
+                .ok()
+                .and_then(|t| t.parse::<toml_edit::DocumentMut>().ok())
+            else {
+                return Vec::new();
+            };
+            let Some(plugins) = config.get("plugins").and_then(|p| p.as_table_like()) else {
+                return Vec::new();
+            };
+            plugins
+                .iter()
+                .filter(|(_, p)| {
+                    p.as_table_like()
+                        .and_then(|t| t.get("enabled"))
+                        .and_then(|e| e.as_bool())
+                        == Some(true)
+                })
+                .filter_map(|(id, _)| {
+                    let (name, market) = id.split_once('@')?;
+                    // A plugin id names no path of its own: one with a separator is not ours.
+                    if [name, market]
+                        .iter()
+                        .any(|p| p.is_empty() || p.contains(['/', '\\']) || *p == "..")
+                    {
+                        return None;
+                    }
+                    let versions = dir.join("plugins/cache").join(market).join(name);
+                    let mut found: Vec<PathBuf> = std::fs::read_dir(&versions)
+                        .ok()?
+                        .flatten()
+                        .map(|e| e.path().join("hooks/hooks.json"))
+                        .filter(|p| p.is_file())
+                        .collect();
+                    found.sort();
+                    Some((id.to_string(), found.pop()?))
+                })
+                .collect()
+        }
+        _ => Vec::new(),
+    };
+    found
+        .into_iter()
+        .filter_map(|(id, hooks_file)| {
+            // The plugin's hooks run `"${CLAUDE_PLUGIN_ROOT}/bin/baton"` (Codex:
+            // `${PLUGIN_ROOT}`), which the client expands to the plugin's directory.
+            let root = hooks_file
+                .parent()?
+                .parent()?
+                .to_string_lossy()
+                .into_owned();
+            let text = std::fs::read_to_string(&hooks_file)
+                .ok()?
+                .replace("${CLAUDE_PLUGIN_ROOT}", &root)
+                .replace("${PLUGIN_ROOT}", &root);
+            let hooks = baton_core::install::settings::installed(&text, client).ok()?;
+            (!hooks.is_empty()).then_some(PluginHooks {
+                id,
+                hooks_file,
+                hooks,
+            })
+        })
+        .collect()
+}
+
+/// A small JSON file, when it can be read and parsed.
+fn read_json(path: &Path) -> Option<serde_json::Value> {
+    let bytes = baton_store::read::read_capped(path, 4 * 1024 * 1024).ok()??;
+    serde_json::from_slice(&bytes).ok()
+}

@@ -96,6 +96,47 @@ pub fn cmd_doctor(ctx: &Ctx, _args: DoctorArgs) -> Result<Report, CommandError> 
             checks.extend(client_checks(ctx, client, &targets, &text, &hooks, user));
         }
     }
+    // baton as the client's plugin: its hooks run from the plugin's own file.
+    let by_settings = installed.clone();
+    for client in [Client::Claude, Client::Codex] {
+        for plugin in baton_ops::install::plugin_hooks(ctx, client) {
+            let def = client.def();
+            let missing: Vec<&str> = def
+                .hook_events()
+                .iter()
+                .copied()
+                .filter(|e| !plugin.hooks.iter().any(|(h, _)| h == e))
+                .collect();
+            let name = format!("{} hooks (plugin {})", def.title(), esc(&plugin.id));
+            checks.push(if missing.is_empty() {
+                Check::ok(
+                    name,
+                    format!("{} events, from {}", plugin.hooks.len(), plugin.hooks_file.display()),
+                )
+            } else {
+                Check::fix(
+                    name,
+                    format!("no hook for {}", missing.join(", ")),
+                    format!(
+                        "write the plugin again with this baton (`baton init {} --plugin DIR`) and update it in the client",
+                        client.as_str()
+                    ),
+                )
+            });
+            // The same hooks in the client's settings too: every hook would run twice.
+            if installed.contains(&client) {
+                checks.push(Check::fix(
+                    format!("{} hooks run once", def.title()),
+                    format!(
+                        "baton's hooks are both in the settings and in the plugin {}: each would run twice",
+                        esc(&plugin.id)
+                    ),
+                    format!("keep one: `baton init {} --remove` takes them out of the settings", client.as_str()),
+                ));
+            }
+            installed.push(client);
+        }
+    }
     if installed.is_empty() {
         checks.push(Check::fix(
             "hooks",
@@ -112,7 +153,21 @@ pub fn cmd_doctor(ctx: &Ctx, _args: DoctorArgs) -> Result<Report, CommandError> 
     if installed.contains(&Client::Copilot) {
         checks.extend(copilot_folder_trust(ctx));
     }
-    checks.push(tool_calls(on_path.as_deref()));
+    // Claude Code puts its plugin's `bin/` on a tool call's PATH: a setup that is only that
+    // plugin needs no baton of its own on the PATH.
+    if !by_settings.is_empty()
+        || installed.iter().any(|c| *c != Client::Claude)
+        || on_path.is_some()
+    {
+        checks.push(tool_calls(on_path.as_deref()));
+    } else if !installed.is_empty() {
+        checks.push(Check::ok(
+            "PATH",
+            "Claude Code's tool calls run the plugin's own `baton` (its `bin/`)",
+        ));
+    } else {
+        checks.push(tool_calls(on_path.as_deref()));
+    }
     if installed.contains(&Client::Codex) {
         checks.push(login_shell());
     }

@@ -1034,6 +1034,10 @@ fn check_hooks(ctx: &Ctx, client: Client) -> Result<(), CommandError> {
             found.extend(events);
         }
     }
+    // Installed as the client's plugin (`baton init <client> --plugin`, then its own install).
+    for plugin in baton_ops::install::plugin_hooks(ctx, client) {
+        found.extend(plugin.hooks.into_iter().map(|(event, _)| event));
+    }
     // A checkpoint's hook (before a compaction) is not how a stop is seen.
     let def = client.def();
     let needed: Vec<&str> = def

@@ -205,3 +205,98 @@ fn hooks_switched_off_or_an_unreadable_settings_file_are_named_with_their_fix() 
         "{report}"
     );
 }
+
+/// baton installed as a Claude Code plugin, with the files Claude Code 2.1.332 writes for
+/// `claude plugin marketplace add DIR` and `claude plugin install baton@baton` (captured:
+/// `enabledPlugins` in the user's settings, `plugins/installed_plugins.json`, the installed
+/// copy under `plugins/cache/`).
+fn claude_plugin_installed(env: &TestEnv) {
+    let marketplace = env.home().join("marketplace");
+    env.run(
+        None,
+        &at(0),
+        &["init", "claude", "--plugin", &marketplace.to_string_lossy()],
+    )
+    .assert_code(0);
+    let claude = env.home().join(".claude");
+    let install = claude.join("plugins/cache/baton/baton/0.1.0");
+    std::fs::create_dir_all(install.parent().unwrap()).unwrap();
+    let copied = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(marketplace.join("baton"))
+        .arg(&install)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    std::fs::write(
+        claude.join("settings.json"),
+        serde_json::to_string_pretty(&serde_json::json!({
+            "extraKnownMarketplaces": {"baton": {"source": {"source": "directory", "path": marketplace}}},
+            "enabledPlugins": {"baton@baton": true}
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    std::fs::write(
+        claude.join("plugins/installed_plugins.json"),
+        serde_json::to_string_pretty(&serde_json::json!({
+            "version": 2,
+            "plugins": {"baton@baton": [{
+                "scope": "user",
+                "installPath": install,
+                "version": "0.1.0",
+                "installedAt": "2026-12-05T10:32:54.743Z",
+                "lastUpdated": "2026-12-05T10:32:54.743Z"
+            }]}
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+}
+
+/// A setup made as a plugin is installed as far as `doctor`, `init` and `supervise` are
+/// concerned: doctor passes it (its tool calls find the plugin's own baton), `baton init
+/// claude` refuses to install the same hooks a second time, and the printed install command
+/// names the marketplace by an absolute path (a relative one reads as a GitHub `owner/repo`).
+#[test]
+fn a_claude_plugin_setup_is_installed_and_never_doubled() {
+    let env = TestEnv::new();
+    claude_plugin_installed(&env);
+    let (code, report) = doctor(&env, None);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(
+        check(&report, "Claude Code hooks (plugin baton@baton)")["ok"],
+        true
+    );
+    let doubled = env.run(None, &at(0), &["init", "claude"]);
+    doubled.assert_code(3);
+    assert!(
+        doubled.stderr.contains("would run every hook twice"),
+        "{}",
+        doubled.stderr
+    );
+    assert!(
+        !env.repo.join(".claude/settings.json").exists(),
+        "nothing written"
+    );
+    // supervise takes the plugin's hooks as installed: it goes on to launch the agent (there
+    // is no `claude` here, so the launch itself fails), rather than refusing for want of hooks.
+    let supervised = env.run(None, &at(0), &["supervise", "--", "claude", "-p", "x"]);
+    assert!(
+        supervised.stderr.contains("cannot run claude"),
+        "{}",
+        supervised.stderr
+    );
+
+    let relative = env.run(None, &at(0), &["init", "claude", "--plugin", "tools/baton"]);
+    relative.assert_code(0);
+    let expected = env.repo.canonicalize().unwrap().join("tools/baton");
+    assert!(
+        relative.stdout.contains(&format!(
+            "claude plugin marketplace add {}",
+            expected.display()
+        )),
+        "{}",
+        relative.stdout
+    );
+}

@@ -48,9 +48,35 @@ fn claude_installs_the_plugin_from_a_local_marketplace_and_runs_with_it() {
         assert_eq!(run.code, Some(0), "claude {args:?}: {run}");
     }
 
+    seen_as_installed(&h, "claude");
+
     let first = h.run("work on ticket T-1");
     assert_ne!(first.code, Some(0), "a 429 ends session 1: {first}");
     interrupted_then_resumed(&h, &first);
+}
+
+/// With the files the real client wrote for its plugin install: `baton doctor` sees baton's
+/// hooks as installed (the plugin's), and `baton init <client>` refuses to install the same
+/// hooks in the settings too, which would run each hook twice.
+fn seen_as_installed(h: &Harness, client: &str) {
+    let (_, out, err) = baton(h, &["--json", "doctor"]);
+    let report: serde_json::Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
+    let plugin = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| {
+            c["name"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("(plugin baton@baton)")
+        })
+        .unwrap_or_else(|| panic!("no plugin check: {report}"));
+    assert_eq!(plugin["ok"], true, "{report}");
+    let (code, _, err) = baton(h, &["init", client]);
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("would run every hook twice"), "{err}");
 }
 
 /// `baton init codex --plugin` into `<home>/marketplace` (the trust entries into the harness's
@@ -103,6 +129,7 @@ fn codex_installs_the_plugin_from_a_local_marketplace_and_runs_with_it() {
         "a baton on the test's own PATH would hide what the plugin does"
     );
     install_codex_plugin(&h);
+    seen_as_installed(&h, "codex");
 
     let first = h.run("work on ticket T-1");
     assert_ne!(first.code, Some(0), "a 429 ends session 1: {first}");

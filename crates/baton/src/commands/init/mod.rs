@@ -108,6 +108,25 @@ pub fn cmd_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> {
         ))
         .hint(format!("run `baton init {}` without it", client.as_str())));
     }
+    // baton already runs as the client's plugin: the same hooks in its settings would run
+    // every hook twice.
+    if !args.remove
+        && let Some(plugin) = baton_ops::install::plugin_hooks(ctx, client).first()
+    {
+        return Err(CommandError::new(
+            ExitStatus::Refused,
+            format!(
+                "baton's {} hooks already run as the plugin {} ({}): installing them in the settings too would run every hook twice",
+                client.def().title(),
+                baton_core::text::esc(&plugin.id),
+                plugin.hooks_file.display()
+            ),
+        )
+        .hint(format!(
+            "keep the plugin (nothing to do), or uninstall it in {} first and run this again",
+            client.def().title()
+        )));
+    }
     let targets = Targets::resolve(ctx, client, args.user)?;
     let program = Program::this()?;
     let command = program.hook_command(args.user);

@@ -76,7 +76,10 @@ pub fn write(ctx: &Ctx, client: Client, dir: &Path) -> Result<Report, CommandErr
         }));
     }
 
-    let shown = baton_core::text::shell_quote(&dir.display().to_string());
+    // The clients read a relative `tools/baton` as a GitHub `owner/repo` and try to clone it:
+    // the command names the directory by its absolute path.
+    let absolute = dir.canonicalize().unwrap_or_else(|_| ctx.dir.join(dir));
+    let shown = baton_core::text::shell_quote(&absolute.display().to_string());
     let program = client.as_str();
     let (add, install) = match client {
         Client::Codex => (
