@@ -8,7 +8,7 @@ use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 use baton_ops::ledgers::{self, LedgerInit, ignored_warning};
 
-/// Start a plan's ledger, `plans/<plan>/STATE.md`, or resume the run it records.
+/// Start a plan's ledger (`STATE.md`), or resume the run it records.
 ///
 /// Start a plan's ledger: `plans/<plan>/STATE.md` with its header line. Warns once when git
 /// ignores it, with the re-include stanza that fixes it. A plan whose ledger is already there
