@@ -10,13 +10,35 @@ use serde_json::{Map, Value};
 
 use super::argv::{Grammar, Takes, TaskAt, Word, given_task, needs_task, session_words};
 use super::definition::{
-    Action, AgentCommandError, Definition, Disabling, Files, Instructions, SessionSource,
-    TranscriptEnd, field,
+    Action, AgentCommandError, Definition, Disabling, Files, HookSwitch, Instructions,
+    SessionSource, SwitchFile, TranscriptEnd, field,
 };
 
 pub struct ClaudeCode;
 
 impl Definition for ClaudeCode {
+    /// `disableAllHooks` (code.claude.com/docs/en/settings: "Disable all hooks and any custom
+    /// status line"), in each settings file Claude Code reads here.
+    fn hook_switches(&self) -> &'static [HookSwitch] {
+        &[
+            HookSwitch {
+                file: SwitchFile::Project(".claude/settings.json"),
+                key: "/disableAllHooks",
+                off: true,
+            },
+            HookSwitch {
+                file: SwitchFile::Project(".claude/settings.local.json"),
+                key: "/disableAllHooks",
+                off: true,
+            },
+            HookSwitch {
+                file: SwitchFile::User(".claude/settings.json"),
+                key: "/disableAllHooks",
+                off: true,
+            },
+        ]
+    }
+
     fn disabling_options(&self) -> &'static [Disabling] {
         &[
             Disabling {

@@ -12,8 +12,8 @@ use serde_json::{Map, Value};
 
 use super::argv::{Grammar, Takes, TaskAt, Word, given_task};
 use super::definition::{
-    Action, AgentCommandError, Definition, Disabling, Files, SessionSource, SettingsScope,
-    TranscriptEnd, UserDir, field,
+    Action, AgentCommandError, Definition, Disabling, Files, HookSwitch, SessionSource,
+    SettingsScope, SwitchFile, TranscriptEnd, UserDir, field,
 };
 
 pub struct Codex;
@@ -21,6 +21,23 @@ pub struct Codex;
 const USAGE: &str = "codex exec [OPTIONS] \"<task>\"";
 
 impl Definition for Codex {
+    /// `[features] hooks = false` (developers.openai.com/codex/hooks: "Hooks are enabled by
+    /// default"), and its older name `codex_hooks`.
+    fn hook_switches(&self) -> &'static [HookSwitch] {
+        &[
+            HookSwitch {
+                file: SwitchFile::User("config.toml"),
+                key: "features.hooks",
+                off: false,
+            },
+            HookSwitch {
+                file: SwitchFile::User("config.toml"),
+                key: "features.codex_hooks",
+                off: false,
+            },
+        ]
+    }
+
     fn disabling_options(&self) -> &'static [Disabling] {
         &[Disabling {
             option: "--ephemeral",

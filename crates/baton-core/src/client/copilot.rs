@@ -13,8 +13,8 @@ use serde_json::{Map, Value, json};
 
 use super::argv::{Grammar, PromptCli, Takes, TaskAt, locate_prompt};
 use super::definition::{
-    Action, AgentCommandError, Definition, Files, PayloadKeys, SessionSource, SettingsShape,
-    TranscriptEnd, UserDir, field,
+    Action, AgentCommandError, Definition, Files, HookSwitch, PayloadKeys, SessionSource,
+    SettingsShape, SwitchFile, TranscriptEnd, UserDir, field,
 };
 
 pub struct CopilotCli;
@@ -22,6 +22,28 @@ pub struct CopilotCli;
 const USAGE: &str = "copilot [OPTIONS] -p \"<task>\"";
 
 impl Definition for CopilotCli {
+    /// `disableAllHooks` (github/docs, Copilot CLI's config directory reference: "Disable all
+    /// hooks (both repository-level and user-level)"), in its own settings and in the
+    /// repository's Claude Code settings, which it also reads.
+    fn hook_switches(&self) -> &'static [HookSwitch] {
+        &[
+            HookSwitch {
+                file: SwitchFile::User("settings.json"),
+                key: "/disableAllHooks",
+                off: true,
+            },
+            HookSwitch {
+                file: SwitchFile::Project(".claude/settings.json"),
+                key: "/disableAllHooks",
+                off: true,
+            },
+            HookSwitch {
+                file: SwitchFile::Project(".claude/settings.local.json"),
+                key: "/disableAllHooks",
+                off: true,
+            },
+        ]
+    }
     fn name(&self) -> &'static str {
         "copilot"
     }

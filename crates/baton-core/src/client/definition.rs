@@ -119,6 +119,11 @@ pub trait Definition: Sync {
     /// The task of the headless command `argv`, found as the client's own parser finds it (or
     /// as `task` names it); an error says why it cannot be found and how to fix the command.
     fn task_of(&self, argv: &[String], task: Option<&str>) -> Result<String, AgentCommandError>;
+    /// The settings that switch all of the client's hooks off, baton's included, where the
+    /// client reads them (`baton doctor` names each one set).
+    fn hook_switches(&self) -> &'static [HookSwitch] {
+        &[]
+    }
     /// The options of a headless command that leave supervise nothing to do: they switch off
     /// the client's hooks (or baton's plugin), or keep no session to resume. Each is the
     /// option as the client spells it, the values that make it so when it takes one (the
@@ -243,6 +248,24 @@ pub enum TranscriptEnd {
     PersonStopped,
     /// Nothing in the tail says the turn failed.
     Unknown,
+}
+
+/// A setting that switches all of a client's hooks off (`Definition::hook_switches`).
+#[derive(Debug, Clone, Copy)]
+pub struct HookSwitch {
+    /// The settings file: relative to the project's root, or to the client's user directory.
+    pub file: SwitchFile,
+    /// Where in it: a JSON pointer (`/disableAllHooks`), or in a `.toml` file a dotted key
+    /// (`features.hooks`).
+    pub key: &'static str,
+    /// The value that switches the hooks off.
+    pub off: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub enum SwitchFile {
+    Project(&'static str),
+    User(&'static str),
 }
 
 /// An option that leaves supervise nothing to do (`Definition::disabling_options`).

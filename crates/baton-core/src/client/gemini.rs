@@ -12,13 +12,29 @@ use serde_json::{Map, Value};
 
 use super::argv::{Grammar, PromptCli, Takes, TaskAt, locate_prompt};
 use super::definition::{
-    Action, AgentCommandError, Definition, Dialect, Evidence, Files, SessionSource, TranscriptEnd,
-    field,
+    Action, AgentCommandError, Definition, Dialect, Evidence, Files, HookSwitch, SessionSource,
+    SwitchFile, TranscriptEnd, field,
 };
 
 pub struct GeminiCli;
 
 impl Definition for GeminiCli {
+    /// `hooksConfig.enabled: false` (google-gemini/gemini-cli docs/reference/configuration.md:
+    /// "When disabled, no hooks will be executed"), in the user's or the project's settings.
+    fn hook_switches(&self) -> &'static [HookSwitch] {
+        &[
+            HookSwitch {
+                file: SwitchFile::Project(".gemini/settings.json"),
+                key: "/hooksConfig/enabled",
+                off: false,
+            },
+            HookSwitch {
+                file: SwitchFile::User(".gemini/settings.json"),
+                key: "/hooksConfig/enabled",
+                off: false,
+            },
+        ]
+    }
     fn name(&self) -> &'static str {
         "gemini"
     }

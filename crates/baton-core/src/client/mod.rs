@@ -16,8 +16,9 @@ pub mod gemini;
 pub mod opencode;
 
 pub use definition::{
-    Action, AgentCommandError, Definition, Dialect, Disabling, Evidence, Files, Instructions,
-    PayloadKeys, SessionSource, SettingsScope, SettingsShape, TranscriptEnd, UserDir,
+    Action, AgentCommandError, Definition, Dialect, Disabling, Evidence, Files, HookSwitch,
+    Instructions, PayloadKeys, SessionSource, SettingsScope, SettingsShape, SwitchFile,
+    TranscriptEnd, UserDir,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

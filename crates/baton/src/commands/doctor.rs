@@ -144,8 +144,8 @@ pub fn cmd_doctor(ctx: &Ctx, _args: DoctorArgs) -> Result<Report, CommandError> 
             "run `baton init <client>` in the project (claude, codex, gemini, copilot, opencode, cursor or antigravity)",
         ));
     }
-    if installed.contains(&Client::Claude) {
-        checks.extend(claude_hooks_switched_off(ctx));
+    for client in Client::ALL.into_iter().filter(|c| installed.contains(c)) {
+        checks.extend(hooks_switched_off(ctx, client));
     }
     if installed.contains(&Client::Gemini) {
         checks.extend(gemini_folder_trust(ctx));
@@ -349,30 +349,48 @@ fn unreadable_fix(client: Client) -> String {
     }
 }
 
-/// Claude Code's `"disableAllHooks": true` in any settings file it reads here (the project's,
-/// its local one, the user's) runs no hook at all, baton's included.
-fn claude_hooks_switched_off(ctx: &Ctx) -> Vec<Check> {
-    let mut files = Vec::new();
-    if let Ok(layout) = ctx.layout() {
-        files.push(layout.root.join(".claude/settings.json"));
-        files.push(layout.root.join(".claude/settings.local.json"));
-    }
-    if let Some(home) = ctx.settings.home.as_ref().filter(|h| !h.is_empty()) {
-        files.push(PathBuf::from(home).join(".claude/settings.json"));
-    }
-    files
-        .into_iter()
-        .filter_map(|file| {
+/// The settings that switch all of `client`'s hooks off, baton's included
+/// (`Definition::hook_switches`: Claude Code's and Copilot CLI's `disableAllHooks`, Gemini
+/// CLI's `hooksConfig.enabled`, Codex's `[features] hooks`), each one set named with its fix.
+fn hooks_switched_off(ctx: &Ctx, client: Client) -> Vec<Check> {
+    use baton_core::client::SwitchFile;
+    let def = client.def();
+    let root = ctx.layout().ok().map(|l| l.root);
+    let user = Targets::resolve(ctx, client, true).ok().map(|t| t.base);
+    def.hook_switches()
+        .iter()
+        .filter_map(|switch| {
+            let file = match switch.file {
+                SwitchFile::Project(rel) => root.as_ref()?.join(rel),
+                SwitchFile::User(rel) => user.as_ref()?.join(rel),
+            };
             let text = std::fs::read_to_string(&file).ok()?;
-            let value: serde_json::Value = serde_json::from_str(&text).ok()?;
-            (value.get("disableAllHooks") == Some(&serde_json::Value::Bool(true))).then(|| {
+            let value = if file.extension().is_some_and(|e| e == "toml") {
+                let doc: toml_edit::DocumentMut = text.parse().ok()?;
+                let mut item = doc.as_item();
+                for part in switch.key.split('.') {
+                    item = item.get(part)?;
+                }
+                item.as_bool()?
+            } else {
+                let json: serde_json::Value = serde_json::from_str(&text).ok()?;
+                json.pointer(switch.key)?.as_bool()?
+            };
+            (value == switch.off).then(|| {
+                let setting = format!("{} = {}", switch.key.trim_start_matches('/'), switch.off);
                 Check::fix(
-                    "Claude Code hooks switched on",
+                    format!("{} hooks switched on", def.title()),
                     format!(
-                        "{} sets `\"disableAllHooks\": true`: Claude Code runs no hook, baton's included",
-                        file.display()
+                        "{} sets `{setting}`: {} runs no hook, baton's included",
+                        file.display(),
+                        def.title()
                     ),
-                    format!("remove `disableAllHooks` from {} (or set it to false)", file.display()),
+                    format!(
+                        "remove `{}` from {} (or set it to {})",
+                        switch.key.trim_start_matches('/'),
+                        file.display(),
+                        !switch.off
+                    ),
                 )
             })
         })

@@ -300,3 +300,43 @@ fn a_claude_plugin_setup_is_installed_and_never_doubled() {
         relative.stdout
     );
 }
+
+/// The same for the other clients' switches: Gemini CLI's `hooksConfig.enabled: false` and
+/// Codex's `[features] hooks = false`.
+#[test]
+fn gemini_and_codex_hooks_switched_off_are_named() {
+    let env = TestEnv::new();
+    let bin = baton_dir(&env);
+    env.run(None, &at(0), &["init", "gemini"]).assert_code(0);
+    let settings = env.repo.join(".gemini/settings.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    v["hooksConfig"] = serde_json::json!({"enabled": false});
+    std::fs::write(&settings, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    let (_, report) = doctor(&env, Some(&bin));
+    let off = check(&report, "Gemini CLI hooks switched on");
+    assert_eq!(off["ok"], false, "{report}");
+    assert!(
+        off["fix"].as_str().unwrap().contains("hooksConfig/enabled"),
+        "{report}"
+    );
+
+    let env = TestEnv::new();
+    let bin = baton_dir(&env);
+    let mut init = env.command(None, &at(0));
+    init.env("CODEX_HOME", env.home().join(".codex"))
+        .args(["init", "codex", "--trust-project"]);
+    assert!(init.status().unwrap().success());
+    let config = env.home().join(".codex/config.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, format!("{text}\n[features]\nhooks = false\n")).unwrap();
+    let (_, report) = doctor(&env, Some(&bin));
+    let off = check(&report, "Codex hooks switched on");
+    assert_eq!(off["ok"], false, "{report}");
+    assert!(
+        off["found"]
+            .as_str()
+            .unwrap()
+            .contains("features.hooks = false"),
+        "{report}"
+    );
+}
