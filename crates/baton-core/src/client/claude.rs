@@ -20,23 +20,7 @@ impl Definition for ClaudeCode {
     /// `disableAllHooks` (code.claude.com/docs/en/settings: "Disable all hooks and any custom
     /// status line"), in each settings file Claude Code reads here.
     fn hook_switches(&self) -> &'static [HookSwitch] {
-        &[
-            HookSwitch {
-                file: SwitchFile::Project(".claude/settings.json"),
-                key: "/disableAllHooks",
-                off: true,
-            },
-            HookSwitch {
-                file: SwitchFile::Project(".claude/settings.local.json"),
-                key: "/disableAllHooks",
-                off: true,
-            },
-            HookSwitch {
-                file: SwitchFile::User(".claude/settings.json"),
-                key: "/disableAllHooks",
-                off: true,
-            },
-        ]
+        &CLAUDE_SWITCHES
     }
 
     fn disabling_options(&self) -> &'static [Disabling] {
@@ -480,3 +464,23 @@ fn user_text(entry: &Value) -> Option<&str> {
         })
     })
 }
+
+/// `disableAllHooks` in the project's Claude Code settings, its local ones and the user's.
+/// Copilot CLI reads the project's two as well.
+pub(super) const CLAUDE_SWITCHES: [HookSwitch; 3] = [
+    HookSwitch {
+        file: SwitchFile::Project(".claude/settings.json"),
+        key: "/disableAllHooks",
+        off: true,
+    },
+    HookSwitch {
+        file: SwitchFile::Project(".claude/settings.local.json"),
+        key: "/disableAllHooks",
+        off: true,
+    },
+    HookSwitch {
+        file: SwitchFile::User(".claude/settings.json"),
+        key: "/disableAllHooks",
+        off: true,
+    },
+];

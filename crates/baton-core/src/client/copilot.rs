@@ -26,23 +26,16 @@ impl Definition for CopilotCli {
     /// hooks (both repository-level and user-level)"), in its own settings and in the
     /// repository's Claude Code settings, which it also reads.
     fn hook_switches(&self) -> &'static [HookSwitch] {
-        &[
+        const SWITCHES: [HookSwitch; 3] = [
             HookSwitch {
                 file: SwitchFile::User("settings.json"),
                 key: "/disableAllHooks",
                 off: true,
             },
-            HookSwitch {
-                file: SwitchFile::Project(".claude/settings.json"),
-                key: "/disableAllHooks",
-                off: true,
-            },
-            HookSwitch {
-                file: SwitchFile::Project(".claude/settings.local.json"),
-                key: "/disableAllHooks",
-                off: true,
-            },
-        ]
+            super::claude::CLAUDE_SWITCHES[0],
+            super::claude::CLAUDE_SWITCHES[1],
+        ];
+        &SWITCHES
     }
     fn name(&self) -> &'static str {
         "copilot"

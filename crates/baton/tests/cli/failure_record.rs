@@ -71,29 +71,35 @@ fn all_interrupted_once(env: &TestEnv) {
     }
 }
 
-#[test]
-fn a_failure_hook_killed_right_after_its_record_is_applied_by_the_next_reader() {
-    let env = TestEnv::new();
-    owned_loops(&env);
+/// Session `s1`'s loops, then its StopFailure hook at minute 1, killed at the fault point
+/// `fault` (`BATON_FAULTS`), as the client kills it.
+fn killed_failure_hook(env: &TestEnv, fault: &str) {
+    owned_loops(env);
     let failure = payload(
-        &env,
+        env,
         "claude-code-2.1.332/StopFailure.after-429.json",
         "s1",
         None,
     );
-    // Killed as the client kills it, right after the record is durable.
     let killed = run_hook(
-        &env,
+        env,
         &["hook", "claude", "StopFailure"],
         &failure,
         &at(1),
-        &[("BATON_FAULTS", "outbox.recorded=crash".as_ref())],
+        &[("BATON_FAULTS", fault.as_ref())],
     );
     assert_eq!(
         killed.code, -1,
         "the fault killed the hook: {}",
         killed.stderr
     );
+}
+
+#[test]
+fn a_failure_hook_killed_right_after_its_record_is_applied_by_the_next_reader() {
+    let env = TestEnv::new();
+    // Killed right after the record is durable.
+    killed_failure_hook(&env, "outbox.recorded=crash");
     assert_eq!(env.outbox().len(), 1, "one record, and nothing applied yet");
     // (Against a server the test reads nothing while a record is pending: it would read what
     // no command of baton's ever sees.)
@@ -119,27 +125,9 @@ fn a_failure_hook_killed_right_after_its_record_is_applied_by_the_next_reader() 
 fn a_failure_hook_killed_between_a_loops_state_and_its_event_leaves_both_by_the_next_read() {
     crate::files_only!("the server writes a state and its events in one transaction");
     let env = TestEnv::new();
-    owned_loops(&env);
-    let failure = payload(
-        &env,
-        "claude-code-2.1.332/StopFailure.after-429.json",
-        "s1",
-        None,
-    );
     // The journal's appends, one per loop: the hook dies on the second, after its loop's
     // state was replaced.
-    let killed = run_hook(
-        &env,
-        &["hook", "claude", "StopFailure"],
-        &failure,
-        &at(1),
-        &[("BATON_FAULTS", "append.write@2=crash".as_ref())],
-    );
-    assert_eq!(
-        killed.code, -1,
-        "the fault killed the hook: {}",
-        killed.stderr
-    );
+    killed_failure_hook(&env, "append.write@2=crash");
     let torn = loops(&env);
     assert!(
         torn.iter()

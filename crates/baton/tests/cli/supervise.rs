@@ -131,6 +131,14 @@ impl Fake {
         log.json()["events"].as_array().unwrap().clone()
     }
 
+    /// The journal's first `supervise.attempt` event.
+    fn first_attempt(&self) -> Value {
+        self.journal()
+            .into_iter()
+            .find(|e| e["event"] == "supervise.attempt")
+            .expect("an attempt was journalled")
+    }
+
     fn names(&self) -> Vec<String> {
         self.journal()
             .iter()
@@ -1002,13 +1010,11 @@ fn stopping_supervise_stops_the_agents_whole_tree() {
         !still_runs(&f.dir.join("bg")),
         "the agent's job works on unsupervised"
     );
-    let attempt = f
-        .journal()
-        .into_iter()
-        .find(|e| e["event"] == "supervise.attempt")
-        .unwrap();
-    let stopped = attempt["stopped"].to_string();
-    assert!(stopped.contains("sleep"), "{attempt}");
+    let attempt = f.first_attempt();
+    assert!(
+        attempt["stopped"].to_string().contains("sleep"),
+        "{attempt}"
+    );
 
     // An agent that exits and leaves a job running: the job is stopped after the attempt.
     let g = Fake::new();
@@ -1021,11 +1027,7 @@ fn stopping_supervise_stops_the_agents_whole_tree() {
         !still_runs(&g.dir.join("bg")),
         "left running after the attempt"
     );
-    let attempt = g
-        .journal()
-        .into_iter()
-        .find(|e| e["event"] == "supervise.attempt")
-        .unwrap();
+    let attempt = g.first_attempt();
     assert!(
         attempt["stopped"].to_string().contains("sleep"),
         "{attempt}"
