@@ -371,19 +371,9 @@ pub fn record_dead_turns(ctx: &Ctx, layout: &Layout) {
                 "error report",
             ),
             _ => {
-                let path = mark
-                    .transcript
-                    .as_ref()
-                    .map(std::path::PathBuf::from)
-                    .or_else(|| {
-                        crate::evidence::session_transcript(
-                            def,
-                            &ctx.settings,
-                            &ctx.dir,
-                            &session.session_id,
-                        )
-                    });
-                match path {
+                // Where the client writes it, as the prompt hook found it in the client's own
+                // surroundings (the payload, or the client's user directory).
+                match mark.transcript.as_ref().map(std::path::PathBuf::from) {
                     Some(path) => (
                         crate::evidence::read_transcript(
                             def,

@@ -183,21 +183,16 @@ pub struct PluginHooks {
 /// `$CODEX_HOME/config.toml`, installed under `$CODEX_HOME/plugins/cache/<marketplace>/<name>/`.
 /// Nothing for the other clients, or when nothing can be read.
 pub fn plugin_hooks(ctx: &Ctx, client: Client) -> Vec<PluginHooks> {
-    let home = ctx
-        .settings
-        .home
-        .clone()
-        .filter(|h| !h.is_empty())
-        .map(PathBuf::from);
+    // The client's user directory, as `baton init --user` finds it.
+    let Ok(user) = Targets::resolve(ctx, client, true).map(|t| t.base) else {
+        return Vec::new();
+    };
     let found: Vec<(String, PathBuf)> = match client {
         Client::Claude => {
-            let Some(dir) = std::env::var_os("CLAUDE_CONFIG_DIR")
+            let dir = std::env::var_os("CLAUDE_CONFIG_DIR")
                 .filter(|d| !d.is_empty())
                 .map(PathBuf::from)
-                .or_else(|| home.map(|h| h.join(".claude")))
-            else {
-                return Vec::new();
-            };
+                .unwrap_or_else(|| user.join(".claude"));
             let mut settings = vec![dir.join("settings.json")];
             if let Ok(layout) = ctx.layout() {
                 settings.push(layout.root.join(".claude/settings.json"));
@@ -231,16 +226,7 @@ pub fn plugin_hooks(ctx: &Ctx, client: Client) -> Vec<PluginHooks> {
                 .collect()
         }
         Client::Codex => {
-            let Some(dir) = ctx
-                .settings
-                .client_dirs
-                .iter()
-                .find(|(v, d)| *v == "CODEX_HOME" && !d.is_empty())
-                .map(|(_, d)| ctx.dir.join(d))
-                .or_else(|| home.map(|h| h.join(".codex")))
-            else {
-                return Vec::new();
-            };
+            let dir = user;
             let Some(config) = std::fs::read_to_string(dir.join("config.toml"))
                 .ok()
                 .and_then(|t| t.parse::<toml_edit::DocumentMut>().ok())

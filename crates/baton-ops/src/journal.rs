@@ -198,42 +198,26 @@ pub fn takeover(
 /// the state's `interrupted_at`, its session the owner), marked `restored`. Nothing is done
 /// when the store writes a state and its events in one step, when the loop is not interrupted,
 /// when its journal is empty (another tool wrote the loop), or when its journal holds an
-/// `interrupt` at that time. A torn loop is checked again under its lock before the append.
-/// True when an event was appended.
-pub fn restore_interrupt_event(store: &dyn StateStore, key: &str) -> Result<bool, StoreError> {
-    if store.journal_in_step() {
-        return Ok(false);
-    }
-    // Looked at without the lock first: a loop whose history is whole (nearly all) costs no
-    // lock, and a reader never waits behind a writer for nothing.
-    let torn = || -> Result<Option<LoopState>, StoreError> {
-        let Some(loaded) = store.read_loop(key)? else {
-            return Ok(None);
-        };
-        let state = loaded.state;
-        let Some(at) = state
-            .interrupted_at
-            .as_deref()
-            .filter(|_| state.status == baton_core::model::LoopStatus::Interrupted)
-        else {
-            return Ok(None);
-        };
-        let journal = store.read_journal(JournalTarget::Loop(key))?;
-        // A loop with no history at all was not written through baton (another tool
-        // interrupted it): its history is unknown, not torn.
-        let recorded = journal.events.is_empty()
-            || journal.events.iter().any(|e| {
-                e["event"] == JournalEvent::Interrupt.as_str() && e["ts"].as_str() == Some(at)
-            });
-        Ok((!recorded).then_some(state))
-    };
-    if torn()?.is_none() {
+/// `interrupt` at that time. `seen` is the loop as the caller read it, without the lock: a loop
+/// whose history is whole (nearly all) costs no lock and no second read, and a reader never
+/// waits behind a writer for nothing; a torn one is read and checked again under its lock
+/// before the append. True when an event was appended.
+pub fn restore_interrupt_event(
+    store: &dyn StateStore,
+    key: &str,
+    seen: &LoopState,
+) -> Result<bool, StoreError> {
+    if store.journal_in_step() || !lacks_interrupt_event(store, key, seen)? {
         return Ok(false);
     }
     let _guard = store.lock(LockScope::Loop(key))?;
-    let Some(state) = torn()? else {
+    let Some(loaded) = store.read_loop(key)? else {
         return Ok(false);
     };
+    let state = loaded.state;
+    if !lacks_interrupt_event(store, key, &state)? {
+        return Ok(false);
+    }
     let event = json!({
         "ts": state.interrupted_at,
         "event": JournalEvent::Interrupt.as_str(),
@@ -245,4 +229,26 @@ pub fn restore_interrupt_event(store: &dyn StateStore, key: &str) -> Result<bool
     });
     store.append_journal(JournalTarget::Loop(key), &event)?;
     Ok(true)
+}
+
+/// Whether `state` is interrupted and its journal, which holds other events, holds no
+/// `interrupt` at its `interrupted_at`. A loop with no history at all was not written through
+/// baton (another tool interrupted it): its history is unknown, not torn.
+fn lacks_interrupt_event(
+    store: &dyn StateStore,
+    key: &str,
+    state: &LoopState,
+) -> Result<bool, StoreError> {
+    let Some(at) = state
+        .interrupted_at
+        .as_deref()
+        .filter(|_| state.status == baton_core::model::LoopStatus::Interrupted)
+    else {
+        return Ok(false);
+    };
+    let journal = store.read_journal(JournalTarget::Loop(key))?;
+    Ok(!journal.events.is_empty()
+        && !journal.events.iter().any(|e| {
+            e["event"] == JournalEvent::Interrupt.as_str() && e["ts"].as_str() == Some(at)
+        }))
 }

@@ -154,18 +154,27 @@ pub fn interrupt_owned(
 ) -> (Interrupted, Result<(), CommandError>) {
     let mut first_error = None;
     let mut done = Interrupted::default();
-    for (key, state) in &owned.loops {
-        if state.status == LoopStatus::Interrupted {
-            // Applied again after its writer was killed between a loop's state and its
-            // journal: the state stands, and the event comes back.
-            let store = ctx.store();
-            if let Err(e) = store.and_then(|s| {
-                crate::journal::restore_interrupt_event(&*s, key).map_err(CommandError::from)
-            }) {
+    // An interrupt applied again after its writer was killed between a loop's state and its
+    // journal: the state stands, and the event comes back.
+    if owned
+        .loops
+        .iter()
+        .any(|(_, s)| s.status == LoopStatus::Interrupted)
+    {
+        match ctx.store() {
+            Ok(store) => {
+                for (key, state) in &owned.loops {
+                    if let Err(e) = crate::journal::restore_interrupt_event(&*store, key, state) {
+                        first_error.get_or_insert(e.into());
+                    }
+                }
+            }
+            Err(e) => {
                 first_error.get_or_insert(e);
             }
-            continue;
         }
+    }
+    for (key, state) in &owned.loops {
         if state.status != LoopStatus::Active {
             continue;
         }

@@ -233,8 +233,8 @@ pub fn survey(ctx: &Ctx) -> Result<Survey, CommandError> {
             Ok(l) => {
                 // State and history agree by the time anyone reads them: an interrupt whose
                 // writer was killed before its journal event gets the event back.
-                if l.state.status == LoopStatus::Interrupted
-                    && let Err(e) = crate::journal::restore_interrupt_event(&*store, &scanned.key)
+                if let Err(e) =
+                    crate::journal::restore_interrupt_event(&*store, &scanned.key, &l.state)
                 {
                     notes.push(format!(
                         "warning: the journal of {} could not be mended: {}",
