@@ -330,3 +330,70 @@ fn a_turn_a_person_stopped_is_told_as_left_not_crash() {
         assert_eq!(w["class"], "left", "{w}");
     }
 }
+
+/// SPEC §5: the failure hook's first durable act is one record, with a fixed number of syncs
+/// whatever the session owns, and nothing before it that is not needed to write it. Seen from
+/// outside (`strace`) with the hook stopped right after its record: the same two syncs (the
+/// record, its directory) for 1 loop and for 20, and no loop's state or journal opened.
+#[test]
+fn the_failure_record_costs_the_same_syncs_whatever_the_session_owns_and_reads_no_state() {
+    crate::files_only!("the file store's system calls");
+    if std::process::Command::new("strace")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        crate::common::skipped("strace is not installed (apt-get install strace)");
+        return;
+    }
+    let syncs_for = |loops: usize| {
+        let env = TestEnv::new();
+        // The session's start makes the outbox, as a real session's does.
+        let start = payload(&env, "claude-code-2.1.332/SessionStart.json", "s1", None);
+        run_hook(
+            &env,
+            &["hook", "claude", "SessionStart"],
+            &start,
+            &at(0),
+            &[],
+        )
+        .assert_code(0);
+        for i in 1..=loops {
+            env.baton("s1", 0, &["loop", "init", &format!("T-{i}")])
+                .assert_code(0);
+        }
+        let log = env.repo.with_file_name("strace.log");
+        let body = payload(
+            &env,
+            "claude-code-2.1.332/StopFailure.after-429.json",
+            "s1",
+            None,
+        );
+        let mut traced = crate::common::like(&env.command(None, &at(1)), "strace");
+        traced
+            .args(["-f", "-qq", "-e", "signal=none", "-o"])
+            .arg(&log)
+            .args(["-e", "trace=openat,fsync,fdatasync"])
+            .arg(env!("CARGO_BIN_EXE_baton"))
+            .args(["hook", "claude", "StopFailure"])
+            .env("BATON_FAULTS", "outbox.recorded=crash")
+            .stdin(std::process::Stdio::piped());
+        let mut child = traced.spawn().unwrap();
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(&body).unwrap();
+        child.wait().unwrap();
+        assert_eq!(env.outbox().len(), 1, "the record was written");
+        let text = std::fs::read_to_string(&log).unwrap();
+        for line in text.lines().filter(|l| l.contains("openat(")) {
+            assert!(
+                !line.contains("/loop-state-") && !line.contains("/journal/"),
+                "read before the record: {line}"
+            );
+        }
+        text.lines()
+            .filter(|l| l.contains("fsync(") || l.contains("fdatasync("))
+            .count()
+    };
+    assert_eq!(syncs_for(1), 2);
+    assert_eq!(syncs_for(20), 2);
+}
