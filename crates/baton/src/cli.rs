@@ -94,6 +94,9 @@ enum Command {
     Wait(wait::WaitArgs),
     #[command(about = "Run an agent and relaunch it where a rate limit stopped it")]
     Supervise(supervise::SuperviseArgs),
+    /// The process supervise runs its agent under (not for people).
+    #[command(name = supervise::GUARD_COMMAND, hide = true)]
+    SuperviseGuard(supervise::GuardArgs),
     #[cfg(feature = "postgres")]
     #[command(subcommand, about = "The PostgreSQL store for a fleet of machines")]
     Store(crate::commands::store::StoreCommand),
@@ -243,6 +246,7 @@ pub fn run() -> ExitCode {
     let result = match cli.command {
         // A hook answers its client, not a person: it fails open whatever happens.
         Command::Hook(args) => return hook::run(cli.dir, args),
+        Command::SuperviseGuard(args) => return supervise::run_guard(args),
         // Neither reads a project: they print what the command definitions say.
         Command::Completions(args) => completions::cmd_completions(args, command()),
         Command::Man(args) => man::cmd_man(args, command()),
@@ -362,7 +366,10 @@ fn dispatch(ctx: &Ctx, command: Command) -> Result<Report, CommandError> {
         #[cfg(feature = "postgres")]
         Command::Store(cmd) => crate::commands::store::dispatch(ctx, cmd),
         Command::Log(args) => crate::commands::log::cmd_log(ctx, args),
-        Command::Hook(_) | Command::Completions(_) | Command::Man(_) => {
+        Command::Hook(_)
+        | Command::SuperviseGuard(_)
+        | Command::Completions(_)
+        | Command::Man(_) => {
             unreachable!("these run before the context is read")
         }
         Command::Init(args) => init::cmd_init(ctx, args),
@@ -521,7 +528,12 @@ mod tests {
             .chain(super::PLUMBING.iter().copied())
             .collect();
         listed.sort();
-        let mut commands: Vec<&str> = cmd.get_subcommands().map(|c| c.get_name()).collect();
+        // A hidden command is no one's to run (supervise's guard).
+        let mut commands: Vec<&str> = cmd
+            .get_subcommands()
+            .filter(|c| !c.is_hide_set())
+            .map(|c| c.get_name())
+            .collect();
         commands.sort();
         // Without PostgreSQL there is no `store` command.
         listed.retain(|n| commands.contains(n));
@@ -542,8 +554,9 @@ mod tests {
     fn every_command_of_a_group_scans_in_one_line() {
         fn walk(cmd: &clap::Command, path: &str, long: &mut Vec<String>) {
             // The list is `  <name>  <about>`, the names padded to the longest.
-            let names = cmd.get_subcommands().map(|s| s.get_name().len()).max();
-            for sub in cmd.get_subcommands() {
+            let shown = || cmd.get_subcommands().filter(|s| !s.is_hide_set());
+            let names = shown().map(|s| s.get_name().len()).max();
+            for sub in shown() {
                 let path = format!("{path} {}", sub.get_name());
                 let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
                 let line = 2 + names.unwrap_or_default() + 2 + about.chars().count();

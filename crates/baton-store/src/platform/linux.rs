@@ -70,6 +70,62 @@ pub fn descendants(root: u32) -> Vec<u32> {
     found
 }
 
+/// `root` (when `with_root`) and its descendants that stay in this process's session: a process
+/// that started a session of its own (`setsid`, as baton's forwarder does) meant to outlive
+/// whoever started it, and is left alone.
+pub fn descendants_in_session(root: u32, with_root: bool) -> Vec<u32> {
+    let ours = stat(std::process::id()).and_then(|s| s.session);
+    with_root
+        .then_some(root)
+        .into_iter()
+        .chain(descendants(root))
+        .filter(|pid| stat(*pid).and_then(|s| s.session) == ours)
+        .collect()
+}
+
+/// Ends `pids`, this process's descendants: SIGTERM, up to `grace` for them to exit, then
+/// SIGKILL and up to `grace` again, reaping each that is this process's child (its own, or an
+/// orphan given to it as subreaper).
+pub fn stop_processes(pids: &[u32], grace: std::time::Duration) {
+    let poll = std::time::Duration::from_millis(20);
+    let running = |pids: &[u32]| -> Vec<u32> {
+        pids.iter()
+            .copied()
+            .filter(|pid| {
+                let mut status = 0;
+                // SAFETY: waitpid(2) with WNOHANG on one pid never blocks and writes only
+                // `status`.
+                let got = unsafe { libc::waitpid(*pid as i32, &mut status, libc::WNOHANG) };
+                got == 0 || (got < 0 && stat(*pid).is_some_and(|s| !s.zombie))
+            })
+            .collect()
+    };
+    let mut alive = pids.to_vec();
+    for sig in [libc::SIGTERM, libc::SIGKILL] {
+        if alive.is_empty() {
+            return;
+        }
+        for pid in &alive {
+            // SAFETY: kill(2) on a descendant the caller found just now.
+            unsafe {
+                libc::kill(*pid as i32, sig);
+            }
+        }
+        let deadline = std::time::Instant::now() + grace;
+        alive = running(&alive);
+        while !alive.is_empty() && std::time::Instant::now() < deadline {
+            std::thread::sleep(poll);
+            alive = running(&alive);
+        }
+    }
+}
+
+/// This process's parent now: a process whose parent exited is given to a subreaper or init.
+pub fn parent() -> u32 {
+    // SAFETY: getppid(2) takes no arguments and cannot fail.
+    unsafe { libc::getppid() as u32 }
+}
+
 /// Makes this process the one its orphaned descendants are given to (`PR_SET_CHILD_SUBREAPER`),
 /// rather than init: an agent started through a launcher that exits stays among them.
 pub fn become_subreaper() {

@@ -1016,6 +1016,48 @@ fn stopping_supervise_stops_the_agents_whole_tree() {
         "{attempt}"
     );
 
+    // supervise itself killed (SIGKILL: nothing of it runs): the agent under its launcher
+    // and the agent's job are stopped all the same.
+    let k = Fake::new();
+    k.attempt(
+        1,
+        "baton loop init T-1 >/dev/null\n\
+         sh -c 'sleep 300' &\n\
+         echo $! > \"$d/bg\"\n\
+         echo $$ > \"$d/agent\"\n\
+         while true; do sleep 0.05; done\n",
+    );
+    let wrapper = k.dir.join("launch.sh");
+    std::fs::write(&wrapper, "#!/bin/sh\nclaude \"$@\"\necho launcher-done\n").unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let mut child = k
+        .command(&["supervise", "--client", "claude", "--"])
+        .arg(&wrapper)
+        .args(["-p", "do T-1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while !k.dir.join("agent").exists() {
+        assert!(start.elapsed().as_secs() < 30, "the attempt never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let start = std::time::Instant::now();
+    while still_runs(&k.dir.join("agent")) || still_runs(&k.dir.join("bg")) {
+        assert!(
+            start.elapsed().as_secs() < 30,
+            "the agent works on after supervise was killed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+
     // An agent that exits and leaves a job running: the job is stopped after the attempt.
     let g = Fake::new();
     g.attempt(

@@ -11,6 +11,9 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
 use clap::Args;
+
+mod guard;
+pub use guard::{COMMAND as GUARD_COMMAND, GuardArgs, run as run_guard};
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 
@@ -32,7 +35,7 @@ use baton_ops::install::Targets;
 use baton_ops::owned::{interrupt_owned, owned, ticket_of};
 use baton_ops::ticket_loop::gather;
 use baton_store::supervise as files;
-use baton_store::{StateStore, process};
+use baton_store::{StateStore, platform, process};
 
 /// Run an agent, and when a rate limit stops it, wait for the reset and relaunch it where it
 /// stopped.
@@ -252,20 +255,6 @@ struct Supervisor<'a> {
     stopped: Vec<String>,
 }
 
-/// The agent's own processes under `root` (and `root`): those that stayed in supervise's
-/// session. A process that started a session of its own (`setsid`, as a hook's forwarder does)
-/// meant to outlive the agent, and is left alone.
-fn agent_tree(root: u32, with_root: bool) -> Vec<u32> {
-    use baton_store::platform;
-    let ours = platform::stat(std::process::id()).and_then(|s| s.session);
-    with_root
-        .then_some(root)
-        .into_iter()
-        .chain(platform::descendants(root))
-        .filter(|pid| platform::stat(*pid).and_then(|s| s.session) == ours)
-        .collect()
-}
-
 /// `<pid> <name>`, for the journal.
 fn named(pid: u32) -> String {
     format!(
@@ -409,32 +398,40 @@ impl Supervisor<'_> {
         ctx
     }
 
-    /// Runs one attempt to its end, passing on SIGINT and SIGTERM.
+    /// Runs one attempt to its end, passing on SIGINT and SIGTERM. The agent runs under the
+    /// guard (`guard.rs`), which stops its tree should supervise itself be killed.
     fn run_child(&mut self, argv: &[String]) -> Result<Exit, CommandError> {
-        let mut cmd = Command::new(&argv[0]);
-        cmd.args(&argv[1..]).current_dir(&self.ctx.dir);
+        let cannot_run = |e: &dyn std::fmt::Display| {
+            CommandError::new(
+                ExitStatus::Failure,
+                format!("cannot run {}: {e}", esc(&argv[0])),
+            )
+            .hint("is the agent installed and on PATH?")
+        };
+        let program = &argv[0];
+        let found = if program.contains('/') {
+            baton_ops::install::is_executable(&self.ctx.dir.join(program))
+        } else {
+            baton_ops::install::which(program, std::env::var_os("PATH").as_deref()).is_some()
+        };
+        if !found {
+            return Err(cannot_run(&"no such executable"));
+        }
+        let exe = std::env::current_exe().map_err(|e| cannot_run(&e))?;
+        let mut cmd = Command::new(exe);
+        cmd.arg(guard::COMMAND)
+            .arg("--parent")
+            .arg(std::process::id().to_string())
+            .arg("--")
+            .args(argv)
+            .current_dir(&self.ctx.dir);
         // The agent's stdout is passed through as it comes (under `--json`, to stderr: stdout
         // carries supervise's one object), and each line is read for a limit's reset.
         cmd.stdout(std::process::Stdio::piped());
         if self.fake_clock {
             cmd.env("BATON_NOW", format_ts(self.now));
         }
-        // Should supervise itself be killed, the agent gets SIGTERM rather than running on
-        // unsupervised.
-        // SAFETY: die_with_parent is async-signal-safe, and the closure touches no memory.
-        unsafe {
-            std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
-                baton_store::platform::die_with_parent(libc::SIGTERM);
-                Ok(())
-            });
-        }
-        let mut child = cmd.spawn().map_err(|e| {
-            CommandError::new(
-                ExitStatus::Failure,
-                format!("cannot run {}: {e}", esc(&argv[0])),
-            )
-            .hint("is the agent installed and on PATH?")
-        })?;
+        let mut child = cmd.spawn().map_err(|e| cannot_run(&e))?;
         let (found, heard) = std::sync::mpsc::channel();
         if let Some(out) = child.stdout.take() {
             let to_stderr = self.json;
@@ -459,9 +456,9 @@ impl Supervisor<'_> {
                     libc::SIGKILL
                 };
                 forwarded = sent;
-                // The agent and everything it started: under a launcher (a wrapper script,
-                // npm's loader) the agent itself is not supervise's child.
-                let tree = agent_tree(child.id(), true);
+                // Everything under the guard: under a launcher (a wrapper script, npm's loader)
+                // the agent is further down. The guard exits as the agent does.
+                let tree = platform::descendants_in_session(child.id(), false);
                 signal_all(&tree, sig);
                 for pid in tree {
                     let name = named(pid);
@@ -496,36 +493,9 @@ impl Supervisor<'_> {
     /// after a grace, and reaped, so that nothing works on unsupervised after the attempt is
     /// journalled.
     fn stop_leftovers(&mut self) {
-        let left = agent_tree(std::process::id(), false);
-        if left.is_empty() {
-            return;
-        }
+        let left = platform::descendants_in_session(std::process::id(), false);
         self.stopped.extend(left.iter().map(|pid| named(*pid)));
-        signal_all(&left, libc::SIGTERM);
-        let reap = |pids: &[u32]| -> Vec<u32> {
-            pids.iter()
-                .copied()
-                .filter(|pid| {
-                    let mut status = 0;
-                    // SAFETY: waitpid(2) on a process that is supervise's child (its own, or
-                    // an orphan given to it as subreaper); WNOHANG never blocks.
-                    let got = unsafe { libc::waitpid(*pid as i32, &mut status, libc::WNOHANG) };
-                    got == 0 || (got < 0 && baton_store::platform::stat(*pid).is_some())
-                })
-                .collect()
-        };
-        let deadline = std::time::Instant::now() + LEFTOVER_GRACE;
-        let mut alive = reap(&left);
-        while !alive.is_empty() && std::time::Instant::now() < deadline {
-            std::thread::sleep(POLL);
-            alive = reap(&alive);
-        }
-        signal_all(&alive, libc::SIGKILL);
-        let deadline = std::time::Instant::now() + LEFTOVER_GRACE;
-        while !alive.is_empty() && std::time::Instant::now() < deadline {
-            std::thread::sleep(POLL);
-            alive = reap(&alive);
-        }
+        baton_store::platform::stop_processes(&left, LEFTOVER_GRACE);
     }
 
     /// What the attempt left: what its hooks reported, and the work its sessions touched
