@@ -208,6 +208,7 @@ pub fn survey(ctx: &Ctx) -> Result<Survey, CommandError> {
         changes: changes.as_ref(),
         pause: pause.as_ref(),
         here,
+        recorded: Default::default(),
     };
     // A feature that cannot be read (its lock busy, a pending resume point that cannot be
     // completed) is still work the next session must hear about: a degraded row, not silence.
@@ -344,6 +345,8 @@ struct Scan<'a> {
     changes: Option<&'a Changes>,
     pause: Option<&'a Pauses>,
     here: Here,
+    /// The session records kept here, read once on the first lookup.
+    recorded: std::cell::OnceCell<std::collections::HashSet<String>>,
 }
 
 fn loop_owner(ctx: &Ctx, state: &LoopState) -> Owner {
@@ -776,13 +779,16 @@ impl Scan<'_> {
     /// The client process of `session` as its hooks recorded it in this project, and whether
     /// it still runs: `None` when no hook recorded one (no hooks, or another machine).
     fn owner_process(&self, session: &str) -> Option<(u32, bool)> {
+        let layout = self.store.layout();
+        let recorded = self
+            .recorded
+            .get_or_init(|| baton_store::sessions::recorded(layout));
         baton_core::client::Client::ALL.iter().find_map(|client| {
-            let record = baton_store::sessions::SessionFiles::new(
-                self.store.layout(),
-                client.as_str(),
-                session,
-            )
-            .read_record()?;
+            let files =
+                baton_store::sessions::SessionFiles::new(layout, client.as_str(), session);
+            let record = recorded
+                .contains(files.name())
+                .then(|| files.read_record())??;
             let (pid, start) = (record.client_pid?, record.client_pid_start?);
             Some((pid, baton_store::process::is_alive(pid, start)))
         })

@@ -109,6 +109,20 @@ pub fn open_turns(layout: &Layout, limit: usize) -> Vec<TurnMark> {
     found
 }
 
+/// The names (`<client>-<session>`) of the session records kept here, from one read of the
+/// directory: a caller looking up many sessions opens only the records that exist.
+pub fn recorded(layout: &Layout) -> std::collections::HashSet<String> {
+    let Ok(dir) = std::fs::read_dir(layout.state_dir.join(SESSIONS_DIR)) else {
+        return Default::default();
+    };
+    dir.flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            name.strip_suffix(".json").map(str::to_string)
+        })
+        .collect()
+}
+
 /// One session's files.
 pub struct SessionFiles {
     dir: PathBuf,
@@ -121,6 +135,11 @@ impl SessionFiles {
             dir: layout.state_dir.join(SESSIONS_DIR),
             stem: format!("{client}-{}", file_safe(session_id)),
         }
+    }
+
+    /// The name its record has among `recorded`'s.
+    pub fn name(&self) -> &str {
+        &self.stem
     }
 
     fn record_path(&self) -> PathBuf {
