@@ -25,6 +25,8 @@ pub struct HookEvent {
     /// A prompt hook's prompt, when the payload carries one.
     pub prompt: Option<String>,
     pub action: Action,
+    /// The client's process serves many sessions (`Definition::process_shared`).
+    pub process_shared: bool,
 }
 
 /// Why a payload was not understood; a hook reports it on one stderr line and exits 0.
@@ -138,6 +140,7 @@ pub fn parse_payload(client: Client, expected: &str, bytes: &[u8]) -> Result<Hoo
         }),
         prompt: text(keys.prompt),
         action,
+        process_shared: client.def().process_shared(&map),
     })
 }
 

@@ -784,8 +784,7 @@ impl Scan<'_> {
             .recorded
             .get_or_init(|| baton_store::sessions::recorded(layout));
         baton_core::client::Client::ALL.iter().find_map(|client| {
-            let files =
-                baton_store::sessions::SessionFiles::new(layout, client.as_str(), session);
+            let files = baton_store::sessions::SessionFiles::new(layout, client.as_str(), session);
             let record = recorded
                 .contains(files.name())
                 .then(|| files.read_record())??;

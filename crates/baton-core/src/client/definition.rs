@@ -65,6 +65,11 @@ pub trait Definition: Sync {
     fn pid_variable(&self) -> Option<&'static str> {
         None
     }
+    /// Whether the process that sent `payload` serves many sessions and outlives each (OpenCode
+    /// 2.x's shared server): its pid then says nothing of the session, and none is recorded.
+    fn process_shared(&self, _payload: &Map<String, Value>) -> bool {
+        false
+    }
     /// For a client whose tool calls get their session only from baton's own plugin: what
     /// fixes a tool call (one with `pid_variable` set) that has none. Work started there is
     /// refused rather than recorded under no session.

@@ -1,33 +1,46 @@
-//! OpenCode (events and hook inputs of 1.18.33 in `fixtures/clients/opencode-1.18.33/`).
+//! OpenCode (events and hook inputs of 1.18.33 in `fixtures/clients/opencode-1.18.33/`, of
+//! 2.0.15 in `fixtures/clients/opencode-2.0.15/`).
 //!
 //! OpenCode runs no shell hooks: it loads JavaScript plugins, in process. baton's plugin
 //! (`install::opencode_plugin`, written to `.opencode/plugins/baton.js` by `baton init
-//! opencode`) passes the session's events to `baton hook opencode <event>`, waiting for each,
-//! with the event's `properties` as the payload (plus `cwd`, the project, and `at`, the epoch
-//! milliseconds the plugin saw it):
+//! opencode`) is one module for both generations: 1.18 calls its `server`, 2.x its `setup`.
+//! Either passes the session's events to `baton hook opencode <event>`, waiting for each, with
+//! the event's payload (1.18's `properties`, 2.x's `data`) plus `cwd`, the project, and `at`,
+//! the epoch milliseconds the plugin saw it:
 //!
 //! - `session.start`, the plugin's own: OpenCode sends `session.created` for a new session
 //!   only, and nothing when `--continue` or `--session` resumes one, so the plugin asks for
 //!   the packet the first time a session of this process submits a prompt, with `source`
 //!   `startup` (it saw `session.created`) or `resume`. What baton prints goes into every
-//!   request of the session as a system message (`experimental.chat.system.transform`).
-//! - `chat.message`: a prompt is submitted (a turn opens); a note baton prints goes in front
-//!   of the model for the rest of the turn the same way.
+//!   request of the session as a system message (1.18's `experimental.chat.system.transform`,
+//!   2.x's `session` hook `context`).
+//! - `chat.message`: a prompt is submitted (a turn opens; 2.x's `session` hook `prompt`); a
+//!   note baton prints goes in front of the model for the rest of the turn the same way.
 //! - `session.status` with `type: "retry"`: OpenCode waits out whatever delay the server names
-//!   (`next`, epoch milliseconds) and tries again. A wait of more than `FAR_RETRY_MS` is a
+//!   (`next`, epoch milliseconds; 2.x's `session.retry.scheduled` names it `at`, and the
+//!   plugin passes it as 1.18 does) and tries again. A wait of more than `FAR_RETRY_MS` is a
 //!   subscription's limit, not a throttle: the session's work is interrupted as a rate limit
 //!   that resets at `next`, so that `status` and the next session see why it stopped and
 //!   when it can go on. When OpenCode tries again (the `busy` status the plugin sends after a
-//!   retry), the session takes its work back, as after any failure.
-//! - `session.error`: the retries ran out (`error.data.statusCode` 429: a rate limit), or
-//!   another error ended the turn. `session.idle` follows it and closes the turn without
+//!   retry; on 2.x, the step that starts after it), the session takes its work back, as
+//!   after any failure. 2.x caps a server's `retry-after` at 15 minutes, so there the reset is
+//!   at most that far.
+//! - `session.error` (1.18): the retries ran out (`error.data.statusCode` 429: a rate limit),
+//!   or another error ended the turn. `session.idle` follows it and closes the turn without
 //!   undoing the interrupt.
-//! - `session.idle`: the turn ended.
+//! - `session.execution.failed` (2.x): the turn failed, with `error.type`:
+//!   `provider.rate-limit` after the retries, `provider.quota` at once (an account out of
+//!   quota is refused until it resets, as a limit is).
+//! - `session.idle`: the turn ended (2.x: `session.execution.succeeded` or `.interrupted`).
 //!
-//! Nothing marks the end of a session or of the process (a SIGTERM ends it with no event): a
-//! session whose process is gone is seen by its process, `OPENCODE_PID`, which the plugin
-//! passes to its hooks. A tool call gets no session id from OpenCode: the plugin's `shell.env`
-//! hook gives it `BATON_OPENCODE_SESSION`.
+//! Nothing marks the end of a session or of the process (a SIGTERM ends it with no event). On
+//! 1.18 a session whose process is gone is seen by its process, `OPENCODE_PID`, which the
+//! plugin passes to its hooks. 2.x runs every session of a user in one shared server
+//! (`opencode run` attaches to it), whose pid says nothing of a session: the plugin marks its
+//! payloads `shared_server`, no process is recorded, and a session's liveness is its turns
+//! and its writes. A tool call gets no session id from OpenCode: the plugin gives it
+//! `BATON_OPENCODE_SESSION` (1.18's `shell.env`; 2.x's `shell` hook `create.before`, matched
+//! to the session by the `tool` hook `execute.before` that precedes it).
 
 use jiff::Timestamp;
 use serde_json::{Map, Value};
@@ -79,6 +92,7 @@ impl Definition for OpenCode {
             "chat.message",
             "session.status",
             "session.error",
+            "session.execution.failed",
             "session.idle",
         ]
     }
@@ -118,6 +132,7 @@ impl Definition for OpenCode {
                 }
             }
             "session.error" => session_error(payload),
+            "session.execution.failed" => execution_failed(payload),
             "session.idle" => Action::TurnEnd,
             "session.created"
             | "session.updated"
@@ -146,6 +161,11 @@ impl Definition for OpenCode {
     /// OpenCode's own process (plugins run in it), which it also names to its tool calls.
     fn pid_variable(&self) -> Option<&'static str> {
         Some("OPENCODE_PID")
+    }
+
+    /// 2.x's shared server, marked by the plugin.
+    fn process_shared(&self, payload: &Map<String, Value>) -> bool {
+        payload.get("shared_server").and_then(Value::as_bool) == Some(true)
     }
 
     fn sessionless_tool_call_fix(&self) -> Option<&'static str> {
@@ -288,6 +308,32 @@ fn session_error(payload: &Map<String, Value>) -> Action {
         },
         _ => Action::Failure {
             error: name.to_string(),
+            message,
+        },
+    }
+}
+
+/// What ended a 2.x turn, by the error's `type`: a rate limit (after OpenCode's retries) or an
+/// account out of quota (at once) is a rate limit, 529 an overloaded API, an abort the user's
+/// own stop (no interrupt). 2.x names no `retry-after` here.
+fn execution_failed(payload: &Map<String, Value>) -> Action {
+    let error = payload.get("error");
+    let text = |key: &str| error.and_then(|e| e.get(key)).and_then(Value::as_str);
+    let kind = text("type").unwrap_or("unknown");
+    let message = text("message").unwrap_or_default().to_string();
+    let status = error.and_then(|e| e.get("status")).and_then(Value::as_u64);
+    match (kind, status) {
+        ("aborted", _) => Action::TurnEnd,
+        ("provider.rate-limit" | "provider.quota", _) | (_, Some(429)) => Action::Failure {
+            error: "rate_limit".into(),
+            message,
+        },
+        (_, Some(529)) => Action::Failure {
+            error: "overloaded".into(),
+            message,
+        },
+        _ => Action::Failure {
+            error: kind.to_string(),
             message,
         },
     }
@@ -470,6 +516,47 @@ mod tests {
         assert_eq!(action("session.status", undated), Some(Action::Ignored));
         let busy = json!({"sessionID": "s", "status": {"type": "busy"}});
         assert_eq!(action("session.status", busy), Some(Action::TurnOpen));
+    }
+
+    /// OpenCode 2.0.15's failures, as captured: a quota error and a rate limit past the
+    /// retries are rate limits; an abort is the user's stop; anything else keeps its type.
+    #[test]
+    fn a_2x_failure_by_its_type() {
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fixtures/clients/opencode-2.0.15"
+        );
+        for name in [
+            "session.execution.failed.quota.json",
+            "session.execution.failed.rate-limit.json",
+        ] {
+            let event: Value =
+                serde_json::from_slice(&std::fs::read(format!("{dir}/{name}")).unwrap()).unwrap();
+            match action("session.execution.failed", event["data"].clone()) {
+                Some(Action::Failure { error, message }) => {
+                    assert_eq!(error, "rate_limit", "{name}");
+                    assert!(!message.is_empty(), "{name}");
+                }
+                other => panic!("{name}: {other:?}"),
+            }
+        }
+        let failed = |error: Value| {
+            action(
+                "session.execution.failed",
+                json!({"sessionID": "s", "error": error}),
+            )
+        };
+        assert_eq!(
+            failed(json!({"type": "aborted", "message": "stopped"})),
+            Some(Action::TurnEnd)
+        );
+        assert_eq!(
+            failed(json!({"type": "provider.auth", "message": "bad key", "status": 401})),
+            Some(Action::Failure {
+                error: "provider.auth".into(),
+                message: "bad key".into()
+            })
+        );
     }
 
     #[test]

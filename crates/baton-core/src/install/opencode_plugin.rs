@@ -19,72 +19,92 @@ pub fn module(program: &str) -> String {
         r#"{HEADER}
 // It passes OpenCode's session events to `baton hook opencode <event>`, waiting for each call,
 // and puts what baton prints (the resume packet, a note after a failure) in front of the model
-// as a system message. See baton's docs/hooks.md.
+// as system text. One module for both generations: OpenCode 1.18 calls `server`, 2.x calls
+// `setup`. See baton's docs/hooks.md.
 import {{ spawn }} from "node:child_process";
 
 const BATON = {program};
 
-export const Baton = async ({{ directory, client }}) => {{
-  // Sessions created by this process; the others it runs are resumed ones.
-  const created = new Set();
-  // Per session: the packet, asked for once (a promise, so that two requests share it).
-  const packets = new Map();
-  // Per session: the note for the turn under way.
-  const notes = new Map();
-  // Sessions whose last status was a retry: the next `busy` is the retry going ahead.
-  const retrying = new Set();
+// `baton hook opencode <event>` with the payload on stdin; resolves to what it printed
+// (trimmed, "" on any failure: a hook never stops OpenCode).
+const caller = (directory, env, log) => (event, payload) =>
+  new Promise((resolve) => {{
+    let out = "";
+    let err = "";
+    let child;
+    try {{
+      child = spawn(BATON, ["hook", "opencode", event], {{
+        cwd: directory,
+        env,
+        stdio: ["pipe", "pipe", "pipe"],
+      }});
+    }} catch (e) {{
+      log(`baton hook opencode ${{event}}: cannot run ${{BATON}}: ${{e}}`);
+      return resolve("");
+    }}
+    child.stdout.on("data", (d) => (out += d));
+    child.stderr.on("data", (d) => (err += d));
+    child.on("error", (e) => {{
+      log(`baton hook opencode ${{event}}: cannot run ${{BATON}}: ${{e.message}}`);
+      resolve("");
+    }});
+    child.on("close", () => {{
+      if (err.trim()) log(err.trim());
+      resolve(out.trim());
+    }});
+    child.stdin.on("error", () => {{}});
+    child.stdin.end(JSON.stringify({{ ...payload, cwd: directory, at: Date.now() }}));
+  }});
 
+// What the plugin keeps per session: whether this process created it, its packet (asked for
+// once; a promise, so that two requests share it), the note for the turn under way, and
+// whether its last news was a retry.
+const sessions = (call) => {{
+  const created = new Set();
+  const packets = new Map();
+  const notes = new Map();
+  const retrying = new Set();
+  return {{
+    created,
+    notes,
+    retrying,
+    start(sessionID) {{
+      let packet = packets.get(sessionID);
+      if (packet === undefined) {{
+        const source = created.has(sessionID) ? "startup" : "resume";
+        packet = call("session.start", {{ sessionID, source }});
+        packets.set(sessionID, packet);
+      }}
+      return packet;
+    }},
+    keep(sessionID, note) {{
+      if (note) notes.set(sessionID, note);
+    }},
+    // The submitted prompt opens a turn.
+    async prompt(sessionID, prompt) {{
+      await this.start(sessionID);
+      notes.delete(sessionID);
+      this.keep(sessionID, await call("chat.message", {{ sessionID, prompt }}));
+    }},
+    // The system text of a request: the packet, then the turn's note.
+    async system(sessionID) {{
+      const packet = await this.start(sessionID);
+      const note = notes.get(sessionID);
+      return [packet, note].filter(Boolean);
+    }},
+  }};
+}};
+
+// OpenCode 1.18: hooks returned by `server`, events from its bus. The hooks name OpenCode's
+// process, which runs one session.
+const server = async ({{ directory, client }}) => {{
   const log = (message) => {{
     try {{
       client?.app?.log?.({{ body: {{ service: "baton", level: "warn", message }} }})?.catch?.(() => {{}});
     }} catch {{}}
   }};
-
-  // `baton hook opencode <event>` with the payload on stdin; resolves to what it printed
-  // (trimmed, "" on any failure: a hook never stops OpenCode).
-  const call = (event, payload) =>
-    new Promise((resolve) => {{
-      let out = "";
-      let err = "";
-      let child;
-      try {{
-        child = spawn(BATON, ["hook", "opencode", event], {{
-          cwd: directory,
-          env: {{ ...process.env, OPENCODE_PID: String(process.pid) }},
-          stdio: ["pipe", "pipe", "pipe"],
-        }});
-      }} catch (e) {{
-        log(`baton hook opencode ${{event}}: cannot run ${{BATON}}: ${{e}}`);
-        return resolve("");
-      }}
-      child.stdout.on("data", (d) => (out += d));
-      child.stderr.on("data", (d) => (err += d));
-      child.on("error", (e) => {{
-        log(`baton hook opencode ${{event}}: cannot run ${{BATON}}: ${{e.message}}`);
-        resolve("");
-      }});
-      child.on("close", () => {{
-        if (err.trim()) log(err.trim());
-        resolve(out.trim());
-      }});
-      child.stdin.on("error", () => {{}});
-      child.stdin.end(JSON.stringify({{ ...payload, cwd: directory, at: Date.now() }}));
-    }});
-
-  const start = (sessionID) => {{
-    let packet = packets.get(sessionID);
-    if (packet === undefined) {{
-      const source = created.has(sessionID) ? "startup" : "resume";
-      packet = call("session.start", {{ sessionID, source }});
-      packets.set(sessionID, packet);
-    }}
-    return packet;
-  }};
-
-  const keep = (sessionID, note) => {{
-    if (note) notes.set(sessionID, note);
-  }};
-
+  const call = caller(directory, {{ ...process.env, OPENCODE_PID: String(process.pid) }}, log);
+  const s = sessions(call);
   return {{
     event: async ({{ event }}) => {{
       const properties = event?.properties ?? {{}};
@@ -92,24 +112,24 @@ export const Baton = async ({{ directory, client }}) => {{
       if (!sessionID) return;
       switch (event.type) {{
         case "session.created":
-          created.add(sessionID);
+          s.created.add(sessionID);
           return;
         case "session.status": {{
           const type = properties.status?.type;
           if (type === "retry") {{
-            retrying.add(sessionID);
-            keep(sessionID, await call("session.status", properties));
-          }} else if (type === "busy" && retrying.delete(sessionID)) {{
-            keep(sessionID, await call("session.status", properties));
+            s.retrying.add(sessionID);
+            s.keep(sessionID, await call("session.status", properties));
+          }} else if (type === "busy" && s.retrying.delete(sessionID)) {{
+            s.keep(sessionID, await call("session.status", properties));
           }}
           return;
         }}
         case "session.error":
-          retrying.delete(sessionID);
+          s.retrying.delete(sessionID);
           await call("session.error", properties);
           return;
         case "session.idle":
-          notes.delete(sessionID);
+          s.notes.delete(sessionID);
           await call("session.idle", properties);
           return;
       }}
@@ -117,21 +137,16 @@ export const Baton = async ({{ directory, client }}) => {{
     "chat.message": async (input, output) => {{
       const sessionID = input?.sessionID;
       if (!sessionID) return;
-      await start(sessionID);
       const prompt = (output?.parts ?? [])
         .filter((p) => p?.type === "text" && typeof p.text === "string")
         .map((p) => p.text)
         .join("\n");
-      notes.delete(sessionID);
-      keep(sessionID, await call("chat.message", {{ sessionID, prompt }}));
+      await s.prompt(sessionID, prompt);
     }},
     "experimental.chat.system.transform": async (input, output) => {{
       const sessionID = input?.sessionID;
       if (!sessionID || !Array.isArray(output?.system)) return;
-      const packet = await start(sessionID);
-      if (packet) output.system.push(packet);
-      const note = notes.get(sessionID);
-      if (note) output.system.push(note);
+      output.system.push(...(await s.system(sessionID)));
     }},
     // OpenCode names no session to a tool call: this gives `baton` the session it runs in.
     "shell.env": async (input, output) => {{
@@ -139,6 +154,95 @@ export const Baton = async ({{ directory, client }}) => {{
     }},
   }};
 }};
+
+// OpenCode 2.x: hooks registered on `ctx`, events from `ctx.event.subscribe()`. One server
+// runs every session of the user, so the hooks name no process (`shared_server`); every hook
+// body is guarded, since 2.x turns off a plugin whose hook throws.
+const setup = async (ctx) => {{
+  const directory = ctx?.location?.directory ?? process.cwd();
+  const log = (message) => {{
+    try {{
+      console.error(`baton: ${{message}}`);
+    }} catch {{}}
+  }};
+  const env = {{ ...process.env }};
+  delete env.OPENCODE_PID;
+  const send = caller(directory, env, log);
+  const call = (event, payload) => send(event, {{ ...payload, shared_server: true }});
+  const s = sessions(call);
+  const guarded = (f) => async (e) => {{
+    try {{
+      await f(e);
+    }} catch (err) {{
+      log(`${{err?.message ?? err}}`);
+    }}
+  }};
+  // A shell command's session, from the tool call that runs it: the shell hook names none.
+  const commands = new Map();
+  const hook = async (domain, name, f) => {{
+    if (typeof ctx?.[domain]?.hook === "function") await ctx[domain].hook(name, guarded(f));
+  }};
+  await hook("session", "prompt", async (e) => {{
+    if (e?.sessionID) await s.prompt(e.sessionID, e.prompt?.text ?? "");
+  }});
+  await hook("session", "context", async (e) => {{
+    if (!e?.sessionID || !Array.isArray(e.system)) return;
+    for (const text of await s.system(e.sessionID)) e.system.push({{ type: "text", text }});
+  }});
+  await hook("tool", "execute.before", async (e) => {{
+    const command = e?.input?.command;
+    if (e?.sessionID && typeof command === "string") commands.set(command, e.sessionID);
+  }});
+  await hook("shell", "create.before", async (e) => {{
+    const sessionID = commands.get(e?.command);
+    if (sessionID === undefined || !e.env) return;
+    commands.delete(e.command);
+    e.env.{variable} = sessionID;
+  }});
+  const on = async (event) => {{
+    const data = event?.data ?? {{}};
+    const sessionID = data.sessionID;
+    if (!sessionID) return;
+    switch (event.type) {{
+      case "session.created":
+        s.created.add(sessionID);
+        return;
+      // 1.18's retry status, which baton reads: `next` is when OpenCode tries again.
+      case "session.retry.scheduled":
+        s.retrying.add(sessionID);
+        s.keep(sessionID, await call("session.status", {{
+          sessionID,
+          status: {{ type: "retry", attempt: data.attempt, message: data.error?.message, next: data.at }},
+        }}));
+        return;
+      case "session.step.started":
+        if (s.retrying.delete(sessionID)) {{
+          s.keep(sessionID, await call("session.status", {{ sessionID, status: {{ type: "busy" }} }}));
+        }}
+        return;
+      case "session.execution.failed":
+        s.retrying.delete(sessionID);
+        s.notes.delete(sessionID);
+        await call("session.execution.failed", data);
+        return;
+      case "session.execution.succeeded":
+      case "session.execution.interrupted":
+        s.retrying.delete(sessionID);
+        s.notes.delete(sessionID);
+        await call("session.idle", data);
+        return;
+    }}
+  }};
+  const stop = new AbortController();
+  (async () => {{
+    for await (const event of ctx.event.subscribe({{ signal: stop.signal }})) await guarded(on)(event);
+  }})().catch((err) => {{
+    if (!stop.signal.aborted) log(`events: ${{err?.message ?? err}}`);
+  }});
+  return () => stop.abort();
+}};
+
+export default {{ id: "baton", server, setup }};
 "#
     )
 }

@@ -287,6 +287,9 @@ impl Session<'_> {
     /// (Claude Code's `CLAUDE_PID`), else the nearest agent among the hook's ancestors. A
     /// `CLAUDE_PID` inherited from an outer Claude Code never names another client's process.
     fn client_process(&self) -> Option<(u32, u64)> {
+        if self.event.process_shared {
+            return None;
+        }
         match self.def().pid_variable() {
             Some(variable) => {
                 let named = self

@@ -179,6 +179,58 @@ fn a_429_past_the_retries_interrupts_as_a_rate_limit_and_the_idle_after_it_keeps
     assert_eq!(state["status"], "interrupted", "{state}");
 }
 
+/// A captured OpenCode 2.0.15 event's `data` as baton's plugin passes it from `setup`: for
+/// `session`, seen at `now_ms`, marked as sent from 2.x's shared server.
+fn data_v2(name: &str, session: &str, now_ms: i64) -> Value {
+    let event: Value =
+        serde_json::from_slice(&fixture(&format!("opencode-2.0.15/{name}"))).unwrap();
+    let mut d = event["data"].clone();
+    d["sessionID"] = json!(session);
+    d["cwd"] = json!("/nonexistent");
+    d["at"] = json!(now_ms);
+    d["shared_server"] = json!(true);
+    d
+}
+
+/// OpenCode 2.x fails a turn with `session.execution.failed`: a quota error at once, a rate
+/// limit after its retries; both interrupt the session's work as a rate limit. Its server runs
+/// every session, so no process is recorded for the session, even with `OPENCODE_PID` in the
+/// environment.
+#[test]
+fn opencode_2s_failed_execution_interrupts_as_a_rate_limit_and_names_no_process() {
+    for fixture_name in [
+        "session.execution.failed.quota.json",
+        "session.execution.failed.rate-limit.json",
+    ] {
+        let env = TestEnv::new();
+        tool_call(&env, SESSION, &at(0), &["loop", "init", "T-1"]).assert_code(0);
+        let now = at(1);
+        let start = json!({"sessionID": SESSION, "source": "startup", "cwd": "/nonexistent",
+            "at": ms(&now), "shared_server": true});
+        hook(&env, "session.start", &start, &now).assert_code(0);
+        let record: Value = serde_json::from_slice(
+            &std::fs::read(
+                env.repo
+                    .join(format!(".agentic/sessions/opencode-{SESSION}.json")),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        assert!(record.get("client_pid").is_none(), "{record}");
+        let now = at(2);
+        let failed = data_v2(fixture_name, SESSION, ms(&now));
+        let out = hook(&env, "session.execution.failed", &failed, &now);
+        out.assert_code(0);
+        assert_eq!(out.stderr, "", "{fixture_name}");
+        let state = loop_state(&env, "T-1");
+        assert_eq!(state["status"], "interrupted", "{fixture_name}: {state}");
+        assert_eq!(
+            state["interrupt_reason"], "rate_limit",
+            "{fixture_name}: {state}"
+        );
+    }
+}
+
 #[test]
 fn a_far_off_retry_interrupts_until_it_and_the_retry_going_ahead_takes_the_work_back() {
     let env = TestEnv::new();
