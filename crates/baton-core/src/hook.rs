@@ -304,16 +304,19 @@ mod tests {
                 let bytes = fixture(&format!("{name}/{file}"));
                 // OpenCode's files are the bus events its plugins receive (the hook inputs
                 // beside them are the plugin's own business): baton's plugin passes each
-                // event's `properties` as the payload of the hook named by its `type`.
+                // event's `properties` (2.x: `data`) as the payload of the hook named by its
+                // `type`. A 2.x event the plugin passes on as 1.18's (a retry, an execution's
+                // success) is read as that one (the end-to-end test with the real 2.0.15).
                 let (event, bytes) = if client == Client::OpenCode {
                     let event: Value = serde_json::from_slice(&bytes).unwrap();
                     let Some(kind) = event["type"].as_str() else {
                         continue;
                     };
-                    (
-                        kind.to_string(),
-                        event["properties"].to_string().into_bytes(),
-                    )
+                    if client.def().action(kind, &serde_json::Map::new()).is_none() {
+                        continue;
+                    }
+                    let payload = event.get("properties").or_else(|| event.get("data"));
+                    (kind.to_string(), payload.unwrap().to_string().into_bytes())
                 } else {
                     (file.split('.').next().unwrap().to_string(), bytes)
                 };
@@ -340,7 +343,7 @@ mod tests {
                     (_, "SessionEnd" | "sessionEnd") => "session-end",
                     (_, "PreCompact" | "PreCompress") => "checkpoint",
                     (Client::OpenCode, "session.status") if file.contains("busy") => "open",
-                    (Client::OpenCode, "session.error") => "failure",
+                    (Client::OpenCode, "session.error" | "session.execution.failed") => "failure",
                     (Client::OpenCode, "session.idle") => "end",
                     _ => "ignored",
                 };
