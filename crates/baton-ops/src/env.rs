@@ -96,6 +96,9 @@ pub struct Ctx {
     /// The machine's time zone (`TZ`, else `/etc/localtime`: `local_zone`, which walks no
     /// zoneinfo tree), read when a time is first shown.
     zone: std::sync::OnceLock<jiff::tz::TimeZone>,
+    /// The store every operation is handed instead of the files or a server: the strict
+    /// in-memory store of the operations' own tests (`Ctx::in_memory`).
+    memory: Option<baton_store::MemStore>,
 }
 
 impl Ctx {
@@ -146,7 +149,30 @@ impl Ctx {
             settings,
             store_url: std::sync::OnceLock::new(),
             zone: std::sync::OnceLock::new(),
+            memory: None,
         })
+    }
+
+    /// A context whose operations work on `store` (one process's handle onto it), in the
+    /// project at `dir`, as `session`, at `now`, with no environment read: for the operations'
+    /// own tests.
+    pub fn in_memory(
+        dir: PathBuf,
+        session: Option<&str>,
+        now: Timestamp,
+        store: baton_store::MemStore,
+    ) -> Ctx {
+        Ctx {
+            dir,
+            session: session.map(str::to_string),
+            now,
+            fixed_clock: true,
+            lock_wait: Duration::from_millis(200),
+            settings: Settings::default(),
+            store_url: std::sync::OnceLock::new(),
+            zone: std::sync::OnceLock::from(jiff::tz::TimeZone::UTC),
+            memory: Some(store),
+        }
     }
 
     /// A time as text shows it to a person: in the machine's zone, which it names
@@ -174,6 +200,11 @@ impl Ctx {
     /// The store of the project `layout` names: the PostgreSQL server `BATON_STORE` (or the
     /// project's `.baton.toml`) names, else the files under the state directory.
     pub fn store_at(&self, layout: Layout) -> Result<Box<dyn StateStore>, CommandError> {
+        if let Some(memory) = &self.memory {
+            let mut store = memory.clone();
+            store.lock_wait = self.lock_wait;
+            return Ok(Box::new(store));
+        }
         #[cfg(feature = "postgres")]
         if let Some(db) = self.database(&layout.root)? {
             let mut store = PgStore::new(layout, db);

@@ -109,6 +109,10 @@ pub enum StoreError {
         server: String,
         waited: std::time::Duration,
     },
+    /// A change by a caller that does not hold the record's lock, refused by the strict
+    /// in-memory store (`store::memory`): on the files or a server it would race.
+    #[error("{path} was to be changed without its lock held; nothing was written")]
+    Unlocked { path: PathBuf },
     #[error("git {args} failed in {dir}: {detail}")]
     Git {
         args: String,
@@ -209,6 +213,9 @@ impl StoreError {
             StoreError::NewerSchema { .. } => Some(
                 "upgrade baton to a version that knows this schema; nothing was changed".into(),
             ),
+            StoreError::Unlocked { .. } => {
+                Some("a change is made under its record's lock (`StateStore::lock`)".into())
+            }
             StoreError::ChangedUnderfoot { .. } | StoreError::Conflict { .. } => Some(
                 "another program is editing it; run the command again once it is done".into(),
             ),

@@ -29,7 +29,9 @@ pub use journal::{Journal, JournalTarget};
 pub use layout::{Layout, LockScope};
 #[cfg(feature = "postgres")]
 pub use pg::store::PgStore;
-pub use store::{Expect, FileStore, Guard, RecordKey, RecordKind, Revision, StateStore, Versioned};
+pub use store::{
+    Expect, FileStore, Guard, MemStore, RecordKey, RecordKind, Revision, StateStore, Versioned,
+};
 
 /// The SHA-256 of `bytes`, as lowercase hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {

@@ -15,7 +15,9 @@ use baton_core::model::{LoopState, LoopStatus, RunState};
 use baton_core::run_id::RunId;
 use baton_store::journal::JournalTarget;
 use baton_store::read::Access;
-use baton_store::{Expect, FileStore, Layout, LockScope, RecordKey, StateStore, StoreError};
+use baton_store::{
+    Expect, FileStore, Layout, LockScope, MemStore, RecordKey, StateStore, StoreError,
+};
 use jiff::Timestamp;
 use serde_json::json;
 
@@ -179,6 +181,7 @@ fn list(open: Open) {
     ] {
         let mut state = a_loop(session, "plan");
         state.loop_key = Some(key.into());
+        let _loop = store.lock(LockScope::Loop(key)).unwrap();
         store.write_loop(key, &state, &Expect::Absent).unwrap();
     }
     let batch = serde_json::from_value(json!({"batch_id": "b1", "status": "active"})).unwrap();
@@ -246,9 +249,11 @@ fn journal(open: Open) {
             )
             .unwrap();
     }
+    let runs = store.lock(LockScope::Runs).unwrap();
     store
         .append_journal(JournalTarget::Run(&run), &json!({"event": "new"}))
         .unwrap();
+    drop(runs);
     let journal = store.read_journal(JournalTarget::Loop("PROJ-1")).unwrap();
     let ns: Vec<i64> = journal
         .events
@@ -327,6 +332,52 @@ fn newer_schema_is_read_only(open: Open) {
     assert_eq!(store.read_raw(&key).unwrap().unwrap().bytes, bytes);
 }
 
+/// A change made without the record's lock held: the strict in-memory store refuses it and
+/// changes nothing (the files and a server cannot tell, and let it race).
+fn a_change_without_its_lock_is_refused(store: &MemStore) {
+    let key = RecordKey::Loop("PROJ-1".into());
+    let unlocked = |r: Result<_, StoreError>| match r {
+        Err(StoreError::Unlocked { .. }) => {}
+        other => panic!("expected a refusal without the lock, got {other:?}"),
+    };
+    unlocked(
+        store
+            .write_loop("PROJ-1", &a_loop("A", "plan"), &Expect::Absent)
+            .map(drop),
+    );
+    unlocked(store.append_journal(JournalTarget::Loop("PROJ-1"), &json!({})));
+    // Another scope's lock is not this record's.
+    let other = store.lock(LockScope::Loop("PROJ-2")).unwrap();
+    unlocked(
+        store
+            .write_loop("PROJ-1", &a_loop("A", "plan"), &Expect::Absent)
+            .map(drop),
+    );
+    drop(other);
+    // Another handle's lock is not this one's.
+    let b = store.handle();
+    let held_by_b = b.lock(LockScope::Loop("PROJ-1")).unwrap();
+    unlocked(
+        store
+            .write_loop("PROJ-1", &a_loop("A", "plan"), &Expect::Absent)
+            .map(drop),
+    );
+    b.write_loop("PROJ-1", &a_loop("B", "plan"), &Expect::Absent)
+        .unwrap();
+    drop(held_by_b);
+    let read = store.read_loop("PROJ-1").unwrap().unwrap();
+    assert_eq!(read.state.session_id.as_deref(), Some("B"));
+    let _lock = store.lock(LockScope::Loop("PROJ-1")).unwrap();
+    unlocked(store.remove(&RecordKey::Pause, &Expect::Absent));
+    unlocked(
+        store
+            .archive(&RecordKey::Batch, &Expect::Absent, now())
+            .map(drop),
+    );
+    store.archive(&key, &read.expect(), now()).unwrap();
+    assert!(store.read_loop("PROJ-1").unwrap().is_none());
+}
+
 /// A check: its name and its body.
 type Check = (&'static str, fn(Open));
 
@@ -362,6 +413,17 @@ fn the_file_store_conforms() {
         let (_dir, layout) = project();
         check(&|| Box::new(FileStore::new(layout.clone())));
     });
+}
+
+#[test]
+fn the_strict_memory_store_conforms() {
+    run_all("memory store", |_, check| {
+        let (_dir, layout) = project();
+        let store = MemStore::new(layout);
+        check(&|| Box::new(store.handle()));
+    });
+    let (_dir, layout) = project();
+    a_change_without_its_lock_is_refused(&MemStore::new(layout));
 }
 
 #[cfg(feature = "postgres")]

@@ -1,7 +1,9 @@
 //! The state store: the only way operations reach loops, the batch, runs, pause marks and
 //! their journals. One trait, two implementations: the files under `.agentic/` (`FileStore`,
 //! an `flock` and an atomic replace) and records on a PostgreSQL server (`PgStore`, an advisory
-//! lock and one conditional statement). Nothing above the trait knows which one runs.
+//! lock and one conditional statement). Nothing above the trait knows which one runs. A third,
+//! `MemStore`, holds records in memory for the operations' own tests, and refuses a change made
+//! without its lock.
 //!
 //! Records are named by kind and key (`RecordKey`), never by a path. Every read gives the
 //! record's `Revision`; every write, archive and removal states what it expects to find
@@ -11,6 +13,7 @@
 //! process that never read what it writes).
 
 pub mod file;
+pub mod memory;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -27,6 +30,7 @@ use baton_core::model::{BatchState, LoopState, Pauses, RunState, SCHEMA_VERSION}
 use baton_core::run_id::RunId;
 
 pub use file::FileStore;
+pub use memory::MemStore;
 
 /// What a piece of state is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

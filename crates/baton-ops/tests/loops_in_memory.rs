@@ -1,0 +1,175 @@
+//! The loop operations over the strict in-memory store (`MemStore`): each session is a context
+//! with its own handle onto one store, so a change made without its lock, or through a second
+//! store, is refused by the store itself. Each test runs in milliseconds: no baton process, one
+//! `git init` for the project the operations read their branch from.
+
+use std::ffi::OsStr;
+use std::path::Path;
+
+use baton_core::journal::JournalEvent;
+use baton_core::model::LoopState;
+use baton_ops::env::Ctx;
+use baton_ops::ticket_loop::{self, Applied, Init, Ownership, Transition};
+use baton_store::journal::JournalTarget;
+use baton_store::{MemStore, StateStore};
+use jiff::Timestamp;
+
+const T0: &str = "2026-03-01T10:00:00Z";
+
+fn at(minutes: i64) -> Timestamp {
+    T0.parse::<Timestamp>().unwrap() + jiff::SignedDuration::from_mins(minutes)
+}
+
+/// A git repository to be the project, and one store for every session in it.
+fn project() -> (tempfile::TempDir, MemStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let ok = std::process::Command::new("git")
+        .args(["init", "--quiet", "--initial-branch=main"])
+        .current_dir(dir.path())
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "git init");
+    let layout = baton_store::Layout::discover(dir.path(), None).unwrap();
+    let store = MemStore::new(layout);
+    (dir, store)
+}
+
+/// Session `session` at minute `minutes`, with a handle of its own onto `store`.
+fn session(dir: &Path, store: &MemStore, session: &str, minutes: i64) -> Ctx {
+    Ctx::in_memory(
+        dir.to_path_buf(),
+        Some(session),
+        at(minutes),
+        store.handle(),
+    )
+}
+
+fn init(ctx: &Ctx, ticket: &str) -> Transition {
+    ticket_loop::init(
+        ctx,
+        &Init {
+            ticket: OsStr::new(ticket),
+            phase: "skeptic",
+            max_iterations: 5,
+            base: None,
+            flags: Ownership::default(),
+        },
+    )
+    .unwrap()
+}
+
+/// `loop set T --phase <phase>`, as the write path runs it.
+fn set_phase(ctx: &Ctx, ticket: &str, phase: &str, flags: &Ownership) -> Transition {
+    ticket_loop::transition(
+        ctx,
+        OsStr::new(ticket),
+        flags,
+        JournalEvent::Set,
+        |state, _| {
+            state.last_phase = Some(phase.to_string());
+            Ok(Applied {
+                changed: true,
+                message: format!("phase {phase}"),
+                next: None,
+                warnings: Vec::new(),
+            })
+        },
+    )
+    .unwrap()
+}
+
+fn state(store: &MemStore, key: &str) -> LoopState {
+    store.read_loop(key).unwrap().unwrap().state
+}
+
+fn events(store: &MemStore, key: &str) -> Vec<String> {
+    store
+        .read_journal(JournalTarget::Loop(key))
+        .unwrap()
+        .events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+fn refused(t: &Transition) -> String {
+    match t {
+        Transition::Refused { decision, .. } => decision.verdict.to_string(),
+        Transition::Written(w) => panic!("expected a refusal, got a write: {}", w.message),
+    }
+}
+
+#[test]
+fn a_session_records_its_own_loop_under_its_lock() {
+    let (dir, store) = project();
+    let a = session(dir.path(), &store, "A", 0);
+    assert!(init(&a, "T-1").changed());
+    let a = session(dir.path(), &store, "A", 1);
+    assert!(set_phase(&a, "T-1", "qa", &Ownership::default()).changed());
+    let s = state(&store, "T-1");
+    assert_eq!(
+        (s.session_id.as_deref(), s.last_phase.as_deref()),
+        (Some("A"), Some("qa"))
+    );
+    assert_eq!(events(&store, "T-1"), ["init", "set"]);
+}
+
+#[test]
+fn another_live_session_is_refused_and_nothing_changes() {
+    let (dir, store) = project();
+    init(&session(dir.path(), &store, "A", 0), "T-1");
+    let before = store.read_loop("T-1").unwrap().unwrap();
+    let b = session(dir.path(), &store, "B", 1);
+    let verdict = refused(&set_phase(&b, "T-1", "qa", &Ownership::default()));
+    assert_eq!(verdict, "refused");
+    let after = store.read_loop("T-1").unwrap().unwrap();
+    assert_eq!(after.revision, before.revision);
+    assert_eq!(events(&store, "T-1"), ["init"]);
+    // A second init by B is refused the same way.
+    refused(&init(&b, "T-1"));
+    assert_eq!(state(&store, "T-1").session_id.as_deref(), Some("A"));
+}
+
+#[test]
+fn a_silent_owner_is_taken_over_and_its_old_epoch_is_fenced() {
+    let (dir, store) = project();
+    init(&session(dir.path(), &store, "A", 0), "T-1");
+    let epoch = state(&store, "T-1").owner_epoch;
+    // A has written nothing for 11 minutes: stale, so B takes the loop over.
+    let b = session(dir.path(), &store, "B", 11);
+    let taken = set_phase(&b, "T-1", "qa", &Ownership::default());
+    assert!(taken.changed());
+    let s = state(&store, "T-1");
+    assert_eq!(s.session_id.as_deref(), Some("B"));
+    assert!(s.owner_epoch > epoch, "{} after {epoch}", s.owner_epoch);
+    assert_eq!(events(&store, "T-1"), ["init", "takeover", "set"]);
+    // A comes back holding the epoch it was handed: fenced off, nothing changes.
+    let a = session(dir.path(), &store, "A", 12);
+    let fenced = Ownership {
+        epoch: Some(epoch),
+        ..Ownership::default()
+    };
+    refused(&set_phase(&a, "T-1", "fix", &fenced));
+    assert_eq!(state(&store, "T-1").last_phase.as_deref(), Some("qa"));
+}
+
+#[test]
+fn a_lock_held_by_another_process_stops_the_write_and_changes_nothing() {
+    let (dir, store) = project();
+    init(&session(dir.path(), &store, "A", 0), "T-1");
+    let other = store.handle();
+    let held = other.lock(baton_store::LockScope::Loop("T-1")).unwrap();
+    let a = session(dir.path(), &store, "A", 1);
+    let err = ticket_loop::transition(
+        &a,
+        OsStr::new("T-1"),
+        &Ownership::default(),
+        JournalEvent::Set,
+        |_, _| unreachable!("the change is never applied without the lock"),
+    )
+    .unwrap_err();
+    assert!(err.message.contains("locked"), "{}", err.message);
+    drop(held);
+    assert_eq!(events(&store, "T-1"), ["init"]);
+}
