@@ -173,3 +173,48 @@ fn a_lock_held_by_another_process_stops_the_write_and_changes_nothing() {
     drop(held);
     assert_eq!(events(&store, "T-1"), ["init"]);
 }
+
+/// A failure hook's interrupt of everything a session owns, then the next session's survey:
+/// every write is made under its lock, the loop is interrupted as a rate limit until the reset,
+/// and the survey offers it to the next session.
+#[test]
+fn a_sessions_work_is_interrupted_by_a_rate_limit_and_surveyed_by_the_next() {
+    let (dir, store) = project();
+    let a = session(dir.path(), &store, "A", 0);
+    init(&a, "T-1");
+    let owned = baton_ops::owned::owned(&store, "A").unwrap();
+    assert_eq!(owned.loops.len(), 1);
+    let reset = at(300);
+    let a = session(dir.path(), &store, "A", 1);
+    let (done, result) = baton_ops::owned::interrupt_owned(
+        &a,
+        &owned,
+        baton_core::model::InterruptReason::RateLimit,
+        "429 until the reset",
+        Some(reset),
+    );
+    result.unwrap();
+    assert_eq!(done.tickets, ["T-1"], "{:?}", done.refused);
+    let s = state(&store, "T-1");
+    assert_eq!(s.status, baton_core::model::LoopStatus::Interrupted);
+    assert_eq!(
+        s.resume_after.as_deref(),
+        Some(baton_core::time::format_ts(reset).as_str())
+    );
+    assert_eq!(events(&store, "T-1"), ["init", "interrupt"]);
+
+    let b = session(dir.path(), &store, "B", 301);
+    let survey = baton_ops::survey::survey(&b).unwrap();
+    let row = survey
+        .work
+        .iter()
+        .find(|w| w.key == "T-1")
+        .expect("the loop is surveyed");
+    assert_eq!(
+        (row.verdict.as_str(), row.mode.as_deref()),
+        ("offer", Some("automatic")),
+        "{row:?}"
+    );
+    let item = row.item.as_ref().unwrap();
+    assert_eq!(item.accept.as_deref(), Some("baton resume accept T-1"));
+}
