@@ -339,6 +339,13 @@ mod tests {
                 None,
                 "opencode run go_on",
             ),
+            // OpenCode 2.x: a private server, or another one, kept for the relaunch.
+            (
+                OpenCode,
+                "opencode run --standalone --server http://127.0.0.1:4096 do it",
+                Some("ses_1"),
+                "opencode run --session ses_1 --standalone --server http://127.0.0.1:4096 go_on",
+            ),
         ];
         for (c, cmd, s, want) in rows {
             let got = relaunch(*c, cmd, *s);

@@ -480,6 +480,9 @@ const RUN: Grammar = Grammar {
         ("-i", Takes::Nothing),
         ("--interactive", Takes::Nothing),
         ("--auto", Takes::Nothing),
+        // 2.x: a private server for the run, or another server than the user's background one.
+        ("--standalone", Takes::Nothing),
+        ("--server", Takes::Value),
     ]],
     inline_values_continue: true,
     flags_take_bools: true,

@@ -26,7 +26,9 @@ import {{ spawn }} from "node:child_process";
 const BATON = {program};
 
 // `baton hook opencode <event>` with the payload on stdin; resolves to what it printed
-// (trimmed, "" on any failure: a hook never stops OpenCode).
+// (trimmed, "" on any failure: a hook never stops OpenCode). The hook runs in a session of its
+// own (`detached`): OpenCode signals its process group as it exits, which is when a turn's
+// failure arrives, and the hook must outlive that to record it.
 const caller = (directory, env, log) => (event, payload) =>
   new Promise((resolve) => {{
     let out = "";
@@ -36,6 +38,7 @@ const caller = (directory, env, log) => (event, payload) =>
       child = spawn(BATON, ["hook", "opencode", event], {{
         cwd: directory,
         env,
+        detached: true,
         stdio: ["pipe", "pipe", "pipe"],
       }});
     }} catch (e) {{

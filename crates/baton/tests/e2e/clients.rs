@@ -4,9 +4,12 @@
 //!
 //! The pinned clients come from `$BATON_E2E_CLIENTS/node_modules/.bin/` when that is set, else
 //! from `<workspace>/target/e2e-clients/node_modules/.bin/`, installed there with npm on first
-//! use. Without npm or a reachable registry (or with `BATON_E2E_SKIP` set) `Harness::new` says
-//! once per test that the test is skipped, and returns `None`; any other failure to have the
-//! pinned clients fails the test.
+//! use. OpenCode 2 (`OPENCODE_V2`, a second OpenCode beside 1.18.33) is one executable in its
+//! platform's package, `node_modules/@opencode/cli-linux-x64-baseline/bin/opencode`, pinned
+//! and installed with the others on linux-x64, the one platform whose build this registry
+//! publishes (its tests are skipped elsewhere). Without npm or a reachable registry (or with
+//! `BATON_E2E_SKIP` set) `Harness::new` says once per test that the test is skipped, and
+//! returns `None`; any other failure to have the pinned clients fails the test.
 
 use std::fmt;
 use std::io::Read;
@@ -29,6 +32,33 @@ pub const PINNED: [&str; 5] = [
     "@github/copilot@1.0.102",
     "opencode-ai@1.18.33",
 ];
+
+/// OpenCode 2, which `opencode-ai` (still 1.x) does not hold: its wrapper `@opencode/cli` is not
+/// published on this registry, but the binary of the linux-x64 baseline build is, in a package
+/// with no `bin` of its own (so it does not take the `opencode` of `.bin/` from 1.18.33).
+pub const OPENCODE_V2: &str = "@opencode/cli-linux-x64-baseline@2.0.15";
+
+/// Whether OpenCode 2 can run here: `OPENCODE_V2` is a linux-x64 build (npm refuses to install
+/// it elsewhere).
+const OPENCODE_V2_HERE: bool = cfg!(all(target_os = "linux", target_arch = "x86_64"));
+
+/// Every package the harness installs: `PINNED`, and `OPENCODE_V2` where it runs.
+fn pinned() -> Vec<&'static str> {
+    PINNED
+        .iter()
+        .copied()
+        .chain(OPENCODE_V2_HERE.then_some(OPENCODE_V2))
+        .collect()
+}
+
+/// Where `OPENCODE_V2`'s executable is, from the `node_modules/.bin` folder of the clients.
+fn opencode_v2_executable(bin: &Path) -> PathBuf {
+    let name = OPENCODE_V2.rsplit_once('@').expect("name@version").0;
+    bin.parent()
+        .expect("node_modules/.bin")
+        .join(name)
+        .join("bin/opencode")
+}
 
 /// How long one client run may take before it is killed and the test fails.
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
@@ -84,7 +114,7 @@ fn clients_bin() -> Result<PathBuf, String> {
             "BATON_E2E_CLIENTS={} does not hold the pinned clients: `npm install --prefix {} {}`",
             prefix.display(),
             prefix.display(),
-            PINNED.join(" ")
+            pinned().join(" ")
         );
         std::fs::create_dir_all(&prefix).map_err(|e| format!("cannot create {prefix:?}: {e}"))?;
         {
@@ -93,14 +123,14 @@ fn clients_bin() -> Result<PathBuf, String> {
             let line = format!(
                 "e2e: installing the pinned clients with npm into {} (once): {}\n",
                 prefix.display(),
-                PINNED.join(" ")
+                pinned().join(" ")
             );
             let _ = std::io::stderr().write_all(line.as_bytes());
         }
         let out = Command::new("npm")
             .args(["install", "--no-audit", "--no-fund", "--prefix"])
             .arg(&prefix)
-            .args(PINNED)
+            .args(pinned())
             .stdin(Stdio::null())
             .output()
             .map_err(|e| format!("npm cannot be run ({e})"))?;
@@ -131,7 +161,7 @@ fn clients_bin() -> Result<PathBuf, String> {
 
 /// Whether each pinned client is installed under `prefix` at its pinned version.
 fn pinned_present(prefix: &Path) -> bool {
-    PINNED.iter().all(|spec| {
+    pinned().iter().all(|spec| {
         let (name, version) = spec.rsplit_once('@').expect("name@version");
         let manifest = prefix.join("node_modules").join(name).join("package.json");
         std::fs::read(&manifest)
@@ -145,6 +175,7 @@ fn all_present(bin: &Path) -> bool {
     ["claude", "codex", "gemini", "copilot", "opencode"]
         .iter()
         .all(|c| bin.join(c).exists())
+        && (!OPENCODE_V2_HERE || opencode_v2_executable(bin).exists())
 }
 
 /// Whether npm's registry answers (`npm ping`).
@@ -206,6 +237,9 @@ pub struct Harness {
     /// Put the folder of the baton under test on the client's PATH (the default); a test of
     /// a baton the client finds by itself (a plugin's `bin/`) turns it off.
     pub baton_on_path: bool,
+    /// `Client::OpenCode` only: run OpenCode 2 (`OPENCODE_V2`, `Harness::opencode_v2`) rather
+    /// than 1.18.33.
+    pub v2: bool,
     _tmp: tempfile::TempDir,
 }
 
@@ -242,7 +276,27 @@ impl Harness {
     /// A fresh harness for `client`, the fake API serving `script`; `None` (after one line on
     /// stderr) when the clients cannot be had on this machine.
     pub fn new(client: Client, test: &str, script: Vec<Reply>) -> Option<Harness> {
+        Harness::start(client, false, test, script)
+    }
+
+    /// A fresh harness for OpenCode 2 (`OPENCODE_V2`): the same project configuration as for
+    /// 1.18.33, and every run with a server of its own (`run --standalone`, see `task_args`),
+    /// not the background service of the user that 2.x otherwise starts once and shares
+    /// between runs, and which outlives them.
+    pub fn opencode_v2(test: &str, script: Vec<Reply>) -> Option<Harness> {
+        Harness::start(Client::OpenCode, true, test, script)
+    }
+
+    fn start(client: Client, v2: bool, test: &str, script: Vec<Reply>) -> Option<Harness> {
         let bin = match clients_bin() {
+            Ok(_) if v2 && !OPENCODE_V2_HERE => {
+                use std::io::Write;
+                let line = format!(
+                    "e2e test {test} skipped: {OPENCODE_V2} is a linux-x64 build, and OpenCode 2 is published for no other platform here\n"
+                );
+                let _ = std::io::stderr().write_all(line.as_bytes());
+                return None;
+            }
             Ok(bin) => bin,
             Err(why) => {
                 // Straight to the process's stderr, past the test harness's capture, so the
@@ -290,6 +344,7 @@ impl Harness {
             codex_trust_spoiled: false,
             subscription: false,
             baton_on_path: true,
+            v2,
             _tmp: tmp,
         };
         harness.write_config();
@@ -384,13 +439,18 @@ impl Harness {
                     write_json(&path, &json!({"version": 1, "hooks": hooks}));
                 }
             }
-            // The fake API as an OpenAI-compatible provider, and bash allowed without asking.
-            // OpenCode has no shell hooks: its tests install baton's plugin.
+            // The fake API as an OpenAI-compatible provider, and bash (2.x: `shell`) allowed
+            // without asking. OpenCode has no shell hooks: its tests install baton's plugin.
+            // 2.x reads this 1.x file as it is (`plugin` too, merged into its `plugins`).
             Client::OpenCode => {
                 assert!(
                     self.hooks.is_empty(),
                     "OpenCode runs plugins, not hook commands"
                 );
+                let mut permission = json!({"bash": "allow", "edit": "allow"});
+                if self.v2 {
+                    permission["shell"] = json!("allow");
+                }
                 write_json(
                     &self.project.join("opencode.json"),
                     &json!({
@@ -403,7 +463,7 @@ impl Harness {
                             "models": {"fake-model": {"name": "Fake Model", "tool_call": true}},
                         }},
                         "model": "fake/fake-model",
-                        "permission": {"bash": "allow", "edit": "allow"},
+                        "permission": permission,
                         "autoupdate": false,
                         "share": "disabled",
                     }),
@@ -499,6 +559,12 @@ impl Harness {
                 "--allow-all-tools".into(),
                 "--continue".into(),
             ],
+            Client::OpenCode if self.v2 => vec![
+                "run".into(),
+                "--standalone".into(),
+                "--continue".into(),
+                prompt.into(),
+            ],
             Client::OpenCode => vec!["run".into(), "--continue".into(), prompt.into()],
         };
         self.run_args(&args)
@@ -507,7 +573,7 @@ impl Harness {
     /// Runs the client with these arguments in the project, with a cleared environment that
     /// holds only what it needs to reach the fake API; killed after `RUN_TIMEOUT`.
     pub fn run_args(&self, args: &[String]) -> Outcome {
-        let mut cmd = self.command(self.bin.join(self.client.program()));
+        let mut cmd = self.command(self.executable());
         cmd.args(args);
         run_with_timeout(cmd, RUN_TIMEOUT)
     }
@@ -516,7 +582,7 @@ impl Harness {
     /// once; the caller ends it (`kill(-pid, …)`) and waits for it.
     pub fn spawn_args(&self, args: &[String]) -> std::process::Child {
         use std::os::unix::process::CommandExt;
-        let mut cmd = self.command(self.bin.join(self.client.program()));
+        let mut cmd = self.command(self.executable());
         cmd.args(args)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -531,13 +597,22 @@ impl Harness {
         cmd.arg("supervise")
             .args(extra)
             .arg("--")
-            .arg(self.bin.join(self.client.program()))
+            .arg(self.executable())
             .args(args);
         run_with_timeout(cmd, timeout)
     }
 
+    /// The client's executable.
+    pub fn executable(&self) -> PathBuf {
+        if self.v2 {
+            return opencode_v2_executable(&self.bin);
+        }
+        self.bin.join(self.client.program())
+    }
+
     /// The arguments that start a headless task: `claude … -p <task>`, `codex exec <task>`,
-    /// `gemini -p <task> …`.
+    /// `gemini -p <task> …`; OpenCode 2's `run --standalone <task>`, whose server is its own
+    /// and ends with it.
     pub fn task_args(&self, prompt: &str) -> Vec<String> {
         match self.client {
             Client::Claude => vec![
@@ -549,6 +624,9 @@ impl Harness {
             Client::Codex => vec!["exec".into(), prompt.into()],
             Client::Gemini => gemini_args(&[], prompt),
             Client::Copilot => vec!["-p".into(), prompt.into(), "--allow-all-tools".into()],
+            Client::OpenCode if self.v2 => {
+                vec!["run".into(), "--standalone".into(), prompt.into()]
+            }
             Client::OpenCode => vec!["run".into(), prompt.into()],
         }
     }
@@ -634,6 +712,88 @@ impl Harness {
     /// A file in the project, as a string ("" when absent).
     pub fn read(&self, name: &str) -> String {
         std::fs::read_to_string(self.project.join(name)).unwrap_or_default()
+    }
+}
+
+impl Harness {
+    /// The processes still running with this harness's HOME in their environment (every one a
+    /// client run started: the HOME is a fresh temp folder), as `pid command line`; zombies,
+    /// which hold nothing, are not counted. OpenCode 2 starts its servers in sessions of their
+    /// own, out of the process group that `run_args` kills when the client exits: the
+    /// standalone server of a run (`serve --stdio`), which ends shortly after it, and the
+    /// background service (`serve --service`), which outlives it.
+    pub fn leftovers(&self) -> Vec<String> {
+        let needle = [
+            b"HOME=".as_slice(),
+            self.home.as_os_str().as_encoded_bytes(),
+        ]
+        .concat();
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        let mut found = Vec::new();
+        for entry in entries.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<i32>().ok())
+            else {
+                continue;
+            };
+            let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+                continue;
+            };
+            if !environ.split(|b| *b == 0).any(|v| v == needle.as_slice()) {
+                continue;
+            }
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let state = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.trim_start().chars().next());
+            if matches!(state, None | Some('Z' | 'X')) {
+                continue;
+            }
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            found.push(format!("{pid} {}", cmdline.trim_end()));
+        }
+        found
+    }
+
+    /// Waits at most `within` for every process of `leftovers` to end, and returns those that
+    /// did not.
+    pub fn settle(&self, within: Duration) -> Vec<String> {
+        let deadline = Instant::now() + within;
+        loop {
+            let left = self.leftovers();
+            if left.is_empty() || Instant::now() >= deadline {
+                return left;
+            }
+            thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Harness {
+    /// OpenCode 2: kills whatever a run left (`leftovers`), so that no test leaves a server.
+    fn drop(&mut self) {
+        if !self.v2 {
+            return;
+        }
+        for line in self.leftovers() {
+            let pid: i32 = line
+                .split(' ')
+                .next()
+                .and_then(|p| p.parse().ok())
+                .unwrap_or(0);
+            if pid > 0 {
+                // SAFETY: kill(2) on a process with this harness's HOME, which only the
+                // client runs of this harness have; no memory is involved.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+            }
+        }
     }
 }
 

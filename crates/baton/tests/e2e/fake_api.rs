@@ -34,6 +34,10 @@ pub enum Reply {
     /// reset in unix seconds), OpenAI's `usage_limit_reached` body with `resets_at` and the
     /// `x-codex-primary-*` headers, Google's `RESOURCE_EXHAUSTED` with a RetryInfo delay.
     PlanLimit(u64),
+    /// HTTP 429 for a spent quota, which no wait cures: OpenAI's `insufficient_quota` on its
+    /// two APIs (OpenCode 2 fails the turn at once on it, where it retries a rate limit ten
+    /// times); the Anthropic and Gemini APIs send their rate-limit error.
+    Quota,
 }
 
 impl Reply {
@@ -350,7 +354,7 @@ fn anthropic(reply: &Reply, req: &Value, n: u64) -> Answer {
                 ("retry-after", secs.to_string()),
             ]);
         }
-        Reply::RateLimit | Reply::RateLimitFor(_) => {
+        Reply::RateLimit | Reply::RateLimitFor(_) | Reply::Quota => {
             return Answer::json(
                 429,
                 json!({"type": "error", "error": {"type": "rate_limit_error",
@@ -452,6 +456,7 @@ fn openai(reply: &Reply, req: &Value, n: u64) -> Answer {
                 ("x-codex-primary-reset-after-seconds", secs.to_string()),
             ]);
         }
+        Reply::Quota => return quota(),
         Reply::RateLimit | Reply::RateLimitFor(_) => {
             return Answer::json(
                 429,
@@ -501,12 +506,37 @@ fn openai(reply: &Reply, req: &Value, n: u64) -> Answer {
     Answer::sse(out)
 }
 
+/// OpenAI's answer to a request over a spent quota (429, `insufficient_quota`, no
+/// `retry-after`).
+fn quota() -> Answer {
+    Answer::json(
+        429,
+        json!({"error": {"message": "You exceeded your current quota, please check your plan and billing details.",
+            "type": "insufficient_quota", "param": null, "code": "insufficient_quota"}}),
+    )
+}
+
 /// OpenAI chat completions (Copilot CLI's BYOK provider, OpenCode's OpenAI-compatible one):
-/// streamed chunks with one text or one `bash` tool call. A 429 carries `retry-after: 1`, which
-/// both clients honour between their five retries; a plan's limit, the seconds to its reset.
+/// streamed chunks with one text or one shell tool call: `bash`, or `shell` when the request
+/// offers that and no `bash` (OpenCode 2 renamed its tool). A 429 carries `retry-after: 1`,
+/// which both clients honour between their five retries; a plan's limit, the seconds to its
+/// reset.
 fn chat_completions(reply: &Reply, req: &Value, n: u64) -> Answer {
     let model = req["model"].as_str().unwrap_or("gpt-4.1");
+    let offered = |name: &str| {
+        req["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|t| t["function"]["name"] == name)
+    };
+    let shell = if !offered("bash") && offered("shell") {
+        "shell"
+    } else {
+        "bash"
+    };
     let (delta, finish) = match reply {
+        Reply::Quota => return quota(),
         Reply::RateLimit | Reply::RateLimitFor(_) | Reply::PlanLimit(_) => {
             let retry_after = match reply {
                 Reply::PlanLimit(secs) => secs.to_string(),
@@ -523,7 +553,7 @@ fn chat_completions(reply: &Reply, req: &Value, n: u64) -> Answer {
         Reply::Shell(command) => (
             json!({"role": "assistant", "tool_calls": [{"index": 0,
                 "id": format!("call_fake{n}"), "type": "function",
-                "function": {"name": "bash", "arguments": json!({"command": command,
+                "function": {"name": shell, "arguments": json!({"command": command,
                     "description": "Run a command", "mode": "sync", "initial_wait": 30})
                     .to_string()}}]}),
             "tool_calls",
@@ -569,7 +599,7 @@ fn gemini(reply: &Reply, _req: &Value, _n: u64, stream: bool) -> Answer {
                 ]}}),
             );
         }
-        Reply::RateLimit | Reply::RateLimitFor(_) => {
+        Reply::RateLimit | Reply::RateLimitFor(_) | Reply::Quota => {
             return Answer::json(
                 429,
                 json!({"error": {"code": 429,

@@ -10,12 +10,13 @@
 //! plan's limit, sent as each provider sends it, leaves the loop with the reset the client
 //! states. `copilot` proves baton with Copilot CLI: a 429 that outlasts its retries interrupts
 //! the loop as a rate limit, and the next run gets the packet; `opencode` proves the same of
-//! OpenCode through baton's plugin.
+//! OpenCode through baton's plugin, and `opencode_v2` of OpenCode 2 through the same plugin.
 //!
 //! The clients come from `$BATON_E2E_CLIENTS/node_modules/.bin/` (for instance a folder where
-//! `npm install` put the pinned versions listed in `clients::PINNED`), else they are installed
-//! into `target/e2e-clients` on first use. With `BATON_E2E_DUMP=<dir>` the fake API also writes
-//! every request it receives to a file in `<dir>`, for debugging.
+//! `npm install` put the pinned versions listed in `clients::PINNED`, and on linux-x64
+//! `clients::OPENCODE_V2`), else they are installed into `target/e2e-clients` on first use.
+//! With `BATON_E2E_DUMP=<dir>` the fake API also writes every request it receives to a file in
+//! `<dir>`, for debugging.
 
 mod clients;
 mod copilot;
@@ -24,6 +25,7 @@ mod flow;
 mod monorepo;
 mod network;
 mod opencode;
+mod opencode_v2;
 mod plugin;
 mod signals;
 mod smoke;
