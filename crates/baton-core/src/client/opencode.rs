@@ -285,31 +285,32 @@ fn session_error(payload: &Map<String, Value>) -> Action {
     let status = data
         .and_then(|d| d.get("statusCode"))
         .and_then(Value::as_u64);
-    match (name, status) {
-        ("MessageAbortedError", _) => Action::TurnEnd,
-        (_, Some(429)) => {
-            let retry_after = data
-                .and_then(|d| d.get("responseHeaders"))
-                .and_then(|h| h.get("retry-after"))
-                .and_then(Value::as_str)
-                .and_then(|s| s.trim().parse::<u64>().ok());
-            let message = match retry_after {
-                Some(secs) => format!("{message} (retry after {secs}s)"),
-                None => message,
-            };
-            Action::Failure {
-                error: "rate_limit".into(),
-                message,
-            }
-        }
-        (_, Some(529)) => Action::Failure {
-            error: "overloaded".into(),
-            message,
-        },
-        _ => Action::Failure {
-            error: name.to_string(),
-            message,
-        },
+    if name == "MessageAbortedError" {
+        return Action::TurnEnd;
+    }
+    let retry_after = data
+        .and_then(|d| d.get("responseHeaders"))
+        .and_then(|h| h.get("retry-after"))
+        .and_then(Value::as_str)
+        .and_then(|s| s.trim().parse::<u64>().ok());
+    let message = match (status, retry_after) {
+        (Some(429), Some(secs)) => format!("{message} (retry after {secs}s)"),
+        _ => message,
+    };
+    failure(name, status, message)
+}
+
+/// A failure by its HTTP status: 429 a rate limit, 529 an overloaded API, anything else by the
+/// error's own name.
+fn failure(name: &str, status: Option<u64>, message: String) -> Action {
+    let error = match status {
+        Some(429) => "rate_limit",
+        Some(529) => "overloaded",
+        _ => name,
+    };
+    Action::Failure {
+        error: error.into(),
+        message,
     }
 }
 
@@ -322,20 +323,10 @@ fn execution_failed(payload: &Map<String, Value>) -> Action {
     let kind = text("type").unwrap_or("unknown");
     let message = text("message").unwrap_or_default().to_string();
     let status = error.and_then(|e| e.get("status")).and_then(Value::as_u64);
-    match (kind, status) {
-        ("aborted", _) => Action::TurnEnd,
-        ("provider.rate-limit" | "provider.quota", _) | (_, Some(429)) => Action::Failure {
-            error: "rate_limit".into(),
-            message,
-        },
-        (_, Some(529)) => Action::Failure {
-            error: "overloaded".into(),
-            message,
-        },
-        _ => Action::Failure {
-            error: kind.to_string(),
-            message,
-        },
+    match kind {
+        "aborted" => Action::TurnEnd,
+        "provider.rate-limit" | "provider.quota" => failure(kind, Some(429), message),
+        _ => failure(kind, status, message),
     }
 }
 

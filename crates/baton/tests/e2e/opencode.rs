@@ -84,14 +84,7 @@ fn opencode_loop_is_interrupted_by_a_429_and_resumed() {
             )
         });
     // In a system message, not the user's.
-    let body: Value = serde_json::from_str(&packet).unwrap();
-    let system = body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "system")
-        .map(|m| m["content"].to_string())
-        .collect::<String>();
+    let system = system_text(&packet);
     assert!(system.contains("EXPECTED OUTCOME"), "{packet}");
     assert!(system.contains("baton resume accept"), "{packet}");
 }
@@ -146,4 +139,16 @@ fn opencode_waiting_out_a_limit_an_hour_away_leaves_the_loop_interrupted_until_t
         "reset {ahead}s ahead: {state}"
     );
     assert_eq!(h.api.remaining(), 0, "{}", h.api.summary());
+}
+
+/// The system messages of a request body to the fake API (OpenAI's chat format), as one text.
+pub fn system_text(body: &str) -> String {
+    let body: Value = serde_json::from_str(body).unwrap();
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "system")
+        .map(|m| m["content"].to_string())
+        .collect()
 }

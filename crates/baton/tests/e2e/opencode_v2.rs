@@ -252,14 +252,7 @@ fn opencode_v2_loop_is_interrupted_by_a_spent_quota_and_resumed() {
             )
         });
     // In the system text, not the user's, and once: the plugin's context hook ran once.
-    let body: Value = serde_json::from_str(&packet).unwrap();
-    let system = body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "system")
-        .map(|m| m["content"].to_string())
-        .collect::<String>();
+    let system = crate::opencode::system_text(&packet);
     assert!(system.contains("EXPECTED OUTCOME"), "{packet}");
     assert!(system.contains("baton resume accept"), "{packet}");
     assert_eq!(
