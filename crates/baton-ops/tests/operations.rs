@@ -1,4 +1,4 @@
-//! The loop operations over the strict in-memory store (`MemStore`): each session is a context
+//! The loop and batch operations over the strict in-memory store (`MemStore`): each session is a
 //! with its own handle onto one store, so a change made without its lock, or through a second
 //! store, is refused by the store itself. Each test runs in milliseconds: no baton process, one
 //! `git init` for the project the operations read their branch from.
@@ -217,4 +217,42 @@ fn a_sessions_work_is_interrupted_by_a_rate_limit_and_surveyed_by_the_next() {
     );
     let item = row.item.as_ref().unwrap();
     assert_eq!(item.accept.as_deref(), Some("baton resume accept T-1"));
+}
+
+fn start_batch(ctx: &Ctx, tickets: &[&str]) -> baton_ops::batch::BatchStart {
+    let tickets: Vec<std::ffi::OsString> = tickets.iter().map(Into::into).collect();
+    baton_ops::batch::start(
+        ctx,
+        &baton_ops::batch::Start {
+            tickets: &tickets,
+            mode: "sequential",
+            force: false,
+        },
+    )
+    .unwrap()
+}
+
+/// A batch is one session's: another live session's start is refused and changes nothing; a
+/// silent owner's batch is replaced, the old one archived, every write under its lock.
+#[test]
+fn a_batch_is_one_sessions_until_its_owner_goes_silent() {
+    use baton_ops::batch::BatchStart;
+    let (dir, store) = project();
+    let started = start_batch(&session(dir.path(), &store, "A", 0), &["T-1", "T-2"]);
+    assert!(matches!(started, BatchStart::Started { .. }), "{started:?}");
+    let before = store.read_batch().unwrap().unwrap();
+    let refused = start_batch(&session(dir.path(), &store, "B", 1), &["T-3", "T-4"]);
+    assert!(matches!(refused, BatchStart::Refused(_)), "{refused:?}");
+    assert_eq!(
+        store.read_batch().unwrap().unwrap().revision,
+        before.revision
+    );
+    let replaced = start_batch(&session(dir.path(), &store, "B", 60), &["T-3", "T-4"]);
+    assert!(
+        matches!(replaced, BatchStart::Started { .. }),
+        "{replaced:?}"
+    );
+    let now = store.read_batch().unwrap().unwrap().state;
+    assert_eq!(now.session_id.as_deref(), Some("B"));
+    assert_eq!(store.archived().len(), 1, "{:?}", store.archived());
 }
