@@ -1,5 +1,5 @@
-//! The loop and batch operations over the strict in-memory store (`MemStore`): each session is a
-//! with its own handle onto one store, so a change made without its lock, or through a second
+//! The loop and batch operations over the strict in-memory store (`MemStore`): each session is
+//! a context with its own handle onto one store, so a change made without its lock, or through a second
 //! store, is refused by the store itself. Each test runs in milliseconds: no baton process, one
 //! `git init` for the project the operations read their branch from.
 
