@@ -1,7 +1,7 @@
-//! The loop and batch operations over the strict in-memory store (`MemStore`): each session is
-//! a context with its own handle onto one store, so a change made without its lock, or through a second
-//! store, is refused by the store itself. Each test runs in milliseconds: no baton process, one
-//! `git init` for the project the operations read their branch from.
+//! The loop and batch operations over the strict in-memory store (`MemStore`): each session
+//! is a context with its own handle onto one store, so a change made without its lock, or
+//! through a second store, is refused by the store itself. Each test runs in milliseconds: no
+//! baton process, one `git init` for the project the operations read their branch from.
 
 use std::ffi::OsStr;
 use std::path::Path;
