@@ -35,6 +35,7 @@ pub fn run(args: GuardArgs) -> ExitCode {
     // agent. A handler, not SIG_IGN: the agent starts with the default again.
     super::catch_signals();
     if platform::parent() != args.parent {
+        super::say("the guard runs only under `baton supervise`, which starts it");
         return ExitCode::FAILURE;
     }
     let mut cmd = Command::new(&args.command[0]);
