@@ -3,8 +3,6 @@
 //! hooks do both on a client's events; `baton supervise` interrupts what an agent left when it
 //! died unheard.
 
-use std::ffi::{OsStr, OsString};
-
 use jiff::Timestamp;
 
 use crate::env::Ctx;
@@ -105,14 +103,6 @@ pub fn owned(store: &dyn StateStore, session: &str) -> Result<Owned, CommandErro
     Ok(owned)
 }
 
-/// The ticket argument that addresses the loop in `key`: its ticket id, or none for a loop
-/// keyed by its session. `None` when neither leads back to this file.
-pub fn ticket_of(ctx: &Ctx, key: &str, state: &LoopState) -> Option<OsString> {
-    let ticket = state.ticket_id.clone().unwrap_or_default();
-    let target = Target::derive(ctx, OsStr::new(&ticket));
-    (target.key == key).then(|| ticket.into())
-}
-
 /// What interrupting a session's work did: the tickets and runs interrupted, the loops a gate
 /// refused (another session took them over since they were read), and the first error met on
 /// the way (the others are still tried).
@@ -178,11 +168,9 @@ pub fn interrupt_owned(
         if state.status != LoopStatus::Active {
             continue;
         }
-        let Some(ticket) = ticket_of(ctx, key, state) else {
-            continue;
-        };
-        let shown = ticket.to_string_lossy().into_owned();
-        match interrupt(ctx, &ticket, reason, resume_after, &Ownership::default()) {
+        let target = Target::of_record(key, state);
+        let shown = target.raw.clone();
+        match interrupt(ctx, target, reason, resume_after, &Ownership::default()) {
             Ok(Transition::Written(_)) => done.tickets.push(shown),
             Ok(Transition::Refused { decision, .. }) => done.refused.push((shown, decision)),
             Err(e) => {

@@ -61,21 +61,16 @@ fn init(ctx: &Ctx, ticket: &str) -> Transition {
 
 /// `loop set T --phase <phase>`, as the write path runs it.
 fn set_phase(ctx: &Ctx, ticket: &str, phase: &str, flags: &Ownership) -> Transition {
-    ticket_loop::transition(
-        ctx,
-        OsStr::new(ticket),
-        flags,
-        JournalEvent::Set,
-        |state, _| {
-            state.last_phase = Some(phase.to_string());
-            Ok(Applied {
-                changed: true,
-                message: format!("phase {phase}"),
-                next: None,
-                warnings: Vec::new(),
-            })
-        },
-    )
+    let target = ticket_loop::Target::derive(ctx, OsStr::new(ticket));
+    ticket_loop::transition(ctx, target, flags, JournalEvent::Set, |state, _| {
+        state.last_phase = Some(phase.to_string());
+        Ok(Applied {
+            changed: true,
+            message: format!("phase {phase}"),
+            next: None,
+            warnings: Vec::new(),
+        })
+    })
     .unwrap()
 }
 
@@ -163,7 +158,7 @@ fn a_lock_held_by_another_process_stops_the_write_and_changes_nothing() {
     let a = session(dir.path(), &store, "A", 1);
     let err = ticket_loop::transition(
         &a,
-        OsStr::new("T-1"),
+        ticket_loop::Target::derive(&a, OsStr::new("T-1")),
         &Ownership::default(),
         JournalEvent::Set,
         |_, _| unreachable!("the change is never applied without the lock"),
@@ -255,4 +250,49 @@ fn a_batch_is_one_sessions_until_its_owner_goes_silent() {
     let now = store.read_batch().unwrap().unwrap().state;
     assert_eq!(now.session_id.as_deref(), Some("B"));
     assert_eq!(store.archived().len(), 1, "{:?}", store.archived());
+}
+
+/// A loop is addressed by the record it is, not by a ticket its key is derived back from: a
+/// loop whose file key is not its ticket's own (another tool named the file) is interrupted
+/// with the rest of its session's work.
+#[test]
+fn a_loop_under_a_key_its_ticket_would_not_give_is_interrupted_all_the_same() {
+    let (dir, store) = project();
+    let record: LoopState = serde_json::from_value(serde_json::json!({
+        "schema_version": 1,
+        "session_id": "A",
+        "ticket_id": "PROJ-1",
+        "loop_key": "proj-1-from-the-conductor",
+        "status": "active",
+        "last_updated": T0,
+        "loop_state": {"iteration": 1, "phase": "qa"},
+    }))
+    .unwrap();
+    {
+        let _lock = store
+            .lock(baton_store::LockScope::Loop("proj-1-from-the-conductor"))
+            .unwrap();
+        store
+            .write_loop(
+                "proj-1-from-the-conductor",
+                &record,
+                &baton_store::Expect::Absent,
+            )
+            .unwrap();
+    }
+    let owned = baton_ops::owned::owned(&store, "A").unwrap();
+    let a = session(dir.path(), &store, "A", 1);
+    let (done, result) = baton_ops::owned::interrupt_owned(
+        &a,
+        &owned,
+        baton_core::model::InterruptReason::RateLimit,
+        "429",
+        None,
+    );
+    result.unwrap();
+    assert_eq!(done.tickets, ["PROJ-1"], "{:?}", done.refused);
+    assert_eq!(
+        state(&store, "proj-1-from-the-conductor").status,
+        baton_core::model::LoopStatus::Interrupted
+    );
 }

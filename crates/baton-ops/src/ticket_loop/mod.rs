@@ -125,6 +125,22 @@ impl Target {
         }
     }
 
+    /// The loop recorded at `key`, addressed as its state names it: by its ticket, or (a loop
+    /// started with none) by its key, which its owner's session gave it.
+    pub fn of_record(key: &str, state: &LoopState) -> Target {
+        let raw = state.ticket_id.clone().unwrap_or_default();
+        let source = if raw.is_empty() {
+            KeySource::Session
+        } else {
+            KeySource::Ticket
+        };
+        Target {
+            raw,
+            key: key.to_string(),
+            source,
+        }
+    }
+
     /// The ticket for text output, control characters escaped; for a loop with no ticket, its
     /// key.
     pub fn shown(&self) -> String {
@@ -293,13 +309,12 @@ pub struct Applied {
 /// lock; its details are read off the state before and after.
 pub fn transition(
     ctx: &Ctx,
-    ticket: &OsStr,
+    target: Target,
     flags: &Ownership,
     event: JournalEvent,
     apply: impl FnOnce(&mut LoopState, &Target) -> Result<Applied, Decision>,
 ) -> Result<Transition, CommandError> {
     let store = ctx.store()?;
-    let target = Target::derive(ctx, ticket);
     if !store.exists()? {
         return Err(missing_loop(&target));
     }
@@ -448,14 +463,14 @@ fn loop_event_details(event: JournalEvent, before: &LoopState, after: &LoopState
 /// default, before it resumes); an interrupted loop takes only a later reset time.
 pub fn interrupt(
     ctx: &Ctx,
-    ticket: &OsStr,
+    target: Target,
     reason: InterruptReason,
     resume_after: Option<Timestamp>,
     flags: &Ownership,
 ) -> Result<Transition, CommandError> {
     transition(
         ctx,
-        ticket,
+        target,
         flags,
         JournalEvent::Interrupt,
         |state, target| {
@@ -521,9 +536,8 @@ pub fn interrupt(
 }
 
 /// Refreshes a loop this session owns and runs; anything else is a no-op.
-pub fn heartbeat(ctx: &Ctx, ticket: &OsStr, flags: &Ownership) -> Result<Heartbeat, CommandError> {
+pub fn heartbeat(ctx: &Ctx, target: Target, flags: &Ownership) -> Result<Heartbeat, CommandError> {
     let store = ctx.store()?;
-    let target = Target::derive(ctx, ticket);
     let noop = |why: String| {
         Ok(Heartbeat::Skipped {
             key: target.key.clone(),
@@ -601,9 +615,8 @@ pub struct Gathered {
 
 /// Adopts legacy state, locks the ticket's loop, reads its keyed file, scans the others and
 /// decides. Git is asked about the tree only when the verdict depends on it.
-pub fn gather(ctx: &Ctx, ticket: &std::ffi::OsStr) -> Result<Gathered, CommandError> {
+pub fn gather(ctx: &Ctx, target: Target) -> Result<Gathered, CommandError> {
     let store = ctx.store()?;
-    let target = Target::derive(ctx, ticket);
     // A query on a project without state creates nothing, not even a lock's sidecar.
     let exists = store.exists()?;
     let adoption = if exists {
@@ -735,7 +748,7 @@ pub struct FreshDone {
 
 /// Starts over: archives the ticket's loop (kept, never deleted) unless a live session runs it.
 pub fn fresh(ctx: &Ctx, ticket: &OsStr, flags: &Ownership) -> Result<FreshDone, CommandError> {
-    let g = gather(ctx, ticket)?;
+    let g = gather(ctx, Target::derive(ctx, ticket))?;
     let notes = g.notes.clone();
     let done = |outcome| FreshDone {
         target: g.target.clone(),

@@ -143,7 +143,7 @@ const ARTIFACT_CAP: u64 = 64 * 1024;
 /// mode, `--force`. git runs outside the loop's lock: the loop is claimed first (so no other
 /// session can accept it meanwhile), and the accept is finished once git is done.
 pub fn accept(ctx: &Ctx, args: &Accept) -> Result<Acceptance, CommandError> {
-    let g = gather(ctx, args.ticket)?;
+    let g = gather(ctx, Target::derive(ctx, args.ticket))?;
     let notes = g.notes.clone();
     let t = g.target.arg();
     let Some(loaded) = &g.loaded else {

@@ -18,7 +18,7 @@ use baton_core::client::{Action, Client, Definition, Evidence, TranscriptEnd};
 use baton_core::hook::{
     HEARTBEAT_COALESCE_SECS, HOOK_STDIN_CAP, HookEvent, Interrupt, interrupt_for, parse_payload,
 };
-use baton_core::model::{LoopState, LoopStatus, Pauses};
+use baton_core::model::{LoopStatus, Pauses};
 use baton_core::reset::reset_time_in;
 use baton_core::time::{format_ts, parse_ts};
 use baton_ops::batch::heartbeat as batch_heartbeat;
@@ -26,10 +26,10 @@ use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 use baton_ops::error::ExitStatus;
 use baton_ops::forward::{self, Stop};
-use baton_ops::owned::{Checkpointed, Owned, checkpoint, owned, ticket_of};
+use baton_ops::owned::{Checkpointed, Owned, checkpoint, owned};
 use baton_ops::single_run::{Holder, heartbeat as run_heartbeat};
 use baton_ops::ticket_loop::{
-    Heartbeat, Ownership, TakeBack, heartbeat as loop_heartbeat, take_back,
+    Heartbeat, Ownership, TakeBack, Target, heartbeat as loop_heartbeat, take_back,
 };
 use baton_store::layout::LayoutError;
 use baton_store::sessions::{SessionFiles, SessionRecord};
@@ -359,10 +359,8 @@ impl Session<'_> {
             if state.status != LoopStatus::Active || live || paused(state.liveness(now)) {
                 continue;
             }
-            let Some(ticket) = self.ticket_of(key, state) else {
-                continue;
-            };
-            match loop_heartbeat(ctx, &ticket, &Ownership::default()) {
+            let target = Target::of_record(key, state);
+            match loop_heartbeat(ctx, target, &Ownership::default()) {
                 Ok(Heartbeat::Refreshed { .. }) => {
                     batch_refreshed |= owned.batch.as_ref().is_some_and(|b| {
                         b.tickets.iter().any(|t| {
@@ -748,10 +746,6 @@ impl Session<'_> {
     /// The loops and runs this session owns.
     fn owned(&self) -> Result<Owned, CommandError> {
         owned(self.connected()?.1, &self.event.session_id)
-    }
-
-    fn ticket_of(&self, key: &str, state: &LoopState) -> Option<std::ffi::OsString> {
-        ticket_of(self.ctx, key, state)
     }
 }
 

@@ -14,7 +14,7 @@ use baton_core::time::{format_ts, human_age, parse_ts, time_left};
 use baton_ops::env::Ctx;
 use baton_ops::error::{CommandError, ExitStatus};
 use baton_ops::survey::{Work, survey};
-use baton_ops::ticket_loop::gather;
+use baton_ops::ticket_loop::{Target, gather};
 
 /// Say when interrupted work can resume, and with `--sleep` wait until then.
 ///
@@ -62,7 +62,7 @@ pub fn cmd_wait(ctx: &Ctx, args: WaitArgs) -> Result<Report, CommandError> {
                 ctx,
                 args.sleep,
                 |at| {
-                    let d = gather(at, ticket)?.decision;
+                    let d = gather(at, Target::derive(at, ticket))?.decision;
                     let after = parse_ts(d.resume_after.as_deref());
                     Ok((
                         decide_wait(d.decision.verdict, d.mode, after, at.now, deadline),
@@ -302,7 +302,7 @@ fn every_piece(ctx: &Ctx, deadline: Option<Timestamp>) -> Result<All, CommandErr
 /// A loop of the survey, decided as `baton wait <TICKET>` decides it: under its lock, released
 /// when this returns.
 fn a_loop(ctx: &Ctx, w: &Work, deadline: Option<Timestamp>) -> Result<Piece, CommandError> {
-    let d = gather(ctx, OsStr::new(&w.key))?.decision;
+    let d = gather(ctx, Target::derive(ctx, OsStr::new(&w.key)))?.decision;
     let after = parse_ts(d.resume_after.as_deref());
     Ok(Piece {
         kind: w.kind,

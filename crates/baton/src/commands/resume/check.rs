@@ -10,10 +10,10 @@ use baton_core::text::esc_or;
 use baton_ops::env::Ctx;
 use baton_ops::error::{CommandError, ExitStatus};
 use baton_ops::ticket_loop::gather;
-use baton_ops::ticket_loop::{Ownership, may_replace};
+use baton_ops::ticket_loop::{Ownership, Target, may_replace};
 
 pub fn cmd_resume_check(ctx: &Ctx, ticket: &OsStr) -> Result<Report, CommandError> {
-    let g = gather(ctx, ticket)?;
+    let g = gather(ctx, Target::derive(ctx, ticket))?;
     let notes = g.notes.join("\n");
     if let Some(loaded) = &g.loaded {
         loaded.writable()?;

@@ -32,7 +32,8 @@ use baton_core::time::{format_ts, parse_ts};
 use baton_ops::env::Ctx;
 use baton_ops::error::{CommandError, ExitStatus};
 use baton_ops::install::Targets;
-use baton_ops::owned::{interrupt_owned, owned, ticket_of};
+use baton_ops::owned::owned;
+use baton_ops::ticket_loop::Target;
 use baton_ops::ticket_loop::gather;
 use baton_store::supervise as files;
 use baton_store::{StateStore, platform, process};
@@ -583,16 +584,23 @@ impl Supervisor<'_> {
                     } else {
                         InterruptReason::Unknown
                     };
-                let ctx = self.at_now(Some(session.clone()));
-                let (_, result) = interrupt_owned(&ctx, &owned, reason, &why, None);
-                if let Err(e) = result {
-                    say(&format!("warning: {}", e.message));
-                }
-                // The batch it ran stops with it, as at a session end.
-                if owned.batch.is_some()
-                    && let Err(e) = baton_ops::batch::interrupt(&ctx, reason)
-                {
-                    say(&format!("warning: {}", e.message));
+                // As the forwarder does for a session that ended: its loops and leases, and
+                // the batch it ran unless a pause covers it.
+                let stop = baton_ops::forward::Stop {
+                    client: self.client.as_str().to_string(),
+                    session: session.clone(),
+                    event: "supervise".into(),
+                    end: true,
+                    reason,
+                    evidence: why,
+                    resume_after: None,
+                    before: None,
+                };
+                let (stopped, result) =
+                    baton_ops::forward::interrupt_session(&self.at_now(None), &stop);
+                let failed = result.err().map(|e| e.message);
+                for w in stopped.warnings.iter().chain(&failed) {
+                    say(&format!("warning: {w}"));
                 }
             }
         }
@@ -642,15 +650,11 @@ impl Supervisor<'_> {
                 continue;
             };
             let state = loaded.state;
-            // A loop keyed by its session (no ticket) is found through its owner's session;
-            // the verdict is asked as nobody's session, as a newcomer would see it.
-            let Some(ticket) =
-                ticket_of(&self.at_now(state.owner().map(str::to_string)), key, &state)
-            else {
-                continue;
-            };
+            // The verdict is asked as nobody's session, as a newcomer would see it.
+            let target = Target::of_record(key, &state);
+            let name = format!("loop {}", target.shown());
             let ctx = self.at_now(None);
-            let d = gather(&ctx, &ticket)?.decision;
+            let d = gather(&ctx, target)?.decision;
             let wait = decide_wait(
                 d.decision.verdict,
                 d.mode,
@@ -659,7 +663,7 @@ impl Supervisor<'_> {
                 None,
             );
             out.push(Carried {
-                name: format!("loop {}", esc(&ticket.to_string_lossy())),
+                name,
                 interrupted: (state.status == LoopStatus::Interrupted).then(|| {
                     state
                         .interrupt_reason
@@ -689,12 +693,9 @@ impl Supervisor<'_> {
                 continue;
             }
             let ctx = self.at_now(state.owner().map(str::to_string));
-            let Some(ticket) = ticket_of(&ctx, key, &state) else {
-                continue;
-            };
             if let Err(e) = baton_ops::ticket_loop::interrupt(
                 &ctx,
-                &ticket,
+                Target::of_record(key, &state),
                 InterruptReason::RateLimit,
                 Some(at),
                 &baton_ops::ticket_loop::Ownership::default(),

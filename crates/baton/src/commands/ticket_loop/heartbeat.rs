@@ -22,7 +22,8 @@ pub struct HeartbeatArgs {
 }
 
 pub fn cmd_loop_heartbeat(ctx: &Ctx, args: HeartbeatArgs) -> Result<Report, CommandError> {
-    let done = baton_ops::ticket_loop::heartbeat(ctx, &args.ticket, &args.flags.ownership())?;
+    let target = baton_ops::ticket_loop::Target::derive(ctx, &args.ticket);
+    let done = baton_ops::ticket_loop::heartbeat(ctx, target, &args.flags.ownership())?;
     Ok(render_heartbeat(ctx, done))
 }
 

@@ -34,7 +34,7 @@ pub fn cmd_loop_interrupt(ctx: &Ctx, args: InterruptArgs) -> Result<Report, Comm
         .transpose()?;
     baton_ops::ticket_loop::interrupt(
         ctx,
-        &args.ticket,
+        baton_ops::ticket_loop::Target::derive(ctx, &args.ticket),
         // clap takes only the values listed above.
         InterruptReason::parse(&args.reason).unwrap_or(InterruptReason::Unknown),
         resume_after,

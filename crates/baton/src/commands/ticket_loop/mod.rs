@@ -58,7 +58,8 @@ pub fn transition(
     event: JournalEvent,
     apply: impl FnOnce(&mut LoopState, &Target) -> Result<Applied, Decision>,
 ) -> Result<Report, CommandError> {
-    ticket_loop::transition(ctx, ticket, &flags.ownership(), event, apply).map(render_transition)
+    let target = ticket_loop::Target::derive(ctx, ticket);
+    ticket_loop::transition(ctx, target, &flags.ownership(), event, apply).map(render_transition)
 }
 
 /// What a transition did, as a command prints it.
