@@ -8,8 +8,11 @@ use jiff::Timestamp;
 use crate::env::Ctx;
 use crate::error::{CommandError, ExitStatus};
 use crate::single_run::{Holder, LeaseInterrupt, interrupt_lease};
-use crate::ticket_loop::{Ownership, Target, Transition, interrupt};
+use crate::ticket_loop::{Heartbeat, Ownership, Target, Transition, interrupt};
+use baton_core::hook::HEARTBEAT_COALESCE_SECS;
+use baton_core::model::Pauses;
 use baton_core::model::{BatchState, InterruptReason, LoopState, LoopStatus, RunState};
+use baton_core::time::parse_ts;
 use baton_store::{RecordKey, StateStore};
 
 #[derive(Default)]
@@ -101,6 +104,95 @@ pub fn owned(store: &dyn StateStore, session: &str) -> Result<Owned, CommandErro
         }
     }
     Ok(owned)
+}
+
+/// What a refresh of a session's work did: the window the next one waits for, when a lease
+/// lives shorter than `HEARTBEAT_COALESCE_SECS` allows (`None`: that window), and the first
+/// error met (the rest is refreshed all the same).
+#[derive(Debug, Default)]
+pub struct Refreshed {
+    pub window: Option<i64>,
+    pub error: Option<CommandError>,
+}
+
+/// Keeps the work of `ctx`'s session live: each active loop, the batch and each run lease it
+/// owns whose last write is older than the coalescing window. Work the session paused (`baton
+/// pause` from a tool call) stays as the pause left it: a refresh would be a write after the
+/// pause, and the next session would no longer see it paused.
+pub fn refresh(ctx: &Ctx, owned: &Owned, pauses: Option<&Pauses>) -> Refreshed {
+    let now = ctx.now;
+    let paused =
+        |last: Option<Timestamp>| pauses.is_some_and(|p| p.covering(ctx.session(), last).is_some());
+    let mut first_error = None;
+    // A loop of one of the batch's tickets refreshes the batch with it.
+    let mut batch_refreshed = false;
+    for (key, state) in &owned.loops {
+        let live = fresh(state.liveness(now), now, HEARTBEAT_COALESCE_SECS);
+        if state.status != LoopStatus::Active || live || paused(state.liveness(now)) {
+            continue;
+        }
+        match crate::ticket_loop::heartbeat(
+            ctx,
+            Target::of_record(key, state),
+            &Ownership::default(),
+        ) {
+            Ok(Heartbeat::Refreshed { .. }) => {
+                batch_refreshed |= owned.batch.as_ref().is_some_and(|b| {
+                    b.tickets.iter().any(|t| {
+                        t.loop_key.as_deref() == Some(key.as_str())
+                            || Some(&t.ticket_id) == state.ticket_id.as_ref()
+                    })
+                });
+            }
+            Ok(Heartbeat::Skipped { .. }) => {}
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    // The batch the session owns stays live between its tickets too, while no loop of it
+    // exists yet to refresh it.
+    if let Some(batch) = &owned.batch {
+        let last = batch.liveness(now);
+        if !batch_refreshed
+            && !fresh(last, now, HEARTBEAT_COALESCE_SECS)
+            && !paused(last)
+            && let Err(e) = crate::batch::heartbeat(ctx, &Ownership::default())
+        {
+            first_error.get_or_insert(e);
+        }
+    }
+    // A lease may live shorter than a loop's 10 minutes (`run new --lease-ttl`): each is
+    // refreshed once a quarter of its TTL has passed, and the session's window shrinks to the
+    // shortest of them.
+    let mut window = HEARTBEAT_COALESCE_SECS;
+    for run in &owned.runs {
+        let ttl = i64::try_from(run.policy.lease_ttl_secs).unwrap_or(i64::MAX);
+        let quarter = (ttl / 4).clamp(1, HEARTBEAT_COALESCE_SECS);
+        window = window.min(quarter);
+        let beat = run
+            .lease
+            .as_ref()
+            .and_then(|l| parse_ts(Some(&l.heartbeat_at)));
+        if fresh(beat, now, quarter) || paused(beat) {
+            continue;
+        }
+        if let Err(e) = crate::single_run::heartbeat(ctx, &run.run_id, &Holder::default()) {
+            first_error.get_or_insert(e);
+        }
+    }
+    Refreshed {
+        window: (window < HEARTBEAT_COALESCE_SECS).then_some(window),
+        error: first_error,
+    }
+}
+
+/// Whether `at` is under `window` seconds old at `now` (a time ahead of `now` is not).
+pub fn fresh(at: Option<Timestamp>, now: Timestamp, window: i64) -> bool {
+    at.is_some_and(|t| {
+        let age = now.duration_since(t);
+        age >= jiff::SignedDuration::ZERO && age < jiff::SignedDuration::from_secs(window)
+    })
 }
 
 /// What interrupting a session's work did: the tickets and runs interrupted, the loops a gate

@@ -64,6 +64,7 @@ fn set_phase(ctx: &Ctx, ticket: &str, phase: &str, flags: &Ownership) -> Transit
     let target = ticket_loop::Target::derive(ctx, OsStr::new(ticket));
     ticket_loop::transition(ctx, target, flags, JournalEvent::Set, |state, _| {
         state.last_phase = Some(phase.to_string());
+        state.touch(ctx.now);
         Ok(Applied {
             changed: true,
             message: format!("phase {phase}"),
@@ -294,5 +295,48 @@ fn a_loop_under_a_key_its_ticket_would_not_give_is_interrupted_all_the_same() {
     assert_eq!(
         state(&store, "proj-1-from-the-conductor").status,
         baton_core::model::LoopStatus::Interrupted
+    );
+}
+
+/// The per-turn refresh keeps a session's quiet loop live, leaves one written within the
+/// coalescing window alone (no write), and leaves work the session paused as the pause left it.
+#[test]
+fn the_refresh_keeps_quiet_work_live_and_paused_work_as_it_is() {
+    let (dir, store) = project();
+    init(&session(dir.path(), &store, "A", 0), "T-1");
+    init(&session(dir.path(), &store, "A", 0), "T-2");
+    let t1_at_start = store.read_loop("T-1").unwrap().unwrap().revision;
+    // Within the window: nothing is written.
+    let owned = baton_ops::owned::owned(&store, "A").unwrap();
+    let done = baton_ops::owned::refresh(&session(dir.path(), &store, "A", 0), &owned, None);
+    assert!(done.error.is_none(), "{:?}", done.error);
+    assert_eq!(
+        store.read_loop("T-1").unwrap().unwrap().revision,
+        t1_at_start
+    );
+    // The session paused at minute 0, then went on with T-2 at minute 1: the pause covers
+    // T-1 only. Six minutes later only T-2 is refreshed.
+    set_phase(
+        &session(dir.path(), &store, "A", 1),
+        "T-2",
+        "qa",
+        &Ownership::default(),
+    );
+    let pauses: baton_core::model::Pauses = serde_json::from_value(serde_json::json!({
+        "marks": [{"paused_at": T0, "session_id": "A"}]
+    }))
+    .unwrap();
+    let owned = baton_ops::owned::owned(&store, "A").unwrap();
+    let a = session(dir.path(), &store, "A", 7);
+    let done = baton_ops::owned::refresh(&a, &owned, Some(&pauses));
+    assert!(done.error.is_none(), "{:?}", done.error);
+    assert_eq!(
+        store.read_loop("T-1").unwrap().unwrap().revision,
+        t1_at_start,
+        "paused work is left as the pause left it"
+    );
+    assert_eq!(
+        state(&store, "T-2").last_updated.as_deref(),
+        Some(baton_core::time::format_ts(at(7)).as_str())
     );
 }

@@ -11,26 +11,22 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use jiff::{SignedDuration, Timestamp};
+use jiff::Timestamp;
 use serde_json::json;
 
 use baton_core::client::{Action, Client, Definition, Evidence, TranscriptEnd};
 use baton_core::hook::{
     HEARTBEAT_COALESCE_SECS, HOOK_STDIN_CAP, HookEvent, Interrupt, interrupt_for, parse_payload,
 };
-use baton_core::model::{LoopStatus, Pauses};
+use baton_core::model::Pauses;
 use baton_core::reset::reset_time_in;
 use baton_core::time::{format_ts, parse_ts};
-use baton_ops::batch::heartbeat as batch_heartbeat;
 use baton_ops::env::Ctx;
 use baton_ops::error::CommandError;
 use baton_ops::error::ExitStatus;
 use baton_ops::forward::{self, Stop};
 use baton_ops::owned::{Checkpointed, Owned, checkpoint, owned};
-use baton_ops::single_run::{Holder, heartbeat as run_heartbeat};
-use baton_ops::ticket_loop::{
-    Heartbeat, Ownership, TakeBack, Target, heartbeat as loop_heartbeat, take_back,
-};
+use baton_ops::ticket_loop::{TakeBack, take_back};
 use baton_store::layout::LayoutError;
 use baton_store::sessions::{SessionFiles, SessionRecord};
 use baton_store::{Layout, StateStore, process};
@@ -339,77 +335,13 @@ impl Session<'_> {
             return Ok(());
         }
         let ctx = self.op_ctx()?;
-        let now = ctx.now;
         let owned = self.owned()?;
-        // Work the session paused (`baton pause` from a tool call) stays as the pause left it:
-        // a refresh would be a write after the pause, and the next session would no longer
-        // see it paused. The turn's stop, Gemini CLI's PreCompress and the session end all come
-        // after the pause in the same session.
         let pauses = self.pauses(self.connected()?.1);
-        let paused = |last: Option<Timestamp>| {
-            pauses
-                .as_ref()
-                .is_some_and(|p| p.covering(Some(&self.event.session_id), last).is_some())
-        };
-        let mut first_error = None;
-        // A loop of one of the batch's tickets refreshes the batch with it.
-        let mut batch_refreshed = false;
-        for (key, state) in &owned.loops {
-            let live = fresh_ts(state.liveness(now), now, HEARTBEAT_COALESCE_SECS);
-            if state.status != LoopStatus::Active || live || paused(state.liveness(now)) {
-                continue;
-            }
-            let target = Target::of_record(key, state);
-            match loop_heartbeat(ctx, target, &Ownership::default()) {
-                Ok(Heartbeat::Refreshed { .. }) => {
-                    batch_refreshed |= owned.batch.as_ref().is_some_and(|b| {
-                        b.tickets.iter().any(|t| {
-                            t.loop_key.as_deref() == Some(key.as_str())
-                                || Some(&t.ticket_id) == state.ticket_id.as_ref()
-                        })
-                    });
-                }
-                Ok(Heartbeat::Skipped { .. }) => {}
-                Err(e) => {
-                    first_error.get_or_insert(e);
-                }
-            }
-        }
-        // The batch the session owns stays live between its tickets too, while no loop of
-        // it exists yet to refresh it.
-        if let Some(batch) = &owned.batch {
-            let last = batch.liveness(now);
-            if !batch_refreshed
-                && !fresh_ts(last, now, HEARTBEAT_COALESCE_SECS)
-                && !paused(last)
-                && let Err(e) = batch_heartbeat(ctx, &Ownership::default())
-            {
-                first_error.get_or_insert(e);
-            }
-        }
-        // A lease may live shorter than a loop's 10 minutes (`run new --lease-ttl`): each is
-        // refreshed once a quarter of its TTL has passed, and the session's window shrinks to
-        // the shortest of them.
-        let mut next_window = HEARTBEAT_COALESCE_SECS;
-        for run in &owned.runs {
-            let ttl = i64::try_from(run.policy.lease_ttl_secs).unwrap_or(i64::MAX);
-            let quarter = (ttl / 4).clamp(1, HEARTBEAT_COALESCE_SECS);
-            next_window = next_window.min(quarter);
-            let beat = run
-                .lease
-                .as_ref()
-                .and_then(|l| parse_ts(Some(&l.heartbeat_at)));
-            if fresh_ts(beat, now, quarter) || paused(beat) {
-                continue;
-            }
-            if let Err(e) = run_heartbeat(ctx, &run.run_id, &Holder::default()) {
-                first_error.get_or_insert(e);
-            }
-        }
-        record.window_secs = (next_window < HEARTBEAT_COALESCE_SECS).then_some(next_window);
+        let refreshed = baton_ops::owned::refresh(ctx, &owned, pauses.as_ref());
+        record.window_secs = refreshed.window;
         record.swept_at = Some(format_ts(swept));
         self.files.write_record(&record)?;
-        owned.outcome(first_error)
+        owned.outcome(refreshed.error)
     }
 
     /// A failure or a session end: one record of it first (its class from the evidence the
@@ -791,12 +723,5 @@ fn spawn_forwarder(layout: &Layout) -> Result<(), CommandError> {
 
 /// Whether a refresh at `at` is still under `window` seconds old at `now`.
 fn fresh(at: Option<&str>, now: Timestamp, window: i64) -> bool {
-    fresh_ts(parse_ts(at), now, window)
-}
-
-fn fresh_ts(at: Option<Timestamp>, now: Timestamp, window: i64) -> bool {
-    at.is_some_and(|t| {
-        let age = now.duration_since(t);
-        age >= SignedDuration::ZERO && age < SignedDuration::from_secs(window)
-    })
+    baton_ops::owned::fresh(parse_ts(at), now, window)
 }
