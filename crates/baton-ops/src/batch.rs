@@ -24,7 +24,7 @@ use baton_core::text::{esc, esc_join};
 use baton_core::time::format_ts;
 use baton_core::{Reason, Rule, Verdict};
 use baton_store::layout::BATCH_FILE;
-use baton_store::{Expect, LockScope, RecordKey, StateStore, random_hex};
+use baton_store::{Expect, LockScope, RecordKey, random_hex};
 
 /// The batch picks the ticket; the ticket's own loop resume picks the phase.
 pub fn next_step(state: &BatchState) -> Option<String> {
@@ -119,7 +119,7 @@ pub fn update(
     event: JournalEvent,
     apply: impl FnOnce(&mut BatchState) -> Result<(String, serde_json::Value), CommandError>,
 ) -> Result<BatchUpdate, CommandError> {
-    let store: Box<dyn StateStore> = ctx.store()?;
+    let store = ctx.store()?;
     if !store.exists()? {
         return Err(missing_batch());
     }

@@ -99,6 +99,9 @@ pub struct Ctx {
     /// The store every operation is handed instead of the files or a server: the strict
     /// in-memory store of the operations' own tests (`Ctx::in_memory`).
     memory: Option<baton_store::MemStore>,
+    /// The project's store, opened on the first `store()` and shared by every clone of this
+    /// context (another session's or another clock's view of the same handle).
+    opened: std::rc::Rc<std::cell::OnceCell<std::rc::Rc<dyn StateStore>>>,
 }
 
 impl Ctx {
@@ -150,6 +153,7 @@ impl Ctx {
             store_url: std::sync::OnceLock::new(),
             zone: std::sync::OnceLock::new(),
             memory: None,
+            opened: Default::default(),
         })
     }
 
@@ -172,6 +176,7 @@ impl Ctx {
             store_url: std::sync::OnceLock::new(),
             zone: std::sync::OnceLock::from(jiff::tz::TimeZone::UTC),
             memory: Some(store),
+            opened: Default::default(),
         }
     }
 
@@ -193,8 +198,15 @@ impl Ctx {
         )?)
     }
 
-    pub fn store(&self) -> Result<Box<dyn StateStore>, CommandError> {
-        self.store_at(self.layout()?)
+    /// The project's store: opened once, on first use, and the same handle after, for this
+    /// context and every view made of it by a clone.
+    pub fn store(&self) -> Result<std::rc::Rc<dyn StateStore>, CommandError> {
+        if let Some(store) = self.opened.get() {
+            return Ok(std::rc::Rc::clone(store));
+        }
+        let store: std::rc::Rc<dyn StateStore> = self.store_at(self.layout()?)?.into();
+        let _ = self.opened.set(std::rc::Rc::clone(&store));
+        Ok(store)
     }
 
     /// The store of the project `layout` names: the PostgreSQL server `BATON_STORE` (or the
@@ -229,8 +241,8 @@ impl Ctx {
         if self.fixed_clock {
             return Ok(());
         }
-        if let Ok(layout) = self.layout()
-            && let Some(now) = self.store_at(layout)?.shared_clock()?
+        if self.layout().is_ok()
+            && let Some(now) = self.store()?.shared_clock()?
         {
             self.now = now;
         }
@@ -240,8 +252,8 @@ impl Ctx {
     /// The time now, for a command that runs on (a wait, a supervisor): the server's clock
     /// with a store (a fresh `now()` each call), else this machine's.
     pub fn clock(&self) -> Result<jiff::Timestamp, CommandError> {
-        if let Ok(layout) = self.layout()
-            && let Some(now) = self.store_at(layout)?.shared_clock()?
+        if self.layout().is_ok()
+            && let Some(now) = self.store()?.shared_clock()?
         {
             return Ok(now);
         }

@@ -340,3 +340,17 @@ fn the_refresh_keeps_quiet_work_live_and_paused_work_as_it_is() {
         Some(baton_core::time::format_ts(at(7)).as_str())
     );
 }
+
+/// A context opens its store once: every operation run with it, and every view made of it (a
+/// clone with another session or clock), works on that one handle.
+#[test]
+fn a_context_and_its_views_share_one_store() {
+    let (dir, store) = project();
+    let a = session(dir.path(), &store, "A", 0);
+    let first = a.store().unwrap();
+    assert!(std::rc::Rc::ptr_eq(&first, &a.store().unwrap()));
+    let mut view = a.clone();
+    view.session = Some("B".into());
+    view.now = at(5);
+    assert!(std::rc::Rc::ptr_eq(&first, &view.store().unwrap()));
+}

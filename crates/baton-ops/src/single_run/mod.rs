@@ -89,7 +89,7 @@ pub fn parse_run_id(raw: &str) -> Result<RunId, CommandError> {
 /// A run opened for a write, under the store's lock.
 pub struct OpenRun {
     pub id: RunId,
-    pub store: Box<dyn StateStore>,
+    pub store: std::rc::Rc<dyn StateStore>,
     pub _guard: Guard,
     pub run: RunState,
     /// What the write after the change expects: the revision read.

@@ -599,7 +599,7 @@ pub fn claim_pending(state: &LoopState) -> bool {
 
 /// Everything the resume check needs, read under the loop's lock.
 pub struct Gathered {
-    pub store: Box<dyn StateStore>,
+    pub store: std::rc::Rc<dyn StateStore>,
     pub _guard: Option<Guard>,
     pub target: Target,
     pub loaded: Option<Versioned<LoopState>>,

@@ -272,7 +272,7 @@ pub fn accept(ctx: &Ctx, args: &Accept) -> Result<Acceptance, CommandError> {
 
 /// The loop claimed by this session, ready to be finished under its lock.
 struct Claimed {
-    store: Box<dyn StateStore>,
+    store: std::rc::Rc<dyn StateStore>,
     _guard: Option<Guard>,
     target: Target,
     original: LoopState,

@@ -160,7 +160,7 @@ struct Session<'a> {
     /// The store and the context with its clock (the server's, with a shared store), opened
     /// only when the hook has something to read or write there: a turn that changes nothing
     /// makes no round trip.
-    connected: std::cell::OnceCell<(Ctx, Box<dyn StateStore>)>,
+    connected: std::cell::OnceCell<(Ctx, std::rc::Rc<dyn StateStore>)>,
     files: SessionFiles,
     event: &'a HookEvent,
     /// What went wrong without stopping the hook, for its one stderr line.
@@ -173,8 +173,10 @@ impl Session<'_> {
     /// that what the hook reads includes them.
     fn connected(&self) -> Result<(&Ctx, &dyn StateStore), CommandError> {
         if self.connected.get().is_none() {
+            // The context's own store (`self.layout` is the one `ctx` finds): the operations
+            // run with this context get the same handle.
             let mut ctx = self.ctx.clone();
-            let store = ctx.store_at(self.layout.clone())?;
+            let store = ctx.store()?;
             ctx.clock_of(&*store)?;
             if forward::anything_pending(&ctx, &self.layout) {
                 match forward::forward(&ctx) {

@@ -232,7 +232,7 @@ pub fn cmd_supervise(ctx: &Ctx, args: SuperviseArgs) -> Result<Report, CommandEr
 
 struct Supervisor<'a> {
     ctx: &'a Ctx,
-    store: Box<dyn StateStore>,
+    store: std::rc::Rc<dyn StateStore>,
     client: Client,
     args: &'a SuperviseArgs,
     log: PathBuf,
