@@ -101,7 +101,7 @@ pub struct Ctx {
     memory: Option<baton_store::MemStore>,
     /// The project's store, opened on the first `store()` and shared by every clone of this
     /// context (another session's or another clock's view of the same handle).
-    opened: std::rc::Rc<std::cell::OnceCell<std::rc::Rc<dyn StateStore>>>,
+    opened: std::rc::Rc<std::cell::RefCell<Option<std::rc::Rc<dyn StateStore>>>>,
 }
 
 impl Ctx {
@@ -201,12 +201,21 @@ impl Ctx {
     /// The project's store: opened once, on first use, and the same handle after, for this
     /// context and every view made of it by a clone.
     pub fn store(&self) -> Result<std::rc::Rc<dyn StateStore>, CommandError> {
-        if let Some(store) = self.opened.get() {
+        if let Some(store) = self.opened.borrow().as_ref() {
             return Ok(std::rc::Rc::clone(store));
         }
         let store: std::rc::Rc<dyn StateStore> = self.store_at(self.layout()?)?.into();
-        let _ = self.opened.set(std::rc::Rc::clone(&store));
+        *self.opened.borrow_mut() = Some(std::rc::Rc::clone(&store));
         Ok(store)
+    }
+
+    /// Forgets the opened store, and this thread's connection to a server (left open, not
+    /// closed: see `DATABASE`), so that the next use connects again: for a command that
+    /// retries after the server was out of reach.
+    pub fn reconnect_next_time(&self) {
+        self.opened.borrow_mut().take();
+        #[cfg(feature = "postgres")]
+        DATABASE.with(|d| *d.borrow_mut() = std::mem::ManuallyDrop::new(None));
     }
 
     /// The store of the project `layout` names: the PostgreSQL server `BATON_STORE` (or the
@@ -297,14 +306,6 @@ thread_local! {
     /// exit closes it (and with it any advisory lock) in any case.
     static DATABASE: std::cell::RefCell<Shared> =
         const { std::cell::RefCell::new(std::mem::ManuallyDrop::new(None)) };
-}
-
-/// Forgets this process's connection to the server (it is left open, not closed: see
-/// `DATABASE`), so that the next use connects again: for a command that retries after the
-/// server was out of reach.
-#[cfg(feature = "postgres")]
-pub fn reconnect_next_time() {
-    DATABASE.with(|d| *d.borrow_mut() = std::mem::ManuallyDrop::new(None));
 }
 
 impl Ctx {

@@ -261,7 +261,13 @@ pub fn interrupt_owned(
             continue;
         }
         let target = Target::of_record(key, state);
-        let shown = target.raw.clone();
+        // A loop with no ticket is named by its key, which finds it from any session (the
+        // empty ticket would name the taking-back session's own).
+        let shown = if target.raw.is_empty() {
+            target.key.clone()
+        } else {
+            target.raw.clone()
+        };
         match interrupt(ctx, target, reason, resume_after, &Ownership::default()) {
             Ok(Transition::Written(_)) => done.tickets.push(shown),
             Ok(Transition::Refused { decision, .. }) => done.refused.push((shown, decision)),

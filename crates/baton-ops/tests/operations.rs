@@ -353,4 +353,7 @@ fn a_context_and_its_views_share_one_store() {
     view.session = Some("B".into());
     view.now = at(5);
     assert!(std::rc::Rc::ptr_eq(&first, &view.store().unwrap()));
+    // A command that retries after the server was out of reach connects again.
+    view.reconnect_next_time();
+    assert!(!std::rc::Rc::ptr_eq(&first, &a.store().unwrap()));
 }

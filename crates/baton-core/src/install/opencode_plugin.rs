@@ -180,7 +180,8 @@ const setup = async (ctx) => {{
       log(`${{err?.message ?? err}}`);
     }}
   }};
-  // A shell command's session, from the tool call that runs it: the shell hook names none.
+  // A shell command's session, from the tool call that runs it (the shell hook names none):
+  // per command text, the sessions whose tool calls are about to run it, oldest first.
   const commands = new Map();
   const hook = async (domain, name, f) => {{
     if (typeof ctx?.[domain]?.hook === "function") await ctx[domain].hook(name, guarded(f));
@@ -194,13 +195,19 @@ const setup = async (ctx) => {{
   }});
   await hook("tool", "execute.before", async (e) => {{
     const command = e?.input?.command;
-    if (e?.sessionID && typeof command === "string") commands.set(command, e.sessionID);
+    if (e?.tool !== "shell" || !e?.sessionID || typeof command !== "string") return;
+    const waiting = commands.get(command) ?? [];
+    waiting.push(e.sessionID);
+    commands.set(command, waiting);
   }});
+  // The same command waited for by two sessions is named to neither: a tool call without a
+  // session is refused before it writes, where the wrong one would write as another session.
   await hook("shell", "create.before", async (e) => {{
-    const sessionID = commands.get(e?.command);
-    if (sessionID === undefined || !e.env) return;
-    commands.delete(e.command);
-    e.env.{variable} = sessionID;
+    const waiting = commands.get(e?.command);
+    if (!waiting?.length || !e.env) return;
+    const sessionID = waiting.shift();
+    if (!waiting.length) commands.delete(e.command);
+    if (waiting.every((s) => s === sessionID)) e.env.{variable} = sessionID;
   }});
   const on = async (event) => {{
     const data = event?.data ?? {{}};

@@ -120,6 +120,20 @@ pub fn stop_processes(pids: &[u32], grace: std::time::Duration) {
     }
 }
 
+/// Reaps every child of this process that has ended, without waiting, passing each one's pid
+/// and wait status to `ended`.
+pub fn reap_children(mut ended: impl FnMut(u32, i32)) {
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid(2) with WNOHANG never blocks and writes only `status`.
+        let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+        if pid <= 0 {
+            return;
+        }
+        ended(pid as u32, status);
+    }
+}
+
 /// This process's parent now: a process whose parent exited is given to a subreaper or init.
 pub fn parent() -> u32 {
     // SAFETY: getppid(2) takes no arguments and cannot fail.

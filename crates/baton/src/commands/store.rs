@@ -155,7 +155,7 @@ fn cmd_forward(ctx: &Ctx, args: &ForwardArgs) -> Result<Report, CommandError> {
     while done.unreachable.is_some() && started.elapsed() + pause <= retry {
         std::thread::sleep(pause);
         pause = (pause * 2).min(std::time::Duration::from_secs(30));
-        baton_ops::env::reconnect_next_time();
+        ctx.reconnect_next_time();
         let again = baton_ops::forward::forward(ctx)?;
         let mut applied = std::mem::take(&mut done.applied);
         applied.extend(again.applied);

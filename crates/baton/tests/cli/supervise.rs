@@ -1017,7 +1017,8 @@ fn stopping_supervise_stops_the_agents_whole_tree() {
     );
 
     // supervise itself killed (SIGKILL: nothing of it runs): the agent under its launcher
-    // and the agent's job are stopped all the same.
+    // and the agent's job are stopped all the same, even when the agent ends at once with
+    // supervise (as one does at its next write to the stdout supervise was reading).
     let k = Fake::new();
     k.attempt(
         1,
@@ -1025,7 +1026,10 @@ fn stopping_supervise_stops_the_agents_whole_tree() {
          sh -c 'sleep 300' &\n\
          echo $! > \"$d/bg\"\n\
          echo $$ > \"$d/agent\"\n\
-         while true; do sleep 0.05; done\n",
+         while [ ! -s \"$d/supervisor\" ]; do sleep 0.01; done\n\
+         s=$(cat \"$d/supervisor\")\n\
+         while kill -0 \"$s\" 2>/dev/null; do :; done\n\
+         exit 0\n",
     );
     let wrapper = k.dir.join("launch.sh");
     std::fs::write(&wrapper, "#!/bin/sh\nclaude \"$@\"\necho launcher-done\n").unwrap();
@@ -1042,6 +1046,7 @@ fn stopping_supervise_stops_the_agents_whole_tree() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    std::fs::write(k.dir.join("supervisor"), child.id().to_string()).unwrap();
     let start = std::time::Instant::now();
     while !k.dir.join("agent").exists() {
         assert!(start.elapsed().as_secs() < 30, "the attempt never started");

@@ -47,8 +47,8 @@ pub fn run(args: GuardArgs) -> ExitCode {
             Ok(())
         });
     }
-    let mut child = match cmd.spawn() {
-        Ok(child) => child,
+    let agent = match cmd.spawn() {
+        Ok(child) => child.id(),
         Err(e) => {
             super::say(&format!(
                 "cannot run {}: {e}",
@@ -57,16 +57,31 @@ pub fn run(args: GuardArgs) -> ExitCode {
             return ExitCode::from(127);
         }
     };
+    let mut ended = None;
     loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return exit_as(status),
-            Ok(None) => {}
-            Err(_) => return ExitCode::FAILURE,
-        }
+        // Every child that ended is reaped (an orphan given to the guard would otherwise stay
+        // a zombie for the whole attempt); the agent's ending is kept.
+        platform::reap_children(|pid, status| {
+            if pid == agent {
+                ended = Some(status);
+            }
+        });
+        // Supervise is gone, whether or not the agent ended with it (its stdout's reader
+        // died, so its next write ended it): nothing of the agent works on unsupervised.
+        // What starts while the first processes end is looked for again.
         if platform::parent() != args.parent {
-            let tree = platform::descendants_in_session(std::process::id(), false);
-            platform::stop_processes(&tree, super::LEFTOVER_GRACE);
+            for _ in 0..3 {
+                let tree = platform::descendants_in_session(std::process::id(), false);
+                if tree.is_empty() {
+                    break;
+                }
+                platform::stop_processes(&tree, super::LEFTOVER_GRACE);
+            }
             return ExitCode::FAILURE;
+        }
+        if let Some(status) = ended {
+            use std::os::unix::process::ExitStatusExt;
+            return exit_as(std::process::ExitStatus::from_raw(status));
         }
         std::thread::sleep(POLL);
     }
@@ -79,9 +94,15 @@ fn exit_as(status: std::process::ExitStatus) -> ExitCode {
         return ExitCode::from(code as u8);
     }
     let sig = status.signal().unwrap_or(libc::SIGKILL);
-    // SAFETY: signal(2) back to the default action and raise(3) of the signal that ended the
-    // agent, so that supervise reads the same ending.
+    // SAFETY: setrlimit(2) with a filled struct (no core file of the guard's own for a
+    // signal that dumps one: the agent's was the crash), signal(2) back to the default action
+    // and raise(3) of the signal that ended the agent, so that supervise reads the same ending.
     unsafe {
+        let none = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        libc::setrlimit(libc::RLIMIT_CORE, &none);
         libc::signal(sig, libc::SIG_DFL);
         libc::raise(sig);
     }

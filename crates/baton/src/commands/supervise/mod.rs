@@ -256,6 +256,20 @@ struct Supervisor<'a> {
     stopped: Vec<String>,
 }
 
+/// How long supervise waits for a hook still running after its agent exited.
+const HOOK_GRACE: Duration = Duration::from_secs(5);
+
+/// Whether `pid` runs `baton hook …`.
+fn is_baton_hook(pid: u32) -> bool {
+    let args = platform::cmdline(pid);
+    args.get(1).is_some_and(|a| a == "hook")
+        && args.first().is_some_and(|p| {
+            std::path::Path::new(p)
+                .file_name()
+                .is_some_and(|n| n == "baton")
+        })
+}
+
 /// `<pid> <name>`, for the journal.
 fn named(pid: u32) -> String {
     format!(
@@ -418,8 +432,13 @@ impl Supervisor<'_> {
         if !found {
             return Err(cannot_run(&"no such executable"));
         }
-        let exe = std::env::current_exe().map_err(|e| cannot_run(&e))?;
-        let mut cmd = Command::new(exe);
+        // This very executable: by its path, or, once a newer baton replaced that file during
+        // a long wait (the path then ends in ` (deleted)`), through /proc.
+        let exe = std::env::current_exe()
+            .ok()
+            .filter(|p| p.is_file())
+            .unwrap_or_else(|| PathBuf::from("/proc/self/exe"));
+        let mut cmd = Command::new(&exe);
         cmd.arg(guard::COMMAND)
             .arg("--parent")
             .arg(std::process::id().to_string())
@@ -432,7 +451,15 @@ impl Supervisor<'_> {
         if self.fake_clock {
             cmd.env("BATON_NOW", format_ts(self.now));
         }
-        let mut child = cmd.spawn().map_err(|e| cannot_run(&e))?;
+        let mut child = cmd.spawn().map_err(|e| {
+            CommandError::new(
+                ExitStatus::Failure,
+                format!(
+                    "baton cannot start its guard for the agent ({}): {e}",
+                    exe.display()
+                ),
+            )
+        })?;
         let (found, heard) = std::sync::mpsc::channel();
         if let Some(out) = child.stdout.take() {
             let to_stderr = self.json;
@@ -456,10 +483,15 @@ impl Supervisor<'_> {
                 } else {
                     libc::SIGKILL
                 };
-                forwarded = sent;
                 // Everything under the guard: under a launcher (a wrapper script, npm's loader)
-                // the agent is further down. The guard exits as the agent does.
+                // the agent is further down. The guard exits as the agent does. Until the
+                // guard has started the agent, the signal waits.
                 let tree = platform::descendants_in_session(child.id(), false);
+                if tree.is_empty() {
+                    std::thread::sleep(POLL);
+                    continue;
+                }
+                forwarded = sent;
                 signal_all(&tree, sig);
                 for pid in tree {
                     let name = named(pid);
@@ -497,6 +529,20 @@ impl Supervisor<'_> {
         let left = platform::descendants_in_session(std::process::id(), false);
         self.stopped.extend(left.iter().map(|pid| named(*pid)));
         baton_store::platform::stop_processes(&left, LEFTOVER_GRACE);
+        // Orphans that had already exited when they were given to supervise.
+        platform::reap_children(|_, _| {});
+        // A hook still recording when the agent exited (one in a session of its own, such as
+        // OpenCode 2.x's, whose server signals its group as the run ends) is waited for,
+        // briefly, so that what the attempt left is read after it.
+        let deadline = std::time::Instant::now() + HOOK_GRACE;
+        while std::time::Instant::now() < deadline
+            && platform::descendants(std::process::id())
+                .into_iter()
+                .any(is_baton_hook)
+        {
+            std::thread::sleep(POLL);
+            platform::reap_children(|_, _| {});
+        }
     }
 
     /// What the attempt left: what its hooks reported, and the work its sessions touched
