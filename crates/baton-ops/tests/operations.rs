@@ -357,3 +357,79 @@ fn a_context_and_its_views_share_one_store() {
     view.reconnect_next_time();
     assert!(!std::rc::Rc::ptr_eq(&first, &a.store().unwrap()));
 }
+
+fn new_run(ctx: &Ctx) -> baton_ops::single_run::RunStart {
+    baton_ops::single_run::new_run(
+        ctx,
+        &baton_ops::single_run::NewRun {
+            feature: Some("search"),
+            plan: None,
+            mode: None,
+            project_file: ".claude/PROJECT.md",
+            mid_gap: "critic",
+            security_globs: &[],
+            lease_ttl: 600,
+            fresh: false,
+            holder: baton_ops::single_run::Holder::default(),
+        },
+    )
+    .unwrap()
+}
+
+/// A single run's lease is its holder's: another session's release is refused while it is
+/// live, the holder's own ends it, every write under the runs' lock.
+#[test]
+fn a_runs_lease_is_its_holders() {
+    use baton_ops::single_run::RunStart;
+    use baton_ops::single_run::{Holder, LeaseEnd, end_lease};
+    let (dir, store) = project();
+    let started = new_run(&session(dir.path(), &store, "A", 0));
+    let RunStart::Started(started) = started else {
+        panic!("{started:?}");
+    };
+    let id = started.id.to_string();
+    let b = session(dir.path(), &store, "B", 1);
+    let refused = end_lease(&b, &id, &Holder::default(), None, false).unwrap();
+    assert!(matches!(refused, LeaseEnd::Refused(_)), "{refused:?}");
+    let a = session(dir.path(), &store, "A", 2);
+    let ended = end_lease(&a, &id, &Holder::default(), None, false).unwrap();
+    assert!(matches!(ended, LeaseEnd::Ended { .. }), "{ended:?}");
+    let run = store
+        .read_run(&baton_core::run_id::RunId::parse(&id).unwrap())
+        .unwrap()
+        .unwrap()
+        .state;
+    assert!(run.lease.is_none(), "{run:?}");
+}
+
+/// A pause marks the session's work paused on purpose, under the pause's lock: the refresh
+/// then leaves that work alone, and the survey tells the next session it was paused.
+#[test]
+fn a_paused_session_is_left_paused_and_the_next_session_is_told() {
+    let (dir, store) = project();
+    init(&session(dir.path(), &store, "A", 0), "T-1");
+    let a = session(dir.path(), &store, "A", 1);
+    baton_ops::continuation::pause(&a, Some("lunch".into())).unwrap();
+    let pauses = store.read_pause().unwrap().unwrap().state;
+    let before = store.read_loop("T-1").unwrap().unwrap().revision;
+    let owned = baton_ops::owned::owned(&store, "A").unwrap();
+    let later = session(dir.path(), &store, "A", 30);
+    let done = baton_ops::owned::refresh(&later, &owned, Some(&pauses));
+    assert!(done.error.is_none(), "{:?}", done.error);
+    assert_eq!(store.read_loop("T-1").unwrap().unwrap().revision, before);
+    let survey = baton_ops::survey::survey(&session(dir.path(), &store, "B", 31)).unwrap();
+    let row = survey.work.iter().find(|w| w.key == "T-1").unwrap();
+    // Offered to the next session as work paused on purpose, with the pause's reason.
+    assert_eq!(
+        row.class,
+        Some(baton_core::decide::continuation::Class::Pause),
+        "{row:?}"
+    );
+    let item = row.item.as_ref().unwrap();
+    assert!(
+        item.reasons
+            .iter()
+            .any(|r| r.message == "explicitly paused: lunch"),
+        "{item:?}"
+    );
+}
