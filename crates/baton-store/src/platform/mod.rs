@@ -1,8 +1,9 @@
 //! What baton asks of the operating system beyond POSIX, one module per platform: the host
 //! name, the boot id, a process's start time, parent, session and name, a process's
 //! descendants, the descriptors this process holds, the two things a child is set up with before
-//! it runs (dying with its parent, closing inherited descriptors), and keeping orphaned
-//! descendants (a subreaper).
+//! it runs (dying with its parent, closing inherited descriptors), keeping orphaned
+//! descendants (a subreaper), stopping a set of them with a grace and reaping those that
+//! ended.
 //!
 //! Only Linux is implemented (`linux.rs`, from `/proc` and two Linux calls). Any other target
 //! stops at compile time here rather than building a binary whose leases and liveness checks
