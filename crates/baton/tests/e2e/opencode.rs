@@ -72,17 +72,12 @@ fn opencode_loop_is_interrupted_by_a_429_and_resumed() {
         second.code, second.elapsed
     );
     assert_eq!(second.code, Some(0), "{second}\n{}", h.api.summary());
-    let packet = h.api.requests()[seen_before..]
-        .iter()
-        .filter(|r| r.main)
-        .map(|r| r.body.clone())
-        .find(|body| body.contains("EXPECTED OUTCOME") && body.contains("T-1"))
-        .unwrap_or_else(|| {
-            panic!(
-                "no request of session 2 carries the packet:\n{}",
-                h.api.summary()
-            )
-        });
+    let packet = packet_request(&h, seen_before).unwrap_or_else(|| {
+        panic!(
+            "no request of session 2 carries the packet:\n{}",
+            h.api.summary()
+        )
+    });
     // In a system message, not the user's.
     let system = system_text(&packet);
     assert!(system.contains("EXPECTED OUTCOME"), "{packet}");
@@ -156,4 +151,14 @@ pub fn system_text(body: &str) -> String {
         .filter(|m| m["role"] == "system")
         .map(|m| m["content"].to_string())
         .collect()
+}
+
+/// The body of the first main request after the first `since` that carries the packet for
+/// T-1.
+pub fn packet_request(h: &Harness, since: usize) -> Option<String> {
+    h.api.requests()[since..]
+        .iter()
+        .filter(|r| r.main)
+        .map(|r| r.body.clone())
+        .find(|body| body.contains("EXPECTED OUTCOME") && body.contains("T-1"))
 }

@@ -239,18 +239,13 @@ fn opencode_v2_loop_is_interrupted_by_a_spent_quota_and_resumed() {
     );
     let left = h.settle(SETTLE);
     assert!(left.is_empty(), "the run left processes: {left:?}");
-    let packet = h.api.requests()[seen_before..]
-        .iter()
-        .filter(|r| r.main)
-        .map(|r| r.body.clone())
-        .find(|body| body.contains("EXPECTED OUTCOME") && body.contains("T-1"))
-        .unwrap_or_else(|| {
-            panic!(
-                "no request of session 2 carries the packet:\n{second}\n{}\n{}",
-                h.api.summary(),
-                opencode_log(&h)
-            )
-        });
+    let packet = crate::opencode::packet_request(&h, seen_before).unwrap_or_else(|| {
+        panic!(
+            "no request of session 2 carries the packet:\n{second}\n{}\n{}",
+            h.api.summary(),
+            opencode_log(&h)
+        )
+    });
     // In the system text, not the user's, and once: the plugin's context hook ran once.
     let system = crate::opencode::system_text(&packet);
     assert!(system.contains("EXPECTED OUTCOME"), "{packet}");
