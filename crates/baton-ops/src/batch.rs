@@ -3,7 +3,7 @@
 //! owner's heartbeat (`heartbeat`).
 
 use crate::env::Ctx;
-use crate::error::CommandError;
+use crate::error::OpError;
 use crate::journal;
 use crate::ticket_loop::{Ownership, no_session_warning};
 use baton_core::journal::JournalEvent;
@@ -24,7 +24,7 @@ use baton_core::text::{esc, esc_join};
 use baton_core::time::format_ts;
 use baton_core::{Reason, Rule, Verdict};
 use baton_store::layout::BATCH_FILE;
-use baton_store::{Expect, LockScope, RecordKey, random_hex};
+use baton_store::{Expect, LockScope, RecordKey, StateStore, random_hex};
 
 /// The batch picks the ticket; the ticket's own loop resume picks the phase.
 pub fn next_step(state: &BatchState) -> Option<String> {
@@ -58,8 +58,8 @@ pub fn next_step(state: &BatchState) -> Option<String> {
 }
 
 /// The error of a batch command in a project without a batch.
-pub fn missing_batch() -> CommandError {
-    CommandError::usage(format!(
+pub fn missing_batch() -> OpError {
+    OpError::usage(format!(
         "no {} in this project",
         baton_store::layout::BATCH_FILE
     ))
@@ -114,12 +114,12 @@ pub enum BatchWrite {
 /// paused by the operator or stalled runs again only through `batch resume`.
 pub fn update(
     ctx: &Ctx,
+    store: &dyn StateStore,
     flags: &Ownership,
     kind: BatchWrite,
     event: JournalEvent,
-    apply: impl FnOnce(&mut BatchState) -> Result<(String, serde_json::Value), CommandError>,
-) -> Result<BatchUpdate, CommandError> {
-    let store = ctx.store()?;
+    apply: impl FnOnce(&mut BatchState) -> Result<(String, serde_json::Value), OpError>,
+) -> Result<BatchUpdate, OpError> {
     if !store.exists()? {
         return Err(missing_batch());
     }
@@ -248,10 +248,12 @@ pub fn update(
 /// under the batch's lock, the fence of the read, and an `interrupt` event in its journal.
 pub fn interrupt(
     ctx: &Ctx,
+    store: &dyn StateStore,
     reason: baton_core::model::InterruptReason,
-) -> Result<BatchUpdate, CommandError> {
+) -> Result<BatchUpdate, OpError> {
     update(
         ctx,
+        store,
         &Ownership::default(),
         BatchWrite::Interrupt,
         JournalEvent::Interrupt,
@@ -293,9 +295,12 @@ pub enum BatchHeartbeat {
 /// `batch start` still finds it live. Anything else (another owner or none, not active, no
 /// batch, an older `--epoch`) is a no-op. Under the batch's lock, with the fence of the read;
 /// a write that only refreshes the liveness stamp journals nothing, as with every batch write.
-pub fn heartbeat(ctx: &Ctx, flags: &Ownership) -> Result<BatchHeartbeat, CommandError> {
+pub fn heartbeat(
+    ctx: &Ctx,
+    store: &dyn StateStore,
+    flags: &Ownership,
+) -> Result<BatchHeartbeat, OpError> {
     let noop = |why: String| Ok(BatchHeartbeat::Skipped { why });
-    let store = ctx.store()?;
     if !store.exists()? || !store.contains(&RecordKey::Batch)? {
         return noop(format!("no {BATCH_FILE}"));
     }
@@ -386,7 +391,7 @@ pub enum BatchStart {
 /// Starts a batch of two or more tickets, owned by this session. One batch per project root:
 /// another live session's active batch, or one that records no owner (without `force`), stays;
 /// a finished or stale batch is archived first.
-pub fn start(ctx: &Ctx, args: &Start) -> Result<BatchStart, CommandError> {
+pub fn start(ctx: &Ctx, store: &dyn StateStore, args: &Start) -> Result<BatchStart, OpError> {
     let keys: Vec<String> = args
         .tickets
         .iter()
@@ -394,7 +399,7 @@ pub fn start(ctx: &Ctx, args: &Start) -> Result<BatchStart, CommandError> {
         .collect();
     for (i, key) in keys.iter().enumerate() {
         if let Some(j) = keys[..i].iter().position(|k| k == key) {
-            return Err(CommandError::usage(format!(
+            return Err(OpError::usage(format!(
                 "tickets {:?} and {:?} share the key {key}, so they would share one loop-state file",
                 args.tickets[j].to_string_lossy(),
                 args.tickets[i].to_string_lossy()
@@ -405,7 +410,6 @@ pub fn start(ctx: &Ctx, args: &Start) -> Result<BatchStart, CommandError> {
     if let Err(d) = decide_batch_start(None, args.tickets.len(), ctx.session(), ctx.now) {
         return Ok(BatchStart::Refused(d));
     }
-    let store = ctx.store()?;
     let _guard = store.lock(LockScope::Batch)?;
     let existing = store.read_batch()?;
     if let Some(existing) = &existing {

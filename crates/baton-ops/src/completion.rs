@@ -4,12 +4,14 @@
 
 use std::path::Path;
 
+use baton_store::StateStore;
+
 use crate::env::Ctx;
 
 /// The ticket ids of the project's loops (a loop that records none offers its key), in
 /// natural order.
-pub fn tickets(ctx: &Ctx) -> Vec<String> {
-    ids(ctx, |store| {
+pub fn tickets(store: &dyn StateStore) -> Vec<String> {
+    ids(store, |store| {
         let loops = store.scan_loops(None).unwrap_or_default();
         loops
             .into_iter()
@@ -22,8 +24,8 @@ pub fn tickets(ctx: &Ctx) -> Vec<String> {
 }
 
 /// The ids of the project's single runs, in natural order.
-pub fn runs(ctx: &Ctx) -> Vec<String> {
-    ids(ctx, |store| {
+pub fn runs(store: &dyn StateStore) -> Vec<String> {
+    ids(store, |store| {
         let runs = store.list_runs(None).unwrap_or_default();
         runs.into_iter().map(|(id, _)| id).collect()
     })
@@ -43,11 +45,11 @@ pub fn plans(ctx: &Ctx) -> Vec<String> {
 }
 
 /// What `read` finds in the project's store, when it has one, in natural order and once each.
-fn ids(ctx: &Ctx, read: impl Fn(&dyn baton_store::StateStore) -> Vec<String>) -> Vec<String> {
-    let Some(store) = ctx.store().ok().filter(|s| s.exists().unwrap_or(false)) else {
+fn ids(store: &dyn StateStore, read: impl Fn(&dyn StateStore) -> Vec<String>) -> Vec<String> {
+    if !store.exists().unwrap_or(false) {
         return Vec::new();
-    };
-    let mut ids = read(&*store);
+    }
+    let mut ids = read(store);
     ids.sort_by_cached_key(|id| baton_core::text::natural_key(id));
     ids.dedup();
     ids

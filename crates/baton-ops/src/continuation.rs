@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::env::Ctx;
-use crate::error::{CommandError, ExitStatus};
+use crate::error::{Kind, OpError};
 use crate::project::path_in_project;
 use baton_core::feature::{
     ResumePoint, ResumeRequest, ReviewNeeded, format_review_needed, resume_point, set_marks,
@@ -21,7 +21,7 @@ use baton_store::feature::{
     apply_resume_point, lock_feature, read_feature, read_feature_locked,
 };
 use baton_store::read::read_capped;
-use baton_store::{Expect, Layout, LockScope, RecordKey, git};
+use baton_store::{Expect, Layout, LockScope, RecordKey, StateStore, git};
 
 /// A pause recorded.
 #[derive(Debug)]
@@ -45,8 +45,7 @@ pub enum Cleared {
 
 /// Marks this session's work paused at `ctx.now` for `reason`; a later pause of the same
 /// session replaces its earlier mark.
-pub fn pause(ctx: &Ctx, reason: Option<String>) -> Result<Paused, CommandError> {
-    let store = ctx.store()?;
+pub fn pause(ctx: &Ctx, store: &dyn StateStore, reason: Option<String>) -> Result<Paused, OpError> {
     let mark = PauseMark {
         paused_at: format_ts(ctx.now),
         session_id: ctx.session.clone(),
@@ -84,7 +83,7 @@ pub fn record_feature_interrupt(
     store: &dyn baton_store::StateStore,
     reason: baton_core::model::InterruptReason,
     resume_after: Option<jiff::Timestamp>,
-) -> Result<bool, CommandError> {
+) -> Result<bool, OpError> {
     let layout = store.layout();
     let Some(pointer) = baton_store::feature::read_pointer(layout)? else {
         return Ok(false);
@@ -114,8 +113,7 @@ pub fn record_feature_interrupt(
 }
 
 /// Removes this session's pause mark (the record itself with the last mark).
-pub fn clear_pause(ctx: &Ctx) -> Result<Cleared, CommandError> {
-    let store = ctx.store()?;
+pub fn clear_pause(ctx: &Ctx, store: &dyn StateStore) -> Result<Cleared, OpError> {
     if !store.exists()? {
         return Ok(Cleared::NoMark);
     }
@@ -149,7 +147,7 @@ pub struct Gathered {
 
 /// Reads the feature: one `git status` for the whole tree, and any pending resume point
 /// completed first.
-pub fn gather(ctx: &Ctx) -> Result<Gathered, CommandError> {
+pub fn gather(ctx: &Ctx) -> Result<Gathered, OpError> {
     let layout = ctx.layout()?;
     let changes = git::changes(&layout.root)?;
     let facts = read_feature(&layout, &changes, ctx.now, ctx.lock_wait)?;
@@ -166,8 +164,8 @@ pub fn shown(path: &std::path::Path) -> String {
 }
 
 /// The error for a command that needs a feature where there is none.
-pub fn no_feature() -> CommandError {
-    CommandError::usage(format!(
+pub fn no_feature() -> OpError {
+    OpError::usage(format!(
         "no active feature: {POINTER_PATH} does not exist in this project"
     ))
     .hint("create the feature first (the feature scaffold writes the pointer), or run baton in the project that has one")
@@ -210,7 +208,7 @@ enum PointPlan {
     },
 }
 
-fn plan_point(facts: &FeatureFacts, request: &ResumeRequest) -> Result<PointPlan, CommandError> {
+fn plan_point(facts: &FeatureFacts, request: &ResumeRequest) -> Result<PointPlan, OpError> {
     // A pointer baton cannot trust is a person's to fix: rewriting it would bury the problem.
     if facts.is_degraded() {
         let decision = Decision {
@@ -233,14 +231,13 @@ fn plan_point(facts: &FeatureFacts, request: &ResumeRequest) -> Result<PointPlan
             .tasks_path
             .as_ref()
             .map_or("TASKS.md".into(), |p| shown(p));
-        return Err(CommandError::usage(format!(
+        return Err(OpError::usage(format!(
             "--task and --done name tasks, but there is no {path}"
         ))
         .hint("write the feature's TASKS.md first, or set only `--phase`"));
     }
     let point = resume_point(&from_phase, tasks, request).map_err(|reason| {
-        CommandError::usage(format!("{}: {}", reason.rule, reason.message))
-            .hint("nothing was changed")
+        OpError::usage(format!("{}: {}", reason.rule, reason.message)).hint("nothing was changed")
     })?;
     let mut edits = Vec::new();
     if point.phase != from_phase {
@@ -275,10 +272,7 @@ fn plan_point(facts: &FeatureFacts, request: &ResumeRequest) -> Result<PointPlan
 /// tasks done, and moves the pointer's phase, both files in one step. Checks first without the
 /// lock (so a refusal creates nothing), then reads again, decides and writes under the feature
 /// lock.
-pub fn set_resume_point(
-    ctx: &Ctx,
-    request: &ResumeRequest,
-) -> Result<ResumePointSet, CommandError> {
+pub fn set_resume_point(ctx: &Ctx, request: &ResumeRequest) -> Result<ResumePointSet, OpError> {
     let Gathered {
         layout,
         changes,
@@ -372,7 +366,7 @@ pub struct ReviewCleared {
 }
 
 /// The feature directory a write goes to, or why there is none.
-fn feature_dir(facts: Option<&FeatureFacts>) -> Result<PathBuf, CommandError> {
+fn feature_dir(facts: Option<&FeatureFacts>) -> Result<PathBuf, OpError> {
     let facts = facts.ok_or_else(no_feature)?;
     facts.dir.clone().ok_or_else(|| {
         let why: Vec<String> = facts
@@ -380,8 +374,8 @@ fn feature_dir(facts: Option<&FeatureFacts>) -> Result<PathBuf, CommandError> {
             .iter()
             .map(|r| format!("{}: {}", r.rule, r.message))
             .collect();
-        CommandError::new(
-            ExitStatus::AskHuman,
+        OpError::new(
+            Kind::AskHuman,
             format!(
                 "the active feature has no directory baton can use: {}",
                 why.join("; ")
@@ -392,12 +386,12 @@ fn feature_dir(facts: Option<&FeatureFacts>) -> Result<PathBuf, CommandError> {
 }
 
 /// Refuses to overwrite a REVIEW_NEEDED.md that is there: it is a person's to handle.
-fn refuse_existing(facts: &FeatureFacts) -> Result<(), CommandError> {
+fn refuse_existing(facts: &FeatureFacts) -> Result<(), OpError> {
     let (Some(existing), Some(path)) = (&facts.review_needed, &facts.review_needed_path) else {
         return Ok(());
     };
-    Err(CommandError::new(
-        ExitStatus::Refused,
+    Err(OpError::new(
+        Kind::Refused,
         format!(
             "{} is already there (task {}); it was left as it is",
             shown(path),
@@ -409,7 +403,7 @@ fn refuse_existing(facts: &FeatureFacts) -> Result<(), CommandError> {
 
 /// Writes the active feature's `REVIEW_NEEDED.md`: checked without the lock first (so that a
 /// refusal creates nothing), then read again, checked and written under the feature lock.
-pub fn mark_review_needed(ctx: &Ctx, request: ReviewRequest) -> Result<ReviewMarked, CommandError> {
+pub fn mark_review_needed(ctx: &Ctx, request: ReviewRequest) -> Result<ReviewMarked, OpError> {
     let Gathered {
         layout,
         changes,
@@ -421,7 +415,7 @@ pub fn mark_review_needed(ctx: &Ctx, request: ReviewRequest) -> Result<ReviewMar
     if let Some(list) = &facts.tasks
         && list.get(&task).is_none()
     {
-        return Err(CommandError::usage(format!(
+        return Err(OpError::usage(format!(
             "no task {} in {}",
             esc(&task),
             facts
@@ -481,7 +475,7 @@ pub fn mark_review_needed(ctx: &Ctx, request: ReviewRequest) -> Result<ReviewMar
 
 /// Removes the active feature's `REVIEW_NEEDED.md` once a person has handled it; nothing to
 /// clear takes no lock, so it creates nothing.
-pub fn clear_review_needed(ctx: &Ctx) -> Result<ReviewCleared, CommandError> {
+pub fn clear_review_needed(ctx: &Ctx) -> Result<ReviewCleared, OpError> {
     let Gathered { layout, facts, .. } = gather(ctx)?;
     let dir = feature_dir(facts.as_ref())?;
     let path = dir.join(REVIEW_NEEDED_FILE);

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use crate::error::CommandError;
+use crate::error::OpError;
 use baton_core::client::{Client, SessionSource, UserDir};
 #[cfg(feature = "postgres")]
 use baton_store::PgStore;
@@ -107,12 +107,11 @@ pub struct Ctx {
 impl Ctx {
     /// `-C`, `--session` (else `BATON_SESSION`, else the session of the agent client whose
     /// tool call this is: `client_session`) and `BATON_NOW`.
-    pub fn from_env(dir: Option<PathBuf>, session: Option<String>) -> Result<Ctx, CommandError> {
+    pub fn from_env(dir: Option<PathBuf>, session: Option<String>) -> Result<Ctx, OpError> {
         let dir = match dir {
             Some(dir) => dir,
-            None => std::env::current_dir().map_err(|e| {
-                CommandError::usage(format!("cannot read the working directory: {e}"))
-            })?,
+            None => std::env::current_dir()
+                .map_err(|e| OpError::usage(format!("cannot read the working directory: {e}")))?,
         };
         // The originating shell writes the literal `null` for a missing session id; an empty or
         // `null` value is no session, and hides nothing behind it.
@@ -127,7 +126,7 @@ impl Ctx {
             .filter(|raw| !raw.is_empty());
         let now = match &fixed {
             Some(raw) => raw.parse::<Timestamp>().map_err(|e| {
-                CommandError::usage(format!(
+                OpError::usage(format!(
                     "BATON_NOW={raw:?} is not an RFC 3339 timestamp: {e}"
                 ))
                 .hint("set it like `BATON_NOW=2026-01-31T09:30:00Z`, or unset it to use the clock")
@@ -136,7 +135,7 @@ impl Ctx {
         };
         let lock_wait = match std::env::var("BATON_LOCK_WAIT") {
             Ok(raw) if !raw.is_empty() => parse_wait(&raw).ok_or_else(|| {
-                CommandError::usage(format!(
+                OpError::usage(format!(
                     "BATON_LOCK_WAIT={raw:?} is not a duration"
                 ))
                 .hint("set it like `BATON_LOCK_WAIT=5s` or `BATON_LOCK_WAIT=250ms`, or unset it for the default 5s")
@@ -191,7 +190,7 @@ impl Ctx {
         self.session.as_deref()
     }
 
-    pub fn layout(&self) -> Result<Layout, CommandError> {
+    pub fn layout(&self) -> Result<Layout, OpError> {
         Ok(Layout::discover(
             &self.dir,
             self.settings.state_dir.clone(),
@@ -200,7 +199,7 @@ impl Ctx {
 
     /// The project's store: opened once, on first use, and the same handle after, for this
     /// context and every view made of it by a clone.
-    pub fn store(&self) -> Result<std::rc::Rc<dyn StateStore>, CommandError> {
+    pub fn store(&self) -> Result<std::rc::Rc<dyn StateStore>, OpError> {
         if let Some(store) = self.opened.borrow().as_ref() {
             return Ok(std::rc::Rc::clone(store));
         }
@@ -220,7 +219,7 @@ impl Ctx {
 
     /// The store of the project `layout` names: the PostgreSQL server `BATON_STORE` (or the
     /// project's `.baton.toml`) names, else the files under the state directory.
-    pub fn store_at(&self, layout: Layout) -> Result<Box<dyn StateStore>, CommandError> {
+    pub fn store_at(&self, layout: Layout) -> Result<Box<dyn StateStore>, OpError> {
         if let Some(memory) = &self.memory {
             let mut store = memory.clone();
             store.lock_wait = self.lock_wait;
@@ -234,7 +233,7 @@ impl Ctx {
         }
         #[cfg(not(feature = "postgres"))]
         if self.store_url(Some(&layout.root))?.is_some() {
-            return Err(CommandError::usage(
+            return Err(OpError::usage(
                 "a PostgreSQL store is configured (BATON_STORE or the project's .baton.toml), and this baton was built without PostgreSQL",
             )
             .hint("install a baton built with its default features (`cargo install baton-cli --locked`, or `cargo install --path crates/baton --locked` in a clone: docs/install.md), or unset BATON_STORE to use the files"));
@@ -246,7 +245,7 @@ impl Ctx {
 
     /// With `BATON_STORE` naming a server and no `BATON_NOW`, the clock every decision reads
     /// is the server's: machines whose clocks disagree still agree on which owner is live.
-    pub fn use_server_clock(&mut self) -> Result<(), CommandError> {
+    pub fn use_server_clock(&mut self) -> Result<(), OpError> {
         if self.fixed_clock {
             return Ok(());
         }
@@ -260,7 +259,7 @@ impl Ctx {
 
     /// The time now, for a command that runs on (a wait, a supervisor): the server's clock
     /// with a store (a fresh `now()` each call), else this machine's.
-    pub fn clock(&self) -> Result<jiff::Timestamp, CommandError> {
+    pub fn clock(&self) -> Result<jiff::Timestamp, OpError> {
         if self.layout().is_ok()
             && let Some(now) = self.store()?.shared_clock()?
         {
@@ -274,7 +273,7 @@ impl Ctx {
     /// the command started. `BATON_NOW` keeps the clock fixed; with a server store the server's
     /// clock is read, as for `now`. Never earlier than `now`: a clock stepped back does not make
     /// a fresh write look older than what the command read.
-    pub fn at_write(&self) -> Result<Ctx, CommandError> {
+    pub fn at_write(&self) -> Result<Ctx, OpError> {
         let mut ctx = self.clone();
         if !self.fixed_clock {
             ctx.now = self.clock()?.max(self.now);
@@ -283,7 +282,7 @@ impl Ctx {
     }
 
     /// `use_server_clock` for a caller that already has the store.
-    pub fn clock_of(&mut self, store: &dyn StateStore) -> Result<(), CommandError> {
+    pub fn clock_of(&mut self, store: &dyn StateStore) -> Result<(), OpError> {
         if !self.fixed_clock
             && let Some(now) = store.shared_clock()?
         {
@@ -311,10 +310,7 @@ thread_local! {
 impl Ctx {
     /// The store URL: `--store` or `BATON_STORE`, else the project's `.baton.toml` (read once
     /// per command); `None` for the file store.
-    pub fn store_url(
-        &self,
-        root: Option<&std::path::Path>,
-    ) -> Result<Option<String>, CommandError> {
+    pub fn store_url(&self, root: Option<&std::path::Path>) -> Result<Option<String>, OpError> {
         if let Some(url) = &self.settings.store {
             return Ok(Some(url.clone()));
         }
@@ -334,7 +330,7 @@ impl Ctx {
     pub fn database(
         &self,
         root: &std::path::Path,
-    ) -> Result<Option<std::rc::Rc<baton_store::pg::backend::Db>>, CommandError> {
+    ) -> Result<Option<std::rc::Rc<baton_store::pg::backend::Db>>, OpError> {
         let Some(url) = self.store_url(Some(root))? else {
             return Ok(None);
         };
@@ -367,7 +363,7 @@ impl Ctx {
 
     /// The project's name in a shared store: `BATON_PROJECT`, else `git:<root commit>`, the
     /// repository's first commit, which every clone shares.
-    pub fn project_name(&self, root: &std::path::Path) -> Result<String, CommandError> {
+    pub fn project_name(&self, root: &std::path::Path) -> Result<String, OpError> {
         if let Some(p) = &self.settings.project {
             return Ok(p.clone());
         }
@@ -377,15 +373,12 @@ impl Ctx {
             .env("GIT_OPTIONAL_LOCKS", "0")
             .output()
             .map_err(|e| {
-                CommandError::new(
-                    crate::error::ExitStatus::Failure,
-                    format!("cannot run git: {e}"),
-                )
+                OpError::new(crate::error::Kind::Broken, format!("cannot run git: {e}"))
             })?;
         let name_it =
             "set BATON_PROJECT (or pass `--project`) to a name that is the same on every machine";
         if is_shallow(root) {
-            return Err(CommandError::usage(
+            return Err(OpError::usage(
                 "this clone is shallow: its first commit is not the repository's, so it has no name every clone shares",
             )
             .hint(format!(
@@ -397,7 +390,7 @@ impl Ctx {
         roots.sort_unstable();
         match roots.first() {
             Some(first) if out.status.success() => Ok(format!("git:{first}")),
-            _ => Err(CommandError::usage(
+            _ => Err(OpError::usage(
                 "the repository has no commit, so it has no name every clone shares",
             )
             .hint(name_it)),
@@ -410,31 +403,21 @@ const PROJECT_SETTINGS_CAP: u64 = 64 * 1024;
 
 /// `store = "…"` in the project's `.baton.toml`. The file is committed, so a URL with a
 /// password in it is refused.
-fn project_store_url(root: &std::path::Path) -> Result<Option<String>, CommandError> {
+fn project_store_url(root: &std::path::Path) -> Result<Option<String>, OpError> {
     let path = root.join(PROJECT_SETTINGS);
     // A link is followed (the file may be kept elsewhere), but only to a regular file of at
     // most 64 KiB: a committed link to `/dev/zero` or a FIFO must neither hang nor fill memory.
     let bytes = match baton_store::read::read_named(&path, PROJECT_SETTINGS_CAP) {
         Ok(Some(bytes)) => bytes,
         Ok(None) => return Ok(None),
-        Err(e) => {
-            let hint = e.hint();
-            let mut err = CommandError::new(
-                crate::error::ExitStatus::Failure,
-                format!("cannot read the project's settings: {e}"),
-            );
-            if let Some(hint) = hint {
-                err = err.hint(hint);
-            }
-            return Err(err);
-        }
+        Err(e) => return Err(OpError::context("cannot read the project's settings", e)),
     };
     let text = String::from_utf8(bytes).map_err(|_| {
-        CommandError::usage(format!("{}: not UTF-8 text", path.display()))
+        OpError::usage(format!("{}: not UTF-8 text", path.display()))
             .hint("write it as `store = \"postgres://USER@HOST:PORT/DB\"`")
     })?;
     let bad = |why: String| {
-        CommandError::usage(format!("{}: {why}", path.display())).hint(
+        OpError::usage(format!("{}: {why}", path.display())).hint(
             "write it as `store = \"postgres://USER@HOST:PORT/DB\"`, the password in PGPASSWORD or ~/.pgpass",
         )
     };

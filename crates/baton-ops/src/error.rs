@@ -1,103 +1,165 @@
-//! Errors as users see them: what went wrong (naming the file or argument), the fix, and an
-//! exit status from the contract.
+//! The operations' errors: what went wrong (naming the file or argument), the fix, what kind of
+//! failure it is, and what caused it. Which exit status a kind ends a command with is the
+//! binary's business (`baton::error`), not the operations'.
 
 use baton_store::StoreError;
 use baton_store::layout::LayoutError;
 
-/// The exit statuses of the contract.
+/// What kind of failure an operation met.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExitStatus {
-    /// Done, including every query that computed a verdict.
-    Success = 0,
-    /// I/O, a corrupt or unsupported file, an internal error.
-    Failure = 1,
-    /// Invalid input or usage.
-    Usage = 2,
-    /// Refused by a gate.
-    Refused = 3,
+pub enum Kind {
+    /// I/O, a corrupt or unsupported file, an internal error: the operation could not be done.
+    Broken,
+    /// The input was invalid: an argument, a setting, a file baton was pointed at.
+    Invalid,
+    /// Refused by a gate: a lock another process holds, a record another writer changed, a
+    /// live owner.
+    Refused,
     /// A human must decide first.
-    AskHuman = 4,
-    /// Done, but what it printed could not be written (a full disk, a broken stdout): any change
-    /// the command made is made. Never a `kind` a reader sees, since nothing could be printed.
-    Unprinted = 5,
+    AskHuman,
 }
 
-impl ExitStatus {
-    /// The status a verdict ends its command with.
-    pub fn of(verdict: baton_core::Verdict) -> ExitStatus {
-        match verdict.exit() {
-            baton_core::Exit::Success => ExitStatus::Success,
-            baton_core::Exit::Usage => ExitStatus::Usage,
-            baton_core::Exit::Refused => ExitStatus::Refused,
-            baton_core::Exit::AskHuman => ExitStatus::AskHuman,
-        }
-    }
-
-    pub fn kind(self) -> &'static str {
-        match self {
-            ExitStatus::Success => "ok",
-            ExitStatus::Failure => "error",
-            ExitStatus::Usage => "usage",
-            ExitStatus::Refused => "refused",
-            ExitStatus::AskHuman => "ask-human",
-            ExitStatus::Unprinted => "unprinted",
-        }
-    }
-}
-
+/// An operation's error.
 #[derive(Debug)]
-pub struct CommandError {
-    pub status: ExitStatus,
+pub struct OpError {
+    pub kind: Kind,
     pub message: String,
+    /// The fixes, each a sentence a person or an agent can act on.
     pub hints: Vec<String>,
+    /// The error this one was met on the way to (`OpError::context`), if any.
+    pub cause: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
-impl CommandError {
-    pub fn new(status: ExitStatus, message: impl Into<String>) -> CommandError {
-        CommandError {
-            status,
+impl OpError {
+    pub fn new(kind: Kind, message: impl Into<String>) -> OpError {
+        OpError {
+            kind,
             message: message.into(),
             hints: Vec::new(),
+            cause: None,
         }
     }
 
-    pub fn usage(message: impl Into<String>) -> CommandError {
-        CommandError::new(ExitStatus::Usage, message)
+    /// Invalid input.
+    pub fn usage(message: impl Into<String>) -> OpError {
+        OpError::new(Kind::Invalid, message)
     }
 
-    pub fn hint(mut self, hint: impl Into<String>) -> CommandError {
+    /// The operation could not be done.
+    pub fn broken(message: impl Into<String>) -> OpError {
+        OpError::new(Kind::Broken, message)
+    }
+
+    pub fn hint(mut self, hint: impl Into<String>) -> OpError {
         self.hints.push(hint.into());
         self
     }
+
+    /// `cause` as what was met while doing `what`: the kind and hints of `cause`, a message that
+    /// says what was being done, and `cause` kept whole as the first link of the chain.
+    pub fn context(what: impl Into<String>, cause: impl Into<OpError>) -> OpError {
+        let cause = cause.into();
+        OpError {
+            kind: cause.kind,
+            message: what.into(),
+            hints: cause.hints.clone(),
+            cause: Some(Box::new(Link {
+                message: cause.message,
+                cause: cause.cause,
+            })),
+        }
+    }
+
+    /// `self`, met on the way to `cause`: its own kind and hints, `cause`'s message (and chain)
+    /// as the first link of the chain, `cause`'s hints dropped.
+    pub fn caused_by(mut self, cause: impl Into<OpError>) -> OpError {
+        let cause = cause.into();
+        self.cause = Some(Box::new(Link {
+            message: cause.message,
+            cause: cause.cause,
+        }));
+        self
+    }
+
+    /// The messages of the causes, nearest first.
+    pub fn causes(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut next = self
+            .cause
+            .as_deref()
+            .map(|c| c as &(dyn std::error::Error + 'static));
+        while let Some(err) = next {
+            out.push(err.to_string());
+            next = err.source();
+        }
+        out
+    }
 }
 
-impl From<StoreError> for CommandError {
-    fn from(err: StoreError) -> CommandError {
+impl std::fmt::Display for OpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for OpError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.cause
+            .as_deref()
+            .map(|c| c as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// One link of a cause chain: an error's message and what caused it, its hints having moved to
+/// the error that wraps it.
+#[derive(Debug)]
+struct Link {
+    message: String,
+    cause: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+impl std::fmt::Display for Link {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Link {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.cause
+            .as_deref()
+            .map(|c| c as &(dyn std::error::Error + 'static))
+    }
+}
+
+impl From<StoreError> for OpError {
+    fn from(err: StoreError) -> OpError {
         let hint = err.hint();
-        // A lock another process will not let go of is a gate (exit 3), not an I/O error, and
-        // so is a record another writer changed since it was read (a retry may pass); a write
-        // over the read cap is input baton refuses (exit 2), not a broken file.
-        let status = match err {
-            StoreError::LockBusy { .. } | StoreError::Conflict { .. } => ExitStatus::Refused,
-            StoreError::TooLargeToWrite { .. } => ExitStatus::Usage,
-            _ => ExitStatus::Failure,
+        // A lock another process will not let go of is a gate, not an I/O error, and so is a
+        // record another writer changed since it was read (a retry may pass); a write over the
+        // read cap is input baton refuses, not a broken file.
+        let kind = match err {
+            StoreError::LockBusy { .. } | StoreError::Conflict { .. } => Kind::Refused,
+            StoreError::TooLargeToWrite { .. } => Kind::Invalid,
+            _ => Kind::Broken,
         };
-        CommandError {
-            status,
+        OpError {
+            kind,
             message: err.to_string(),
             hints: hint.into_iter().collect(),
+            cause: None,
         }
     }
 }
 
-impl From<LayoutError> for CommandError {
-    fn from(err: LayoutError) -> CommandError {
+impl From<LayoutError> for OpError {
+    fn from(err: LayoutError) -> OpError {
         match err {
             LayoutError::Store(e) => e.into(),
-            LayoutError::NotARepo(_) => CommandError::usage(err.to_string())
+            LayoutError::NotARepo(_) => OpError::usage(err.to_string())
                 .hint("run baton inside the project's git work tree, or pass `-C <DIR>`"),
             LayoutError::BadDir(..) => {
-                CommandError::usage(err.to_string()).hint("check the `-C` argument")
+                OpError::usage(err.to_string()).hint("check the `-C` argument")
             }
         }
     }
@@ -111,17 +173,38 @@ mod tests {
     /// retry after a fresh read may pass.
     #[test]
     fn a_conflict_is_a_refusal_with_its_fix() {
-        let err = CommandError::from(StoreError::Conflict {
+        let err = OpError::from(StoreError::Conflict {
             path: "loop-state-PROJ-1.json".into(),
             expected: "sha256:0123456789ab".into(),
             found: "sha256:ba9876543210".into(),
         });
-        assert_eq!(err.status, ExitStatus::Refused);
+        assert_eq!(err.kind, Kind::Refused);
         assert!(
             err.message.contains("nothing was written"),
             "{}",
             err.message
         );
         assert!(!err.hints.is_empty());
+    }
+
+    /// Context keeps what it wraps: its kind, its fix, and its message as the first cause.
+    #[test]
+    fn context_keeps_the_cause_chain() {
+        let inner = OpError::context(
+            "cannot read the project's settings",
+            StoreError::Empty {
+                path: ".baton.toml".into(),
+            },
+        );
+        let outer = OpError::context("cannot open the store", inner);
+        assert_eq!(outer.kind, Kind::Broken);
+        assert_eq!(outer.message, "cannot open the store");
+        assert_eq!(
+            outer.causes(),
+            vec![
+                "cannot read the project's settings".to_string(),
+                ".baton.toml is empty".to_string()
+            ]
+        );
     }
 }

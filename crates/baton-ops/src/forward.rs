@@ -12,11 +12,12 @@
 use jiff::Timestamp;
 
 use crate::env::Ctx;
-use crate::error::{CommandError, ExitStatus};
+use crate::error::{Kind, OpError};
 use crate::owned::{Interrupted, interrupt_owned, owned};
 use baton_core::model::InterruptReason;
 use baton_core::time::{format_ts, parse_ts};
 use baton_store::Layout;
+use baton_store::StateStore;
 use baton_store::outbox::{self, Pending};
 use baton_store::sessions::SessionFiles;
 
@@ -51,15 +52,15 @@ pub struct Stopped {
 /// `stop.before` is left as it is. A failure adds the tickets it interrupted to the session's
 /// note, for its next prompt to take back, unless the session has ended since (its record and
 /// its note are gone: it forgot them).
-pub fn interrupt_session(ctx: &Ctx, stop: &Stop) -> (Stopped, Result<(), CommandError>) {
+pub fn interrupt_session(
+    ctx: &Ctx,
+    store: &dyn StateStore,
+    stop: &Stop,
+) -> (Stopped, Result<(), OpError>) {
     let mut ctx = ctx.clone();
     ctx.session = Some(stop.session.clone());
     let mut done = Stopped::default();
-    let store = match ctx.store() {
-        Ok(store) => store,
-        Err(e) => return (done, Err(e)),
-    };
-    let mut held = match owned(&*store, &stop.session) {
+    let mut held = match owned(store, &stop.session) {
         Ok(held) => held,
         Err(e) => return (done, Err(e)),
     };
@@ -78,8 +79,14 @@ pub fn interrupt_session(ctx: &Ctx, stop: &Stop) -> (Stopped, Result<(), Command
             held.batch = None;
         }
     }
-    let (interrupted, result) =
-        interrupt_owned(&ctx, &held, stop.reason, &stop.evidence, stop.resume_after);
+    let (interrupted, result) = interrupt_owned(
+        &ctx,
+        store,
+        &held,
+        stop.reason,
+        &stop.evidence,
+        stop.resume_after,
+    );
     if !stop.end && !interrupted.tickets.is_empty() {
         // The hook makes the note right after its record; one killed in between left none,
         // and the session (its record still there: it has not ended) gets one all the same.
@@ -110,7 +117,7 @@ pub fn interrupt_session(ctx: &Ctx, stop: &Stop) -> (Stopped, Result<(), Command
             if paused {
                 Ok(())
             } else {
-                crate::batch::interrupt(&ctx, stop.reason).map(|_| ())
+                crate::batch::interrupt(&ctx, store, stop.reason).map(|_| ())
             }
         }
         _ => Ok(()),
@@ -119,7 +126,7 @@ pub fn interrupt_session(ctx: &Ctx, stop: &Stop) -> (Stopped, Result<(), Command
 }
 
 /// The server `ctx`'s store URL names, as shown (no password); `None` with the file store.
-pub fn shared_server(ctx: &Ctx, layout: &Layout) -> Result<Option<String>, CommandError> {
+pub fn shared_server(ctx: &Ctx, layout: &Layout) -> Result<Option<String>, OpError> {
     #[cfg(feature = "postgres")]
     {
         Ok(ctx
@@ -140,7 +147,7 @@ pub fn record(
     layout: &Layout,
     server: Option<&str>,
     stop: &Stop,
-) -> Result<(), CommandError> {
+) -> Result<(), OpError> {
     let pending = Pending {
         server: server.map(str::to_string),
         project: ctx.settings.project.clone().filter(|_| server.is_some()),
@@ -172,7 +179,7 @@ pub struct Forwarded {
     pub warnings: Vec<String>,
     /// What stopped it short: the server could not be reached. The entry it was on and those
     /// after it stay for the next try.
-    pub unreachable: Option<CommandError>,
+    pub unreachable: Option<OpError>,
 }
 
 /// Applies every entry of this project's outbox to the store it was recorded for, oldest
@@ -181,8 +188,12 @@ pub struct Forwarded {
 /// taken over since) is a warning naming the entry, as the hook's own line would have been, and
 /// the entry is done. A server that cannot be reached stops the pass: the entry it was on and
 /// those after it stay for the next try (`unreachable`). An error is a setting to fix: entries
-/// recorded for a server, and none configured now.
-pub fn forward(ctx: &Ctx) -> Result<Forwarded, CommandError> {
+/// recorded for a server, and none configured now. The store is opened (`open`) only when an
+/// entry is to be applied: a pass with nothing of its own to apply makes no round trip.
+pub fn forward(
+    ctx: &Ctx,
+    open: &dyn Fn() -> Result<std::rc::Rc<dyn StateStore>, OpError>,
+) -> Result<Forwarded, OpError> {
     let layout = ctx.layout()?;
     let mut done = Forwarded::default();
     outbox::clear_orphans(&layout);
@@ -252,7 +263,7 @@ pub fn forward(ctx: &Ctx) -> Result<Forwarded, CommandError> {
             // server is out of reach, and this entry and the rest wait. A fixed clock
             // (`BATON_NOW`: a test, a replay) stamps it with the time its hook recorded,
             // whoever forwards it.
-            match ctx.at_write() {
+            match open().and_then(|_| ctx.at_write()) {
                 Ok(mut at) => {
                     if ctx.fixed_clock
                         && let Some(recorded) = recorded
@@ -268,7 +279,15 @@ pub fn forward(ctx: &Ctx) -> Result<Forwarded, CommandError> {
                 }
             }
         };
-        let (stopped, result) = interrupt_session(&at, &stop);
+        let store = match open() {
+            Ok(store) => store,
+            Err(e) => {
+                done.left += entries.len() - i;
+                done.unreachable = Some(e);
+                break;
+            }
+        };
+        let (stopped, result) = interrupt_session(&at, &*store, &stop);
         done.warnings.extend(stopped.warnings);
         if let Err(e) = result {
             // Lost on the way (the server answered before and not now): it waits too.
@@ -299,8 +318,8 @@ pub fn forward(ctx: &Ctx) -> Result<Forwarded, CommandError> {
     }
     if for_no_server > 0 {
         let outbox_dir = layout.state_dir.join(outbox::OUTBOX_DIR);
-        let e = CommandError::new(
-            ExitStatus::Failure,
+        let e = OpError::new(
+            Kind::Broken,
             format!(
                 "{} holds {for_no_server} interrupts recorded for a PostgreSQL store, and none is configured now",
                 outbox_dir.display(),

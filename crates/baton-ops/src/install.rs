@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::env::Ctx;
-use crate::error::{CommandError, ExitStatus};
+use crate::error::{Kind, OpError};
 use baton_core::client::{Client, SettingsScope, UserDir};
 
 /// The `baton` hooks call, and this executable.
@@ -18,12 +18,12 @@ pub struct Program {
 
 impl Program {
     /// This executable, and whether it is the `baton` on PATH.
-    pub fn this() -> Result<Program, CommandError> {
+    pub fn this() -> Result<Program, OpError> {
         let path = std::env::current_exe()
             .and_then(|p| p.canonicalize())
             .map_err(|e| {
-                CommandError::new(
-                    ExitStatus::Failure,
+                OpError::new(
+                    Kind::Broken,
                     format!("cannot find this executable's path: {e}"),
                 )
             })?;
@@ -86,9 +86,9 @@ pub struct Targets {
 }
 
 impl Targets {
-    pub fn resolve(ctx: &Ctx, client: Client, user: bool) -> Result<Targets, CommandError> {
+    pub fn resolve(ctx: &Ctx, client: Client, user: bool) -> Result<Targets, OpError> {
         let def = client.def();
-        let home = || -> Result<PathBuf, CommandError> {
+        let home = || -> Result<PathBuf, OpError> {
             ctx.settings
                 .home
                 .clone()
@@ -96,11 +96,11 @@ impl Targets {
                 .map(PathBuf::from)
                 .filter(|h| h.is_absolute())
                 .ok_or_else(|| {
-                    CommandError::usage("HOME is not set to an absolute path")
+                    OpError::usage("HOME is not set to an absolute path")
                         .hint("set HOME to your home directory")
                 })
         };
-        let user_dir = || -> Result<PathBuf, CommandError> {
+        let user_dir = || -> Result<PathBuf, OpError> {
             match def.user_dir() {
                 UserDir::Home => home(),
                 UserDir::Variable { variable, default } => {

@@ -27,4 +27,4 @@ pub mod survey;
 pub mod ticket_loop;
 
 pub use env::Ctx;
-pub use error::{CommandError, ExitStatus};
+pub use error::{Kind, OpError};

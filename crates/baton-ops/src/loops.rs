@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 
 use crate::env::Ctx;
-use crate::error::CommandError;
+use crate::error::OpError;
 use crate::journal;
 use crate::project::stored_path_in_project;
 use baton_core::decide::loop_resume::last_write;
@@ -58,7 +58,7 @@ impl Adoption {
 /// removes the legacy one. A keyed file that differs wins, and the legacy file is archived
 /// rather than deleted. An unreadable legacy file is reported and left alone, and so is one
 /// that another session is still writing: moving it would lose that session's next write.
-pub fn adopt_legacy(store: &dyn StateStore, ctx: &Ctx) -> Result<Adoption, CommandError> {
+pub fn adopt_legacy(store: &dyn StateStore, ctx: &Ctx) -> Result<Adoption, OpError> {
     let mut adoption = Adoption::default();
     // Most projects have no legacy file; seeing that takes no lock.
     if !store.exists()? || !store.contains(&RecordKey::LegacyLoop)? {
@@ -185,7 +185,7 @@ fn write_adopted(
     adopted: &LoopState,
     archived: Option<&Path>,
     notes: &mut Vec<String>,
-) -> Result<(), CommandError> {
+) -> Result<(), OpError> {
     let event = journal::event(
         ctx,
         JournalEvent::Adopt,
@@ -275,7 +275,7 @@ pub fn not_work(layout: &Layout, state: &LoopState) -> Vec<PathBuf> {
 
 /// The working tree as a loop sees it: its branch, and whether anything that counts as work
 /// changed.
-pub fn loop_tree(layout: &Layout, state: &LoopState) -> Result<TreeStatus, CommandError> {
+pub fn loop_tree(layout: &Layout, state: &LoopState) -> Result<TreeStatus, OpError> {
     let excluded = not_work(layout, state);
     let refs: Vec<&Path> = excluded.iter().map(PathBuf::as_path).collect();
     Ok(git::tree_status(&layout.root, &refs)?)

@@ -6,7 +6,7 @@
 use jiff::Timestamp;
 
 use crate::env::Ctx;
-use crate::error::{CommandError, ExitStatus};
+use crate::error::{Kind, OpError};
 use crate::single_run::{Holder, LeaseInterrupt, interrupt_lease};
 use crate::ticket_loop::{Heartbeat, Ownership, Target, Transition, interrupt};
 use baton_core::hook::HEARTBEAT_COALESCE_SECS;
@@ -27,13 +27,10 @@ pub struct Owned {
 
 impl Owned {
     /// The first error of a pass over the owned files, else the unreadable file skipped.
-    pub fn outcome(&self, first_error: Option<CommandError>) -> Result<(), CommandError> {
+    pub fn outcome(&self, first_error: Option<OpError>) -> Result<(), OpError> {
         match (first_error, &self.unreadable) {
             (Some(e), _) => Err(e),
-            (None, Some(what)) => Err(CommandError::new(
-                ExitStatus::Failure,
-                format!("skipped: {what}"),
-            )),
+            (None, Some(what)) => Err(OpError::new(Kind::Broken, format!("skipped: {what}"))),
             (None, None) => Ok(()),
         }
     }
@@ -41,7 +38,7 @@ impl Owned {
 
 /// The loops, runs and batch `session` owns, as they are on disk now (read without a lock: each
 /// write re-reads its file under the lock and checks again).
-pub fn owned(store: &dyn StateStore, session: &str) -> Result<Owned, CommandError> {
+pub fn owned(store: &dyn StateStore, session: &str) -> Result<Owned, OpError> {
     let mut owned = Owned::default();
     if !store.exists()? {
         return Ok(owned);
@@ -112,14 +109,19 @@ pub fn owned(store: &dyn StateStore, session: &str) -> Result<Owned, CommandErro
 #[derive(Debug, Default)]
 pub struct Refreshed {
     pub window: Option<i64>,
-    pub error: Option<CommandError>,
+    pub error: Option<OpError>,
 }
 
 /// Keeps the work of `ctx`'s session live: each active loop, the batch and each run lease it
 /// owns whose last write is older than the coalescing window. Work the session paused (`baton
 /// pause` from a tool call) stays as the pause left it: a refresh would be a write after the
 /// pause, and the next session would no longer see it paused.
-pub fn refresh(ctx: &Ctx, owned: &Owned, pauses: Option<&Pauses>) -> Refreshed {
+pub fn refresh(
+    ctx: &Ctx,
+    store: &dyn StateStore,
+    owned: &Owned,
+    pauses: Option<&Pauses>,
+) -> Refreshed {
     let now = ctx.now;
     let paused =
         |last: Option<Timestamp>| pauses.is_some_and(|p| p.covering(ctx.session(), last).is_some());
@@ -133,6 +135,7 @@ pub fn refresh(ctx: &Ctx, owned: &Owned, pauses: Option<&Pauses>) -> Refreshed {
         }
         match crate::ticket_loop::heartbeat(
             ctx,
+            store,
             Target::of_record(key, state),
             &Ownership::default(),
         ) {
@@ -157,7 +160,7 @@ pub fn refresh(ctx: &Ctx, owned: &Owned, pauses: Option<&Pauses>) -> Refreshed {
         if !batch_refreshed
             && !fresh(last, now, HEARTBEAT_COALESCE_SECS)
             && !paused(last)
-            && let Err(e) = crate::batch::heartbeat(ctx, &Ownership::default())
+            && let Err(e) = crate::batch::heartbeat(ctx, store, &Ownership::default())
         {
             first_error.get_or_insert(e);
         }
@@ -177,7 +180,7 @@ pub fn refresh(ctx: &Ctx, owned: &Owned, pauses: Option<&Pauses>) -> Refreshed {
         if fresh(beat, now, quarter) || paused(beat) {
             continue;
         }
-        if let Err(e) = crate::single_run::heartbeat(ctx, &run.run_id, &Holder::default()) {
+        if let Err(e) = crate::single_run::heartbeat(ctx, store, &run.run_id, &Holder::default()) {
             first_error.get_or_insert(e);
         }
     }
@@ -229,11 +232,12 @@ pub fn works_on_the_feature(owned: &Owned) -> bool {
 /// the way (the others are still tried).
 pub fn interrupt_owned(
     ctx: &Ctx,
+    store: &dyn StateStore,
     owned: &Owned,
     reason: InterruptReason,
     evidence: &str,
     resume_after: Option<Timestamp>,
-) -> (Interrupted, Result<(), CommandError>) {
+) -> (Interrupted, Result<(), OpError>) {
     let mut first_error = None;
     let mut done = Interrupted::default();
     // An interrupt applied again after its writer was killed between a loop's state and its
@@ -243,16 +247,9 @@ pub fn interrupt_owned(
         .iter()
         .any(|(_, s)| s.status == LoopStatus::Interrupted)
     {
-        match ctx.store() {
-            Ok(store) => {
-                for (key, state) in &owned.loops {
-                    if let Err(e) = crate::journal::restore_interrupt_event(&*store, key, state) {
-                        first_error.get_or_insert(e.into());
-                    }
-                }
-            }
-            Err(e) => {
-                first_error.get_or_insert(e);
+        for (key, state) in &owned.loops {
+            if let Err(e) = crate::journal::restore_interrupt_event(store, key, state) {
+                first_error.get_or_insert(e.into());
             }
         }
     }
@@ -268,7 +265,14 @@ pub fn interrupt_owned(
         } else {
             target.raw.clone()
         };
-        match interrupt(ctx, target, reason, resume_after, &Ownership::default()) {
+        match interrupt(
+            ctx,
+            store,
+            target,
+            reason,
+            resume_after,
+            &Ownership::default(),
+        ) {
             Ok(Transition::Written(_)) => done.tickets.push(shown),
             Ok(Transition::Refused { decision, .. }) => done.refused.push((shown, decision)),
             Err(e) => {
@@ -277,7 +281,14 @@ pub fn interrupt_owned(
         }
     }
     for run in &owned.runs {
-        match interrupt_lease(ctx, &run.run_id, &Holder::default(), reason, evidence) {
+        match interrupt_lease(
+            ctx,
+            store,
+            &run.run_id,
+            &Holder::default(),
+            reason,
+            evidence,
+        ) {
             Ok(LeaseInterrupt::Interrupted { id, .. }) => done.runs.push(id.to_string()),
             Ok(LeaseInterrupt::NotHeld { .. }) => {}
             Err(e) => {
@@ -289,9 +300,8 @@ pub fn interrupt_owned(
         && ctx.session().is_some()
         && works_on_the_feature(owned)
     {
-        let recorded = ctx.store().and_then(|store| {
-            crate::continuation::record_feature_interrupt(ctx, &*store, reason, resume_after)
-        });
+        let recorded =
+            crate::continuation::record_feature_interrupt(ctx, store, reason, resume_after);
         match recorded {
             Ok(written) => done.feature = written,
             Err(e) => {
@@ -323,7 +333,7 @@ pub fn checkpoint(
     owned: &Owned,
     hook: &str,
     last: Option<&str>,
-) -> Result<Checkpointed, CommandError> {
+) -> Result<Checkpointed, OpError> {
     let positions: Vec<(&str, String)> = owned
         .loops
         .iter()
@@ -345,7 +355,7 @@ pub fn checkpoint(
         if let Some(w) =
             crate::journal::append(store, baton_store::JournalTarget::Loop(key), &[event])
         {
-            return Err(CommandError::new(ExitStatus::Failure, w));
+            return Err(OpError::new(Kind::Broken, w));
         }
     }
     Ok(Checkpointed::Recorded {

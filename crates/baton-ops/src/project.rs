@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::CommandError;
+use crate::error::OpError;
 
 /// Resolves a path argument (relative to the working directory) to an existing file or
 /// directory inside the project root: plans, Briefs and ledgers live in the project, so every
@@ -13,7 +13,7 @@ pub fn path_in_project(
     raw: &Path,
     what: &str,
     want_dir: bool,
-) -> Result<PathBuf, CommandError> {
+) -> Result<PathBuf, OpError> {
     let kind = if want_dir { "directory" } else { "file" };
     let joined = if raw.is_absolute() {
         raw.to_path_buf()
@@ -21,11 +21,11 @@ pub fn path_in_project(
         dir.join(raw)
     };
     let resolved = joined.canonicalize().map_err(|e| {
-        CommandError::usage(format!("{what} {}: {e}", raw.display()))
+        OpError::usage(format!("{what} {}: {e}", raw.display()))
             .hint(format!("pass an existing {kind} inside the project"))
     })?;
     if !resolved.starts_with(root) {
-        return Err(CommandError::usage(format!(
+        return Err(OpError::usage(format!(
             "{what} {} resolves to {}, outside the project root {}",
             raw.display(),
             resolved.display(),
@@ -35,7 +35,7 @@ pub fn path_in_project(
     }
     if want_dir != resolved.is_dir() {
         return Err(
-            CommandError::usage(format!("{what} {} is not a {kind}", raw.display()))
+            OpError::usage(format!("{what} {} is not a {kind}", raw.display()))
                 .hint(format!("pass the {kind} itself")),
         );
     }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use jiff::Timestamp;
 
-use crate::error::CommandError;
+use crate::error::OpError;
 use baton_core::decide::run_resume::{PlanNow, SectionNow};
 use baton_core::glob::sensitive_paths;
 use baton_core::sections::{ALIGNMENT_SECTIONS, section};
@@ -20,18 +20,18 @@ const DOC_CAP: u64 = 4 * 1024 * 1024;
 /// The project file is input, not state: a link is followed (autonomous-dev ships
 /// `.claude/PROJECT.md` as a link to `../PROJECT.md`) as long as where it leads stays inside the
 /// project.
-pub fn sections_now(root: &Path, rel: &str) -> Result<Vec<SectionNow>, CommandError> {
+pub fn sections_now(root: &Path, rel: &str) -> Result<Vec<SectionNow>, OpError> {
     let mut path = root.join(rel);
     if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
         let target = path.canonicalize().map_err(|e| {
-            CommandError::usage(format!(
+            OpError::usage(format!(
                 "{} is a link that leads nowhere: {e}",
                 path.display()
             ))
             .hint("point it at the project's PROJECT.md, or pass `--project-file`")
         })?;
         if !target.starts_with(root) {
-            return Err(CommandError::usage(format!(
+            return Err(OpError::usage(format!(
                 "{} is a link to {}, outside the project",
                 path.display(),
                 target.display()
@@ -58,15 +58,15 @@ pub fn sections_now(root: &Path, rel: &str) -> Result<Vec<SectionNow>, CommandEr
 
 /// The plan now: its hash, its mtime and the security-sensitive paths it names; `None` when
 /// the file is gone.
-pub fn plan_now(path: &Path, globs: &[String]) -> Result<Option<PlanNow>, CommandError> {
+pub fn plan_now(path: &Path, globs: &[String]) -> Result<Option<PlanNow>, OpError> {
     let Some(bytes) = read_capped(path, DOC_CAP)? else {
         return Ok(None);
     };
     let mtime = std::fs::metadata(path)
         .and_then(|m| m.modified())
         .map_err(|e| {
-            CommandError::new(
-                crate::error::ExitStatus::Failure,
+            OpError::new(
+                crate::error::Kind::Broken,
                 format!("cannot read the mtime of {}: {e}", path.display()),
             )
         })?;
@@ -100,6 +100,6 @@ pub fn file_in_project(
     root: &Path,
     raw: &Path,
     flag: &str,
-) -> Result<PathBuf, CommandError> {
+) -> Result<PathBuf, OpError> {
     crate::project::path_in_project(dir, root, raw, flag, false)
 }

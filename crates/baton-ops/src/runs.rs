@@ -6,7 +6,7 @@ use std::path::Path;
 use jiff::SignedDuration;
 
 use crate::env::Ctx;
-use crate::error::CommandError;
+use crate::error::OpError;
 use crate::run_facts::{plan_now, plan_path_now};
 use baton_core::decide::lease::{Here, LeaseState, lease_state};
 use baton_core::decide::run_resume::{RunDecision, RunFacts, SectionNow, decide_run_resume};
@@ -23,11 +23,11 @@ pub fn here(
     pid: Option<u32>,
     token: Option<&str>,
     records: bool,
-) -> Result<(Here, &'static str), CommandError> {
+) -> Result<(Here, &'static str), OpError> {
     let (pid, source) = match process::resolve_holder(pid, ctx.settings.client_pid()) {
         Ok(found) => found,
         Err(e) if records => {
-            return Err(CommandError::usage(e).hint(
+            return Err(OpError::usage(e).hint(
                 "pass the pid of the agent process that runs the pipeline, or leave `--pid` out",
             ));
         }
@@ -76,7 +76,7 @@ pub fn decide_now(
     sections: Option<Vec<SectionNow>>,
     here: &Here,
     allow_staged: bool,
-) -> Result<(RunDecision, LeaseState), CommandError> {
+) -> Result<(RunDecision, LeaseState), OpError> {
     // A plan re-touched without a change is as old as when it was recorded: the gap runs from
     // the older of the two mtimes while the content is the same.
     let plan = match &run.plan {

@@ -4,25 +4,24 @@
 use std::path::PathBuf;
 
 use crate::env::Ctx;
-use crate::error::CommandError;
+use crate::error::OpError;
 use baton_store::pg::{self, config};
 
 /// The server named by `--store`, `BATON_STORE` or the project's setting, with what the URL
 /// leaves out taken from PostgreSQL's own variables and password file.
-pub fn settings(ctx: &Ctx) -> Result<config::Settings, CommandError> {
+pub fn settings(ctx: &Ctx) -> Result<config::Settings, OpError> {
     let root = ctx.layout().ok().map(|l| l.root);
     let url = ctx.store_url(root.as_deref())?.ok_or_else(|| {
-        CommandError::usage("no PostgreSQL server is named")
+        OpError::usage("no PostgreSQL server is named")
             .hint("pass `--store postgres://USER@HOST:PORT/DB`, or set BATON_STORE to that URL")
     })?;
     config::resolve(&url, ctx.store_surroundings()).map_err(|e| {
-        CommandError::usage(e)
-            .hint("a store URL reads like `postgres://user@db.internal:5432/baton`")
+        OpError::usage(e).hint("a store URL reads like `postgres://user@db.internal:5432/baton`")
     })
 }
 
 /// The project's name on the server: `project`, else as every command names it.
-fn project(ctx: &Ctx, project: Option<&str>) -> Result<String, CommandError> {
+fn project(ctx: &Ctx, project: Option<&str>) -> Result<String, OpError> {
     match project.map(str::trim).filter(|p| !p.is_empty()) {
         Some(p) => Ok(p.to_string()),
         None => ctx.project_name(&ctx.layout()?.root),
@@ -35,7 +34,7 @@ fn records(
     ctx: &Ctx,
     name: Option<&str>,
     round_trips: usize,
-) -> Result<pg::records::Records, CommandError> {
+) -> Result<pg::records::Records, OpError> {
     let settings = settings(ctx)?;
     let server = pg::connect_bounded(&settings, ctx.lock_wait)?;
     let extra = ROUND_TRIP.saturating_mul(u32::try_from(round_trips).unwrap_or(u32::MAX));
@@ -103,7 +102,7 @@ pub fn import(
     ctx: &Ctx,
     project: Option<&str>,
     progress: &mut dyn FnMut(usize, usize),
-) -> Result<StoreImport, CommandError> {
+) -> Result<StoreImport, OpError> {
     let layout = ctx.layout()?;
     let moved = pg::transfer::collect(&layout)?;
     let records = records(ctx, project, moved.records())?;
@@ -123,7 +122,7 @@ pub fn export(
     ctx: &Ctx,
     project: Option<&str>,
     progress: &mut dyn FnMut(usize, usize),
-) -> Result<StoreExport, CommandError> {
+) -> Result<StoreExport, OpError> {
     let layout = ctx.layout()?;
     let records = records(ctx, project, 0)?;
     let moved = pg::transfer::fetch(&records)?;

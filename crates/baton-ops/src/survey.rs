@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::env::Ctx;
-use crate::error::CommandError;
+use crate::error::OpError;
 use crate::ledgers::{Plan, declared_phases};
 use crate::loops::{adopt_legacy, legacy_held, not_work, work_committed};
 use baton_core::decide::continuation::{Class, Signals, classify};
@@ -140,8 +140,7 @@ impl Survey {
 const PLAN_DEPTH: usize = 4;
 const PLAN_DIRS_CAP: usize = 2_000;
 
-pub fn survey(ctx: &Ctx) -> Result<Survey, CommandError> {
-    let store = ctx.store()?;
+pub fn survey(ctx: &Ctx, store: &dyn StateStore) -> Result<Survey, OpError> {
     let root = store.layout().root.clone();
     // git status is the slow part on a large tree: it runs while the state files are read.
     let status = std::thread::spawn({
@@ -814,7 +813,7 @@ impl Scan<'_> {
         self.changes.map(|c| !c.dirty_excluding(&excluded))
     }
 
-    fn a_run(&self, id: &str, run: &RunState, path: &Path) -> Result<Work, CommandError> {
+    fn a_run(&self, id: &str, run: &RunState, path: &Path) -> Result<Work, OpError> {
         let ctx = self.ctx;
         let root = &self.store.layout().root;
         let mut work = Work {
@@ -1247,7 +1246,7 @@ impl Scan<'_> {
         work
     }
 
-    fn a_ledger(&self, path: &Path) -> Result<Option<Work>, CommandError> {
+    fn a_ledger(&self, path: &Path) -> Result<Option<Work>, OpError> {
         let ctx = self.ctx;
         let root = &self.store.layout().root;
         let Some(text) = baton_store::ledger::read(path)? else {

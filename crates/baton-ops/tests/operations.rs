@@ -48,6 +48,7 @@ fn session(dir: &Path, store: &MemStore, session: &str, minutes: i64) -> Ctx {
 fn init(ctx: &Ctx, ticket: &str) -> Transition {
     ticket_loop::init(
         ctx,
+        &*ctx.store().unwrap(),
         &Init {
             ticket: OsStr::new(ticket),
             phase: "skeptic",
@@ -62,16 +63,23 @@ fn init(ctx: &Ctx, ticket: &str) -> Transition {
 /// `loop set T --phase <phase>`, as the write path runs it.
 fn set_phase(ctx: &Ctx, ticket: &str, phase: &str, flags: &Ownership) -> Transition {
     let target = ticket_loop::Target::derive(ctx, OsStr::new(ticket));
-    ticket_loop::transition(ctx, target, flags, JournalEvent::Set, |state, _| {
-        state.last_phase = Some(phase.to_string());
-        state.touch(ctx.now);
-        Ok(Applied {
-            changed: true,
-            message: format!("phase {phase}"),
-            next: None,
-            warnings: Vec::new(),
-        })
-    })
+    ticket_loop::transition(
+        ctx,
+        &*ctx.store().unwrap(),
+        target,
+        flags,
+        JournalEvent::Set,
+        |state, _| {
+            state.last_phase = Some(phase.to_string());
+            state.touch(ctx.now);
+            Ok(Applied {
+                changed: true,
+                message: format!("phase {phase}"),
+                next: None,
+                warnings: Vec::new(),
+            })
+        },
+    )
     .unwrap()
 }
 
@@ -159,6 +167,7 @@ fn a_lock_held_by_another_process_stops_the_write_and_changes_nothing() {
     let a = session(dir.path(), &store, "A", 1);
     let err = ticket_loop::transition(
         &a,
+        &*a.store().unwrap(),
         ticket_loop::Target::derive(&a, OsStr::new("T-1")),
         &Ownership::default(),
         JournalEvent::Set,
@@ -184,6 +193,7 @@ fn a_sessions_work_is_interrupted_by_a_rate_limit_and_surveyed_by_the_next() {
     let a = session(dir.path(), &store, "A", 1);
     let (done, result) = baton_ops::owned::interrupt_owned(
         &a,
+        &*a.store().unwrap(),
         &owned,
         baton_core::model::InterruptReason::RateLimit,
         "429 until the reset",
@@ -200,7 +210,7 @@ fn a_sessions_work_is_interrupted_by_a_rate_limit_and_surveyed_by_the_next() {
     assert_eq!(events(&store, "T-1"), ["init", "interrupt"]);
 
     let b = session(dir.path(), &store, "B", 301);
-    let survey = baton_ops::survey::survey(&b).unwrap();
+    let survey = baton_ops::survey::survey(&b, &*b.store().unwrap()).unwrap();
     let row = survey
         .work
         .iter()
@@ -219,6 +229,7 @@ fn start_batch(ctx: &Ctx, tickets: &[&str]) -> baton_ops::batch::BatchStart {
     let tickets: Vec<std::ffi::OsString> = tickets.iter().map(Into::into).collect();
     baton_ops::batch::start(
         ctx,
+        &*ctx.store().unwrap(),
         &baton_ops::batch::Start {
             tickets: &tickets,
             mode: "sequential",
@@ -285,6 +296,7 @@ fn a_loop_under_a_key_its_ticket_would_not_give_is_interrupted_all_the_same() {
     let a = session(dir.path(), &store, "A", 1);
     let (done, result) = baton_ops::owned::interrupt_owned(
         &a,
+        &*a.store().unwrap(),
         &owned,
         baton_core::model::InterruptReason::RateLimit,
         "429",
@@ -308,7 +320,8 @@ fn the_refresh_keeps_quiet_work_live_and_paused_work_as_it_is() {
     let t1_at_start = store.read_loop("T-1").unwrap().unwrap().revision;
     // Within the window: nothing is written.
     let owned = baton_ops::owned::owned(&store, "A").unwrap();
-    let done = baton_ops::owned::refresh(&session(dir.path(), &store, "A", 0), &owned, None);
+    let a = session(dir.path(), &store, "A", 0);
+    let done = baton_ops::owned::refresh(&a, &*a.store().unwrap(), &owned, None);
     assert!(done.error.is_none(), "{:?}", done.error);
     assert_eq!(
         store.read_loop("T-1").unwrap().unwrap().revision,
@@ -328,7 +341,7 @@ fn the_refresh_keeps_quiet_work_live_and_paused_work_as_it_is() {
     .unwrap();
     let owned = baton_ops::owned::owned(&store, "A").unwrap();
     let a = session(dir.path(), &store, "A", 7);
-    let done = baton_ops::owned::refresh(&a, &owned, Some(&pauses));
+    let done = baton_ops::owned::refresh(&a, &*a.store().unwrap(), &owned, Some(&pauses));
     assert!(done.error.is_none(), "{:?}", done.error);
     assert_eq!(
         store.read_loop("T-1").unwrap().unwrap().revision,
@@ -361,6 +374,7 @@ fn a_context_and_its_views_share_one_store() {
 fn new_run(ctx: &Ctx) -> baton_ops::single_run::RunStart {
     baton_ops::single_run::new_run(
         ctx,
+        &*ctx.store().unwrap(),
         &baton_ops::single_run::NewRun {
             feature: Some("search"),
             plan: None,
@@ -389,10 +403,26 @@ fn a_runs_lease_is_its_holders() {
     };
     let id = started.id.to_string();
     let b = session(dir.path(), &store, "B", 1);
-    let refused = end_lease(&b, &id, &Holder::default(), None, false).unwrap();
+    let refused = end_lease(
+        &b,
+        &*b.store().unwrap(),
+        &id,
+        &Holder::default(),
+        None,
+        false,
+    )
+    .unwrap();
     assert!(matches!(refused, LeaseEnd::Refused(_)), "{refused:?}");
     let a = session(dir.path(), &store, "A", 2);
-    let ended = end_lease(&a, &id, &Holder::default(), None, false).unwrap();
+    let ended = end_lease(
+        &a,
+        &*a.store().unwrap(),
+        &id,
+        &Holder::default(),
+        None,
+        false,
+    )
+    .unwrap();
     assert!(matches!(ended, LeaseEnd::Ended { .. }), "{ended:?}");
     let run = store
         .read_run(&baton_core::run_id::RunId::parse(&id).unwrap())
@@ -409,15 +439,16 @@ fn a_paused_session_is_left_paused_and_the_next_session_is_told() {
     let (dir, store) = project();
     init(&session(dir.path(), &store, "A", 0), "T-1");
     let a = session(dir.path(), &store, "A", 1);
-    baton_ops::continuation::pause(&a, Some("lunch".into())).unwrap();
+    baton_ops::continuation::pause(&a, &*a.store().unwrap(), Some("lunch".into())).unwrap();
     let pauses = store.read_pause().unwrap().unwrap().state;
     let before = store.read_loop("T-1").unwrap().unwrap().revision;
     let owned = baton_ops::owned::owned(&store, "A").unwrap();
     let later = session(dir.path(), &store, "A", 30);
-    let done = baton_ops::owned::refresh(&later, &owned, Some(&pauses));
+    let done = baton_ops::owned::refresh(&later, &*later.store().unwrap(), &owned, Some(&pauses));
     assert!(done.error.is_none(), "{:?}", done.error);
     assert_eq!(store.read_loop("T-1").unwrap().unwrap().revision, before);
-    let survey = baton_ops::survey::survey(&session(dir.path(), &store, "B", 31)).unwrap();
+    let b = session(dir.path(), &store, "B", 31);
+    let survey = baton_ops::survey::survey(&b, &*b.store().unwrap()).unwrap();
     let row = survey.work.iter().find(|w| w.key == "T-1").unwrap();
     // Offered to the next session as work paused on purpose, with the pause's reason.
     assert_eq!(

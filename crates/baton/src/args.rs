@@ -3,7 +3,7 @@
 use clap::Args;
 use jiff::Timestamp;
 
-use baton_ops::error::CommandError;
+use crate::error::CommandError;
 use baton_ops::ticket_loop::Ownership;
 
 /// The ownership options of every loop write.

@@ -10,10 +10,10 @@ use crate::commands::{
     batch, completions, demo, gate, hook, init, ledger, man, pause, resume, run, schema, status,
     supervise, ticket_loop, wait,
 };
+use crate::error::{CommandError, ExitStatus};
 use crate::output::{self, ColorChoice, Report};
 use baton_core::text::esc;
 use baton_ops::env::Ctx;
-use baton_ops::error::{CommandError, ExitStatus};
 
 /// Durable state for coding-agent runs: resume an interrupted run exactly where it stopped.
 ///
@@ -264,6 +264,7 @@ pub fn run() -> ExitCode {
                     }
                     Ok(ctx)
                 })
+                .map_err(CommandError::from)
                 .and_then(|ctx| {
                     let held = if state_command {
                         forward_first(&ctx)
@@ -382,14 +383,21 @@ fn dispatch(ctx: &Ctx, command: Command) -> Result<Report, CommandError> {
 
 fn render_error(err: &CommandError, json: bool) -> (ExitStatus, String, String) {
     if json {
-        let obj = serde_json::json!({
-            "error": { "kind": err.status.kind(), "message": err.message, "hints": err.hints },
+        let mut error = serde_json::json!({
+            "kind": err.status.kind(), "message": err.message, "hints": err.hints,
         });
+        if !err.causes.is_empty() {
+            error["causes"] = serde_json::json!(err.causes);
+        }
+        let obj = serde_json::json!({ "error": error });
         return (err.status, obj.to_string(), String::new());
     }
     // A message can quote what a state file holds (a parse error names the bad value): escaped,
     // it cannot start a line of its own. Hints are baton's own text, some of several lines.
     let mut text = format!("{} {}\n", painted("error:", ERROR), esc(&err.message));
+    for cause in &err.causes {
+        text.push_str(&format!("caused by: {}\n", esc(cause)));
+    }
     for hint in &err.hints {
         text.push_str(&format!("hint: {hint}\n"));
     }
@@ -464,7 +472,7 @@ fn forward_first(ctx: &Ctx) -> Vec<String> {
         Ok(layout) if baton_ops::forward::anything_pending(ctx, &layout) => {}
         _ => return Vec::new(),
     }
-    match baton_ops::forward::forward(ctx) {
+    match baton_ops::forward::forward(ctx, &|| ctx.store()) {
         Ok(done) => done.all_warnings(),
         Err(e) => vec![format!(
             "interrupts recorded on this machine have not reached the server yet ({}): {}",

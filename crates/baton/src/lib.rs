@@ -5,6 +5,7 @@ mod args;
 mod cli;
 mod commands;
 mod environment;
+mod error;
 mod output;
 mod view;
 

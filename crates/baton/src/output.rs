@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
+use crate::error::ExitStatus;
 use baton_core::text::short_sessions;
 use baton_core::{Decision, Reason};
-use baton_ops::error::ExitStatus;
 
 /// A finished command: its exit status, its JSON object and its text.
 #[derive(Debug)]

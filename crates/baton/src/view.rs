@@ -5,6 +5,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
+use crate::error::ExitStatus;
 use crate::output::Report;
 use baton_core::journal::JournalEvent;
 use baton_core::ledger::{Event, Ledger, render_line};
@@ -16,7 +17,6 @@ use baton_core::time::{age, human_age, is_live};
 use baton_core::{Decision, Reason};
 use baton_ops::batch::next_step;
 use baton_ops::env::Ctx;
-use baton_ops::error::ExitStatus;
 use baton_ops::ledgers::{Appended, Plan};
 use baton_ops::survey::{Survey, Work};
 use baton_ops::ticket_loop::Target;

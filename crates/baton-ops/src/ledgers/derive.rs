@@ -10,7 +10,7 @@ use super::{
     run_declared,
 };
 use crate::env::Ctx;
-use crate::error::CommandError;
+use crate::error::OpError;
 use baton_core::ledger::{
     DeriveFacts, Derived, Event, Line, PhaseFacts, decide_ledger, parse_ledger, phase_claims,
 };
@@ -78,7 +78,7 @@ pub fn derive(
     args: &Derive,
     progress: &mut dyn FnMut(usize, usize, &str),
     done_gates: &mut dyn FnMut(),
-) -> Result<LedgerDerive, CommandError> {
+) -> Result<LedgerDerive, OpError> {
     let plan = Plan::resolve(ctx, args.plan)?;
     let text = ledger::read(&plan.ledger)?.ok_or_else(|| missing(&plan))?;
     let l = parse_ledger(&text);

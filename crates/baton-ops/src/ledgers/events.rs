@@ -5,7 +5,7 @@ use std::path::Path;
 
 use super::{Appended, Plan, append_line, missing, refuse_foreign};
 use crate::env::Ctx;
-use crate::error::CommandError;
+use crate::error::OpError;
 use baton_core::ledger::{Event, Line, parse_line};
 use baton_core::time::format_ts_ms;
 use baton_core::{Decision, Reason};
@@ -20,7 +20,7 @@ pub struct EventAppend {
 
 /// Appends `event` to the ledger of `plan`, its values trimmed, its commits checked and the
 /// time stamped; another run's ledger is refused (`Appended::Refused`) before anything else.
-pub fn append_event(ctx: &Ctx, plan: &Path, event: Event) -> Result<EventAppend, CommandError> {
+pub fn append_event(ctx: &Ctx, plan: &Path, event: Event) -> Result<EventAppend, OpError> {
     let plan = Plan::resolve(ctx, plan)?;
     // Another run's ledger is refused before anything else is looked at.
     if let Some(refusal) = refuse_foreign(&plan)? {
@@ -52,7 +52,7 @@ pub fn append_event(ctx: &Ctx, plan: &Path, event: Event) -> Result<EventAppend,
 
 /// Appends one raw line after validating it against the grammar and the checks every
 /// structured writer's event passes too.
-pub fn append_raw(ctx: &Ctx, plan: &Path, raw: &str) -> Result<EventAppend, CommandError> {
+pub fn append_raw(ctx: &Ctx, plan: &Path, raw: &str) -> Result<EventAppend, OpError> {
     let plan = Plan::resolve(ctx, plan)?;
     // Another run's ledger is refused before anything else is looked at.
     if let Some(refusal) = refuse_foreign(&plan)? {
@@ -62,7 +62,7 @@ pub fn append_raw(ctx: &Ctx, plan: &Path, raw: &str) -> Result<EventAppend, Comm
         });
     }
     let line = parse_line(raw).map_err(|e| {
-        CommandError::usage(format!(
+        OpError::usage(format!(
             "not a ledger event: {e}: {:?}",
             baton_core::text::esc(raw)
         ))
@@ -79,7 +79,7 @@ pub fn append_raw(ctx: &Ctx, plan: &Path, raw: &str) -> Result<EventAppend, Comm
 /// ledger claimed complete before that line and that come before its resume point in the plan's
 /// order (the derive resumes at the first phase it did not confirm); a phase with any event of
 /// its own after the line is the run's business again.
-fn confirmed_by_derive(plan: &Plan, phase: &str) -> Result<Option<Decision>, CommandError> {
+fn confirmed_by_derive(plan: &Plan, phase: &str) -> Result<Option<Decision>, OpError> {
     let Some(text) = baton_store::ledger::read(&plan.ledger)? else {
         return Ok(None);
     };
@@ -128,10 +128,10 @@ fn confirmed_by_derive(plan: &Plan, phase: &str) -> Result<Option<Decision>, Com
 }
 
 /// HEAD's short id, the default of a `--base` or `--sha`.
-pub fn short_head(ctx: &Ctx) -> Result<String, CommandError> {
+pub fn short_head(ctx: &Ctx) -> Result<String, OpError> {
     let root = ctx.layout()?.root;
     let head = git::head_and_index(&root)?.head.ok_or_else(|| {
-        CommandError::usage("the repository has no commit yet").hint("pass the commit explicitly")
+        OpError::usage("the repository has no commit yet").hint("pass the commit explicitly")
     })?;
     Ok(head[..7].to_string())
 }
@@ -139,13 +139,13 @@ pub fn short_head(ctx: &Ctx) -> Result<String, CommandError> {
 /// What every append checks beyond the grammar, for the structured writers and a raw line
 /// alike: commits that exist, a range that holds a commit, a test count that adds up, and text
 /// free of control characters (STATE.md stays a text file that git diffs by line).
-pub fn check_event(plan: &Plan, event: &Event) -> Result<(), CommandError> {
+pub fn check_event(plan: &Plan, event: &Event) -> Result<(), OpError> {
     let rendered = baton_core::ledger::render_line(&Line {
         event: event.clone(),
         at: None,
     });
     if rendered.chars().any(char::is_control) {
-        return Err(CommandError::usage(format!(
+        return Err(OpError::usage(format!(
             "the event holds control characters: {:?}",
             baton_core::text::esc(&rendered)
         ))
@@ -162,17 +162,17 @@ pub fn check_event(plan: &Plan, event: &Event) -> Result<(), CommandError> {
     };
     for commit in &commits {
         if !git::commit_exists(&plan.root, commit)? {
-            return Err(CommandError::usage(format!(
-                "{commit} is not a commit of this repository"
-            ))
-            .hint("pass a commit id that `git rev-parse` knows; nothing was written"));
+            return Err(
+                OpError::usage(format!("{commit} is not a commit of this repository"))
+                    .hint("pass a commit id that `git rev-parse` knows; nothing was written"),
+            );
         }
     }
     // An empty range claims no committed work; a one-commit phase is `<parent>..<commit>`.
     if let Event::Complete { from, to, .. } = event
         && git::commits_beyond(&plan.root, from, to)? == Some(0)
     {
-        return Err(CommandError::usage(format!(
+        return Err(OpError::usage(format!(
             "the phase's range {from}..{to} holds no commit: a phase is complete with its work committed"
         ))
         .hint("commit the phase's work first; a phase of one commit is `--commits <its parent>..<it>`; nothing was written"));
@@ -181,12 +181,12 @@ pub fn check_event(plan: &Plan, event: &Event) -> Result<(), CommandError> {
 }
 
 /// `--tests X/Y` with X at most Y: more tests passing than ran is a typo, not a record.
-fn check_tests(tests: &str) -> Result<(), CommandError> {
+fn check_tests(tests: &str) -> Result<(), OpError> {
     if let Some((x, y)) = tests.split_once('/')
         && let (Ok(x), Ok(y)) = (x.trim().parse::<u64>(), y.trim().parse::<u64>())
         && x > y
     {
-        return Err(CommandError::usage(format!(
+        return Err(OpError::usage(format!(
             "--tests {tests}: {x} passing of {y} run is more than ran"
         ))
         .hint("pass tests passing over tests run, like `41/42`; nothing was written"));
@@ -195,7 +195,7 @@ fn check_tests(tests: &str) -> Result<(), CommandError> {
 }
 
 /// The base of the last `started` event of a phase.
-pub fn started_base(plan: &Plan, phase: &str) -> Result<String, CommandError> {
+pub fn started_base(plan: &Plan, phase: &str) -> Result<String, OpError> {
     let text = baton_store::ledger::read(&plan.ledger)?.ok_or_else(|| missing(plan))?;
     baton_core::ledger::parse_ledger(&text)
         .events
@@ -206,7 +206,7 @@ pub fn started_base(plan: &Plan, phase: &str) -> Result<String, CommandError> {
             _ => None,
         })
         .ok_or_else(|| {
-            CommandError::usage(format!(
+            OpError::usage(format!(
                 "phase {phase} has no `started` event to take its base from"
             ))
             .hint("pass `--commits <a>..<b>`")

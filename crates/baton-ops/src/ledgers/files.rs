@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use super::{Plan, foreign, missing};
 use crate::env::Ctx;
-use crate::error::CommandError;
+use crate::error::OpError;
 use baton_core::Decision;
 use baton_core::ledger::{parse_header, parse_ledger, render_header};
 use baton_store::{git, ledger};
@@ -40,7 +40,7 @@ pub enum LedgerInit {
 
 /// Starts a plan's ledger (`STATE.md` in the plan directory `raw`) with its header line; one
 /// that is there already for this plan is left as it is.
-pub fn init(ctx: &Ctx, raw: &Path) -> Result<LedgerInit, CommandError> {
+pub fn init(ctx: &Ctx, raw: &Path) -> Result<LedgerInit, OpError> {
     let plan = Plan::resolve(ctx, raw)?;
     let created = match ledger::read(&plan.ledger)? {
         Some(existing) => {
@@ -49,7 +49,7 @@ pub fn init(ctx: &Ctx, raw: &Path) -> Result<LedgerInit, CommandError> {
                 Some(named) if plan.owns_header(named) => false,
                 Some(named) => return Ok(LedgerInit::Refused(foreign(&plan, named))),
                 None => {
-                    return Err(CommandError::usage(format!("{} exists without a `# run-state — plan:` header", plan.ledger.display()))
+                    return Err(OpError::usage(format!("{} exists without a `# run-state — plan:` header", plan.ledger.display()))
                         .hint("it is not a ledger baton wrote; move it aside, then run `baton ledger init` again"));
                 }
             }
@@ -82,11 +82,11 @@ pub enum LedgerCommit {
 }
 
 /// Commits the plan's ledger, and only it, with a message naming the phase it records last.
-pub fn commit(ctx: &Ctx, raw: &Path) -> Result<LedgerCommit, CommandError> {
+pub fn commit(ctx: &Ctx, raw: &Path) -> Result<LedgerCommit, OpError> {
     let plan = Plan::resolve(ctx, raw)?;
     let text = ledger::read(&plan.ledger)?.ok_or_else(|| missing(&plan))?;
     if git::is_ignored(&plan.root, &plan.ledger)? {
-        return Err(CommandError::usage(format!(
+        return Err(OpError::usage(format!(
             "git ignores {}, so it cannot be committed",
             plan.ledger.display()
         ))

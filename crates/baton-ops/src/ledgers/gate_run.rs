@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::{Appended, Plan, append_line, declared_gates, missing, refuse_foreign, run_declared};
 use crate::env::Ctx;
-use crate::error::CommandError;
+use crate::error::OpError;
 use baton_core::Decision;
 use baton_core::ledger::{Event, Line};
 use baton_core::time::format_ts_ms;
@@ -56,7 +56,7 @@ pub enum GatesRun {
 /// Runs a phase's declared gates (or the one named) from the project root and appends each
 /// result to the ledger. Every line must be recordable before any gate runs: a gate's side
 /// effects with no record of them is what the ledger exists to prevent.
-pub fn run_gates(ctx: &Ctx, request: &GateRunRequest) -> Result<GatesRun, CommandError> {
+pub fn run_gates(ctx: &Ctx, request: &GateRunRequest) -> Result<GatesRun, OpError> {
     let phase = request.phase;
     let plan = Plan::resolve(ctx, request.plan)?;
     if !plan.ledger.exists() {
@@ -71,7 +71,7 @@ pub fn run_gates(ctx: &Ctx, request: &GateRunRequest) -> Result<GatesRun, Comman
         gates.retain(|g| g.name == only);
     }
     if gates.is_empty() {
-        let mut err = CommandError::usage(format!(
+        let mut err = OpError::usage(format!(
             "no gates{} declared for phase {} in {}/phase-{}*.md or its plan.md",
             request
                 .only
@@ -104,7 +104,7 @@ pub fn run_gates(ctx: &Ctx, request: &GateRunRequest) -> Result<GatesRun, Comman
         if baton_core::ledger::parse_line(&baton_core::ledger::render_line(&line)).as_ref()
             != Ok(&line)
         {
-            return Err(CommandError::usage(format!(
+            return Err(OpError::usage(format!(
                 "gate {} of phase {} cannot be recorded as declared (`{}`); nothing was run",
                 gate.name, phase, gate.command
             ))

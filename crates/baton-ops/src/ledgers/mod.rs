@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::env::Ctx;
-use crate::error::{CommandError, ExitStatus};
+use crate::error::{Kind, OpError};
 use baton_core::ledger::gates::{
     GateDecl, is_phase_file, parse_gates, parse_plan_gates, phase_of_file, plan_phases,
 };
@@ -37,7 +37,7 @@ pub struct Plan {
 }
 
 impl Plan {
-    pub fn resolve(ctx: &Ctx, raw: &Path) -> Result<Plan, CommandError> {
+    pub fn resolve(ctx: &Ctx, raw: &Path) -> Result<Plan, OpError> {
         let root = ctx.layout()?.root;
         let joined = if raw.is_absolute() {
             raw.to_path_buf()
@@ -45,17 +45,17 @@ impl Plan {
             ctx.dir.join(raw)
         };
         let dir = joined.canonicalize().map_err(|e| {
-            CommandError::usage(format!("plan directory {}: {e}", raw.display()))
+            OpError::usage(format!("plan directory {}: {e}", raw.display()))
                 .hint("pass the plan's directory, like `plans/auth`")
         })?;
         if !dir.is_dir() {
             return Err(
-                CommandError::usage(format!("{} is not a directory", raw.display()))
+                OpError::usage(format!("{} is not a directory", raw.display()))
                     .hint("pass the plan's directory, like `plans/auth`"),
             );
         }
         let rel = dir.strip_prefix(&root).map_err(|_| {
-            CommandError::usage(format!(
+            OpError::usage(format!(
                 "plan directory {} resolves to {}, outside the project root {}",
                 raw.display(),
                 dir.display(),
@@ -69,7 +69,7 @@ impl Plan {
         let first = rel.split('/').next().unwrap_or_default();
         let state_dir = ctx.layout()?.state_dir;
         if rel.is_empty() || first == ".git" || dir.starts_with(&state_dir) || rel != rel.trim() {
-            return Err(CommandError::usage(format!("{} is not a plan directory", raw.display()))
+            return Err(OpError::usage(format!("{} is not a plan directory", raw.display()))
                 .hint("pass the plan's own directory inside the project, like `plans/auth` (not the project root, `.git` or baton's state directory)"));
         }
         let ledger = dir.join("STATE.md");
@@ -110,11 +110,11 @@ impl Plan {
     }
 
     /// The names of the files in the plan directory.
-    pub fn file_names(&self) -> Result<Vec<String>, CommandError> {
+    pub fn file_names(&self) -> Result<Vec<String>, OpError> {
         Ok(std::fs::read_dir(&self.dir)
             .map_err(|e| {
-                CommandError::new(
-                    crate::error::ExitStatus::Failure,
+                OpError::new(
+                    crate::error::Kind::Broken,
                     format!("cannot list {}: {e}", self.dir.display()),
                 )
             })?
@@ -125,7 +125,7 @@ impl Plan {
 }
 
 /// The phases the plan's phase files declare, in natural order (`2` before `10`).
-pub fn declared_phases(plan: &Plan) -> Result<Vec<String>, CommandError> {
+pub fn declared_phases(plan: &Plan) -> Result<Vec<String>, OpError> {
     let mut phases: Vec<String> = plan
         .file_names()?
         .iter()
@@ -171,7 +171,7 @@ pub fn foreign(plan: &Plan, found: &str) -> Decision {
 }
 
 /// The refusal for a ledger whose header names another plan, read from its first line.
-pub fn refuse_foreign(plan: &Plan) -> Result<Option<Decision>, CommandError> {
+pub fn refuse_foreign(plan: &Plan) -> Result<Option<Decision>, OpError> {
     let Some(head) = baton_store::ledger::read_head(&plan.ledger)? else {
         return Ok(None);
     };
@@ -183,7 +183,7 @@ pub fn refuse_foreign(plan: &Plan) -> Result<Option<Decision>, CommandError> {
 /// Appends a line (already validated) with the header check. With a session known, the
 /// session is recorded as the ledger's last writer (`baton_store::sessions::LedgerWriter`), for
 /// the session-start survey to hand the ledger back to that session after a compaction.
-pub fn append_line(ctx: &Ctx, plan: &Plan, line: &Line) -> Result<Appended, CommandError> {
+pub fn append_line(ctx: &Ctx, plan: &Plan, line: &Line) -> Result<Appended, OpError> {
     let text = render_line(line);
     // A value that would not read back as written (a phase id with a space, a finding holding
     // ` — `) is refused here rather than written as a line nobody can parse.
@@ -191,13 +191,13 @@ pub fn append_line(ctx: &Ctx, plan: &Plan, line: &Line) -> Result<Appended, Comm
         Ok(back) if &back == line => {}
         Ok(_) => {
             return Err(
-                CommandError::usage(format!("`{text}` would not read back as written"))
+                OpError::usage(format!("`{text}` would not read back as written"))
                     .hint("avoid ` — `, ` -> ` and `→` inside free text, and spaces in names"),
             );
         }
         Err(e) => {
             return Err(
-                CommandError::usage(format!("`{text}` is not a valid ledger line: {e}"))
+                OpError::usage(format!("`{text}` is not a valid ledger line: {e}"))
                     .hint("check the values passed; nothing was written"),
             );
         }
@@ -221,8 +221,8 @@ pub fn append_line(ctx: &Ctx, plan: &Plan, line: &Line) -> Result<Appended, Comm
             })
         }
         Err(AppendError::ForeignPlan { found }) => Ok(Appended::Refused(foreign(plan, &found))),
-        Err(AppendError::NoHeader) => Err(CommandError::new(
-            ExitStatus::Failure,
+        Err(AppendError::NoHeader) => Err(OpError::new(
+            Kind::Broken,
             format!(
                 "{} has no `# run-state — plan: <plan>` header line",
                 plan.ledger.display()
@@ -252,8 +252,8 @@ fn note_writer(ctx: &Ctx, plan: &Plan, len: u64) {
     );
 }
 
-pub fn missing(plan: &Plan) -> CommandError {
-    CommandError::usage(format!("{} does not exist", plan.ledger.display())).hint(format!(
+pub fn missing(plan: &Plan) -> OpError {
+    OpError::usage(format!("{} does not exist", plan.ledger.display())).hint(format!(
         "start it with `baton ledger init {}`",
         plan.ledger_arg()
     ))
@@ -265,7 +265,7 @@ pub fn missing(plan: &Plan) -> CommandError {
 pub fn discipline(
     plan: &Plan,
     ledger: &baton_core::ledger::Ledger,
-) -> Result<Vec<(baton_core::Rule, String)>, CommandError> {
+) -> Result<Vec<(baton_core::Rule, String)>, OpError> {
     use baton_core::ledger::Event;
     let mut findings = Vec::new();
     let rel = plan
@@ -320,10 +320,7 @@ pub fn discipline(
 
 /// The gates declared for `phase` in `plans/<plan>/phase-<N>*.md`, and the lines of their
 /// `gates` blocks that do not parse.
-pub fn declared_gates(
-    plan: &Plan,
-    phase: &str,
-) -> Result<(Vec<GateDecl>, Vec<String>), CommandError> {
+pub fn declared_gates(plan: &Plan, phase: &str) -> Result<(Vec<GateDecl>, Vec<String>), OpError> {
     let mut files: Vec<_> = plan
         .file_names()?
         .into_iter()
@@ -355,7 +352,7 @@ pub fn run_declared(
     phase: &str,
     gate: &GateDecl,
     timeout: Duration,
-) -> Result<GateRun, CommandError> {
+) -> Result<GateRun, OpError> {
     let root = plan.root.to_string_lossy().into_owned();
     let env = [
         ("BATON_PROJECT_ROOT", root.as_str()),

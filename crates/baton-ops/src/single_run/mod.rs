@@ -6,7 +6,7 @@ use baton_core::journal::JournalEvent;
 use serde_json::json;
 
 use crate::env::Ctx;
-use crate::error::CommandError;
+use crate::error::OpError;
 use crate::journal;
 use crate::runs::{self, lease_state_of};
 use baton_core::decide::lease::{Here, LeaseState};
@@ -79,9 +79,9 @@ pub enum LeaseRefresh {
 
 /// Parses a run id argument; anything off the allowlist is invalid input that never reaches a
 /// path.
-pub fn parse_run_id(raw: &str) -> Result<RunId, CommandError> {
+pub fn parse_run_id(raw: &str) -> Result<RunId, OpError> {
     RunId::parse(raw).map_err(|e| {
-        CommandError::usage(e.to_string())
+        OpError::usage(e.to_string())
             .hint("list runs with `ls .agentic/runs/`, or start one with `baton run new`")
     })
 }
@@ -89,7 +89,6 @@ pub fn parse_run_id(raw: &str) -> Result<RunId, CommandError> {
 /// A run opened for a write, under the store's lock.
 pub struct OpenRun {
     pub id: RunId,
-    pub store: std::rc::Rc<dyn StateStore>,
     pub _guard: Guard,
     pub run: RunState,
     /// What the write after the change expects: the revision read.
@@ -98,9 +97,8 @@ pub struct OpenRun {
 
 /// Opens a run for a write under the store's lock: the id checked, the file read, a newer schema
 /// refused. A project without state is told so without creating any.
-pub fn open_for_write(ctx: &Ctx, raw_id: &str) -> Result<OpenRun, CommandError> {
+pub fn open_for_write(store: &dyn StateStore, raw_id: &str) -> Result<OpenRun, OpError> {
     let id = parse_run_id(raw_id)?;
-    let store = ctx.store()?;
     if !store.exists()? {
         return Err(missing_run(&id));
     }
@@ -110,7 +108,6 @@ pub fn open_for_write(ctx: &Ctx, raw_id: &str) -> Result<OpenRun, CommandError> 
     let read = loaded.expect();
     Ok(OpenRun {
         id,
-        store,
         _guard: guard,
         run: loaded.state,
         read,
@@ -118,8 +115,8 @@ pub fn open_for_write(ctx: &Ctx, raw_id: &str) -> Result<OpenRun, CommandError> 
 }
 
 /// A missing run: never a path built from an unchecked id.
-pub fn missing_run(id: &RunId) -> CommandError {
-    CommandError::usage(format!("no run {id} in this project (.agentic/runs/{id}.json)"))
+pub fn missing_run(id: &RunId) -> OpError {
+    OpError::usage(format!("no run {id} in this project (.agentic/runs/{id}.json)"))
         .hint(format!("import an originating one with `baton run import {id}`, or start a new run with `baton run new`"))
 }
 
@@ -176,18 +173,18 @@ pub fn require_holder(
 /// Drops the lease (and, with `status`, ends the run) unless a live foreign holder has it.
 pub fn end_lease(
     ctx: &Ctx,
+    store: &dyn StateStore,
     raw_id: &str,
     holder: &Holder,
     status: Option<RunStatus>,
     force: bool,
-) -> Result<LeaseEnd, CommandError> {
+) -> Result<LeaseEnd, OpError> {
     let OpenRun {
         id,
-        store,
         _guard,
         mut run,
         read,
-    } = open_for_write(ctx, raw_id)?;
+    } = open_for_write(store, raw_id)?;
     let before = run.clone();
     let (here, _) = runs::here(ctx, holder.pid, holder.token.as_deref(), false)?;
     if let (Some(held), Some(lease)) = (holder.epoch, &run.lease)
@@ -283,18 +280,18 @@ pub fn end_lease(
 /// holder's own lease: anything else is a no-op, as a hook needs.
 pub fn interrupt_lease(
     ctx: &Ctx,
+    store: &dyn StateStore,
     raw_id: &str,
     holder: &Holder,
     reason: InterruptReason,
     evidence: &str,
-) -> Result<LeaseInterrupt, CommandError> {
+) -> Result<LeaseInterrupt, OpError> {
     let OpenRun {
         id,
-        store,
         _guard,
         mut run,
         read,
-    } = open_for_write(ctx, raw_id)?;
+    } = open_for_write(store, raw_id)?;
     let (here, _) = runs::here(ctx, holder.pid, holder.token.as_deref(), false)?;
     if lease_state_of(&run, &here, ctx.now) != LeaseState::Mine {
         return Ok(LeaseInterrupt::NotHeld { id });
@@ -323,9 +320,13 @@ pub fn interrupt_lease(
 }
 
 /// Refreshes the lease of a run this caller holds; anything else is a no-op.
-pub fn heartbeat(ctx: &Ctx, run_id: &str, holder: &Holder) -> Result<LeaseRefresh, CommandError> {
+pub fn heartbeat(
+    ctx: &Ctx,
+    store: &dyn StateStore,
+    run_id: &str,
+    holder: &Holder,
+) -> Result<LeaseRefresh, OpError> {
     let id = parse_run_id(run_id)?;
-    let store = ctx.store()?;
     let noop = |why: String| {
         Ok(LeaseRefresh::Skipped {
             id: id.clone(),

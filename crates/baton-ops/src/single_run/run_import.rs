@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 
 use super::parse_run_id;
 use crate::env::Ctx;
-use crate::error::CommandError;
+use crate::error::OpError;
 use crate::journal;
 use crate::run_facts::recorded_plan_path;
 use baton_core::model::{
@@ -33,15 +33,19 @@ pub struct Imported {
 /// Imports an originating state file (`from`, or the default place for `run_id`). Only a
 /// regular file owned by this user is read; every field is kept and the known ones are mapped.
 /// A run already in baton's state is a usage error; a refused import writes nothing.
-pub fn import(ctx: &Ctx, run_id: &str, from: Option<&Path>) -> Result<Imported, CommandError> {
+pub fn import(
+    ctx: &Ctx,
+    store: &dyn StateStore,
+    run_id: &str,
+    from: Option<&Path>,
+) -> Result<Imported, OpError> {
     let id = parse_run_id(run_id)?;
-    let store = ctx.store()?;
     // The source is checked before anything is created: a refused import writes nothing.
     build_import(ctx, &*store, &id, from)?;
     let _guard = store.lock(LockScope::Runs)?;
     if store.read_run(&id)?.is_some() {
         return Err(
-            CommandError::usage(format!("run {id} is already in .agentic/runs/"))
+            OpError::usage(format!("run {id} is already in .agentic/runs/"))
                 .hint(format!("see it with `baton run show {id}`")),
         );
     }
@@ -91,15 +95,15 @@ pub fn build_import(
     store: &dyn StateStore,
     id: &RunId,
     from: Option<&Path>,
-) -> Result<RunState, CommandError> {
+) -> Result<RunState, OpError> {
     let source = from.map_or_else(|| default_source(ctx, id), Path::to_path_buf);
     let bytes = read_owned(&source, STATE_FILE_CAP)?.ok_or_else(|| {
-        CommandError::usage(format!("no originating state at {}", source.display()))
+        OpError::usage(format!("no originating state at {}", source.display()))
             .hint("pass the file with `--from <PATH>`")
     })?;
     let original: Map<String, Value> = serde_json::from_slice(&bytes).map_err(|e| {
-        CommandError::new(
-            crate::error::ExitStatus::Failure,
+        OpError::new(
+            crate::error::Kind::Broken,
             format!("{} is not a JSON object: {e}", source.display()),
         )
         .hint("nothing was imported; check the file")
@@ -113,7 +117,7 @@ pub fn build_import(
     if let Some(named) = original.get("run_id").and_then(Value::as_str)
         && named != id.as_str()
     {
-        return Err(CommandError::usage(format!(
+        return Err(OpError::usage(format!(
             "{} names run {:?}, not {id}",
             source.display(),
             baton_core::text::esc(named)
@@ -246,7 +250,7 @@ fn completion(value: &Value) -> Option<Completion> {
 /// `pipeline_agent_completions_<id>.json`, read like the state file (a regular file of this
 /// user's, never a link). `Ok(None)` when there is none; an error names one that is there but
 /// cannot be read, since dropping it would re-dispatch every agent it records.
-pub fn completion_ledger(source: &Path, id: &RunId) -> Result<Option<Value>, CommandError> {
+pub fn completion_ledger(source: &Path, id: &RunId) -> Result<Option<Value>, OpError> {
     let Some(dir) = source.parent() else {
         return Ok(None);
     };
@@ -255,8 +259,8 @@ pub fn completion_ledger(source: &Path, id: &RunId) -> Result<Option<Value>, Com
         return Ok(None);
     };
     serde_json::from_slice(&bytes).map(Some).map_err(|e| {
-        CommandError::new(
-            crate::error::ExitStatus::Failure,
+        OpError::new(
+            crate::error::Kind::Broken,
             format!("{} is not valid JSON: {e}", path.display()),
         )
         .hint("its completed agents would be lost; fix or move the file, then retry")
@@ -265,7 +269,7 @@ pub fn completion_ledger(source: &Path, id: &RunId) -> Result<Option<Value>, Com
 
 /// Adds the agents the originating completion ledger records now (autonomous-dev goes on
 /// writing it after the import) to an imported run. Returns the names added.
-pub fn merge_completion_ledger(run: &mut RunState) -> Result<Vec<String>, CommandError> {
+pub fn merge_completion_ledger(run: &mut RunState) -> Result<Vec<String>, OpError> {
     let Some(source) = run.imported_from.clone() else {
         return Ok(Vec::new());
     };

@@ -8,7 +8,7 @@ use serde_json::{Map, json};
 
 use super::Holder;
 use crate::env::Ctx;
-use crate::error::CommandError;
+use crate::error::OpError;
 use crate::journal;
 use crate::run_facts::{
     file_in_project, plan_now, plan_path_now, recorded_plan_path, sections_now,
@@ -21,7 +21,7 @@ use baton_core::model::{
 use baton_core::run_id::RunId;
 use baton_core::time::format_ts;
 use baton_core::{Decision, Reason};
-use baton_store::{Expect, LockScope, RecordKey, git, random_hex};
+use baton_store::{Expect, LockScope, RecordKey, StateStore, git, random_hex};
 
 /// What `run new` is asked for.
 #[derive(Debug, Clone)]
@@ -75,11 +75,10 @@ pub struct Started {
 /// Starts a single run: a new run id, what it is planned against, and its run lock. No fresh
 /// start beside a resumable run of the same plan unless `fresh` says so (that run is then
 /// abandoned, naming this one); never beside one a live holder works on.
-pub fn new_run(ctx: &Ctx, args: &NewRun) -> Result<RunStart, CommandError> {
-    let store = ctx.store()?;
+pub fn new_run(ctx: &Ctx, store: &dyn StateStore, args: &NewRun) -> Result<RunStart, OpError> {
     let root = store.layout().root.clone();
     if args.project_file.starts_with('/') || args.project_file.split('/').any(|c| c == "..") {
-        return Err(CommandError::usage(format!(
+        return Err(OpError::usage(format!(
             "--project-file {} must be a path inside the project",
             args.project_file
         ))

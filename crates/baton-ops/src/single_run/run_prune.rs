@@ -6,12 +6,13 @@ use std::path::PathBuf;
 use jiff::SignedDuration;
 
 use crate::env::Ctx;
-use crate::error::CommandError;
+use crate::error::OpError;
 use crate::runs::{self, lease_state_of};
 use baton_core::decide::lease::LeaseState;
 use baton_core::run_id::RunId;
 use baton_core::time::parse_ts;
 use baton_store::LockScope;
+use baton_store::StateStore;
 
 /// What `run prune` is asked for.
 #[derive(Debug, Clone, Copy)]
@@ -49,8 +50,7 @@ pub enum Pruned {
 
 /// Deletes the state of finished runs (`complete` or `abandoned`) last written at least
 /// `older_than` ago, under the runs' lock.
-pub fn prune(ctx: &Ctx, args: &Prune) -> Result<Pruned, CommandError> {
-    let store = ctx.store()?;
+pub fn prune(ctx: &Ctx, store: &dyn StateStore, args: &Prune) -> Result<Pruned, OpError> {
     if !store.exists()? {
         return Ok(Pruned::NoRuns);
     }

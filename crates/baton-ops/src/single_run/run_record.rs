@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::{Holder, OpenRun, open_for_write, require_holder};
 use crate::env::Ctx;
-use crate::error::CommandError;
+use crate::error::OpError;
 use crate::journal;
 use crate::run_facts::{file_in_project, plan_now, plan_path_now, recorded_plan_path};
 use crate::runs;
@@ -17,7 +17,7 @@ use baton_core::model::{Completion, PlanRecord, StepRecord};
 use baton_core::run_id::RunId;
 use baton_core::time::format_ts;
 use baton_core::{Decision, Reason};
-use baton_store::git;
+use baton_store::{StateStore, git};
 
 /// What one `run record` records.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,11 +58,11 @@ pub enum Recorded {
 
 /// An agent, gate or step name: one line of text, and not a name the originating completion
 /// ledger never counts (`""`, `unknown`).
-fn check_name(value: Option<&String>, flag: &str) -> Result<(), CommandError> {
+fn check_name(value: Option<&String>, flag: &str) -> Result<(), OpError> {
     let Some(value) = value else { return Ok(()) };
     let v = value.trim();
     if v.is_empty() || v.eq_ignore_ascii_case("unknown") || v.chars().any(char::is_control) {
-        return Err(CommandError::usage(format!(
+        return Err(OpError::usage(format!(
             "{flag} {:?} is not a name baton records",
             baton_core::text::esc(value)
         ))
@@ -73,7 +73,7 @@ fn check_name(value: Option<&String>, flag: &str) -> Result<(), CommandError> {
 
 /// Records progress of a run. Only the run lock's holder may record; a completed agent is never
 /// recorded twice (a critic may be, for a new version of the plan or a drift that owes a round).
-pub fn record(ctx: &Ctx, args: &Record) -> Result<Recorded, CommandError> {
+pub fn record(ctx: &Ctx, store: &dyn StateStore, args: &Record) -> Result<Recorded, OpError> {
     match &args.what {
         RecordWhat::Agent(name) => check_name(Some(name), "--agent")?,
         RecordWhat::Gate(name) => check_name(Some(name), "--gate")?,
@@ -82,11 +82,10 @@ pub fn record(ctx: &Ctx, args: &Record) -> Result<Recorded, CommandError> {
     }
     let OpenRun {
         id,
-        store,
         _guard,
         mut run,
         read,
-    } = open_for_write(ctx, args.run_id)?;
+    } = open_for_write(store, args.run_id)?;
     let before = run.clone();
     let (here, _) = runs::here(ctx, args.holder.pid, args.holder.token.as_deref(), false)?;
     if let Err(d) = require_holder(&run, &here, &args.holder, ctx.now) {

@@ -10,7 +10,7 @@ use super::{
     Holder, build_import, default_source, import_event, merge_completion_ledger, missing_run,
 };
 use crate::env::Ctx;
-use crate::error::CommandError;
+use crate::error::OpError;
 use crate::journal;
 use crate::run_facts::sections_now;
 use crate::runs::{self, decide_now};
@@ -18,7 +18,7 @@ use baton_core::decide::run_resume::RunDecision;
 use baton_core::model::{RunState, SectionRecord};
 use baton_core::run_id::RunId;
 use baton_core::time::format_ts;
-use baton_store::{LockScope, git};
+use baton_store::{LockScope, StateStore, git};
 
 /// Where the alignment sections live unless `run new --project-file` said otherwise.
 pub const DEFAULT_PROJECT_FILE: &str = ".claude/PROJECT.md";
@@ -55,9 +55,8 @@ pub struct Resumed {
 
 /// Resumes a single run: imports it first when it is only in its originating file, runs the
 /// ordered checks and takes the run lock when the verdict lets the run go on.
-pub fn resume(ctx: &Ctx, args: &ResumeRun) -> Result<Resumed, CommandError> {
+pub fn resume(ctx: &Ctx, store: &dyn StateStore, args: &ResumeRun) -> Result<Resumed, OpError> {
     let id = args.id.clone();
-    let store = ctx.store()?;
     let root = store.layout().root.clone();
     // An unknown run in a project without state creates nothing, not even the lock's sidecar.
     if !store.exists()? && !default_source(ctx, &id).exists() {
@@ -115,7 +114,7 @@ pub fn resume(ctx: &Ctx, args: &ResumeRun) -> Result<Resumed, CommandError> {
         ));
     }
     if run.status.is_finished() {
-        return Err(CommandError::usage(format!(
+        return Err(OpError::usage(format!(
             "run {id} is {}: there is nothing to resume",
             run.status
         ))

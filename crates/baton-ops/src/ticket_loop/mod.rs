@@ -12,7 +12,7 @@ use jiff::Timestamp;
 use serde_json::{Value, json};
 
 use crate::env::Ctx;
-use crate::error::CommandError;
+use crate::error::OpError;
 use crate::journal;
 use crate::loops::{Adoption, adopt_legacy, legacy_held, loop_tree, owner_record, work_committed};
 use baton_core::decide::batch::single_ticket_warning;
@@ -170,19 +170,19 @@ impl Target {
 
     /// Refuses a ticket that gives no stable key: with neither a ticket nor a session id, the
     /// key would be random and no later command could find the loop again.
-    pub fn require_stable(&self) -> Result<(), CommandError> {
+    pub fn require_stable(&self) -> Result<(), OpError> {
         if self.source != KeySource::NoSession {
             return Ok(());
         }
-        Err(CommandError::usage(
+        Err(OpError::usage(
             "neither a ticket id nor a session id gives this loop a key: it would get a random one that no later command could address",
         )
         .hint("pass the ticket id (`baton loop init PROJ-123`), or give the session with `--session <ID>` or `BATON_SESSION`"))
     }
 }
 
-pub fn missing_loop(target: &Target) -> CommandError {
-    CommandError::usage(format!(
+pub fn missing_loop(target: &Target) -> OpError {
+    OpError::usage(format!(
         "no loop-state for {} (file {})",
         target.shown(),
         target.file_name()
@@ -234,7 +234,7 @@ pub fn no_session_warning(ctx: &Ctx, what: &str) -> Option<String> {
 /// A tool call with no session id of a client that names none to its tool calls (OpenCode,
 /// whose tool calls get theirs from baton's plugin), refused before anything is written: work
 /// started there would be recorded under no session at all.
-pub fn refuse_sessionless_tool_call(ctx: &Ctx) -> Result<(), CommandError> {
+pub fn refuse_sessionless_tool_call(ctx: &Ctx) -> Result<(), OpError> {
     if ctx.session().is_some() {
         return Ok(());
     }
@@ -249,7 +249,7 @@ pub fn refuse_sessionless_tool_call(ctx: &Ctx) -> Result<(), CommandError> {
     let Some(client) = client else {
         return Ok(());
     };
-    Err(CommandError::usage(format!(
+    Err(OpError::usage(format!(
         "this {} tool call has no session id, so the work it starts would be no session's: {} names none to its tool calls",
         client.def().title(),
         client.def().title()
@@ -268,7 +268,7 @@ pub fn keep_batch_live(store: &dyn StateStore, ctx: &Ctx, target: &Target) -> Op
         .map(|e| format!("the batch's liveness was not refreshed: {}", e.message))
 }
 
-fn refresh_batch(store: &dyn StateStore, ctx: &Ctx, target: &Target) -> Result<(), CommandError> {
+fn refresh_batch(store: &dyn StateStore, ctx: &Ctx, target: &Target) -> Result<(), OpError> {
     let Some(me) = ctx.session() else {
         return Ok(());
     };
@@ -309,12 +309,12 @@ pub struct Applied {
 /// lock; its details are read off the state before and after.
 pub fn transition(
     ctx: &Ctx,
+    store: &dyn StateStore,
     target: Target,
     flags: &Ownership,
     event: JournalEvent,
     apply: impl FnOnce(&mut LoopState, &Target) -> Result<Applied, Decision>,
-) -> Result<Transition, CommandError> {
-    let store = ctx.store()?;
+) -> Result<Transition, OpError> {
     if !store.exists()? {
         return Err(missing_loop(&target));
     }
@@ -329,7 +329,7 @@ pub fn transition(
         return Err(adoption
             .notes
             .into_iter()
-            .fold(missing_loop(&target), CommandError::hint));
+            .fold(missing_loop(&target), OpError::hint));
     };
     loaded.writable()?;
     if let Err(d) = check_key_collision(&loaded.state, &target.raw, &target.key) {
@@ -463,13 +463,15 @@ fn loop_event_details(event: JournalEvent, before: &LoopState, after: &LoopState
 /// default, before it resumes); an interrupted loop takes only a later reset time.
 pub fn interrupt(
     ctx: &Ctx,
+    store: &dyn StateStore,
     target: Target,
     reason: InterruptReason,
     resume_after: Option<Timestamp>,
     flags: &Ownership,
-) -> Result<Transition, CommandError> {
+) -> Result<Transition, OpError> {
     transition(
         ctx,
+        store,
         target,
         flags,
         JournalEvent::Interrupt,
@@ -536,8 +538,12 @@ pub fn interrupt(
 }
 
 /// Refreshes a loop this session owns and runs; anything else is a no-op.
-pub fn heartbeat(ctx: &Ctx, target: Target, flags: &Ownership) -> Result<Heartbeat, CommandError> {
-    let store = ctx.store()?;
+pub fn heartbeat(
+    ctx: &Ctx,
+    store: &dyn StateStore,
+    target: Target,
+    flags: &Ownership,
+) -> Result<Heartbeat, OpError> {
     let noop = |why: String| {
         Ok(Heartbeat::Skipped {
             key: target.key.clone(),
@@ -599,7 +605,6 @@ pub fn claim_pending(state: &LoopState) -> bool {
 
 /// Everything the resume check needs, read under the loop's lock.
 pub struct Gathered {
-    pub store: std::rc::Rc<dyn StateStore>,
     pub _guard: Option<Guard>,
     pub target: Target,
     pub loaded: Option<Versioned<LoopState>>,
@@ -615,8 +620,7 @@ pub struct Gathered {
 
 /// Adopts legacy state, locks the ticket's loop, reads its keyed file, scans the others and
 /// decides. Git is asked about the tree only when the verdict depends on it.
-pub fn gather(ctx: &Ctx, target: Target) -> Result<Gathered, CommandError> {
-    let store = ctx.store()?;
+pub fn gather(ctx: &Ctx, store: &dyn StateStore, target: Target) -> Result<Gathered, OpError> {
     // A query on a project without state creates nothing, not even a lock's sidecar.
     let exists = store.exists()?;
     let adoption = if exists {
@@ -712,7 +716,6 @@ pub fn gather(ctx: &Ctx, target: Target) -> Result<Gathered, CommandError> {
     };
     let held_legacy = held.is_some();
     Ok(Gathered {
-        store,
         _guard: guard,
         target,
         loaded,
@@ -747,8 +750,13 @@ pub struct FreshDone {
 }
 
 /// Starts over: archives the ticket's loop (kept, never deleted) unless a live session runs it.
-pub fn fresh(ctx: &Ctx, ticket: &OsStr, flags: &Ownership) -> Result<FreshDone, CommandError> {
-    let g = gather(ctx, Target::derive(ctx, ticket))?;
+pub fn fresh(
+    ctx: &Ctx,
+    store: &dyn StateStore,
+    ticket: &OsStr,
+    flags: &Ownership,
+) -> Result<FreshDone, OpError> {
+    let g = gather(ctx, store, Target::derive(ctx, ticket))?;
     let notes = g.notes.clone();
     let done = |outcome| FreshDone {
         target: g.target.clone(),
@@ -794,14 +802,14 @@ pub fn fresh(ctx: &Ctx, ticket: &OsStr, flags: &Ownership) -> Result<FreshDone, 
         )]
     };
     let target = JournalTarget::Loop(&g.target.key);
-    let (to, appended) = g.store.archive_journaled(
+    let (to, appended) = store.archive_journaled(
         &RecordKey::Loop(g.target.key.clone()),
         &loaded.expect(),
         ctx.now,
         target,
         &event,
     )?;
-    let journal_warning = journal::warning(&*g.store, target, appended);
+    let journal_warning = journal::warning(store, target, appended);
     let d = Decision::new(
         baton_core::Verdict::Archived,
         Reason::new(
@@ -832,7 +840,7 @@ pub struct Init<'a> {
 }
 
 /// `--base` as a branch name that exists here or on `origin`.
-fn checked_base(root: &std::path::Path, raw: &str) -> Result<String, CommandError> {
+fn checked_base(root: &std::path::Path, raw: &str) -> Result<String, OpError> {
     let name = git::branch_name(raw.trim());
     let known = !name.is_empty()
         && (git::ref_exists(root, &format!("refs/heads/{name}"))?
@@ -841,7 +849,7 @@ fn checked_base(root: &std::path::Path, raw: &str) -> Result<String, CommandErro
         Ok(name.to_string())
     } else {
         Err(
-            CommandError::usage(format!("--base {raw:?} names no branch here or on origin"))
+            OpError::usage(format!("--base {raw:?} names no branch here or on origin"))
                 .hint("pass a branch name such as `--base main` (`git branch -a` lists them)"),
         )
     }
@@ -849,9 +857,8 @@ fn checked_base(root: &std::path::Path, raw: &str) -> Result<String, CommandErro
 
 /// Starts a ticket's loop: creates its keyed file, active and owned by this session; a finished
 /// loop (or one the ownership gate lets this session replace) is archived first.
-pub fn init(ctx: &Ctx, args: &Init) -> Result<Transition, CommandError> {
+pub fn init(ctx: &Ctx, store: &dyn StateStore, args: &Init) -> Result<Transition, OpError> {
     refuse_sessionless_tool_call(ctx)?;
-    let store = ctx.store()?;
     let target = Target::derive(ctx, args.ticket);
     target.require_stable()?;
     let adoption = adopt_legacy(&*store, ctx)?;

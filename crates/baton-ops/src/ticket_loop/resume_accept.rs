@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::{Gathered, Ownership, Target, claim_pending, gather, keep_batch_live};
 use super::{no_session_warning, writer};
 use crate::env::Ctx;
-use crate::error::{CommandError, ExitStatus};
+use crate::error::{Kind, OpError};
 use crate::journal;
 use crate::loops::{not_work, owner_record};
 use crate::project::stored_path_in_project;
@@ -142,13 +142,13 @@ const ARTIFACT_CAP: u64 = 64 * 1024;
 /// lock. In `confirm` mode (partial work in the tree) a `set_aside` is required; in `never`
 /// mode, `--force`. git runs outside the loop's lock: the loop is claimed first (so no other
 /// session can accept it meanwhile), and the accept is finished once git is done.
-pub fn accept(ctx: &Ctx, args: &Accept) -> Result<Acceptance, CommandError> {
-    let g = gather(ctx, Target::derive(ctx, args.ticket))?;
+pub fn accept(ctx: &Ctx, store: &dyn StateStore, args: &Accept) -> Result<Acceptance, OpError> {
+    let g = gather(ctx, store, Target::derive(ctx, args.ticket))?;
     let notes = g.notes.clone();
     let t = g.target.arg();
     let Some(loaded) = &g.loaded else {
         return Err(
-            CommandError::usage(format!("no loop-state for {t}: nothing to resume")).hint(format!(
+            OpError::usage(format!("no loop-state for {t}: nothing to resume")).hint(format!(
                 "check for other tickets with `baton resume`, or start with `baton loop init {t}`"
             )),
         );
@@ -179,11 +179,14 @@ pub fn accept(ctx: &Ctx, args: &Accept) -> Result<Acceptance, CommandError> {
             // it is still in the tree.
             let dirty = g.tree.as_ref().is_some_and(|t| t.dirty);
             let (done, mode) = if dirty && args.set_aside.is_some() {
-                (set_aside_work(ctx, g, args, |_| {})?, Some(Mode::Confirm))
+                (
+                    set_aside_work(ctx, store, g, args, |_| {})?,
+                    Some(Mode::Confirm),
+                )
             } else {
                 (Claimed::from_gathered(g, |_| {}), None)
             };
-            return finish_accept(ctx, done, Vec::new(), mode, args, notes);
+            return finish_accept(ctx, store, done, Vec::new(), mode, args, notes);
         }
         (baton_core::Verdict::Own, _) => {
             return Ok(Acceptance::Owned {
@@ -197,7 +200,7 @@ pub fn accept(ctx: &Ctx, args: &Accept) -> Result<Acceptance, CommandError> {
             return refused(d);
         }
         _ => {
-            return Err(CommandError::usage(format!(
+            return Err(OpError::usage(format!(
                 "the loop for {t} is {}: nothing to resume",
                 loaded.state.status.as_str()
             ))
@@ -262,17 +265,16 @@ pub fn accept(ctx: &Ctx, args: &Accept) -> Result<Acceptance, CommandError> {
     let offered = offer.decision.reasons.clone();
     let dirty = g.tree.as_ref().is_some_and(|t| t.dirty);
     let done = if dirty && args.set_aside.is_some() {
-        set_aside_work(ctx, g, args, |state| claim(ctx, state))?
+        set_aside_work(ctx, store, g, args, |state| claim(ctx, state))?
     } else {
         // Without git work, the accept is one step under the lock `gather` took.
         Claimed::from_gathered(g, |state| claim(ctx, state))
     };
-    finish_accept(ctx, done, offered, Some(mode), args, notes)
+    finish_accept(ctx, store, done, offered, Some(mode), args, notes)
 }
 
 /// The loop claimed by this session, ready to be finished under its lock.
 struct Claimed {
-    store: std::rc::Rc<dyn StateStore>,
     _guard: Option<Guard>,
     target: Target,
     original: LoopState,
@@ -292,7 +294,6 @@ impl Claimed {
         let mut claimed = loaded.state.clone();
         change(&mut claimed);
         Claimed {
-            store: g.store,
             _guard: g._guard,
             target: g.target,
             original: loaded.state,
@@ -309,12 +310,12 @@ impl Claimed {
 /// in the meantime is caught by the epoch.
 fn set_aside_work(
     ctx: &Ctx,
+    store: &dyn StateStore,
     g: Gathered,
     args: &Accept,
     claim: impl FnOnce(&mut LoopState),
-) -> Result<Claimed, CommandError> {
+) -> Result<Claimed, OpError> {
     let Claimed {
-        store,
         _guard: guard,
         target,
         original,
@@ -380,16 +381,17 @@ fn set_aside_work(
         .map_err(|e| {
             // A busy lock is a refusal; a lock that cannot be taken at all is an error.
             let (status, why) = match e {
-                baton_store::StoreError::LockBusy { .. } => (ExitStatus::Refused, "stayed busy"),
-                _ => (ExitStatus::Failure, "could not be taken"),
+                baton_store::StoreError::LockBusy { .. } => (Kind::Refused, "stayed busy"),
+                _ => (Kind::Broken, "could not be taken"),
             };
-            CommandError::new(
+            OpError::new(
                 status,
                 format!(
-                    "{done_so_far}; the loop for {} is claimed for this session, but its lock {why}: {e}",
+                    "{done_so_far}; the loop for {} is claimed for this session, but its lock {why}",
                     target.shown()
                 ),
             )
+            .caused_by(e)
             .hint(format!(
                 "run `baton resume accept {}` again in this session to finish the accept",
                 target.arg()
@@ -403,8 +405,8 @@ fn set_aside_work(
             Ok((reason, _)) => format!("; {}", reason.message),
             Err(e) => format!("; git failed as well: {e}"),
         };
-        return Err(CommandError::new(
-            ExitStatus::Refused,
+        return Err(OpError::new(
+            Kind::Refused,
             format!(
                 "another session took the loop for {} over while git ran{kept}",
                 target.shown()
@@ -428,7 +430,6 @@ fn set_aside_work(
         work.stash = stash;
     }
     Ok(Claimed {
-        store,
         _guard: Some(guard),
         target,
         original,
@@ -449,14 +450,14 @@ fn claim(ctx: &Ctx, state: &mut LoopState) {
 
 fn finish_accept(
     ctx: &Ctx,
+    store: &dyn StateStore,
     done: Claimed,
     offered: Vec<Reason>,
     mode: Option<Mode>,
     args: &Accept,
     notes: Vec<String>,
-) -> Result<Acceptance, CommandError> {
+) -> Result<Acceptance, OpError> {
     let Claimed {
-        store,
         _guard,
         target,
         original,

@@ -10,11 +10,12 @@ use baton_core::journal::JournalEvent;
 use baton_core::model::{LoopState, LoopStatus};
 use baton_core::time::parse_ts;
 use baton_store::LockScope;
+use baton_store::StateStore;
 use jiff::Timestamp;
 
 use super::Target;
 use crate::env::Ctx;
-use crate::error::CommandError;
+use crate::error::OpError;
 use crate::journal;
 
 /// Why a loop was not taken back, or that it was.
@@ -58,8 +59,12 @@ pub fn may_take_back(
 
 /// Takes the loop for `ticket` back for the session `ctx.session`, under the loop's lock, when
 /// `may_take_back` allows it; `how` is what the journal records of how the session went on.
-pub fn take_back(ctx: &Ctx, ticket: &OsStr, how: &str) -> Result<TakeBack, CommandError> {
-    let store = ctx.store()?;
+pub fn take_back(
+    ctx: &Ctx,
+    store: &dyn StateStore,
+    ticket: &OsStr,
+    how: &str,
+) -> Result<TakeBack, OpError> {
     let target = Target::derive(ctx, ticket);
     let Some(session) = ctx.session() else {
         return Ok(TakeBack::NotOwn {

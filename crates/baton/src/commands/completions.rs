@@ -11,9 +11,10 @@ use clap_complete::env::Shells;
 use clap_complete::{CompleteEnv, Shell};
 use serde_json::json;
 
+use crate::error::{CommandError, ExitStatus};
 use crate::output::Report;
-use baton_ops::Ctx;
-use baton_ops::error::{CommandError, ExitStatus};
+use baton_ops::{Ctx, completion};
+use baton_store::StateStore;
 
 /// The variable that asks baton for completions instead of running a command.
 const VAR: &str = "COMPLETE";
@@ -144,16 +145,24 @@ pub fn with_candidates(cmd: clap::Command) -> clap::Command {
         let ledger_or_gate = here.iter().any(|n| n == "ledger" || n == "gate");
         let name = cmd.get_name().to_string();
         let cmd = cmd.mut_args(|arg| match arg.get_id().as_str() {
-            "ticket" | "tickets" => arg.add(candidates(baton_ops::completion::tickets)),
-            "run_id" if name != "import" => arg.add(candidates(baton_ops::completion::runs)),
+            "ticket" | "tickets" => arg.add(candidates(|_, store| {
+                store.map(completion::tickets).unwrap_or_default()
+            })),
+            "run_id" if name != "import" => arg.add(candidates(|_, store| {
+                store.map(completion::runs).unwrap_or_default()
+            })),
             "plan" if ledger_or_gate && name != "init" => {
-                arg.add(candidates(baton_ops::completion::plans))
+                arg.add(candidates(|ctx, _| completion::plans(ctx)))
             }
-            "target" if name == "log" => arg.add(candidates(|ctx| {
+            "target" if name == "log" => arg.add(candidates(|ctx, store| {
                 let mut all = vec!["batch".to_string()];
-                all.extend(baton_ops::completion::runs(ctx));
-                all.extend(baton_ops::completion::plans(ctx));
-                all.extend(baton_ops::completion::tickets(ctx));
+                if let Some(store) = store {
+                    all.extend(completion::runs(store));
+                }
+                all.extend(completion::plans(ctx));
+                if let Some(store) = store {
+                    all.extend(completion::tickets(store));
+                }
                 all
             })),
             _ => arg,
@@ -163,11 +172,15 @@ pub fn with_candidates(cmd: clap::Command) -> clap::Command {
     walk(cmd, &[])
 }
 
-/// Candidates read from the project of the working directory.
-fn candidates(list: fn(&Ctx) -> Vec<String>) -> ArgValueCandidates {
+/// Candidates read from the project of the working directory, and from its store when it can
+/// be opened.
+fn candidates(list: fn(&Ctx, Option<&dyn StateStore>) -> Vec<String>) -> ArgValueCandidates {
     ArgValueCandidates::new(move || {
         Ctx::from_env(None, None)
-            .map(|ctx| list(&ctx))
+            .map(|ctx| {
+                let store = ctx.store().ok();
+                list(&ctx, store.as_deref())
+            })
             .unwrap_or_default()
             .into_iter()
             .map(|value| CompletionCandidate::new(OsString::from(value)))

@@ -5,10 +5,10 @@ use clap::Args;
 use jiff::{SignedDuration, Timestamp};
 use serde_json::json;
 
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::time::format_ts;
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 
 /// Walk through a ticket loop interrupted by a rate limit, in a throwaway repository.
 ///
@@ -94,7 +94,7 @@ pub fn cmd_demo(ctx: &Ctx, args: DemoArgs) -> Result<Report, CommandError> {
         .tempdir()
         .map_err(|e| {
             CommandError::new(
-                baton_ops::error::ExitStatus::Failure,
+                crate::error::ExitStatus::Failure,
                 format!("cannot create a temporary directory: {e}"),
             )
         })?;
@@ -102,7 +102,7 @@ pub fn cmd_demo(ctx: &Ctx, args: DemoArgs) -> Result<Report, CommandError> {
     make_repo(repo)?;
     let exe = std::env::current_exe().map_err(|e| {
         CommandError::new(
-            baton_ops::error::ExitStatus::Failure,
+            crate::error::ExitStatus::Failure,
             format!("cannot find the baton executable: {e}"),
         )
     })?;
@@ -127,7 +127,7 @@ pub fn cmd_demo(ctx: &Ctx, args: DemoArgs) -> Result<Report, CommandError> {
             .output()
             .map_err(|e| {
                 CommandError::new(
-                    baton_ops::error::ExitStatus::Failure,
+                    crate::error::ExitStatus::Failure,
                     format!("cannot run {}: {e}", exe.display()),
                 )
             })?;
@@ -188,20 +188,19 @@ fn make_repo(repo: &Path) -> Result<(), CommandError> {
             Err(e) => Err(format!("cannot run git: {e}")),
         }
         .map_err(|m| {
-            CommandError::new(baton_ops::error::ExitStatus::Failure, m)
-                .hint("baton needs git on PATH")
+            CommandError::new(crate::error::ExitStatus::Failure, m).hint("baton needs git on PATH")
         })
     };
     git(&["init", "--quiet", "--initial-branch=main"])?;
     std::fs::write(repo.join("README.md"), "# demo project\n").map_err(|e| {
         CommandError::new(
-            baton_ops::error::ExitStatus::Failure,
+            crate::error::ExitStatus::Failure,
             format!("cannot write the demo repository: {e}"),
         )
     })?;
     std::fs::write(repo.join(".gitignore"), ".agentic/\n").map_err(|e| {
         CommandError::new(
-            baton_ops::error::ExitStatus::Failure,
+            crate::error::ExitStatus::Failure,
             format!("cannot write the demo repository: {e}"),
         )
     })?;

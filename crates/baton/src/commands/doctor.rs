@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use serde_json::json;
 
+use crate::error::{CommandError, ExitStatus};
 use crate::output::Report;
 use baton_core::client::Client;
 use baton_core::install::codex_trust::{self, TrustChange};
@@ -15,7 +16,6 @@ use baton_core::install::folder_trust;
 use baton_core::install::settings;
 use baton_core::text::{esc, shell_quote};
 use baton_ops::env::Ctx;
-use baton_ops::error::{CommandError, ExitStatus};
 use baton_ops::install::{Program, Targets, is_executable, which};
 
 /// Check what breaks a setup, and say the fix for each
@@ -590,7 +590,7 @@ fn store(ctx: &Ctx) -> Option<Check> {
     let _ = &url;
     let answered = ctx
         .store_at(layout)
-        .and_then(|s| s.shared_clock().map_err(CommandError::from));
+        .and_then(|s| s.shared_clock().map_err(baton_ops::OpError::from));
     Some(match answered {
         Ok(_) => Check::ok("store", format!("{shown} answers")),
         Err(e) => Check::fix(

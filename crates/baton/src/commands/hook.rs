@@ -14,6 +14,8 @@ use clap::Args;
 use jiff::Timestamp;
 use serde_json::json;
 
+use crate::error::CommandError;
+use crate::error::ExitStatus;
 use baton_core::client::{Action, Client, Definition, Evidence, TranscriptEnd};
 use baton_core::hook::{
     HEARTBEAT_COALESCE_SECS, HOOK_STDIN_CAP, HookEvent, Interrupt, interrupt_for, parse_payload,
@@ -22,8 +24,6 @@ use baton_core::model::Pauses;
 use baton_core::reset::reset_time_in;
 use baton_core::time::{format_ts, parse_ts};
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
-use baton_ops::error::ExitStatus;
 use baton_ops::forward::{self, Stop};
 use baton_ops::owned::{Checkpointed, Owned, checkpoint, owned};
 use baton_ops::ticket_loop::{TakeBack, take_back};
@@ -179,7 +179,7 @@ impl Session<'_> {
             let store = ctx.store()?;
             ctx.clock_of(&*store)?;
             if forward::anything_pending(&ctx, &self.layout) {
-                match forward::forward(&ctx) {
+                match forward::forward(&ctx, &|| ctx.store()) {
                     Ok(done) => {
                         if let Some(w) = done.all_warnings().into_iter().next() {
                             self.warn(w);
@@ -192,11 +192,6 @@ impl Session<'_> {
         }
         let (ctx, store) = self.connected.get().expect("set above");
         Ok((ctx, &**store))
-    }
-
-    /// The context of a call into the store (its clock is the store's).
-    fn op_ctx(&self) -> Result<&Ctx, CommandError> {
-        Ok(self.connected()?.0)
     }
 
     fn act(&self) -> Result<Option<String>, CommandError> {
@@ -234,7 +229,8 @@ impl Session<'_> {
             _ => "",
         };
         self.tell_supervisor("start", json!({ "source": source }));
-        let survey = baton_ops::survey::survey(self.op_ctx()?)?;
+        let (ctx, store) = self.connected()?;
+        let survey = baton_ops::survey::survey(ctx, store)?;
         let (packet, markdown) = crate::view::packet_of(&survey);
         // Another session's quiet work is told as information; nothing at all, nothing.
         if packet.items.is_empty() && packet.not_offered.is_empty() {
@@ -336,14 +332,14 @@ impl Session<'_> {
         if fresh(record.swept_at.as_deref(), swept, window) {
             return Ok(());
         }
-        let ctx = self.op_ctx()?;
+        let (ctx, store) = self.connected()?;
         let owned = self.owned()?;
-        let pauses = self.pauses(self.connected()?.1);
-        let refreshed = baton_ops::owned::refresh(ctx, &owned, pauses.as_ref());
+        let pauses = self.pauses(store);
+        let refreshed = baton_ops::owned::refresh(ctx, store, &owned, pauses.as_ref());
         record.window_secs = refreshed.window;
         record.swept_at = Some(format_ts(swept));
         self.files.write_record(&record)?;
-        owned.outcome(refreshed.error)
+        Ok(owned.outcome(refreshed.error)?)
     }
 
     /// A failure or a session end: one record of it first (its class from the evidence the
@@ -503,9 +499,9 @@ impl Session<'_> {
         }
         let same_process = self.same_process();
         let how = baton_core::hook::how_continued(self.event.prompt.as_deref());
-        let ctx = if same_process {
-            match self.op_ctx() {
-                Ok(ctx) => Some(ctx),
+        let connected = if same_process {
+            match self.connected() {
+                Ok(connected) => Some(connected),
                 Err(e) => {
                     self.warn(e.message);
                     None
@@ -520,8 +516,8 @@ impl Session<'_> {
         for t in &tickets {
             let arg = baton_core::text::shell_quote(&baton_core::text::esc(t));
             let shown = baton_core::text::esc(t);
-            let outcome = if let Some(ctx) = ctx {
-                match take_back(ctx, std::ffi::OsStr::new(t), how) {
+            let outcome = if let Some((ctx, store)) = connected {
+                match take_back(ctx, store, std::ffi::OsStr::new(t), how) {
                     Ok(outcome) => Some(outcome),
                     Err(e) => {
                         self.warn(e.message);
@@ -619,7 +615,7 @@ impl Session<'_> {
         // before (by an earlier step of this hook) is given this one now.
         let (ctx, _) = self.connected()?;
         if baton_store::outbox::anything(&self.layout) {
-            let done = forward::forward(ctx)?;
+            let done = forward::forward(ctx, &|| ctx.store())?;
             if let Some(w) = done.all_warnings().into_iter().next() {
                 self.warn(w);
             }
@@ -679,7 +675,7 @@ impl Session<'_> {
 
     /// The loops and runs this session owns.
     fn owned(&self) -> Result<Owned, CommandError> {
-        owned(self.connected()?.1, &self.event.session_id)
+        Ok(owned(self.connected()?.1, &self.event.session_id)?)
     }
 }
 

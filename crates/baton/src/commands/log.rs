@@ -6,12 +6,12 @@ use std::path::Path;
 use clap::Args;
 use serde_json::json;
 
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::key::KeySource;
 use baton_core::ledger::parse_ledger;
 use baton_core::run_id::{RunId, RunTarget};
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 use baton_ops::ledgers::Plan;
 use baton_ops::ticket_loop::Target;
 use baton_store::{Journal, JournalTarget};

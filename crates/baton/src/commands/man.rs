@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use serde_json::json;
 
+use crate::error::{CommandError, ExitStatus};
 use crate::output::Report;
-use baton_ops::error::{CommandError, ExitStatus};
 
 /// Print the manual page of baton (roff, section 1) on stdout, or with `--dir` write one page
 /// per command: baton.1, baton-loop.1, baton-loop-set.1 and so on.

@@ -3,11 +3,11 @@
 use clap::Args;
 use serde_json::json;
 
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::text::esc_or;
 use baton_ops::continuation::{self, Cleared};
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 
 /// Mark this session's work paused on purpose, so the next session resumes it from the next
 /// step instead of treating it as a crash.
@@ -30,7 +30,7 @@ pub struct PauseArgs {
 
 pub fn cmd_pause(ctx: &Ctx, args: PauseArgs) -> Result<Report, CommandError> {
     if args.clear {
-        return Ok(match continuation::clear_pause(ctx)? {
+        return Ok(match continuation::clear_pause(ctx, &*ctx.store()?)? {
             Cleared::NoMark => Report::ok(json!({ "cleared": false }), "no pause mark"),
             Cleared::NotThisSession => Report::ok(
                 json!({ "cleared": false }),
@@ -39,7 +39,7 @@ pub fn cmd_pause(ctx: &Ctx, args: PauseArgs) -> Result<Report, CommandError> {
             Cleared::Removed => Report::ok(json!({ "cleared": true }), "pause mark removed"),
         });
     }
-    let paused = continuation::pause(ctx, args.reason.clone())?;
+    let paused = continuation::pause(ctx, &*ctx.store()?, args.reason.clone())?;
     let who = esc_or(ctx.session(), "every session (no session id)");
     let mut report = Report::ok(
         json!({ "pause": paused.mark, "path": paused.path.display().to_string(), "tree_dirty": paused.tree_dirty }),

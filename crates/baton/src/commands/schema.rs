@@ -1,12 +1,12 @@
 use clap::Args;
 use serde_json::{Map, Value, json};
 
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::client::Client;
 use baton_core::model::{BatchState, LoopState};
 use baton_core::{Rule, Verdict};
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 
 /// Print the JSON Schemas of the files baton writes: loop-state, batch-state, run-state, the
 /// pause marks and the resume-point record.

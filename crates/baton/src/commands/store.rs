@@ -4,9 +4,9 @@
 use clap::{Args, Subcommand};
 use serde_json::json;
 
+use crate::error::{CommandError, ExitStatus};
 use crate::output::{Progress, Report};
 use baton_ops::env::Ctx;
-use baton_ops::error::{CommandError, ExitStatus};
 use baton_ops::store_transfer::{self, Counts, StoreExport, StoreImport, settings};
 use baton_store::pg;
 
@@ -151,12 +151,12 @@ fn cmd_forward(ctx: &Ctx, args: &ForwardArgs) -> Result<Report, CommandError> {
     };
     let started = std::time::Instant::now();
     let mut pause = std::time::Duration::from_secs(1);
-    let mut done = baton_ops::forward::forward(ctx)?;
+    let mut done = baton_ops::forward::forward(ctx, &|| ctx.store())?;
     while done.unreachable.is_some() && started.elapsed() + pause <= retry {
         std::thread::sleep(pause);
         pause = (pause * 2).min(std::time::Duration::from_secs(30));
         ctx.reconnect_next_time();
-        let again = baton_ops::forward::forward(ctx)?;
+        let again = baton_ops::forward::forward(ctx, &|| ctx.store())?;
         let mut applied = std::mem::take(&mut done.applied);
         applied.extend(again.applied);
         let mut warnings = std::mem::take(&mut done.warnings);
@@ -172,7 +172,7 @@ fn cmd_forward(ctx: &Ctx, args: &ForwardArgs) -> Result<Report, CommandError> {
             .layout()?
             .state_dir
             .join(baton_store::outbox::OUTBOX_DIR);
-        return Err(e.hint(format!(
+        return Err(CommandError::from(e).hint(format!(
             "{} interrupts stay in {}; the next baton command here, or `baton store forward`, sends them",
             done.left,
             outbox.display()

@@ -6,13 +6,13 @@ use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 
 use crate::args::parse_when;
+use crate::error::{CommandError, ExitStatus};
 use crate::output::Report;
 use baton_core::decide::loop_resume::ResumeDecision;
 use baton_core::decide::wait::{Wait, combine, decide_wait, survey_wait};
 use baton_core::text::esc;
 use baton_core::time::{format_ts, human_age, parse_ts, time_left};
 use baton_ops::env::Ctx;
-use baton_ops::error::{CommandError, ExitStatus};
 use baton_ops::survey::{Work, survey};
 use baton_ops::ticket_loop::{Target, gather};
 
@@ -62,7 +62,7 @@ pub fn cmd_wait(ctx: &Ctx, args: WaitArgs) -> Result<Report, CommandError> {
                 ctx,
                 args.sleep,
                 |at| {
-                    let d = gather(at, Target::derive(at, ticket))?.decision;
+                    let d = gather(at, &*at.store()?, Target::derive(at, ticket))?.decision;
                     let after = parse_ts(d.resume_after.as_deref());
                     Ok((
                         decide_wait(d.decision.verdict, d.mode, after, at.now, deadline),
@@ -247,7 +247,7 @@ impl All {
 /// the feature's rate limit waits for its recorded reset, anything else interrupted and
 /// resumable is ready).
 fn every_piece(ctx: &Ctx, deadline: Option<Timestamp>) -> Result<All, CommandError> {
-    let s = survey(ctx)?;
+    let s = survey(ctx, &*ctx.store()?)?;
     let mut pieces = Vec::with_capacity(s.work.len());
     // In the survey's order of kinds, keys in natural order (T-2 before T-10).
     let mut kinds = Vec::new();
@@ -302,7 +302,7 @@ fn every_piece(ctx: &Ctx, deadline: Option<Timestamp>) -> Result<All, CommandErr
 /// A loop of the survey, decided as `baton wait <TICKET>` decides it: under its lock, released
 /// when this returns.
 fn a_loop(ctx: &Ctx, w: &Work, deadline: Option<Timestamp>) -> Result<Piece, CommandError> {
-    let d = gather(ctx, Target::derive(ctx, OsStr::new(&w.key)))?.decision;
+    let d = gather(ctx, &*ctx.store()?, Target::derive(ctx, OsStr::new(&w.key)))?.decision;
     let after = parse_ts(d.resume_after.as_deref());
     Ok(Piece {
         kind: w.kind,

@@ -147,6 +147,17 @@ fn a_project_settings_file_that_is_a_device_or_a_fifo_is_refused_at_once() {
             out.stderr
         );
         assert!(!env.has_loop("PROJ-1"), "{what}: nothing was written");
+        // What was being done, then what it met: the cause chain, before the fix.
+        let lines: Vec<&str> = out.stderr.lines().collect();
+        assert!(
+            lines.len() >= 3
+                && lines[0] == "error: cannot read the project's settings"
+                && lines[1].starts_with("caused by: ")
+                && lines[1].contains("not a regular file")
+                && lines[2].starts_with("hint: "),
+            "{what}: {}",
+            out.stderr
+        );
     }
 }
 

@@ -1,11 +1,11 @@
 use clap::Args;
 use serde_json::json;
 
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::text::esc;
 use baton_ops::batch::BatchHeartbeat;
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 use baton_ops::ticket_loop::Ownership;
 
 /// Refresh the heartbeat of the batch this session owns.
@@ -26,6 +26,7 @@ pub struct HeartbeatArgs {
 pub fn cmd_batch_heartbeat(ctx: &Ctx, args: HeartbeatArgs) -> Result<Report, CommandError> {
     let done = baton_ops::batch::heartbeat(
         ctx,
+        &*ctx.store()?,
         &Ownership {
             force: false,
             epoch: args.epoch,

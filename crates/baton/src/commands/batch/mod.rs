@@ -11,12 +11,12 @@ mod ticket;
 
 use clap::Subcommand;
 
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::journal::JournalEvent;
 use baton_core::model::BatchState;
 use baton_ops::batch::{self, BatchUpdate, BatchWrite};
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 use baton_ops::ticket_loop::Ownership;
 
 /// Run several tickets as one batch, one per project root.
@@ -60,29 +60,31 @@ fn update(
     flags: &BatchFlags,
     kind: BatchWrite,
     event: JournalEvent,
-    apply: impl FnOnce(&mut BatchState) -> Result<(String, serde_json::Value), CommandError>,
+    apply: impl FnOnce(&mut BatchState) -> Result<(String, serde_json::Value), baton_ops::OpError>,
 ) -> Result<Report, CommandError> {
     let ownership = Ownership {
         force: flags.force,
         epoch: flags.epoch,
     };
-    Ok(match batch::update(ctx, &ownership, kind, event, apply)? {
-        BatchUpdate::Refused(d) => Report::decision(&d),
-        BatchUpdate::Written {
-            decision,
-            state,
-            message,
-            warnings,
-        } => {
-            let mut report = Report::decision(&decision)
-                .with("batch_id", state.batch_id.clone())
-                .with("status", state.status.as_str())
-                .with("epoch", state.owner_epoch)
-                .text_before(&message);
-            for w in warnings {
-                report = report.warn(w);
+    Ok(
+        match batch::update(ctx, &*ctx.store()?, &ownership, kind, event, apply)? {
+            BatchUpdate::Refused(d) => Report::decision(&d),
+            BatchUpdate::Written {
+                decision,
+                state,
+                message,
+                warnings,
+            } => {
+                let mut report = Report::decision(&decision)
+                    .with("batch_id", state.batch_id.clone())
+                    .with("status", state.status.as_str())
+                    .with("epoch", state.owner_epoch)
+                    .text_before(&message);
+                for w in warnings {
+                    report = report.warn(w);
+                }
+                report
             }
-            report
-        }
-    })
+        },
+    )
 }

@@ -1,12 +1,12 @@
 use clap::Args;
 
 use super::{BatchFlags, update};
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::journal::JournalEvent;
 use baton_core::text::esc;
 use baton_ops::batch::BatchWrite;
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 
 /// Resume a batch: take it over and name the next ticket.
 ///

@@ -1,9 +1,9 @@
 use clap::Args;
 
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_ops::batch::missing_batch;
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 
 /// Show the batch and the ticket a batch resume picks next.
 #[derive(Debug, Args)]

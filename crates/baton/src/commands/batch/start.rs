@@ -2,10 +2,10 @@ use std::ffi::OsString;
 
 use clap::Args;
 
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_ops::batch::{self, BatchStart};
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 
 /// Start a batch of 2 or more tickets, owned by this session.
 ///
@@ -28,6 +28,7 @@ pub struct StartArgs {
 pub fn cmd_batch_start(ctx: &Ctx, args: StartArgs) -> Result<Report, CommandError> {
     let done = batch::start(
         ctx,
+        &*ctx.store()?,
         &batch::Start {
             tickets: &args.tickets,
             mode: &args.mode,

@@ -1,6 +1,7 @@
 use clap::Args;
 
 use super::{BatchFlags, update};
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::journal::JournalEvent;
 use baton_core::model::{TICKET_STATUSES, replan_entry};
@@ -8,7 +9,6 @@ use baton_core::text::{esc, esc_join};
 use baton_core::time::format_ts;
 use baton_ops::batch::BatchWrite;
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 
 /// Record a ticket's progress in the batch, and any `replan_log` entry.
 ///
@@ -50,7 +50,7 @@ pub fn cmd_batch_ticket(ctx: &Ctx, args: TicketArgs) -> Result<Report, CommandEr
                 .iter_mut()
                 .find(|t| t.ticket_id == args.ticket)
                 .ok_or_else(|| {
-                    CommandError::usage(format!(
+                    baton_ops::OpError::usage(format!(
                         "ticket {:?} is not in batch {batch_id}",
                         esc(&args.ticket)
                     ))

@@ -11,10 +11,10 @@ pub mod review_needed;
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
+use crate::error::{CommandError, ExitStatus};
 use crate::output::Report;
 use baton_core::text::{esc, esc_join};
 use baton_ops::env::Ctx;
-use baton_ops::error::{CommandError, ExitStatus};
 use baton_store::feature::{FeatureFacts, POINTER_PATH};
 
 /// Session continuation: the active feature and the resume packet, and where the next session
@@ -59,7 +59,7 @@ pub use baton_ops::continuation::shown;
 /// interrupted work in the project (the same survey and packet as `baton resume` with no
 /// argument).
 pub fn cmd_continue_report(ctx: &Ctx, _args: ContinueArgs) -> Result<Report, CommandError> {
-    let survey = baton_ops::survey::survey(ctx)?;
+    let survey = baton_ops::survey::survey(ctx, &*ctx.store()?)?;
     let (packet, markdown) = crate::view::packet_of(&survey);
     let (summary, feature) = match &survey.feature {
         Some(facts) => feature_summary(facts)?,

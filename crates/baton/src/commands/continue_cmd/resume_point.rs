@@ -1,12 +1,12 @@
 use clap::Args;
 use serde_json::json;
 
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::feature::ResumeRequest;
 use baton_core::text::esc;
 use baton_ops::continuation::{ResumePointSet, set_resume_point, shown};
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 
 /// Where the resume point moves to; each applies only with `--set-resume-point`.
 #[derive(Debug, Args)]

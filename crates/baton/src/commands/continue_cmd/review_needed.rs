@@ -4,11 +4,11 @@ use clap::Args;
 use serde_json::json;
 
 use super::shown;
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::text::{esc, shell_quote};
 use baton_ops::continuation::{self, Partial, ReviewCleared, ReviewMarked, ReviewRequest};
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 
 /// Record that a person must look (REVIEW_NEEDED.md), or clear it.
 ///

@@ -4,9 +4,9 @@ mod run;
 
 use clap::Subcommand;
 
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 
 pub use run::RunArgs;
 

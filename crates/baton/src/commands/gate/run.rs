@@ -4,9 +4,9 @@ use std::time::Duration;
 use clap::Args;
 use serde_json::json;
 
+use crate::error::{CommandError, ExitStatus};
 use crate::output::Report;
 use baton_ops::env::Ctx;
-use baton_ops::error::{CommandError, ExitStatus};
 use baton_ops::ledgers::{GateRunRequest, GatesRun, run_gates};
 
 /// Run a phase's exit gates and append each result to the ledger.

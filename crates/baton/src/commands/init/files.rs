@@ -4,7 +4,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use baton_ops::error::CommandError;
+use crate::error::CommandError;
 use baton_ops::install::Targets;
 use baton_store::{StoreError, atomic};
 

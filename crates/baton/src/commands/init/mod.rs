@@ -13,13 +13,13 @@ use std::path::Path;
 use clap::Args;
 use serde_json::json;
 
+use crate::error::{CommandError, ExitStatus};
 use crate::output::Report;
 use baton_core::client::{Client, Dialect, Instructions, SettingsShape};
 use baton_core::install::codex_trust::{self, TrustChange};
 use baton_core::install::plugin as install_plugin;
 use baton_core::install::{gitattributes, instructions, settings};
 use baton_ops::env::Ctx;
-use baton_ops::error::{CommandError, ExitStatus};
 use baton_ops::install::{Program, Targets};
 use files::Change;
 

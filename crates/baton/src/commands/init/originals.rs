@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::CommandError;
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 use baton_store::{StoreError, atomic, sha256_hex};
 
 #[derive(Debug, Serialize, Deserialize)]

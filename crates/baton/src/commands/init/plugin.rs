@@ -7,12 +7,12 @@ use std::path::Path;
 use serde_json::json;
 
 use super::files::{self, Change};
+use crate::error::{CommandError, ExitStatus};
 use crate::output::Report;
 use baton_core::client::Client;
 use baton_core::install::codex_trust::{self, TrustChange};
 use baton_core::install::plugin;
 use baton_ops::env::Ctx;
-use baton_ops::error::{CommandError, ExitStatus};
 use baton_ops::install::Targets;
 use baton_store::{StoreError, atomic};
 

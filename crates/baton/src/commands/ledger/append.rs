@@ -2,9 +2,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 use baton_ops::ledgers::{self, EventAppend};
 
 /// Append one raw line, validated against the grammar.

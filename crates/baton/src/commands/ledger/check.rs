@@ -3,10 +3,10 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::json;
 
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::ledger::parse_ledger;
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 use baton_ops::ledgers::ignored_warning;
 use baton_ops::ledgers::{Plan, missing};
 use baton_store::{git, ledger};

@@ -3,9 +3,9 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::json;
 
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 use baton_ops::ledgers::{self, LedgerCommit};
 
 /// Commit the ledger, and only the ledger.

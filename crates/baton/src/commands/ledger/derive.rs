@@ -3,11 +3,11 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::json;
 
+use crate::error::CommandError;
 use crate::output::{Progress, Report};
 use baton_core::ledger::PhaseVerdict;
 use baton_core::text::esc;
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 use baton_ops::ledgers::{self, Derive, DeriveAppend, LedgerDerive};
 
 /// Re-derive where a run really is, trusting nothing the ledger claims.
@@ -96,7 +96,7 @@ pub fn cmd_ledger_derive(ctx: &Ctx, args: DeriveArgs) -> Result<Report, CommandE
     match x.append {
         Some(DeriveAppend::Tried(done)) => {
             let report = crate::view::appended(&x.plan, done);
-            if report.status != baton_ops::error::ExitStatus::Success {
+            if report.status != crate::error::ExitStatus::Success {
                 return Ok(report);
             }
             out.push_str(&format!("appended: {}\n", report.text));

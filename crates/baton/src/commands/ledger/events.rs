@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::ledger::{Event, FinishOutcome, Review};
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 use baton_ops::ledgers::{self, EventAppend, Plan};
 
 /// Appends `event` to the ledger of `plan` and renders what was written.

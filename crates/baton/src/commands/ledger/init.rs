@@ -3,9 +3,9 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::json;
 
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 use baton_ops::ledgers::{self, LedgerInit, ignored_warning};
 
 /// Start a plan's ledger (`STATE.md`), or resume the run it records.

@@ -11,9 +11,9 @@ mod init;
 
 use clap::Subcommand;
 
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 
 /// Keep a plan's run ledger: `init`, one writer per event, `append`, `check`, `derive`,
 /// `commit`.
@@ -73,7 +73,7 @@ pub fn dispatch(ctx: &Ctx, cmd: LedgerCommand) -> Result<Report, CommandError> {
         C::Gate(a) => events::write(ctx, &a.plan, a.event()?),
         C::Complete(a) => {
             let report = events::write(ctx, &a.plan, a.event(ctx)?)?;
-            if !a.commit || report.status != baton_ops::error::ExitStatus::Success {
+            if !a.commit || report.status != crate::error::ExitStatus::Success {
                 return Ok(report);
             }
             // The ledger is committed with the phase it records.

@@ -3,12 +3,12 @@ use std::ffi::OsString;
 use clap::Args;
 
 use crate::args::WriteFlags;
+use crate::error::CommandError;
 use crate::output::Report;
 use crate::view::loop_report;
 use baton_core::decide::loop_resume::Mode;
 use baton_core::text::{esc, esc_join};
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 use baton_ops::ticket_loop::{self, Accept, Acceptance, Governing, SetAside};
 
 /// Accept a resume offer: take the loop over and print what governs it.
@@ -45,6 +45,7 @@ pub fn cmd_resume_accept(ctx: &Ctx, args: AcceptArgs) -> Result<Report, CommandE
     };
     let done = ticket_loop::accept(
         ctx,
+        &*ctx.store()?,
         &Accept {
             ticket: &args.ticket,
             set_aside,

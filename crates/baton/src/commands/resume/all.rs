@@ -2,14 +2,14 @@
 //! project with the verdict its own command gives, then one resume packet for what was
 //! interrupted.
 
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::text::esc;
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 use baton_ops::survey::{Work, survey};
 
 pub fn cmd_resume_all(ctx: &Ctx) -> Result<Report, CommandError> {
-    let s = survey(ctx)?;
+    let s = survey(ctx, &*ctx.store()?)?;
     let (packet, markdown) = crate::view::packet_of(&s);
     let mut text = String::new();
     let (rows, more) = crate::view::session_rows(&s);

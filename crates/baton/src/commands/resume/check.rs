@@ -2,18 +2,19 @@ use std::ffi::OsStr;
 
 use serde_json::Value;
 
+use crate::error::{CommandError, ExitStatus};
 use crate::output::{Report, decision_json, render_decision};
 use baton_core::Reason;
 use baton_core::decide::loop_resume::last_write;
 use baton_core::decide::loop_write::check_key_collision;
 use baton_core::text::esc_or;
 use baton_ops::env::Ctx;
-use baton_ops::error::{CommandError, ExitStatus};
 use baton_ops::ticket_loop::gather;
 use baton_ops::ticket_loop::{Ownership, Target, may_replace};
 
 pub fn cmd_resume_check(ctx: &Ctx, ticket: &OsStr) -> Result<Report, CommandError> {
-    let g = gather(ctx, Target::derive(ctx, ticket))?;
+    let store = ctx.store()?;
+    let g = gather(ctx, &*store, Target::derive(ctx, ticket))?;
     let notes = g.notes.join("\n");
     if let Some(loaded) = &g.loaded {
         loaded.writable()?;
@@ -27,10 +28,7 @@ pub fn cmd_resume_check(ctx: &Ctx, ticket: &OsStr) -> Result<Report, CommandErro
     if let Some(loaded) = g.loaded.as_ref().filter(|_| d.archive && !g.held_legacy) {
         match may_replace(ctx, &loaded.state, &Ownership::default(), &g.target) {
             Ok(()) => {
-                archived = Some(
-                    g.store
-                        .archive_loop(&g.target.key, &loaded.expect(), ctx.now)?,
-                )
+                archived = Some(store.archive_loop(&g.target.key, &loaded.expect(), ctx.now)?)
             }
             Err(refusal) => {
                 // A finished loop that the gate protects is left in place, and the next step is

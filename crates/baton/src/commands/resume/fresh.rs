@@ -4,9 +4,9 @@ use clap::Args;
 use serde_json::json;
 
 use crate::args::WriteFlags;
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 use baton_ops::ticket_loop::{self, Fresh};
 
 /// Start over: archive the ticket's loop so that a fresh one can begin.
@@ -22,7 +22,7 @@ pub struct FreshArgs {
 }
 
 pub fn cmd_resume_fresh(ctx: &Ctx, args: FreshArgs) -> Result<Report, CommandError> {
-    let done = ticket_loop::fresh(ctx, &args.ticket, &args.flags.ownership())?;
+    let done = ticket_loop::fresh(ctx, &*ctx.store()?, &args.ticket, &args.flags.ownership())?;
     let notes = done.notes.join("\n");
     let t = done.target.arg();
     Ok(match done.outcome {

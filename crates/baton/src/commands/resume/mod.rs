@@ -11,9 +11,9 @@ use std::ffi::OsString;
 
 use clap::{Args, Subcommand};
 
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 
 /// Start every session here: every piece of interrupted work and one resume packet, or, with a
 /// ticket, whether that ticket's loop can be resumed.

@@ -1,10 +1,10 @@
 use clap::Args;
 
 use super::{HolderArgs, end_lease};
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::model::RunStatus;
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 
 /// End a run (`complete` or `abandoned`) and release its lock.
 ///

@@ -2,9 +2,9 @@ use clap::Args;
 use serde_json::json;
 
 use super::HolderArgs;
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 use baton_ops::single_run::LeaseRefresh;
 
 /// Refresh the run lock's heartbeat when this caller holds it.
@@ -20,7 +20,8 @@ pub struct HeartbeatArgs {
 }
 
 pub fn cmd_run_heartbeat(ctx: &Ctx, args: HeartbeatArgs) -> Result<Report, CommandError> {
-    let done = baton_ops::single_run::heartbeat(ctx, &args.run_id, &args.holder.holder())?;
+    let done =
+        baton_ops::single_run::heartbeat(ctx, &*ctx.store()?, &args.run_id, &args.holder.holder())?;
     Ok(render_heartbeat(ctx, done))
 }
 

@@ -4,9 +4,9 @@ use clap::Args;
 use serde_json::json;
 
 use super::state_file_lines;
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 use baton_ops::single_run;
 
 /// Import a run from an originating pipeline state file.
@@ -26,7 +26,7 @@ pub struct ImportArgs {
 }
 
 pub fn cmd_run_import(ctx: &Ctx, args: ImportArgs) -> Result<Report, CommandError> {
-    let done = single_run::import(ctx, &args.run_id, args.from.as_deref())?;
+    let done = single_run::import(ctx, &*ctx.store()?, &args.run_id, args.from.as_deref())?;
     let (id, run, path) = (&done.id, &done.run, &done.path);
     let report = Report::ok(
         json!({ "run_id": id.to_string(), "imported_from": run.imported_from, "state_file": path.display().to_string() }),

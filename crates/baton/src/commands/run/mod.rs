@@ -14,12 +14,12 @@ mod show;
 use clap::{Args, Subcommand};
 use serde_json::json;
 
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::decide::lease::Here;
 use baton_core::model::{RunState, RunStatus};
 use baton_core::run_id::RunTarget;
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 use baton_ops::single_run::{self, Holder, LeaseEnd};
 
 /// Track a single-run pipeline and resume it safely: `baton run new`, `record`, `resume`.
@@ -90,7 +90,12 @@ pub fn here(
     holder: &HolderArgs,
     records: bool,
 ) -> Result<(Here, &'static str), CommandError> {
-    baton_ops::runs::here(ctx, holder.pid, holder.token.as_deref(), records)
+    Ok(baton_ops::runs::here(
+        ctx,
+        holder.pid,
+        holder.token.as_deref(),
+        records,
+    )?)
 }
 
 pub use baton_ops::runs::lease_state_of;
@@ -155,7 +160,7 @@ pub fn end_lease(
     force: bool,
 ) -> Result<Report, CommandError> {
     Ok(
-        match single_run::end_lease(ctx, raw_id, &holder.holder(), status, force)? {
+        match single_run::end_lease(ctx, &*ctx.store()?, raw_id, &holder.holder(), status, force)? {
             LeaseEnd::Refused(d) => Report::decision(&d),
             LeaseEnd::Ended {
                 id,

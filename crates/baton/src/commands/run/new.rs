@@ -4,9 +4,9 @@ use clap::Args;
 use serde_json::json;
 
 use super::{HolderArgs, holder_text, state_file_line, token_note};
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 use baton_ops::single_run::{self, NewRun, RunStart};
 
 /// Start a single run and print its run id, holding the run lock.
@@ -51,6 +51,7 @@ pub struct NewArgs {
 pub fn cmd_run_new(ctx: &Ctx, args: NewArgs) -> Result<Report, CommandError> {
     let done = single_run::new_run(
         ctx,
+        &*ctx.store()?,
         &NewRun {
             feature: args.feature.as_deref(),
             plan: args.plan.as_deref(),

@@ -1,10 +1,10 @@
 use clap::Args;
 use serde_json::json;
 
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::text::esc;
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 use baton_ops::single_run::{self, Prune, PruneEntry, Pruned};
 
 /// Delete the state of finished runs not written for a while.
@@ -32,6 +32,7 @@ pub fn cmd_run_prune(ctx: &Ctx, args: PruneArgs) -> Result<Report, CommandError>
     })?;
     let done = single_run::prune(
         ctx,
+        &*ctx.store()?,
         &Prune {
             older_than: horizon,
             dry_run: args.dry_run,

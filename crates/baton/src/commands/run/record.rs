@@ -2,9 +2,9 @@ use clap::{ArgGroup, Args};
 use serde_json::json;
 
 use super::HolderArgs;
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 use baton_ops::single_run::{self, Record, RecordWhat, Recorded};
 
 /// Record a run's progress: an agent, a gate, a step or a new plan.
@@ -54,6 +54,7 @@ pub fn cmd_run_record(ctx: &Ctx, args: RecordArgs) -> Result<Report, CommandErro
     };
     let done = single_run::record(
         ctx,
+        &*ctx.store()?,
         &Record {
             run_id: &args.run_id,
             what,

@@ -1,9 +1,9 @@
 use clap::Args;
 
 use super::{HolderArgs, end_lease};
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 
 /// Release the run lock.
 ///

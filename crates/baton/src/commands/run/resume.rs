@@ -4,12 +4,12 @@ use clap::Args;
 use serde_json::json;
 
 use super::{HolderArgs, parse_target, pipeline_state_file, state_file_lines, token_note};
+use crate::error::CommandError;
 use crate::output::{Report, decision_json, render_decision};
 use baton_core::decide::run_resume::RunDecision;
 use baton_core::run_id::RunTarget;
 use baton_core::time::human_age;
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 use baton_ops::single_run::{self, ResumeRun};
 
 /// Resume a single run: its checks, then what to restore.
@@ -45,6 +45,7 @@ pub fn cmd_run_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Report, CommandErro
     };
     let done = single_run::resume(
         ctx,
+        &*ctx.store()?,
         &ResumeRun {
             id,
             confirm_alignment: args.confirm_alignment,

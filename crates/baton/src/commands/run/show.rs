@@ -2,12 +2,12 @@ use clap::Args;
 use serde_json::json;
 
 use super::{HolderArgs, here, holder_text, lease_state_of, state_file_lines};
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::decide::lease::LeaseState;
 use baton_core::decide::run_resume::restoration;
 use baton_core::text::{esc, esc_join, esc_or};
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 use baton_ops::single_run::{missing_run, parse_run_id};
 
 /// Show a run: what it was planned against, its progress, and its lock.

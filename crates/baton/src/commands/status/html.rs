@@ -6,6 +6,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
+use crate::error::CommandError;
 use crate::output::Report;
 use crate::view::{journal_line, ledger_events, ledger_line, shown};
 use baton_core::key::sanitize;
@@ -16,12 +17,11 @@ use baton_core::text::esc;
 use baton_core::time::{age, human_age, parse_ts};
 use baton_core::timeline::{EventIn, Label, LaneIn, build, render_html};
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 use baton_ops::survey::{Work, survey};
 use baton_store::{JournalTarget, StateStore};
 
 pub fn cmd_html(ctx: &Ctx, out: Option<&Path>) -> Result<Report, CommandError> {
-    let s = survey(ctx)?;
+    let s = survey(ctx, &*ctx.store()?)?;
     let store = ctx.store()?;
     let mut warnings: Vec<String> = s
         .notes
@@ -81,7 +81,7 @@ pub fn cmd_html(ctx: &Ctx, out: Option<&Path>) -> Result<Report, CommandError> {
             let path = ctx.dir.join(out);
             baton_store::atomic::replace_with_mode(&path, page.as_bytes(), 0o644).map_err(|e| {
                 CommandError::new(
-                    baton_ops::error::ExitStatus::Failure,
+                    crate::error::ExitStatus::Failure,
                     format!("cannot write the timeline to {}: {e}", path.display()),
                 )
                 .hint("pass `--out` a file in a directory you can write to")

@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::json;
 
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::text::esc;
 use baton_core::time::{age, human_age, parse_ts};
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 use baton_ops::survey::{Owner, Work, survey};
 
 mod html;
@@ -142,7 +142,7 @@ pub fn cmd_status(ctx: &Ctx, args: StatusArgs) -> Result<Report, CommandError> {
 
 /// The table, as `baton status` prints it.
 fn table(ctx: &Ctx) -> Result<Report, CommandError> {
-    let s = survey(ctx)?;
+    let s = survey(ctx, &*ctx.store()?)?;
     let colour = crate::output::colour(std::io::stdout().is_terminal());
     let work = crate::view::by_urgency(&s.work);
     let cells: Vec<[String; 3]> = work

@@ -3,8 +3,8 @@
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
+use crate::error::CommandError;
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 
 pub fn cmd_watch(ctx: &Ctx, interval: Duration) -> Result<crate::output::Report, CommandError> {
     if crate::output::wants_json() {
@@ -25,7 +25,11 @@ pub fn cmd_watch(ctx: &Ctx, interval: Duration) -> Result<crate::output::Report,
         let mut now = ctx.clone();
         // A failed read (a lock held a moment too long, a server away) is shown, and the next
         // look tries again.
-        let clock = if replay { Ok(ctx.now) } else { ctx.clock() };
+        let clock = if replay {
+            Ok(ctx.now)
+        } else {
+            ctx.clock().map_err(CommandError::from)
+        };
         let table = clock.and_then(|t| {
             now.now = t;
             super::table(&now)

@@ -17,6 +17,7 @@ pub use guard::{COMMAND as GUARD_COMMAND, GuardArgs, run as run_guard};
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 
+use crate::error::{CommandError, ExitStatus};
 use crate::output::Report;
 use baton_core::client::{Action, Client};
 use baton_core::decide::supervise::{
@@ -30,7 +31,6 @@ use baton_core::model::{InterruptReason, LoopStatus};
 use baton_core::text::esc;
 use baton_core::time::{format_ts, parse_ts};
 use baton_ops::env::Ctx;
-use baton_ops::error::{CommandError, ExitStatus};
 use baton_ops::install::Targets;
 use baton_ops::owned::owned;
 use baton_ops::ticket_loop::Target;
@@ -554,7 +554,9 @@ impl Supervisor<'_> {
         let layout = self.store.layout().clone();
         let waited = std::time::Instant::now();
         while baton_ops::forward::anything_pending(self.ctx, &layout) {
-            let warnings = match baton_ops::forward::forward(&self.at_now(None)) {
+            let warnings = match baton_ops::forward::forward(&self.at_now(None), &|| {
+                Ok(std::rc::Rc::clone(&self.store))
+            }) {
                 Ok(done) if done.unreachable.is_none() && done.left == 0 => done.warnings,
                 Ok(done) => done.all_warnings(),
                 Err(e) => vec![e.message],
@@ -643,7 +645,7 @@ impl Supervisor<'_> {
                     before: None,
                 };
                 let (stopped, result) =
-                    baton_ops::forward::interrupt_session(&self.at_now(None), &stop);
+                    baton_ops::forward::interrupt_session(&self.at_now(None), &*self.store, &stop);
                 let failed = result.err().map(|e| e.message);
                 for w in stopped.warnings.iter().chain(&failed) {
                     say(&format!("warning: {w}"));
@@ -700,7 +702,7 @@ impl Supervisor<'_> {
             let target = Target::of_record(key, &state);
             let name = format!("loop {}", target.shown());
             let ctx = self.at_now(None);
-            let d = gather(&ctx, target)?.decision;
+            let d = gather(&ctx, &*self.store, target)?.decision;
             let wait = decide_wait(
                 d.decision.verdict,
                 d.mode,
@@ -741,6 +743,7 @@ impl Supervisor<'_> {
             let ctx = self.at_now(state.owner().map(str::to_string));
             if let Err(e) = baton_ops::ticket_loop::interrupt(
                 &ctx,
+                &*self.store,
                 Target::of_record(key, &state),
                 InterruptReason::RateLimit,
                 Some(at),

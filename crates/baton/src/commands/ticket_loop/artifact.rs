@@ -6,13 +6,13 @@ use clap::Args;
 
 use super::{Applied, transition};
 use crate::args::WriteFlags;
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::Reason;
 use baton_core::decide::loop_write::brief_owed_after;
 use baton_core::model::PromotionTier;
 use baton_core::text::esc;
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 
 /// Record the governing Brief or Plan and the promotion tier.
 ///

@@ -5,10 +5,10 @@ use clap::Args;
 
 use super::{Applied, transition};
 use crate::args::WriteFlags;
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::model::LoopStatus;
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 
 /// End a loop: `complete`, or `stalled` when it cannot go on.
 ///

@@ -4,9 +4,9 @@ use clap::Args;
 use serde_json::json;
 
 use crate::args::WriteFlags;
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 use baton_ops::ticket_loop::Heartbeat;
 
 /// Refresh `last_updated` of a loop this session owns and is running.
@@ -23,7 +23,8 @@ pub struct HeartbeatArgs {
 
 pub fn cmd_loop_heartbeat(ctx: &Ctx, args: HeartbeatArgs) -> Result<Report, CommandError> {
     let target = baton_ops::ticket_loop::Target::derive(ctx, &args.ticket);
-    let done = baton_ops::ticket_loop::heartbeat(ctx, target, &args.flags.ownership())?;
+    let done =
+        baton_ops::ticket_loop::heartbeat(ctx, &*ctx.store()?, target, &args.flags.ownership())?;
     Ok(render_heartbeat(ctx, done))
 }
 

@@ -3,10 +3,10 @@ use std::ffi::OsString;
 use clap::Args;
 
 use crate::args::WriteFlags;
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::model::Phase;
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 use baton_ops::ticket_loop;
 
 /// Start a ticket's loop, owned by this session.
@@ -40,6 +40,7 @@ pub struct InitArgs {
 pub fn cmd_loop_init(ctx: &Ctx, args: InitArgs) -> Result<Report, CommandError> {
     let done = ticket_loop::init(
         ctx,
+        &*ctx.store()?,
         &ticket_loop::Init {
             ticket: &args.ticket,
             phase: &args.phase,

@@ -3,10 +3,10 @@ use std::ffi::OsString;
 use clap::Args;
 
 use crate::args::{WriteFlags, parse_when};
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::model::InterruptReason;
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 
 /// Mark a loop interrupted, as a rate limit or an ending session would.
 ///
@@ -32,13 +32,14 @@ pub fn cmd_loop_interrupt(ctx: &Ctx, args: InterruptArgs) -> Result<Report, Comm
         .as_deref()
         .map(|raw| parse_when(ctx.now, raw, "--resume-after"))
         .transpose()?;
-    baton_ops::ticket_loop::interrupt(
+    let done = baton_ops::ticket_loop::interrupt(
         ctx,
+        &*ctx.store()?,
         baton_ops::ticket_loop::Target::derive(ctx, &args.ticket),
         // clap takes only the values listed above.
         InterruptReason::parse(&args.reason).unwrap_or(InterruptReason::Unknown),
         resume_after,
         &args.flags.ownership(),
-    )
-    .map(super::render_transition)
+    )?;
+    Ok(super::render_transition(done))
 }

@@ -4,10 +4,10 @@ use clap::Args;
 use serde_json::json;
 
 use super::Target;
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::key::KeySource;
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 
 /// Print the LOOP_KEY a ticket id maps to, and the file it names.
 ///

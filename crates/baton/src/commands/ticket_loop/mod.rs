@@ -14,13 +14,13 @@ use std::ffi::OsStr;
 use clap::Subcommand;
 
 use crate::args::WriteFlags;
+use crate::error::CommandError;
 use crate::output::Report;
 use crate::view::loop_report;
 use baton_core::Decision;
 use baton_core::journal::JournalEvent;
 use baton_core::model::LoopState;
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 use baton_ops::ticket_loop::{self, Applied, Target, Transition};
 
 /// Record and inspect one ticket's loop state (`.agentic/loop-state-<KEY>.json`).
@@ -59,7 +59,14 @@ pub fn transition(
     apply: impl FnOnce(&mut LoopState, &Target) -> Result<Applied, Decision>,
 ) -> Result<Report, CommandError> {
     let target = ticket_loop::Target::derive(ctx, ticket);
-    ticket_loop::transition(ctx, target, &flags.ownership(), event, apply).map(render_transition)
+    Ok(render_transition(ticket_loop::transition(
+        ctx,
+        &*ctx.store()?,
+        target,
+        &flags.ownership(),
+        event,
+        apply,
+    )?))
 }
 
 /// What a transition did, as a command prints it.

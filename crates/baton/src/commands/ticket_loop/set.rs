@@ -6,13 +6,13 @@ use serde_json::{Value, json};
 
 use super::{Applied, transition};
 use crate::args::WriteFlags;
+use crate::error::CommandError;
 use crate::output::Report;
 use baton_core::decide::loop_write::check_transition;
 use baton_core::model::Phase;
 use baton_core::text::esc;
 use baton_core::{Decision, Reason};
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 
 /// Record a phase transition and print its breadcrumb.
 ///

@@ -3,13 +3,13 @@ use std::ffi::OsString;
 use clap::Args;
 use serde_json::json;
 
+use crate::error::CommandError;
 use crate::output::Report;
 use crate::view::state_json;
 use baton_core::decide::loop_resume::{last_write, resume_after};
 use baton_core::text::{esc, esc_or};
 use baton_core::time::{is_live, parse_ts};
 use baton_ops::env::Ctx;
-use baton_ops::error::CommandError;
 use baton_ops::loops::legacy_key;
 use baton_ops::ticket_loop::{Target, missing_loop};
 use baton_store::read::Access;
@@ -29,7 +29,7 @@ pub fn cmd_loop_show(ctx: &Ctx, args: ShowArgs) -> Result<Report, CommandError> 
         Some(loaded) => (loaded, false),
         None => match store.read_legacy_loop()? {
             Some(legacy) if legacy_key(&legacy.state) == target.key => (legacy, true),
-            _ => return Err(missing_loop(&target)),
+            _ => return Err(missing_loop(&target).into()),
         },
     };
     if let Err(d) =
