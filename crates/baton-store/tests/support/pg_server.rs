@@ -137,12 +137,8 @@ impl PgServer {
             std::os::unix::fs::chown(dir.path(), Some(uid), None).unwrap();
         }
         let data = dir.path().join("data");
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let server = PgServer {
+        let port = free_port();
+        let mut server = PgServer {
             bin,
             data,
             as_postgres,
@@ -165,7 +161,7 @@ impl PgServer {
             ],
         );
         let mut opts = format!(
-            "-h 127.0.0.1 -p {port} -k {} -c fsync=off -c synchronous_commit=off",
+            "-h 127.0.0.1 -k {} -c fsync=off -c synchronous_commit=off",
             server.data.parent().unwrap().display()
         );
         if let Some(certs) = certs {
@@ -182,19 +178,34 @@ impl PgServer {
             }
             opts.push_str(" -c ssl=on -c ssl_cert_file=server.crt -c ssl_key_file=server.key");
         }
-        server.run(
-            "pg_ctl",
-            &[
-                "-D",
-                &server.data.to_string_lossy(),
-                "-o",
-                &opts,
-                "-l",
-                &server.data.parent().unwrap().join("log").to_string_lossy(),
-                "-w",
-                "start",
-            ],
-        );
+        // The port was free when asked for, and another test's server (or any process) may
+        // take it before this one binds it: a server that could not bind starts again on
+        // another port. Any other failure stops the test with the server's log.
+        let log = server.data.parent().unwrap().join("log");
+        for attempt in 1.. {
+            let started = server.try_run(
+                "pg_ctl",
+                &[
+                    "-D",
+                    &server.data.to_string_lossy(),
+                    "-o",
+                    &format!("-p {} {opts}", server.port),
+                    "-l",
+                    &log.to_string_lossy(),
+                    "-w",
+                    "-t",
+                    "120",
+                    "start",
+                ],
+            );
+            let Err(failed) = started else { break };
+            let logged = std::fs::read_to_string(&log).unwrap_or_default();
+            if attempt < 5 && logged.contains("could not bind") {
+                server.port = free_port();
+                continue;
+            }
+            panic!("{failed}\nthe server's log:\n{logged}");
+        }
         Some(server)
     }
 
@@ -211,6 +222,12 @@ impl PgServer {
     }
 
     fn run(&self, program: &str, args: &[&str]) {
+        if let Err(e) = self.try_run(program, args) {
+            panic!("{e}");
+        }
+    }
+
+    fn try_run(&self, program: &str, args: &[&str]) -> Result<(), String> {
         let path = self.bin.join(program);
         let out = self
             .command(program)
@@ -219,12 +236,14 @@ impl PgServer {
             .stdin(Stdio::null())
             .output()
             .unwrap_or_else(|e| panic!("cannot run {}: {e}", path.display()));
-        assert!(
-            out.status.success(),
+        if out.status.success() {
+            return Ok(());
+        }
+        Err(format!(
             "{program} failed: {}{}",
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
-        );
+        ))
     }
 
     /// The directory of the server's Unix socket.
@@ -237,6 +256,15 @@ impl PgServer {
     pub fn url(&self) -> String {
         format!("postgres://baton@127.0.0.1:{}/postgres", self.port)
     }
+}
+
+/// A port no process listens on now.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 impl Drop for PgServer {
