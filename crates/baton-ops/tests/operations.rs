@@ -175,6 +175,8 @@ fn a_lock_held_by_another_process_stops_the_write_and_changes_nothing() {
     )
     .unwrap_err();
     assert!(err.message.contains("locked"), "{}", err.message);
+    // A lock another process holds is a gate, not a broken store.
+    assert_eq!(err.kind, baton_ops::Kind::Refused);
     drop(held);
     assert_eq!(events(&store, "T-1"), ["init"]);
 }
@@ -463,4 +465,87 @@ fn a_paused_session_is_left_paused_and_the_next_session_is_told() {
             .any(|r| r.message == "explicitly paused: lunch"),
         "{item:?}"
     );
+}
+
+/// A heartbeat keeps only its own session's active loop live, and only with the epoch it holds:
+/// another session's beat, a beat on an interrupted loop and a beat with a stale epoch change
+/// nothing.
+#[test]
+fn a_heartbeat_refreshes_only_the_owners_active_loop() {
+    let (dir, store) = project();
+    init(&session(dir.path(), &store, "A", 0), "T-1");
+    let beat = |who: &str, minutes: i64, flags: &Ownership| {
+        let ctx = session(dir.path(), &store, who, minutes);
+        ticket_loop::heartbeat(
+            &ctx,
+            &*ctx.store().unwrap(),
+            ticket_loop::Target::derive(&ctx, OsStr::new("T-1")),
+            flags,
+        )
+        .unwrap()
+    };
+    let before = store.read_loop("T-1").unwrap().unwrap().revision;
+    assert!(matches!(
+        beat("B", 5, &Ownership::default()),
+        ticket_loop::Heartbeat::Skipped { .. }
+    ));
+    let stale = Ownership {
+        epoch: Some(state(&store, "T-1").owner_epoch + 1),
+        ..Ownership::default()
+    };
+    assert!(matches!(
+        beat("A", 5, &stale),
+        ticket_loop::Heartbeat::Skipped { .. }
+    ));
+    assert_eq!(store.read_loop("T-1").unwrap().unwrap().revision, before);
+    assert!(matches!(
+        beat("A", 5, &Ownership::default()),
+        ticket_loop::Heartbeat::Refreshed { .. }
+    ));
+    assert_eq!(
+        state(&store, "T-1").last_updated.as_deref(),
+        Some("2026-03-01T10:05:00Z")
+    );
+}
+
+/// A session takes back its own loop that a rate limit interrupted, and only once the
+/// recorded reset has passed; another session cannot take it back at all.
+#[test]
+fn a_rate_limited_loop_is_taken_back_by_its_own_session_after_the_reset() {
+    let (dir, store) = project();
+    init(&session(dir.path(), &store, "A", 0), "T-1");
+    let a = session(dir.path(), &store, "A", 1);
+    ticket_loop::interrupt(
+        &a,
+        &*a.store().unwrap(),
+        ticket_loop::Target::derive(&a, OsStr::new("T-1")),
+        baton_core::model::InterruptReason::RateLimit,
+        Some(at(60)),
+        &Ownership::default(),
+    )
+    .unwrap();
+    let take = |who: &str, minutes: i64| {
+        let ctx = session(dir.path(), &store, who, minutes);
+        ticket_loop::take_back(&ctx, &*ctx.store().unwrap(), OsStr::new("T-1"), "prompt").unwrap()
+    };
+    assert!(matches!(take("A", 30), ticket_loop::TakeBack::NotYet { until } if until == at(60)));
+    assert!(matches!(
+        take("B", 61),
+        ticket_loop::TakeBack::NotOwn { .. }
+    ));
+    assert_eq!(
+        state(&store, "T-1").status,
+        baton_core::model::LoopStatus::Interrupted
+    );
+    assert!(matches!(
+        take("A", 61),
+        ticket_loop::TakeBack::Taken {
+            resume_count: 1,
+            ..
+        }
+    ));
+    let s = state(&store, "T-1");
+    assert_eq!(s.status, baton_core::model::LoopStatus::Active);
+    assert_eq!((s.interrupt_reason, s.resume_after), (None, None));
+    assert_eq!(events(&store, "T-1"), ["init", "interrupt", "resume"]);
 }
