@@ -549,3 +549,24 @@ fn a_rate_limited_loop_is_taken_back_by_its_own_session_after_the_reset() {
     assert_eq!((s.interrupt_reason, s.resume_after), (None, None));
     assert_eq!(events(&store, "T-1"), ["init", "interrupt", "resume"]);
 }
+
+/// A session lifts only its own pause: another session's clear leaves the mark, the owner's
+/// removes it, and a clear with nothing paused says so.
+#[test]
+fn a_pause_is_lifted_only_by_its_own_session() {
+    use baton_ops::continuation::{Cleared, clear_pause, pause};
+    let (dir, store) = project();
+    init(&session(dir.path(), &store, "A", 0), "T-1");
+    let a = session(dir.path(), &store, "A", 1);
+    pause(&a, &*a.store().unwrap(), Some("lunch".into())).unwrap();
+    let b = session(dir.path(), &store, "B", 2);
+    let cleared = clear_pause(&b, &*b.store().unwrap()).unwrap();
+    assert!(matches!(cleared, Cleared::NotThisSession), "{cleared:?}");
+    assert!(store.read_pause().unwrap().is_some());
+    let a = session(dir.path(), &store, "A", 3);
+    let cleared = clear_pause(&a, &*a.store().unwrap()).unwrap();
+    assert!(matches!(cleared, Cleared::Removed), "{cleared:?}");
+    assert!(store.read_pause().unwrap().is_none());
+    let cleared = clear_pause(&a, &*a.store().unwrap()).unwrap();
+    assert!(matches!(cleared, Cleared::NoMark), "{cleared:?}");
+}
