@@ -20,8 +20,8 @@ use baton_core::decide::loop_resume::{
     Mode, ResumeFacts, claims_engineer_output, decide_loop_resume, is_resumable, resume_after,
 };
 use baton_core::decide::survey::{
-    BatchFacts, Handover, HandoverFacts, LedgerFacts, Standing, decide_batch, decide_handover,
-    decide_ledger,
+    BatchFacts, Call, Detail, Handover, HandoverFacts, LedgerFacts, Standing, SurveyVerdict,
+    decide_batch, decide_feature, decide_handover, decide_ledger, decide_loop, decide_run,
 };
 use baton_core::ledger::{Event, parse_ledger, phase_claims};
 use baton_core::model::{BatchState, BatchStatus, LoopState, LoopStatus, Pauses, RunState};
@@ -31,7 +31,6 @@ use baton_core::text::{esc, esc_join};
 use baton_core::time::{is_live, parse_ts};
 use baton_store::feature::{FeatureFacts, read_feature};
 use baton_store::git::{self, Changes};
-use baton_store::layout::LEGACY_LOOP_FILE;
 use baton_store::{RecordKey, StateStore};
 
 /// Who owns a piece of work, and whether they are still on it.
@@ -73,16 +72,11 @@ pub struct Work {
     pub phase: String,
     pub status: String,
     pub owner: Option<Owner>,
-    /// The verdict its own command gives, as that command's `--json` says it (`own`, `offer`,
-    /// `live`, `none`, `quiet`, `degraded`, …).
-    pub verdict: String,
-    /// How it would resume, as its own command says (`automatic`, `manual`, `never`), when
-    /// that command names a mode.
-    pub mode: Option<String>,
-    /// What qualifies the verdict, when anything does: `finished`, `not started`, `legacy
-    /// loop-state.json`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub detail: Option<String>,
+    /// The verdict its own command gives (`own`, `offer`, `live`, `none`, `quiet`,
+    /// `degraded`, …), with the mode that command names (`automatic`, `never`, …) or what
+    /// qualifies it (`finished`, `not started`, `legacy loop-state.json`).
+    #[serde(flatten)]
+    pub call: Call,
     pub class: Option<Class>,
     /// The next step its own command gives.
     pub next: Option<String>,
@@ -106,18 +100,7 @@ impl Work {
     /// The verdict with its mode or what qualifies it, as text shows it: `offer (automatic)`,
     /// `none (finished)`.
     pub fn shown_verdict(&self) -> String {
-        match self.mode.as_deref().or(self.detail.as_deref()) {
-            Some(more) => format!("{} ({more})", self.verdict),
-            None => self.verdict.clone(),
-        }
-    }
-
-    /// Sets the verdict, with what qualifies it; a mode is the loop's own command's, which
-    /// no later verdict keeps.
-    fn set_verdict(&mut self, verdict: &str, detail: Option<&str>) {
-        self.verdict = verdict.to_string();
-        self.detail = detail.map(str::to_string);
-        self.mode = None;
+        self.call.to_string()
     }
 }
 
@@ -164,7 +147,7 @@ pub fn survey(ctx: &Ctx, store: &dyn StateStore) -> Result<Survey, OpError> {
         None
     };
     let adoption = if exists {
-        adopt_legacy(&*store, ctx)?
+        adopt_legacy(store, ctx)?
     } else {
         Default::default()
     };
@@ -203,7 +186,7 @@ pub fn survey(ctx: &Ctx, store: &dyn StateStore) -> Result<Survey, OpError> {
     };
     let scan = Scan {
         ctx,
-        store: &*store,
+        store,
         changes: changes.as_ref(),
         pause: pause.as_ref(),
         here,
@@ -234,7 +217,7 @@ pub fn survey(ctx: &Ctx, store: &dyn StateStore) -> Result<Survey, OpError> {
                 // State and history agree by the time anyone reads them: an interrupt whose
                 // writer was killed before its journal event gets the event back.
                 if let Err(e) =
-                    crate::journal::restore_interrupt_event(&*store, &scanned.key, &l.state)
+                    crate::journal::restore_interrupt_event(store, &scanned.key, &l.state)
                 {
                     notes.push(format!(
                         "warning: the journal of {} could not be mended: {}",
@@ -264,9 +247,10 @@ pub fn survey(ctx: &Ctx, store: &dyn StateStore) -> Result<Survey, OpError> {
             phase: held.state.position(),
             status: held.state.status.as_str().into(),
             owner: Some(loop_owner(ctx, &held.state)),
-            verdict: d.verdict.to_string(),
-            mode: None,
-            detail: Some(format!("legacy {LEGACY_LOOP_FILE}")),
+            call: Call {
+                detail: Some(Detail::LegacyLoopFile),
+                ..Call::of(SurveyVerdict::Decided(d.verdict))
+            },
             class: None,
             next: d.next,
             item: None,
@@ -395,22 +379,13 @@ impl Scan<'_> {
             others: &[],
         });
         let owner = loop_owner(ctx, state);
-        let (verdict, detail) = match d.archive {
-            true => ("none".to_string(), Some("finished".to_string())),
-            false => (d.decision.verdict.to_string(), None),
-        };
         let mut work = Work {
             kind: WorkKind::Loop,
             key: ticket.clone(),
             phase: state.position(),
             status: state.status.as_str().into(),
             owner: Some(owner.clone()),
-            verdict,
-            mode: d
-                .mode
-                .filter(|_| !d.archive)
-                .map(|m| m.as_str().to_string()),
-            detail,
+            call: decide_loop(d.decision.verdict, d.mode, d.archive),
             class: None,
             next: d.decision.next.clone(),
             item: None,
@@ -508,7 +483,7 @@ impl Scan<'_> {
             kind: WorkKind::Loop,
             key: ticket,
             position,
-            verdict: work.shown_verdict(),
+            verdict: work.call,
             class: Some(c.class),
             reasons,
             checkpoint: state
@@ -552,9 +527,7 @@ impl Scan<'_> {
                 last_write: last.map(baton_core::time::format_ts),
                 machine: None,
             }),
-            verdict: String::new(),
-            mode: None,
-            detail: None,
+            call: Call::of(SurveyVerdict::Decided(baton_core::Verdict::None)),
             class: None,
             next: next.clone(),
             item: None,
@@ -566,8 +539,7 @@ impl Scan<'_> {
             recent: is_live(ctx.now, last),
             mine,
         });
-        let (verdict, detail) = standing.parts();
-        work.set_verdict(verdict, detail);
+        work.call = standing.call();
         if standing == Standing::Own {
             work.item = Some(self.own_item(
                 WorkKind::Batch,
@@ -636,7 +608,7 @@ impl Scan<'_> {
             kind: WorkKind::Batch,
             key: state.batch_id.clone(),
             position: from,
-            verdict: work.shown_verdict(),
+            verdict: work.call,
             class: Some(c.class),
             reasons: gone.into_iter().chain(c.reasons.iter().cloned()).collect(),
             checkpoint: Some(format!(
@@ -693,7 +665,7 @@ impl Scan<'_> {
             kind,
             key: key.to_string(),
             position,
-            verdict: "own".into(),
+            verdict: Standing::Own.call(),
             class: None,
             reasons,
             checkpoint: None,
@@ -768,7 +740,7 @@ impl Scan<'_> {
                     work.kind,
                     esc(&work.key)
                 ));
-                work.set_verdict("quiet", None);
+                work.call = Call::of(SurveyVerdict::Quiet);
                 work.next = Some(format!("not offered here: {detail}"));
                 None
             }
@@ -825,9 +797,7 @@ impl Scan<'_> {
             ),
             status: run.status.to_string(),
             owner: None,
-            verdict: "none".into(),
-            mode: None,
-            detail: Some("finished".into()),
+            call: Call::finished(),
             class: None,
             next: None,
             item: None,
@@ -836,7 +806,6 @@ impl Scan<'_> {
         if run.status.is_finished() {
             return Ok(work);
         }
-        work.detail = None;
         let sections = match &run.alignment {
             Some(a) => Some(crate::run_facts::sections_now(root, &a.path)?),
             None => None,
@@ -862,14 +831,11 @@ impl Scan<'_> {
                 .as_ref()
                 .and_then(|_| other_machine(run.lease.as_ref().map(|l| l.host.as_str()))),
         });
-        work.verdict = d.decision.verdict.as_str().into();
+        work.call = decide_run(false, &lease, d.decision.verdict);
         work.next = d.decision.next.clone();
         let stale = matches!(lease, LeaseState::Stale(_));
         match lease {
-            LeaseState::Live(_) => {
-                work.verdict = format!("live ({})", d.decision.verdict);
-                return Ok(work);
-            }
+            LeaseState::Live(_) => return Ok(work),
             LeaseState::Mine => {
                 work.item = Some(self.own_item(
                     WorkKind::Run,
@@ -934,7 +900,7 @@ impl Scan<'_> {
             kind: WorkKind::Run,
             key: id.to_string(),
             position: work.phase.clone(),
-            verdict: work.shown_verdict(),
+            verdict: work.call,
             class: Some(c.class),
             reasons,
             checkpoint: d
@@ -985,16 +951,14 @@ impl Scan<'_> {
             phase: "unknown".into(),
             status: "degraded".into(),
             owner: None,
-            verdict: "degraded".into(),
-            mode: None,
-            detail: None,
+            call: Standing::Degraded.call(),
             class: None,
             next: Some(next.clone()),
             item: Some(Item {
                 kind: WorkKind::Feature,
                 key: baton_store::feature::POINTER_PATH.into(),
                 position: "unknown".into(),
-                verdict: "degraded".into(),
+                verdict: Standing::Degraded.call(),
                 class: None,
                 blockers: vec![reason.message.clone()],
                 reasons: vec![reason],
@@ -1039,9 +1003,7 @@ impl Scan<'_> {
             phase: position.clone(),
             status: field(p.and_then(|p| p.phase())),
             owner: None,
-            verdict: "none".into(),
-            mode: None,
-            detail: Some("finished".into()),
+            call: Call::finished(),
             class: None,
             next: None,
             item: None,
@@ -1065,8 +1027,13 @@ impl Scan<'_> {
                 .as_deref()
                 .map(|h| format!("handover: {}", shown(h))),
         );
-        if f.is_degraded() {
-            work.set_verdict("degraded", None);
+        let standing = decide_feature(baton_core::decide::survey::FeatureFacts {
+            degraded: f.is_degraded(),
+            active: f.is_active(),
+            on_it,
+        });
+        work.call = standing.call();
+        if standing == Standing::Degraded {
             work.status = "degraded".into();
             let next = "a human fixes the feature pointer (the problems below) before anything resumes: it cannot be trusted as it is".to_string();
             work.next = Some(next.clone());
@@ -1074,7 +1041,7 @@ impl Scan<'_> {
                 kind: WorkKind::Feature,
                 key,
                 position,
-                verdict: "degraded".into(),
+                verdict: Standing::Degraded.call(),
                 class: None,
                 reasons: f.problems.clone(),
                 checkpoint: None,
@@ -1088,23 +1055,18 @@ impl Scan<'_> {
             });
             return work;
         }
-        if !f.is_active() {
-            return work;
-        }
-        work.set_verdict("resume", None);
-        match on_it {
-            Some(true) => {
-                work.set_verdict("own", None);
+        match standing {
+            Standing::Own => {
                 work.next = Some("this session is on it: carry on".into());
                 return work;
             }
-            Some(false) => {
-                work.set_verdict("live", None);
+            Standing::Live => {
                 work.next =
                     Some("another session's work in this project is live: hands off".into());
                 return work;
             }
-            None => {}
+            Standing::Resume => {}
+            _ => return work,
         }
         let review = f.review_needed.as_ref();
         let last_write = [Some(f.pointer_path.as_path()), f.tasks_path.as_deref()]
@@ -1231,7 +1193,7 @@ impl Scan<'_> {
             kind: WorkKind::Feature,
             key,
             position,
-            verdict: work.shown_verdict(),
+            verdict: work.call,
             class: Some(c.class),
             reasons,
             checkpoint,
@@ -1313,9 +1275,7 @@ impl Scan<'_> {
                 last_write: last_at.map(baton_core::time::format_ts),
                 machine: None,
             }),
-            verdict: String::new(),
-            mode: None,
-            detail: None,
+            call: Call::of(SurveyVerdict::Decided(baton_core::Verdict::None)),
             class: None,
             next: None,
             item: None,
@@ -1327,8 +1287,7 @@ impl Scan<'_> {
             recent,
             mine,
         });
-        let (verdict, detail) = standing.parts();
-        work.set_verdict(verdict, detail);
+        work.call = standing.call();
         let Some(open) = open else {
             return Ok(Some(work));
         };
@@ -1432,7 +1391,7 @@ impl Scan<'_> {
             kind: WorkKind::Ledger,
             key: rel.clone(),
             position: from,
-            verdict: standing.as_str().into(),
+            verdict: standing.call(),
             class: work.class,
             reasons,
             checkpoint: Some(if confirmed.is_empty() {
@@ -1514,4 +1473,18 @@ fn last_writer(
     }
     let mine = me.is_some_and(|me| !me.is_empty() && me == writer.session);
     Some((writer.session, mine))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The survey's detail for a legacy loop names the file the store reads it from.
+    #[test]
+    fn the_legacy_detail_names_the_legacy_file() {
+        assert_eq!(
+            Detail::LegacyLoopFile.as_str(),
+            format!("legacy {}", baton_store::layout::LEGACY_LOOP_FILE)
+        );
+    }
 }

@@ -94,7 +94,7 @@ pub fn by_urgency(work: &[Work]) -> Vec<&Work> {
     work.sort_by_cached_key(|w| {
         (
             w.item.as_ref().map_or(u8::MAX, |i| i.urgency),
-            w.verdict.starts_with("none"),
+            w.call.verdict.is_none(),
             kinds.iter().position(|k| *k == w.kind),
             baton_core::text::natural_key(&w.key),
         )

@@ -275,7 +275,7 @@ fn every_piece(ctx: &Ctx, deadline: Option<Timestamp>) -> Result<All, CommandErr
             let resets = (w.kind == baton_core::packet::WorkKind::Feature)
                 .then(|| s.pause.as_ref()?.feature_interrupt.as_ref()?.resume_after())
                 .flatten();
-            let wait = survey_wait(&w.verdict, w.class, degraded, resets, ctx.now, deadline);
+            let wait = survey_wait(w.call.verdict, w.class, degraded, resets, ctx.now, deadline);
             Piece {
                 kind: w.kind,
                 key: w.key.clone(),

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use crate::error::CommandError;
 use crate::output::Report;
 use crate::view::{journal_line, ledger_events, ledger_line, shown};
+use baton_core::decide::survey::{Call, Detail, SurveyVerdict};
 use baton_core::key::sanitize;
 use baton_core::ledger::parse_ledger;
 use baton_core::packet::WorkKind;
@@ -209,9 +210,10 @@ fn archived(
             phase: String::new(),
             status: "no state".into(),
             owner: None,
-            verdict: "none".into(),
-            mode: None,
-            detail: Some("archived or pruned".into()),
+            call: Call {
+                detail: Some(Detail::Archived),
+                ..Call::of(SurveyVerdict::Decided(baton_core::Verdict::None))
+            },
             class: None,
             next: Some(format!(
                 "`baton log {}` prints its history",

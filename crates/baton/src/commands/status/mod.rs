@@ -192,7 +192,7 @@ fn row(w: &Work, cells: &[String; 3], colour: bool, cols: &Columns) -> String {
     let painted = if colour {
         let code = match () {
             _ if w.item.is_some() => "33",
-            _ if w.verdict.starts_with("none") => "2",
+            _ if w.call.verdict.is_none() => "2",
             _ => "32",
         };
         format!("\x1b[{code}m{verdict}\x1b[0m")
