@@ -65,7 +65,7 @@ fn owned_on(work: &mut [Work], writer: Option<&str>) {
 }
 
 /// One row of the project's work.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct Work {
     pub kind: WorkKind,
     pub key: String,
@@ -75,17 +75,30 @@ pub struct Work {
     /// The verdict its own command gives (`own`, `offer`, `live`, `none`, `quiet`,
     /// `degraded`, …), with the mode that command names (`automatic`, `never`, …) or what
     /// qualifies it (`finished`, `not started`, `legacy loop-state.json`).
-    #[serde(flatten)]
     pub call: Call,
     pub class: Option<Class>,
-    /// The next step its own command gives.
+    /// The next step its own command gives; none for quiet work, whose aside says why it is
+    /// not offered here.
     pub next: Option<String>,
     /// Its place in the packet, when it is interrupted or degraded.
-    #[serde(skip)]
     pub item: Option<Item>,
-    /// Another session's quiet work, not offered to this one: its informational line.
-    #[serde(skip)]
-    pub aside: Option<String>,
+    /// Another session's quiet work, not offered to this one: what its informational line
+    /// says.
+    pub aside: Option<Aside>,
+}
+
+/// Another session's quiet work, not offered to this starting session, as its informational
+/// line tells it.
+#[derive(Debug, Clone)]
+pub struct Aside {
+    /// The rule that decided it.
+    pub rule: baton_core::Rule,
+    /// The command a session started for it asks for it with, by key.
+    pub ask: String,
+    /// How long nothing was written, when a last write is recorded.
+    pub quiet_for: Option<jiff::SignedDuration>,
+    /// Its owner's client process as the owner's hooks recorded it (pid, still running).
+    pub process: Option<(u32, bool)>,
 }
 
 pub struct Survey {
@@ -107,14 +120,6 @@ impl Work {
 impl Survey {
     pub fn items(&self) -> Vec<Item> {
         self.work.iter().filter_map(|w| w.item.clone()).collect()
-    }
-
-    /// One informational line for each piece of quiet work not offered to this session, in
-    /// natural key order.
-    pub fn asides(&self) -> Vec<String> {
-        let mut quiet: Vec<&Work> = self.work.iter().filter(|w| w.aside.is_some()).collect();
-        quiet.sort_by_cached_key(|w| (w.kind, baton_core::text::natural_key(&w.key)));
-        quiet.iter().filter_map(|w| w.aside.clone()).collect()
     }
 }
 
@@ -415,7 +420,7 @@ impl Scan<'_> {
         }
         let paused = self.paused(state.owner(), state.liveness(ctx.now));
         let interrupted = state.status == LoopStatus::Interrupted || paused.0;
-        let ask = format!("`baton resume {t}`");
+        let ask = format!("baton resume {t}");
         let Some(gone) = self.handover(&mut work, interrupted, &ask) else {
             return work;
         };
@@ -563,7 +568,7 @@ impl Scan<'_> {
         }
         let paused = self.paused(state.owner(), last);
         let interrupted = !state.is_active() || paused.0;
-        let Some(gone) = self.handover(&mut work, interrupted, "`baton batch resume`") else {
+        let Some(gone) = self.handover(&mut work, interrupted, "baton batch resume") else {
             return work;
         };
         let why = state
@@ -683,9 +688,9 @@ impl Scan<'_> {
 
     /// Whether this starting session is handed `work`, unfinished work with an owner that its
     /// own check offers (`interrupted`: its state records an interrupt or a pause). `None` when
-    /// it is not: `work` becomes its informational line, naming `ask` (how a session started
-    /// for it asks for it by key). Otherwise the evidence that its owner is gone, if that is
-    /// what decided.
+    /// it is not: `work` is quiet, with what its informational line says, `ask` among it (the
+    /// command a session started for it asks for it by key with). Otherwise the evidence that
+    /// its owner is gone, if that is what decided.
     fn handover(
         &self,
         work: &mut Work,
@@ -714,34 +719,18 @@ impl Scan<'_> {
                 ),
             ))),
             Handover::Aside(rule) => {
-                let quiet = owner
-                    .as_ref()
-                    .and_then(|o| parse_ts(o.last_write.as_deref()))
-                    .map_or_else(
-                        || "quiet (no last-write time)".to_string(),
-                        |t| {
-                            format!(
-                                "quiet for {}",
-                                baton_core::time::human_age(baton_core::time::age(self.ctx.now, t))
-                            )
-                        },
-                    );
-                let running = match process {
-                    Some((pid, true)) => format!(", whose client process (pid {pid}) still runs"),
-                    _ => String::new(),
-                };
-                // The command first: a clipped line keeps it.
-                let detail = format!(
-                    "a session started for it asks with {ask}; {quiet} at {}, {who}{running}, and nothing says it was interrupted (it may be a long wait such as CI)",
-                    work.phase
-                );
-                work.aside = Some(format!(
-                    "{} {}: {detail} ({rule})",
-                    work.kind,
-                    esc(&work.key)
-                ));
+                work.aside = Some(Aside {
+                    rule,
+                    ask: ask.to_string(),
+                    quiet_for: owner
+                        .as_ref()
+                        .and_then(|o| parse_ts(o.last_write.as_deref()))
+                        .map(|t| baton_core::time::age(self.ctx.now, t)),
+                    process,
+                });
                 work.call = Call::of(SurveyVerdict::Quiet);
-                work.next = Some(format!("not offered here: {detail}"));
+                // Its next step is why it is not offered here, which its informational line says.
+                work.next = None;
                 None
             }
         }
@@ -1323,7 +1312,7 @@ impl Scan<'_> {
         // run-state protocol's own resume case: derive it.
         let mut gone = None;
         if standing == Standing::Derive && writer_session.is_some() {
-            match self.handover(&mut work, died || paused.0, &format!("`{derive}`")) {
+            match self.handover(&mut work, died || paused.0, &derive) {
                 Some(reason) => gone = reason,
                 None => return Ok(Some(work)),
             }

@@ -289,7 +289,7 @@ fn every_piece(ctx: &Ctx, deadline: Option<Timestamp>) -> Result<All, CommandErr
                     .item
                     .as_ref()
                     .and_then(|i| i.accept.clone())
-                    .or_else(|| w.next.clone()),
+                    .or_else(|| crate::view::row_next(w)),
             }
         });
     }

@@ -264,7 +264,7 @@ fn lane(ctx: &Ctx, w: &Work, events: Vec<EventIn>) -> LaneIn {
             status: w.status.clone(),
             verdict: w.shown_verdict(),
             class: w.class.map(|c| c.as_str().to_string()),
-            next: w.next.clone(),
+            next: crate::view::row_next(w),
             phase: w.phase.clone(),
             owner: owner.and_then(|o| o.session.clone()),
             owner_state,

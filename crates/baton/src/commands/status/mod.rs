@@ -175,7 +175,7 @@ fn table(ctx: &Ctx) -> Result<Report, CommandError> {
     for (w, cells) in work.iter().zip(&cells) {
         text.push_str(&row(w, cells, colour, &cols));
     }
-    let rows: Vec<_> = s.work.iter().map(|w| json!(w)).collect();
+    let rows: Vec<_> = s.work.iter().map(crate::view::Row::of).collect();
     let mut report = Report::ok(json!({ "work": rows, "pause": s.pause }), text);
     for note in &s.notes {
         report = report.warn(note.trim_start_matches("warning: ").to_string());
@@ -217,9 +217,9 @@ fn row(w: &Work, cells: &[String; 3], colour: bool, cols: &Columns) -> String {
             "  ",
         ));
     }
-    if let Some(next) = &w.next {
+    if let Some(next) = crate::view::row_next(w) {
         out.push_str(&wrap(
-            &format!("next: {}", baton_core::text::short_sessions(next)),
+            &format!("next: {}", baton_core::text::short_sessions(&next)),
             "  ",
         ));
     }
