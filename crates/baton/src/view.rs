@@ -12,12 +12,12 @@ use baton_core::decide::continuation::Class;
 use baton_core::decide::survey::Call;
 use baton_core::journal::JournalEvent;
 use baton_core::ledger::{Event, Ledger, render_line};
-use baton_core::model::{BatchState, LoopState};
+use baton_core::model::{BatchState, LoopState, Pauses};
 use baton_core::packet::{Packet, WorkKind, build, render_markdown};
 use baton_core::text::esc;
 use baton_core::text::esc_or;
 use baton_core::time::{age, human_age, is_live};
-use baton_core::{Decision, Reason};
+use baton_core::{Decision, Reason, Verdict};
 use baton_ops::batch::next_step;
 use baton_ops::env::Ctx;
 use baton_ops::ledgers::{Appended, Plan};
@@ -206,6 +206,24 @@ pub fn session_rows(s: &Survey) -> (Vec<&Work>, usize) {
     (rows, more)
 }
 
+/// What the session-start commands print under `--json`: a decision over the whole project,
+/// the rows listed, and the packet.
+#[derive(Debug, Serialize)]
+struct SessionStart<'a> {
+    /// `resume` when anything is in the packet, else `none`.
+    verdict: Verdict,
+    /// One `resume.interrupted` per item of the packet.
+    reasons: Vec<Reason>,
+    /// The most urgent item's next step, with its accept command.
+    next: Option<String>,
+    work: Vec<Row<'a>>,
+    /// The rows left out (`ROWS_CAP`).
+    work_more: usize,
+    packet: &'a Packet,
+    packet_markdown: &'a str,
+    pause: Option<&'a Pauses>,
+}
+
 /// The JSON both session-start commands print: a decision over the whole project, the rows listed,
 /// and the packet.
 pub fn survey_report(s: &Survey, packet: &Packet, markdown: &str, text: String) -> Report {
@@ -228,29 +246,26 @@ pub fn survey_report(s: &Survey, packet: &Packet, markdown: &str, text: String) 
         })
         .collect();
     let verdict = if packet.items.is_empty() && packet.more == 0 {
-        "none"
+        Verdict::None
     } else {
-        "resume"
+        Verdict::Resume
     };
     let next = packet.items.first().map(|i| match &i.accept {
         Some(accept) => format!("{}: {} (`{accept}`)", i.kind, i.next),
         None => format!("{}: {}", i.kind, i.next),
     });
     let (shown, more) = session_rows(s);
-    let rows: Vec<Row> = shown.iter().map(|w| Row::of(w)).collect();
-    let mut report = Report::ok(
-        json!({
-            "verdict": verdict,
-            "reasons": reasons,
-            "next": next,
-            "work": rows,
-            "work_more": more,
-            "packet": packet,
-            "packet_markdown": markdown,
-            "pause": s.pause,
-        }),
-        text,
-    );
+    let json = SessionStart {
+        verdict,
+        reasons,
+        next,
+        work: shown.into_iter().map(Row::of).collect(),
+        work_more: more,
+        packet,
+        packet_markdown: markdown,
+        pause: s.pause.as_ref(),
+    };
+    let mut report = Report::of(ExitStatus::Success, &json, text);
     // Unreadable files are warnings beside the answer, never in the way of it.
     for note in &s.notes {
         report = report.warn(note.trim_start_matches("warning: ").to_string());
