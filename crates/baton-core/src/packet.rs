@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::decide::Reason;
 use crate::decide::continuation::Class;
+use crate::decide::survey::{Call, SurveyVerdict};
 use crate::text::esc;
 
 /// Claude Code's cap on context a hook injects.
@@ -88,8 +89,10 @@ pub struct Item {
     pub key: String,
     /// Where it stopped: phase, task, step.
     pub position: String,
-    /// The verdict its own command gives (`offer (automatic)`, `replan`, `derive`, …).
-    pub verdict: String,
+    /// The verdict its own command gives, as text shows it (`offer (automatic)`, `replan`,
+    /// `derive`, …).
+    #[serde(serialize_with = "shown")]
+    pub verdict: Call,
     /// How it was interrupted; `None` for work that is live, owned by this session, or degraded
     /// so that no class can be trusted.
     pub class: Option<Class>,
@@ -110,6 +113,11 @@ pub struct Item {
     pub references: Vec<String>,
     /// Lower is more urgent.
     pub urgency: u8,
+}
+
+/// A verdict as text shows it, in `--json` too.
+fn shown<S: serde::Serializer>(call: &Call, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_str(call)
 }
 
 /// The packet, in the same content for Markdown and JSON.
@@ -331,7 +339,8 @@ fn assemble(
     }
     // Only this session's own work (back from a compaction, or resumed): it was never
     // interrupted, and goes on from where its state stands.
-    let intent = if items.iter().all(|i| i.verdict == "own") {
+    let own = SurveyVerdict::Decided(crate::Verdict::Own);
+    let intent = if items.iter().all(|i| i.verdict.verdict == own) {
         "Go on with this session's own work below from where its state says it stands; do not restart it or redo what is done."
     } else {
         "Resume the interrupted work below where it stopped; do not restart it from scratch or redo what is done."
@@ -408,7 +417,11 @@ mod tests {
             kind: *kinds.iter().find(|k| **k == kind).unwrap(),
             key: key.into(),
             position: "phase qa, iteration 2".into(),
-            verdict: "offer (automatic)".into(),
+            verdict: crate::decide::survey::decide_loop(
+                crate::Verdict::Offer,
+                Some(crate::decide::loop_resume::Mode::Automatic),
+                false,
+            ),
             class,
             reasons: vec![Reason::new(
                 crate::Rule::ContinueCrash,

@@ -20,8 +20,8 @@ use baton_core::decide::loop_resume::{
     Mode, ResumeFacts, claims_engineer_output, decide_loop_resume, is_resumable, resume_after,
 };
 use baton_core::decide::survey::{
-    BatchFacts, Handover, HandoverFacts, LedgerFacts, Standing, decide_batch, decide_handover,
-    decide_ledger,
+    BatchFacts, Call, Detail, Handover, HandoverFacts, LedgerFacts, Standing, SurveyVerdict,
+    decide_batch, decide_feature, decide_handover, decide_ledger, decide_loop, decide_run,
 };
 use baton_core::ledger::{Event, parse_ledger, phase_claims};
 use baton_core::model::{BatchState, BatchStatus, LoopState, LoopStatus, Pauses, RunState};
@@ -31,7 +31,6 @@ use baton_core::text::{esc, esc_join};
 use baton_core::time::{is_live, parse_ts};
 use baton_store::feature::{FeatureFacts, read_feature};
 use baton_store::git::{self, Changes};
-use baton_store::layout::LEGACY_LOOP_FILE;
 use baton_store::{RecordKey, StateStore};
 
 /// Who owns a piece of work, and whether they are still on it.
@@ -66,32 +65,40 @@ fn owned_on(work: &mut [Work], writer: Option<&str>) {
 }
 
 /// One row of the project's work.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct Work {
     pub kind: WorkKind,
     pub key: String,
     pub phase: String,
     pub status: String,
     pub owner: Option<Owner>,
-    /// The verdict its own command gives, as that command's `--json` says it (`own`, `offer`,
-    /// `live`, `none`, `quiet`, `degraded`, …).
-    pub verdict: String,
-    /// How it would resume, as its own command says (`automatic`, `manual`, `never`), when
-    /// that command names a mode.
-    pub mode: Option<String>,
-    /// What qualifies the verdict, when anything does: `finished`, `not started`, `legacy
-    /// loop-state.json`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub detail: Option<String>,
+    /// The verdict its own command gives (`own`, `offer`, `live`, `none`, `quiet`,
+    /// `degraded`, …), with the mode that command names (`automatic`, `never`, …) or what
+    /// qualifies it (`finished`, `not started`, `legacy loop-state.json`).
+    pub call: Call,
     pub class: Option<Class>,
-    /// The next step its own command gives.
+    /// The next step its own command gives; none for quiet work, whose aside says why it is
+    /// not offered here.
     pub next: Option<String>,
     /// Its place in the packet, when it is interrupted or degraded.
-    #[serde(skip)]
     pub item: Option<Item>,
-    /// Another session's quiet work, not offered to this one: its informational line.
-    #[serde(skip)]
-    pub aside: Option<String>,
+    /// Another session's quiet work, not offered to this one: what its informational line
+    /// says.
+    pub aside: Option<Aside>,
+}
+
+/// Another session's quiet work, not offered to this starting session, as its informational
+/// line tells it.
+#[derive(Debug, Clone)]
+pub struct Aside {
+    /// The rule that decided it.
+    pub rule: baton_core::Rule,
+    /// The command a session started for it asks for it with, by key.
+    pub ask: String,
+    /// How long nothing was written, when a last write is recorded.
+    pub quiet_for: Option<jiff::SignedDuration>,
+    /// Its owner's client process as the owner's hooks recorded it (pid, still running).
+    pub process: Option<(u32, bool)>,
 }
 
 pub struct Survey {
@@ -106,32 +113,13 @@ impl Work {
     /// The verdict with its mode or what qualifies it, as text shows it: `offer (automatic)`,
     /// `none (finished)`.
     pub fn shown_verdict(&self) -> String {
-        match self.mode.as_deref().or(self.detail.as_deref()) {
-            Some(more) => format!("{} ({more})", self.verdict),
-            None => self.verdict.clone(),
-        }
-    }
-
-    /// Sets the verdict, with what qualifies it; a mode is the loop's own command's, which
-    /// no later verdict keeps.
-    fn set_verdict(&mut self, verdict: &str, detail: Option<&str>) {
-        self.verdict = verdict.to_string();
-        self.detail = detail.map(str::to_string);
-        self.mode = None;
+        self.call.to_string()
     }
 }
 
 impl Survey {
     pub fn items(&self) -> Vec<Item> {
         self.work.iter().filter_map(|w| w.item.clone()).collect()
-    }
-
-    /// One informational line for each piece of quiet work not offered to this session, in
-    /// natural key order.
-    pub fn asides(&self) -> Vec<String> {
-        let mut quiet: Vec<&Work> = self.work.iter().filter(|w| w.aside.is_some()).collect();
-        quiet.sort_by_cached_key(|w| (w.kind, baton_core::text::natural_key(&w.key)));
-        quiet.iter().filter_map(|w| w.aside.clone()).collect()
     }
 }
 
@@ -164,7 +152,7 @@ pub fn survey(ctx: &Ctx, store: &dyn StateStore) -> Result<Survey, OpError> {
         None
     };
     let adoption = if exists {
-        adopt_legacy(&*store, ctx)?
+        adopt_legacy(store, ctx)?
     } else {
         Default::default()
     };
@@ -203,7 +191,7 @@ pub fn survey(ctx: &Ctx, store: &dyn StateStore) -> Result<Survey, OpError> {
     };
     let scan = Scan {
         ctx,
-        store: &*store,
+        store,
         changes: changes.as_ref(),
         pause: pause.as_ref(),
         here,
@@ -234,7 +222,7 @@ pub fn survey(ctx: &Ctx, store: &dyn StateStore) -> Result<Survey, OpError> {
                 // State and history agree by the time anyone reads them: an interrupt whose
                 // writer was killed before its journal event gets the event back.
                 if let Err(e) =
-                    crate::journal::restore_interrupt_event(&*store, &scanned.key, &l.state)
+                    crate::journal::restore_interrupt_event(store, &scanned.key, &l.state)
                 {
                     notes.push(format!(
                         "warning: the journal of {} could not be mended: {}",
@@ -264,9 +252,10 @@ pub fn survey(ctx: &Ctx, store: &dyn StateStore) -> Result<Survey, OpError> {
             phase: held.state.position(),
             status: held.state.status.as_str().into(),
             owner: Some(loop_owner(ctx, &held.state)),
-            verdict: d.verdict.to_string(),
-            mode: None,
-            detail: Some(format!("legacy {LEGACY_LOOP_FILE}")),
+            call: Call {
+                detail: Some(Detail::LegacyLoopFile),
+                ..Call::of(SurveyVerdict::Decided(d.verdict))
+            },
             class: None,
             next: d.next,
             item: None,
@@ -395,22 +384,13 @@ impl Scan<'_> {
             others: &[],
         });
         let owner = loop_owner(ctx, state);
-        let (verdict, detail) = match d.archive {
-            true => ("none".to_string(), Some("finished".to_string())),
-            false => (d.decision.verdict.to_string(), None),
-        };
         let mut work = Work {
             kind: WorkKind::Loop,
             key: ticket.clone(),
             phase: state.position(),
             status: state.status.as_str().into(),
             owner: Some(owner.clone()),
-            verdict,
-            mode: d
-                .mode
-                .filter(|_| !d.archive)
-                .map(|m| m.as_str().to_string()),
-            detail,
+            call: decide_loop(d.decision.verdict, d.mode, d.archive),
             class: None,
             next: d.decision.next.clone(),
             item: None,
@@ -440,7 +420,7 @@ impl Scan<'_> {
         }
         let paused = self.paused(state.owner(), state.liveness(ctx.now));
         let interrupted = state.status == LoopStatus::Interrupted || paused.0;
-        let ask = format!("`baton resume {t}`");
+        let ask = format!("baton resume {t}");
         let Some(gone) = self.handover(&mut work, interrupted, &ask) else {
             return work;
         };
@@ -508,7 +488,7 @@ impl Scan<'_> {
             kind: WorkKind::Loop,
             key: ticket,
             position,
-            verdict: work.shown_verdict(),
+            verdict: work.call,
             class: Some(c.class),
             reasons,
             checkpoint: state
@@ -552,9 +532,7 @@ impl Scan<'_> {
                 last_write: last.map(baton_core::time::format_ts),
                 machine: None,
             }),
-            verdict: String::new(),
-            mode: None,
-            detail: None,
+            call: Call::of(SurveyVerdict::Decided(baton_core::Verdict::None)),
             class: None,
             next: next.clone(),
             item: None,
@@ -566,8 +544,7 @@ impl Scan<'_> {
             recent: is_live(ctx.now, last),
             mine,
         });
-        let (verdict, detail) = standing.parts();
-        work.set_verdict(verdict, detail);
+        work.call = standing.call();
         if standing == Standing::Own {
             work.item = Some(self.own_item(
                 WorkKind::Batch,
@@ -591,7 +568,7 @@ impl Scan<'_> {
         }
         let paused = self.paused(state.owner(), last);
         let interrupted = !state.is_active() || paused.0;
-        let Some(gone) = self.handover(&mut work, interrupted, "`baton batch resume`") else {
+        let Some(gone) = self.handover(&mut work, interrupted, "baton batch resume") else {
             return work;
         };
         let why = state
@@ -636,7 +613,7 @@ impl Scan<'_> {
             kind: WorkKind::Batch,
             key: state.batch_id.clone(),
             position: from,
-            verdict: work.shown_verdict(),
+            verdict: work.call,
             class: Some(c.class),
             reasons: gone.into_iter().chain(c.reasons.iter().cloned()).collect(),
             checkpoint: Some(format!(
@@ -693,7 +670,7 @@ impl Scan<'_> {
             kind,
             key: key.to_string(),
             position,
-            verdict: "own".into(),
+            verdict: Standing::Own.call(),
             class: None,
             reasons,
             checkpoint: None,
@@ -711,9 +688,9 @@ impl Scan<'_> {
 
     /// Whether this starting session is handed `work`, unfinished work with an owner that its
     /// own check offers (`interrupted`: its state records an interrupt or a pause). `None` when
-    /// it is not: `work` becomes its informational line, naming `ask` (how a session started
-    /// for it asks for it by key). Otherwise the evidence that its owner is gone, if that is
-    /// what decided.
+    /// it is not: `work` is quiet, with what its informational line says, `ask` among it (the
+    /// command a session started for it asks for it by key with). Otherwise the evidence that
+    /// its owner is gone, if that is what decided.
     fn handover(
         &self,
         work: &mut Work,
@@ -742,34 +719,18 @@ impl Scan<'_> {
                 ),
             ))),
             Handover::Aside(rule) => {
-                let quiet = owner
-                    .as_ref()
-                    .and_then(|o| parse_ts(o.last_write.as_deref()))
-                    .map_or_else(
-                        || "quiet (no last-write time)".to_string(),
-                        |t| {
-                            format!(
-                                "quiet for {}",
-                                baton_core::time::human_age(baton_core::time::age(self.ctx.now, t))
-                            )
-                        },
-                    );
-                let running = match process {
-                    Some((pid, true)) => format!(", whose client process (pid {pid}) still runs"),
-                    _ => String::new(),
-                };
-                // The command first: a clipped line keeps it.
-                let detail = format!(
-                    "a session started for it asks with {ask}; {quiet} at {}, {who}{running}, and nothing says it was interrupted (it may be a long wait such as CI)",
-                    work.phase
-                );
-                work.aside = Some(format!(
-                    "{} {}: {detail} ({rule})",
-                    work.kind,
-                    esc(&work.key)
-                ));
-                work.set_verdict("quiet", None);
-                work.next = Some(format!("not offered here: {detail}"));
+                work.aside = Some(Aside {
+                    rule,
+                    ask: ask.to_string(),
+                    quiet_for: owner
+                        .as_ref()
+                        .and_then(|o| parse_ts(o.last_write.as_deref()))
+                        .map(|t| baton_core::time::age(self.ctx.now, t)),
+                    process,
+                });
+                work.call = Call::of(SurveyVerdict::Quiet);
+                // Its next step is why it is not offered here, which its informational line says.
+                work.next = None;
                 None
             }
         }
@@ -825,9 +786,7 @@ impl Scan<'_> {
             ),
             status: run.status.to_string(),
             owner: None,
-            verdict: "none".into(),
-            mode: None,
-            detail: Some("finished".into()),
+            call: Call::finished(),
             class: None,
             next: None,
             item: None,
@@ -836,7 +795,6 @@ impl Scan<'_> {
         if run.status.is_finished() {
             return Ok(work);
         }
-        work.detail = None;
         let sections = match &run.alignment {
             Some(a) => Some(crate::run_facts::sections_now(root, &a.path)?),
             None => None,
@@ -862,14 +820,11 @@ impl Scan<'_> {
                 .as_ref()
                 .and_then(|_| other_machine(run.lease.as_ref().map(|l| l.host.as_str()))),
         });
-        work.verdict = d.decision.verdict.as_str().into();
+        work.call = decide_run(false, &lease, d.decision.verdict);
         work.next = d.decision.next.clone();
         let stale = matches!(lease, LeaseState::Stale(_));
         match lease {
-            LeaseState::Live(_) => {
-                work.verdict = format!("live ({})", d.decision.verdict);
-                return Ok(work);
-            }
+            LeaseState::Live(_) => return Ok(work),
             LeaseState::Mine => {
                 work.item = Some(self.own_item(
                     WorkKind::Run,
@@ -934,7 +889,7 @@ impl Scan<'_> {
             kind: WorkKind::Run,
             key: id.to_string(),
             position: work.phase.clone(),
-            verdict: work.shown_verdict(),
+            verdict: work.call,
             class: Some(c.class),
             reasons,
             checkpoint: d
@@ -985,16 +940,14 @@ impl Scan<'_> {
             phase: "unknown".into(),
             status: "degraded".into(),
             owner: None,
-            verdict: "degraded".into(),
-            mode: None,
-            detail: None,
+            call: Standing::Degraded.call(),
             class: None,
             next: Some(next.clone()),
             item: Some(Item {
                 kind: WorkKind::Feature,
                 key: baton_store::feature::POINTER_PATH.into(),
                 position: "unknown".into(),
-                verdict: "degraded".into(),
+                verdict: Standing::Degraded.call(),
                 class: None,
                 blockers: vec![reason.message.clone()],
                 reasons: vec![reason],
@@ -1039,9 +992,7 @@ impl Scan<'_> {
             phase: position.clone(),
             status: field(p.and_then(|p| p.phase())),
             owner: None,
-            verdict: "none".into(),
-            mode: None,
-            detail: Some("finished".into()),
+            call: Call::finished(),
             class: None,
             next: None,
             item: None,
@@ -1065,8 +1016,13 @@ impl Scan<'_> {
                 .as_deref()
                 .map(|h| format!("handover: {}", shown(h))),
         );
-        if f.is_degraded() {
-            work.set_verdict("degraded", None);
+        let standing = decide_feature(baton_core::decide::survey::FeatureFacts {
+            degraded: f.is_degraded(),
+            active: f.is_active(),
+            on_it,
+        });
+        work.call = standing.call();
+        if standing == Standing::Degraded {
             work.status = "degraded".into();
             let next = "a human fixes the feature pointer (the problems below) before anything resumes: it cannot be trusted as it is".to_string();
             work.next = Some(next.clone());
@@ -1074,7 +1030,7 @@ impl Scan<'_> {
                 kind: WorkKind::Feature,
                 key,
                 position,
-                verdict: "degraded".into(),
+                verdict: Standing::Degraded.call(),
                 class: None,
                 reasons: f.problems.clone(),
                 checkpoint: None,
@@ -1088,23 +1044,18 @@ impl Scan<'_> {
             });
             return work;
         }
-        if !f.is_active() {
-            return work;
-        }
-        work.set_verdict("resume", None);
-        match on_it {
-            Some(true) => {
-                work.set_verdict("own", None);
+        match standing {
+            Standing::Own => {
                 work.next = Some("this session is on it: carry on".into());
                 return work;
             }
-            Some(false) => {
-                work.set_verdict("live", None);
+            Standing::Live => {
                 work.next =
                     Some("another session's work in this project is live: hands off".into());
                 return work;
             }
-            None => {}
+            Standing::Resume => {}
+            _ => return work,
         }
         let review = f.review_needed.as_ref();
         let last_write = [Some(f.pointer_path.as_path()), f.tasks_path.as_deref()]
@@ -1231,7 +1182,7 @@ impl Scan<'_> {
             kind: WorkKind::Feature,
             key,
             position,
-            verdict: work.shown_verdict(),
+            verdict: work.call,
             class: Some(c.class),
             reasons,
             checkpoint,
@@ -1313,9 +1264,7 @@ impl Scan<'_> {
                 last_write: last_at.map(baton_core::time::format_ts),
                 machine: None,
             }),
-            verdict: String::new(),
-            mode: None,
-            detail: None,
+            call: Call::of(SurveyVerdict::Decided(baton_core::Verdict::None)),
             class: None,
             next: None,
             item: None,
@@ -1327,8 +1276,7 @@ impl Scan<'_> {
             recent,
             mine,
         });
-        let (verdict, detail) = standing.parts();
-        work.set_verdict(verdict, detail);
+        work.call = standing.call();
         let Some(open) = open else {
             return Ok(Some(work));
         };
@@ -1364,7 +1312,7 @@ impl Scan<'_> {
         // run-state protocol's own resume case: derive it.
         let mut gone = None;
         if standing == Standing::Derive && writer_session.is_some() {
-            match self.handover(&mut work, died || paused.0, &format!("`{derive}`")) {
+            match self.handover(&mut work, died || paused.0, &derive) {
                 Some(reason) => gone = reason,
                 None => return Ok(Some(work)),
             }
@@ -1432,7 +1380,7 @@ impl Scan<'_> {
             kind: WorkKind::Ledger,
             key: rel.clone(),
             position: from,
-            verdict: standing.as_str().into(),
+            verdict: standing.call(),
             class: work.class,
             reasons,
             checkpoint: Some(if confirmed.is_empty() {
@@ -1514,4 +1462,18 @@ fn last_writer(
     }
     let mine = me.is_some_and(|me| !me.is_empty() && me == writer.session);
     Some((writer.session, mine))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The survey's detail for a legacy loop names the file the store reads it from.
+    #[test]
+    fn the_legacy_detail_names_the_legacy_file() {
+        assert_eq!(
+            Detail::LegacyLoopFile.as_str(),
+            format!("legacy {}", baton_store::layout::LEGACY_LOOP_FILE)
+        );
+    }
 }

@@ -4,6 +4,7 @@ use std::io::{IsTerminal, Write};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::error::ExitStatus;
@@ -53,6 +54,14 @@ impl Report {
 
     pub fn ok(json: Value, text: impl Into<String>) -> Report {
         Report::new(ExitStatus::Success, json, text)
+    }
+
+    /// A report whose JSON object is `value`, a struct deriving `Serialize`: its fields, in
+    /// their order.
+    pub fn of(status: ExitStatus, value: &impl Serialize, text: impl Into<String>) -> Report {
+        let json = serde_json::to_value(value)
+            .unwrap_or_else(|e| json!({ "error": format!("cannot serialize: {e}") }));
+        Report::new(status, json, text)
     }
 
     /// A decision: `verdict`, `reasons` and `next`, with the exit status its verdict implies.

@@ -3,22 +3,25 @@
 
 use std::path::Path;
 
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::error::ExitStatus;
 use crate::output::Report;
+use baton_core::decide::continuation::Class;
+use baton_core::decide::survey::Call;
 use baton_core::journal::JournalEvent;
 use baton_core::ledger::{Event, Ledger, render_line};
-use baton_core::model::{BatchState, LoopState};
-use baton_core::packet::{Packet, build, render_markdown};
+use baton_core::model::{BatchState, LoopState, Pauses};
+use baton_core::packet::{Packet, WorkKind, build, render_markdown};
 use baton_core::text::esc;
 use baton_core::text::esc_or;
 use baton_core::time::{age, human_age, is_live};
-use baton_core::{Decision, Reason};
+use baton_core::{Decision, Reason, Verdict};
 use baton_ops::batch::next_step;
 use baton_ops::env::Ctx;
 use baton_ops::ledgers::{Appended, Plan};
-use baton_ops::survey::{Survey, Work};
+use baton_ops::survey::{Aside, Owner, Survey, Work};
 use baton_ops::ticket_loop::Target;
 use baton_store::Versioned;
 
@@ -76,9 +79,96 @@ pub fn state_json(state: &LoopState) -> Value {
 
 /// The packet for a survey, and its Markdown.
 pub fn packet_of(s: &Survey) -> (Packet, String) {
-    let packet = build(s.items(), &s.asides(), LIST_COMMAND);
+    let packet = build(s.items(), &asides(s), LIST_COMMAND);
     let markdown = render_markdown(&packet);
     (packet, markdown)
+}
+
+/// One informational line for each piece of quiet work not offered to this session, in
+/// natural key order.
+fn asides(s: &Survey) -> Vec<String> {
+    let mut quiet: Vec<(&Work, &Aside)> = s
+        .work
+        .iter()
+        .filter_map(|w| Some((w, w.aside.as_ref()?)))
+        .collect();
+    quiet.sort_by_cached_key(|(w, _)| (w.kind, baton_core::text::natural_key(&w.key)));
+    quiet
+        .into_iter()
+        .map(|(w, a)| {
+            format!(
+                "{} {}: {} ({})",
+                w.kind,
+                esc(&w.key),
+                not_offered(w, a),
+                a.rule
+            )
+        })
+        .collect()
+}
+
+/// Why another session's quiet work is not offered here: the command first, so that a clipped
+/// line keeps it.
+fn not_offered(w: &Work, a: &Aside) -> String {
+    let quiet = a.quiet_for.map_or_else(
+        || "quiet (no last-write time)".to_string(),
+        |d| format!("quiet for {}", human_age(d)),
+    );
+    let who = w
+        .owner
+        .as_ref()
+        .and_then(|o| o.session.as_deref())
+        .map_or_else(
+            || "no owner session".to_string(),
+            |s| format!("owner session {}", esc(s)),
+        );
+    let running = match a.process {
+        Some((pid, true)) => format!(", whose client process (pid {pid}) still runs"),
+        _ => String::new(),
+    };
+    format!(
+        "a session started for it asks with `{}`; {quiet} at {}, {who}{running}, and nothing says it was interrupted (it may be a long wait such as CI)",
+        a.ask, w.phase
+    )
+}
+
+/// The next step a row shows: its own command's, or for another session's quiet work, why it
+/// is not offered here.
+pub fn row_next(w: &Work) -> Option<String> {
+    match &w.aside {
+        Some(a) => Some(format!("not offered here: {}", not_offered(w, a))),
+        None => w.next.clone(),
+    }
+}
+
+/// One piece of work as `--json` lists it.
+#[derive(Debug, Serialize)]
+pub struct Row<'a> {
+    pub kind: WorkKind,
+    pub key: &'a str,
+    pub phase: &'a str,
+    pub status: &'a str,
+    pub owner: Option<&'a Owner>,
+    /// The verdict its own command gives, with the mode it names or what qualifies it.
+    #[serde(flatten)]
+    pub call: Call,
+    pub class: Option<Class>,
+    pub next: Option<String>,
+}
+
+impl<'a> Row<'a> {
+    pub fn of(w: &'a Work) -> Row<'a> {
+        Row {
+            kind: w.kind,
+            key: &w.key,
+            phase: &w.phase,
+            status: &w.status,
+            owner: w.owner.as_ref(),
+            call: w.call,
+            class: w.class,
+            next: row_next(w),
+        }
+    }
 }
 
 /// Interrupted work first (most urgent first), then live, then finished; within each, the
@@ -94,7 +184,7 @@ pub fn by_urgency(work: &[Work]) -> Vec<&Work> {
     work.sort_by_cached_key(|w| {
         (
             w.item.as_ref().map_or(u8::MAX, |i| i.urgency),
-            w.verdict.starts_with("none"),
+            w.call.verdict.is_none(),
             kinds.iter().position(|k| *k == w.kind),
             baton_core::text::natural_key(&w.key),
         )
@@ -114,6 +204,24 @@ pub fn session_rows(s: &Survey) -> (Vec<&Work>, usize) {
     let more = rows.len().saturating_sub(ROWS_CAP);
     rows.truncate(ROWS_CAP);
     (rows, more)
+}
+
+/// What the session-start commands print under `--json`: a decision over the whole project,
+/// the rows listed, and the packet.
+#[derive(Debug, Serialize)]
+struct SessionStart<'a> {
+    /// `resume` when anything is in the packet, else `none`.
+    verdict: Verdict,
+    /// One `resume.interrupted` per item of the packet.
+    reasons: Vec<Reason>,
+    /// The most urgent item's next step, with its accept command.
+    next: Option<String>,
+    work: Vec<Row<'a>>,
+    /// The rows left out (`ROWS_CAP`).
+    work_more: usize,
+    packet: &'a Packet,
+    packet_markdown: &'a str,
+    pause: Option<&'a Pauses>,
 }
 
 /// The JSON both session-start commands print: a decision over the whole project, the rows listed,
@@ -138,29 +246,26 @@ pub fn survey_report(s: &Survey, packet: &Packet, markdown: &str, text: String) 
         })
         .collect();
     let verdict = if packet.items.is_empty() && packet.more == 0 {
-        "none"
+        Verdict::None
     } else {
-        "resume"
+        Verdict::Resume
     };
     let next = packet.items.first().map(|i| match &i.accept {
         Some(accept) => format!("{}: {} (`{accept}`)", i.kind, i.next),
         None => format!("{}: {}", i.kind, i.next),
     });
     let (shown, more) = session_rows(s);
-    let rows: Vec<Value> = shown.iter().map(|w| json!(w)).collect();
-    let mut report = Report::ok(
-        json!({
-            "verdict": verdict,
-            "reasons": reasons,
-            "next": next,
-            "work": rows,
-            "work_more": more,
-            "packet": packet,
-            "packet_markdown": markdown,
-            "pause": s.pause,
-        }),
-        text,
-    );
+    let json = SessionStart {
+        verdict,
+        reasons,
+        next,
+        work: shown.into_iter().map(Row::of).collect(),
+        work_more: more,
+        packet,
+        packet_markdown: markdown,
+        pause: s.pause.as_ref(),
+    };
+    let mut report = Report::of(ExitStatus::Success, &json, text);
     // Unreadable files are warnings beside the answer, never in the way of it.
     for note in &s.notes {
         report = report.warn(note.trim_start_matches("warning: ").to_string());

@@ -2,7 +2,175 @@
 //! the batch (its tickets' loops have theirs) and a plan ledger. The survey gathers the facts;
 //! these decide, each standing with the rule that gave it.
 
+use serde::Serialize;
+
+use super::Verdict;
+use super::lease::LeaseState;
+use super::loop_resume::Mode;
 use crate::Rule;
+
+/// The verdict the survey gives a piece of work, as `--json` says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SurveyVerdict {
+    /// The verdict its own command gives (`baton resume <TICKET>`, `baton run resume`, …).
+    Decided(Verdict),
+    /// Nobody is on a ledger: `baton ledger derive` says where to resume.
+    Derive,
+    /// Another session's quiet work, not offered to this one.
+    Quiet,
+    /// Its state cannot be read or trusted: a human looks before anything resumes.
+    Degraded,
+    /// A run whose lease another live session holds, with the verdict its own resume gives.
+    LiveRun(Verdict),
+}
+
+impl SurveyVerdict {
+    /// Nothing to resume (`none`, whatever qualifies it).
+    pub fn is_none(self) -> bool {
+        self == SurveyVerdict::Decided(Verdict::None)
+    }
+}
+
+impl std::fmt::Display for SurveyVerdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SurveyVerdict::Decided(v) => f.write_str(v.as_str()),
+            SurveyVerdict::Derive => f.write_str("derive"),
+            SurveyVerdict::Quiet => f.write_str("quiet"),
+            SurveyVerdict::Degraded => f.write_str("degraded"),
+            SurveyVerdict::LiveRun(v) => write!(f, "live ({v})"),
+        }
+    }
+}
+
+impl Serialize for SurveyVerdict {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+/// What qualifies a verdict of `none` or a legacy loop's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Detail {
+    /// Nothing is left to do.
+    Finished,
+    /// Declared, and nothing of it claimed yet.
+    NotStarted,
+    /// A loop still written to the legacy single state file, `loop-state.json`.
+    LegacyLoopFile,
+    /// Its state is gone (archived, pruned); its journal is left.
+    Archived,
+}
+
+impl Detail {
+    /// The words printed and in `--json`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Detail::Finished => "finished",
+            Detail::NotStarted => "not started",
+            Detail::LegacyLoopFile => "legacy loop-state.json",
+            Detail::Archived => "archived or pruned",
+        }
+    }
+}
+
+impl Serialize for Detail {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+/// A survey verdict with what qualifies it: the mode a loop's own command names, or a detail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Call {
+    pub verdict: SurveyVerdict,
+    pub mode: Option<Mode>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<Detail>,
+}
+
+impl Call {
+    /// A verdict with nothing to qualify it.
+    pub fn of(verdict: SurveyVerdict) -> Call {
+        Call {
+            verdict,
+            mode: None,
+            detail: None,
+        }
+    }
+
+    /// `none (finished)`.
+    pub fn finished() -> Call {
+        Standing::Finished.call()
+    }
+}
+
+/// As text shows it: `offer (automatic)`, `none (finished)`, `live`.
+impl std::fmt::Display for Call {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let more = self
+            .mode
+            .map(Mode::as_str)
+            .or(self.detail.map(Detail::as_str));
+        match more {
+            Some(more) => write!(f, "{} ({more})", self.verdict),
+            None => write!(f, "{}", self.verdict),
+        }
+    }
+}
+
+/// A loop's row: the verdict and mode of its own resume check, or `none (finished)` when that
+/// check would archive a finished loop (no mode then).
+pub fn decide_loop(verdict: Verdict, mode: Option<Mode>, archive: bool) -> Call {
+    if archive {
+        return Call::finished();
+    }
+    Call {
+        verdict: SurveyVerdict::Decided(verdict),
+        mode,
+        detail: None,
+    }
+}
+
+/// A run's row: `none (finished)` once it is finished; the verdict of its own resume,
+/// qualified as another session's while a live holder keeps its lease.
+pub fn decide_run(finished: bool, lease: &LeaseState, verdict: Verdict) -> Call {
+    if finished {
+        return Call::finished();
+    }
+    Call::of(match lease {
+        LeaseState::Live(_) => SurveyVerdict::LiveRun(verdict),
+        _ => SurveyVerdict::Decided(verdict),
+    })
+}
+
+/// What the survey knows of the active feature.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FeatureFacts {
+    /// The pointer cannot be trusted as it is.
+    pub degraded: bool,
+    /// The pointer names a phase that is not finished.
+    pub active: bool,
+    /// Live work of a known session in the project: `Some(true)` this session's,
+    /// `Some(false)` another's.
+    pub on_it: Option<bool>,
+}
+
+/// A degraded pointer is a human's first; a finished feature is nothing to resume; an active
+/// one is the live session's whose work is in the project, else resumed.
+pub fn decide_feature(f: FeatureFacts) -> Standing {
+    if f.degraded {
+        Standing::Degraded
+    } else if !f.active {
+        Standing::Finished
+    } else {
+        match f.on_it {
+            Some(true) => Standing::Own,
+            Some(false) => Standing::Live,
+            None => Standing::Resume,
+        }
+    }
+}
 
 /// Where a piece of work stands at session start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,30 +187,35 @@ pub enum Standing {
     Offer,
     /// Nobody is on it: `baton ledger derive` says where to resume.
     Derive,
+    /// Nobody is on it: it resumes where its own record says.
+    Resume,
+    /// It cannot be trusted as it is: a human looks first.
+    Degraded,
 }
 
 impl Standing {
     /// The verdict, as `--json` gives it, and what qualifies it (`none`, `finished`).
-    pub fn parts(self) -> (&'static str, Option<&'static str>) {
-        match self {
-            Standing::Finished => ("none", Some("finished")),
-            Standing::NotStarted => ("none", Some("not started")),
-            Standing::Own => ("own", None),
-            Standing::Live => ("live", None),
-            Standing::Offer => ("offer", None),
-            Standing::Derive => ("derive", None),
-        }
-    }
-
-    /// How `status` and `resume` show it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Standing::Finished => "none (finished)",
-            Standing::NotStarted => "none (not started)",
-            Standing::Own => "own",
-            Standing::Live => "live",
-            Standing::Offer => "offer",
-            Standing::Derive => "derive",
+    pub fn call(self) -> Call {
+        let (verdict, detail) = match self {
+            Standing::Finished => (
+                SurveyVerdict::Decided(Verdict::None),
+                Some(Detail::Finished),
+            ),
+            Standing::NotStarted => (
+                SurveyVerdict::Decided(Verdict::None),
+                Some(Detail::NotStarted),
+            ),
+            Standing::Own => (SurveyVerdict::Decided(Verdict::Own), None),
+            Standing::Live => (SurveyVerdict::Decided(Verdict::Live), None),
+            Standing::Offer => (SurveyVerdict::Decided(Verdict::Offer), None),
+            Standing::Derive => (SurveyVerdict::Derive, None),
+            Standing::Resume => (SurveyVerdict::Decided(Verdict::Resume), None),
+            Standing::Degraded => (SurveyVerdict::Degraded, None),
+        };
+        Call {
+            verdict,
+            mode: None,
+            detail,
         }
     }
 }
@@ -149,15 +322,80 @@ mod tests {
     use super::*;
 
     #[test]
-    fn each_standing_is_shown_as_its_parts() {
+    fn each_standing_is_shown_and_serialized_as_its_words() {
         use Standing::*;
-        for s in [Finished, NotStarted, Own, Live, Offer, Derive] {
-            let shown = match s.parts() {
-                (v, Some(d)) => format!("{v} ({d})"),
-                (v, None) => v.to_string(),
-            };
-            assert_eq!(shown, s.as_str());
+        let rows = [
+            (Finished, "none (finished)", "none", Some("finished")),
+            (
+                NotStarted,
+                "none (not started)",
+                "none",
+                Some("not started"),
+            ),
+            (Own, "own", "own", None),
+            (Live, "live", "live", None),
+            (Offer, "offer", "offer", None),
+            (Derive, "derive", "derive", None),
+            (Resume, "resume", "resume", None),
+            (Degraded, "degraded", "degraded", None),
+        ];
+        for (s, shown, verdict, detail) in rows {
+            let call = s.call();
+            assert_eq!(call.to_string(), shown, "{s:?}");
+            let json = serde_json::to_value(call).unwrap();
+            assert_eq!(json["verdict"], verdict, "{s:?}");
+            assert_eq!(json["mode"], serde_json::Value::Null, "{s:?}");
+            assert_eq!(json.get("detail").and_then(|d| d.as_str()), detail, "{s:?}");
         }
+    }
+
+    #[test]
+    fn a_loop_and_a_run_are_shown_as_their_own_commands_say() {
+        let offer = decide_loop(Verdict::Offer, Some(Mode::Automatic), false);
+        assert_eq!(offer.to_string(), "offer (automatic)");
+        assert_eq!(
+            serde_json::to_string(&offer).unwrap(),
+            r#"{"verdict":"offer","mode":"automatic"}"#
+        );
+        // A finished loop is archived by its own check: no mode survives it.
+        let done = decide_loop(Verdict::None, Some(Mode::Never), true);
+        assert_eq!(done.to_string(), "none (finished)");
+        assert_eq!(done.mode, None);
+        let held = decide_run(false, &LeaseState::Live("B".into()), Verdict::Ratify);
+        assert_eq!(held.to_string(), "live (ratify)");
+        assert_eq!(
+            serde_json::to_value(held).unwrap()["verdict"],
+            "live (ratify)"
+        );
+        assert_eq!(
+            decide_run(false, &LeaseState::Free, Verdict::Replan).to_string(),
+            "replan"
+        );
+        assert_eq!(
+            decide_run(true, &LeaseState::Mine, Verdict::Ratify).to_string(),
+            "none (finished)"
+        );
+        let legacy = Call {
+            detail: Some(Detail::LegacyLoopFile),
+            ..Call::of(SurveyVerdict::Decided(Verdict::Live))
+        };
+        assert_eq!(legacy.to_string(), "live (legacy loop-state.json)");
+    }
+
+    #[test]
+    fn feature_table() {
+        let f = |degraded, active, on_it| {
+            decide_feature(FeatureFacts {
+                degraded,
+                active,
+                on_it,
+            })
+        };
+        assert_eq!(f(true, true, Some(true)), Standing::Degraded);
+        assert_eq!(f(false, false, Some(true)), Standing::Finished);
+        assert_eq!(f(false, true, Some(true)), Standing::Own);
+        assert_eq!(f(false, true, Some(false)), Standing::Live);
+        assert_eq!(f(false, true, None), Standing::Resume);
     }
 
     #[test]
@@ -185,7 +423,11 @@ mod tests {
         ];
         for (facts, standing, rule) in rows {
             let (s, r) = decide_batch(facts);
-            assert_eq!((s.as_str(), r.id()), (standing, rule), "{facts:?}");
+            assert_eq!(
+                (s.call().to_string(), r.id()),
+                (standing.to_string(), rule),
+                "{facts:?}"
+            );
         }
     }
 
@@ -233,7 +475,11 @@ mod tests {
         ];
         for (facts, standing, rule) in rows {
             let (s, r) = decide_ledger(facts);
-            assert_eq!((s.as_str(), r.id()), (standing, rule), "{facts:?}");
+            assert_eq!(
+                (s.call().to_string(), r.id()),
+                (standing.to_string(), rule),
+                "{facts:?}"
+            );
         }
     }
 

@@ -5,8 +5,10 @@
 
 use jiff::Timestamp;
 
+use super::Verdict;
 use super::continuation::Class;
 use super::loop_resume::Mode;
+use super::survey::SurveyVerdict;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Wait {
@@ -90,22 +92,22 @@ pub fn decide_wait(
 ///   [`Wait::HumanFirst`] past `deadline`. A rate limit whose reset time is unknown is ready, as
 ///   it is for a loop.
 pub fn survey_wait(
-    verdict: &str,
+    verdict: SurveyVerdict,
     class: Option<Class>,
     degraded: bool,
     resets: Option<Timestamp>,
     now: Timestamp,
     deadline: Option<Timestamp>,
 ) -> Wait {
-    let first = verdict.split_whitespace().next().unwrap_or("");
-    match first {
-        "none" => Wait::Nothing,
-        "own" => Wait::Ready,
+    use SurveyVerdict::*;
+    match verdict {
+        Decided(Verdict::None) => Wait::Nothing,
+        Decided(Verdict::Own) => Wait::Ready,
         // Another session's quiet work is not this session's to resume (`resume.quiet-aside`),
         // and nothing says that session is still on it.
-        "quiet" => Wait::Nothing,
-        "live" => Wait::TakenOver,
-        "degraded" | "blocked" | "confirm" => Wait::HumanFirst,
+        Quiet => Wait::Nothing,
+        Decided(Verdict::Live) | LiveRun(_) => Wait::TakenOver,
+        Degraded | Decided(Verdict::Blocked | Verdict::Confirm) => Wait::HumanFirst,
         _ if degraded || class == Some(Class::Timeout) => Wait::HumanFirst,
         _ => match resets.filter(|t| class == Some(Class::RateLimit) && *t > now) {
             Some(t) if deadline.is_some_and(|d| t > d) => Wait::HumanFirst,
@@ -248,24 +250,39 @@ mod tests {
     #[test]
     fn survey_wait_table() {
         use Class::*;
-        let rows: [(&str, Option<Class>, bool, Wait); 17] = [
-            ("none (finished)", None, false, Wait::Nothing),
-            ("none (not started)", None, false, Wait::Nothing),
-            ("own", None, false, Wait::Ready),
-            ("live", None, false, Wait::TakenOver),
-            ("quiet", None, false, Wait::Nothing),
-            ("live (ratify)", None, false, Wait::TakenOver),
-            ("degraded", None, true, Wait::HumanFirst),
-            ("blocked", Some(Crash), true, Wait::HumanFirst),
-            ("confirm", Some(Crash), true, Wait::HumanFirst),
-            ("offer", Some(RateLimit), false, Wait::Ready),
-            ("offer", Some(Pause), false, Wait::Ready),
-            ("resume", Some(Crash), false, Wait::Ready),
-            ("resume", Some(Timeout), false, Wait::HumanFirst),
-            ("derive", Some(Left), false, Wait::Ready),
-            ("derive", Some(Crash), true, Wait::HumanFirst),
-            ("ratify", Some(Crash), false, Wait::Ready),
-            ("replan", Some(Crash), false, Wait::Ready),
+        use SurveyVerdict::{Decided, Degraded, Derive, LiveRun, Quiet};
+        let rows: [(SurveyVerdict, Option<Class>, bool, Wait); 16] = [
+            (Decided(Verdict::None), None, false, Wait::Nothing),
+            (Decided(Verdict::Own), None, false, Wait::Ready),
+            (Decided(Verdict::Live), None, false, Wait::TakenOver),
+            (Quiet, None, false, Wait::Nothing),
+            (LiveRun(Verdict::Ratify), None, false, Wait::TakenOver),
+            (Degraded, None, true, Wait::HumanFirst),
+            (
+                Decided(Verdict::Blocked),
+                Some(Crash),
+                true,
+                Wait::HumanFirst,
+            ),
+            (
+                Decided(Verdict::Confirm),
+                Some(Crash),
+                true,
+                Wait::HumanFirst,
+            ),
+            (Decided(Verdict::Offer), Some(RateLimit), false, Wait::Ready),
+            (Decided(Verdict::Offer), Some(Pause), false, Wait::Ready),
+            (Decided(Verdict::Resume), Some(Crash), false, Wait::Ready),
+            (
+                Decided(Verdict::Resume),
+                Some(Timeout),
+                false,
+                Wait::HumanFirst,
+            ),
+            (Derive, Some(Left), false, Wait::Ready),
+            (Derive, Some(Crash), true, Wait::HumanFirst),
+            (Decided(Verdict::Ratify), Some(Crash), false, Wait::Ready),
+            (Decided(Verdict::Replan), Some(Crash), false, Wait::Ready),
         ];
         let now: Timestamp = "2026-03-01T12:00:00Z".parse().unwrap();
         for (verdict, class, degraded, want) in rows {
@@ -279,14 +296,15 @@ mod tests {
         let later: Timestamp = "2026-03-01T13:00:00Z".parse().unwrap();
         let earlier: Timestamp = "2026-03-01T11:00:00Z".parse().unwrap();
         let soon: Timestamp = "2026-03-01T12:30:00Z".parse().unwrap();
+        let resume = Decided(Verdict::Resume);
         let limited =
-            |resets, deadline| survey_wait("resume", Some(RateLimit), false, resets, now, deadline);
+            |resets, deadline| survey_wait(resume, Some(RateLimit), false, resets, now, deadline);
         assert_eq!(limited(Some(later), None), Wait::Until(later));
         assert_eq!(limited(Some(earlier), None), Wait::Ready);
         assert_eq!(limited(None, None), Wait::Ready);
         assert_eq!(limited(Some(later), Some(soon)), Wait::HumanFirst);
         assert_eq!(
-            survey_wait("resume", Some(Crash), false, Some(later), now, None),
+            survey_wait(resume, Some(Crash), false, Some(later), now, None),
             Wait::Ready,
             "a reset means nothing to another class"
         );

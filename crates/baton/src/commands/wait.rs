@@ -3,11 +3,12 @@ use std::io::IsTerminal;
 
 use clap::Args;
 use jiff::{SignedDuration, Timestamp};
-use serde_json::{Value, json};
+use serde::Serialize;
 
 use crate::args::parse_when;
 use crate::error::{CommandError, ExitStatus};
 use crate::output::Report;
+use baton_core::Decision;
 use baton_core::decide::loop_resume::ResumeDecision;
 use baton_core::decide::wait::{Wait, combine, decide_wait, survey_wait};
 use baton_core::text::esc;
@@ -194,18 +195,50 @@ fn report(
     if let Some(next) = accept.as_deref().filter(|_| wait != Wait::Nothing) {
         text.push_str(&format!("\nnext: {next}"));
     }
-    Report::new(
-        status_of(wait),
-        json!({
-            "verdict": wait.as_str(),
-            "ticket": ticket.to_string_lossy(),
-            "until": until(wait),
-            "waited_secs": now.duration_since(started).as_secs(),
-            "resume": d.decision,
-            "next": accept,
-        }),
-        text,
-    )
+    let json = OneJson {
+        verdict: wait.as_str(),
+        ticket: ticket.to_string_lossy(),
+        until: until(wait),
+        waited_secs: now.duration_since(started).as_secs(),
+        resume: &d.decision,
+        next: accept,
+    };
+    Report::of(status_of(wait), &json, text)
+}
+
+/// `baton wait <TICKET>` under `--json`.
+#[derive(Debug, Serialize)]
+struct OneJson<'a> {
+    verdict: &'static str,
+    ticket: std::borrow::Cow<'a, str>,
+    until: Option<String>,
+    waited_secs: i64,
+    /// The loop's own resume decision.
+    resume: &'a Decision,
+    /// Its accept command, else its next step.
+    next: Option<String>,
+}
+
+/// `baton wait` with no ticket under `--json`: the verdict over every piece, then each.
+#[derive(Debug, Serialize)]
+struct AllJson<'a> {
+    verdict: &'static str,
+    until: Option<String>,
+    waited_secs: i64,
+    items: Vec<PieceJson<'a>>,
+}
+
+/// One piece of work under `--json`.
+#[derive(Debug, Serialize)]
+struct PieceJson<'a> {
+    kind: baton_core::packet::WorkKind,
+    key: &'a str,
+    verdict: &'static str,
+    until: Option<String>,
+    resets_at: Option<String>,
+    /// The verdict `baton resume` (no argument) gives it.
+    resume: &'a str,
+    next: Option<&'a str>,
 }
 
 fn until(wait: Wait) -> Option<String> {
@@ -275,7 +308,7 @@ fn every_piece(ctx: &Ctx, deadline: Option<Timestamp>) -> Result<All, CommandErr
             let resets = (w.kind == baton_core::packet::WorkKind::Feature)
                 .then(|| s.pause.as_ref()?.feature_interrupt.as_ref()?.resume_after())
                 .flatten();
-            let wait = survey_wait(&w.verdict, w.class, degraded, resets, ctx.now, deadline);
+            let wait = survey_wait(w.call.verdict, w.class, degraded, resets, ctx.now, deadline);
             Piece {
                 kind: w.kind,
                 key: w.key.clone(),
@@ -289,7 +322,7 @@ fn every_piece(ctx: &Ctx, deadline: Option<Timestamp>) -> Result<All, CommandErr
                     .item
                     .as_ref()
                     .and_then(|i| i.accept.clone())
-                    .or_else(|| w.next.clone()),
+                    .or_else(|| crate::view::row_next(w)),
             }
         });
     }
@@ -363,31 +396,25 @@ fn report_all(
         text.push_str(&line);
         text.push('\n');
     }
-    let items: Vec<Value> = all
-        .pieces
-        .iter()
-        .map(|p| {
-            json!({
-                "kind": p.kind,
-                "key": p.key,
-                "verdict": p.wait.as_str(),
-                "until": until(p.wait),
-                "resets_at": p.resets.map(format_ts),
-                "resume": p.resume,
-                "next": p.next,
+    let json = AllJson {
+        verdict: wait.as_str(),
+        until: until(wait),
+        waited_secs: now.duration_since(started).as_secs(),
+        items: all
+            .pieces
+            .iter()
+            .map(|p| PieceJson {
+                kind: p.kind,
+                key: &p.key,
+                verdict: p.wait.as_str(),
+                until: until(p.wait),
+                resets_at: p.resets.map(format_ts),
+                resume: &p.resume,
+                next: p.next.as_deref(),
             })
-        })
-        .collect();
-    let mut report = Report::new(
-        status_of(wait),
-        json!({
-            "verdict": wait.as_str(),
-            "until": until(wait),
-            "waited_secs": now.duration_since(started).as_secs(),
-            "items": items,
-        }),
-        text.trim_end().to_string(),
-    );
+            .collect(),
+    };
+    let mut report = Report::of(status_of(wait), &json, text.trim_end().to_string());
     // Unreadable files are warnings beside the answer, as in `baton resume`.
     for note in &all.notes {
         report = report.warn(note.trim_start_matches("warning: ").to_string());

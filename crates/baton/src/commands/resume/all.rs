@@ -68,11 +68,11 @@ fn row_line(w: &Work) -> String {
     ));
     line.push('\n');
     if (w.item.is_some() || w.aside.is_some())
-        && let Some(next) = &w.next
+        && let Some(next) = crate::view::row_next(w)
     {
         line.push_str(&clip(format!(
             "  next: {}",
-            baton_core::text::short_sessions(next)
+            baton_core::text::short_sessions(&next)
         )));
         line.push('\n');
     }

@@ -4,11 +4,13 @@
 use std::io::IsTerminal;
 use std::path::Path;
 
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
-use crate::error::CommandError;
+use crate::error::{CommandError, ExitStatus};
 use crate::output::Report;
 use crate::view::{journal_line, ledger_events, ledger_line, shown};
+use baton_core::decide::survey::{Call, Detail, SurveyVerdict};
 use baton_core::key::sanitize;
 use baton_core::ledger::parse_ledger;
 use baton_core::packet::WorkKind;
@@ -70,24 +72,28 @@ pub fn cmd_html(ctx: &Ctx, out: Option<&Path>) -> Result<Report, CommandError> {
     }
     let timeline = build(&title, lanes, ctx.now);
     let page = render_html(&timeline);
-    let summary = json!({
-        "lanes": timeline.lanes.len(),
-        "events": timeline.events,
-        "sessions": timeline.sessions,
-        "bytes": page.len(),
-    });
+    let mut json = Page {
+        path: None,
+        html: None,
+        lanes: timeline.lanes.len(),
+        events: timeline.events,
+        sessions: &timeline.sessions,
+        bytes: page.len(),
+    };
     let mut report = match out {
         Some(out) => {
             let path = ctx.dir.join(out);
             baton_store::atomic::replace_with_mode(&path, page.as_bytes(), 0o644).map_err(|e| {
                 CommandError::new(
-                    crate::error::ExitStatus::Failure,
+                    ExitStatus::Failure,
                     format!("cannot write the timeline to {}: {e}", path.display()),
                 )
                 .hint("pass `--out` a file in a directory you can write to")
             })?;
             let shown = path.display().to_string();
-            Report::ok(json!({ "path": shown }), format!("{shown}\n")).note(format!(
+            let text = format!("{shown}\n");
+            json.path = Some(shown);
+            Report::of(ExitStatus::Success, &json, text).note(format!(
                 "wrote the timeline of {} lane(s) and {} event(s) ({} KB); open it in a browser",
                 timeline.lanes.len(),
                 timeline.events,
@@ -95,7 +101,8 @@ pub fn cmd_html(ctx: &Ctx, out: Option<&Path>) -> Result<Report, CommandError> {
             ))
         }
         None => {
-            let report = Report::ok(json!({ "html": page }), page);
+            json.html = Some(&page);
+            let report = Report::of(ExitStatus::Success, &json, page.clone());
             if std::io::stdout().is_terminal() {
                 report.note("`--out FILE` writes the page to a file to open in a browser")
             } else {
@@ -103,13 +110,24 @@ pub fn cmd_html(ctx: &Ctx, out: Option<&Path>) -> Result<Report, CommandError> {
             }
         }
     };
-    if let Value::Object(fields) = summary {
-        report.json.extend(fields);
-    }
     for w in warnings {
         report = report.warn(w);
     }
     Ok(report)
+}
+
+/// The page under `--json`: where it was written, or the page itself; then what it draws.
+#[derive(Debug, Serialize)]
+struct Page<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    path: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    html: Option<&'a str>,
+    lanes: usize,
+    events: usize,
+    sessions: &'a [String],
+    /// The page's size.
+    bytes: usize,
 }
 
 /// The events of one piece of work, oldest first; `None` for work without a history of its own
@@ -209,9 +227,10 @@ fn archived(
             phase: String::new(),
             status: "no state".into(),
             owner: None,
-            verdict: "none".into(),
-            mode: None,
-            detail: Some("archived or pruned".into()),
+            call: Call {
+                detail: Some(Detail::Archived),
+                ..Call::of(SurveyVerdict::Decided(baton_core::Verdict::None))
+            },
             class: None,
             next: Some(format!(
                 "`baton log {}` prints its history",
@@ -262,7 +281,7 @@ fn lane(ctx: &Ctx, w: &Work, events: Vec<EventIn>) -> LaneIn {
             status: w.status.clone(),
             verdict: w.shown_verdict(),
             class: w.class.map(|c| c.as_str().to_string()),
-            next: w.next.clone(),
+            next: crate::view::row_next(w),
             phase: w.phase.clone(),
             owner: owner.and_then(|o| o.session.clone()),
             owner_state,

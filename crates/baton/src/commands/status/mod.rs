@@ -4,10 +4,12 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use clap::Args;
-use serde_json::json;
+use serde::Serialize;
 
-use crate::error::CommandError;
+use crate::error::{CommandError, ExitStatus};
 use crate::output::Report;
+use crate::view::Row;
+use baton_core::model::Pauses;
 use baton_core::text::esc;
 use baton_core::time::{age, human_age, parse_ts};
 use baton_ops::env::Ctx;
@@ -140,6 +142,13 @@ pub fn cmd_status(ctx: &Ctx, args: StatusArgs) -> Result<Report, CommandError> {
     table(ctx)
 }
 
+/// The table under `--json`: every piece of work, whole, and the pause mark.
+#[derive(Debug, Serialize)]
+struct Table<'a> {
+    work: Vec<Row<'a>>,
+    pause: Option<&'a Pauses>,
+}
+
 /// The table, as `baton status` prints it.
 fn table(ctx: &Ctx) -> Result<Report, CommandError> {
     let s = survey(ctx, &*ctx.store()?)?;
@@ -175,8 +184,11 @@ fn table(ctx: &Ctx) -> Result<Report, CommandError> {
     for (w, cells) in work.iter().zip(&cells) {
         text.push_str(&row(w, cells, colour, &cols));
     }
-    let rows: Vec<_> = s.work.iter().map(|w| json!(w)).collect();
-    let mut report = Report::ok(json!({ "work": rows, "pause": s.pause }), text);
+    let json = Table {
+        work: s.work.iter().map(Row::of).collect(),
+        pause: s.pause.as_ref(),
+    };
+    let mut report = Report::of(ExitStatus::Success, &json, text);
     for note in &s.notes {
         report = report.warn(note.trim_start_matches("warning: ").to_string());
     }
@@ -192,7 +204,7 @@ fn row(w: &Work, cells: &[String; 3], colour: bool, cols: &Columns) -> String {
     let painted = if colour {
         let code = match () {
             _ if w.item.is_some() => "33",
-            _ if w.verdict.starts_with("none") => "2",
+            _ if w.call.verdict.is_none() => "2",
             _ => "32",
         };
         format!("\x1b[{code}m{verdict}\x1b[0m")
@@ -217,9 +229,9 @@ fn row(w: &Work, cells: &[String; 3], colour: bool, cols: &Columns) -> String {
             "  ",
         ));
     }
-    if let Some(next) = &w.next {
+    if let Some(next) = crate::view::row_next(w) {
         out.push_str(&wrap(
-            &format!("next: {}", baton_core::text::short_sessions(next)),
+            &format!("next: {}", baton_core::text::short_sessions(&next)),
             "  ",
         ));
     }
