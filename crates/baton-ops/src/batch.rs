@@ -225,7 +225,7 @@ pub fn update(
         events.push(journal::event(ctx, event, Some(state.owner_epoch), details));
     }
     // The write and its events: one transaction on a server.
-    let journal_warning = journal::write_batch(&*store, &state, &loaded.expect(), &events)?;
+    let journal_warning = journal::write_batch(store, &state, &loaded.expect(), &events)?;
     let decision = baton_core::Decision {
         verdict: baton_core::Verdict::Ok,
         reasons,
@@ -504,7 +504,7 @@ pub fn start(ctx: &Ctx, store: &dyn StateStore, args: &Start) -> Result<BatchSta
             })),
         }),
     );
-    let journal_warning = journal::write_batch(&*store, &state, &Expect::Absent, &[start])?;
+    let journal_warning = journal::write_batch(store, &state, &Expect::Absent, &[start])?;
     let decision = Decision {
         verdict: Verdict::Ok,
         reasons,

@@ -266,7 +266,7 @@ pub fn end_lease(
         .into_iter()
         .collect();
     // The run and its event: one transaction on a server.
-    let journal_warning = journal::write_run(&*store, &run, &read, &events)?;
+    let journal_warning = journal::write_run(store, &run, &read, &events)?;
     Ok(LeaseEnd::Ended {
         id,
         status: run.status,
@@ -311,7 +311,7 @@ pub fn interrupt_lease(
         Some(run.lease_epoch),
         json!({ "reason": reason, "evidence": evidence, "released": released }),
     );
-    let warning = journal::write_run(&*store, &run, &read, &[event])?;
+    let warning = journal::write_run(store, &run, &read, &[event])?;
     Ok(LeaseInterrupt::Interrupted {
         id,
         reason,

@@ -41,7 +41,7 @@ pub fn import(
 ) -> Result<Imported, OpError> {
     let id = parse_run_id(run_id)?;
     // The source is checked before anything is created: a refused import writes nothing.
-    build_import(ctx, &*store, &id, from)?;
+    build_import(ctx, store, &id, from)?;
     let _guard = store.lock(LockScope::Runs)?;
     if store.read_run(&id)?.is_some() {
         return Err(
@@ -50,9 +50,9 @@ pub fn import(
         );
     }
     // The run and its `import` event: one transaction on a server.
-    let run = build_import(ctx, &*store, &id, from)?;
+    let run = build_import(ctx, store, &id, from)?;
     let warning = journal::write_run(
-        &*store,
+        store,
         &run,
         &baton_store::Expect::Absent,
         &[import_event(ctx, &run)],

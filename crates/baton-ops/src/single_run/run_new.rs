@@ -234,12 +234,7 @@ pub fn new_run(ctx: &Ctx, store: &dyn StateStore, args: &NewRun) -> Result<RunSt
             })
             .into_iter()
             .collect();
-        journal_warnings.extend(journal::write_run(
-            &*store,
-            &other,
-            &read.expect(),
-            &events,
-        )?);
+        journal_warnings.extend(journal::write_run(store, &other, &read.expect(), &events)?);
         abandoned.push(other_id);
     }
     if !abandoned.is_empty() {
@@ -259,12 +254,7 @@ pub fn new_run(ctx: &Ctx, store: &dyn StateStore, args: &NewRun) -> Result<RunSt
             "replaces": abandoned,
         }),
     );
-    journal_warnings.extend(journal::write_run(
-        &*store,
-        &run,
-        &Expect::Absent,
-        &[event],
-    )?);
+    journal_warnings.extend(journal::write_run(store, &run, &Expect::Absent, &[event])?);
     let path = store.name(&RecordKey::Run(id.clone()));
     Ok(RunStart::Started(Box::new(Started {
         id,

@@ -218,7 +218,7 @@ pub fn record(ctx: &Ctx, store: &dyn StateStore, args: &Record) -> Result<Record
         .into_iter()
         .collect();
     // The write and its event: one transaction on a server.
-    let journal_warning = journal::write_run(&*store, &run, &read, &events)?;
+    let journal_warning = journal::write_run(store, &run, &read, &events)?;
     Ok(Recorded::Written {
         id,
         message,

@@ -192,7 +192,7 @@ pub fn resume(ctx: &Ctx, store: &dyn StateStore, args: &ResumeRun) -> Result<Res
                 "agents_merged": added,
             }),
         ));
-        journal_warning = journal::write_run(&*store, &run, &expect, &events)?;
+        journal_warning = journal::write_run(store, &run, &expect, &events)?;
     }
     let path = store.name(&baton_store::RecordKey::Run(id.clone()));
     Ok(Resumed {

@@ -318,7 +318,7 @@ pub fn transition(
     if !store.exists()? {
         return Err(missing_loop(&target));
     }
-    let adoption = adopt_legacy(&*store, ctx)?;
+    let adoption = adopt_legacy(store, ctx)?;
     let notes = adoption.notes.clone();
     if let Some(held) = adoption.held_for(&target.key) {
         let d = legacy_held(ctx, &held.state, REFUSED, &target.arg());
@@ -397,7 +397,7 @@ pub fn transition(
         }
         // The write and its events: one transaction on a server.
         journal_warning =
-            journal::write_loop(&*store, &target.key, &state, &loaded.expect(), &events)?;
+            journal::write_loop(store, &target.key, &state, &loaded.expect(), &events)?;
     }
     // An interrupt says the session stopped: it is no sign of life for the batch (and a
     // refresh would move the batch past the pause that covers it).
@@ -589,7 +589,7 @@ pub fn heartbeat(
     loaded.writable()?;
     loaded.state.touch(ctx.now);
     store.write_loop(&target.key, &loaded.state, &loaded.expect())?;
-    let warning = keep_batch_live(&*store, ctx, &target);
+    let warning = keep_batch_live(store, ctx, &target);
     Ok(Heartbeat::Refreshed {
         last_updated: loaded.state.last_updated.clone(),
         target,
@@ -624,7 +624,7 @@ pub fn gather(ctx: &Ctx, store: &dyn StateStore, target: Target) -> Result<Gathe
     // A query on a project without state creates nothing, not even a lock's sidecar.
     let exists = store.exists()?;
     let adoption = if exists {
-        adopt_legacy(&*store, ctx)?
+        adopt_legacy(store, ctx)?
     } else {
         Adoption::default()
     };
@@ -861,7 +861,7 @@ pub fn init(ctx: &Ctx, store: &dyn StateStore, args: &Init) -> Result<Transition
     refuse_sessionless_tool_call(ctx)?;
     let target = Target::derive(ctx, args.ticket);
     target.require_stable()?;
-    let adoption = adopt_legacy(&*store, ctx)?;
+    let adoption = adopt_legacy(store, ctx)?;
     let notes = adoption.notes.clone();
     if let Some(held) = adoption.held_for(&target.key) {
         let d = legacy_held(ctx, &held.state, REFUSED, &target.arg());
@@ -975,8 +975,8 @@ pub fn init(ctx: &Ctx, store: &dyn StateStore, args: &Init) -> Result<Transition
         }),
     );
     let journal_warning =
-        journal::write_loop(&*store, &target.key, &state, &Expect::Absent, &[init])?;
-    let batch_warning = keep_batch_live(&*store, ctx, &target);
+        journal::write_loop(store, &target.key, &state, &Expect::Absent, &[init])?;
+    let batch_warning = keep_batch_live(store, ctx, &target);
     let decision = Decision {
         verdict: baton_core::Verdict::Ok,
         reasons,

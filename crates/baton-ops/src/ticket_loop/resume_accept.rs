@@ -487,13 +487,13 @@ fn finish_accept(
     state.touch(written.now);
     let event = accept_event(&written, &original, &state, mode, args);
     let journal_warning = journal::write_loop(
-        &*store,
+        store,
         &target.key,
         &state,
         &Expect::Revision(revision),
         &[event],
     )?;
-    let batch_warning = keep_batch_live(&*store, &written, &target);
+    let batch_warning = keep_batch_live(store, &written, &target);
     // The accept is on disk; what follows only reports, and runs git, so not under the lock.
     drop(_guard);
 

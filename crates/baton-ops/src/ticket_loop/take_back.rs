@@ -120,7 +120,7 @@ pub fn take_back(
     );
     // The loop is taken back whether or not its journal could be written: the state is the
     // authority, the journal its history.
-    let _ = journal::write_loop(&*store, &target.key, &state, &loaded.expect(), &[event])?;
+    let _ = journal::write_loop(store, &target.key, &state, &loaded.expect(), &[event])?;
     Ok(TakeBack::Taken {
         key: target.key,
         resume_count: state.resume_count,
