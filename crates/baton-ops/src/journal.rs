@@ -231,6 +231,19 @@ pub fn restore_interrupt_event(
     Ok(true)
 }
 
+/// The keys of the loops that have a journal, listed once, for a reader about to look at many
+/// loops' history (`restore_interrupt_event` over every loop a survey reads): a loop without
+/// one has no history to mend, and is then not looked for one by one. `None` when the store
+/// writes a state and its events in one step, and nothing is ever to be mended.
+pub fn loops_with_history(
+    store: &dyn StateStore,
+) -> Result<Option<std::collections::HashSet<String>>, StoreError> {
+    if store.journal_in_step() {
+        return Ok(None);
+    }
+    Ok(Some(store.list_journals()?.loops.into_iter().collect()))
+}
+
 /// Whether `state` is interrupted and its journal, which holds other events, holds no
 /// `interrupt` at its `interrupted_at`. A loop with no history at all was not written through
 /// baton (another tool interrupted it): its history is unknown, not torn.

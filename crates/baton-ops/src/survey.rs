@@ -216,13 +216,23 @@ pub fn survey(ctx: &Ctx, store: &dyn StateStore) -> Result<Survey, OpError> {
         notes.extend(f.warnings.iter().map(|w| format!("warning: {}", esc(w))));
     }
     let mut work = Vec::new();
+    // The loops with a history, listed once when the first interrupted loop is met (a listing
+    // that fails leaves every loop to be looked at on its own).
+    let with_history = std::cell::OnceCell::new();
     for scanned in loops {
         match scanned.loaded {
             Ok(l) => {
                 // State and history agree by the time anyone reads them: an interrupt whose
                 // writer was killed before its journal event gets the event back.
-                if let Err(e) =
-                    crate::journal::restore_interrupt_event(store, &scanned.key, &l.state)
+                let history = (l.state.status == LoopStatus::Interrupted).then(|| {
+                    with_history
+                        .get_or_init(|| crate::journal::loops_with_history(store).ok().flatten())
+                        .as_ref()
+                        .is_none_or(|keys| keys.contains(&scanned.key))
+                });
+                if history == Some(true)
+                    && let Err(e) =
+                        crate::journal::restore_interrupt_event(store, &scanned.key, &l.state)
                 {
                     notes.push(format!(
                         "warning: the journal of {} could not be mended: {}",
