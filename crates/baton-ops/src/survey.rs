@@ -394,10 +394,11 @@ impl Scan<'_> {
             others: &[],
         });
         let owner = loop_owner(ctx, state);
+        let position = state.position();
         let mut work = Work {
             kind: WorkKind::Loop,
             key: ticket.clone(),
-            phase: state.position(),
+            phase: position.clone(),
             status: state.status.as_str().into(),
             owner: Some(owner.clone()),
             call: decide_loop(d.decision.verdict, d.mode, d.archive),
@@ -412,7 +413,7 @@ impl Scan<'_> {
             work.item = Some(self.own_item(
                 WorkKind::Loop,
                 &ticket,
-                state.position(),
+                position,
                 d.decision.reasons.clone(),
                 d.decision.next.clone().unwrap_or_default(),
                 vec![
@@ -434,7 +435,6 @@ impl Scan<'_> {
         let Some(gone) = self.handover(&mut work, interrupted, &ask) else {
             return work;
         };
-        let position = state.position();
         let reason = (state.status == LoopStatus::Interrupted)
             .then(|| state.interrupt_reason.as_deref().unwrap_or("unknown"));
         let returned = state
@@ -753,11 +753,16 @@ impl Scan<'_> {
         let recorded = self
             .recorded
             .get_or_init(|| baton_store::sessions::recorded(layout));
+        if recorded.is_empty() {
+            return None;
+        }
         baton_core::client::Client::ALL.iter().find_map(|client| {
+            let name = baton_store::sessions::record_name(client.as_str(), session);
+            if !recorded.contains(&name) {
+                return None;
+            }
             let files = baton_store::sessions::SessionFiles::new(layout, client.as_str(), session);
-            let record = recorded
-                .contains(files.name())
-                .then(|| files.read_record())??;
+            let record = files.read_record()?;
             let (pid, start) = (record.client_pid?, record.client_pid_start?);
             Some((pid, baton_store::process::is_alive(pid, start)))
         })

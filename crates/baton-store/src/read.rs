@@ -153,8 +153,17 @@ pub fn parse_state<T: DeserializeOwned>(
         path: path.into(),
         detail: e.to_string(),
     };
-    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(corrupt)?;
-    let found = match value.get("schema_version") {
+    // The version alone first (the parser skips every other field without building it), so
+    // that a file of a newer schema is told as one; then the state, straight from the bytes.
+    #[derive(serde::Deserialize)]
+    struct Version {
+        #[serde(default)]
+        schema_version: Option<serde_json::Value>,
+    }
+    // Bytes that are not an object with a version are left to the typed parse, whose error
+    // names what it expected.
+    let version = serde_json::from_slice::<Version>(bytes).map_or(None, |v| v.schema_version);
+    let found = match version {
         None | Some(serde_json::Value::Null) => 1,
         Some(v) => v.as_u64().ok_or_else(|| StoreError::Corrupt {
             path: path.into(),
@@ -166,7 +175,7 @@ pub fn parse_state<T: DeserializeOwned>(
     } else {
         Access::ReadWrite
     };
-    let state = serde_json::from_value(value).map_err(|e| match access {
+    let state = serde_json::from_slice(bytes).map_err(|e| match access {
         Access::ReadOnly { found } => StoreError::NewerSchema {
             path: path.into(),
             found,
@@ -238,6 +247,14 @@ mod tests {
             parse_state::<LoopState>(&p, br#"{"schema_version":99,"status":7}"#),
             Err(StoreError::NewerSchema { found: 99, .. })
         ));
+        // A version that is no number, and bytes that are no object, are named as such.
+        let bad = parse_state::<LoopState>(&p, br#"{"schema_version":"two"}"#).unwrap_err();
+        assert!(bad.to_string().contains("not a number"), "{bad}");
+        let text = parse_state::<LoopState>(&p, br#""a string""#).unwrap_err();
+        assert!(
+            matches!(&text, StoreError::Corrupt { detail, .. } if detail.contains("LoopState")),
+            "{text}"
+        );
     }
 
     #[test]

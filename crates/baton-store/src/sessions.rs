@@ -129,11 +129,16 @@ pub struct SessionFiles {
     stem: String,
 }
 
+/// The name the record of `client`'s session `session_id` has among `recorded`'s.
+pub fn record_name(client: &str, session_id: &str) -> String {
+    format!("{client}-{}", file_safe(session_id))
+}
+
 impl SessionFiles {
     pub fn new(layout: &Layout, client: &str, session_id: &str) -> SessionFiles {
         SessionFiles {
             dir: layout.state_dir.join(SESSIONS_DIR),
-            stem: format!("{client}-{}", file_safe(session_id)),
+            stem: record_name(client, session_id),
         }
     }
 
