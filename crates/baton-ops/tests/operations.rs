@@ -566,3 +566,53 @@ fn a_pause_is_lifted_only_by_its_own_session() {
     let cleared = clear_pause(&a, &*a.store().unwrap()).unwrap();
     assert!(matches!(cleared, Cleared::NoMark), "{cleared:?}");
 }
+
+fn accept(ctx: &Ctx, ticket: &str) -> ticket_loop::Acceptance {
+    ticket_loop::accept(
+        ctx,
+        &*ctx.store().unwrap(),
+        &ticket_loop::Accept {
+            ticket: OsStr::new(ticket),
+            set_aside: None,
+            flags: Ownership::default(),
+        },
+    )
+    .unwrap()
+}
+
+/// `resume accept` is refused while the owner is live and changes nothing; once the owner's
+/// loop is interrupted, another session accepts it: the loop is that session's, at the next
+/// epoch, active, and the journal records the takeover.
+#[test]
+fn a_loop_is_accepted_only_from_an_owner_no_longer_live() {
+    let (dir, store) = project();
+    init(&session(dir.path(), &store, "A", 0), "T-1");
+    let epoch = state(&store, "T-1").owner_epoch;
+    let before = store.read_loop("T-1").unwrap().unwrap().revision;
+    let refused = accept(&session(dir.path(), &store, "B", 1), "T-1");
+    assert!(
+        matches!(&refused, ticket_loop::Acceptance::Refused { decision, .. } if decision.verdict.to_string() == "refused"),
+        "{refused:?}"
+    );
+    assert_eq!(store.read_loop("T-1").unwrap().unwrap().revision, before);
+    let a = session(dir.path(), &store, "A", 2);
+    ticket_loop::interrupt(
+        &a,
+        &*a.store().unwrap(),
+        ticket_loop::Target::derive(&a, OsStr::new("T-1")),
+        baton_core::model::InterruptReason::SessionExpiry,
+        None,
+        &Ownership::default(),
+    )
+    .unwrap();
+    let taken = accept(&session(dir.path(), &store, "B", 3), "T-1");
+    assert!(
+        matches!(&taken, ticket_loop::Acceptance::Accepted(_)),
+        "{taken:?}"
+    );
+    let s = state(&store, "T-1");
+    assert_eq!(s.session_id.as_deref(), Some("B"));
+    assert_eq!(s.status, baton_core::model::LoopStatus::Active);
+    assert!(s.owner_epoch > epoch, "{} after {epoch}", s.owner_epoch);
+    assert_eq!(events(&store, "T-1"), ["init", "interrupt", "takeover"]);
+}
