@@ -591,7 +591,7 @@ fn a_loop_is_accepted_only_from_an_owner_no_longer_live() {
     let before = store.read_loop("T-1").unwrap().unwrap().revision;
     let refused = accept(&session(dir.path(), &store, "B", 1), "T-1");
     assert!(
-        matches!(&refused, ticket_loop::Acceptance::Refused { decision, .. } if decision.verdict.to_string() == "refused"),
+        matches!(&refused, ticket_loop::Acceptance::Refused { decision, .. } if decision.verdict == baton_core::Verdict::Refused),
         "{refused:?}"
     );
     assert_eq!(store.read_loop("T-1").unwrap().unwrap().revision, before);
