@@ -616,3 +616,48 @@ fn a_loop_is_accepted_only_from_an_owner_no_longer_live() {
     assert!(s.owner_epoch > epoch, "{} after {epoch}", s.owner_epoch);
     assert_eq!(events(&store, "T-1"), ["init", "interrupt", "takeover"]);
 }
+
+/// A batch whose owner's session ended is interrupted: another session's ticket write is
+/// refused and changes nothing until that session runs `batch resume`, which takes the batch;
+/// its ticket writes then run.
+#[test]
+fn an_interrupted_batch_moves_for_another_session_only_after_its_resume() {
+    use baton_core::journal::JournalEvent;
+    use baton_ops::batch::{BatchUpdate, BatchWrite, update};
+    let (dir, store) = project();
+    start_batch(&session(dir.path(), &store, "A", 0), &["T-1", "T-2"]);
+    let a = session(dir.path(), &store, "A", 1);
+    let ended = baton_ops::batch::interrupt(
+        &a,
+        &*a.store().unwrap(),
+        baton_core::model::InterruptReason::SessionExpiry,
+    )
+    .unwrap();
+    assert!(matches!(ended, BatchUpdate::Written { .. }), "{ended:?}");
+    let write = |kind: BatchWrite, event: JournalEvent| {
+        let b = session(dir.path(), &store, "B", 2);
+        update(
+            &b,
+            &*b.store().unwrap(),
+            &Ownership::default(),
+            kind,
+            event,
+            |_| Ok(("written".to_string(), serde_json::Value::Null)),
+        )
+        .unwrap()
+    };
+    let before = store.read_batch().unwrap().unwrap().revision;
+    let refused = write(BatchWrite::Ticket, JournalEvent::Ticket);
+    assert!(matches!(refused, BatchUpdate::Refused(_)), "{refused:?}");
+    assert_eq!(store.read_batch().unwrap().unwrap().revision, before);
+    let resumed = write(BatchWrite::Resume, JournalEvent::Resume);
+    assert!(
+        matches!(resumed, BatchUpdate::Written { .. }),
+        "{resumed:?}"
+    );
+    let batch = store.read_batch().unwrap().unwrap().state;
+    assert_eq!(batch.session_id.as_deref(), Some("B"));
+    assert_eq!(batch.status.as_str(), "active");
+    let ticket = write(BatchWrite::Ticket, JournalEvent::Ticket);
+    assert!(matches!(ticket, BatchUpdate::Written { .. }), "{ticket:?}");
+}
