@@ -244,7 +244,13 @@ impl Lines {
 /// order, so the output is stable), and as many as fit in `PACKET_CAP` characters of Markdown.
 /// `aside` is one line for each piece of work not offered to this session (`ASIDE_CAP` of them
 /// are listed, the rest counted).
-pub fn build(mut items: Vec<Item>, aside: &[String], more_command: &str) -> Packet {
+pub fn build<'a>(
+    items: impl IntoIterator<Item = &'a Item>,
+    aside: &[String],
+    more_command: &str,
+) -> Packet {
+    // Sorted as references: only the items that fit are ever copied into the packet.
+    let mut items: Vec<&Item> = items.into_iter().collect();
     items.sort_by_cached_key(|i| (i.urgency, i.kind, crate::text::natural_key(&i.key)));
     let mut not_offered: Vec<String> = aside.iter().take(ASIDE_CAP).map(|l| clip(l)).collect();
     if aside.len() > ASIDE_CAP {
@@ -281,14 +287,14 @@ pub fn build(mut items: Vec<Item>, aside: &[String], more_command: &str) -> Pack
     // errs long and this rarely runs; it keeps the cap exact.
     while !packet.items.is_empty() && render_markdown(&packet).chars().count() > PACKET_CAP {
         let n = packet.items.len() - 1;
-        let lines = items[..n].iter().map(Lines::of).collect();
+        let lines = items[..n].iter().map(|i| Lines::of(i)).collect();
         packet = assemble(&items[..n], lines, &not_offered, total - n, more_command);
     }
     packet
 }
 
 fn assemble(
-    items: &[Item],
+    items: &[&Item],
     lines: Vec<Lines>,
     not_offered: &[String],
     more: usize,
@@ -300,7 +306,7 @@ fn assemble(
         constraints: Vec::new(),
         references: Vec::new(),
         expected_outcome: Vec::new(),
-        items: items.to_vec(),
+        items: items.iter().map(|i| (*i).clone()).collect(),
         not_offered: not_offered.to_vec(),
         more,
         more_command: (more > 0).then(|| more_command.to_string()),
@@ -448,7 +454,7 @@ mod tests {
             Class::RateLimit,
         ] {
             let p = build(
-                vec![item("loop", "PROJ-1", Some(class))],
+                &vec![item("loop", "PROJ-1", Some(class))],
                 &[],
                 "baton status",
             );
@@ -485,7 +491,7 @@ mod tests {
             .map(|n| item("loop", &format!("PROJ-{n:04}"), Some(Class::Pause)))
             .collect();
         items.push(item("run", "0123456789abcdef", Some(Class::Timeout)));
-        let p = build(items, &[], "baton status");
+        let p = build(&items, &[], "baton status");
         let md = render_markdown(&p);
         assert!(
             md.chars().count() <= PACKET_CAP,
@@ -506,7 +512,7 @@ mod tests {
         let mut big = item("loop", &"X".repeat(50_000), Some(Class::Crash));
         big.position = "p".repeat(50_000);
         big.next = "n".repeat(50_000);
-        let p = build(vec![big], &[], "baton status");
+        let p = build(&vec![big], &[], "baton status");
         assert_eq!(p.items.len(), 1);
         assert!(render_markdown(&p).chars().count() <= PACKET_CAP);
     }
@@ -521,7 +527,7 @@ mod tests {
             .collect();
         big.urgency = 0;
         let p = build(
-            vec![big, item("loop", "PROJ-1", Some(Class::Pause))],
+            &vec![big, item("loop", "PROJ-1", Some(Class::Pause))],
             &[],
             "baton status",
         );
@@ -533,7 +539,7 @@ mod tests {
 
     #[test]
     fn nothing_interrupted_still_gives_five_fields() {
-        let p = build(Vec::new(), &[], "baton status");
+        let p = build(&Vec::new(), &[], "baton status");
         assert_eq!(p.more, 0);
         assert!(!p.intent.is_empty() && !p.expected_outcome.is_empty());
     }
@@ -543,7 +549,7 @@ mod tests {
         let items = ["PROJ-10", "PROJ-2", "PROJ-1"]
             .map(|k| item("loop", k, Some(Class::Crash)))
             .to_vec();
-        let p = build(items, &[], "baton status");
+        let p = build(&items, &[], "baton status");
         let keys: Vec<&str> = p.items.iter().map(|i| i.key.as_str()).collect();
         assert_eq!(keys, ["PROJ-1", "PROJ-2", "PROJ-10"]);
     }
@@ -554,7 +560,7 @@ mod tests {
             .map(|n| format!("loop T-{n}: quiet 25m, owner session s{n}"))
             .collect();
         let p = build(
-            vec![item("loop", "PROJ-1", Some(Class::Crash))],
+            &vec![item("loop", "PROJ-1", Some(Class::Crash))],
             &aside,
             "baton status",
         );

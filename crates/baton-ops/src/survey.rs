@@ -118,8 +118,9 @@ impl Work {
 }
 
 impl Survey {
-    pub fn items(&self) -> Vec<Item> {
-        self.work.iter().filter_map(|w| w.item.clone()).collect()
+    /// The packet items of the work, in the survey's order.
+    pub fn items(&self) -> impl Iterator<Item = &Item> {
+        self.work.iter().filter_map(|w| w.item.as_ref())
     }
 }
 
