@@ -41,6 +41,9 @@ pub struct Settings {
     /// The agent clients' variables naming their own user directory (`UserDir::Variable`,
     /// Codex's `CODEX_HOME`) that are set, with their values.
     pub client_dirs: Vec<(&'static str, std::ffi::OsString)>,
+    /// Where Claude Code keeps its user settings and plugins instead of `~/.claude`:
+    /// `CLAUDE_CONFIG_DIR`.
+    pub claude_config_dir: Option<PathBuf>,
 }
 
 impl Settings {
@@ -68,6 +71,9 @@ impl Settings {
                 })
                 .filter_map(|v| std::env::var_os(v).map(|value| (v, value)))
                 .collect(),
+            claude_config_dir: std::env::var_os("CLAUDE_CONFIG_DIR")
+                .filter(|d| !d.is_empty())
+                .map(PathBuf::from),
         }
     }
 

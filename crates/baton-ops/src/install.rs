@@ -189,9 +189,10 @@ pub fn plugin_hooks(ctx: &Ctx, client: Client) -> Vec<PluginHooks> {
     };
     let found: Vec<(String, PathBuf)> = match client {
         Client::Claude => {
-            let dir = std::env::var_os("CLAUDE_CONFIG_DIR")
-                .filter(|d| !d.is_empty())
-                .map(PathBuf::from)
+            let dir = ctx
+                .settings
+                .claude_config_dir
+                .clone()
                 .unwrap_or_else(|| user.join(".claude"));
             let mut settings = vec![dir.join("settings.json")];
             if let Ok(layout) = ctx.layout() {
