@@ -661,3 +661,33 @@ fn an_interrupted_batch_moves_for_another_session_only_after_its_resume() {
     let ticket = write(BatchWrite::Ticket, JournalEvent::Ticket);
     assert!(matches!(ticket, BatchUpdate::Written { .. }), "{ticket:?}");
 }
+
+/// `resume fresh` never archives a loop a live session runs; once its owner has gone silent
+/// the loop is archived (kept, not deleted) and the ticket is free for a new loop.
+#[test]
+fn a_fresh_start_archives_only_a_loop_no_session_runs() {
+    use ticket_loop::Fresh;
+    let (dir, store) = project();
+    init(&session(dir.path(), &store, "A", 0), "T-1");
+    let fresh = |minutes: i64| {
+        let b = session(dir.path(), &store, "B", minutes);
+        ticket_loop::fresh(
+            &b,
+            &*b.store().unwrap(),
+            OsStr::new("T-1"),
+            &Ownership::default(),
+        )
+        .unwrap()
+        .outcome
+    };
+    let before = store.read_loop("T-1").unwrap().unwrap().revision;
+    let refused = fresh(1);
+    assert!(matches!(refused, Fresh::Refused(_)), "{refused:?}");
+    assert_eq!(store.read_loop("T-1").unwrap().unwrap().revision, before);
+    assert!(store.archived().is_empty());
+    let archived = fresh(30);
+    assert!(matches!(archived, Fresh::Archived { .. }), "{archived:?}");
+    assert!(store.read_loop("T-1").unwrap().is_none());
+    assert_eq!(store.archived().len(), 1, "{:?}", store.archived());
+    assert!(init(&session(dir.path(), &store, "B", 31), "T-1").changed());
+}
