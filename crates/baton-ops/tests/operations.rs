@@ -691,3 +691,110 @@ fn a_fresh_start_archives_only_a_loop_no_session_runs() {
     assert_eq!(store.archived().len(), 1, "{:?}", store.archived());
     assert!(init(&session(dir.path(), &store, "B", 31), "T-1").changed());
 }
+
+/// A process to hold a run's lease for, stopped when dropped.
+struct Process(std::process::Child);
+
+impl Process {
+    fn start() -> Process {
+        Process(
+            std::process::Command::new("sleep")
+                .arg("60")
+                .spawn()
+                .expect("sleep runs"),
+        )
+    }
+
+    fn pid(&self) -> u32 {
+        self.0.id()
+    }
+
+    fn stop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// `run resume` is blocked while the lease's holder process runs, and changes nothing; once
+/// that process is gone, another session's resume takes the lease over at the next epoch.
+#[test]
+fn a_run_is_resumed_by_another_session_only_once_its_holder_process_is_gone() {
+    use baton_ops::single_run::{Holder, NewRun, ResumeRun, RunStart, new_run, resume};
+    let (dir, store) = project();
+    // The run's base is a commit: the resume's first check compares it with HEAD.
+    let ok = std::process::Command::new("git")
+        .args(["commit", "--quiet", "--allow-empty", "-m", "base"])
+        .current_dir(dir.path())
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "git commit");
+    // Its heartbeat stays fresh throughout: only the holder's process decides.
+    let mut first = Process::start();
+    let a = session(dir.path(), &store, "A", 0);
+    let started = new_run(
+        &a,
+        &*a.store().unwrap(),
+        &NewRun {
+            feature: Some("search"),
+            plan: None,
+            mode: None,
+            project_file: ".claude/PROJECT.md",
+            mid_gap: "critic",
+            security_globs: &[],
+            lease_ttl: 600,
+            fresh: false,
+            holder: Holder {
+                pid: Some(first.pid()),
+                ..Holder::default()
+            },
+        },
+    )
+    .unwrap();
+    let RunStart::Started(started) = started else {
+        panic!("{started:?}");
+    };
+    let second = Process::start();
+    let resume_as_b = |minutes: i64| {
+        let b = session(dir.path(), &store, "B", minutes);
+        resume(
+            &b,
+            &*b.store().unwrap(),
+            &ResumeRun {
+                id: started.id.clone(),
+                confirm_alignment: false,
+                allow_staged: false,
+                holder: Holder {
+                    pid: Some(second.pid()),
+                    ..Holder::default()
+                },
+            },
+        )
+        .unwrap()
+    };
+    let before = store.read_run(&started.id).unwrap().unwrap().revision;
+    let blocked = resume_as_b(1);
+    assert_eq!(blocked.decision.decision.verdict.to_string(), "blocked");
+    assert!(!blocked.decision.acquire);
+    assert_eq!(
+        store.read_run(&started.id).unwrap().unwrap().revision,
+        before
+    );
+    first.stop();
+    let taken = resume_as_b(2);
+    assert!(taken.decision.acquire, "{:?}", taken.decision.decision);
+    let run = store.read_run(&started.id).unwrap().unwrap().state;
+    let lease = run.lease.expect("the lease is B's");
+    assert_eq!(lease.session.as_deref(), Some("B"));
+    assert_eq!(run.lease_epoch, 2);
+}
