@@ -798,3 +798,37 @@ fn a_run_is_resumed_by_another_session_only_once_its_holder_process_is_gone() {
     assert_eq!(lease.session.as_deref(), Some("B"));
     assert_eq!(run.lease_epoch, 2);
 }
+
+/// A plan ledger takes only its own plan's events: a line that is no event is invalid input
+/// and writes nothing; a ledger whose header names another plan (copied from another run) is
+/// refused, byte for byte as it was.
+#[test]
+fn a_ledger_takes_only_valid_events_of_its_own_plan() {
+    use baton_ops::ledgers::Appended;
+    use baton_ops::ledgers::append_raw;
+    let (dir, store) = project();
+    let a = session(dir.path(), &store, "A", 0);
+    let plan = Path::new("plans/search");
+    std::fs::create_dir_all(dir.path().join(plan)).unwrap();
+    baton_ops::ledgers::init(&a, plan).unwrap();
+    let ledger = dir.path().join(plan).join("STATE.md");
+    let header = std::fs::read(&ledger).unwrap();
+    let bad = append_raw(&a, plan, "phase 1: finished, trust me").unwrap_err();
+    assert_eq!(bad.kind, baton_ops::Kind::Invalid, "{}", bad.message);
+    assert_eq!(std::fs::read(&ledger).unwrap(), header);
+    let written = append_raw(&a, plan, "phase 1: BLOCKED — waiting on review").unwrap();
+    assert!(
+        matches!(written.appended, Appended::Written { .. }),
+        "{:?}",
+        written.appended
+    );
+    let copied = "# run-state — plan: plans/billing\n";
+    std::fs::write(&ledger, copied).unwrap();
+    let refused = append_raw(&a, plan, "phase 1: BLOCKED — waiting on review").unwrap();
+    assert!(
+        matches!(refused.appended, Appended::Refused(_)),
+        "{:?}",
+        refused.appended
+    );
+    assert_eq!(std::fs::read_to_string(&ledger).unwrap(), copied);
+}
