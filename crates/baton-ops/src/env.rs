@@ -378,9 +378,7 @@ impl Ctx {
             .current_dir(root)
             .env("GIT_OPTIONAL_LOCKS", "0")
             .output()
-            .map_err(|e| {
-                OpError::new(crate::error::Kind::Broken, format!("cannot run git: {e}"))
-            })?;
+            .map_err(|e| OpError::broken(format!("cannot run git: {e}")))?;
         let name_it =
             "set BATON_PROJECT (or pass `--project`) to a name that is the same on every machine";
         if is_shallow(root) {

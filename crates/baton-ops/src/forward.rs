@@ -12,7 +12,7 @@
 use jiff::Timestamp;
 
 use crate::env::Ctx;
-use crate::error::{Kind, OpError};
+use crate::error::OpError;
 use crate::owned::{Interrupted, interrupt_owned, owned};
 use baton_core::model::InterruptReason;
 use baton_core::time::{format_ts, parse_ts};
@@ -318,9 +318,7 @@ pub fn forward(
     }
     if for_no_server > 0 {
         let outbox_dir = layout.state_dir.join(outbox::OUTBOX_DIR);
-        let e = OpError::new(
-            Kind::Broken,
-            format!(
+        let e = OpError::broken(format!(
                 "{} holds {for_no_server} interrupts recorded for a PostgreSQL store, and none is configured now",
                 outbox_dir.display(),
             ),

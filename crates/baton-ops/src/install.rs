@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::env::Ctx;
-use crate::error::{Kind, OpError};
+use crate::error::OpError;
 use baton_core::client::{Client, SettingsScope, UserDir};
 
 /// The `baton` hooks call, and this executable.
@@ -21,12 +21,7 @@ impl Program {
     pub fn this() -> Result<Program, OpError> {
         let path = std::env::current_exe()
             .and_then(|p| p.canonicalize())
-            .map_err(|e| {
-                OpError::new(
-                    Kind::Broken,
-                    format!("cannot find this executable's path: {e}"),
-                )
-            })?;
+            .map_err(|e| OpError::broken(format!("cannot find this executable's path: {e}")))?;
         let on_path = which("baton", std::env::var_os("PATH").as_deref())
             .and_then(|p| p.canonicalize().ok())
             .is_some_and(|p| p == path);

@@ -6,7 +6,7 @@
 use jiff::Timestamp;
 
 use crate::env::Ctx;
-use crate::error::{Kind, OpError};
+use crate::error::OpError;
 use crate::single_run::{Holder, LeaseInterrupt, interrupt_lease};
 use crate::ticket_loop::{Heartbeat, Ownership, Target, Transition, interrupt};
 use baton_core::hook::HEARTBEAT_COALESCE_SECS;
@@ -30,7 +30,7 @@ impl Owned {
     pub fn outcome(&self, first_error: Option<OpError>) -> Result<(), OpError> {
         match (first_error, &self.unreadable) {
             (Some(e), _) => Err(e),
-            (None, Some(what)) => Err(OpError::new(Kind::Broken, format!("skipped: {what}"))),
+            (None, Some(what)) => Err(OpError::broken(format!("skipped: {what}"))),
             (None, None) => Ok(()),
         }
     }
@@ -355,7 +355,7 @@ pub fn checkpoint(
         if let Some(w) =
             crate::journal::append(store, baton_store::JournalTarget::Loop(key), &[event])
         {
-            return Err(OpError::new(Kind::Broken, w));
+            return Err(OpError::broken(w));
         }
     }
     Ok(Checkpointed::Recorded {

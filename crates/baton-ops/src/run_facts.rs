@@ -65,10 +65,7 @@ pub fn plan_now(path: &Path, globs: &[String]) -> Result<Option<PlanNow>, OpErro
     let mtime = std::fs::metadata(path)
         .and_then(|m| m.modified())
         .map_err(|e| {
-            OpError::new(
-                crate::error::Kind::Broken,
-                format!("cannot read the mtime of {}: {e}", path.display()),
-            )
+            OpError::broken(format!("cannot read the mtime of {}: {e}", path.display()))
         })?;
     let mtime = Timestamp::try_from(mtime).unwrap_or(Timestamp::UNIX_EPOCH);
     let text = String::from_utf8_lossy(&bytes);

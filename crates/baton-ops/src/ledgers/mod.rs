@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::env::Ctx;
-use crate::error::{Kind, OpError};
+use crate::error::OpError;
 use baton_core::ledger::gates::{
     GateDecl, is_phase_file, parse_gates, parse_plan_gates, phase_of_file, plan_phases,
 };
@@ -112,12 +112,7 @@ impl Plan {
     /// The names of the files in the plan directory.
     pub fn file_names(&self) -> Result<Vec<String>, OpError> {
         Ok(std::fs::read_dir(&self.dir)
-            .map_err(|e| {
-                OpError::new(
-                    crate::error::Kind::Broken,
-                    format!("cannot list {}: {e}", self.dir.display()),
-                )
-            })?
+            .map_err(|e| OpError::broken(format!("cannot list {}: {e}", self.dir.display())))?
             .filter_map(Result::ok)
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .collect())
@@ -221,13 +216,10 @@ pub fn append_line(ctx: &Ctx, plan: &Plan, line: &Line) -> Result<Appended, OpEr
             })
         }
         Err(AppendError::ForeignPlan { found }) => Ok(Appended::Refused(foreign(plan, &found))),
-        Err(AppendError::NoHeader) => Err(OpError::new(
-            Kind::Broken,
-            format!(
-                "{} has no `# run-state — plan: <plan>` header line",
-                plan.ledger.display()
-            ),
-        )
+        Err(AppendError::NoHeader) => Err(OpError::broken(format!(
+            "{} has no `# run-state — plan: <plan>` header line",
+            plan.ledger.display()
+        ))
         .hint(
             "nothing was written; if it is this plan's ledger, add the header as its first line",
         )),

@@ -102,11 +102,8 @@ pub fn build_import(
             .hint("pass the file with `--from <PATH>`")
     })?;
     let original: Map<String, Value> = serde_json::from_slice(&bytes).map_err(|e| {
-        OpError::new(
-            crate::error::Kind::Broken,
-            format!("{} is not a JSON object: {e}", source.display()),
-        )
-        .hint("nothing was imported; check the file")
+        OpError::broken(format!("{} is not a JSON object: {e}", source.display()))
+            .hint("nothing was imported; check the file")
     })?;
     let text = |keys: &[&str]| {
         keys.iter()
@@ -259,11 +256,8 @@ pub fn completion_ledger(source: &Path, id: &RunId) -> Result<Option<Value>, OpE
         return Ok(None);
     };
     serde_json::from_slice(&bytes).map(Some).map_err(|e| {
-        OpError::new(
-            crate::error::Kind::Broken,
-            format!("{} is not valid JSON: {e}", path.display()),
-        )
-        .hint("its completed agents would be lost; fix or move the file, then retry")
+        OpError::broken(format!("{} is not valid JSON: {e}", path.display()))
+            .hint("its completed agents would be lost; fix or move the file, then retry")
     })
 }
 
