@@ -728,17 +728,10 @@ fn a_run_is_resumed_by_another_session_only_once_its_holder_process_is_gone() {
     use baton_ops::single_run::{Holder, NewRun, ResumeRun, RunStart, new_run, resume};
     let (dir, store) = project();
     // The run's base is a commit: the resume's first check compares it with HEAD.
-    let ok = std::process::Command::new("git")
-        .args(["commit", "--quiet", "--allow-empty", "-m", "base"])
-        .current_dir(dir.path())
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "git commit");
+    git(
+        dir.path(),
+        &["commit", "--quiet", "--allow-empty", "-m", "base"],
+    );
     // Its heartbeat stays fresh throughout: only the holder's process decides.
     let mut first = Process::start();
     let a = session(dir.path(), &store, "A", 0);
@@ -831,4 +824,110 @@ fn a_ledger_takes_only_valid_events_of_its_own_plan() {
         refused.appended
     );
     assert_eq!(std::fs::read_to_string(&ledger).unwrap(), copied);
+}
+
+/// Runs `git` in `dir` as a test author.
+fn git(dir: &Path, args: &[&str]) {
+    let ok = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "git {args:?}");
+}
+
+/// A run's own holder resuming it: a staged file blocks it and a changed alignment section
+/// asks a person first, each changing nothing; once the person confirms the alignment, the
+/// resume goes on and takes the lock.
+#[test]
+fn a_run_resume_stops_at_staged_files_and_asks_about_a_changed_scope() {
+    use baton_ops::single_run::{Holder, NewRun, ResumeRun, RunStart, new_run, resume};
+    const PROJECT: &str = "# Project\n\n## GOALS\n\n- Resume runs.\n\n## SCOPE\n\n- The run protocol.\n\n## CONSTRAINTS\n\n- No daemon.\n";
+    let (dir, store) = project();
+    std::fs::create_dir_all(dir.path().join(".claude")).unwrap();
+    std::fs::write(dir.path().join(".claude/PROJECT.md"), PROJECT).unwrap();
+    git(dir.path(), &["add", "."]);
+    git(dir.path(), &["commit", "--quiet", "-m", "alignment"]);
+    // The holder is a process that runs throughout.
+    let process = Process::start();
+    let holder = Holder {
+        pid: Some(process.pid()),
+        ..Holder::default()
+    };
+    let a = session(dir.path(), &store, "A", 0);
+    let started = new_run(
+        &a,
+        &*a.store().unwrap(),
+        &NewRun {
+            feature: Some("search"),
+            plan: None,
+            mode: None,
+            project_file: ".claude/PROJECT.md",
+            mid_gap: "critic",
+            security_globs: &[],
+            lease_ttl: 600,
+            fresh: false,
+            holder: holder.clone(),
+        },
+    )
+    .unwrap();
+    let RunStart::Started(started) = started else {
+        panic!("{started:?}");
+    };
+    let again = |confirm_alignment: bool| {
+        let a = session(dir.path(), &store, "A", 1);
+        resume(
+            &a,
+            &*a.store().unwrap(),
+            &ResumeRun {
+                id: started.id.clone(),
+                confirm_alignment,
+                allow_staged: false,
+                holder: holder.clone(),
+            },
+        )
+        .unwrap()
+    };
+    let rules = |r: &baton_ops::single_run::Resumed| -> Vec<String> {
+        r.decision
+            .decision
+            .reasons
+            .iter()
+            .map(|reason| reason.rule.to_string())
+            .collect()
+    };
+    let before = store.read_run(&started.id).unwrap().unwrap().revision;
+    std::fs::write(dir.path().join("staged.rs"), "fn staged() {}\n").unwrap();
+    git(dir.path(), &["add", "staged.rs"]);
+    let blocked = again(false);
+    assert_eq!(blocked.decision.decision.verdict.to_string(), "blocked");
+    assert_eq!(rules(&blocked), ["run.staged-files"]);
+    assert!(!blocked.decision.acquire);
+    git(dir.path(), &["reset", "--quiet", "staged.rs"]);
+    std::fs::write(
+        dir.path().join(".claude/PROJECT.md"),
+        PROJECT.replace("- The run protocol.", "- The web dashboard only."),
+    )
+    .unwrap();
+    let asks = again(false);
+    assert_eq!(asks.decision.decision.verdict.to_string(), "confirm");
+    assert_eq!(rules(&asks), ["run.alignment-drift"]);
+    assert_eq!(asks.decision.drift.len(), 1);
+    assert_eq!(asks.decision.drift[0].section, "SCOPE");
+    assert!(!asks.decision.acquire);
+    assert_eq!(
+        store.read_run(&started.id).unwrap().unwrap().revision,
+        before
+    );
+    let confirmed = again(true);
+    assert!(
+        confirmed.decision.acquire,
+        "{:?}",
+        confirmed.decision.decision
+    );
 }
