@@ -931,3 +931,51 @@ fn a_run_resume_stops_at_staged_files_and_asks_about_a_changed_scope() {
         confirmed.decision.decision
     );
 }
+
+/// `gate run` records each declared gate's result, a failure as plainly as a pass; and when
+/// the ledger names another plan it runs no gate at all: a gate's side effects with no record
+/// of them are what the ledger exists to prevent.
+#[test]
+fn gates_run_only_where_their_results_can_be_recorded() {
+    use baton_ops::ledgers::{GateRunRequest, GatesRun, init, run_gates};
+    let (dir, store) = project();
+    let a = session(dir.path(), &store, "A", 0);
+    let plan = Path::new("plans/search");
+    std::fs::create_dir_all(dir.path().join(plan)).unwrap();
+    std::fs::write(
+        dir.path().join(plan).join("phase-1.md"),
+        "# Phase 1\n\n```gates\nbuilt: touch built → exit 0\nclean: false → exit 0\n```\n",
+    )
+    .unwrap();
+    init(&a, plan).unwrap();
+    let request = GateRunRequest {
+        plan,
+        phase: "1",
+        only: None,
+        timeout: std::time::Duration::from_secs(30),
+    };
+    let ran = run_gates(&a, &request).unwrap();
+    let GatesRun::Ran {
+        results, failed, ..
+    } = ran
+    else {
+        panic!("{ran:?}");
+    };
+    assert!(failed);
+    let passes: Vec<(&str, bool)> = results.iter().map(|r| (r.name.as_str(), r.pass)).collect();
+    assert_eq!(passes, [("built", true), ("clean", false)]);
+    let ledger = std::fs::read_to_string(dir.path().join(plan).join("STATE.md")).unwrap();
+    assert!(ledger.contains("phase 1: gate built → PASS"), "{ledger}");
+    assert!(ledger.contains("phase 1: gate clean → FAIL"), "{ledger}");
+    // Another run's ledger in its place: refused before any gate runs.
+    std::fs::remove_file(dir.path().join("built")).unwrap();
+    let copied = "# run-state — plan: plans/billing\n";
+    std::fs::write(dir.path().join(plan).join("STATE.md"), copied).unwrap();
+    let refused = run_gates(&a, &request).unwrap();
+    assert!(matches!(refused, GatesRun::Refused(_)), "{refused:?}");
+    assert!(!dir.path().join("built").exists(), "no gate ran");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join(plan).join("STATE.md")).unwrap(),
+        copied
+    );
+}
