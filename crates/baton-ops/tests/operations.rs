@@ -979,3 +979,67 @@ fn gates_run_only_where_their_results_can_be_recorded() {
         copied
     );
 }
+
+/// The sha of `HEAD` in `dir`, abbreviated as the ledger writes it.
+fn short_head(dir: &Path) -> String {
+    let out = std::process::Command::new("git")
+        .args(["rev-parse", "--short=7", "HEAD"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// Seed 003's "zero re-implementation of confirmed work": once a derive confirmed phase 1 and
+/// resumed the run at phase 2, starting phase 1 again is refused and writes nothing, while
+/// phase 2 starts.
+#[test]
+fn a_phase_a_derive_confirmed_is_not_started_again() {
+    use baton_core::ledger::Event;
+    use baton_ops::ledgers::{Appended, append_event, init};
+    let (dir, store) = project();
+    git(
+        dir.path(),
+        &["commit", "--quiet", "--allow-empty", "-m", "base"],
+    );
+    let base = short_head(dir.path());
+    git(
+        dir.path(),
+        &["commit", "--quiet", "--allow-empty", "-m", "phase 1"],
+    );
+    let done = short_head(dir.path());
+    let plan = Path::new("plans/search");
+    std::fs::create_dir_all(dir.path().join(plan)).unwrap();
+    for phase in ["1", "2"] {
+        std::fs::write(
+            dir.path().join(plan).join(format!("phase-{phase}.md")),
+            format!("# Phase {phase}\n"),
+        )
+        .unwrap();
+    }
+    let a = session(dir.path(), &store, "A", 0);
+    init(&a, plan).unwrap();
+    let ledger = dir.path().join(plan).join("STATE.md");
+    let mut text = std::fs::read_to_string(&ledger).unwrap();
+    text.push_str(&format!(
+        "phase 1: started (base {base})\nphase 1: complete (commits {base}..{done}, tests 3/3, review clean)\nphase 2: resumed (derived from ledger + gates, 1 phases confirmed)\n"
+    ));
+    std::fs::write(&ledger, &text).unwrap();
+    let start = |phase: &str| {
+        append_event(
+            &a,
+            plan,
+            Event::Started {
+                phase: phase.to_string(),
+                base: done.clone(),
+            },
+        )
+        .unwrap()
+        .appended
+    };
+    let again = start("1");
+    assert!(matches!(again, Appended::Refused(_)), "{again:?}");
+    assert_eq!(std::fs::read_to_string(&ledger).unwrap(), text);
+    let next = start("2");
+    assert!(matches!(next, Appended::Written { .. }), "{next:?}");
+}
