@@ -264,34 +264,58 @@ fn fit(s: &str, width: usize) -> String {
     format!("{cut}…")
 }
 
-/// Word-wraps `s` to `width`, each line indented; nothing is cut.
+/// Word-wraps `s` to `width`, each line indented; nothing is cut. One pass, counting as it
+/// goes: `status` wraps a few lines for every row it lists.
 fn wrap(s: &str, indent: &str, width: usize) -> String {
     let room = width - indent.len();
-    let mut out = String::new();
+    let mut out = String::with_capacity(s.len() + indent.len() + 1);
+    let end_line = |out: &mut String, text: &str| {
+        out.push_str(indent);
+        out.push_str(text);
+        out.push('\n');
+    };
     let mut line = String::new();
-    for word in s.split(' ') {
-        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > room {
-            out.push_str(&format!("{indent}{line}\n"));
+    // The characters in `line`.
+    let mut used = 0;
+    for mut word in s.split(' ') {
+        let mut chars = word.chars().count();
+        if used > 0 && used + 1 + chars > room {
+            end_line(&mut out, &line);
             line.clear();
+            used = 0;
         }
-        if !line.is_empty() {
+        if used > 0 {
             line.push(' ');
+            used += 1;
         }
-        // A single word longer than the room (a path) gets lines of its own, split by chars.
-        let mut word = word.to_string();
-        while word.chars().count() > room {
-            if !line.is_empty() {
-                out.push_str(&format!("{indent}{line}\n"));
-                line.clear();
-            }
-            let head: String = word.chars().take(room).collect();
-            out.push_str(&format!("{indent}{head}\n"));
-            word = word.chars().skip(room).collect();
+        // A single word longer than the room (a path) gets lines of its own, split by chars;
+        // the line is empty here, since a word that did not fit ended it above.
+        while chars > room {
+            let split = word.char_indices().nth(room).map_or(word.len(), |(i, _)| i);
+            end_line(&mut out, &word[..split]);
+            word = &word[split..];
+            chars -= room;
         }
-        line.push_str(&word);
+        line.push_str(word);
+        used += chars;
     }
-    if !line.is_empty() {
-        out.push_str(&format!("{indent}{line}\n"));
+    if used > 0 {
+        end_line(&mut out, &line);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrap;
+
+    #[test]
+    fn wrap_breaks_at_spaces_splits_long_words_and_keeps_every_character() {
+        assert_eq!(wrap("aa bb cc", "  ", 7), "  aa bb\n  cc\n");
+        // A word longer than the room gets lines of its own, by characters, not bytes.
+        assert_eq!(wrap("x ééééééé y", "> ", 6), "> x\n> éééé\n> ééé\n> y\n");
+        assert_eq!(wrap("", "  ", 10), "");
+        // Runs of spaces are kept as the text has them.
+        assert_eq!(wrap("a  b", "", 10), "a  b\n");
+    }
 }
