@@ -369,8 +369,9 @@ fn a_context_and_its_views_share_one_store() {
     assert!(!std::rc::Rc::ptr_eq(&first, &a.store().unwrap()));
 }
 
-fn new_run(ctx: &Ctx) -> baton_ops::single_run::RunStart {
-    baton_ops::single_run::new_run(
+/// A run started by `ctx`'s session with its lease held for `holder`: its id.
+fn new_run(ctx: &Ctx, holder: baton_ops::single_run::Holder) -> baton_core::run_id::RunId {
+    let started = baton_ops::single_run::new_run(
         ctx,
         &*ctx.store().unwrap(),
         &baton_ops::single_run::NewRun {
@@ -382,24 +383,23 @@ fn new_run(ctx: &Ctx) -> baton_ops::single_run::RunStart {
             security_globs: &[],
             lease_ttl: 600,
             fresh: false,
-            holder: baton_ops::single_run::Holder::default(),
+            holder,
         },
     )
-    .unwrap()
+    .unwrap();
+    match started {
+        baton_ops::single_run::RunStart::Started(started) => started.id,
+        other => panic!("{other:?}"),
+    }
 }
 
 /// A single run's lease is its holder's: another session's release is refused while it is
 /// live, the holder's own ends it, every write under the runs' lock.
 #[test]
 fn a_runs_lease_is_its_holders() {
-    use baton_ops::single_run::RunStart;
     use baton_ops::single_run::{Holder, LeaseEnd, end_lease};
     let (dir, store) = project();
-    let started = new_run(&session(dir.path(), &store, "A", 0));
-    let RunStart::Started(started) = started else {
-        panic!("{started:?}");
-    };
-    let id = started.id.to_string();
+    let id = new_run(&session(dir.path(), &store, "A", 0), Holder::default()).to_string();
     let b = session(dir.path(), &store, "B", 1);
     let refused = end_lease(
         &b,
@@ -725,7 +725,7 @@ impl Drop for Process {
 /// that process is gone, another session's resume takes the lease over at the next epoch.
 #[test]
 fn a_run_is_resumed_by_another_session_only_once_its_holder_process_is_gone() {
-    use baton_ops::single_run::{Holder, NewRun, ResumeRun, RunStart, new_run, resume};
+    use baton_ops::single_run::{Holder, ResumeRun, resume};
     let (dir, store) = project();
     // The run's base is a commit: the resume's first check compares it with HEAD.
     git(
@@ -734,29 +734,13 @@ fn a_run_is_resumed_by_another_session_only_once_its_holder_process_is_gone() {
     );
     // Its heartbeat stays fresh throughout: only the holder's process decides.
     let mut first = Process::start();
-    let a = session(dir.path(), &store, "A", 0);
-    let started = new_run(
-        &a,
-        &*a.store().unwrap(),
-        &NewRun {
-            feature: Some("search"),
-            plan: None,
-            mode: None,
-            project_file: ".claude/PROJECT.md",
-            mid_gap: "critic",
-            security_globs: &[],
-            lease_ttl: 600,
-            fresh: false,
-            holder: Holder {
-                pid: Some(first.pid()),
-                ..Holder::default()
-            },
+    let id = new_run(
+        &session(dir.path(), &store, "A", 0),
+        Holder {
+            pid: Some(first.pid()),
+            ..Holder::default()
         },
-    )
-    .unwrap();
-    let RunStart::Started(started) = started else {
-        panic!("{started:?}");
-    };
+    );
     let second = Process::start();
     let resume_as_b = |minutes: i64| {
         let b = session(dir.path(), &store, "B", minutes);
@@ -764,7 +748,7 @@ fn a_run_is_resumed_by_another_session_only_once_its_holder_process_is_gone() {
             &b,
             &*b.store().unwrap(),
             &ResumeRun {
-                id: started.id.clone(),
+                id: id.clone(),
                 confirm_alignment: false,
                 allow_staged: false,
                 holder: Holder {
@@ -775,18 +759,15 @@ fn a_run_is_resumed_by_another_session_only_once_its_holder_process_is_gone() {
         )
         .unwrap()
     };
-    let before = store.read_run(&started.id).unwrap().unwrap().revision;
+    let before = store.read_run(&id).unwrap().unwrap().revision;
     let blocked = resume_as_b(1);
     assert_eq!(blocked.decision.decision.verdict.to_string(), "blocked");
     assert!(!blocked.decision.acquire);
-    assert_eq!(
-        store.read_run(&started.id).unwrap().unwrap().revision,
-        before
-    );
+    assert_eq!(store.read_run(&id).unwrap().unwrap().revision, before);
     first.stop();
     let taken = resume_as_b(2);
     assert!(taken.decision.acquire, "{:?}", taken.decision.decision);
-    let run = store.read_run(&started.id).unwrap().unwrap().state;
+    let run = store.read_run(&id).unwrap().unwrap().state;
     let lease = run.lease.expect("the lease is B's");
     assert_eq!(lease.session.as_deref(), Some("B"));
     assert_eq!(run.lease_epoch, 2);
@@ -846,7 +827,7 @@ fn git(dir: &Path, args: &[&str]) {
 /// resume goes on and takes the lock.
 #[test]
 fn a_run_resume_stops_at_staged_files_and_asks_about_a_changed_scope() {
-    use baton_ops::single_run::{Holder, NewRun, ResumeRun, RunStart, new_run, resume};
+    use baton_ops::single_run::{Holder, ResumeRun, resume};
     const PROJECT: &str = "# Project\n\n## GOALS\n\n- Resume runs.\n\n## SCOPE\n\n- The run protocol.\n\n## CONSTRAINTS\n\n- No daemon.\n";
     let (dir, store) = project();
     std::fs::create_dir_all(dir.path().join(".claude")).unwrap();
@@ -859,33 +840,14 @@ fn a_run_resume_stops_at_staged_files_and_asks_about_a_changed_scope() {
         pid: Some(process.pid()),
         ..Holder::default()
     };
-    let a = session(dir.path(), &store, "A", 0);
-    let started = new_run(
-        &a,
-        &*a.store().unwrap(),
-        &NewRun {
-            feature: Some("search"),
-            plan: None,
-            mode: None,
-            project_file: ".claude/PROJECT.md",
-            mid_gap: "critic",
-            security_globs: &[],
-            lease_ttl: 600,
-            fresh: false,
-            holder: holder.clone(),
-        },
-    )
-    .unwrap();
-    let RunStart::Started(started) = started else {
-        panic!("{started:?}");
-    };
+    let id = new_run(&session(dir.path(), &store, "A", 0), holder.clone());
     let again = |confirm_alignment: bool| {
         let a = session(dir.path(), &store, "A", 1);
         resume(
             &a,
             &*a.store().unwrap(),
             &ResumeRun {
-                id: started.id.clone(),
+                id: id.clone(),
                 confirm_alignment,
                 allow_staged: false,
                 holder: holder.clone(),
@@ -901,7 +863,7 @@ fn a_run_resume_stops_at_staged_files_and_asks_about_a_changed_scope() {
             .map(|reason| reason.rule.to_string())
             .collect()
     };
-    let before = store.read_run(&started.id).unwrap().unwrap().revision;
+    let before = store.read_run(&id).unwrap().unwrap().revision;
     std::fs::write(dir.path().join("staged.rs"), "fn staged() {}\n").unwrap();
     git(dir.path(), &["add", "staged.rs"]);
     let blocked = again(false);
@@ -920,10 +882,7 @@ fn a_run_resume_stops_at_staged_files_and_asks_about_a_changed_scope() {
     assert_eq!(asks.decision.drift.len(), 1);
     assert_eq!(asks.decision.drift[0].section, "SCOPE");
     assert!(!asks.decision.acquire);
-    assert_eq!(
-        store.read_run(&started.id).unwrap().unwrap().revision,
-        before
-    );
+    assert_eq!(store.read_run(&id).unwrap().unwrap().revision, before);
     let confirmed = again(true);
     assert!(
         confirmed.decision.acquire,
