@@ -26,8 +26,9 @@ pub struct OpError {
     pub message: String,
     /// The fixes, each a sentence a person or an agent can act on.
     pub hints: Vec<String>,
-    /// The error this one was met on the way to (`OpError::context`), if any.
-    pub cause: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    /// The error this one was met on the way to (`OpError::context`), if any, its hints
+    /// moved to this one or dropped.
+    pub cause: Option<Box<OpError>>,
 }
 
 impl OpError {
@@ -58,39 +59,31 @@ impl OpError {
     /// `cause` as what was met while doing `what`: the kind and hints of `cause`, a message that
     /// says what was being done, and `cause` kept whole as the first link of the chain.
     pub fn context(what: impl Into<String>, cause: impl Into<OpError>) -> OpError {
-        let cause = cause.into();
+        let mut cause = cause.into();
         OpError {
             kind: cause.kind,
             message: what.into(),
-            hints: cause.hints.clone(),
-            cause: Some(Box::new(Link {
-                message: cause.message,
-                cause: cause.cause,
-            })),
+            hints: std::mem::take(&mut cause.hints),
+            cause: Some(Box::new(cause)),
         }
     }
 
     /// `self`, met on the way to `cause`: its own kind and hints, `cause`'s message (and chain)
     /// as the first link of the chain, `cause`'s hints dropped.
     pub fn caused_by(mut self, cause: impl Into<OpError>) -> OpError {
-        let cause = cause.into();
-        self.cause = Some(Box::new(Link {
-            message: cause.message,
-            cause: cause.cause,
-        }));
+        let mut cause = cause.into();
+        cause.hints.clear();
+        self.cause = Some(Box::new(cause));
         self
     }
 
     /// The messages of the causes, nearest first.
     pub fn causes(&self) -> Vec<String> {
         let mut out = Vec::new();
-        let mut next = self
-            .cause
-            .as_deref()
-            .map(|c| c as &(dyn std::error::Error + 'static));
+        let mut next = self.cause.as_deref();
         while let Some(err) = next {
-            out.push(err.to_string());
-            next = err.source();
+            out.push(err.message.clone());
+            next = err.cause.as_deref();
         }
         out
     }
@@ -104,31 +97,7 @@ impl std::fmt::Display for OpError {
 
 impl std::error::Error for OpError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.cause
-            .as_deref()
-            .map(|c| c as &(dyn std::error::Error + 'static))
-    }
-}
-
-/// One link of a cause chain: an error's message and what caused it, its hints having moved to
-/// the error that wraps it.
-#[derive(Debug)]
-struct Link {
-    message: String,
-    cause: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
-}
-
-impl std::fmt::Display for Link {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for Link {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.cause
-            .as_deref()
-            .map(|c| c as &(dyn std::error::Error + 'static))
+        self.cause.as_deref().map(|c| c as _)
     }
 }
 
