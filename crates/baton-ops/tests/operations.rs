@@ -400,27 +400,21 @@ fn a_runs_lease_is_its_holders() {
     use baton_ops::single_run::{Holder, LeaseEnd, end_lease};
     let (dir, store) = project();
     let id = new_run(&session(dir.path(), &store, "A", 0), Holder::default()).to_string();
-    let b = session(dir.path(), &store, "B", 1);
-    let refused = end_lease(
-        &b,
-        &*b.store().unwrap(),
-        &id,
-        &Holder::default(),
-        None,
-        false,
-    )
-    .unwrap();
+    let end = |who: &str, minutes: i64| {
+        let ctx = session(dir.path(), &store, who, minutes);
+        end_lease(
+            &ctx,
+            &*ctx.store().unwrap(),
+            &id,
+            &Holder::default(),
+            None,
+            false,
+        )
+        .unwrap()
+    };
+    let refused = end("B", 1);
     assert!(matches!(refused, LeaseEnd::Refused(_)), "{refused:?}");
-    let a = session(dir.path(), &store, "A", 2);
-    let ended = end_lease(
-        &a,
-        &*a.store().unwrap(),
-        &id,
-        &Holder::default(),
-        None,
-        false,
-    )
-    .unwrap();
+    let ended = end("A", 2);
     assert!(matches!(ended, LeaseEnd::Ended { .. }), "{ended:?}");
     let run = store
         .read_run(&baton_core::run_id::RunId::parse(&id).unwrap())

@@ -159,6 +159,28 @@ fn a_project_settings_file_that_is_a_device_or_a_fifo_is_refused_at_once() {
             out.stderr
         );
     }
+    // Under `--json`, the chain is the error object's `causes`, nearest first.
+    let out = env
+        .command(Some("A"), &at(0))
+        .args(["--json", "loop", "init", "PROJ-1"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = within(out, 10, "--json");
+    out.assert_code(1);
+    let error = &out.json()["error"];
+    assert_eq!(
+        error["message"], "cannot read the project's settings",
+        "{error}"
+    );
+    assert!(
+        error["causes"][0]
+            .as_str()
+            .is_some_and(|c| c.contains("not a regular file")),
+        "{error}"
+    );
 }
 
 /// A writer of a run killed between its temp file and the rename leaves
