@@ -153,29 +153,38 @@ pub fn parse_state<T: DeserializeOwned>(
         path: path.into(),
         detail: e.to_string(),
     };
-    // The version alone first (the parser skips every other field without building it), so
-    // that a file of a newer schema is told as one; then the state, straight from the bytes.
+    let version = |v: Option<&serde_json::Value>| match v {
+        None | Some(serde_json::Value::Null) => Ok(1),
+        Some(v) => v.as_u64().ok_or_else(|| StoreError::Corrupt {
+            path: path.into(),
+            detail: format!("schema_version is {v}, not a number"),
+        }),
+    };
+    let access = |found: u64| {
+        if found > u64::from(SCHEMA_VERSION) {
+            Access::ReadOnly { found }
+        } else {
+            Access::ReadWrite
+        }
+    };
+    // The common case, straight from the bytes: the version alone (the parser skips every other
+    // field without building it), then the state.
     #[derive(serde::Deserialize)]
     struct Version {
         #[serde(default)]
         schema_version: Option<serde_json::Value>,
     }
-    // Bytes that are not an object with a version are left to the typed parse, whose error
-    // names what it expected.
-    let version = serde_json::from_slice::<Version>(bytes).map_or(None, |v| v.schema_version);
-    let found = match version {
-        None | Some(serde_json::Value::Null) => 1,
-        Some(v) => v.as_u64().ok_or_else(|| StoreError::Corrupt {
-            path: path.into(),
-            detail: format!("schema_version is {v}, not a number"),
-        })?,
-    };
-    let access = if found > u64::from(SCHEMA_VERSION) {
-        Access::ReadOnly { found }
-    } else {
-        Access::ReadWrite
-    };
-    let state = serde_json::from_slice(bytes).map_err(|e| match access {
+    if let Ok(v) = serde_json::from_slice::<Version>(bytes)
+        && let Ok(state) = serde_json::from_slice::<T>(bytes)
+    {
+        return Ok((state, access(version(v.schema_version.as_ref())?)));
+    }
+    // Anything else goes through a JSON tree, as other tools' readers take it: a key written
+    // twice keeps its last value, a newer schema is told as one, and an error names what is
+    // wrong.
+    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(corrupt)?;
+    let access = access(version(value.get("schema_version"))?);
+    let state = serde_json::from_value(value).map_err(|e| match access {
         Access::ReadOnly { found } => StoreError::NewerSchema {
             path: path.into(),
             found,
@@ -250,6 +259,13 @@ mod tests {
         // A version that is no number, and bytes that are no object, are named as such.
         let bad = parse_state::<LoopState>(&p, br#"{"schema_version":"two"}"#).unwrap_err();
         assert!(bad.to_string().contains("not a number"), "{bad}");
+        // A key written twice keeps its last value, as a JSON tree reads it.
+        let (twice, _) = parse_state::<LoopState>(
+            &p,
+            br#"{"status":"active","status":"interrupted","loop_state":{"iteration":1}}"#,
+        )
+        .unwrap();
+        assert_eq!(twice.status.as_str(), "interrupted");
         let text = parse_state::<LoopState>(&p, br#""a string""#).unwrap_err();
         assert!(
             matches!(&text, StoreError::Corrupt { detail, .. } if detail.contains("LoopState")),
