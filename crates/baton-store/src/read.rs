@@ -115,11 +115,7 @@ fn read_checked(
             cap,
         });
     }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    // Read one byte past the cap in case the file grew since the stat.
-    file.take(cap + 1)
-        .read_to_end(&mut bytes)
-        .map_err(StoreError::io("read", path))?;
+    let bytes = read_sized(file, meta.len(), cap).map_err(StoreError::io("read", path))?;
     if bytes.len() as u64 > cap {
         return Err(StoreError::TooLarge {
             path: path.into(),
@@ -128,6 +124,26 @@ fn read_checked(
         });
     }
     Ok(Some(bytes))
+}
+
+/// The bytes of an open file whose `fstat` gave `len`, at most `cap + 1` of them. A read that
+/// returns exactly `len` bytes, asked for one more, has met the end: the usual state file
+/// costs one `read`, not a second one to see the end. Anything else (the file grew or shrank
+/// since the stat, a short read from a network file system) reads on to the end as before.
+fn read_sized(file: File, len: u64, cap: u64) -> std::io::Result<Vec<u8>> {
+    let mut file = file.take(cap + 1);
+    let mut bytes = vec![0; len as usize + 1];
+    let first = loop {
+        match file.read(&mut bytes) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            other => break other?,
+        }
+    };
+    bytes.truncate(first);
+    if first as u64 != len {
+        file.read_to_end(&mut bytes)?;
+    }
+    Ok(bytes)
 }
 
 /// How a state file may be used after reading it.
@@ -199,6 +215,20 @@ pub fn parse_state<T: DeserializeOwned>(
 mod tests {
     use super::*;
     use baton_core::model::LoopState;
+
+    #[test]
+    fn a_file_that_changed_size_since_its_stat_is_read_whole_up_to_the_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.json");
+        std::fs::write(&p, b"0123456789").unwrap();
+        let open = || File::open(&p).unwrap();
+        // As the stat said, grown since, shrunk since, and grown past the cap.
+        assert_eq!(read_sized(open(), 10, 100).unwrap(), b"0123456789");
+        assert_eq!(read_sized(open(), 3, 100).unwrap(), b"0123456789");
+        assert_eq!(read_sized(open(), 20, 100).unwrap(), b"0123456789");
+        assert_eq!(read_sized(open(), 3, 5).unwrap(), b"012345");
+        assert_eq!(read_sized(open(), 0, 100).unwrap(), b"0123456789");
+    }
 
     #[test]
     fn hostile_files_are_named_errors() {
