@@ -27,6 +27,31 @@ pub struct HookEvent {
     pub action: Action,
     /// The client's process serves many sessions (`Definition::process_shared`).
     pub process_shared: bool,
+    /// What a stop hook's payload says about the stop, for the judge of "done".
+    pub stop: StopSignals,
+}
+
+/// What a client says about a stop: that it follows a refused one (`stop_hook_active`), that
+/// the session plans rather than works (`permission_mode: "plan"`), that background tasks still
+/// run (Claude Code's `background_tasks`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StopSignals {
+    pub again: bool,
+    pub plan_mode: bool,
+    pub background: bool,
+}
+
+impl StopSignals {
+    fn of(map: &serde_json::Map<String, Value>) -> StopSignals {
+        StopSignals {
+            again: map.get("stop_hook_active").and_then(Value::as_bool) == Some(true),
+            plan_mode: map.get("permission_mode").and_then(Value::as_str) == Some("plan"),
+            background: map
+                .get("background_tasks")
+                .and_then(Value::as_array)
+                .is_some_and(|tasks| !tasks.is_empty()),
+        }
+    }
 }
 
 /// Why a payload was not understood; a hook reports it on one stderr line and exits 0.
@@ -141,6 +166,7 @@ pub fn parse_payload(client: Client, expected: &str, bytes: &[u8]) -> Result<Hoo
         prompt: text(keys.prompt),
         action,
         process_shared: client.def().process_shared(&map),
+        stop: StopSignals::of(&map),
     })
 }
 

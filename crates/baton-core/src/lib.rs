@@ -9,6 +9,7 @@ pub mod glob;
 pub mod hook;
 pub mod install;
 pub mod journal;
+pub mod judge;
 pub mod key;
 pub mod ledger;
 pub mod model;

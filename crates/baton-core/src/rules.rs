@@ -70,6 +70,8 @@ rules! {
     GateNullOwner => "gate.null-owner": "the state records no owner session (legacy state): it needs --force",
     GateStaleEpoch => "gate.stale-epoch": "the writer's owner epoch is behind the state's: another session took it over",
     GateStaleTakeover => "gate.stale-takeover": "a silent or released owner's state was taken over",
+    JudgeBlockCap => "judge.block-cap": "a session's stops were refused as often as allowed on one tree: its unverified claims go to a person",
+    JudgeUnchanged => "judge.unchanged": "a refused stop came back on the same tree: its unverified claims go to a person",
     LedgerCommitsUnchecked => "ledger.commits-unchecked": "the gates pass but the claimed commits could not be checked",
     LedgerCommitsUnreachable => "ledger.commits-unreachable": "a claimed commit is not reachable from HEAD: history was rewritten",
     LedgerCompleteWithoutGate => "ledger.complete-without-gate": "a phase is marked complete with no gate line though it declares gates",

@@ -44,6 +44,8 @@ pub struct Settings {
     /// Where Claude Code keeps its user settings and plugins instead of `~/.claude`:
     /// `CLAUDE_CONFIG_DIR`.
     pub claude_config_dir: Option<PathBuf>,
+    /// The judge of "done" is off for this run: `BATON_JUDGE=off` (or `0`, `false`).
+    pub judge_off: bool,
 }
 
 impl Settings {
@@ -74,6 +76,12 @@ impl Settings {
             claude_config_dir: std::env::var_os("CLAUDE_CONFIG_DIR")
                 .filter(|d| !d.is_empty())
                 .map(PathBuf::from),
+            judge_off: std::env::var(crate::judge::JUDGE_VARIABLE).is_ok_and(|v| {
+                matches!(
+                    v.trim().to_ascii_lowercase().as_str(),
+                    "off" | "0" | "false" | "no"
+                )
+            }),
         }
     }
 
@@ -405,9 +413,8 @@ impl Ctx {
 /// No `.baton.toml` comes near this: it holds one line.
 const PROJECT_SETTINGS_CAP: u64 = 64 * 1024;
 
-/// `store = "…"` in the project's `.baton.toml`. The file is committed, so a URL with a
-/// password in it is refused.
-fn project_store_url(root: &std::path::Path) -> Result<Option<String>, OpError> {
+/// The project's `.baton.toml`, parsed; `None` when there is none.
+fn project_settings(root: &std::path::Path) -> Result<Option<toml_edit::DocumentMut>, OpError> {
     let path = root.join(PROJECT_SETTINGS);
     // A link is followed (the file may be kept elsewhere), but only to a regular file of at
     // most 64 KiB: a committed link to `/dev/zero` or a FIFO must neither hang nor fill memory.
@@ -416,16 +423,47 @@ fn project_store_url(root: &std::path::Path) -> Result<Option<String>, OpError> 
         Ok(None) => return Ok(None),
         Err(e) => return Err(OpError::context("cannot read the project's settings", e)),
     };
-    let text = String::from_utf8(bytes).map_err(|_| {
-        OpError::usage(format!("{}: not UTF-8 text", path.display()))
-            .hint("write it as `store = \"postgres://USER@HOST:PORT/DB\"`")
-    })?;
+    let bad = |why: String| {
+        OpError::usage(format!("{}: {why}", path.display())).hint(
+            "write it as TOML: `store = \"postgres://USER@HOST:PORT/DB\"`, or a `[judge]` table (docs/judge.md)",
+        )
+    };
+    let text = String::from_utf8(bytes).map_err(|_| bad("not UTF-8 text".into()))?;
+    text.parse()
+        .map(Some)
+        .map_err(|e| bad(format!("not TOML: {e}")))
+}
+
+/// A table of the project's `.baton.toml` (`[judge]`), `None` when the file or the table is
+/// absent.
+pub fn project_table(
+    root: &std::path::Path,
+    name: &str,
+) -> Result<Option<toml_edit::Table>, OpError> {
+    let Some(doc) = project_settings(root)? else {
+        return Ok(None);
+    };
+    match doc.get(name) {
+        None => Ok(None),
+        Some(item) => item.as_table().cloned().map(Some).ok_or_else(|| {
+            OpError::usage(format!("{PROJECT_SETTINGS}: `{name}` is not a table"))
+                .hint(format!("write it as a `[{name}]` table"))
+        }),
+    }
+}
+
+/// `store = "…"` in the project's `.baton.toml`. The file is committed, so a URL with a
+/// password in it is refused.
+fn project_store_url(root: &std::path::Path) -> Result<Option<String>, OpError> {
+    let Some(doc) = project_settings(root)? else {
+        return Ok(None);
+    };
+    let path = root.join(PROJECT_SETTINGS);
     let bad = |why: String| {
         OpError::usage(format!("{}: {why}", path.display())).hint(
             "write it as `store = \"postgres://USER@HOST:PORT/DB\"`, the password in PGPASSWORD or ~/.pgpass",
         )
     };
-    let doc: toml_edit::DocumentMut = text.parse().map_err(|e| bad(format!("not TOML: {e}")))?;
     let Some(item) = doc.get("store") else {
         return Ok(None);
     };

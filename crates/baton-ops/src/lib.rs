@@ -14,6 +14,7 @@ pub mod evidence;
 pub mod forward;
 pub mod install;
 pub mod journal;
+pub mod judge;
 pub mod ledgers;
 pub mod loops;
 pub mod owned;

@@ -21,13 +21,18 @@ pub struct GateRun {
 }
 
 impl GateRun {
-    /// `exit 0: <last line>`, as the evidence's result.
-    pub fn result_text(&self, timeout: Duration) -> String {
-        let status = match (self.timed_out, self.exit) {
+    /// How the gate ended: `exit <code>`, `timed out after <N>s` or `killed by a signal`.
+    pub fn status_text(&self, timeout: Duration) -> String {
+        match (self.timed_out, self.exit) {
             (true, _) => format!("timed out after {}s", timeout.as_secs()),
             (false, Some(code)) => format!("exit {code}"),
             (false, None) => "killed by a signal".into(),
-        };
+        }
+    }
+
+    /// `exit 0: <last line>`, as the evidence's result.
+    pub fn result_text(&self, timeout: Duration) -> String {
+        let status = self.status_text(timeout);
         if self.last_line.is_empty() {
             status
         } else {

@@ -118,6 +118,152 @@ pub fn tree_status(root: &Path, excluded: &[&Path]) -> Result<TreeStatus, StoreE
     Ok(status)
 }
 
+/// The name of a plan's ledger: its lines record the work, so they are never part of the tree
+/// the work is judged on (appending a gate's line must not change what the gate ran on).
+pub const LEDGER_FILE_NAME: &str = "STATE.md";
+
+/// Exactly which tree a gate ran on, or a claim is judged on: HEAD, the index and the working
+/// tree (untracked files included, ignored ones not), leaving out baton's state directory and
+/// every plan ledger.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeId {
+    /// HEAD's commit; `None` before the first commit.
+    pub head: Option<String>,
+    /// 8 hex digits of a SHA-256 over every change git reports against HEAD (with the index's
+    /// object ids) and the bytes of every changed file in the working tree; `None` when
+    /// nothing differs from HEAD.
+    pub changes: Option<String>,
+    /// How many paths differ from HEAD.
+    pub changed: usize,
+}
+
+impl TreeId {
+    /// `<HEAD, 7 digits>` for a clean tree, `<HEAD>+<changes>` otherwise (`0000000` before the
+    /// first commit): what a gate result records and a verdict shows.
+    pub fn id(&self) -> String {
+        let head: String = self
+            .head
+            .as_deref()
+            .map_or_else(|| "0000000".into(), |h| h.chars().take(7).collect());
+        match &self.changes {
+            Some(c) => format!("{head}+{c}"),
+            None => head,
+        }
+    }
+}
+
+/// A changed file larger than this is identified by its size and modification time, not its
+/// bytes: a tree id is computed at every judged stop.
+const TREE_ID_HASHED_FILE_CAP: u64 = 16 * 1024 * 1024;
+
+/// The tree's identity (`TreeId`), from one `git status` call and a read of each changed file.
+/// `excluded` are paths relative to the root (baton's state directory when it is in the tree).
+pub fn tree_id(root: &Path, excluded: &[&Path]) -> Result<TreeId, StoreError> {
+    use sha2::Digest;
+    let mut args = vec![
+        "status",
+        "--porcelain=v2",
+        "--branch",
+        "-z",
+        "--untracked-files=all",
+        "--no-renames",
+        "--",
+        ".",
+    ];
+    let glob = format!(":(exclude,glob)**/{LEDGER_FILE_NAME}");
+    args.push(&glob);
+    let spec: Vec<String> = excluded
+        .iter()
+        .map(|p| format!(":(exclude,literal){}", p.display()))
+        .collect();
+    args.extend(spec.iter().map(String::as_str));
+    let out = run_ok(root, &args)?;
+    let mut hasher = sha2::Sha256::new();
+    let (mut head, mut changed) = (None, 0);
+    for entry in out.split('\0').filter(|e| !e.is_empty()) {
+        if let Some(oid) = entry.strip_prefix("# branch.oid ") {
+            head = (oid != "(initial)").then(|| oid.to_string());
+            continue;
+        }
+        // `1 XY sub mH mI mW hH hI path`, `u XY sub m1 m2 m3 mW h1 h2 h3 path`, `? path`: the
+        // line names HEAD's and the index's objects; the working tree's side is read here.
+        let (fields, worktree_differs) = match entry.as_bytes().first() {
+            Some(b'1') => (8, entry.as_bytes().get(3) != Some(&b'.')),
+            Some(b'u') => (10, true),
+            Some(b'?') => (1, true),
+            _ => continue,
+        };
+        let Some(path) = entry.splitn(fields + 1, ' ').nth(fields) else {
+            continue;
+        };
+        changed += 1;
+        hasher.update(entry.as_bytes());
+        hasher.update(b"\0");
+        if worktree_differs {
+            hasher.update(file_identity(&root.join(path)).as_bytes());
+            hasher.update(b"\0");
+        }
+    }
+    let changes = (changed > 0).then(|| {
+        hasher
+            .finalize()
+            .iter()
+            .take(4)
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    });
+    Ok(TreeId {
+        head,
+        changes,
+        changed,
+    })
+}
+
+/// Whether commits `from` and `to` hold the same files but for plan ledgers (a ledger committed
+/// after its phase's gates ran leaves the work as it was); `false` when git cannot say.
+pub fn only_ledgers_between(root: &Path, from: &str, to: &str) -> bool {
+    match run_ok(root, &["diff", "--name-only", "-z", from, to, "--"]) {
+        Ok(out) => out
+            .split('\0')
+            .filter(|p| !p.is_empty())
+            .all(|p| Path::new(p).file_name().and_then(|n| n.to_str()) == Some(LEDGER_FILE_NAME)),
+        Err(_) => false,
+    }
+}
+
+/// What a changed path holds now: its bytes' digest, a symlink's target, or why neither.
+fn file_identity(path: &Path) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return "absent".into();
+    };
+    if meta.file_type().is_symlink() {
+        return match std::fs::read_link(path) {
+            Ok(target) => format!("link {}", target.display()),
+            Err(_) => "link ?".into(),
+        };
+    }
+    if !meta.is_file() {
+        return format!("mode {:o}", meta.mode());
+    }
+    if meta.len() > TREE_ID_HASHED_FILE_CAP {
+        return format!(
+            "size {} mtime {}.{}",
+            meta.len(),
+            meta.mtime(),
+            meta.mtime_nsec()
+        );
+    }
+    match std::fs::read(path) {
+        Ok(bytes) => format!(
+            "mode {:o} sha256 {}",
+            meta.mode(),
+            crate::sha256_hex(&bytes)
+        ),
+        Err(e) => format!("unreadable {}", e.kind()),
+    }
+}
+
 /// Every changed path of the work tree, from one `git status` call: the session-start scan asks
 /// git once and each consumer (a loop's tree check, the feature's scope) filters the list, so
 /// the scan costs one status whatever it finds.

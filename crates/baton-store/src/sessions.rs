@@ -462,6 +462,38 @@ pub fn ledger_writer(layout: &Layout, plan: &str) -> Option<LedgerWriter> {
         .filter(|w| w.plan == plan && !w.session.is_empty())
 }
 
+fn judge_path(layout: &Layout, session: &str) -> PathBuf {
+    layout.state_dir.join(SESSIONS_DIR).join(format!(
+        "judge-{}.json",
+        &sha256_hex(session.as_bytes())[..32]
+    ))
+}
+
+/// What the judge keeps for a session: its claims and its refused stops. `None` when it has
+/// never claimed anything (one failed `open`: a stop with nothing claimed costs no more).
+pub fn judge_record(layout: &Layout, session: &str) -> Option<baton_core::judge::JudgeRecord> {
+    let bytes = crate::read::read_state(&judge_path(layout, session), 256 * 1024).ok()??;
+    serde_json::from_slice::<baton_core::judge::JudgeRecord>(&bytes)
+        .ok()
+        .filter(|r| r.session == session)
+}
+
+/// Replaces a session's judge record (whole or not at all; no fsync: a lost record loses a
+/// check of the session's claims, never work).
+pub fn write_judge_record(
+    layout: &Layout,
+    record: &baton_core::judge::JudgeRecord,
+) -> Result<(), StoreError> {
+    let dir = layout.state_dir.join(SESSIONS_DIR);
+    ensure_dir(&dir)?;
+    let path = judge_path(layout, &record.session);
+    let body = serde_json::to_vec(record).map_err(|e| StoreError::Corrupt {
+        path: path.clone(),
+        detail: format!("cannot serialize: {e}"),
+    })?;
+    crate::atomic::replace_hint(&path, &body)
+}
+
 /// The session a client process runs, as its session-start hook recorded it.
 pub fn session_of_process(layout: &Layout, pid: u32, start: u64) -> Option<String> {
     let text = read_small(

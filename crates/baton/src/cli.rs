@@ -106,6 +106,8 @@ enum Command {
     Ledger(ledger::LedgerCommand),
     #[command(subcommand, about = "Run the exit gates of a plan's phase")]
     Gate(gate::GateCommand),
+    #[command(about = "Judge claimed work against git and the gates: verified, failed or not")]
+    Verdict(crate::commands::verdict::VerdictArgs),
     #[command(subcommand, about = "Run several tickets as one batch")]
     Batch(batch::BatchCommand),
     #[command(about = "Run by a client's hooks: keeps the state in step with the session")]
@@ -131,7 +133,7 @@ const GROUPS: &[(&str, &[&str])] = &[
     (
         "Everyday work",
         &[
-            "loop", "continue", "run", "ledger", "gate", "batch", "pause",
+            "loop", "continue", "run", "ledger", "gate", "verdict", "batch", "pause",
         ],
     ),
     ("Seeing", &["status", "log"]),
@@ -363,6 +365,7 @@ fn dispatch(ctx: &Ctx, command: Command) -> Result<Report, CommandError> {
         Command::Status(args) => status::cmd_status(ctx, args),
         Command::Pause(args) => pause::cmd_pause(ctx, args),
         Command::Wait(args) => wait::cmd_wait(ctx, args),
+        Command::Verdict(args) => crate::commands::verdict::cmd_verdict(ctx, args),
         Command::Supervise(args) => supervise::cmd_supervise(ctx, args),
         #[cfg(feature = "postgres")]
         Command::Store(cmd) => crate::commands::store::dispatch(ctx, cmd),

@@ -49,6 +49,31 @@ pub fn appended(plan: &Plan, done: Appended) -> Report {
     }
 }
 
+/// A completion's verdict, added to the report of its ledger line: the judge's word, the tree
+/// it was judged on and, short of verified, the evidence and the one command that settles it.
+pub fn claimed(report: Report, claimed: &baton_ops::judge::Claimed) -> Report {
+    use baton_core::judge::{Judged, why};
+    let word = claimed.judged.word();
+    let mut line = format!("verdict: {word} on {}", claimed.tree);
+    if claimed.judged != Judged::Verified {
+        line.push_str(&format!("\n{}", why(&claimed.claim, &claimed.judged)));
+    }
+    if !claimed.kept {
+        line.push_str("\nnote: no agent session made this claim, so no stop is judged on it");
+    }
+    report.text_after(&line).with(
+        "judge",
+        serde_json::json!({
+            "verdict": word,
+            "tree": claimed.tree.id,
+            "head": claimed.tree.head,
+            "changed": claimed.tree.changed,
+            "why": (claimed.judged != Judged::Verified).then(|| why(&claimed.claim, &claimed.judged)),
+            "kept": claimed.kept,
+        }),
+    )
+}
+
 /// The report of a loop write: the message, the rules that fired, the next step.
 pub fn loop_report(
     decision: &Decision,

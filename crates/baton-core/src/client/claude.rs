@@ -17,6 +17,10 @@ use super::definition::{
 pub struct ClaudeCode;
 
 impl Definition for ClaudeCode {
+    fn stop_refusal(&self, event: &str, reason: &str) -> Option<String> {
+        (event == "Stop").then(|| super::definition::block_stop(reason))
+    }
+
     /// `disableAllHooks` (code.claude.com/docs/en/settings: "Disable all hooks and any custom
     /// status line"), in each settings file Claude Code reads here.
     fn hook_switches(&self) -> &'static [HookSwitch] {

@@ -21,6 +21,10 @@ pub struct Codex;
 const USAGE: &str = "codex exec [OPTIONS] \"<task>\"";
 
 impl Definition for Codex {
+    fn stop_refusal(&self, event: &str, reason: &str) -> Option<String> {
+        (event == "Stop").then(|| super::definition::block_stop(reason))
+    }
+
     /// `[features] hooks = false` (developers.openai.com/codex/hooks: "Hooks are enabled by
     /// default"), and its older name `codex_hooks`.
     fn hook_switches(&self) -> &'static [HookSwitch] {

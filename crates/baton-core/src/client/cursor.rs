@@ -21,6 +21,12 @@ use super::definition::{
 pub struct Cursor;
 
 impl Definition for Cursor {
+    /// A `followup_message` from `stop` is sent as the next user message (within the hook's
+    /// `loop_limit`).
+    fn stop_refusal(&self, event: &str, reason: &str) -> Option<String> {
+        (event == "stop").then(|| serde_json::json!({ "followup_message": reason }).to_string())
+    }
+
     fn name(&self) -> &'static str {
         "cursor"
     }

@@ -56,6 +56,12 @@ pub trait Definition: Sync {
     fn turn_context(&self, event: &str, context: &str) -> String {
         additional_context(event, context)
     }
+    /// What a stop hook (`event`) prints to refuse the stop, so that the client goes on with
+    /// `reason` in front of the model; `None` for a client whose stop cannot be refused (the
+    /// verdict then reaches the session at its next prompt and start).
+    fn stop_refusal(&self, _event: &str, _reason: &str) -> Option<String> {
+        None
+    }
 
     /// Where a tool call run by the client finds its session.
     fn session_source(&self) -> SessionSource;
@@ -234,6 +240,12 @@ impl PayloadKeys {
 }
 
 /// A payload's string field, empty when it is missing or not a string.
+/// `{"decision": "block", "reason": …}`: how Claude Code and Codex refuse a stop (the reason
+/// becomes the model's next instruction).
+pub fn block_stop(reason: &str) -> String {
+    serde_json::json!({ "decision": "block", "reason": reason }).to_string()
+}
+
 pub fn field(payload: &Map<String, Value>, key: &str) -> String {
     payload
         .get(key)

@@ -19,6 +19,13 @@ use super::definition::{
 pub struct GeminiCli;
 
 impl Definition for GeminiCli {
+    /// AfterAgent's `deny` rejects the turn's answer and sends the reason back as the next
+    /// prompt.
+    fn stop_refusal(&self, event: &str, reason: &str) -> Option<String> {
+        (event == "AfterAgent")
+            .then(|| serde_json::json!({ "decision": "deny", "reason": reason }).to_string())
+    }
+
     /// `hooksConfig.enabled: false` (google-gemini/gemini-cli docs/reference/configuration.md:
     /// "When disabled, no hooks will be executed"), in the user's or the project's settings.
     fn hook_switches(&self) -> &'static [HookSwitch] {

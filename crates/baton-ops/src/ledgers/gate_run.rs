@@ -114,15 +114,26 @@ pub fn run_gates(ctx: &Ctx, request: &GateRunRequest) -> Result<GatesRun, OpErro
     let timeout = request.timeout;
     let (mut results, mut failed) = (Vec::new(), false);
     for gate in &gates {
+        // The tree the gate runs on, taken before it runs: a gate that changes the tree (a
+        // formatter) proves something only about the tree it was given.
+        let tree = crate::judge::tree_now(ctx).ok();
         let run = run_declared(&plan, phase, gate, timeout)?;
         let pass = !run.timed_out && run.exit == Some(gate.expect_exit);
         failed |= !pass;
+        let result = match &tree {
+            Some(tree) => baton_core::judge::result_on_tree(
+                &run.status_text(timeout),
+                &tree.id(),
+                &run.last_line,
+            ),
+            None => run.result_text(timeout),
+        };
         let event = Event::Gate {
             phase: phase.to_string(),
             name: gate.name.clone(),
             pass,
             cmd: gate.command.clone(),
-            result: run.result_text(timeout),
+            result,
         };
         let line = match append_line(
             ctx,

@@ -2,9 +2,10 @@
 //! (`baton_core::client`) maps its payload to one set of actions, carried out here the same for
 //! every client, and says where its evidence is and the shape its output takes (docs/hooks.md).
 //!
-//! A hook fails open: whatever goes wrong is one line on stderr and exit 0. It never blocks the
-//! agent, never exits 2, and prints on stdout only context for the model (a session start's
-//! packet, a note after a failure), in the shape the client injects, never a decision.
+//! A hook fails open: whatever goes wrong is one line on stderr and exit 0. It never exits 2,
+//! and prints on stdout only context for the model (a session start's packet, a note after a
+//! failure), in the shape the client injects, and one decision: the judge's refusal of a stop
+//! on claimed work that is not verified (`baton_ops::judge`), in the client's own shape.
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -206,6 +207,7 @@ impl Session<'_> {
             Action::TurnEnd => {
                 self.files.close_turn()?;
                 self.sweep()?;
+                return Ok(self.judge_stop());
             }
             Action::Failure { .. } | Action::SessionEnd { .. } => self.end()?,
             Action::Checkpoint => self.checkpoint()?,
@@ -312,6 +314,38 @@ impl Session<'_> {
             client: self.event.client.as_str().into(),
             session_id: self.event.session_id.clone(),
             ..SessionRecord::default()
+        }
+    }
+
+    /// The judge of "done" at a stop the client lets baton refuse: claimed work that is failed
+    /// or unverified on this tree refuses the stop with the evidence. Any failure of the judge
+    /// lets the stop through, with one stderr line.
+    fn judge_stop(&self) -> Option<String> {
+        use baton_core::judge::StopCall;
+        use baton_ops::judge::{AtStop, StopContext, at_stop};
+        let event = &self.event.event;
+        // A client whose stop cannot be refused hears the verdict at its next prompt and start.
+        self.def().stop_refusal(event, "")?;
+        let signals = self.event.stop;
+        let stop = StopContext {
+            again: signals.again,
+            plan_mode: signals.plan_mode,
+            background: signals.background,
+            failed_turn: false,
+        };
+        match at_stop(self.ctx, &self.event.session_id, &stop) {
+            Ok(AtStop::Judged(StopCall::Refuse { reason })) => {
+                self.def().stop_refusal(event, &reason)
+            }
+            Ok(AtStop::Judged(StopCall::HandOver { note, .. })) => {
+                self.warn(format!("judge: {note}"));
+                None
+            }
+            Ok(_) => None,
+            Err(e) => {
+                self.warn(format!("judge: {} (the stop was let through)", e.message));
+                None
+            }
         }
     }
 

@@ -20,4 +20,5 @@ pub mod status;
 pub mod store;
 pub mod supervise;
 pub mod ticket_loop;
+pub mod verdict;
 pub mod wait;

@@ -72,8 +72,26 @@ pub fn dispatch(ctx: &Ctx, cmd: LedgerCommand) -> Result<Report, CommandError> {
         C::Start(a) => events::write(ctx, &a.plan, a.event(ctx)?),
         C::Gate(a) => events::write(ctx, &a.plan, a.event()?),
         C::Complete(a) => {
-            let report = events::write(ctx, &a.plan, a.event(ctx)?)?;
-            if !a.commit || report.status != crate::error::ExitStatus::Success {
+            let event = a.event(ctx)?;
+            let to = match &event {
+                baton_core::ledger::Event::Complete { to, .. } => to.clone(),
+                _ => String::new(),
+            };
+            let report = events::write(ctx, &a.plan, event)?;
+            if report.status != crate::error::ExitStatus::Success {
+                return Ok(report);
+            }
+            // The claim is judged at once, and kept for the session's stops.
+            let report = match baton_ops::ledgers::Plan::resolve(ctx, &a.plan)
+                .and_then(|plan| baton_ops::judge::claim_phase(ctx, &plan, &a.phase, &to))
+            {
+                Ok(claimed) => crate::view::claimed(report, &claimed),
+                Err(e) => report.warn(format!(
+                    "warning: the claim was recorded in the ledger but not judged: {}",
+                    e.message
+                )),
+            };
+            if !a.commit {
                 return Ok(report);
             }
             // The ledger is committed with the phase it records.

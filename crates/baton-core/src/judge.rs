@@ -1,0 +1,464 @@
+//! The judge of "done" (seed 003's rule, SPEC section 9): a session's claim that a phase is
+//! complete is verified only by gates that passed on the exact tree the session stops on, with
+//! the phase's commits on HEAD; never by what the session says. A stop on claimed work that is
+//! failed or unverified is refused, within guards that keep the refusal from becoming a loop.
+//!
+//! Pure: the shell reads the ledger, the phase's declared gates, the tree's identity and what
+//! the session's earlier stops did, and carries out the `StopCall`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::rules::Rule;
+use crate::text::{esc, shell_quote};
+
+/// How many stops of one session on one unchanged tree are refused before the claim goes to a
+/// person (`Rule::JudgeBlockCap`).
+pub const DEFAULT_BLOCK_CAP: u32 = 3;
+
+/// What a session claimed complete, as the judge keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claim {
+    /// The plan directory, relative to the project root.
+    pub plan: String,
+    pub phase: String,
+    /// When the claim was recorded.
+    pub at: String,
+    /// The commits the complete line names (`<from>..<to>`): they must be on HEAD.
+    pub to: String,
+    /// Set when a stop was let through on this claim unverified: a person must confirm it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirm: Option<Confirm>,
+}
+
+/// A claim handed to a person: the rule that let the stop through and the tree it was on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Confirm {
+    pub rule: String,
+    pub tree: String,
+    pub at: String,
+}
+
+/// The stops of a session refused on one tree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refusals {
+    pub tree: String,
+    pub count: u32,
+}
+
+/// What the judge keeps for one session: its open claims, and the refusals of its stops on the
+/// tree it last stopped on.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JudgeRecord {
+    pub session: String,
+    #[serde(default)]
+    pub claims: Vec<Claim>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusals: Option<Refusals>,
+}
+
+impl JudgeRecord {
+    /// Records a claim, replacing an earlier claim of the same phase.
+    pub fn claim(&mut self, claim: Claim) {
+        self.claims
+            .retain(|c| !(c.plan == claim.plan && c.phase == claim.phase));
+        self.claims.push(claim);
+    }
+}
+
+/// One gate result of a phase, as its ledger line records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GateLine {
+    pub name: String,
+    pub pass: bool,
+    pub cmd: String,
+    pub result: String,
+}
+
+/// The tree a gate result names (`exit 0 on tree 5823990+9f3a2c1b: …`, as `baton gate run`
+/// writes it: HEAD, and a digest of the changes when there are any); `None` for a result
+/// written without one, which proves nothing about any tree.
+pub fn tree_of(result: &str) -> Option<&str> {
+    let (_, rest) = result.split_once(" on tree ")?;
+    let end = rest.find([':', ' ', ')']).unwrap_or(rest.len());
+    let id = &rest[..end];
+    let (head, changes) = match id.split_once('+') {
+        Some((h, c)) => (h, Some(c)),
+        None => (id, None),
+    };
+    let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
+    (hex(head, 7) && changes.is_none_or(|c| hex(c, 8))).then_some(id)
+}
+
+/// A tree id's HEAD part and its changes part.
+pub fn tree_parts(id: &str) -> (&str, Option<&str>) {
+    match id.split_once('+') {
+        Some((h, c)) => (h, Some(c)),
+        None => (id, None),
+    }
+}
+
+/// The result text of a gate run on `tree`: the status, the tree, then the output's last line.
+pub fn result_on_tree(status: &str, tree: &str, last_line: &str) -> String {
+    if last_line.is_empty() {
+        format!("{status} on tree {tree}")
+    } else {
+        format!("{status} on tree {tree}: {last_line}")
+    }
+}
+
+/// The judge's verdict on one claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Judged {
+    /// Every declared gate passed on this tree and the phase's commits are on HEAD.
+    Verified,
+    /// A declared gate's last result on this tree is a failure.
+    Failed(GateLine),
+    Unverified(Unverified),
+}
+
+/// Why a claim is neither verified nor failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unverified {
+    /// The phase declares no gate: nothing machine-checkable says it is done.
+    NoGates,
+    /// These declared gates have no result on this tree.
+    NotRun(Vec<String>),
+    /// The phase's last commit is not on HEAD (history was rewritten or another branch is out).
+    CommitsOffHead,
+}
+
+impl Judged {
+    pub fn word(&self) -> &'static str {
+        match self {
+            Judged::Verified => "verified",
+            Judged::Failed(_) => "failed",
+            Judged::Unverified(_) => "unverified",
+        }
+    }
+}
+
+/// Judges a phase claim: `declared` are the phase's gate names, `lines` its gate results in
+/// ledger order, `same_tree` whether a result's tree id is the tree as it is now (the same id,
+/// or one whose HEAD differs only in ledgers), `commits_on_head` whether the claimed commits
+/// are reachable from HEAD.
+pub fn judge_phase(
+    declared: &[String],
+    lines: &[GateLine],
+    same_tree: &dyn Fn(&str) -> bool,
+    commits_on_head: bool,
+) -> Judged {
+    if declared.is_empty() {
+        return Judged::Unverified(Unverified::NoGates);
+    }
+    let mut not_run = Vec::new();
+    for name in declared {
+        let last = lines
+            .iter()
+            .rev()
+            .find(|l| &l.name == name && tree_of(&l.result).is_some_and(same_tree));
+        match last {
+            Some(l) if !l.pass => return Judged::Failed(l.clone()),
+            Some(_) => {}
+            None => not_run.push(name.clone()),
+        }
+    }
+    if !not_run.is_empty() {
+        return Judged::Unverified(Unverified::NotRun(not_run));
+    }
+    if !commits_on_head {
+        return Judged::Unverified(Unverified::CommitsOffHead);
+    }
+    Judged::Verified
+}
+
+/// The tree a stop is judged on, as the reason shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeShown {
+    pub id: String,
+    /// HEAD's commit, short; `None` before the first commit.
+    pub head: Option<String>,
+    pub changed: usize,
+}
+
+impl std::fmt::Display for TreeShown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "tree {}", self.id)?;
+        match self.changed {
+            0 => write!(f, " (HEAD, clean)"),
+            1 => write!(f, " (HEAD and 1 changed path)"),
+            n => write!(f, " (HEAD and {n} changed paths)"),
+        }
+    }
+}
+
+/// What a stop hook does about a session's claims.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StopCall {
+    /// Nothing claimed is failed or unverified: the stop passes silently.
+    Pass,
+    /// The stop is refused: the session goes on, told why.
+    Refuse { reason: String },
+    /// The stop passes though a claim is not verified; the claims go to a person.
+    HandOver { rule: Rule, note: String },
+}
+
+/// What the judge knows at a stop, beyond the verdicts.
+#[derive(Debug, Clone)]
+pub struct StopFacts<'a> {
+    pub tree: &'a TreeShown,
+    /// The client says this stop follows a refused one (`stop_hook_active`).
+    pub again: bool,
+    /// The refusals of this session's stops recorded so far, and the tree they were on.
+    pub refusals: Option<&'a Refusals>,
+    pub cap: u32,
+}
+
+/// Decides a stop from the verdicts on the session's open claims. A claim a person already has
+/// to confirm is not refused again.
+pub fn decide_stop(judged: &[(&Claim, Judged)], facts: &StopFacts) -> StopCall {
+    let open: Vec<&(&Claim, Judged)> = judged
+        .iter()
+        .filter(|(c, j)| c.confirm.is_none() && *j != Judged::Verified)
+        .collect();
+    if open.is_empty() {
+        return StopCall::Pass;
+    }
+    let same_tree = facts
+        .refusals
+        .filter(|r| r.tree == facts.tree.id)
+        .map_or(0, |r| r.count);
+    let names: Vec<String> = open
+        .iter()
+        .map(|(c, _)| format!("phase {} of {}", c.phase, esc(&c.plan)))
+        .collect();
+    if facts.again && same_tree > 0 {
+        return StopCall::HandOver {
+            rule: Rule::JudgeUnchanged,
+            note: format!(
+                "the session stopped again on the same {} with {} not verified: left to a person to confirm",
+                facts.tree,
+                names.join(", ")
+            ),
+        };
+    }
+    if same_tree >= facts.cap {
+        return StopCall::HandOver {
+            rule: Rule::JudgeBlockCap,
+            note: format!(
+                "{} stops were refused on {}; {} left to a person to confirm",
+                same_tree,
+                facts.tree,
+                names.join(", ")
+            ),
+        };
+    }
+    let mut reason =
+        String::from("baton: this session claimed work complete that is not verified on ");
+    reason.push_str(&facts.tree.to_string());
+    reason.push('.');
+    for (claim, judged) in open {
+        reason.push(' ');
+        reason.push_str(&why(claim, judged));
+    }
+    reason.push_str(
+        " Do not claim it done until baton's verdict is verified: `baton verdict` shows it.",
+    );
+    StopCall::Refuse { reason }
+}
+
+/// One claim's evidence and the one command that settles it.
+pub fn why(claim: &Claim, judged: &Judged) -> String {
+    let plan = shell_quote(&esc(&claim.plan));
+    let phase = &claim.phase;
+    let settle = format!("`baton gate run {plan} --phase {phase}`");
+    let what = format!("Phase {phase} of {} is claimed complete", esc(&claim.plan));
+    match judged {
+        Judged::Verified => format!("{what} and verified."),
+        Judged::Failed(l) => format!(
+            "{what}, but its gate {} failed on this tree ({} → {}): fix the cause, then run {settle}.",
+            esc(&l.name),
+            esc(&l.cmd),
+            esc(&l.result)
+        ),
+        Judged::Unverified(Unverified::NoGates) => format!(
+            "{what}, but it declares no exit gate, so nothing checks it: declare one in its phase file, then run {settle}."
+        ),
+        Judged::Unverified(Unverified::NotRun(gates)) => format!(
+            "{what}, but {} {} no result on this tree: run {settle}.",
+            gates
+                .iter()
+                .map(|g| format!("gate {}", esc(g)))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if gates.len() == 1 { "has" } else { "have" }
+        ),
+        Judged::Unverified(Unverified::CommitsOffHead) => format!(
+            "{what}, but its last commit {} is not on HEAD: check out the work, then run {settle}.",
+            esc(&claim.to)
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TREE: &str = "5823990+9f3a2c1b";
+
+    fn line(name: &str, pass: bool, tree: &str) -> GateLine {
+        GateLine {
+            name: name.into(),
+            pass,
+            cmd: "cargo test".into(),
+            result: result_on_tree(if pass { "exit 0" } else { "exit 101" }, tree, "ok"),
+        }
+    }
+
+    fn claim() -> Claim {
+        Claim {
+            plan: "plans/auth".into(),
+            phase: "2".into(),
+            at: "2026-12-05T10:00:00Z".into(),
+            to: "abc1234".into(),
+            confirm: None,
+        }
+    }
+
+    fn shown() -> TreeShown {
+        TreeShown {
+            id: TREE.into(),
+            head: Some("abc1234".into()),
+            changed: 2,
+        }
+    }
+
+    #[test]
+    fn a_result_names_its_tree_only_when_written_with_one() {
+        assert_eq!(tree_of(&result_on_tree("exit 0", TREE, "ok")), Some(TREE));
+        assert_eq!(tree_of(&result_on_tree("exit 0", TREE, "")), Some(TREE));
+        assert_eq!(tree_of("exit 0 on tree 5823990"), Some("5823990"));
+        assert_eq!(tree_of("exit 0"), None);
+        assert_eq!(tree_of("exit 0 on tree 5823990+9f3a"), None);
+        assert_eq!(tree_of("exit 0 on tree 58239901"), None);
+        assert_eq!(tree_of("exit 0 on tree xyz"), None);
+    }
+
+    #[test]
+    fn a_phase_is_verified_only_by_passes_on_this_tree_with_its_commits_on_head() {
+        let declared = vec!["unit".to_string(), "lint".to_string()];
+        let here = |t: &str| t == TREE;
+        let both = [line("unit", true, TREE), line("lint", true, TREE)];
+        assert_eq!(judge_phase(&declared, &both, &here, true), Judged::Verified);
+        assert_eq!(
+            judge_phase(&declared, &both, &here, false),
+            Judged::Unverified(Unverified::CommitsOffHead)
+        );
+        // A pass on another tree proves nothing here.
+        let other = [line("unit", true, "0000000"), line("lint", true, TREE)];
+        assert_eq!(
+            judge_phase(&declared, &other, &here, true),
+            Judged::Unverified(Unverified::NotRun(vec!["unit".into()]))
+        );
+        // The last result on this tree counts: a failure after a pass fails.
+        let failed = [
+            line("unit", true, TREE),
+            line("lint", true, TREE),
+            line("unit", false, TREE),
+        ];
+        assert!(
+            matches!(judge_phase(&declared, &failed, &here, true), Judged::Failed(l) if l.name == "unit")
+        );
+        assert_eq!(
+            judge_phase(&[], &both, &here, true),
+            Judged::Unverified(Unverified::NoGates)
+        );
+    }
+
+    #[test]
+    fn a_stop_is_refused_with_the_evidence_then_handed_to_a_person() {
+        let c = claim();
+        let failed = Judged::Failed(line("unit", false, TREE));
+        let judged = [(&c, failed)];
+        let tree = shown();
+        let counts: Vec<Refusals> = (0..4)
+            .map(|count| Refusals {
+                tree: TREE.into(),
+                count,
+            })
+            .collect();
+        let facts = |again, count: usize| StopFacts {
+            tree: &tree,
+            again,
+            refusals: Some(&counts[count]),
+            cap: DEFAULT_BLOCK_CAP,
+        };
+        let StopCall::Refuse { reason } = decide_stop(&judged, &facts(false, 0)) else {
+            panic!("refused")
+        };
+        for part in [
+            "phase 2",
+            "plans/auth",
+            "unit",
+            "cargo test",
+            TREE,
+            "`baton gate run plans/auth --phase 2`",
+        ] {
+            assert!(reason.contains(part), "{part} in {reason}");
+        }
+        assert!(matches!(
+            decide_stop(&judged, &facts(false, 2)),
+            StopCall::Refuse { .. }
+        ));
+        assert!(matches!(
+            decide_stop(&judged, &facts(false, 3)),
+            StopCall::HandOver {
+                rule: Rule::JudgeBlockCap,
+                ..
+            }
+        ));
+        // Stopping again at once on the unchanged tree is let through.
+        assert!(matches!(
+            decide_stop(&judged, &facts(true, 1)),
+            StopCall::HandOver {
+                rule: Rule::JudgeUnchanged,
+                ..
+            }
+        ));
+        // On a changed tree the count starts again.
+        let moved = Refusals {
+            tree: "1111111".into(),
+            count: 3,
+        };
+        let f = StopFacts {
+            refusals: Some(&moved),
+            again: true,
+            ..facts(true, 0)
+        };
+        assert!(matches!(decide_stop(&judged, &f), StopCall::Refuse { .. }));
+    }
+
+    #[test]
+    fn verified_work_and_work_handed_to_a_person_pass_silently() {
+        let c = claim();
+        let tree = shown();
+        let facts = StopFacts {
+            tree: &tree,
+            again: false,
+            refusals: None,
+            cap: DEFAULT_BLOCK_CAP,
+        };
+        assert_eq!(
+            decide_stop(&[(&c, Judged::Verified)], &facts),
+            StopCall::Pass
+        );
+        assert_eq!(decide_stop(&[], &facts), StopCall::Pass);
+        let mut confirmed = claim();
+        confirmed.confirm = Some(Confirm {
+            rule: "judge.block-cap".into(),
+            tree: TREE.into(),
+            at: "2026-12-05T10:00:00Z".into(),
+        });
+        let judged = [(&confirmed, Judged::Unverified(Unverified::NoGates))];
+        assert_eq!(decide_stop(&judged, &facts), StopCall::Pass);
+    }
+}

@@ -1,0 +1,321 @@
+//! The judge of "done" over a real repository: a phase claim judged by the gate results
+//! recorded on the tree as it is, and the stop hook's call on it, with its guards.
+
+use std::path::Path;
+
+use baton_core::Rule;
+use baton_core::judge::{Judged, StopCall, Unverified};
+use baton_core::ledger::{Event, Review};
+use baton_ops::env::Ctx;
+use baton_ops::judge::{AtStop, StopContext, at_stop, claim_phase};
+use baton_ops::ledgers::{self, GateRunRequest, Plan};
+use baton_store::MemStore;
+use jiff::Timestamp;
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// A repository with plan `plans/auth`, whose phase 1 declares one gate: `ok.txt` exists.
+fn project() -> (tempfile::TempDir, MemStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    git(root, &["init", "--quiet", "--initial-branch=main"]);
+    std::fs::create_dir_all(root.join("plans/auth")).unwrap();
+    std::fs::write(root.join("plans/auth/plan.md"), "# Auth\n## Phase 1\n").unwrap();
+    std::fs::write(
+        root.join("plans/auth/phase-1.md"),
+        "# Phase 1\n```gates\nunit: test -f ok.txt → exit 0\n```\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("src.txt"), "one\n").unwrap();
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "--quiet", "-m", "plan"]);
+    let layout = baton_store::Layout::discover(root, None).unwrap();
+    (dir, MemStore::new(layout))
+}
+
+fn session(dir: &Path, store: &MemStore, session: &str) -> Ctx {
+    let now: Timestamp = "2026-03-01T10:00:00Z".parse().unwrap();
+    Ctx::in_memory(dir.to_path_buf(), Some(session), now, store.handle())
+}
+
+/// Starts phase 1, commits work and claims the phase complete, as `ledger complete` does.
+fn claim(ctx: &Ctx) -> Judged {
+    let root = ctx.dir.clone();
+    let plan = Path::new("plans/auth");
+    assert!(matches!(
+        ledgers::init(ctx, plan).unwrap(),
+        ledgers::LedgerInit::Ready { .. }
+    ));
+    let base = git(&root, &["rev-parse", "--short", "HEAD"]);
+    ledgers::append_event(
+        ctx,
+        plan,
+        Event::Started {
+            phase: "1".into(),
+            base: base.clone(),
+        },
+    )
+    .unwrap();
+    std::fs::write(root.join("src.txt"), "two\n").unwrap();
+    git(&root, &["commit", "--quiet", "-am", "work"]);
+    let to = git(&root, &["rev-parse", "--short", "HEAD"]);
+    ledgers::append_event(
+        ctx,
+        plan,
+        Event::Complete {
+            phase: "1".into(),
+            from: base,
+            to: to.clone(),
+            tests: "1/1".into(),
+            review: Review::Clean,
+        },
+    )
+    .unwrap();
+    let resolved = Plan::resolve(ctx, plan).unwrap();
+    let claimed = claim_phase(ctx, &resolved, "1", &to).unwrap();
+    assert!(claimed.kept);
+    claimed.judged
+}
+
+fn gate_run(ctx: &Ctx) {
+    let ran = ledgers::run_gates(
+        ctx,
+        &GateRunRequest {
+            plan: Path::new("plans/auth"),
+            phase: "1",
+            only: None,
+            timeout: std::time::Duration::from_secs(30),
+        },
+    )
+    .unwrap();
+    assert!(matches!(ran, ledgers::GatesRun::Ran { .. }));
+}
+
+fn verdict(ctx: &Ctx) -> Judged {
+    let v = baton_ops::judge::verdicts(ctx, ctx.session().unwrap())
+        .unwrap()
+        .unwrap();
+    assert_eq!(v.judged.len(), 1);
+    v.judged[0].1.clone()
+}
+
+fn stop(ctx: &Ctx, again: bool) -> AtStop {
+    at_stop(
+        ctx,
+        ctx.session().unwrap(),
+        &StopContext {
+            again,
+            ..StopContext::default()
+        },
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_claim_is_verified_only_by_gates_that_passed_on_the_tree_as_it_is() {
+    let (dir, store) = project();
+    let root = dir.path();
+    let a = session(root, &store, "A");
+    let not_run = Judged::Unverified(Unverified::NotRun(vec!["unit".into()]));
+    assert_eq!(claim(&a), not_run);
+    // The gate fails on this tree.
+    gate_run(&a);
+    assert!(matches!(verdict(&a), Judged::Failed(l) if l.name == "unit"));
+    // The failure was on another tree: the fix is unverified until the gate runs on it.
+    std::fs::write(root.join("ok.txt"), "").unwrap();
+    assert_eq!(verdict(&a), not_run);
+    gate_run(&a);
+    assert_eq!(verdict(&a), Judged::Verified);
+    // The ledger's own lines are not the work: appending to it changes no verdict.
+    gate_run(&a);
+    assert_eq!(verdict(&a), Judged::Verified);
+    // Any change to the tree, staged or not, takes the verification away.
+    std::fs::write(root.join("src.txt"), "three\n").unwrap();
+    assert_eq!(verdict(&a), not_run);
+    git(root, &["checkout", "--quiet", "--", "src.txt"]);
+    assert_eq!(verdict(&a), Judged::Verified);
+    // Committing the ledger (and only the ledger) keeps the work as the gates saw it.
+    git(root, &["add", "plans/auth/STATE.md"]);
+    git(root, &["commit", "--quiet", "-m", "ledger"]);
+    assert_eq!(verdict(&a), Judged::Verified);
+    // A commit of work is another tree.
+    git(root, &["add", "ok.txt"]);
+    git(root, &["commit", "--quiet", "-m", "ok"]);
+    assert_eq!(verdict(&a), not_run);
+    gate_run(&a);
+    assert_eq!(verdict(&a), Judged::Verified);
+    // The claimed commits leave HEAD: a pass on the tree there does not verify them.
+    let ledger = std::fs::read(root.join("plans/auth/STATE.md")).unwrap();
+    git(root, &["reset", "--quiet", "--hard", "HEAD~3"]);
+    std::fs::write(root.join("plans/auth/STATE.md"), ledger).unwrap();
+    std::fs::write(root.join("ok.txt"), "").unwrap();
+    gate_run(&a);
+    assert_eq!(verdict(&a), Judged::Unverified(Unverified::CommitsOffHead));
+}
+
+#[test]
+fn a_gate_line_written_without_its_tree_proves_nothing() {
+    let (dir, store) = project();
+    let a = session(dir.path(), &store, "A");
+    claim(&a);
+    std::fs::write(dir.path().join("ok.txt"), "").unwrap();
+    ledgers::append_event(
+        &a,
+        Path::new("plans/auth"),
+        Event::Gate {
+            phase: "1".into(),
+            name: "unit".into(),
+            pass: true,
+            cmd: "test -f ok.txt".into(),
+            result: "exit 0".into(),
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        verdict(&a),
+        Judged::Unverified(Unverified::NotRun(vec!["unit".into()]))
+    );
+}
+
+#[test]
+fn a_stop_on_unverified_work_is_refused_then_handed_to_a_person() {
+    let (dir, store) = project();
+    let a = session(dir.path(), &store, "A");
+    claim(&a);
+    let AtStop::Judged(StopCall::Refuse { reason }) = stop(&a, false) else {
+        panic!("the stop is refused");
+    };
+    assert!(
+        reason.contains("`baton gate run plans/auth --phase 1`"),
+        "{reason}"
+    );
+    // The client comes back at once on the same tree: let through, for a person.
+    assert!(matches!(
+        stop(&a, true),
+        AtStop::Judged(StopCall::HandOver {
+            rule: Rule::JudgeUnchanged,
+            ..
+        })
+    ));
+    // Handed over, the claim is not refused again.
+    assert_eq!(stop(&a, false), AtStop::Unjudged);
+    let v = baton_ops::judge::verdicts(&a, "A").unwrap().unwrap();
+    assert_eq!(
+        v.judged[0].0.confirm.as_ref().map(|c| c.rule.as_str()),
+        Some("judge.unchanged")
+    );
+}
+
+#[test]
+fn separate_stops_on_one_tree_are_refused_at_most_the_cap() {
+    let (dir, store) = project();
+    let a = session(dir.path(), &store, "A");
+    claim(&a);
+    for _ in 0..3 {
+        assert!(matches!(
+            stop(&a, false),
+            AtStop::Judged(StopCall::Refuse { .. })
+        ));
+    }
+    assert!(matches!(
+        stop(&a, false),
+        AtStop::Judged(StopCall::HandOver {
+            rule: Rule::JudgeBlockCap,
+            ..
+        })
+    ));
+    // The project's setting sets the cap.
+    let (dir, store) = project();
+    std::fs::write(dir.path().join(".baton.toml"), "[judge]\nrefusals = 1\n").unwrap();
+    let a = session(dir.path(), &store, "A");
+    claim(&a);
+    assert!(matches!(
+        stop(&a, false),
+        AtStop::Judged(StopCall::Refuse { .. })
+    ));
+    assert!(matches!(
+        stop(&a, false),
+        AtStop::Judged(StopCall::HandOver { .. })
+    ));
+}
+
+#[test]
+fn verified_work_passes_and_is_done_with() {
+    let (dir, store) = project();
+    let a = session(dir.path(), &store, "A");
+    claim(&a);
+    std::fs::write(dir.path().join("ok.txt"), "").unwrap();
+    gate_run(&a);
+    assert_eq!(stop(&a, false), AtStop::Judged(StopCall::Pass));
+    // Done with: the next stop has nothing to judge.
+    assert!(
+        baton_ops::judge::verdicts(&a, "A")
+            .unwrap()
+            .unwrap()
+            .judged
+            .is_empty()
+    );
+}
+
+#[test]
+fn the_guards_let_a_stop_through_unjudged() {
+    let (dir, store) = project();
+    let a = session(dir.path(), &store, "A");
+    claim(&a);
+    // Another session's stop: the claim is not its own.
+    let b = session(dir.path(), &store, "B");
+    assert_eq!(stop(&b, false), AtStop::Unjudged);
+    for guard in [
+        StopContext {
+            plan_mode: true,
+            ..StopContext::default()
+        },
+        StopContext {
+            background: true,
+            ..StopContext::default()
+        },
+        StopContext {
+            failed_turn: true,
+            ..StopContext::default()
+        },
+    ] {
+        assert_eq!(
+            at_stop(&a, "A", &guard).unwrap(),
+            AtStop::Unjudged,
+            "{guard:?}"
+        );
+    }
+    // Turned off for one run, and in the project's settings.
+    let mut off = a.clone();
+    off.settings.judge_off = true;
+    assert_eq!(stop(&off, false), AtStop::Unjudged);
+    std::fs::write(dir.path().join(".baton.toml"), "[judge]\nenabled = false\n").unwrap();
+    assert_eq!(stop(&a, false), AtStop::Unjudged);
+    // A setting that cannot be read is an error naming the file: the hook lets the stop
+    // through and says why.
+    std::fs::write(
+        dir.path().join(".baton.toml"),
+        "[judge]\nenabled = \"no\"\n",
+    )
+    .unwrap();
+    let err = at_stop(&a, "A", &StopContext::default()).unwrap_err();
+    assert!(err.message.contains(".baton.toml"), "{}", err.message);
+    // Nothing was refused through all of it.
+    std::fs::remove_file(dir.path().join(".baton.toml")).unwrap();
+    assert!(matches!(
+        stop(&a, false),
+        AtStop::Judged(StopCall::Refuse { .. })
+    ));
+}
