@@ -106,8 +106,10 @@ enum Command {
     Ledger(ledger::LedgerCommand),
     #[command(subcommand, about = "Run the exit gates of a plan's phase")]
     Gate(gate::GateCommand),
-    #[command(about = "Judge claimed work against git and the gates: verified, failed or not")]
+    #[command(about = "Judge claimed work by git and the gates, never by its claim")]
     Verdict(crate::commands::verdict::VerdictArgs),
+    #[command(about = "Print a goal condition that only a verified verdict meets")]
+    Goal(crate::commands::goal::GoalArgs),
     #[command(subcommand, about = "Run several tickets as one batch")]
     Batch(batch::BatchCommand),
     #[command(about = "Run by a client's hooks: keeps the state in step with the session")]
@@ -133,7 +135,7 @@ const GROUPS: &[(&str, &[&str])] = &[
     (
         "Everyday work",
         &[
-            "loop", "continue", "run", "ledger", "gate", "verdict", "batch", "pause",
+            "loop", "continue", "run", "ledger", "gate", "verdict", "goal", "batch", "pause",
         ],
     ),
     ("Seeing", &["status", "log"]),
@@ -366,6 +368,7 @@ fn dispatch(ctx: &Ctx, command: Command) -> Result<Report, CommandError> {
         Command::Pause(args) => pause::cmd_pause(ctx, args),
         Command::Wait(args) => wait::cmd_wait(ctx, args),
         Command::Verdict(args) => crate::commands::verdict::cmd_verdict(ctx, args),
+        Command::Goal(args) => crate::commands::goal::cmd_goal(ctx, args),
         Command::Supervise(args) => supervise::cmd_supervise(ctx, args),
         #[cfg(feature = "postgres")]
         Command::Store(cmd) => crate::commands::store::dispatch(ctx, cmd),

@@ -6,6 +6,7 @@ pub mod continue_cmd;
 pub mod demo;
 pub mod doctor;
 pub mod gate;
+pub mod goal;
 pub mod hook;
 pub mod init;
 pub mod ledger;

@@ -89,7 +89,7 @@ fn parenthesized_timestamps_and_plan_md_exit_gates_confirm_a_finished_phase() {
     let out = env.baton("s", 2, &["gate", "run", PLAN, "--phase", "2"]);
     out.assert_code(0);
     assert!(
-        out.stdout
+        crate::common::without_trees(&out.stdout)
             .contains("phase 2: gate exit-gate → PASS (evidence: true → exit 0)"),
         "{}",
         out.stdout

@@ -23,6 +23,7 @@ mod hostile_files;
 mod hostile_output;
 mod init;
 mod journal;
+mod judge;
 mod ledgers;
 mod live_sessions;
 mod monorepo;

@@ -912,6 +912,16 @@ fn json_of_a_plan_ledger() {
         ],
         0,
     );
+    s.json("verdict", None, l, 8, &["verdict"], 0);
+    s.json(
+        "verdict",
+        Some("phase"),
+        None,
+        8,
+        &["verdict", plan, "--phase", "1"],
+        0,
+    );
+    s.json("goal", None, None, 8, &["goal", plan, "--phase", "1"], 0);
     s.json("ledger commit", None, l, 9, &["ledger", "commit", plan], 0);
     s.json(
         "ledger commit",
