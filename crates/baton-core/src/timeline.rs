@@ -266,6 +266,23 @@ fn mark_of(fields: &Value) -> (MarkKind, String) {
                 (MarkKind::GateFail, format!("{gate} FAIL"))
             }
         }
+        // The judge's verdicts on a plan's claims (docs/judge.md).
+        (None, "claimed" | "refused" | "handed-over" | "verified") => {
+            let phase = text(&fields["phase"]).unwrap_or("?");
+            let verdict = text(&fields["verdict"]).unwrap_or("unverified");
+            let label = match name {
+                "claimed" => format!("phase {phase} claimed: {verdict}"),
+                "refused" => format!("stop refused: phase {phase} {verdict}"),
+                "handed-over" => format!("phase {phase} {verdict}: a person confirms"),
+                _ => format!("phase {phase} verified"),
+            };
+            let kind = match (name, verdict) {
+                ("verified", _) | ("claimed", "verified") => MarkKind::GatePass,
+                ("handed-over", _) => MarkKind::Interrupt,
+                _ => MarkKind::GateFail,
+            };
+            (kind, label)
+        }
         (Some(J::Finish | J::Release), _) | (None, "complete" | "blocked" | "fail") => {
             let label = text(&fields["status"])
                 .map(str::to_string)

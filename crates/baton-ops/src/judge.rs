@@ -12,7 +12,7 @@ use baton_core::judge::{
     Claim, Confirm, DEFAULT_BLOCK_CAP, GateLine, JudgeRecord, Judged, Refusals, StopCall,
     StopFacts, TreeShown, decide_stop, judge_phase, tree_parts,
 };
-use baton_core::ledger::{Event, parse_ledger};
+use baton_core::ledger::{Event, Ledger, parse_ledger};
 use baton_store::git::{self, TreeId};
 use baton_store::sessions;
 
@@ -37,33 +37,42 @@ pub fn shown(tree: &TreeId) -> TreeShown {
     }
 }
 
-/// The verdict on one phase claim, on `tree`.
-pub fn judge(ctx: &Ctx, claim: &Claim, tree: &TreeId) -> Result<Judged, OpError> {
-    let root = ctx.layout()?.root;
-    let plan = Plan::resolve(ctx, &root.join(&claim.plan))?;
-    let (declared, _) = declared_gates(&plan, &claim.phase)?;
-    let declared: Vec<String> = declared.into_iter().map(|g| g.name).collect();
-    let text = baton_store::ledger::read(&plan.ledger)?.unwrap_or_default();
-    let lines: Vec<GateLine> = parse_ledger(&text)
+/// The gate results of `phase` in a ledger, in its order.
+fn gate_lines(ledger: &Ledger, phase: &str) -> Vec<GateLine> {
+    ledger
         .events
-        .into_iter()
-        .filter_map(|(_, line)| match line.event {
+        .iter()
+        .filter_map(|(_, line)| match &line.event {
             Event::Gate {
-                phase,
+                phase: p,
                 name,
                 pass,
                 cmd,
                 result,
-            } if phase == claim.phase => Some(GateLine {
-                name,
-                pass,
-                cmd,
-                result,
+            } if p == phase => Some(GateLine {
+                name: name.clone(),
+                pass: *pass,
+                cmd: cmd.clone(),
+                result: result.clone(),
             }),
             _ => None,
         })
-        .collect();
-    let on_head = tree.head.is_some() && git::is_ancestor_of_head(&root, &claim.to)?;
+        .collect()
+}
+
+/// The verdict on a claim of `plan`, from its ledger's gate lines, on `tree`.
+fn judge_on(
+    ctx: &Ctx,
+    plan: &Plan,
+    claim: &Claim,
+    ledger: &Ledger,
+    tree: &TreeId,
+    on_head: bool,
+) -> Result<Judged, OpError> {
+    let root = ctx.layout()?.root;
+    let (declared, _) = declared_gates(plan, &claim.phase)?;
+    let declared: Vec<String> = declared.into_iter().map(|g| g.name).collect();
+    let lines = gate_lines(ledger, &claim.phase);
     let now = tree.id();
     let (head_now, changes_now) = tree_parts(&now);
     // A result on another HEAD with the same changes counts when the commits between differ
@@ -81,6 +90,51 @@ pub fn judge(ctx: &Ctx, claim: &Claim, tree: &TreeId) -> Result<Judged, OpError>
     Ok(judge_phase(&declared, &lines, &same_tree, on_head))
 }
 
+/// The verdict on one phase claim, on `tree`.
+pub fn judge(ctx: &Ctx, claim: &Claim, tree: &TreeId) -> Result<Judged, OpError> {
+    let root = ctx.layout()?.root;
+    let plan = Plan::resolve(ctx, &root.join(&claim.plan))?;
+    let text = baton_store::ledger::read(&plan.ledger)?.unwrap_or_default();
+    let on_head = tree.head.is_some() && git::is_ancestor_of_head(&root, &claim.to)?;
+    judge_on(ctx, &plan, claim, &parse_ledger(&text), tree, on_head)
+}
+
+/// Every phase a ledger claims complete, judged on `tree` (one git call for all their commits).
+pub fn ledger_verdicts(
+    ctx: &Ctx,
+    plan: &Plan,
+    ledger: &Ledger,
+    tree: &TreeId,
+) -> Result<Vec<(String, Judged)>, OpError> {
+    let claims: Vec<Claim> = baton_core::ledger::phase_claims(ledger)
+        .into_iter()
+        .filter_map(|(phase, complete, _)| match complete {
+            Some(Event::Complete { to, .. }) => Some(Claim {
+                plan: plan.rel.clone(),
+                phase,
+                at: String::new(),
+                to: to.clone(),
+                confirm: None,
+            }),
+            _ => None,
+        })
+        .collect();
+    if claims.is_empty() {
+        return Ok(Vec::new());
+    }
+    let commits: Vec<String> = claims.iter().map(|c| c.to.clone()).collect();
+    let on_head = if tree.head.is_some() {
+        git::reachable_from_head(&plan.root, &commits)?
+    } else {
+        vec![false; commits.len()]
+    };
+    claims
+        .into_iter()
+        .zip(on_head)
+        .map(|(c, on)| judge_on(ctx, plan, &c, ledger, tree, on).map(|j| (c.phase, j)))
+        .collect()
+}
+
 /// A completion as `ledger complete` records it: judged at once on the tree as it is, and kept
 /// as the session's claim when a session made it.
 #[derive(Debug)]
@@ -92,7 +146,45 @@ pub struct Claimed {
     pub kept: bool,
 }
 
-pub fn claim_phase(ctx: &Ctx, plan: &Plan, phase: &str, to: &str) -> Result<Claimed, OpError> {
+/// What the judge journals: one event for a plan (`JournalTarget::Plan`), handed to the caller,
+/// which keeps it in the store's journal of the plan.
+pub type Journal<'a> = &'a mut dyn FnMut(&str, serde_json::Value);
+
+/// The journal event of a claim's verdict: `event` is `claimed`, `refused`, `handed-over` or
+/// `verified`.
+fn judge_event(
+    ctx: &Ctx,
+    event: &str,
+    claim: &Claim,
+    judged: &Judged,
+    tree: &str,
+    rule: Option<&str>,
+) -> serde_json::Value {
+    let mut e = serde_json::json!({
+        "ts": baton_core::time::format_ts_ms(ctx.now),
+        "event": event,
+        "plan": claim.plan,
+        "session": ctx.session(),
+        "phase": claim.phase,
+        "verdict": judged.word(),
+        "tree": tree,
+    });
+    if *judged != Judged::Verified {
+        e["why"] = baton_core::judge::why(claim, judged).into();
+    }
+    if let Some(rule) = rule {
+        e["rule"] = rule.into();
+    }
+    e
+}
+
+pub fn claim_phase(
+    ctx: &Ctx,
+    plan: &Plan,
+    phase: &str,
+    to: &str,
+    journal: Journal,
+) -> Result<Claimed, OpError> {
     let claim = Claim {
         plan: plan.rel.clone(),
         phase: phase.to_string(),
@@ -113,6 +205,10 @@ pub fn claim_phase(ctx: &Ctx, plan: &Plan, phase: &str, to: &str) -> Result<Clai
         sessions::write_judge_record(&layout, &record)?;
         kept = true;
     }
+    journal(
+        &claim.plan,
+        judge_event(ctx, "claimed", &claim, &judged, &tree.id(), None),
+    );
     Ok(Claimed {
         claim,
         judged,
@@ -206,7 +302,12 @@ pub fn judge_settings(ctx: &Ctx) -> Result<JudgeSettings, OpError> {
 /// The judge at a session's stop: with nothing claimed, nothing is read but one missing file;
 /// with claims, the tree is identified and each claim judged. A refusal is counted per tree; a
 /// stop let through unverified hands its claims to a person (`confirm`).
-pub fn at_stop(ctx: &Ctx, session: &str, stop: &StopContext) -> Result<AtStop, OpError> {
+pub fn at_stop(
+    ctx: &Ctx,
+    session: &str,
+    stop: &StopContext,
+    journal: Journal,
+) -> Result<AtStop, OpError> {
     let layout = ctx.layout()?;
     let Some(mut record) = sessions::judge_record(&layout, session) else {
         return Ok(AtStop::Unjudged);
@@ -239,6 +340,24 @@ pub fn at_stop(ctx: &Ctx, session: &str, stop: &StopContext) -> Result<AtStop, O
             cap: settings.cap,
         },
     );
+    let id = tree.id();
+    let open = |c: &Claim, v: &Judged| c.confirm.is_none() && *v != Judged::Verified;
+    for (claim, judged) in &judged {
+        let event = match &call {
+            StopCall::Pass if *judged == Judged::Verified => Some(("verified", None)),
+            StopCall::Refuse { .. } if open(claim, judged) => Some(("refused", None)),
+            StopCall::HandOver { rule, .. } if open(claim, judged) => {
+                Some(("handed-over", Some(rule.id())))
+            }
+            _ => None,
+        };
+        if let Some((event, rule)) = event {
+            journal(
+                &claim.plan,
+                judge_event(ctx, event, claim, judged, &id, rule),
+            );
+        }
+    }
     match &call {
         StopCall::Pass => {
             // Verified claims are done with; a new claim starts the count again.

@@ -107,6 +107,12 @@ pub struct Survey {
     pub pause: Option<Pauses>,
     /// The active feature as read (any resume point a killed write left is completed first).
     pub feature: Option<FeatureFacts>,
+    /// This session's claims that are not verified on the tree as it is, with the tree's id:
+    /// what the judge refuses its stops on (docs/judge.md).
+    pub claims: Option<(
+        String,
+        Vec<(baton_core::judge::Claim, baton_core::judge::Judged)>,
+    )>,
 }
 
 impl Work {
@@ -197,6 +203,7 @@ pub fn survey(ctx: &Ctx, store: &dyn StateStore) -> Result<Survey, OpError> {
         pause: pause.as_ref(),
         here,
         recorded: Default::default(),
+        tree: Default::default(),
     };
     // A feature that cannot be read (its lock busy, a pending resume point that cannot be
     // completed) is still work the next session must hear about: a degraded row, not silence.
@@ -330,11 +337,13 @@ pub fn survey(ctx: &Ctx, store: &dyn StateStore) -> Result<Survey, OpError> {
         };
         work.insert(0, scan.the_feature(f, on_it));
     }
+    let claims = scan.open_claims();
     Ok(Survey {
         work,
         notes,
         pause,
         feature,
+        claims,
     })
 }
 
@@ -346,6 +355,9 @@ struct Scan<'a> {
     here: Here,
     /// The session records kept here, read once on the first lookup.
     recorded: std::cell::OnceCell<std::collections::HashSet<String>>,
+    /// The tree claims are judged on, identified on the first ledger that claims a phase
+    /// complete (`judge::tree_now`); `None` when git could not say.
+    tree: std::cell::OnceCell<Option<baton_store::git::TreeId>>,
 }
 
 fn loop_owner(ctx: &Ctx, state: &LoopState) -> Owner {
@@ -360,6 +372,37 @@ fn loop_owner(ctx: &Ctx, state: &LoopState) -> Owner {
 }
 
 impl Scan<'_> {
+    /// This session's open claims (none handed to a person) that are not verified now.
+    fn open_claims(
+        &self,
+    ) -> Option<(
+        String,
+        Vec<(baton_core::judge::Claim, baton_core::judge::Judged)>,
+    )> {
+        let session = self.ctx.session()?;
+        let record = baton_store::sessions::judge_record(self.store.layout(), session)?;
+        let open: Vec<_> = record
+            .claims
+            .into_iter()
+            .filter(|c| c.confirm.is_none())
+            .collect();
+        if open.is_empty() {
+            return None;
+        }
+        let tree = self
+            .tree
+            .get_or_init(|| crate::judge::tree_now(self.ctx).ok())
+            .as_ref()?;
+        let judged: Vec<_> = open
+            .into_iter()
+            .filter_map(|c| {
+                let j = crate::judge::judge(self.ctx, &c, tree).ok()?;
+                (j != baton_core::judge::Judged::Verified).then_some((c, j))
+            })
+            .collect();
+        (!judged.is_empty()).then(|| (tree.id(), judged))
+    }
+
     fn a_loop(&self, key: &str, state: &LoopState) -> Work {
         let ctx = self.ctx;
         let layout = self.store.layout();
@@ -1286,6 +1329,26 @@ impl Scan<'_> {
             item: None,
             aside: None,
         };
+        // Each phase claimed complete, as the judge finds it on the tree as it is.
+        if claims.iter().any(|(_, complete, _)| complete.is_some())
+            && let Some(tree) = self
+                .tree
+                .get_or_init(|| crate::judge::tree_now(ctx).ok())
+                .as_ref()
+            && let Ok(judged) = crate::judge::ledger_verdicts(ctx, &plan, &ledger, tree)
+            && !judged.is_empty()
+        {
+            let verdicts: Vec<String> = judged
+                .iter()
+                .map(|(phase, j)| format!("phase {} {}", esc(phase), j.word()))
+                .collect();
+            work.phase = format!(
+                "{}; judged on tree {}: {}",
+                work.phase,
+                tree.id(),
+                verdicts.join(", ")
+            );
+        }
         let (standing, _) = decide_ledger(LedgerFacts {
             open_phase: open.is_some(),
             any_claim: !claims.is_empty(),

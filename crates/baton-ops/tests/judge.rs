@@ -84,7 +84,15 @@ fn claim(ctx: &Ctx) -> Judged {
     )
     .unwrap();
     let resolved = Plan::resolve(ctx, plan).unwrap();
-    let claimed = claim_phase(ctx, &resolved, "1", &to).unwrap();
+    let mut events = Vec::new();
+    let claimed = claim_phase(ctx, &resolved, "1", &to, &mut |plan, e| {
+        events.push((plan.to_string(), e))
+    })
+    .unwrap();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].0, "plans/auth");
+    assert_eq!(events[0].1["event"], "claimed");
+    assert_eq!(events[0].1["verdict"], claimed.judged.word());
     assert!(claimed.kept);
     claimed.judged
 }
@@ -112,15 +120,34 @@ fn verdict(ctx: &Ctx) -> Judged {
 }
 
 fn stop(ctx: &Ctx, again: bool) -> AtStop {
-    at_stop(
+    stop_journaled(ctx, again).0
+}
+
+/// A stop, and the events it journaled (`<event> <verdict>`, with the rule when one).
+fn stop_journaled(ctx: &Ctx, again: bool) -> (AtStop, Vec<String>) {
+    let mut events = Vec::new();
+    let call = at_stop(
         ctx,
         ctx.session().unwrap(),
         &StopContext {
             again,
             ..StopContext::default()
         },
+        &mut |plan, e| {
+            assert_eq!(plan, "plans/auth");
+            let rule = e["rule"]
+                .as_str()
+                .map(|r| format!(" {r}"))
+                .unwrap_or_default();
+            events.push(format!(
+                "{} {}{rule}",
+                e["event"].as_str().unwrap(),
+                e["verdict"].as_str().unwrap()
+            ));
+        },
     )
-    .unwrap()
+    .unwrap();
+    (call, events)
 }
 
 #[test]
@@ -194,21 +221,24 @@ fn a_stop_on_unverified_work_is_refused_then_handed_to_a_person() {
     let (dir, store) = project();
     let a = session(dir.path(), &store, "A");
     claim(&a);
-    let AtStop::Judged(StopCall::Refuse { reason }) = stop(&a, false) else {
+    let (AtStop::Judged(StopCall::Refuse { reason }), journaled) = stop_journaled(&a, false) else {
         panic!("the stop is refused");
     };
+    assert_eq!(journaled, ["refused unverified"]);
     assert!(
         reason.contains("`baton gate run plans/auth --phase 1`"),
         "{reason}"
     );
     // The client comes back at once on the same tree: let through, for a person.
+    let (call, journaled) = stop_journaled(&a, true);
     assert!(matches!(
-        stop(&a, true),
+        call,
         AtStop::Judged(StopCall::HandOver {
             rule: Rule::JudgeUnchanged,
             ..
         })
     ));
+    assert_eq!(journaled, ["handed-over unverified judge.unchanged"]);
     // Handed over, the claim is not refused again.
     assert_eq!(stop(&a, false), AtStop::Unjudged);
     let v = baton_ops::judge::verdicts(&a, "A").unwrap().unwrap();
@@ -258,7 +288,13 @@ fn verified_work_passes_and_is_done_with() {
     claim(&a);
     std::fs::write(dir.path().join("ok.txt"), "").unwrap();
     gate_run(&a);
-    assert_eq!(stop(&a, false), AtStop::Judged(StopCall::Pass));
+    assert_eq!(
+        stop_journaled(&a, false),
+        (
+            AtStop::Judged(StopCall::Pass),
+            vec!["verified verified".to_string()]
+        )
+    );
     // Done with: the next stop has nothing to judge.
     assert!(
         baton_ops::judge::verdicts(&a, "A")
@@ -292,7 +328,7 @@ fn the_guards_let_a_stop_through_unjudged() {
         },
     ] {
         assert_eq!(
-            at_stop(&a, "A", &guard).unwrap(),
+            at_stop(&a, "A", &guard, &mut |_, e| panic!("journaled {e}")).unwrap(),
             AtStop::Unjudged,
             "{guard:?}"
         );
@@ -310,7 +346,7 @@ fn the_guards_let_a_stop_through_unjudged() {
         "[judge]\nenabled = \"no\"\n",
     )
     .unwrap();
-    let err = at_stop(&a, "A", &StopContext::default()).unwrap_err();
+    let err = at_stop(&a, "A", &StopContext::default(), &mut |_, _| {}).unwrap_err();
     assert!(err.message.contains(".baton.toml"), "{}", err.message);
     // Nothing was refused through all of it.
     std::fs::remove_file(dir.path().join(".baton.toml")).unwrap();

@@ -35,6 +35,9 @@ pub enum JournalTarget<'a> {
     /// The project's batch.
     Batch,
     Run(&'a RunId),
+    /// The judge's history of a plan's claims (by the plan directory, relative to the root):
+    /// each claim with its verdict, each refused stop, each claim handed to a person.
+    Plan(&'a str),
 }
 
 /// What a read found: the events in file order, how many lines were skipped because they were
@@ -52,7 +55,8 @@ impl Layout {
         self.state_dir.join(JOURNAL_DIR)
     }
 
-    /// `journal/loop-<KEY>.jsonl`, `journal/batch.jsonl` or `journal/run-<RUN_ID>.jsonl`.
+    /// `journal/loop-<KEY>.jsonl`, `journal/batch.jsonl`, `journal/run-<RUN_ID>.jsonl` or
+    /// `journal/plan-<digest of the plan directory>.jsonl`.
     pub fn journal_file(&self, target: JournalTarget) -> Result<PathBuf, StoreError> {
         let name = match target {
             JournalTarget::Loop(key) => {
@@ -70,6 +74,9 @@ impl Layout {
             }
             JournalTarget::Batch => "batch.jsonl".into(),
             JournalTarget::Run(id) => format!("run-{id}.jsonl"),
+            JournalTarget::Plan(plan) => {
+                format!("plan-{}.jsonl", &crate::sha256_hex(plan.as_bytes())[..16])
+            }
         };
         Ok(self.journal_dir().join(name))
     }

@@ -104,7 +104,17 @@ pub fn state_json(state: &LoopState) -> Value {
 
 /// The packet for a survey, and its Markdown.
 pub fn packet_of(s: &Survey) -> (Packet, String) {
-    let packet = build(s.items(), &asides(s), LIST_COMMAND);
+    let mut packet = build(s.items(), &asides(s), LIST_COMMAND);
+    // This session's claims the judge does not find verified: never reported done on its word.
+    if let Some((tree, claims)) = &s.claims {
+        for (claim, judged) in claims {
+            packet.constraints.push(format!(
+                "Claimed complete by this session, {} on tree {tree}: {} Do not report it done until `baton verdict` says verified.",
+                judged.word(),
+                baton_core::judge::why(claim, judged)
+            ));
+        }
+    }
     let markdown = render_markdown(&packet);
     (packet, markdown)
 }
@@ -487,6 +497,32 @@ pub fn journal_line(event: &Value, when: &dyn Fn(&Value) -> String) -> String {
 
 /// `<ts>  <kind>  <the line>` of a ledger event, `when` showing the time; a line without a
 /// time shows `-`.
+/// A judge event of a plan's journal: `<time>  refused  phase 1 unverified on tree … (session
+/// …): <why>`.
+pub fn judge_line(event: &Value, when: &dyn Fn(&Value) -> String) -> String {
+    let mut line = format!(
+        "{}  {}  phase {} {} on tree {}",
+        when(&event["ts"]),
+        shown(&event["event"]),
+        shown(&event["phase"]),
+        shown(&event["verdict"]),
+        shown(&event["tree"]),
+    );
+    if let Some(s) = event["session"].as_str() {
+        line.push_str(&format!(
+            " (session {})",
+            baton_core::timeline::short_session(s)
+        ));
+    }
+    if let Some(rule) = event["rule"].as_str() {
+        line.push_str(&format!(" [{rule}]"));
+    }
+    if let Some(why) = event["why"].as_str() {
+        line.push_str(&format!(": {}", baton_core::text::esc(why)));
+    }
+    line
+}
+
 pub fn ledger_line(event: &Value, when: &dyn Fn(&Value) -> String) -> String {
     let ts = match &event["ts"] {
         Value::Null => "-".to_string(),

@@ -148,11 +148,14 @@ impl MemStore {
         Ok(records)
     }
 
-    fn journal_scope(target: JournalTarget) -> LockScope {
+    /// The lock a journal's appends are made under: its state's. A plan's judge history has no
+    /// state of its own to lock (its appends are whole lines, as the file store's are).
+    fn journal_scope(target: JournalTarget) -> Option<LockScope> {
         match target {
-            JournalTarget::Loop(key) => LockScope::Loop(key),
-            JournalTarget::Batch => LockScope::Batch,
-            JournalTarget::Run(_) => LockScope::Runs,
+            JournalTarget::Loop(key) => Some(LockScope::Loop(key)),
+            JournalTarget::Batch => Some(LockScope::Batch),
+            JournalTarget::Run(_) => Some(LockScope::Runs),
+            JournalTarget::Plan(_) => None,
         }
     }
 }
@@ -303,11 +306,9 @@ impl StateStore for MemStore {
     ) -> Result<(), StoreError> {
         let name = super::journal_name(target)?;
         let mut records = lock(&self.shared);
-        self.holding(
-            &records,
-            Self::journal_scope(target),
-            self.journal_shown(target)?,
-        )?;
+        if let Some(scope) = Self::journal_scope(target) {
+            self.holding(&records, scope, self.journal_shown(target)?)?;
+        }
         records
             .journals
             .entry(name)

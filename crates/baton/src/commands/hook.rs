@@ -235,7 +235,7 @@ impl Session<'_> {
         let survey = baton_ops::survey::survey(ctx, store)?;
         let (packet, markdown) = crate::view::packet_of(&survey);
         // Another session's quiet work is told as information; nothing at all, nothing.
-        if packet.items.is_empty() && packet.not_offered.is_empty() {
+        if packet.items.is_empty() && packet.not_offered.is_empty() && survey.claims.is_none() {
             return Ok(None);
         }
         Ok(Some(self.def().session_start_output(&markdown)))
@@ -333,7 +333,21 @@ impl Session<'_> {
             background: signals.background,
             failed_turn: false,
         };
-        match at_stop(self.ctx, &self.event.session_id, &stop) {
+        // Every verdict the stop acts on goes to the plan's journal, the store opened only then.
+        let mut journal = |plan: &str, event: serde_json::Value| {
+            let kept = self
+                .connected()
+                .map_err(|e| e.message)
+                .and_then(|(_, store)| {
+                    store
+                        .append_journal(baton_store::JournalTarget::Plan(plan), &event)
+                        .map_err(|e| e.to_string())
+                });
+            if let Err(e) = kept {
+                self.warn(format!("judge: the verdict was not journaled: {e}"));
+            }
+        };
+        match at_stop(self.ctx, &self.event.session_id, &stop, &mut journal) {
             Ok(AtStop::Judged(StopCall::Refuse { reason })) => {
                 self.def().stop_refusal(event, &reason)
             }

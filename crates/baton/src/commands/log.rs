@@ -23,8 +23,10 @@ use baton_store::{Journal, JournalTarget};
 ///
 /// TARGET is read as, in this order: `batch` (or a batch id) for the project's batch; a run id
 /// (16 hex digits, or a legacy `YYYYMMDD-HHMMSS`) for that run; a plan directory holding a
-/// `STATE.md`, or that `STATE.md`, for the ledger's own events in file order; anything else is
-/// a ticket id, read through its loop key as `baton loop` reads it.
+/// `STATE.md`, or that `STATE.md`, for the ledger's own events in file order, with the judge's
+/// verdicts on its claims at their times (each claim, refused stop and claim handed to a
+/// person: docs/judge.md); anything else is a ticket id, read through its loop key as `baton
+/// loop` reads it.
 ///
 /// Loops, the batch and runs keep their history in `.agentic/journal/`, one append-only file
 /// each, written with every change of their state (heartbeats are not history). The journal
@@ -57,7 +59,13 @@ pub fn cmd_log(ctx: &Ctx, args: LogArgs) -> Result<Report, CommandError> {
             let text = baton_store::ledger::read(&plan.ledger)?
                 .ok_or_else(|| baton_ops::ledgers::missing(plan))?;
             let ledger = parse_ledger(&text);
-            let events = crate::view::ledger_events(&ledger);
+            let mut events = crate::view::ledger_events(&ledger);
+            // The judge's verdicts on the plan's claims, each at its time among the lines.
+            let judged = ctx
+                .store()?
+                .read_journal(JournalTarget::Plan(&plan.rel))?
+                .events;
+            merge_by_time(&mut events, judged);
             let journal = Journal {
                 events,
                 skipped: ledger.bad.len(),
@@ -98,7 +106,9 @@ pub fn cmd_log(ctx: &Ctx, args: LogArgs) -> Result<Report, CommandError> {
     }
     let when = |ts: &serde_json::Value| crate::view::local_time(ctx, ts);
     for event in &events {
-        text.push_str(&if kind == "ledger" {
+        text.push_str(&if kind == "ledger" && event.get("verdict").is_some() {
+            crate::view::judge_line(event, &when)
+        } else if kind == "ledger" {
             crate::view::ledger_line(event, &when)
         } else {
             crate::view::journal_line(event, &when)
@@ -131,6 +141,18 @@ pub fn cmd_log(ctx: &Ctx, args: LogArgs) -> Result<Report, CommandError> {
         ));
     }
     Ok(report)
+}
+
+/// Puts each of `later` (in time order) after the last of `events` not later than it, or at the
+/// end when none has a time to compare.
+fn merge_by_time(events: &mut Vec<serde_json::Value>, later: Vec<serde_json::Value>) {
+    let at = |e: &serde_json::Value| baton_core::time::parse_ts(e["ts"].as_str());
+    for event in later {
+        let place = at(&event)
+            .and_then(|t| events.iter().rposition(|e| at(e).is_some_and(|a| a <= t)))
+            .map_or(events.len(), |i| i + 1);
+        events.insert(place, event);
+    }
 }
 
 fn resolve(ctx: &Ctx, raw: &std::ffi::OsStr) -> Result<Resolved, CommandError> {

@@ -164,6 +164,11 @@ fn history(
             let mut events = events_in(ledger_events(&parse_ledger(&text)), |e| {
                 ledger_line(e, &shown)
             });
+            // The judge's verdicts on its claims, on the same lane.
+            events.extend(events_in(
+                store.read_journal(JournalTarget::Plan(&w.key))?.events,
+                |e| crate::view::judge_line(e, &shown),
+            ));
             // The originating protocol writes no time on its lines (the suffix is optional):
             // such a ledger is drawn at the file's last change rather than not at all.
             if !events.is_empty() && events.iter().all(|e| e.at.is_none()) {
