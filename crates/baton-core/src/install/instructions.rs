@@ -30,7 +30,7 @@ Record the work in the form it takes here (one of these):
   `baton ledger complete <plan> --phase <n> --tests <x/y>`; after a compaction or a new
   session, `baton ledger derive <plan>` says where the plan stands. A phase is done only when
   `baton verdict <plan> --phase <n>` says `verified` (its gates passed on the tree as it is):
-  claim completion only through `baton ledger complete`, never in prose, and when a stop is
+  claim completion only through baton's ledger, never in prose, and when a stop is
   refused with baton's reason, do what it says. For a goal (`/goal`, Codex's goal), take the
   condition `baton goal <plan> --phase <n>` prints.
 - A feature worked task by task: `baton continue` shows the active feature, the task to

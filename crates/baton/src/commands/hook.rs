@@ -202,7 +202,7 @@ impl Session<'_> {
                 let transcript = self.transcript();
                 self.files
                     .open_turn(&format_ts(self.ctx.now), transcript.as_deref())?;
-                return Ok(self.after_failure());
+                return Ok(self.after_failure().or_else(|| self.unverified_claims()));
             }
             Action::TurnEnd => {
                 self.files.close_turn()?;
@@ -361,6 +361,42 @@ impl Session<'_> {
                 None
             }
         }
+    }
+
+    /// For a client whose stop cannot be refused, its session's claims the judge does not find
+    /// verified, told at its next prompt instead (nothing to read for a session that claimed
+    /// nothing).
+    fn unverified_claims(&self) -> Option<String> {
+        let def = self.def();
+        if def
+            .hook_events()
+            .iter()
+            .any(|e| def.stop_refusal(e, "").is_some())
+        {
+            return None;
+        }
+        let verdicts = match baton_ops::judge::verdicts(self.ctx, &self.event.session_id) {
+            Ok(v) => v?,
+            Err(e) => {
+                self.warn(format!("judge: {}", e.message));
+                return None;
+            }
+        };
+        let lines: Vec<String> = verdicts
+            .judged
+            .iter()
+            .filter(|(c, j)| c.confirm.is_none() && *j != baton_core::judge::Judged::Verified)
+            .map(|(c, j)| format!("- {}", baton_core::judge::why(c, j)))
+            .collect();
+        if lines.is_empty() {
+            return None;
+        }
+        let text = format!(
+            "baton: this session claimed work complete that is not verified on {}. Do not report it done until `baton verdict` says verified.\n{}",
+            verdicts.tree,
+            lines.join("\n")
+        );
+        Some(def.turn_context(&self.event.event, &text))
     }
 
     /// Keeps the first warning, for the hook's one stderr line.

@@ -41,7 +41,7 @@ fn payload(rel: &str, changes: &[(&str, Value)]) -> (Vec<u8>, String) {
     for (key, value) in changes {
         v[*key] = value.clone();
     }
-    let session = ["session_id", "conversation_id"]
+    let session = ["session_id", "conversation_id", "sessionId"]
         .iter()
         .find_map(|k| v.get(*k).and_then(Value::as_str))
         .unwrap()
@@ -201,4 +201,21 @@ fn a_goal_names_the_verdict_that_meets_it() {
     let bad = env.baton("S-1", 3, &["goal", PLAN, "--phase", "9"]);
     bad.assert_code(2);
     assert!(bad.stderr.contains("no phase 9"), "{}", bad.stderr);
+}
+
+/// A client whose stop cannot be refused (Copilot CLI) hears the verdict at its next prompt;
+/// one that can (Claude Code) is not told twice.
+#[test]
+fn a_client_that_cannot_refuse_a_stop_hears_the_verdict_at_its_next_prompt() {
+    let (bytes, session) = payload("copilot-1.0.102/userPromptSubmitted.json", &[]);
+    let (env, _) = claimed(&session);
+    let run = stop(&env, "copilot", "userPromptSubmitted", &bytes);
+    assert!(
+        run.stdout.contains("baton gate run plans/x --phase 1"),
+        "{}",
+        run.stdout
+    );
+    let (bytes, session) = payload("claude-code-2.1.332/UserPromptSubmit.json", &[]);
+    let (env, _) = claimed(&session);
+    assert_eq!(stop(&env, "claude", "UserPromptSubmit", &bytes).stdout, "");
 }
