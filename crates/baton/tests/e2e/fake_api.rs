@@ -8,7 +8,8 @@
 //!
 //! Main-agent requests are the ones that offer the model tools (`tools` non-empty in the JSON
 //! body); only those consume the script. The clients' other requests (titles, summaries,
-//! next-speaker checks, quota probes) carry no tools and get a harmless text answer.
+//! next-speaker checks, quota probes) carry no tools and get a harmless text answer, or the one
+//! a test gives them (`answer_others`).
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -60,11 +61,16 @@ pub struct Request {
     pub main: bool,
 }
 
+/// How a test answers the requests that are not the main agent's: from the request's JSON
+/// body, a text, or `None` for the usual "ok".
+type Others = Box<dyn Fn(&Value) -> Option<String> + Send>;
+
 #[derive(Default)]
 struct State {
     script: VecDeque<Reply>,
     requests: Vec<Request>,
     counter: u64,
+    others: Option<Others>,
 }
 
 pub struct FakeApi {
@@ -113,6 +119,12 @@ impl FakeApi {
     /// Whether `text` appears in the body of any request the model received.
     pub fn saw(&self, text: &str) -> bool {
         self.requests().iter().any(|r| r.body.contains(text))
+    }
+
+    /// Answers the requests that are not the main agent's (such as Claude Code's evaluator of a
+    /// `/goal`) with `answer`'s text, where it gives one, instead of "ok".
+    pub fn answer_others(&self, answer: impl Fn(&Value) -> Option<String> + Send + 'static) {
+        self.state.lock().unwrap().others = Some(Box::new(answer));
     }
 
     /// How many scripted replies are still unused.
@@ -262,7 +274,12 @@ fn serve(mut stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
                 .pop_front()
                 .unwrap_or_else(|| Reply::Text("done".into()))
         } else {
-            Reply::Text("ok".into())
+            Reply::Text(
+                st.others
+                    .as_ref()
+                    .and_then(|answer| answer(&parsed))
+                    .unwrap_or_else(|| "ok".into()),
+            )
         };
         if let Some(dir) = std::env::var_os("BATON_E2E_DUMP") {
             // For debugging: every request body in a file of its own.

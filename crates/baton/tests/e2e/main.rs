@@ -11,6 +11,7 @@
 //! states. `copilot` proves baton with Copilot CLI: a 429 that outlasts its retries interrupts
 //! the loop as a rate limit, and the next run gets the packet; `opencode` proves the same of
 //! OpenCode through baton's plugin, and `opencode_v2` of OpenCode 2 through the same plugin.
+//! `judge` proves the judge of "done" with Claude Code (its Stop hook, and `/goal`) and Codex.
 //!
 //! The clients come from `$BATON_E2E_CLIENTS/node_modules/.bin/` (for instance a folder where
 //! `npm install` put the pinned versions listed in `clients::PINNED`, and on linux-x64
@@ -22,6 +23,7 @@ mod clients;
 mod copilot;
 mod fake_api;
 mod flow;
+mod judge;
 mod monorepo;
 mod network;
 mod opencode;
