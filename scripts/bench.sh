@@ -286,8 +286,25 @@ hook_run="$(BATON_SESSION=$hook_session BATON_NOW=2026-01-31T09:28:00Z "$baton" 
 [[ "$(find "$hooks_repo/.agentic" -maxdepth 1 -name 'loop-state-*.json' | wc -l)" -eq 101 &&
     "$(find "$hooks_repo/.agentic/runs" -name '*.json' | wc -l)" -eq 11 ]] ||
     { echo "bench.sh: the hooks repository is not 101 loops and 11 runs" >&2; exit 1; }
+# A phase claimed complete by another session while its gate has no result on the tree: that
+# session's Stop is judged (one git status) and refused (docs/judge.md).
+judge_session=judge-session
+mkdir -p "$hooks_repo/plans/judged"
+printf '# Judged\n## Phase 1\n' >"$hooks_repo/plans/judged/plan.md"
+printf '```gates\nunit: test -f ok.txt → exit 0\n```\n' >"$hooks_repo/plans/judged/phase-1.md"
+git -C "$hooks_repo" add plans
+git -C "$hooks_repo" -c user.name=bench -c user.email=bench@example.invalid commit --quiet -m plan
+judge_step() { BATON_SESSION=$judge_session BATON_NOW=2026-01-31T09:28:00Z "$baton" -C "$hooks_repo" "$@" >/dev/null; }
+judge_step ledger init plans/judged
+judge_step ledger start plans/judged --phase 1
+echo work >"$hooks_repo/plans/judged/work.txt"
+git -C "$hooks_repo" add plans/judged/work.txt
+git -C "$hooks_repo" -c user.name=bench -c user.email=bench@example.invalid commit --quiet -m work
+judge_step ledger complete plans/judged --phase 1 --tests 1/1
 mkdir -p "$work/hook-saved"
 cp "$hooks_repo/.agentic/loop-state-MINE.json" "$hooks_repo/.agentic/runs/$hook_run.json" "$work/hook-saved/"
+judge_record="$(ls "$hooks_repo"/.agentic/sessions/judge-*.json)"
+cp "$judge_record" "$work/hook-saved/judge.json"
 # Puts the session's own loop and lease back as they were, and forgets the session's last
 # refresh: each timed run then does the whole of its work.
 cat >"$work/hook-reset" <<RESET
@@ -295,6 +312,7 @@ cat >"$work/hook-reset" <<RESET
 cp "$work/hook-saved/loop-state-MINE.json" "$hooks_repo/.agentic/"
 cp "$work/hook-saved/$hook_run.json" "$hooks_repo/.agentic/runs/"
 rm -f "$hooks_repo/.agentic/sessions/claude-$hook_session.json"
+cp "$work/hook-saved/judge.json" "$judge_record"
 RESET
 chmod +x "$work/hook-reset"
 payload() { # EVENT [KEY VALUE]: a Claude Code payload of the hook's session
@@ -304,6 +322,7 @@ payload() { # EVENT [KEY VALUE]: a Claude Code payload of the hook's session
          + (if $e == "SessionStart" then {source: "startup"} else {} end)'
 }
 payload Stop "$hooks_repo" >"$work/stop.json"
+jq -c --arg s "$judge_session" '.session_id = $s' "$work/stop.json" >"$work/stop-judged.json"
 payload StopFailure "$hooks_repo" >"$work/stopfailure.json"
 # Claude Code's subscription-limit text, as 2.1.332 sends it: the reset is read as a clock time
 # in a named zone (fixtures/clients/claude-code-2.1.332/StopFailure.subscription-limit.json).
@@ -325,6 +344,9 @@ payload SessionStart "$start_repo" >"$work/sessionstart.json"
 [[ "$(jq -r .resume_after "$hooks_repo/.agentic/loop-state-MINE.json")" == 2026-01-31T08:05:00Z ||
     "$(jq -r .resume_after "$hooks_repo/.agentic/loop-state-MINE.json")" == 2026-02-01T08:05:00Z ]] ||
     { echo "bench.sh: the StopFailure hook did not keep the reset its limit text names" >&2; exit 1; }
+"$work/hook-reset"
+"$baton" hook claude Stop <"$work/stop-judged.json" | jq -e '.decision == "block"' >/dev/null ||
+    { echo "bench.sh: the Stop hook did not refuse the stop on the unverified claim" >&2; exit 1; }
 "$baton" hook claude SessionStart <"$work/sessionstart.json" | jq -e '.hookSpecificOutput.additionalContext | length > 0' >/dev/null ||
     { echo "bench.sh: the SessionStart hook printed no packet" >&2; exit 1; }
 "$work/hook-reset"
@@ -416,6 +438,7 @@ hyperfine --shell=none --warmup "$warmup" --runs "$runs" --style basic \
     --export-json "$out/hyperfine-hooks-reset.json" \
     --prepare "$work/hook-reset" \
     -n 'hook Stop, refreshing 1 loop and 1 lease' "$(in_sh "$baton hook claude Stop" "$work/stop.json")" \
+    -n 'hook Stop, judging 1 claimed phase' "$(in_sh "$baton hook claude Stop" "$work/stop-judged.json")" \
     -n 'hook StopFailure, interrupting 1 loop and 1 lease' "$(in_sh "$baton hook claude StopFailure" "$work/stopfailure.json")" \
     -n 'hook StopFailure, limit text with its reset' "$(in_sh "$baton hook claude StopFailure" "$work/stopfailure-limit.json")"
 
@@ -462,6 +485,7 @@ stop_fresh_ms="$(hooks_ms hyperfine-hooks.json 'hook Stop, refreshed under a min
 sh_status_ms="$(hooks_ms hyperfine-hooks.json 'sh: git status --porcelain, 10k files' median)"
 hook_start_ms="$(hooks_ms hyperfine-hooks.json 'hook SessionStart, 100 loops 10 runs 3 ledgers' median)"
 stop_sweep_ms="$(hooks_ms hyperfine-hooks-reset.json 'hook Stop, refreshing 1 loop and 1 lease' median)"
+stop_judged_ms="$(hooks_ms hyperfine-hooks-reset.json 'hook Stop, judging 1 claimed phase' median)"
 failure_ms="$(hooks_ms hyperfine-hooks-reset.json 'hook StopFailure, interrupting 1 loop and 1 lease' median)"
 failure_max_ms="$(hooks_ms hyperfine-hooks-reset.json 'hook StopFailure, interrupting 1 loop and 1 lease' max)"
 limit_ms="$(hooks_ms hyperfine-hooks-reset.json 'hook StopFailure, limit text with its reset' median)"
@@ -488,7 +512,7 @@ awk -v exec_floor="$true_ms" -v start="$start_ms" -v replace="$replace_ms" \
     -v append="$append_ms" -v derive="$derive_ms" -v st="$status_ms" -v s100="$start100_ms" \
     -v s1k="$start1k_ms" -v s10k="$start10k_ms" -v shtrue="$sh_true_ms" -v shstart="$sh_start_ms" \
     -v stopfresh="$stop_fresh_ms" -v shst="$sh_status_ms" -v hookstart="$hook_start_ms" \
-    -v stopsweep="$stop_sweep_ms" -v fail="$failure_ms" -v failmax="$failure_max_ms" \
+    -v stopsweep="$stop_sweep_ms" -v stopjudged="$stop_judged_ms" -v fail="$failure_ms" -v failmax="$failure_max_ms" \
     -v limit="$limit_ms" -v limitmax="$limit_max_ms" \
     -v pystart="$py_start_ms" -v sset="$seed_set_ms" -v ssetd="$seed_set_durable_ms" \
     -v sapp="$seed_append_ms" -v sappd="$seed_append_durable_ms" '
@@ -560,6 +584,7 @@ BEGIN {
     printf "| floor: `sh: baton --version` | %.3f | 0 | | |\n", shstart
     printf "| `hook claude Stop`, refreshed under a minute ago | %.3f | %+.3f | 2 ms median | %s |\n", stopfresh, stopfresh - shstart, (stopfresh <= 2 ? "yes" : "**no**")
     printf "| `hook claude Stop`, refreshing 1 loop and 1 lease | %.3f | %+.3f | | |\n", stopsweep, stopsweep - shstart
+    printf "| `hook claude Stop`, judging 1 claimed phase (one git status; refused) | %.3f | %+.3f | | |\n", stopjudged, stopjudged - shstart
     printf "| `hook claude StopFailure`, interrupting 1 loop and 1 lease | %.3f (max %.3f) | %+.3f | 10 ms max | %s |\n", fail, failmax, fail - shstart, (failmax <= 10 ? "yes" : "**no**")
     printf "| `hook claude StopFailure`, the same with a limit text whose reset it reads | %.3f (max %.3f) | %+.3f | 10 ms max | %s |\n", limit, limitmax, limit - shstart, (limitmax <= 10 ? "yes" : "**no**")
     printf "| floor: `sh: git status --porcelain`, 10k files | %.3f | | | |\n", shst

@@ -25,6 +25,10 @@ pub struct Claim {
     pub at: String,
     /// The commits the complete line names (`<from>..<to>`): they must be on HEAD.
     pub to: String,
+    /// A HEAD the claimed commits were found on (full id): a stop at that HEAD asks git
+    /// nothing more about them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_head: Option<String>,
     /// Set when a stop was let through on this claim unverified: a person must confirm it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirm: Option<Confirm>,
@@ -320,6 +324,7 @@ mod tests {
             phase: "2".into(),
             at: "2026-12-05T10:00:00Z".into(),
             to: "abc1234".into(),
+            on_head: None,
             confirm: None,
         }
     }

@@ -95,7 +95,13 @@ pub fn judge(ctx: &Ctx, claim: &Claim, tree: &TreeId) -> Result<Judged, OpError>
     let root = ctx.layout()?.root;
     let plan = Plan::resolve(ctx, &root.join(&claim.plan))?;
     let text = baton_store::ledger::read(&plan.ledger)?.unwrap_or_default();
-    let on_head = tree.head.is_some() && git::is_ancestor_of_head(&root, &claim.to)?;
+    // The claimed commits are on HEAD when HEAD is the last of them, or is the HEAD they were
+    // last found on; git is asked otherwise.
+    let on_head = match &tree.head {
+        None => false,
+        Some(head) if head.starts_with(&claim.to) || claim.on_head.as_ref() == Some(head) => true,
+        Some(_) => git::is_ancestor_of_head(&root, &claim.to)?,
+    };
     judge_on(ctx, &plan, claim, &parse_ledger(&text), tree, on_head)
 }
 
@@ -114,6 +120,7 @@ pub fn ledger_verdicts(
                 phase,
                 at: String::new(),
                 to: to.clone(),
+                on_head: None,
                 confirm: None,
             }),
             _ => None,
@@ -190,6 +197,7 @@ pub fn claim_phase(
         phase: phase.to_string(),
         at: baton_core::time::format_ts(ctx.now),
         to: to.to_string(),
+        on_head: None,
         confirm: None,
     };
     let tree = tree_now(ctx)?;
@@ -393,6 +401,17 @@ pub fn at_stop(
             record.refusals = None;
         }
     }
+    // Where the claimed commits were found on HEAD, the next stop there asks git nothing.
+    for claim in &mut record.claims {
+        let found = judged.iter().any(|(c, v)| {
+            c.plan == claim.plan
+                && c.phase == claim.phase
+                && *v != Judged::Unverified(baton_core::judge::Unverified::CommitsOffHead)
+        });
+        if found && tree.head.is_some() {
+            claim.on_head.clone_from(&tree.head);
+        }
+    }
     sessions::write_judge_record(&layout, &record)?;
     Ok(AtStop::Judged(call))
 }
@@ -424,6 +443,7 @@ pub fn judge_plan_phase(
         phase: phase.to_string(),
         at: at.unwrap_or_default(),
         to,
+        on_head: None,
         confirm: None,
     };
     let judged = judge(ctx, &claim, &tree)?;
