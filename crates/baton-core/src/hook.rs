@@ -39,12 +39,25 @@ pub struct StopSignals {
     pub again: bool,
     pub plan_mode: bool,
     pub background: bool,
+    /// The turn did not end on its own (Cursor's `status: aborted`, the user's stop, or
+    /// `error`).
+    pub interrupted: bool,
 }
 
 impl StopSignals {
     fn of(map: &serde_json::Map<String, Value>) -> StopSignals {
         StopSignals {
-            again: map.get("stop_hook_active").and_then(Value::as_bool) == Some(true),
+            // Claude Code, Codex and Gemini CLI say `stop_hook_active`; Cursor counts the
+            // follow-ups its stop hook asked for in `loop_count`.
+            again: map.get("stop_hook_active").and_then(Value::as_bool) == Some(true)
+                || map
+                    .get("loop_count")
+                    .and_then(Value::as_u64)
+                    .is_some_and(|n| n > 0),
+            interrupted: matches!(
+                map.get("status").and_then(Value::as_str),
+                Some("aborted" | "error")
+            ),
             plan_mode: map.get("permission_mode").and_then(Value::as_str) == Some("plan"),
             background: map
                 .get("background_tasks")

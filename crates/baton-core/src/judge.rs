@@ -25,6 +25,10 @@ pub struct Claim {
     pub at: String,
     /// The commits the complete line names (`<from>..<to>`): they must be on HEAD.
     pub to: String,
+    /// The gates the phase declared when it was claimed (`<name>: <command>`): a gate removed
+    /// or changed since does not verify the claim.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gates: Vec<String>,
     /// A HEAD the claimed commits were found on (full id): a stop at that HEAD asks git
     /// nothing more about them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -42,12 +46,19 @@ pub struct Confirm {
     pub at: String,
 }
 
-/// The stops of a session refused on one tree.
+/// The stops of a session refused: on the tree it last stopped on, and in all since its claims
+/// were last let through (a gate that changes the tree, or a session that keeps editing, gives
+/// every stop a new tree: the total bounds that).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Refusals {
     pub tree: String,
     pub count: u32,
+    #[serde(default)]
+    pub total: u32,
 }
+
+/// How many refusals in all, on any trees, per refusal allowed on one tree.
+pub const TOTAL_PER_TREE_CAP: u32 = 3;
 
 /// What the judge keeps for one session: its open claims, and the refusals of its stops on the
 /// tree it last stopped on.
@@ -69,13 +80,24 @@ impl JudgeRecord {
     }
 }
 
-/// One gate result of a phase, as its ledger line records it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GateLine {
+/// One gate result of a phase, as `baton gate run` recorded it with the tree it ran on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GateResult {
+    pub phase: String,
     pub name: String,
-    pub pass: bool,
+    /// The command that ran.
     pub cmd: String,
+    pub pass: bool,
+    /// What the ledger line says of the result (`exit 0 on tree …: <last line>`).
     pub result: String,
+    /// The tree it ran on (`TreeId`'s id).
+    pub tree: String,
+    pub at: String,
+}
+
+/// A declared gate as a claim keeps it.
+pub fn gate_signature(name: &str, command: &str) -> String {
+    format!("{name}: {command}")
 }
 
 /// The tree a gate result names (`exit 0 on tree 5823990+9f3a2c1b: …`, as `baton gate run`
@@ -116,7 +138,7 @@ pub enum Judged {
     /// Every declared gate passed on this tree and the phase's commits are on HEAD.
     Verified,
     /// A declared gate's last result on this tree is a failure.
-    Failed(GateLine),
+    Failed(GateResult),
     Unverified(Unverified),
 }
 
@@ -129,6 +151,8 @@ pub enum Unverified {
     NotRun(Vec<String>),
     /// The phase's last commit is not on HEAD (history was rewritten or another branch is out).
     CommitsOffHead,
+    /// The phase's declared gates are not those it was claimed with: what changed.
+    GatesChanged(Vec<String>),
 }
 
 impl Judged {
@@ -141,27 +165,46 @@ impl Judged {
     }
 }
 
-/// Judges a phase claim: `declared` are the phase's gate names, `lines` its gate results in
-/// ledger order, `same_tree` whether a result's tree id is the tree as it is now (the same id,
-/// or one whose HEAD differs only in ledgers), `commits_on_head` whether the claimed commits
-/// are reachable from HEAD.
+/// Judges a phase claim: `declared` are the phase's gates now (`gate_signature`), `results`
+/// what `baton gate run` recorded for the phase in order, `same_tree` whether a result's tree is
+/// the tree as it is now (the same id, or one whose HEAD differs only in ledgers),
+/// `commits_on_head` whether the claimed commits are reachable from HEAD. Only a result of the
+/// declared command counts, and only gates the claim was made with.
 pub fn judge_phase(
-    declared: &[String],
-    lines: &[GateLine],
+    claim: &Claim,
+    declared: &[(String, String)],
+    results: &[GateResult],
     same_tree: &dyn Fn(&str) -> bool,
     commits_on_head: bool,
 ) -> Judged {
+    if !claim.gates.is_empty() {
+        let now: Vec<String> = declared.iter().map(|(n, c)| gate_signature(n, c)).collect();
+        let mut changed: Vec<String> = claim
+            .gates
+            .iter()
+            .filter(|g| !now.contains(g))
+            .map(|g| format!("`{g}` is gone"))
+            .collect();
+        changed.extend(
+            now.iter()
+                .filter(|g| !claim.gates.contains(g))
+                .map(|g| format!("`{g}` is new")),
+        );
+        if !changed.is_empty() {
+            return Judged::Unverified(Unverified::GatesChanged(changed));
+        }
+    }
     if declared.is_empty() {
         return Judged::Unverified(Unverified::NoGates);
     }
     let mut not_run = Vec::new();
-    for name in declared {
-        let last = lines
+    for (name, cmd) in declared {
+        let last = results
             .iter()
             .rev()
-            .find(|l| &l.name == name && tree_of(&l.result).is_some_and(same_tree));
+            .find(|r| &r.name == name && &r.cmd == cmd && same_tree(&r.tree));
         match last {
-            Some(l) if !l.pass => return Judged::Failed(l.clone()),
+            Some(r) if !r.pass => return Judged::Failed(r.clone()),
             Some(_) => {}
             None => not_run.push(name.clone()),
         }
@@ -245,11 +288,12 @@ pub fn decide_stop(judged: &[(&Claim, Judged)], facts: &StopFacts) -> StopCall {
             ),
         };
     }
-    if same_tree >= facts.cap {
+    let total = facts.refusals.map_or(0, |r| r.total);
+    if same_tree >= facts.cap || total >= facts.cap.saturating_mul(TOTAL_PER_TREE_CAP) {
         return StopCall::HandOver {
             rule: Rule::JudgeBlockCap,
             note: format!(
-                "{} stops were refused on {}; {} left to a person to confirm",
+                "{} stops were refused on {} ({total} in all); {} left to a person to confirm",
                 same_tree,
                 facts.tree,
                 names.join(", ")
@@ -300,6 +344,10 @@ pub fn why(claim: &Claim, judged: &Judged) -> String {
             "{what}, but its last commit {} is not on HEAD: check out the work, then run {settle}.",
             esc(&claim.to)
         ),
+        Judged::Unverified(Unverified::GatesChanged(changes)) => format!(
+            "{what}, but its declared gates changed since the claim ({}): a weaker gate verifies nothing; ask a person, and claim it again with `baton ledger complete` once they agree.",
+            esc(&changes.join("; "))
+        ),
     }
 }
 
@@ -309,12 +357,15 @@ mod tests {
 
     const TREE: &str = "5823990+9f3a2c1b";
 
-    fn line(name: &str, pass: bool, tree: &str) -> GateLine {
-        GateLine {
+    fn line(name: &str, pass: bool, tree: &str) -> GateResult {
+        GateResult {
+            phase: "2".into(),
             name: name.into(),
-            pass,
             cmd: "cargo test".into(),
+            pass,
             result: result_on_tree(if pass { "exit 0" } else { "exit 101" }, tree, "ok"),
+            tree: tree.into(),
+            at: "2026-12-05T10:00:00Z".into(),
         }
     }
 
@@ -324,6 +375,7 @@ mod tests {
             phase: "2".into(),
             at: "2026-12-05T10:00:00Z".into(),
             to: "abc1234".into(),
+            gates: Vec::new(),
             on_head: None,
             confirm: None,
         }
@@ -350,18 +402,25 @@ mod tests {
 
     #[test]
     fn a_phase_is_verified_only_by_passes_on_this_tree_with_its_commits_on_head() {
-        let declared = vec!["unit".to_string(), "lint".to_string()];
+        let c = claim();
+        let declared = vec![
+            ("unit".to_string(), "cargo test".to_string()),
+            ("lint".to_string(), "cargo test".to_string()),
+        ];
         let here = |t: &str| t == TREE;
         let both = [line("unit", true, TREE), line("lint", true, TREE)];
-        assert_eq!(judge_phase(&declared, &both, &here, true), Judged::Verified);
         assert_eq!(
-            judge_phase(&declared, &both, &here, false),
+            judge_phase(&c, &declared, &both, &here, true),
+            Judged::Verified
+        );
+        assert_eq!(
+            judge_phase(&c, &declared, &both, &here, false),
             Judged::Unverified(Unverified::CommitsOffHead)
         );
         // A pass on another tree proves nothing here.
         let other = [line("unit", true, "0000000"), line("lint", true, TREE)];
         assert_eq!(
-            judge_phase(&declared, &other, &here, true),
+            judge_phase(&c, &declared, &other, &here, true),
             Judged::Unverified(Unverified::NotRun(vec!["unit".into()]))
         );
         // The last result on this tree counts: a failure after a pass fails.
@@ -371,12 +430,26 @@ mod tests {
             line("unit", false, TREE),
         ];
         assert!(
-            matches!(judge_phase(&declared, &failed, &here, true), Judged::Failed(l) if l.name == "unit")
+            matches!(judge_phase(&c, &declared, &failed, &here, true), Judged::Failed(l) if l.name == "unit")
         );
         assert_eq!(
-            judge_phase(&[], &both, &here, true),
+            judge_phase(&c, &[], &both, &here, true),
             Judged::Unverified(Unverified::NoGates)
         );
+        // A pass of another command than the one declared proves nothing.
+        let weaker = [("unit".to_string(), "true".to_string())];
+        assert_eq!(
+            judge_phase(&c, &weaker, &both, &here, true),
+            Judged::Unverified(Unverified::NotRun(vec!["unit".into()]))
+        );
+        // A claim made with other gates than the phase declares now is not verified by them.
+        let mut snapshot = claim();
+        snapshot.gates = vec![gate_signature("unit", "cargo test --all")];
+        let only_unit = [("unit".to_string(), "cargo test".to_string())];
+        assert!(matches!(
+            judge_phase(&snapshot, &only_unit, &both, &here, true),
+            Judged::Unverified(Unverified::GatesChanged(c)) if c.len() == 2
+        ));
     }
 
     #[test]
@@ -389,6 +462,7 @@ mod tests {
             .map(|count| Refusals {
                 tree: TREE.into(),
                 count,
+                total: count,
             })
             .collect();
         let facts = |again, count: usize| StopFacts {
@@ -433,6 +507,7 @@ mod tests {
         let moved = Refusals {
             tree: "1111111".into(),
             count: 3,
+            total: 3,
         };
         let f = StopFacts {
             refusals: Some(&moved),
@@ -440,6 +515,24 @@ mod tests {
             ..facts(true, 0)
         };
         assert!(matches!(decide_stop(&judged, &f), StopCall::Refuse { .. }));
+        // Every stop on a new tree: the total ends it.
+        let many = Refusals {
+            tree: "1111111".into(),
+            count: 1,
+            total: DEFAULT_BLOCK_CAP * TOTAL_PER_TREE_CAP,
+        };
+        let f = StopFacts {
+            refusals: Some(&many),
+            again: false,
+            ..facts(false, 0)
+        };
+        assert!(matches!(
+            decide_stop(&judged, &f),
+            StopCall::HandOver {
+                rule: Rule::JudgeBlockCap,
+                ..
+            }
+        ));
     }
 
     #[test]

@@ -9,8 +9,8 @@ use crate::env::Ctx;
 use crate::error::OpError;
 use crate::ledgers::{Plan, declared_gates};
 use baton_core::judge::{
-    Claim, Confirm, DEFAULT_BLOCK_CAP, GateLine, JudgeRecord, Judged, Refusals, StopCall,
-    StopFacts, TreeShown, decide_stop, judge_phase, tree_parts,
+    Claim, Confirm, DEFAULT_BLOCK_CAP, JudgeRecord, Judged, Refusals, StopCall, StopFacts,
+    TreeShown, decide_stop, judge_phase, tree_parts,
 };
 use baton_core::ledger::{Event, Ledger, parse_ledger};
 use baton_store::git::{self, TreeId};
@@ -37,42 +37,27 @@ pub fn shown(tree: &TreeId) -> TreeShown {
     }
 }
 
-/// The gate results of `phase` in a ledger, in its order.
-fn gate_lines(ledger: &Ledger, phase: &str) -> Vec<GateLine> {
-    ledger
-        .events
-        .iter()
-        .filter_map(|(_, line)| match &line.event {
-            Event::Gate {
-                phase: p,
-                name,
-                pass,
-                cmd,
-                result,
-            } if p == phase => Some(GateLine {
-                name: name.clone(),
-                pass: *pass,
-                cmd: cmd.clone(),
-                result: result.clone(),
-            }),
-            _ => None,
-        })
-        .collect()
+/// The gates `plan` declares for `phase`, as (name, command).
+fn declared(plan: &Plan, phase: &str) -> Result<Vec<(String, String)>, OpError> {
+    let (gates, _) = declared_gates(plan, phase)?;
+    Ok(gates.into_iter().map(|g| (g.name, g.command)).collect())
 }
 
-/// The verdict on a claim of `plan`, from its ledger's gate lines, on `tree`.
+/// The verdict on a claim of `plan`, from the gate results `baton gate run` recorded, on `tree`.
 fn judge_on(
     ctx: &Ctx,
     plan: &Plan,
     claim: &Claim,
-    ledger: &Ledger,
     tree: &TreeId,
     on_head: bool,
 ) -> Result<Judged, OpError> {
-    let root = ctx.layout()?.root;
-    let (declared, _) = declared_gates(plan, &claim.phase)?;
-    let declared: Vec<String> = declared.into_iter().map(|g| g.name).collect();
-    let lines = gate_lines(ledger, &claim.phase);
+    let layout = ctx.layout()?;
+    let root = layout.root.clone();
+    let declared = declared(plan, &claim.phase)?;
+    let results: Vec<_> = sessions::gate_evidence(&layout, &plan.rel)
+        .into_iter()
+        .filter(|r| r.phase == claim.phase)
+        .collect();
     let now = tree.id();
     let (head_now, changes_now) = tree_parts(&now);
     // A result on another HEAD with the same changes counts when the commits between differ
@@ -87,14 +72,18 @@ fn judge_on(
                     .entry(head.to_string())
                     .or_insert_with(|| git::only_ledgers_between(&root, head, head_now)))
     };
-    Ok(judge_phase(&declared, &lines, &same_tree, on_head))
+    Ok(judge_phase(claim, &declared, &results, &same_tree, on_head))
 }
 
 /// The verdict on one phase claim, on `tree`.
 pub fn judge(ctx: &Ctx, claim: &Claim, tree: &TreeId) -> Result<Judged, OpError> {
+    judge_checked(ctx, claim, tree).map(|(judged, _)| judged)
+}
+
+/// The verdict on one phase claim, and whether its commits were found on HEAD.
+fn judge_checked(ctx: &Ctx, claim: &Claim, tree: &TreeId) -> Result<(Judged, bool), OpError> {
     let root = ctx.layout()?.root;
     let plan = Plan::resolve(ctx, &root.join(&claim.plan))?;
-    let text = baton_store::ledger::read(&plan.ledger)?.unwrap_or_default();
     // The claimed commits are on HEAD when HEAD is the last of them, or is the HEAD they were
     // last found on; git is asked otherwise.
     let on_head = match &tree.head {
@@ -102,7 +91,8 @@ pub fn judge(ctx: &Ctx, claim: &Claim, tree: &TreeId) -> Result<Judged, OpError>
         Some(head) if head.starts_with(&claim.to) || claim.on_head.as_ref() == Some(head) => true,
         Some(_) => git::is_ancestor_of_head(&root, &claim.to)?,
     };
-    judge_on(ctx, &plan, claim, &parse_ledger(&text), tree, on_head)
+    let judged = judge_on(ctx, &plan, claim, tree, on_head)?;
+    Ok((judged, on_head))
 }
 
 /// Every phase a ledger claims complete, judged on `tree` (one git call for all their commits).
@@ -120,6 +110,7 @@ pub fn ledger_verdicts(
                 phase,
                 at: String::new(),
                 to: to.clone(),
+                gates: Vec::new(),
                 on_head: None,
                 confirm: None,
             }),
@@ -138,7 +129,7 @@ pub fn ledger_verdicts(
     claims
         .into_iter()
         .zip(on_head)
-        .map(|(c, on)| judge_on(ctx, plan, &c, ledger, tree, on).map(|j| (c.phase, j)))
+        .map(|(c, on)| judge_on(ctx, plan, &c, tree, on).map(|j| (c.phase, j)))
         .collect()
 }
 
@@ -197,6 +188,10 @@ pub fn claim_phase(
         phase: phase.to_string(),
         at: baton_core::time::format_ts(ctx.now),
         to: to.to_string(),
+        gates: declared(plan, phase)?
+            .iter()
+            .map(|(n, c)| baton_core::judge::gate_signature(n, c))
+            .collect(),
         on_head: None,
         confirm: None,
     };
@@ -259,8 +254,9 @@ pub struct StopContext {
     pub plan_mode: bool,
     /// The client says background tasks still run: the work may not be done yet.
     pub background: bool,
-    /// A failure hook ended this turn.
-    pub failed_turn: bool,
+    /// The turn did not end on its own: the user stopped it, or the client reports its failure
+    /// on the stop itself (Cursor's `status: aborted|error`).
+    pub interrupted: bool,
 }
 
 /// What a stop hook does, and what the judge recorded.
@@ -323,7 +319,7 @@ pub fn at_stop(
     if record.claims.iter().all(|c| c.confirm.is_some())
         || stop.plan_mode
         || stop.background
-        || stop.failed_turn
+        || stop.interrupted
     {
         return Ok(AtStop::Unjudged);
     }
@@ -332,10 +328,17 @@ pub fn at_stop(
         return Ok(AtStop::Unjudged);
     }
     let tree = tree_now(ctx)?;
+    let mut found_on_head = Vec::new();
     let judged: Vec<(Claim, Judged)> = record
         .claims
         .iter()
-        .map(|c| judge(ctx, c, &tree).map(|j| (c.clone(), j)))
+        .map(|c| {
+            let (j, on_head) = judge_checked(ctx, c, &tree)?;
+            if on_head {
+                found_on_head.push((c.plan.clone(), c.phase.clone()));
+            }
+            Ok::<_, OpError>((c.clone(), j))
+        })
         .collect::<Result<_, _>>()?;
     let refs: Vec<(&Claim, Judged)> = judged.iter().map(|(c, j)| (c, j.clone())).collect();
     let tree_shown = shown(&tree);
@@ -380,9 +383,11 @@ pub fn at_stop(
                 .as_ref()
                 .filter(|r| r.tree == tree.id())
                 .map_or(0, |r| r.count);
+            let total = record.refusals.as_ref().map_or(0, |r| r.total);
             record.refusals = Some(Refusals {
                 tree: tree.id(),
                 count: count + 1,
+                total: total + 1,
             });
         }
         StopCall::HandOver { rule, .. } => {
@@ -403,12 +408,7 @@ pub fn at_stop(
     }
     // Where the claimed commits were found on HEAD, the next stop there asks git nothing.
     for claim in &mut record.claims {
-        let found = judged.iter().any(|(c, v)| {
-            c.plan == claim.plan
-                && c.phase == claim.phase
-                && *v != Judged::Unverified(baton_core::judge::Unverified::CommitsOffHead)
-        });
-        if found && tree.head.is_some() {
+        if found_on_head.contains(&(claim.plan.clone(), claim.phase.clone())) {
             claim.on_head.clone_from(&tree.head);
         }
     }
@@ -443,6 +443,7 @@ pub fn judge_plan_phase(
         phase: phase.to_string(),
         at: at.unwrap_or_default(),
         to,
+        gates: Vec::new(),
         on_head: None,
         confirm: None,
     };

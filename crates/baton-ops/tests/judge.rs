@@ -193,27 +193,69 @@ fn a_claim_is_verified_only_by_gates_that_passed_on_the_tree_as_it_is() {
 }
 
 #[test]
-fn a_gate_line_written_without_its_tree_proves_nothing() {
+fn a_gate_line_the_session_writes_itself_proves_nothing() {
     let (dir, store) = project();
     let a = session(dir.path(), &store, "A");
     claim(&a);
-    std::fs::write(dir.path().join("ok.txt"), "").unwrap();
-    ledgers::append_event(
-        &a,
-        Path::new("plans/auth"),
-        Event::Gate {
-            phase: "1".into(),
-            name: "unit".into(),
-            pass: true,
-            cmd: "test -f ok.txt".into(),
-            result: "exit 0".into(),
-        },
+    let tree = baton_ops::judge::tree_now(&a).unwrap().id();
+    // Without a tree, and even naming the tree as it is: only `gate run` is evidence.
+    for result in ["exit 0".to_string(), format!("exit 0 on tree {tree}")] {
+        ledgers::append_event(
+            &a,
+            Path::new("plans/auth"),
+            Event::Gate {
+                phase: "1".into(),
+                name: "unit".into(),
+                pass: true,
+                cmd: "test -f ok.txt".into(),
+                result,
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            verdict(&a),
+            Judged::Unverified(Unverified::NotRun(vec!["unit".into()]))
+        );
+    }
+}
+
+#[test]
+fn a_gate_weakened_after_the_claim_verifies_nothing() {
+    let (dir, store) = project();
+    let a = session(dir.path(), &store, "A");
+    claim(&a);
+    std::fs::write(
+        dir.path().join("plans/auth/phase-1.md"),
+        "# Phase 1\n```gates\nunit: true → exit 0\n```\n",
     )
     .unwrap();
-    assert_eq!(
+    gate_run(&a);
+    assert!(matches!(
         verdict(&a),
-        Judged::Unverified(Unverified::NotRun(vec!["unit".into()]))
-    );
+        Judged::Unverified(Unverified::GatesChanged(_))
+    ));
+}
+
+#[test]
+fn commits_on_another_branch_are_never_taken_for_on_head() {
+    let (dir, store) = project();
+    let root = dir.path();
+    git(root, &["branch", "other"]);
+    let a = session(root, &store, "A");
+    claim(&a);
+    git(root, &["checkout", "--quiet", "other"]);
+    // A refused stop here must not record this HEAD as one the claimed commits are on.
+    assert!(matches!(
+        stop(&a, false),
+        AtStop::Judged(StopCall::Refuse { .. })
+    ));
+    std::fs::write(root.join("ok.txt"), "").unwrap();
+    gate_run(&a);
+    assert_eq!(verdict(&a), Judged::Unverified(Unverified::CommitsOffHead));
+    assert!(matches!(
+        stop(&a, false),
+        AtStop::Judged(StopCall::Refuse { .. })
+    ));
 }
 
 #[test]
@@ -323,7 +365,7 @@ fn the_guards_let_a_stop_through_unjudged() {
             ..StopContext::default()
         },
         StopContext {
-            failed_turn: true,
+            interrupted: true,
             ..StopContext::default()
         },
     ] {

@@ -118,8 +118,9 @@ pub fn tree_status(root: &Path, excluded: &[&Path]) -> Result<TreeStatus, StoreE
     Ok(status)
 }
 
-/// The name of a plan's ledger: its lines record the work, so they are never part of the tree
-/// the work is judged on (appending a gate's line must not change what the gate ran on).
+/// The name of a plan's ledger: its lines record the work, so a ledger (a file of this name
+/// whose first line is the run-state header) is never part of the tree the work is judged on
+/// (appending a gate's line must not change what the gate ran on).
 pub const LEDGER_FILE_NAME: &str = "STATE.md";
 
 /// Exactly which tree a gate ran on, or a claim is judged on: HEAD, the index and the working
@@ -159,6 +160,25 @@ const TREE_ID_HASHED_FILE_CAP: u64 = 16 * 1024 * 1024;
 /// The tree's identity (`TreeId`), from one `git status` call and a read of each changed file.
 /// `excluded` are paths relative to the root (baton's state directory when it is in the tree).
 pub fn tree_id(root: &Path, excluded: &[&Path]) -> Result<TreeId, StoreError> {
+    tree_id_within(root, excluded, 0)
+}
+
+/// How deep submodules and repositories nested in the tree are followed.
+const TREE_ID_NESTING: u32 = 4;
+
+/// Whether `path` (under `root`) is a plan ledger now: named `STATE.md`, its first line the
+/// run-state header. A file of that name that is no ledger is work like any other.
+fn is_ledger(root: &Path, path: &str) -> bool {
+    if Path::new(path).file_name().and_then(|n| n.to_str()) != Some(LEDGER_FILE_NAME) {
+        return false;
+    }
+    crate::ledger::read_head(&root.join(path))
+        .ok()
+        .flatten()
+        .is_some_and(|first| baton_core::ledger::parse_header(&first).is_some())
+}
+
+fn tree_id_within(root: &Path, excluded: &[&Path], depth: u32) -> Result<TreeId, StoreError> {
     use sha2::Digest;
     let mut args = vec![
         "status",
@@ -170,8 +190,6 @@ pub fn tree_id(root: &Path, excluded: &[&Path]) -> Result<TreeId, StoreError> {
         "--",
         ".",
     ];
-    let glob = format!(":(exclude,glob)**/{LEDGER_FILE_NAME}");
-    args.push(&glob);
     let spec: Vec<String> = excluded
         .iter()
         .map(|p| format!(":(exclude,literal){}", p.display()))
@@ -196,10 +214,25 @@ pub fn tree_id(root: &Path, excluded: &[&Path]) -> Result<TreeId, StoreError> {
         let Some(path) = entry.splitn(fields + 1, ' ').nth(fields) else {
             continue;
         };
+        if is_ledger(root, path) {
+            continue;
+        }
         changed += 1;
         hasher.update(entry.as_bytes());
         hasher.update(b"\0");
-        if worktree_differs {
+        // A submodule (`sub` is `S…`) or a repository nested in the tree (an untracked
+        // directory with its own `.git`) is what its own HEAD and changes are.
+        let submodule = entry
+            .split(' ')
+            .nth(2)
+            .is_some_and(|sub| sub.starts_with('S'));
+        let nested = path.ends_with('/') && root.join(path).join(".git").exists();
+        if (submodule || nested) && depth < TREE_ID_NESTING {
+            let inner = tree_id_within(&root.join(path), &[], depth + 1)
+                .map_or_else(|e| format!("unknown {e}"), |t| t.id());
+            hasher.update(inner.as_bytes());
+            hasher.update(b"\0");
+        } else if worktree_differs {
             hasher.update(file_identity(&root.join(path)).as_bytes());
             hasher.update(b"\0");
         }
@@ -226,7 +259,7 @@ pub fn only_ledgers_between(root: &Path, from: &str, to: &str) -> bool {
         Ok(out) => out
             .split('\0')
             .filter(|p| !p.is_empty())
-            .all(|p| Path::new(p).file_name().and_then(|n| n.to_str()) == Some(LEDGER_FILE_NAME)),
+            .all(|p| is_ledger(root, p)),
         Err(_) => false,
     }
 }

@@ -462,6 +462,47 @@ pub fn ledger_writer(layout: &Layout, plan: &str) -> Option<LedgerWriter> {
         .filter(|w| w.plan == plan && !w.session.is_empty())
 }
 
+/// How many gate results a plan's evidence keeps: the newest.
+pub const GATE_EVIDENCE_CAP: usize = 512;
+
+fn gate_evidence_path(layout: &Layout, plan: &str) -> PathBuf {
+    layout
+        .state_dir
+        .join(SESSIONS_DIR)
+        .join(format!("gates-{}.json", &sha256_hex(plan.as_bytes())[..32]))
+}
+
+/// The gate results `baton gate run` recorded for a plan, with the tree each ran on, oldest
+/// first: the judge's evidence (a line in the ledger, which anyone can write, is not). Empty when
+/// there is none or it cannot be read.
+pub fn gate_evidence(layout: &Layout, plan: &str) -> Vec<baton_core::judge::GateResult> {
+    crate::read::read_state(&gate_evidence_path(layout, plan), 4 * 1024 * 1024)
+        .ok()
+        .flatten()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
+}
+
+/// Adds gate results to a plan's evidence, keeping the newest `GATE_EVIDENCE_CAP`.
+pub fn record_gate_evidence(
+    layout: &Layout,
+    plan: &str,
+    results: &[baton_core::judge::GateResult],
+) -> Result<(), StoreError> {
+    let dir = layout.state_dir.join(SESSIONS_DIR);
+    ensure_dir(&dir)?;
+    let mut all = gate_evidence(layout, plan);
+    all.extend_from_slice(results);
+    let excess = all.len().saturating_sub(GATE_EVIDENCE_CAP);
+    all.drain(..excess);
+    let path = gate_evidence_path(layout, plan);
+    let body = serde_json::to_vec(&all).map_err(|e| StoreError::Corrupt {
+        path: path.clone(),
+        detail: format!("cannot serialize: {e}"),
+    })?;
+    crate::atomic::replace_hint(&path, &body)
+}
+
 fn judge_path(layout: &Layout, session: &str) -> PathBuf {
     layout.state_dir.join(SESSIONS_DIR).join(format!(
         "judge-{}.json",

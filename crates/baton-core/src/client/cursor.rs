@@ -8,8 +8,9 @@
 //! `{"continue": true, "additional_context": …}`; the turn's `stop` says how the agent loop
 //! ended (`status`: `completed`, `aborted` or `error`) and names no error, so a failed turn is
 //! a failure of unknown class. A prompt hook cannot add context for the model: its note after
-//! a failure goes to the user as `user_message`. baton never answers `stop` with a
-//! `followup_message` (it would submit a prompt of baton's). Nothing in the reference gives a
+//! a failure goes to the user as `user_message`. baton answers `stop` with a `followup_message`
+//! (a prompt of baton's) only to refuse a stop on claimed work that is not verified
+//! (`baton_ops::judge`), never after the user stopped the turn. Nothing in the reference gives a
 //! headless resume form, so `baton supervise` does not run Cursor.
 
 use serde_json::{Map, Value, json};
@@ -21,8 +22,8 @@ use super::definition::{
 pub struct Cursor;
 
 impl Definition for Cursor {
-    /// A `followup_message` from `stop` is sent as the next user message (within the hook's
-    /// `loop_limit`).
+    /// A `followup_message` from `stop` is sent as the next user message; its `loop_count` says
+    /// how many such follow-ups came before (`StopSignals::again`).
     fn stop_refusal(&self, event: &str, reason: &str) -> Option<String> {
         (event == "stop").then(|| serde_json::json!({ "followup_message": reason }).to_string())
     }

@@ -35,6 +35,9 @@ pub struct GateResult {
     pub seconds: f64,
     /// The ledger line written for it.
     pub line: String,
+    /// The gate changed the tree it ran on (it wrote a file git sees): its result holds for
+    /// the tree before it, which no claim is judged on any more.
+    pub changed_tree: bool,
 }
 
 /// What running a phase's gates did.
@@ -120,6 +123,9 @@ pub fn run_gates(ctx: &Ctx, request: &GateRunRequest) -> Result<GatesRun, OpErro
         let run = run_declared(&plan, phase, gate, timeout)?;
         let pass = !run.timed_out && run.exit == Some(gate.expect_exit);
         failed |= !pass;
+        let changed_tree = tree.as_ref().is_some_and(|before| {
+            crate::judge::tree_now(ctx).is_ok_and(|after| after.id() != before.id())
+        });
         let result = match &tree {
             Some(tree) => baton_core::judge::result_on_tree(
                 &run.status_text(timeout),
@@ -133,7 +139,7 @@ pub fn run_gates(ctx: &Ctx, request: &GateRunRequest) -> Result<GatesRun, OpErro
             name: gate.name.clone(),
             pass,
             cmd: gate.command.clone(),
-            result,
+            result: result.clone(),
         };
         let line = match append_line(
             ctx,
@@ -147,6 +153,23 @@ pub fn run_gates(ctx: &Ctx, request: &GateRunRequest) -> Result<GatesRun, OpErro
             Appended::Refused(d) => return Ok(GatesRun::Refused(d)),
             Appended::Written { text, .. } => text,
         };
+        // The judge's evidence: what ran, on which tree (a hint beside the ledger, whose lines
+        // anyone can write).
+        if let Some(tree) = &tree {
+            let evidence = baton_core::judge::GateResult {
+                phase: phase.to_string(),
+                name: gate.name.clone(),
+                cmd: gate.command.clone(),
+                pass,
+                result,
+                tree: tree.id(),
+                at: format_ts_ms(ctx.now),
+            };
+            if let Ok(layout) = ctx.layout() {
+                let _ =
+                    baton_store::sessions::record_gate_evidence(&layout, &plan.rel, &[evidence]);
+            }
+        }
         results.push(GateResult {
             name: gate.name.clone(),
             pass,
@@ -155,6 +178,7 @@ pub fn run_gates(ctx: &Ctx, request: &GateRunRequest) -> Result<GatesRun, OpErro
             expected: gate.expect_exit,
             seconds: run.seconds,
             line,
+            changed_tree,
         });
     }
     Ok(GatesRun::Ran {

@@ -52,7 +52,7 @@ pub fn cmd_goal(ctx: &Ctx, args: GoalArgs) -> Result<Report, CommandError> {
         shell_quote(&args.phase)
     );
     let condition = format!(
-        "Phase {phase} of {plan} is complete: after the last change to the files, the output of `{check}` starts with `verified:`. Nothing else meets this goal: not a statement that the phase is done, that tests pass or that gates ran, and not an earlier verdict. Record the phase with `baton ledger complete {arg} --phase {phase}` and run its gates with `baton gate run {arg} --phase {phase}`; a verdict of failed or unverified says what is missing.",
+        "Phase {phase} of {plan} is complete: after the last change to the files, the output of `{check}` starts with `verified:`. Nothing else meets this goal: not a statement that the phase is done, that tests pass or that gates ran, and not an earlier verdict. Record the phase with `baton ledger complete {arg} --phase {phase} --tests <passed>/<run>` and run its gates with `baton gate run {arg} --phase {phase}`; a verdict of failed or unverified says what is missing.",
         phase = args.phase,
         plan = plan.rel,
         arg = plan.ledger_arg(),

@@ -331,7 +331,7 @@ impl Session<'_> {
             again: signals.again,
             plan_mode: signals.plan_mode,
             background: signals.background,
-            failed_turn: false,
+            interrupted: signals.interrupted,
         };
         // Every verdict the stop acts on goes to the plan's journal, the store opened only then.
         let mut journal = |plan: &str, event: serde_json::Value| {

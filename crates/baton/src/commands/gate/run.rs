@@ -78,5 +78,11 @@ pub fn cmd_gate_run(ctx: &Ctx, args: RunArgs) -> Result<Report, CommandError> {
             )
         })
         .collect();
+    for r in results.iter().filter(|r| r.changed_tree) {
+        report.warnings.push(format!(
+            "gate {} changed the tree it ran on: its result holds for the tree before it, so no claim is verified by it; keep what it writes out of the tree (a .gitignore entry)",
+            baton_core::text::esc(&r.name)
+        ));
+    }
     Ok(report)
 }
