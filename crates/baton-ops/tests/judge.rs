@@ -397,3 +397,31 @@ fn the_guards_let_a_stop_through_unjudged() {
         AtStop::Judged(StopCall::Refuse { .. })
     ));
 }
+
+#[test]
+fn the_tree_id_sees_what_git_status_sees_and_nested_repositories_but_not_ledgers() {
+    let (dir, store) = project();
+    let root = dir.path();
+    let a = session(root, &store, "A");
+    let id = || baton_ops::judge::tree_now(&a).unwrap().id();
+    let clean = id();
+    assert_eq!(clean.len(), 7, "{clean}");
+    // A ledger is bookkeeping; a file of the same name that is no ledger is work.
+    ledgers::init(&a, Path::new("plans/auth")).unwrap();
+    assert_eq!(id(), clean);
+    std::fs::write(root.join("STATE.md"), "not a ledger\n").unwrap();
+    let with_file = id();
+    assert_ne!(with_file, clean);
+    std::fs::write(root.join("STATE.md"), "not a ledger either\n").unwrap();
+    assert_ne!(id(), with_file);
+    std::fs::remove_file(root.join("STATE.md")).unwrap();
+    assert_eq!(id(), clean);
+    // A repository nested in the tree is what its own HEAD and changes are.
+    let nested = root.join("vendor");
+    std::fs::create_dir(&nested).unwrap();
+    git(&nested, &["init", "--quiet"]);
+    std::fs::write(nested.join("lib.txt"), "one\n").unwrap();
+    let before = id();
+    std::fs::write(nested.join("lib.txt"), "two\n").unwrap();
+    assert_ne!(id(), before);
+}

@@ -219,3 +219,25 @@ fn a_client_that_cannot_refuse_a_stop_hears_the_verdict_at_its_next_prompt() {
     let (env, _) = claimed(&session);
     assert_eq!(stop(&env, "claude", "UserPromptSubmit", &bytes).stdout, "");
 }
+
+/// Cursor: a stop the user made (`status: aborted`) is never refused, and a stop that follows
+/// baton's own follow-up (`loop_count` above 0) on the same tree is let through.
+#[test]
+fn cursor_never_refuses_the_users_stop_and_counts_its_follow_ups() {
+    let (bytes, session) = payload("cursor-reference/stop.json", &[]);
+    let (env, _) = claimed(&session);
+    let (aborted, _) = payload(
+        "cursor-reference/stop.json",
+        &[("status", "aborted".into())],
+    );
+    assert_eq!(stop(&env, "cursor", "stop", &aborted).stdout, "");
+    assert!(
+        stop(&env, "cursor", "stop", &bytes)
+            .stdout
+            .contains("followup_message")
+    );
+    let (follow_up, _) = payload("cursor-reference/stop.json", &[("loop_count", 1.into())]);
+    let again = stop(&env, "cursor", "stop", &follow_up);
+    assert_eq!(again.stdout, "");
+    assert!(again.stderr.contains("confirm"), "{}", again.stderr);
+}
