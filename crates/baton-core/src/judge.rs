@@ -15,12 +15,33 @@ use crate::text::{esc, shell_quote};
 /// person (`Rule::JudgeBlockCap`).
 pub const DEFAULT_BLOCK_CAP: u32 = 3;
 
+/// What kind of work a claim is of.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClaimKind {
+    /// A plan's phase recorded complete (`ledger complete`): its phase file declares its gates.
+    #[default]
+    Phase,
+    /// A ticket's loop finished complete (`loop finish --status complete`): the project's gates
+    /// (`[judge.gates]` in `.baton.toml`) govern it.
+    Loop,
+}
+
 /// What a session claimed complete, as the judge keeps it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Claim {
-    /// The plan directory, relative to the project root.
+    #[serde(default, skip_serializing_if = "is_phase")]
+    pub kind: ClaimKind,
+    /// The plan directory, relative to the project root (a phase's claim).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub plan: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub phase: String,
+    /// The ticket as given, and its loop key (a loop's claim).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub ticket: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub key: String,
     /// When the claim was recorded.
     pub at: String,
     /// The commits the complete line names (`<from>..<to>`): they must be on HEAD.
@@ -36,6 +57,89 @@ pub struct Claim {
     /// Set when a stop was let through on this claim unverified: a person must confirm it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirm: Option<Confirm>,
+}
+
+fn is_phase(kind: &ClaimKind) -> bool {
+    *kind == ClaimKind::Phase
+}
+
+impl Claim {
+    /// A phase's claim.
+    pub fn phase(plan: &str, phase: &str, at: String, to: String, gates: Vec<String>) -> Claim {
+        Claim {
+            kind: ClaimKind::Phase,
+            plan: plan.to_string(),
+            phase: phase.to_string(),
+            ticket: String::new(),
+            key: String::new(),
+            at,
+            to,
+            gates,
+            on_head: None,
+            confirm: None,
+        }
+    }
+
+    /// A loop's claim.
+    pub fn of_loop(ticket: &str, key: &str, at: String, to: String, gates: Vec<String>) -> Claim {
+        Claim {
+            kind: ClaimKind::Loop,
+            ticket: ticket.to_string(),
+            key: key.to_string(),
+            ..Claim::phase("", "", at, to, gates)
+        }
+    }
+
+    /// Whether `other` claims the same work.
+    pub fn same_work(&self, other: &Claim) -> bool {
+        self.kind == other.kind
+            && self.plan == other.plan
+            && self.phase == other.phase
+            && self.key == other.key
+    }
+
+    /// The work, as a sentence names it: `phase 1 of plans/auth`, `the loop of PROJ-1`.
+    pub fn named(&self) -> String {
+        match self.kind {
+            ClaimKind::Phase => format!("phase {} of {}", esc(&self.phase), esc(&self.plan)),
+            ClaimKind::Loop => format!("the loop of {}", esc(&self.ticket)),
+        }
+    }
+
+    /// Where the judge keeps the gate results and the history of this work: the plan
+    /// directory, or `loop/<KEY>`.
+    pub fn evidence_key(&self) -> String {
+        match self.kind {
+            ClaimKind::Phase => self.plan.clone(),
+            ClaimKind::Loop => format!("loop/{}", self.key),
+        }
+    }
+
+    /// The one command that runs the work's gates on the tree as it is.
+    pub fn settle(&self) -> String {
+        match self.kind {
+            ClaimKind::Phase => format!(
+                "`baton gate run {} --phase {}`",
+                shell_quote(&esc(&self.plan)),
+                shell_quote(&esc(&self.phase))
+            ),
+            ClaimKind::Loop => format!(
+                "`baton gate run --ticket {}`",
+                shell_quote(&esc(&self.ticket))
+            ),
+        }
+    }
+
+    /// The command that claims it again.
+    fn reclaim(&self) -> String {
+        match self.kind {
+            ClaimKind::Phase => "`baton ledger complete`".into(),
+            ClaimKind::Loop => format!(
+                "`baton loop finish {} --status complete`",
+                shell_quote(&esc(&self.ticket))
+            ),
+        }
+    }
 }
 
 /// A claim handed to a person: the rule that let the stop through and the tree it was on.
@@ -72,10 +176,9 @@ pub struct JudgeRecord {
 }
 
 impl JudgeRecord {
-    /// Records a claim, replacing an earlier claim of the same phase.
+    /// Records a claim, replacing an earlier claim of the same work.
     pub fn claim(&mut self, claim: Claim) {
-        self.claims
-            .retain(|c| !(c.plan == claim.plan && c.phase == claim.phase));
+        self.claims.retain(|c| !c.same_work(&claim));
         self.claims.push(claim);
     }
 }
@@ -274,10 +377,7 @@ pub fn decide_stop(judged: &[(&Claim, Judged)], facts: &StopFacts) -> StopCall {
         .refusals
         .filter(|r| r.tree == facts.tree.id)
         .map_or(0, |r| r.count);
-    let names: Vec<String> = open
-        .iter()
-        .map(|(c, _)| format!("phase {} of {}", c.phase, esc(&c.plan)))
-        .collect();
+    let names: Vec<String> = open.iter().map(|(c, _)| c.named()).collect();
     if facts.again && same_tree > 0 {
         return StopCall::HandOver {
             rule: Rule::JudgeUnchanged,
@@ -316,10 +416,17 @@ pub fn decide_stop(judged: &[(&Claim, Judged)], facts: &StopFacts) -> StopCall {
 
 /// One claim's evidence and the one command that settles it.
 pub fn why(claim: &Claim, judged: &Judged) -> String {
-    let plan = shell_quote(&esc(&claim.plan));
-    let phase = &claim.phase;
-    let settle = format!("`baton gate run {plan} --phase {phase}`");
-    let what = format!("Phase {phase} of {} is claimed complete", esc(&claim.plan));
+    let settle = claim.settle();
+    let named = claim.named();
+    let mut first = named.chars();
+    let what = format!(
+        "{}{} is claimed complete",
+        first
+            .next()
+            .map(|c| c.to_uppercase().to_string())
+            .unwrap_or_default(),
+        first.as_str()
+    );
     match judged {
         Judged::Verified => format!("{what} and verified."),
         Judged::Failed(l) => format!(
@@ -328,9 +435,14 @@ pub fn why(claim: &Claim, judged: &Judged) -> String {
             esc(&l.cmd),
             esc(&l.result)
         ),
-        Judged::Unverified(Unverified::NoGates) => format!(
-            "{what}, but it declares no exit gate, so nothing checks it: declare one in its phase file, then run {settle}."
-        ),
+        Judged::Unverified(Unverified::NoGates) => match claim.kind {
+            ClaimKind::Phase => format!(
+                "{what}, but it declares no exit gate, so nothing checks it: declare one in its phase file, then run {settle}."
+            ),
+            ClaimKind::Loop => format!(
+                "{what}, but the project declares no gate, so nothing checks it: declare them under `[judge.gates]` in .baton.toml (docs/judge.md), then run {settle}."
+            ),
+        },
         Judged::Unverified(Unverified::NotRun(gates)) => format!(
             "{what}, but {} {} no result on this tree: run {settle}.",
             gates
@@ -345,8 +457,9 @@ pub fn why(claim: &Claim, judged: &Judged) -> String {
             esc(&claim.to)
         ),
         Judged::Unverified(Unverified::GatesChanged(changes)) => format!(
-            "{what}, but its declared gates changed since the claim ({}): a weaker gate verifies nothing; ask a person, and claim it again with `baton ledger complete` once they agree.",
-            esc(&changes.join("; "))
+            "{what}, but its declared gates changed since the claim ({}): a weaker gate verifies nothing; ask a person, and claim it again with {} once they agree.",
+            esc(&changes.join("; ")),
+            claim.reclaim()
         ),
     }
 }
@@ -370,15 +483,13 @@ mod tests {
     }
 
     fn claim() -> Claim {
-        Claim {
-            plan: "plans/auth".into(),
-            phase: "2".into(),
-            at: "2026-12-05T10:00:00Z".into(),
-            to: "abc1234".into(),
-            gates: Vec::new(),
-            on_head: None,
-            confirm: None,
-        }
+        Claim::phase(
+            "plans/auth",
+            "2",
+            "2026-12-05T10:00:00Z".into(),
+            "abc1234".into(),
+            Vec::new(),
+        )
     }
 
     fn shown() -> TreeShown {

@@ -268,13 +268,13 @@ fn mark_of(fields: &Value) -> (MarkKind, String) {
         }
         // The judge's verdicts on a plan's claims (docs/judge.md).
         (None, "claimed" | "refused" | "handed-over" | "verified") => {
-            let phase = text(&fields["phase"]).unwrap_or("?");
+            let work = text(&fields["work"]).unwrap_or("the work");
             let verdict = text(&fields["verdict"]).unwrap_or("unverified");
             let label = match name {
-                "claimed" => format!("phase {phase} claimed: {verdict}"),
-                "refused" => format!("stop refused: phase {phase} {verdict}"),
-                "handed-over" => format!("phase {phase} {verdict}: a person confirms"),
-                _ => format!("phase {phase} verified"),
+                "claimed" => format!("{work} claimed: {verdict}"),
+                "refused" => format!("stop refused: {work} {verdict}"),
+                "handed-over" => format!("{work} {verdict}: a person confirms"),
+                _ => format!("{work} verified"),
             };
             let kind = match (name, verdict) {
                 ("verified", _) | ("claimed", "verified") => MarkKind::GatePass,

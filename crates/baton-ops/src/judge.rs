@@ -9,8 +9,8 @@ use crate::env::Ctx;
 use crate::error::OpError;
 use crate::ledgers::{Plan, declared_gates};
 use baton_core::judge::{
-    Claim, Confirm, DEFAULT_BLOCK_CAP, JudgeRecord, Judged, Refusals, StopCall, StopFacts,
-    TreeShown, decide_stop, judge_phase, tree_parts,
+    Claim, ClaimKind, Confirm, DEFAULT_BLOCK_CAP, JudgeRecord, Judged, Refusals, StopCall,
+    StopFacts, TreeShown, decide_stop, judge_phase, tree_parts,
 };
 use baton_core::ledger::{Event, Ledger, parse_ledger};
 use baton_store::git::{self, TreeId};
@@ -43,18 +43,64 @@ fn declared(plan: &Plan, phase: &str) -> Result<Vec<(String, String)>, OpError> 
     Ok(gates.into_iter().map(|g| (g.name, g.command)).collect())
 }
 
-/// The verdict on a claim of `plan`, from the gate results `baton gate run` recorded, on `tree`.
+/// The project's own gates, for work no plan declares gates for (a ticket's loop): the
+/// `[judge.gates]` table of `.baton.toml`, `<name> = "<command>"`, each expected to exit 0.
+pub fn project_gates(ctx: &Ctx) -> Result<Vec<(String, String)>, OpError> {
+    let Some(judge) = crate::env::project_table(&ctx.layout()?.root, "judge")? else {
+        return Ok(Vec::new());
+    };
+    let Some(gates) = judge.get("gates") else {
+        return Ok(Vec::new());
+    };
+    let bad = |why: String| {
+        OpError::usage(format!(
+            "{}: [judge.gates] {why}",
+            crate::env::PROJECT_SETTINGS
+        ))
+        .hint("write each gate as `<name> = \"<command>\"` (it passes when it exits 0)")
+    };
+    let table = gates
+        .as_table()
+        .ok_or_else(|| bad("is not a table".into()))?;
+    table
+        .iter()
+        .map(|(name, v)| {
+            let cmd = v
+                .as_str()
+                .ok_or_else(|| bad(format!("`{name}` is not a command string")))?;
+            if name.contains(' ') || cmd.trim().is_empty() {
+                return Err(bad(format!(
+                    "`{name}` needs a name without spaces and a command"
+                )));
+            }
+            Ok((name.to_string(), cmd.to_string()))
+        })
+        .collect()
+}
+
+/// The gates that govern a claim's work now.
+fn declared_for(ctx: &Ctx, claim: &Claim) -> Result<Vec<(String, String)>, OpError> {
+    match claim.kind {
+        ClaimKind::Phase => {
+            let root = ctx.layout()?.root;
+            let plan = Plan::resolve(ctx, &root.join(&claim.plan))?;
+            declared(&plan, &claim.phase)
+        }
+        ClaimKind::Loop => project_gates(ctx),
+    }
+}
+
+/// The verdict on a claim, from the gate results `baton gate run` recorded, on `tree`.
 fn judge_on(
     ctx: &Ctx,
-    plan: &Plan,
     claim: &Claim,
+    declared: &[(String, String)],
     tree: &TreeId,
     on_head: bool,
 ) -> Result<Judged, OpError> {
     let layout = ctx.layout()?;
     let root = layout.root.clone();
-    let declared = declared(plan, &claim.phase)?;
-    let results: Vec<_> = sessions::gate_evidence(&layout, &plan.rel)
+    let results: Vec<_> = sessions::gate_evidence(&layout, &claim.evidence_key())
         .into_iter()
         .filter(|r| r.phase == claim.phase)
         .collect();
@@ -72,7 +118,7 @@ fn judge_on(
                     .entry(head.to_string())
                     .or_insert_with(|| git::only_ledgers_between(&root, head, head_now)))
     };
-    Ok(judge_phase(claim, &declared, &results, &same_tree, on_head))
+    Ok(judge_phase(claim, declared, &results, &same_tree, on_head))
 }
 
 /// The verdict on one phase claim, on `tree`.
@@ -83,15 +129,16 @@ pub fn judge(ctx: &Ctx, claim: &Claim, tree: &TreeId) -> Result<Judged, OpError>
 /// The verdict on one phase claim, and whether its commits were found on HEAD.
 fn judge_checked(ctx: &Ctx, claim: &Claim, tree: &TreeId) -> Result<(Judged, bool), OpError> {
     let root = ctx.layout()?.root;
-    let plan = Plan::resolve(ctx, &root.join(&claim.plan))?;
+    let declared = declared_for(ctx, claim)?;
     // The claimed commits are on HEAD when HEAD is the last of them, or is the HEAD they were
-    // last found on; git is asked otherwise.
+    // last found on; git is asked otherwise. A claim that names no commit has none to lose.
     let on_head = match &tree.head {
+        _ if claim.to.is_empty() => true,
         None => false,
         Some(head) if head.starts_with(&claim.to) || claim.on_head.as_ref() == Some(head) => true,
         Some(_) => git::is_ancestor_of_head(&root, &claim.to)?,
     };
-    let judged = judge_on(ctx, &plan, claim, tree, on_head)?;
+    let judged = judge_on(ctx, claim, &declared, tree, on_head)?;
     Ok((judged, on_head))
 }
 
@@ -105,15 +152,13 @@ pub fn ledger_verdicts(
     let claims: Vec<Claim> = baton_core::ledger::phase_claims(ledger)
         .into_iter()
         .filter_map(|(phase, complete, _)| match complete {
-            Some(Event::Complete { to, .. }) => Some(Claim {
-                plan: plan.rel.clone(),
-                phase,
-                at: String::new(),
-                to: to.clone(),
-                gates: Vec::new(),
-                on_head: None,
-                confirm: None,
-            }),
+            Some(Event::Complete { to, .. }) => Some(Claim::phase(
+                &plan.rel,
+                &phase,
+                String::new(),
+                to.clone(),
+                Vec::new(),
+            )),
             _ => None,
         })
         .collect();
@@ -129,7 +174,10 @@ pub fn ledger_verdicts(
     claims
         .into_iter()
         .zip(on_head)
-        .map(|(c, on)| judge_on(ctx, plan, &c, tree, on).map(|j| (c.phase, j)))
+        .map(|(c, on)| {
+            let declared = declared(plan, &c.phase)?;
+            judge_on(ctx, &c, &declared, tree, on).map(|j| (c.phase, j))
+        })
         .collect()
 }
 
@@ -144,7 +192,7 @@ pub struct Claimed {
     pub kept: bool,
 }
 
-/// What the judge journals: one event for a plan (`JournalTarget::Plan`), handed to the caller,
+/// What the judge journals: one event for a plan (`JournalTarget::Judge`), handed to the caller,
 /// which keeps it in the store's journal of the plan.
 pub type Journal<'a> = &'a mut dyn FnMut(&str, serde_json::Value);
 
@@ -161,7 +209,7 @@ fn judge_event(
     let mut e = serde_json::json!({
         "ts": baton_core::time::format_ts_ms(ctx.now),
         "event": event,
-        "plan": claim.plan,
+        "work": claim.named(),
         "session": ctx.session(),
         "phase": claim.phase,
         "verdict": judged.word(),
@@ -176,6 +224,7 @@ fn judge_event(
     e
 }
 
+/// A phase recorded complete (`ledger complete`), its last commit `to`.
 pub fn claim_phase(
     ctx: &Ctx,
     plan: &Plan,
@@ -183,18 +232,52 @@ pub fn claim_phase(
     to: &str,
     journal: Journal,
 ) -> Result<Claimed, OpError> {
-    let claim = Claim {
-        plan: plan.rel.clone(),
-        phase: phase.to_string(),
-        at: baton_core::time::format_ts(ctx.now),
-        to: to.to_string(),
-        gates: declared(plan, phase)?
-            .iter()
-            .map(|(n, c)| baton_core::judge::gate_signature(n, c))
-            .collect(),
-        on_head: None,
-        confirm: None,
-    };
+    let gates = declared(plan, phase)?;
+    let claim = Claim::phase(
+        &plan.rel,
+        phase,
+        baton_core::time::format_ts(ctx.now),
+        to.to_string(),
+        signatures(&gates),
+    );
+    claim_work(ctx, claim, journal)
+}
+
+/// A ticket's loop finished complete (`loop finish --status complete`), at HEAD. A loop is
+/// judged only where the project declares its gates (`[judge.gates]`): `None` elsewhere, since
+/// nothing there says what done is.
+pub fn claim_loop(
+    ctx: &Ctx,
+    ticket: &str,
+    key: &str,
+    journal: Journal,
+) -> Result<Option<Claimed>, OpError> {
+    let gates = project_gates(ctx)?;
+    if gates.is_empty() {
+        return Ok(None);
+    }
+    let root = ctx.layout()?.root;
+    let head = git::head_and_index(&root)?.head.unwrap_or_default();
+    let claim = Claim::of_loop(
+        ticket,
+        key,
+        baton_core::time::format_ts(ctx.now),
+        head.chars().take(7).collect(),
+        signatures(&gates),
+    );
+    claim_work(ctx, claim, journal).map(Some)
+}
+
+fn signatures(gates: &[(String, String)]) -> Vec<String> {
+    gates
+        .iter()
+        .map(|(n, c)| baton_core::judge::gate_signature(n, c))
+        .collect()
+}
+
+/// A claim judged at once on the tree as it is, and kept for the session's stops when a
+/// session made it.
+fn claim_work(ctx: &Ctx, claim: Claim, journal: Journal) -> Result<Claimed, OpError> {
     let tree = tree_now(ctx)?;
     let judged = judge(ctx, &claim, &tree)?;
     let mut kept = false;
@@ -209,7 +292,7 @@ pub fn claim_phase(
         kept = true;
     }
     journal(
-        &claim.plan,
+        &claim.evidence_key(),
         judge_event(ctx, "claimed", &claim, &judged, &tree.id(), None),
     );
     Ok(Claimed {
@@ -335,7 +418,7 @@ pub fn at_stop(
         .map(|c| {
             let (j, on_head) = judge_checked(ctx, c, &tree)?;
             if on_head {
-                found_on_head.push((c.plan.clone(), c.phase.clone()));
+                found_on_head.push(c.clone());
             }
             Ok::<_, OpError>((c.clone(), j))
         })
@@ -364,7 +447,7 @@ pub fn at_stop(
         };
         if let Some((event, rule)) = event {
             journal(
-                &claim.plan,
+                &claim.evidence_key(),
                 judge_event(ctx, event, claim, judged, &id, rule),
             );
         }
@@ -408,7 +491,7 @@ pub fn at_stop(
     }
     // Where the claimed commits were found on HEAD, the next stop there asks git nothing.
     for claim in &mut record.claims {
-        if found_on_head.contains(&(claim.plan.clone(), claim.phase.clone())) {
+        if found_on_head.iter().any(|c: &Claim| c.same_work(claim)) {
             claim.on_head.clone_from(&tree.head);
         }
     }
@@ -438,15 +521,117 @@ pub fn judge_plan_phase(
     let Some((to, at)) = complete else {
         return Ok((shown(&tree), None));
     };
-    let claim = Claim {
-        plan: plan.rel.clone(),
-        phase: phase.to_string(),
-        at: at.unwrap_or_default(),
-        to,
-        gates: Vec::new(),
-        on_head: None,
-        confirm: None,
-    };
+    let claim = Claim::phase(&plan.rel, phase, at.unwrap_or_default(), to, Vec::new());
+    let judged = judge(ctx, &claim, &tree)?;
+    Ok((shown(&tree), Some((claim, judged))))
+}
+
+/// One of the project's gates run for a ticket's loop (`baton gate run --ticket`).
+#[derive(Debug)]
+pub struct WorkGate {
+    pub name: String,
+    pub pass: bool,
+    pub exit: Option<i32>,
+    pub timed_out: bool,
+    pub seconds: f64,
+    /// What it recorded: `gate <name> → PASS|FAIL (evidence: <cmd> → <result>)`.
+    pub line: String,
+    /// The gate changed the tree it ran on (see `ledgers::GateResult::changed_tree`).
+    pub changed_tree: bool,
+}
+
+/// Runs the project's gates (`[judge.gates]`) for the loop of `ticket` (key `key`), or the one
+/// named, each on the tree as it is, and records each result with its tree as the judge's
+/// evidence for the loop (`loop/<KEY>`). A loop has no ledger: the evidence is its record.
+pub fn run_loop_gates(
+    ctx: &Ctx,
+    ticket: &str,
+    key: &str,
+    only: Option<&str>,
+    timeout: std::time::Duration,
+) -> Result<Vec<WorkGate>, OpError> {
+    let layout = ctx.layout()?;
+    let mut gates = project_gates(ctx)?;
+    if let Some(only) = only {
+        gates.retain(|(name, _)| name == only);
+    }
+    if gates.is_empty() {
+        return Err(OpError::usage(format!(
+            "no project gates{} to run for the loop of {}",
+            only.map(|g| format!(" named {g}")).unwrap_or_default(),
+            baton_core::text::esc(ticket)
+        ))
+        .hint("declare them in .baton.toml as `[judge.gates]` with `<name> = \"<command>\"` (docs/judge.md)"));
+    }
+    let claim = Claim::of_loop(ticket, key, String::new(), String::new(), Vec::new());
+    let root = layout.root.to_string_lossy().into_owned();
+    let mut ran = Vec::new();
+    for (name, cmd) in gates {
+        let tree = tree_now(ctx)?;
+        let env = [
+            ("BATON_PROJECT_ROOT", root.as_str()),
+            ("BATON_TICKET", ticket),
+            ("BATON_GATE", name.as_str()),
+        ];
+        let run = baton_store::gate::run_gate(&cmd, &layout.root, &env, timeout)?;
+        let pass = !run.timed_out && run.exit == Some(0);
+        let result = baton_core::judge::result_on_tree(
+            &run.status_text(timeout),
+            &tree.id(),
+            &run.last_line,
+        );
+        let changed_tree = tree_now(ctx).is_ok_and(|after| after.id() != tree.id());
+        sessions::record_gate_evidence(
+            &layout,
+            &claim.evidence_key(),
+            &[baton_core::judge::GateResult {
+                phase: String::new(),
+                name: name.clone(),
+                cmd: cmd.clone(),
+                pass,
+                result: result.clone(),
+                tree: tree.id(),
+                at: baton_core::time::format_ts_ms(ctx.at_write()?.now),
+            }],
+        )?;
+        ran.push(WorkGate {
+            line: format!(
+                "gate {name} → {} (evidence: {cmd} → {result})",
+                if pass { "PASS" } else { "FAIL" }
+            ),
+            name,
+            pass,
+            exit: run.exit,
+            timed_out: run.timed_out,
+            seconds: run.seconds,
+            changed_tree,
+        });
+    }
+    Ok(ran)
+}
+
+/// The loop of `ticket` judged on the tree as it is, whoever finished it; `None` when it is
+/// not finished complete.
+pub fn judge_loop(
+    ctx: &Ctx,
+    store: &dyn baton_store::StateStore,
+    ticket: &str,
+    key: &str,
+) -> Result<(TreeShown, Option<(Claim, Judged)>), OpError> {
+    if project_gates(ctx)?.is_empty() {
+        return Err(OpError::usage(
+            "the project declares no gates, so a loop's completion is not judged here",
+        )
+        .hint("declare them in .baton.toml as `[judge.gates]` with `<name> = \"<command>\"` (docs/judge.md)"));
+    }
+    let tree = tree_now(ctx)?;
+    let complete = store
+        .read_loop(key)?
+        .is_some_and(|l| l.state.status == baton_core::model::LoopStatus::Complete);
+    if !complete {
+        return Ok((shown(&tree), None));
+    }
+    let claim = Claim::of_loop(ticket, key, String::new(), String::new(), Vec::new());
     let judged = judge(ctx, &claim, &tree)?;
     Ok((shown(&tree), Some((claim, judged))))
 }

@@ -35,9 +35,10 @@ pub enum JournalTarget<'a> {
     /// The project's batch.
     Batch,
     Run(&'a RunId),
-    /// The judge's history of a plan's claims (by the plan directory, relative to the root):
-    /// each claim with its verdict, each refused stop, each claim handed to a person.
-    Plan(&'a str),
+    /// The judge's history of the claims on a piece of work (`Claim::evidence_key`: the plan
+    /// directory, or `loop/<KEY>`): each claim with its verdict, each refused stop, each claim
+    /// handed to a person.
+    Judge(&'a str),
 }
 
 /// What a read found: the events in file order, how many lines were skipped because they were
@@ -56,7 +57,7 @@ impl Layout {
     }
 
     /// `journal/loop-<KEY>.jsonl`, `journal/batch.jsonl`, `journal/run-<RUN_ID>.jsonl` or
-    /// `journal/plan-<digest of the plan directory>.jsonl`.
+    /// `journal/judge-<digest of the work's key>.jsonl`.
     pub fn journal_file(&self, target: JournalTarget) -> Result<PathBuf, StoreError> {
         let name = match target {
             JournalTarget::Loop(key) => {
@@ -74,8 +75,8 @@ impl Layout {
             }
             JournalTarget::Batch => "batch.jsonl".into(),
             JournalTarget::Run(id) => format!("run-{id}.jsonl"),
-            JournalTarget::Plan(plan) => {
-                format!("plan-{}.jsonl", &crate::sha256_hex(plan.as_bytes())[..16])
+            JournalTarget::Judge(work) => {
+                format!("judge-{}.jsonl", &crate::sha256_hex(work.as_bytes())[..16])
             }
         };
         Ok(self.journal_dir().join(name))

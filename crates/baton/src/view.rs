@@ -501,10 +501,10 @@ pub fn journal_line(event: &Value, when: &dyn Fn(&Value) -> String) -> String {
 /// …): <why>`.
 pub fn judge_line(event: &Value, when: &dyn Fn(&Value) -> String) -> String {
     let mut line = format!(
-        "{}  {}  phase {} {} on tree {}",
+        "{}  {}  {} {} on tree {}",
         when(&event["ts"]),
         shown(&event["event"]),
-        shown(&event["phase"]),
+        shown(&event["work"]),
         shown(&event["verdict"]),
         shown(&event["tree"]),
     );

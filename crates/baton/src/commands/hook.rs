@@ -340,7 +340,7 @@ impl Session<'_> {
                 .map_err(|e| e.message)
                 .and_then(|(_, store)| {
                     store
-                        .append_journal(baton_store::JournalTarget::Plan(plan), &event)
+                        .append_journal(baton_store::JournalTarget::Judge(plan), &event)
                         .map_err(|e| e.to_string())
                 });
             if let Err(e) = kept {

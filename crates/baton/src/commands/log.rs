@@ -63,7 +63,7 @@ pub fn cmd_log(ctx: &Ctx, args: LogArgs) -> Result<Report, CommandError> {
             // The judge's verdicts on the plan's claims, each at its time among the lines.
             let judged = ctx
                 .store()?
-                .read_journal(JournalTarget::Plan(&plan.rel))?
+                .read_journal(JournalTarget::Judge(&plan.rel))?
                 .events;
             merge_by_time(&mut events, judged);
             let journal = Journal {
@@ -82,7 +82,15 @@ pub fn cmd_log(ctx: &Ctx, args: LogArgs) -> Result<Report, CommandError> {
                 Resolved::Ledger(_) => unreachable!("handled above"),
             };
             let path = store.journal_shown(target)?;
-            (kind, path, store.read_journal(target)?)
+            let mut journal = store.read_journal(target)?;
+            // A loop's claims, judged (docs/judge.md), among its events.
+            if let Resolved::Loop(t) = other {
+                let judged = store
+                    .read_journal(JournalTarget::Judge(&format!("loop/{}", t.key)))?
+                    .events;
+                merge_by_time(&mut journal.events, judged);
+            }
+            (kind, path, journal)
         }
     };
     let Journal {
@@ -106,13 +114,15 @@ pub fn cmd_log(ctx: &Ctx, args: LogArgs) -> Result<Report, CommandError> {
     }
     let when = |ts: &serde_json::Value| crate::view::local_time(ctx, ts);
     for event in &events {
-        text.push_str(&if kind == "ledger" && event.get("verdict").is_some() {
-            crate::view::judge_line(event, &when)
-        } else if kind == "ledger" {
-            crate::view::ledger_line(event, &when)
-        } else {
-            crate::view::journal_line(event, &when)
-        });
+        text.push_str(
+            &if event.get("work").is_some() && event.get("verdict").is_some() {
+                crate::view::judge_line(event, &when)
+            } else if kind == "ledger" {
+                crate::view::ledger_line(event, &when)
+            } else {
+                crate::view::journal_line(event, &when)
+            },
+        );
         text.push('\n');
     }
     let mut report = Report::ok(

@@ -9,7 +9,6 @@ use serde::Serialize;
 use crate::error::{CommandError, ExitStatus};
 use crate::output::Report;
 use baton_core::judge::{Claim, Judged, TreeShown, why};
-use baton_core::text::esc;
 use baton_ops::env::Ctx;
 use baton_ops::judge;
 
@@ -22,7 +21,9 @@ use baton_ops::judge;
 /// `baton gate run` runs the gates.
 ///
 /// Without a plan, the claims of this session (`--session`, or the agent client's own), the
-/// ones its stops are judged on. With a plan and `--phase`, that phase, whoever claimed it.
+/// ones its stops are judged on. With a plan and `--phase`, that phase, whoever claimed it; with
+/// `--ticket`, that ticket's loop once finished complete, by the project's gates
+/// (`[judge.gates]`).
 ///
 /// Exit 0 whatever the verdict (a query that computed one).
 #[derive(Debug, Args)]
@@ -33,6 +34,9 @@ pub struct VerdictArgs {
     /// The phase to judge, as the plan names it (`1`, `2b`).
     #[arg(long, requires = "plan")]
     phase: Option<String>,
+    /// Judge this ticket's loop instead.
+    #[arg(long, value_name = "TICKET", conflicts_with_all = ["plan", "phase"])]
+    ticket: Option<std::ffi::OsString>,
 }
 
 #[derive(Serialize)]
@@ -48,8 +52,13 @@ struct Judgement {
 
 #[derive(Serialize)]
 struct ClaimShown {
+    /// `phase` or `loop`.
+    kind: baton_core::judge::ClaimKind,
+    /// The work as a sentence names it (`phase 1 of plans/auth`, `the loop of PROJ-1`).
+    work: String,
     plan: String,
     phase: String,
+    ticket: String,
     verdict: &'static str,
     claimed_at: String,
     /// The evidence and the command that settles it; absent when verified.
@@ -59,6 +68,17 @@ struct ClaimShown {
 }
 
 pub fn cmd_verdict(ctx: &Ctx, args: VerdictArgs) -> Result<Report, CommandError> {
+    if let Some(ticket) = &args.ticket {
+        let target = baton_ops::ticket_loop::Target::derive(ctx, ticket);
+        let store = ctx.store()?;
+        let (tree, judged) = judge::judge_loop(ctx, &*store, &target.raw, &target.key)?;
+        let whose = format!("the loop of {}", target.shown());
+        return Ok(render(
+            &tree,
+            &judged.into_iter().collect::<Vec<_>>(),
+            &whose,
+        ));
+    }
     let (tree, judged, whose) = match (&args.plan, &args.phase) {
         (Some(plan), Some(phase)) => {
             let (tree, judged) = judge::judge_plan_phase(ctx, plan, phase)?;
@@ -102,8 +122,11 @@ fn render(tree: &TreeShown, judged: &[(Claim, Judged)], whose: &str) -> Report {
         .iter()
         .map(|(claim, j)| {
             let shown = ClaimShown {
+                kind: claim.kind,
+                work: claim.named(),
                 plan: claim.plan.clone(),
                 phase: claim.phase.clone(),
+                ticket: claim.ticket.clone(),
                 verdict: j.word(),
                 claimed_at: claim.at.clone(),
                 why: (*j != Judged::Verified).then(|| why(claim, j)),
@@ -111,12 +134,7 @@ fn render(tree: &TreeShown, judged: &[(Claim, Judged)], whose: &str) -> Report {
                     .then(|| claim.confirm.as_ref().map(|c| c.rule.clone()))
                     .flatten(),
             };
-            text.push_str(&format!(
-                "\n  phase {} of {}: {}",
-                claim.phase,
-                esc(&claim.plan),
-                j.word()
-            ));
+            text.push_str(&format!("\n  {}: {}", claim.named(), j.word()));
             if let Some(c) = claim.confirm.as_ref().filter(|_| *j != Judged::Verified) {
                 text.push_str(&format!(" (a person must confirm it: {})", c.rule));
             }

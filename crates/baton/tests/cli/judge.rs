@@ -241,3 +241,75 @@ fn cursor_never_refuses_the_users_stop_and_counts_its_follow_ups() {
     assert_eq!(again.stdout, "");
     assert!(again.stderr.contains("confirm"), "{}", again.stderr);
 }
+
+/// A ticket's loop finished complete is a claim where the project declares its gates: judged by
+/// `gate run --ticket`, refused at a stop until verified. Where none are declared, finishing a
+/// loop claims nothing and no stop is refused.
+#[test]
+fn a_loop_finished_complete_is_judged_by_the_projects_gates() {
+    let (bytes, session) = payload("claude-code-2.1.332/Stop.json", &[]);
+    let env = TestEnv::new();
+    env.baton(&session, 0, &["loop", "init", "PROJ-1"])
+        .assert_code(0);
+    let finish = env.baton(
+        &session,
+        1,
+        &["loop", "finish", "PROJ-1", "--status", "complete"],
+    );
+    finish.assert_code(0);
+    assert!(!finish.stdout.contains("verdict:"), "{}", finish.stdout);
+    assert_eq!(stop(&env, "claude", "Stop", &bytes).stdout, "");
+    let none = env.baton(&session, 1, &["verdict", "--ticket", "PROJ-1"]);
+    none.assert_code(2);
+    assert!(none.stderr.contains("[judge.gates]"), "{}", none.stderr);
+
+    let env = TestEnv::new();
+    env.write(".baton.toml", "[judge.gates]\nunit = \"test -f ok.txt\"\n");
+    env.git(&["add", "-A"]);
+    env.git(&["commit", "--quiet", "-m", "gates"]);
+    env.baton(&session, 0, &["loop", "init", "PROJ-1"])
+        .assert_code(0);
+    let finish = env.baton(
+        &session,
+        1,
+        &["loop", "finish", "PROJ-1", "--status", "complete"],
+    );
+    assert!(
+        finish.stdout.contains("verdict: unverified on tree")
+            && finish.stdout.contains("`baton gate run --ticket PROJ-1`"),
+        "{}",
+        finish.stdout
+    );
+    let refused: Value =
+        serde_json::from_str(stop(&env, "claude", "Stop", &bytes).stdout.trim()).unwrap();
+    assert_eq!(refused["decision"], "block");
+    assert!(
+        refused["reason"]
+            .as_str()
+            .unwrap()
+            .contains("The loop of PROJ-1")
+    );
+    env.baton(&session, 2, &["gate", "run", "--ticket", "PROJ-1"])
+        .assert_code(0);
+    let v = env.baton(&session, 2, &["--json", "verdict", "--ticket", "PROJ-1"]);
+    assert_eq!(v.json()["verdict"], "failed", "{}", v.stdout);
+    env.write("ok.txt", "");
+    env.baton(&session, 2, &["gate", "run", "--ticket", "PROJ-1"])
+        .assert_code(0);
+    assert_eq!(verdict(&env, &session)["verdict"], "verified");
+    assert_eq!(stop(&env, "claude", "Stop", &bytes).stdout, "");
+    let goal = env.baton(&session, 3, &["goal", "--ticket", "PROJ-1"]);
+    assert!(
+        goal.stdout
+            .contains("`baton verdict --ticket PROJ-1` starts with `verified:`"),
+        "{}",
+        goal.stdout
+    );
+    let log = env.baton(&session, 3, &["log", "PROJ-1"]);
+    assert!(
+        log.stdout
+            .contains("claimed  the loop of PROJ-1 unverified"),
+        "{}",
+        log.stdout
+    );
+}

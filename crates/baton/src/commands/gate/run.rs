@@ -18,13 +18,24 @@ use baton_ops::ledgers::{GateRunRequest, GatesRun, run_gates};
 /// `gates`, one a line: `<name>: <command> → exit <code>`. Each runs through `sh -c` from the
 /// project root, with BATON_PROJECT_ROOT, BATON_PLAN_DIR, BATON_PHASE and BATON_GATE set.
 /// Prints `verdict: pass` or `verdict: fail`; both exit 0, since the result is recorded.
+///
+/// With `--ticket`, the project's own gates (`[judge.gates]` in `.baton.toml`, each expected to
+/// exit 0) run for that ticket's loop instead, recorded as the judge's evidence for it (a loop
+/// has no ledger), with BATON_TICKET set.
+///
+/// Each result is recorded with the tree it ran on, which is what the judge of "done" verifies
+/// claims by (docs/judge.md).
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The plan directory.
-    pub plan: PathBuf,
+    #[arg(required_unless_present = "ticket")]
+    pub plan: Option<PathBuf>,
     /// The phase whose gates run, as its phase file names it (`phase-<N>*.md`).
-    #[arg(long)]
-    pub phase: String,
+    #[arg(long, requires = "plan")]
+    pub phase: Option<String>,
+    /// Run the project's gates for this ticket's loop instead of a plan's phase.
+    #[arg(long, value_name = "TICKET", conflicts_with_all = ["plan", "phase"])]
+    pub ticket: Option<std::ffi::OsString>,
     /// Run only this gate.
     #[arg(long, value_name = "NAME")]
     pub gate: Option<String>,
@@ -36,11 +47,20 @@ pub struct RunArgs {
 
 pub fn cmd_gate_run(ctx: &Ctx, args: RunArgs) -> Result<Report, CommandError> {
     let timeout = args.timeout;
+    if let Some(ticket) = &args.ticket {
+        return loop_gates(ctx, ticket, args.gate.as_deref(), timeout);
+    }
+    let (Some(plan), Some(phase)) = (&args.plan, &args.phase) else {
+        return Err(
+            CommandError::usage("a plan's gates run for one phase: pass `--phase N`")
+                .hint("or `--ticket T` for the project's gates of a ticket's loop"),
+        );
+    };
     let (results, failed, unreadable) = match run_gates(
         ctx,
         &GateRunRequest {
-            plan: &args.plan,
-            phase: &args.phase,
+            plan,
+            phase,
             only: args.gate.as_deref(),
             timeout,
         },
@@ -82,6 +102,41 @@ pub fn cmd_gate_run(ctx: &Ctx, args: RunArgs) -> Result<Report, CommandError> {
         report.warnings.push(format!(
             "gate {} changed the tree it ran on: its result holds for the tree before it, so no claim is verified by it; keep what it writes out of the tree (a .gitignore entry)",
             baton_core::text::esc(&r.name)
+        ));
+    }
+    Ok(report)
+}
+
+/// `gate run --ticket`: the project's gates for a ticket's loop.
+fn loop_gates(
+    ctx: &Ctx,
+    ticket: &std::ffi::OsStr,
+    only: Option<&str>,
+    timeout: Duration,
+) -> Result<Report, CommandError> {
+    let target = baton_ops::ticket_loop::Target::derive(ctx, ticket);
+    let ran = baton_ops::judge::run_loop_gates(ctx, &target.raw, &target.key, only, timeout)?;
+    let failed = ran.iter().any(|g| !g.pass);
+    let mut text = String::new();
+    let mut gates = Vec::new();
+    for g in &ran {
+        text.push_str(&format!("{}\n", g.line));
+        gates.push(json!({ "gate": g.name, "pass": g.pass, "exit": g.exit, "timed_out": g.timed_out, "expected": 0, "seconds": g.seconds }));
+    }
+    text.push_str(if failed {
+        "verdict: fail\n"
+    } else {
+        "verdict: pass\n"
+    });
+    let mut report = Report::new(
+        ExitStatus::Success,
+        json!({ "verdict": if failed { "fail" } else { "pass" }, "gates": gates }),
+        text,
+    );
+    for g in ran.iter().filter(|g| g.changed_tree) {
+        report.warnings.push(format!(
+            "gate {} changed the tree it ran on: its result holds for the tree before it, so no claim is verified by it; keep what it writes out of the tree (a .gitignore entry)",
+            baton_core::text::esc(&g.name)
         ));
     }
     Ok(report)

@@ -86,7 +86,7 @@ pub fn dispatch(ctx: &Ctx, cmd: LedgerCommand) -> Result<Report, CommandError> {
             let mut journal = |plan: &str, event: serde_json::Value| {
                 let kept = ctx.store().map_err(|e| e.message).and_then(|store| {
                     store
-                        .append_journal(baton_store::JournalTarget::Plan(plan), &event)
+                        .append_journal(baton_store::JournalTarget::Judge(plan), &event)
                         .map_err(|e| e.to_string())
                 });
                 if let Err(e) = kept {

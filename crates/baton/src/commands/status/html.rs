@@ -166,7 +166,7 @@ fn history(
             });
             // The judge's verdicts on its claims, on the same lane.
             events.extend(events_in(
-                store.read_journal(JournalTarget::Plan(&w.key))?.events,
+                store.read_journal(JournalTarget::Judge(&w.key))?.events,
                 |e| crate::view::judge_line(e, &shown),
             ));
             // The originating protocol writes no time on its lines (the suffix is optional):
