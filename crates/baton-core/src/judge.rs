@@ -25,6 +25,8 @@ pub enum ClaimKind {
     /// A ticket's loop finished complete (`loop finish --status complete`): the project's gates
     /// (`[judge.gates]` in `.baton.toml`) govern it.
     Loop,
+    /// A single run finished complete (`run finish`): the project's gates govern it too.
+    Run,
 }
 
 /// What a session claimed complete, as the judge keeps it.
@@ -37,7 +39,8 @@ pub struct Claim {
     pub plan: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub phase: String,
-    /// The ticket as given, and its loop key (a loop's claim).
+    /// The ticket as given, and its loop key (a loop's claim); a run's claim has its id in
+    /// both.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub ticket: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -90,6 +93,14 @@ impl Claim {
         }
     }
 
+    /// A single run's claim.
+    pub fn of_run(id: &str, at: String, to: String, gates: Vec<String>) -> Claim {
+        Claim {
+            kind: ClaimKind::Run,
+            ..Claim::of_loop(id, id, at, to, gates)
+        }
+    }
+
     /// Whether `other` claims the same work.
     pub fn same_work(&self, other: &Claim) -> bool {
         self.kind == other.kind
@@ -103,6 +114,7 @@ impl Claim {
         match self.kind {
             ClaimKind::Phase => format!("phase {} of {}", esc(&self.phase), esc(&self.plan)),
             ClaimKind::Loop => format!("the loop of {}", esc(&self.ticket)),
+            ClaimKind::Run => format!("run {}", esc(&self.key)),
         }
     }
 
@@ -112,6 +124,7 @@ impl Claim {
         match self.kind {
             ClaimKind::Phase => self.plan.clone(),
             ClaimKind::Loop => format!("loop/{}", self.key),
+            ClaimKind::Run => format!("run/{}", self.key),
         }
     }
 
@@ -127,6 +140,7 @@ impl Claim {
                 "`baton gate run --ticket {}`",
                 shell_quote(&esc(&self.ticket))
             ),
+            ClaimKind::Run => format!("`baton gate run --run {}`", shell_quote(&esc(&self.key))),
         }
     }
 
@@ -138,6 +152,7 @@ impl Claim {
                 "`baton loop finish {} --status complete`",
                 shell_quote(&esc(&self.ticket))
             ),
+            ClaimKind::Run => format!("`baton run finish {}`", shell_quote(&esc(&self.key))),
         }
     }
 }
@@ -439,7 +454,7 @@ pub fn why(claim: &Claim, judged: &Judged) -> String {
             ClaimKind::Phase => format!(
                 "{what}, but it declares no exit gate, so nothing checks it: declare one in its phase file, then run {settle}."
             ),
-            ClaimKind::Loop => format!(
+            ClaimKind::Loop | ClaimKind::Run => format!(
                 "{what}, but the project declares no gate, so nothing checks it: declare them under `[judge.gates]` in .baton.toml (docs/judge.md), then run {settle}."
             ),
         },

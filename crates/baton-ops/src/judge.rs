@@ -86,7 +86,7 @@ fn declared_for(ctx: &Ctx, claim: &Claim) -> Result<Vec<(String, String)>, OpErr
             let plan = Plan::resolve(ctx, &root.join(&claim.plan))?;
             declared(&plan, &claim.phase)
         }
-        ClaimKind::Loop => project_gates(ctx),
+        ClaimKind::Loop | ClaimKind::Run => project_gates(ctx),
     }
 }
 
@@ -252,15 +252,35 @@ pub fn claim_loop(
     key: &str,
     journal: Journal,
 ) -> Result<Option<Claimed>, OpError> {
+    claim_by_project_gates(
+        ctx,
+        |at, to, gates| Claim::of_loop(ticket, key, at, to, gates),
+        journal,
+    )
+}
+
+/// A single run finished complete (`run finish`), at HEAD: judged, as a loop is, only where
+/// the project declares its gates.
+pub fn claim_run(ctx: &Ctx, id: &str, journal: Journal) -> Result<Option<Claimed>, OpError> {
+    claim_by_project_gates(
+        ctx,
+        |at, to, gates| Claim::of_run(id, at, to, gates),
+        journal,
+    )
+}
+
+fn claim_by_project_gates(
+    ctx: &Ctx,
+    make: impl FnOnce(String, String, Vec<String>) -> Claim,
+    journal: Journal,
+) -> Result<Option<Claimed>, OpError> {
     let gates = project_gates(ctx)?;
     if gates.is_empty() {
         return Ok(None);
     }
     let root = ctx.layout()?.root;
     let head = git::head_and_index(&root)?.head.unwrap_or_default();
-    let claim = Claim::of_loop(
-        ticket,
-        key,
+    let claim = make(
         baton_core::time::format_ts(ctx.now),
         head.chars().take(7).collect(),
         signatures(&gates),
@@ -550,6 +570,28 @@ pub fn run_loop_gates(
     only: Option<&str>,
     timeout: std::time::Duration,
 ) -> Result<Vec<WorkGate>, OpError> {
+    let claim = Claim::of_loop(ticket, key, String::new(), String::new(), Vec::new());
+    run_project_gates(ctx, &claim, ("BATON_TICKET", ticket), only, timeout)
+}
+
+/// `run_loop_gates` for a single run, with BATON_RUN_ID set.
+pub fn run_run_gates(
+    ctx: &Ctx,
+    id: &str,
+    only: Option<&str>,
+    timeout: std::time::Duration,
+) -> Result<Vec<WorkGate>, OpError> {
+    let claim = Claim::of_run(id, String::new(), String::new(), Vec::new());
+    run_project_gates(ctx, &claim, ("BATON_RUN_ID", id), only, timeout)
+}
+
+fn run_project_gates(
+    ctx: &Ctx,
+    claim: &Claim,
+    named: (&str, &str),
+    only: Option<&str>,
+    timeout: std::time::Duration,
+) -> Result<Vec<WorkGate>, OpError> {
     let layout = ctx.layout()?;
     let mut gates = project_gates(ctx)?;
     if let Some(only) = only {
@@ -557,20 +599,19 @@ pub fn run_loop_gates(
     }
     if gates.is_empty() {
         return Err(OpError::usage(format!(
-            "no project gates{} to run for the loop of {}",
+            "no project gates{} to run for {}",
             only.map(|g| format!(" named {g}")).unwrap_or_default(),
-            baton_core::text::esc(ticket)
+            claim.named()
         ))
         .hint("declare them in .baton.toml as `[judge.gates]` with `<name> = \"<command>\"` (docs/judge.md)"));
     }
-    let claim = Claim::of_loop(ticket, key, String::new(), String::new(), Vec::new());
     let root = layout.root.to_string_lossy().into_owned();
     let mut ran = Vec::new();
     for (name, cmd) in gates {
         let tree = tree_now(ctx)?;
         let env = [
             ("BATON_PROJECT_ROOT", root.as_str()),
-            ("BATON_TICKET", ticket),
+            named,
             ("BATON_GATE", name.as_str()),
         ];
         let run = baton_store::gate::run_gate(&cmd, &layout.root, &env, timeout)?;
@@ -632,6 +673,31 @@ pub fn judge_loop(
         return Ok((shown(&tree), None));
     }
     let claim = Claim::of_loop(ticket, key, String::new(), String::new(), Vec::new());
+    let judged = judge(ctx, &claim, &tree)?;
+    Ok((shown(&tree), Some((claim, judged))))
+}
+
+/// A single run judged on the tree as it is, whoever finished it; `None` when it is not
+/// finished complete.
+pub fn judge_run(
+    ctx: &Ctx,
+    store: &dyn baton_store::StateStore,
+    id: &baton_core::run_id::RunId,
+) -> Result<(TreeShown, Option<(Claim, Judged)>), OpError> {
+    if project_gates(ctx)?.is_empty() {
+        return Err(OpError::usage(
+            "the project declares no gates, so a run's completion is not judged here",
+        )
+        .hint("declare them in .baton.toml as `[judge.gates]` with `<name> = \"<command>\"` (docs/judge.md)"));
+    }
+    let tree = tree_now(ctx)?;
+    let complete = store
+        .read_run(id)?
+        .is_some_and(|r| r.state.status == baton_core::model::RunStatus::Complete);
+    if !complete {
+        return Ok((shown(&tree), None));
+    }
+    let claim = Claim::of_run(id.as_str(), String::new(), String::new(), Vec::new());
     let judged = judge(ctx, &claim, &tree)?;
     Ok((shown(&tree), Some((claim, judged))))
 }

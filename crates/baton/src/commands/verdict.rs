@@ -22,8 +22,8 @@ use baton_ops::judge;
 ///
 /// Without a plan, the claims of this session (`--session`, or the agent client's own), the
 /// ones its stops are judged on. With a plan and `--phase`, that phase, whoever claimed it; with
-/// `--ticket`, that ticket's loop once finished complete, by the project's gates
-/// (`[judge.gates]`).
+/// `--ticket`, that ticket's loop once finished complete, and with `--run`, that run, by the
+/// project's gates (`[judge.gates]`).
 ///
 /// Exit 0 whatever the verdict (a query that computed one).
 #[derive(Debug, Args)]
@@ -35,8 +35,11 @@ pub struct VerdictArgs {
     #[arg(long, requires = "plan")]
     phase: Option<String>,
     /// Judge this ticket's loop instead.
-    #[arg(long, value_name = "TICKET", conflicts_with_all = ["plan", "phase"])]
+    #[arg(long, value_name = "TICKET", conflicts_with_all = ["plan", "phase", "run"])]
     ticket: Option<std::ffi::OsString>,
+    /// Judge this single run instead (its id, as `baton run new` printed).
+    #[arg(long, value_name = "RUN_ID", conflicts_with_all = ["plan", "phase"])]
+    run: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -73,6 +76,20 @@ pub fn cmd_verdict(ctx: &Ctx, args: VerdictArgs) -> Result<Report, CommandError>
         let store = ctx.store()?;
         let (tree, judged) = judge::judge_loop(ctx, &*store, &target.raw, &target.key)?;
         let whose = format!("the loop of {}", target.shown());
+        return Ok(render(
+            &tree,
+            &judged.into_iter().collect::<Vec<_>>(),
+            &whose,
+        ));
+    }
+    if let Some(raw) = &args.run {
+        let id = baton_core::run_id::RunId::parse(raw).map_err(|e| {
+            CommandError::usage(format!("--run {raw:?}: {e}"))
+                .hint("pass the id `baton run new` printed")
+        })?;
+        let store = ctx.store()?;
+        let (tree, judged) = judge::judge_run(ctx, &*store, &id)?;
+        let whose = format!("run {id}");
         return Ok(render(
             &tree,
             &judged.into_iter().collect::<Vec<_>>(),
@@ -155,4 +172,40 @@ fn render(tree: &TreeShown, judged: &[(Claim, Judged)], whose: &str) -> Report {
         },
         text,
     )
+}
+
+/// `report` of a command that recorded work complete, with the judge's verdict on the claim it
+/// makes (`claim`, handed the journal of the work's verdicts): `ledger complete`, `loop finish`,
+/// `run finish`. A claim that cannot be judged is a warning; the record stands.
+pub fn with_claim(
+    ctx: &Ctx,
+    report: Report,
+    what: &str,
+    claim: impl FnOnce(judge::Journal) -> Result<Option<judge::Claimed>, baton_ops::OpError>,
+) -> Report {
+    let mut unjournaled = None;
+    let mut journal = |work: &str, event: serde_json::Value| {
+        let kept = ctx.store().map_err(|e| e.message).and_then(|store| {
+            store
+                .append_journal(baton_store::JournalTarget::Judge(work), &event)
+                .map_err(|e| e.to_string())
+        });
+        if let Err(e) = kept {
+            unjournaled.get_or_insert(e);
+        }
+    };
+    let mut report = match claim(&mut journal) {
+        Ok(Some(claimed)) => crate::view::claimed(report, &claimed),
+        Ok(None) => report,
+        Err(e) => report.warn(format!(
+            "warning: {what} was recorded but its claim not judged: {}",
+            e.message
+        )),
+    };
+    if let Some(e) = unjournaled {
+        report = report.warn(format!(
+            "warning: the verdict was not kept in the judge's journal: {e}"
+        ));
+    }
+    report
 }

@@ -313,3 +313,36 @@ fn a_loop_finished_complete_is_judged_by_the_projects_gates() {
         log.stdout
     );
 }
+
+/// A single run finished complete is a claim, by the project's gates, as a loop is.
+#[test]
+fn a_run_finished_complete_is_judged_by_the_projects_gates() {
+    let (bytes, session) = payload("claude-code-2.1.332/Stop.json", &[]);
+    let env = TestEnv::new();
+    env.write(".baton.toml", "[judge.gates]\nunit = \"test -f ok.txt\"\n");
+    env.git(&["add", "-A"]);
+    env.git(&["commit", "--quiet", "-m", "gates"]);
+    let new = env.baton(&session, 0, &["run", "new", "--feature", "f"]);
+    new.assert_code(0);
+    let id = new.stdout.lines().next().unwrap().trim().to_string();
+    let finish = env.baton(&session, 1, &["run", "finish", &id]);
+    finish.assert_code(0);
+    assert!(
+        finish
+            .stdout
+            .contains(&format!("`baton gate run --run {id}`")),
+        "{}",
+        finish.stdout
+    );
+    assert!(
+        stop(&env, "claude", "Stop", &bytes)
+            .stdout
+            .contains("block")
+    );
+    env.write("ok.txt", "");
+    env.baton(&session, 2, &["gate", "run", "--run", &id])
+        .assert_code(0);
+    let v = env.baton(&session, 2, &["--json", "verdict", "--run", &id]);
+    assert_eq!(v.json()["verdict"], "verified", "{}", v.stdout);
+    assert_eq!(stop(&env, "claude", "Stop", &bytes).stdout, "");
+}

@@ -19,23 +19,26 @@ use baton_ops::ledgers::{GateRunRequest, GatesRun, run_gates};
 /// project root, with BATON_PROJECT_ROOT, BATON_PLAN_DIR, BATON_PHASE and BATON_GATE set.
 /// Prints `verdict: pass` or `verdict: fail`; both exit 0, since the result is recorded.
 ///
-/// With `--ticket`, the project's own gates (`[judge.gates]` in `.baton.toml`, each expected to
-/// exit 0) run for that ticket's loop instead, recorded as the judge's evidence for it (a loop
-/// has no ledger), with BATON_TICKET set.
+/// With `--ticket` (or `--run`), the project's own gates (`[judge.gates]` in `.baton.toml`, each
+/// expected to exit 0) run for that ticket's loop (or that single run) instead, recorded as the
+/// judge's evidence for it (neither has a ledger), with BATON_TICKET (or BATON_RUN_ID) set.
 ///
 /// Each result is recorded with the tree it ran on, which is what the judge of "done" verifies
 /// claims by (docs/judge.md).
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The plan directory.
-    #[arg(required_unless_present = "ticket")]
+    #[arg(required_unless_present_any = ["ticket", "run"])]
     pub plan: Option<PathBuf>,
     /// The phase whose gates run, as its phase file names it (`phase-<N>*.md`).
     #[arg(long, requires = "plan")]
     pub phase: Option<String>,
     /// Run the project's gates for this ticket's loop instead of a plan's phase.
-    #[arg(long, value_name = "TICKET", conflicts_with_all = ["plan", "phase"])]
+    #[arg(long, value_name = "TICKET", conflicts_with_all = ["plan", "phase", "run"])]
     pub ticket: Option<std::ffi::OsString>,
+    /// Run the project's gates for this single run instead (its id, as `baton run new` printed).
+    #[arg(long, value_name = "RUN_ID", conflicts_with_all = ["plan", "phase"])]
+    pub run: Option<String>,
     /// Run only this gate.
     #[arg(long, value_name = "NAME")]
     pub gate: Option<String>,
@@ -48,7 +51,23 @@ pub struct RunArgs {
 pub fn cmd_gate_run(ctx: &Ctx, args: RunArgs) -> Result<Report, CommandError> {
     let timeout = args.timeout;
     if let Some(ticket) = &args.ticket {
-        return loop_gates(ctx, ticket, args.gate.as_deref(), timeout);
+        let target = baton_ops::ticket_loop::Target::derive(ctx, ticket);
+        let ran = baton_ops::judge::run_loop_gates(
+            ctx,
+            &target.raw,
+            &target.key,
+            args.gate.as_deref(),
+            timeout,
+        )?;
+        return Ok(work_gates(ran));
+    }
+    if let Some(raw) = &args.run {
+        let id = baton_core::run_id::RunId::parse(raw).map_err(|e| {
+            CommandError::usage(format!("--run {raw:?}: {e}"))
+                .hint("pass the id `baton run new` printed")
+        })?;
+        let ran = baton_ops::judge::run_run_gates(ctx, id.as_str(), args.gate.as_deref(), timeout)?;
+        return Ok(work_gates(ran));
     }
     let (Some(plan), Some(phase)) = (&args.plan, &args.phase) else {
         return Err(
@@ -107,15 +126,8 @@ pub fn cmd_gate_run(ctx: &Ctx, args: RunArgs) -> Result<Report, CommandError> {
     Ok(report)
 }
 
-/// `gate run --ticket`: the project's gates for a ticket's loop.
-fn loop_gates(
-    ctx: &Ctx,
-    ticket: &std::ffi::OsStr,
-    only: Option<&str>,
-    timeout: Duration,
-) -> Result<Report, CommandError> {
-    let target = baton_ops::ticket_loop::Target::derive(ctx, ticket);
-    let ran = baton_ops::judge::run_loop_gates(ctx, &target.raw, &target.key, only, timeout)?;
+/// The report of the project's gates run for a loop or a run.
+fn work_gates(ran: Vec<baton_ops::judge::WorkGate>) -> Report {
     let failed = ran.iter().any(|g| !g.pass);
     let mut text = String::new();
     let mut gates = Vec::new();
@@ -139,5 +151,5 @@ fn loop_gates(
             baton_core::text::esc(&g.name)
         ));
     }
-    Ok(report)
+    report
 }

@@ -82,32 +82,11 @@ pub fn dispatch(ctx: &Ctx, cmd: LedgerCommand) -> Result<Report, CommandError> {
                 return Ok(report);
             }
             // The claim is judged at once, and kept for the session's stops.
-            let mut unjournaled = None;
-            let mut journal = |plan: &str, event: serde_json::Value| {
-                let kept = ctx.store().map_err(|e| e.message).and_then(|store| {
-                    store
-                        .append_journal(baton_store::JournalTarget::Judge(plan), &event)
-                        .map_err(|e| e.to_string())
+            let report =
+                crate::commands::verdict::with_claim(ctx, report, "the phase", |journal| {
+                    let plan = baton_ops::ledgers::Plan::resolve(ctx, &a.plan)?;
+                    baton_ops::judge::claim_phase(ctx, &plan, &a.phase, &to, journal).map(Some)
                 });
-                if let Err(e) = kept {
-                    unjournaled.get_or_insert(e);
-                }
-            };
-            let judged = baton_ops::ledgers::Plan::resolve(ctx, &a.plan).and_then(|plan| {
-                baton_ops::judge::claim_phase(ctx, &plan, &a.phase, &to, &mut journal)
-            });
-            let mut report = match judged {
-                Ok(claimed) => crate::view::claimed(report, &claimed),
-                Err(e) => report.warn(format!(
-                    "warning: the claim was recorded in the ledger but not judged: {}",
-                    e.message
-                )),
-            };
-            if let Some(e) = unjournaled {
-                report = report.warn(format!(
-                    "warning: the verdict was not kept in the plan's journal: {e}"
-                ));
-            }
             if !a.commit {
                 return Ok(report);
             }

@@ -24,11 +24,25 @@ pub struct FinishArgs {
 }
 
 pub fn cmd_run_finish(ctx: &Ctx, args: FinishArgs) -> Result<Report, CommandError> {
-    end_lease(
+    let report = end_lease(
         ctx,
         &args.run_id,
         &args.holder,
         Some(RunStatus::parse(&args.status)),
         args.force,
-    )
+    )?;
+    if args.status != "complete" || report.status != crate::error::ExitStatus::Success {
+        return Ok(report);
+    }
+    // A run finished complete is a claim where the project declares its gates: judged at once,
+    // and kept for the session's stops.
+    let Ok(id) = baton_core::run_id::RunId::parse(&args.run_id) else {
+        return Ok(report);
+    };
+    Ok(crate::commands::verdict::with_claim(
+        ctx,
+        report,
+        "the run's end",
+        |journal| baton_ops::judge::claim_run(ctx, id.as_str(), journal),
+    ))
 }

@@ -38,32 +38,12 @@ pub fn cmd_loop_finish(ctx: &Ctx, args: FinishArgs) -> Result<Report, CommandErr
     }
     // A loop finished complete is a claim: judged at once, and kept for the session's stops.
     let target = baton_ops::ticket_loop::Target::derive(ctx, &args.ticket);
-    let mut unjournaled = None;
-    let mut journal = |work: &str, event: serde_json::Value| {
-        let kept = ctx.store().map_err(|e| e.message).and_then(|store| {
-            store
-                .append_journal(baton_store::JournalTarget::Judge(work), &event)
-                .map_err(|e| e.to_string())
-        });
-        if let Err(e) = kept {
-            unjournaled.get_or_insert(e);
-        }
-    };
-    let judged = baton_ops::judge::claim_loop(ctx, &target.raw, &target.key, &mut journal);
-    let mut report = match judged {
-        Ok(Some(claimed)) => crate::view::claimed(report, &claimed),
-        Ok(None) => report,
-        Err(e) => report.warn(format!(
-            "warning: the loop was finished but its claim not judged: {}",
-            e.message
-        )),
-    };
-    if let Some(e) = unjournaled {
-        report = report.warn(format!(
-            "warning: the verdict was not kept in the judge's journal: {e}"
-        ));
-    }
-    Ok(report)
+    Ok(crate::commands::verdict::with_claim(
+        ctx,
+        report,
+        "the loop's end",
+        |journal| baton_ops::judge::claim_loop(ctx, &target.raw, &target.key, journal),
+    ))
 }
 
 fn finish(ctx: &Ctx, args: &FinishArgs) -> Result<Report, CommandError> {
