@@ -204,6 +204,7 @@ pub fn survey(ctx: &Ctx, store: &dyn StateStore) -> Result<Survey, OpError> {
         here,
         recorded: Default::default(),
         tree: Default::default(),
+        project_gates: Default::default(),
     };
     // A feature that cannot be read (its lock busy, a pending resume point that cannot be
     // completed) is still work the next session must hear about: a degraded row, not silence.
@@ -358,6 +359,9 @@ struct Scan<'a> {
     /// The tree claims are judged on, identified on the first ledger that claims a phase
     /// complete (`judge::tree_now`); `None` when git could not say.
     tree: std::cell::OnceCell<Option<baton_store::git::TreeId>>,
+    /// The project's own gates (`[judge.gates]`), read once: loops and runs finished complete
+    /// are judged by them where there are any.
+    project_gates: std::cell::OnceCell<bool>,
 }
 
 fn loop_owner(ctx: &Ctx, state: &LoopState) -> Owner {
@@ -372,6 +376,23 @@ fn loop_owner(ctx: &Ctx, state: &LoopState) -> Owner {
 }
 
 impl Scan<'_> {
+    /// The judge's verdict on work finished complete (a loop's or a run's claim), as a row shows
+    /// it: `judged on tree 5823990: verified`; `None` where the project declares no gates.
+    fn judged(&self, claim: &baton_core::judge::Claim) -> Option<String> {
+        let gates = *self
+            .project_gates
+            .get_or_init(|| crate::judge::project_gates(self.ctx).is_ok_and(|g| !g.is_empty()));
+        if !gates {
+            return None;
+        }
+        let tree = self
+            .tree
+            .get_or_init(|| crate::judge::tree_now(self.ctx).ok())
+            .as_ref()?;
+        let judged = crate::judge::judge(self.ctx, claim, tree).ok()?;
+        Some(format!("judged on tree {}: {}", tree.id(), judged.word()))
+    }
+
     /// This session's open claims (none handed to a person) that are not verified now.
     fn open_claims(
         &self,
@@ -439,10 +460,21 @@ impl Scan<'_> {
         });
         let owner = loop_owner(ctx, state);
         let position = state.position();
+        let judged = (state.status == LoopStatus::Complete)
+            .then(|| {
+                self.judged(&baton_core::judge::Claim::of_loop(
+                    &ticket,
+                    key,
+                    String::new(),
+                    String::new(),
+                    Vec::new(),
+                ))
+            })
+            .flatten();
         let mut work = Work {
             kind: WorkKind::Loop,
             key: ticket.clone(),
-            phase: position.clone(),
+            phase: judged.map_or_else(|| position.clone(), |j| format!("{position}; {j}")),
             status: state.status.as_str().into(),
             owner: Some(owner.clone()),
             call: decide_loop(d.decision.verdict, d.mode, d.archive),
@@ -852,6 +884,16 @@ impl Scan<'_> {
             aside: None,
         };
         if run.status.is_finished() {
+            if run.status == baton_core::model::RunStatus::Complete
+                && let Some(j) = self.judged(&baton_core::judge::Claim::of_run(
+                    id,
+                    String::new(),
+                    String::new(),
+                    Vec::new(),
+                ))
+            {
+                work.phase = format!("{}; {j}", work.phase);
+            }
             return Ok(work);
         }
         let sections = match &run.alignment {

@@ -298,6 +298,9 @@ fn a_loop_finished_complete_is_judged_by_the_projects_gates() {
         .assert_code(0);
     assert_eq!(verdict(&env, &session)["verdict"], "verified");
     assert_eq!(stop(&env, "claude", "Stop", &bytes).stdout, "");
+    // The loop's row says so too.
+    let status = env.baton(&session, 3, &["status"]);
+    assert!(status.stdout.contains(": verified"), "{}", status.stdout);
     let goal = env.baton(&session, 3, &["goal", "--ticket", "PROJ-1"]);
     assert!(
         goal.stdout
