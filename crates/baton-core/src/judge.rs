@@ -1,10 +1,11 @@
-//! The judge of "done" (seed 003's rule, SPEC section 9): a session's claim that a phase is
-//! complete is verified only by gates that passed on the exact tree the session stops on, with
-//! the phase's commits on HEAD; never by what the session says. A stop on claimed work that is
-//! failed or unverified is refused, within guards that keep the refusal from becoming a loop.
+//! The judge of "done" (seed 003's rule, SPEC section 9): a session's claim that work is
+//! complete (a plan's phase, a ticket's loop, a run) is verified only by gates that passed on
+//! the exact tree the session stops on, with its commits on HEAD; never by what the session
+//! says. A stop on claimed work that is failed or unverified is refused, within guards that keep
+//! the refusal from becoming a loop.
 //!
-//! Pure: the shell reads the ledger, the phase's declared gates, the tree's identity and what
-//! the session's earlier stops did, and carries out the `StopCall`.
+//! Pure: the shell reads the gates that govern the work, the results `gate run` recorded, the
+//! tree's identity and what the session's earlier stops did, and carries out the `StopCall`.
 
 use serde::{Deserialize, Serialize};
 

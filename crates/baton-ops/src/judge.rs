@@ -1,7 +1,9 @@
-//! The judge of "done" (`baton_core::judge`) over the project: a session's phase claims,
-//! recorded by `ledger complete`, judged on the tree as it is now from the ledger's gate lines
-//! and the phase's declared gates; and the call a stop hook makes on them. Nothing here runs a
-//! gate: a stop costs one failed `open` with nothing claimed, and one `git status` with a claim.
+//! The judge of "done" (`baton_core::judge`) over the project: the claims a session makes
+//! (a phase by `ledger complete`, a loop by `loop finish`, a run by `run finish`), judged on the
+//! tree as it is now by the gate results `gate run` recorded and the gates that govern the work
+//! (the phase file's, or the project's `[judge.gates]`); and the call a stop hook makes on
+//! them. Nothing here runs a gate at a stop: it costs one failed `open` with nothing claimed,
+//! and one `git status` with a claim.
 
 use std::path::Path;
 
@@ -16,7 +18,7 @@ use baton_core::ledger::{Event, Ledger, parse_ledger};
 use baton_store::git::{self, TreeId};
 use baton_store::sessions;
 
-/// The environment variable that turns the judge off for one run (`off`, `0` or `false`).
+/// The environment variable that turns the judge off for one run (`off`, `0`, `false` or `no`).
 pub const JUDGE_VARIABLE: &str = "BATON_JUDGE";
 
 /// The tree as the judge identifies it: baton's state directory and every ledger left out.
