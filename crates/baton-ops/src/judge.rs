@@ -9,7 +9,7 @@ use std::path::Path;
 
 use crate::env::Ctx;
 use crate::error::OpError;
-use crate::ledgers::{Plan, declared_gates};
+use crate::ledgers::{GateResult, Plan, declared_gates};
 use baton_core::judge::{
     Claim, ClaimKind, Confirm, DEFAULT_BLOCK_CAP, JudgeRecord, Judged, Refusals, StopCall,
     StopFacts, TreeShown, decide_stop, judge_phase, tree_parts,
@@ -17,6 +17,7 @@ use baton_core::judge::{
 use baton_core::ledger::{Event, Ledger, parse_ledger};
 use baton_store::git::{self, TreeId};
 use baton_store::sessions;
+use baton_store::{JournalTarget, StateStore};
 
 /// The environment variable that turns the judge off for one run (`off`, `0`, `false` or `no`).
 pub const JUDGE_VARIABLE: &str = "BATON_JUDGE";
@@ -192,10 +193,12 @@ pub struct Claimed {
     pub tree: TreeShown,
     /// Whether the claim was kept for the session's stops (a session made it).
     pub kept: bool,
+    /// What went wrong without undoing the claim (its journal line could not be written).
+    pub warning: Option<String>,
 }
 
-/// What the judge journals: one event for a plan (`JournalTarget::Judge`), handed to the caller,
-/// which keeps it in the store's journal of the plan.
+/// What the judge journals at a stop: one event for a piece of work (`JournalTarget::Judge` of
+/// its `Claim::evidence_key`), handed to the caller, which opens the store only then.
 pub type Journal<'a> = &'a mut dyn FnMut(&str, serde_json::Value);
 
 /// The journal event of a claim's verdict: `event` is `claimed`, `refused`, `handed-over` or
@@ -232,7 +235,7 @@ pub fn claim_phase(
     plan: &Plan,
     phase: &str,
     to: &str,
-    journal: Journal,
+    store: &dyn StateStore,
 ) -> Result<Claimed, OpError> {
     let gates = declared(plan, phase)?;
     let claim = Claim::phase(
@@ -242,7 +245,7 @@ pub fn claim_phase(
         to.to_string(),
         signatures(&gates),
     );
-    claim_work(ctx, claim, journal)
+    claim_work(ctx, claim, store)
 }
 
 /// A ticket's loop finished complete (`loop finish --status complete`), at HEAD. A loop is
@@ -252,29 +255,25 @@ pub fn claim_loop(
     ctx: &Ctx,
     ticket: &str,
     key: &str,
-    journal: Journal,
+    store: &dyn StateStore,
 ) -> Result<Option<Claimed>, OpError> {
     claim_by_project_gates(
         ctx,
         |at, to, gates| Claim::of_loop(ticket, key, at, to, gates),
-        journal,
+        store,
     )
 }
 
 /// A single run finished complete (`run finish`), at HEAD: judged, as a loop is, only where
 /// the project declares its gates.
-pub fn claim_run(ctx: &Ctx, id: &str, journal: Journal) -> Result<Option<Claimed>, OpError> {
-    claim_by_project_gates(
-        ctx,
-        |at, to, gates| Claim::of_run(id, at, to, gates),
-        journal,
-    )
+pub fn claim_run(ctx: &Ctx, id: &str, store: &dyn StateStore) -> Result<Option<Claimed>, OpError> {
+    claim_by_project_gates(ctx, |at, to, gates| Claim::of_run(id, at, to, gates), store)
 }
 
 fn claim_by_project_gates(
     ctx: &Ctx,
     make: impl FnOnce(String, String, Vec<String>) -> Claim,
-    journal: Journal,
+    store: &dyn StateStore,
 ) -> Result<Option<Claimed>, OpError> {
     let gates = project_gates(ctx)?;
     if gates.is_empty() {
@@ -287,7 +286,7 @@ fn claim_by_project_gates(
         head.chars().take(7).collect(),
         signatures(&gates),
     );
-    claim_work(ctx, claim, journal).map(Some)
+    claim_work(ctx, claim, store).map(Some)
 }
 
 fn signatures(gates: &[(String, String)]) -> Vec<String> {
@@ -297,9 +296,9 @@ fn signatures(gates: &[(String, String)]) -> Vec<String> {
         .collect()
 }
 
-/// A claim judged at once on the tree as it is, and kept for the session's stops when a
-/// session made it.
-fn claim_work(ctx: &Ctx, claim: Claim, journal: Journal) -> Result<Claimed, OpError> {
+/// A claim judged at once on the tree as it is, kept for the session's stops when a session
+/// made it, and journaled with its verdict (`JournalTarget::Judge`).
+fn claim_work(ctx: &Ctx, claim: Claim, store: &dyn StateStore) -> Result<Claimed, OpError> {
     let tree = tree_now(ctx)?;
     let judged = judge(ctx, &claim, &tree)?;
     let mut kept = false;
@@ -313,15 +312,17 @@ fn claim_work(ctx: &Ctx, claim: Claim, journal: Journal) -> Result<Claimed, OpEr
         sessions::write_judge_record(&layout, &record)?;
         kept = true;
     }
-    journal(
-        &claim.evidence_key(),
-        judge_event(ctx, "claimed", &claim, &judged, &tree.id(), None),
-    );
+    let event = judge_event(ctx, "claimed", &claim, &judged, &tree.id(), None);
+    let warning = store
+        .append_journal(JournalTarget::Judge(&claim.evidence_key()), &event)
+        .err()
+        .map(|e| format!("warning: the verdict was not kept in the judge's journal: {e}"));
     Ok(Claimed {
         claim,
         judged,
         tree: shown(&tree),
         kept,
+        warning,
     })
 }
 
@@ -548,20 +549,6 @@ pub fn judge_plan_phase(
     Ok((shown(&tree), Some((claim, judged))))
 }
 
-/// One of the project's gates run for a ticket's loop (`baton gate run --ticket`).
-#[derive(Debug)]
-pub struct WorkGate {
-    pub name: String,
-    pub pass: bool,
-    pub exit: Option<i32>,
-    pub timed_out: bool,
-    pub seconds: f64,
-    /// What it recorded: `gate <name> → PASS|FAIL (evidence: <cmd> → <result>)`.
-    pub line: String,
-    /// The gate changed the tree it ran on (see `ledgers::GateResult::changed_tree`).
-    pub changed_tree: bool,
-}
-
 /// Runs the project's gates (`[judge.gates]`) for the loop of `ticket` (key `key`), or the one
 /// named, each on the tree as it is, and records each result with its tree as the judge's
 /// evidence for the loop (`loop/<KEY>`). A loop has no ledger: the evidence is its record.
@@ -571,7 +558,7 @@ pub fn run_loop_gates(
     key: &str,
     only: Option<&str>,
     timeout: std::time::Duration,
-) -> Result<Vec<WorkGate>, OpError> {
+) -> Result<Vec<GateResult>, OpError> {
     let claim = Claim::of_loop(ticket, key, String::new(), String::new(), Vec::new());
     run_project_gates(ctx, &claim, ("BATON_TICKET", ticket), only, timeout)
 }
@@ -582,7 +569,7 @@ pub fn run_run_gates(
     id: &str,
     only: Option<&str>,
     timeout: std::time::Duration,
-) -> Result<Vec<WorkGate>, OpError> {
+) -> Result<Vec<GateResult>, OpError> {
     let claim = Claim::of_run(id, String::new(), String::new(), Vec::new());
     run_project_gates(ctx, &claim, ("BATON_RUN_ID", id), only, timeout)
 }
@@ -593,7 +580,7 @@ fn run_project_gates(
     named: (&str, &str),
     only: Option<&str>,
     timeout: std::time::Duration,
-) -> Result<Vec<WorkGate>, OpError> {
+) -> Result<Vec<GateResult>, OpError> {
     let layout = ctx.layout()?;
     let mut gates = project_gates(ctx)?;
     if let Some(only) = only {
@@ -637,7 +624,7 @@ fn run_project_gates(
                 at: baton_core::time::format_ts_ms(ctx.at_write()?.now),
             }],
         )?;
-        ran.push(WorkGate {
+        ran.push(GateResult {
             line: format!(
                 "gate {name} → {} (evidence: {cmd} → {result})",
                 if pass { "PASS" } else { "FAIL" }
@@ -646,6 +633,7 @@ fn run_project_gates(
             pass,
             exit: run.exit,
             timed_out: run.timed_out,
+            expected: 0,
             seconds: run.seconds,
             changed_tree,
         });
@@ -657,49 +645,50 @@ fn run_project_gates(
 /// not finished complete.
 pub fn judge_loop(
     ctx: &Ctx,
-    store: &dyn baton_store::StateStore,
+    store: &dyn StateStore,
     ticket: &str,
     key: &str,
 ) -> Result<(TreeShown, Option<(Claim, Judged)>), OpError> {
-    if project_gates(ctx)?.is_empty() {
-        return Err(OpError::usage(
-            "the project declares no gates, so a loop's completion is not judged here",
-        )
-        .hint("declare them in .baton.toml as `[judge.gates]` with `<name> = \"<command>\"` (docs/judge.md)"));
-    }
-    let tree = tree_now(ctx)?;
-    let complete = store
-        .read_loop(key)?
-        .is_some_and(|l| l.state.status == baton_core::model::LoopStatus::Complete);
-    if !complete {
-        return Ok((shown(&tree), None));
-    }
     let claim = Claim::of_loop(ticket, key, String::new(), String::new(), Vec::new());
-    let judged = judge(ctx, &claim, &tree)?;
-    Ok((shown(&tree), Some((claim, judged))))
+    judge_finished(ctx, claim, || {
+        Ok(store
+            .read_loop(key)?
+            .is_some_and(|l| l.state.status == baton_core::model::LoopStatus::Complete))
+    })
 }
 
 /// A single run judged on the tree as it is, whoever finished it; `None` when it is not
 /// finished complete.
 pub fn judge_run(
     ctx: &Ctx,
-    store: &dyn baton_store::StateStore,
+    store: &dyn StateStore,
     id: &baton_core::run_id::RunId,
 ) -> Result<(TreeShown, Option<(Claim, Judged)>), OpError> {
+    let claim = Claim::of_run(id.as_str(), String::new(), String::new(), Vec::new());
+    judge_finished(ctx, claim, || {
+        Ok(store
+            .read_run(id)?
+            .is_some_and(|r| r.state.status == baton_core::model::RunStatus::Complete))
+    })
+}
+
+/// Work the project's gates govern, judged once `complete` says it finished complete.
+fn judge_finished(
+    ctx: &Ctx,
+    claim: Claim,
+    complete: impl FnOnce() -> Result<bool, OpError>,
+) -> Result<(TreeShown, Option<(Claim, Judged)>), OpError> {
     if project_gates(ctx)?.is_empty() {
-        return Err(OpError::usage(
-            "the project declares no gates, so a run's completion is not judged here",
-        )
+        return Err(OpError::usage(format!(
+            "the project declares no gates, so the completion of {} is not judged here",
+            claim.named()
+        ))
         .hint("declare them in .baton.toml as `[judge.gates]` with `<name> = \"<command>\"` (docs/judge.md)"));
     }
     let tree = tree_now(ctx)?;
-    let complete = store
-        .read_run(id)?
-        .is_some_and(|r| r.state.status == baton_core::model::RunStatus::Complete);
-    if !complete {
+    if !complete()? {
         return Ok((shown(&tree), None));
     }
-    let claim = Claim::of_run(id.as_str(), String::new(), String::new(), Vec::new());
     let judged = judge(ctx, &claim, &tree)?;
     Ok((shown(&tree), Some((claim, judged))))
 }

@@ -1,6 +1,9 @@
 //! The judge of "done" over a real repository: a phase claim judged by the gate results
 //! recorded on the tree as it is, and the stop hook's call on it, with its guards.
 
+mod support;
+use support::git;
+
 use std::path::Path;
 
 use baton_core::Rule;
@@ -9,22 +12,8 @@ use baton_core::ledger::{Event, Review};
 use baton_ops::env::Ctx;
 use baton_ops::judge::{AtStop, StopContext, at_stop, claim_phase};
 use baton_ops::ledgers::{self, GateRunRequest, Plan};
-use baton_store::MemStore;
+use baton_store::{JournalTarget, MemStore};
 use jiff::Timestamp;
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}");
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
 
 /// A repository with plan `plans/auth`, whose phase 1 declares one gate: `ok.txt` exists.
 fn project() -> (tempfile::TempDir, MemStore) {
@@ -84,15 +73,16 @@ fn claim(ctx: &Ctx) -> Judged {
     )
     .unwrap();
     let resolved = Plan::resolve(ctx, plan).unwrap();
-    let mut events = Vec::new();
-    let claimed = claim_phase(ctx, &resolved, "1", &to, &mut |plan, e| {
-        events.push((plan.to_string(), e))
-    })
-    .unwrap();
+    let store = ctx.store().unwrap();
+    let claimed = claim_phase(ctx, &resolved, "1", &to, &*store).unwrap();
+    let events = store
+        .read_journal(JournalTarget::Judge("plans/auth"))
+        .unwrap()
+        .events;
     assert_eq!(events.len(), 1);
-    assert_eq!(events[0].0, "plans/auth");
-    assert_eq!(events[0].1["event"], "claimed");
-    assert_eq!(events[0].1["verdict"], claimed.judged.word());
+    assert_eq!(events[0]["event"], "claimed");
+    assert_eq!(events[0]["verdict"], claimed.judged.word());
+    assert_eq!(claimed.warning, None);
     assert!(claimed.kept);
     claimed.judged
 }

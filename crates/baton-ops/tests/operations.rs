@@ -3,6 +3,9 @@
 //! through a second store, is refused by the store itself. Each test runs in milliseconds: no
 //! baton process, one `git init` for the project the operations read their branch from.
 
+mod support;
+use support::git;
+
 use std::ffi::OsStr;
 use std::path::Path;
 
@@ -799,21 +802,6 @@ fn a_ledger_takes_only_valid_events_of_its_own_plan() {
         refused.appended
     );
     assert_eq!(std::fs::read_to_string(&ledger).unwrap(), copied);
-}
-
-/// Runs `git` in `dir` as a test author.
-fn git(dir: &Path, args: &[&str]) {
-    let ok = std::process::Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "git {args:?}");
 }
 
 /// A run's own holder resuming it: a staged file blocks it and a changed alignment section

@@ -49,9 +49,34 @@ pub fn appended(plan: &Plan, done: Appended) -> Report {
     }
 }
 
-/// A completion's verdict, added to the report of its ledger line: the judge's word, the tree
-/// it was judged on and, short of verified, the evidence and the one command that settles it.
-pub fn claimed(report: Report, claimed: &baton_ops::judge::Claimed) -> Report {
+/// The report of a command that recorded work complete (`ledger complete`, `loop finish`,
+/// `run finish`) with the judge's verdict on the claim it made. A claim that could not be judged
+/// is a warning: the record stands.
+pub fn with_claim(
+    report: Report,
+    what: &str,
+    claimed: Result<Option<baton_ops::judge::Claimed>, baton_ops::OpError>,
+) -> Report {
+    match claimed {
+        Ok(Some(c)) => {
+            let warning = c.warning.clone();
+            let report = claimed_report(report, &c);
+            match warning {
+                Some(w) => report.warn(w),
+                None => report,
+            }
+        }
+        Ok(None) => report,
+        Err(e) => report.warn(format!(
+            "warning: {what} was recorded but its claim not judged: {}",
+            e.message
+        )),
+    }
+}
+
+/// A completion's verdict, added to the report of its record: the judge's word, the tree it
+/// was judged on and, short of verified, the evidence and the one command that settles it.
+fn claimed_report(report: Report, claimed: &baton_ops::judge::Claimed) -> Report {
     use baton_core::judge::{Judged, why};
     let word = claimed.judged.word();
     let mut line = format!("verdict: {word} on {}", claimed.tree);

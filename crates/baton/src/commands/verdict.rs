@@ -173,39 +173,3 @@ fn render(tree: &TreeShown, judged: &[(Claim, Judged)], whose: &str) -> Report {
         text,
     )
 }
-
-/// `report` of a command that recorded work complete, with the judge's verdict on the claim it
-/// makes (`claim`, handed the journal of the work's verdicts): `ledger complete`, `loop finish`,
-/// `run finish`. A claim that cannot be judged is a warning; the record stands.
-pub fn with_claim(
-    ctx: &Ctx,
-    report: Report,
-    what: &str,
-    claim: impl FnOnce(judge::Journal) -> Result<Option<judge::Claimed>, baton_ops::OpError>,
-) -> Report {
-    let mut unjournaled = None;
-    let mut journal = |work: &str, event: serde_json::Value| {
-        let kept = ctx.store().map_err(|e| e.message).and_then(|store| {
-            store
-                .append_journal(baton_store::JournalTarget::Judge(work), &event)
-                .map_err(|e| e.to_string())
-        });
-        if let Err(e) = kept {
-            unjournaled.get_or_insert(e);
-        }
-    };
-    let mut report = match claim(&mut journal) {
-        Ok(Some(claimed)) => crate::view::claimed(report, &claimed),
-        Ok(None) => report,
-        Err(e) => report.warn(format!(
-            "warning: {what} was recorded but its claim not judged: {}",
-            e.message
-        )),
-    };
-    if let Some(e) = unjournaled {
-        report = report.warn(format!(
-            "warning: the verdict was not kept in the judge's journal: {e}"
-        ));
-    }
-    report
-}

@@ -349,3 +349,20 @@ fn a_run_finished_complete_is_judged_by_the_projects_gates() {
     assert_eq!(v.json()["verdict"], "verified", "{}", v.stdout);
     assert_eq!(stop(&env, "claude", "Stop", &bytes).stdout, "");
 }
+
+/// SPEC section 9: a failure of the judge lets the stop through. A setting baton cannot read is
+/// one stderr line naming the file; the hook exits 0 and refuses nothing.
+#[test]
+fn a_judge_that_cannot_judge_lets_the_stop_through_with_one_line() {
+    let (bytes, session) = payload("claude-code-2.1.332/Stop.json", &[]);
+    let (env, _) = claimed(&session);
+    env.write(".baton.toml", "[judge]\nenabled = \"maybe\"\n");
+    let run = stop(&env, "claude", "Stop", &bytes);
+    assert_eq!(run.stdout, "");
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(".baton.toml") && run.stderr.contains("let through"),
+        "{}",
+        run.stderr
+    );
+}

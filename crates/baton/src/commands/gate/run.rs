@@ -7,7 +7,7 @@ use serde_json::json;
 use crate::error::{CommandError, ExitStatus};
 use crate::output::Report;
 use baton_ops::env::Ctx;
-use baton_ops::ledgers::{GateRunRequest, GatesRun, run_gates};
+use baton_ops::ledgers::{GateResult, GateRunRequest, GatesRun, run_gates};
 
 /// Run a phase's exit gates and append each result to the ledger.
 ///
@@ -59,7 +59,7 @@ pub fn cmd_gate_run(ctx: &Ctx, args: RunArgs) -> Result<Report, CommandError> {
             args.gate.as_deref(),
             timeout,
         )?;
-        return Ok(work_gates(ran));
+        return Ok(gates_report(&ran, ran.iter().any(|g| !g.pass), &[]));
     }
     if let Some(raw) = &args.run {
         let id = baton_core::run_id::RunId::parse(raw).map_err(|e| {
@@ -67,7 +67,7 @@ pub fn cmd_gate_run(ctx: &Ctx, args: RunArgs) -> Result<Report, CommandError> {
                 .hint("pass the id `baton run new` printed")
         })?;
         let ran = baton_ops::judge::run_run_gates(ctx, id.as_str(), args.gate.as_deref(), timeout)?;
-        return Ok(work_gates(ran));
+        return Ok(gates_report(&ran, ran.iter().any(|g| !g.pass), &[]));
     }
     let (Some(plan), Some(phase)) = (&args.plan, &args.phase) else {
         return Err(
@@ -91,9 +91,15 @@ pub fn cmd_gate_run(ctx: &Ctx, args: RunArgs) -> Result<Report, CommandError> {
             unreadable,
         } => (results, failed, unreadable),
     };
+    Ok(gates_report(&results, failed, &unreadable))
+}
+
+/// What running gates did: each line recorded, the verdict, and a warning for each gate line
+/// that could not be read and each gate that changed the tree it ran on.
+fn gates_report(results: &[GateResult], failed: bool, unreadable: &[String]) -> Report {
     let mut text = String::new();
     let mut gates = Vec::new();
-    for r in &results {
+    for r in results {
         text.push_str(&format!("{}\n", r.line));
         gates.push(json!({ "gate": r.name, "pass": r.pass, "exit": r.exit, "timed_out": r.timed_out, "expected": r.expected, "seconds": r.seconds }));
     }
@@ -121,34 +127,6 @@ pub fn cmd_gate_run(ctx: &Ctx, args: RunArgs) -> Result<Report, CommandError> {
         report.warnings.push(format!(
             "gate {} changed the tree it ran on: its result holds for the tree before it, so no claim is verified by it; keep what it writes out of the tree (a .gitignore entry)",
             baton_core::text::esc(&r.name)
-        ));
-    }
-    Ok(report)
-}
-
-/// The report of the project's gates run for a loop or a run.
-fn work_gates(ran: Vec<baton_ops::judge::WorkGate>) -> Report {
-    let failed = ran.iter().any(|g| !g.pass);
-    let mut text = String::new();
-    let mut gates = Vec::new();
-    for g in &ran {
-        text.push_str(&format!("{}\n", g.line));
-        gates.push(json!({ "gate": g.name, "pass": g.pass, "exit": g.exit, "timed_out": g.timed_out, "expected": 0, "seconds": g.seconds }));
-    }
-    text.push_str(if failed {
-        "verdict: fail\n"
-    } else {
-        "verdict: pass\n"
-    });
-    let mut report = Report::new(
-        ExitStatus::Success,
-        json!({ "verdict": if failed { "fail" } else { "pass" }, "gates": gates }),
-        text,
-    );
-    for g in ran.iter().filter(|g| g.changed_tree) {
-        report.warnings.push(format!(
-            "gate {} changed the tree it ran on: its result holds for the tree before it, so no claim is verified by it; keep what it writes out of the tree (a .gitignore entry)",
-            baton_core::text::esc(&g.name)
         ));
     }
     report

@@ -82,11 +82,11 @@ pub fn dispatch(ctx: &Ctx, cmd: LedgerCommand) -> Result<Report, CommandError> {
                 return Ok(report);
             }
             // The claim is judged at once, and kept for the session's stops.
-            let report =
-                crate::commands::verdict::with_claim(ctx, report, "the phase", |journal| {
-                    let plan = baton_ops::ledgers::Plan::resolve(ctx, &a.plan)?;
-                    baton_ops::judge::claim_phase(ctx, &plan, &a.phase, &to, journal).map(Some)
-                });
+            let claimed = ctx.store().and_then(|store| {
+                let plan = baton_ops::ledgers::Plan::resolve(ctx, &a.plan)?;
+                baton_ops::judge::claim_phase(ctx, &plan, &a.phase, &to, &*store).map(Some)
+            });
+            let report = crate::view::with_claim(report, "the phase", claimed);
             if !a.commit {
                 return Ok(report);
             }

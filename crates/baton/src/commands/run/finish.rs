@@ -39,10 +39,8 @@ pub fn cmd_run_finish(ctx: &Ctx, args: FinishArgs) -> Result<Report, CommandErro
     let Ok(id) = baton_core::run_id::RunId::parse(&args.run_id) else {
         return Ok(report);
     };
-    Ok(crate::commands::verdict::with_claim(
-        ctx,
-        report,
-        "the run's end",
-        |journal| baton_ops::judge::claim_run(ctx, id.as_str(), journal),
-    ))
+    let claimed = ctx
+        .store()
+        .and_then(|store| baton_ops::judge::claim_run(ctx, id.as_str(), &*store));
+    Ok(crate::view::with_claim(report, "the run's end", claimed))
 }

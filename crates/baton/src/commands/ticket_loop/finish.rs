@@ -38,12 +38,10 @@ pub fn cmd_loop_finish(ctx: &Ctx, args: FinishArgs) -> Result<Report, CommandErr
     }
     // A loop finished complete is a claim: judged at once, and kept for the session's stops.
     let target = baton_ops::ticket_loop::Target::derive(ctx, &args.ticket);
-    Ok(crate::commands::verdict::with_claim(
-        ctx,
-        report,
-        "the loop's end",
-        |journal| baton_ops::judge::claim_loop(ctx, &target.raw, &target.key, journal),
-    ))
+    let claimed = ctx
+        .store()
+        .and_then(|store| baton_ops::judge::claim_loop(ctx, &target.raw, &target.key, &*store));
+    Ok(crate::view::with_claim(report, "the loop's end", claimed))
 }
 
 fn finish(ctx: &Ctx, args: &FinishArgs) -> Result<Report, CommandError> {
