@@ -270,12 +270,9 @@ fn is_baton_hook(pid: u32) -> bool {
         })
 }
 
-/// `<pid> <name>`, for the journal.
-fn named(pid: u32) -> String {
-    format!(
-        "{pid} {}",
-        baton_store::platform::comm(pid).unwrap_or_default()
-    )
+/// `<pid> <name>` of a process, for the journal, or nothing for one already gone.
+fn named(pid: u32) -> Option<String> {
+    baton_store::platform::comm(pid).map(|name| format!("{pid} {name}"))
 }
 
 /// Signals each of `pids`.
@@ -492,13 +489,8 @@ impl Supervisor<'_> {
                     continue;
                 }
                 forwarded = sent;
+                self.note_stopped(&tree);
                 signal_all(&tree, sig);
-                for pid in tree {
-                    let name = named(pid);
-                    if !self.stopped.contains(&name) {
-                        self.stopped.push(name);
-                    }
-                }
             }
             std::thread::sleep(POLL);
         };
@@ -521,13 +513,23 @@ impl Supervisor<'_> {
         })
     }
 
+    /// Names `pids` in the attempt's list of stopped processes, before they are signalled: a
+    /// process that ends is gone, name and all.
+    fn note_stopped(&mut self, pids: &[u32]) {
+        for name in pids.iter().filter_map(|pid| named(*pid)) {
+            if !self.stopped.contains(&name) {
+                self.stopped.push(name);
+            }
+        }
+    }
+
     /// What the agent left running after it exited (a launcher's agent, a tool call's
     /// background job, now supervise's as their subreaper): asked to end with SIGTERM, killed
     /// after a grace, and reaped, so that nothing works on unsupervised after the attempt is
     /// journalled.
     fn stop_leftovers(&mut self) {
         let left = platform::descendants_in_session(std::process::id(), false);
-        self.stopped.extend(left.iter().map(|pid| named(*pid)));
+        self.note_stopped(&left);
         baton_store::platform::stop_processes(&left, LEFTOVER_GRACE);
         // Orphans that had already exited when they were given to supervise.
         platform::reap_children(|_, _| {});
