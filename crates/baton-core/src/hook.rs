@@ -486,6 +486,69 @@ mod tests {
         assert!(parse_payload(Client::Claude, "AfterAgent", gemini).is_err());
     }
 
+    /// Claude Code's goal lines as 2.1.332 writes them: set, checked not met, met, cleared and
+    /// given up; Codex's goal rows by status.
+    #[test]
+    fn the_clients_goals_are_read_as_they_record_them() {
+        use crate::client::ClientGoal;
+        let claude = Client::Claude.def();
+        let line = |attachment: &str| {
+            format!(
+                r#"{{"parentUuid":"p","isSidechain":false,"type":"attachment","uuid":"u1","timestamp":"2026-12-05T10:00:00.000Z","attachment":{attachment},"sessionId":"s"}}"#
+            )
+        };
+        let goal = |c: &str| {
+            Some(Some(ClientGoal {
+                condition: c.into(),
+                mark: c.into(),
+            }))
+        };
+        for (attachment, read) in [
+            (
+                r#"{"type":"goal_status","met":false,"sentinel":true,"condition":"C"}"#,
+                goal("C"),
+            ),
+            (
+                r#"{"type":"goal_status","met":false,"condition":"C","reason":"not yet"}"#,
+                goal("C"),
+            ),
+            (
+                r#"{"type":"goal_status","met":true,"condition":"C","reason":"done","iterations":2}"#,
+                Some(None),
+            ),
+            (
+                r#"{"type":"goal_status","met":true,"sentinel":true,"condition":"C"}"#,
+                Some(None),
+            ),
+            (
+                r#"{"type":"goal_status","met":false,"failed":true,"condition":"C"}"#,
+                Some(None),
+            ),
+            (r#"{"type":"hook_success","content":""goal_status""}"#, None),
+        ] {
+            assert_eq!(claude.goal(&line(attachment)), read, "{attachment}");
+        }
+        assert_eq!(claude.goal("not json \"goal_status\""), None);
+        let codex = Client::Codex.def();
+        for (status, pursued) in [
+            ("active", true),
+            ("complete", true),
+            ("paused", false),
+            ("blocked", false),
+            ("usage_limited", false),
+            ("budget_limited", false),
+        ] {
+            assert_eq!(
+                codex.goal_row("g1", "O", status),
+                pursued.then(|| ClientGoal {
+                    condition: "O".into(),
+                    mark: format!("g1 {status}"),
+                }),
+                "{status}"
+            );
+        }
+    }
+
     #[test]
     fn a_rate_limit_is_read_from_the_transcripts_tail() {
         let claude = String::from_utf8(fixture(

@@ -61,6 +61,10 @@ pub struct Claim {
     /// Set when a stop was let through on this claim unverified: a person must confirm it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirm: Option<Confirm>,
+    /// Claimed only by the session's goal, with no completion recorded: unverified until the
+    /// work is recorded complete.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unrecorded: bool,
 }
 
 fn is_phase(kind: &ClaimKind) -> bool {
@@ -81,6 +85,7 @@ impl Claim {
             gates,
             on_head: None,
             confirm: None,
+            unrecorded: false,
         }
     }
 
@@ -148,7 +153,11 @@ impl Claim {
     /// The command that claims it again.
     fn reclaim(&self) -> String {
         match self.kind {
-            ClaimKind::Phase => "`baton ledger complete`".into(),
+            ClaimKind::Phase => format!(
+                "`baton ledger complete {} --phase {} --tests <passed>/<run>`",
+                shell_quote(&esc(&self.plan)),
+                shell_quote(&esc(&self.phase))
+            ),
             ClaimKind::Loop => format!(
                 "`baton loop finish {} --status complete`",
                 shell_quote(&esc(&self.ticket))
@@ -189,6 +198,9 @@ pub struct JudgeRecord {
     pub claims: Vec<Claim>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refusals: Option<Refusals>,
+    /// The client's record of the session's goal last taken up (`ClientGoal::mark`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal: Option<String>,
 }
 
 impl JudgeRecord {
@@ -197,6 +209,40 @@ impl JudgeRecord {
         self.claims.retain(|c| !c.same_work(&claim));
         self.claims.push(claim);
     }
+}
+
+/// Work a goal names, by the `baton verdict` command its condition asks for (as `baton goal`
+/// writes it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NamedWork {
+    Phase { plan: String, phase: String },
+    Ticket(String),
+    Run(String),
+}
+
+/// The work a goal's condition names: the first `` `baton verdict …` `` in it that names one
+/// piece of work. A goal that names none (any other text) is not baton's to judge.
+pub fn named_in_goal(condition: &str) -> Option<NamedWork> {
+    condition.split('`').skip(1).step_by(2).find_map(|code| {
+        let words = crate::text::shell_words(code)?;
+        let rest = match words.as_slice() {
+            [baton, verdict, rest @ ..] if baton == "baton" && verdict == "verdict" => rest,
+            _ => return None,
+        };
+        match rest {
+            [flag, ticket] if flag == "--ticket" => Some(NamedWork::Ticket(ticket.clone())),
+            [flag, id] if flag == "--run" => Some(NamedWork::Run(id.clone())),
+            [plan, flag, phase] | [flag, phase, plan]
+                if flag == "--phase" && !plan.starts_with('-') =>
+            {
+                Some(NamedWork::Phase {
+                    plan: plan.clone(),
+                    phase: phase.clone(),
+                })
+            }
+            _ => None,
+        }
+    })
 }
 
 /// One gate result of a phase, as `baton gate run` recorded it with the tree it ran on.
@@ -272,6 +318,8 @@ pub enum Unverified {
     CommitsOffHead,
     /// The phase's declared gates are not those it was claimed with: what changed.
     GatesChanged(Vec<String>),
+    /// The session's goal names the work, but no completion of it is recorded.
+    NotRecorded,
 }
 
 impl Judged {
@@ -430,19 +478,19 @@ pub fn decide_stop(judged: &[(&Claim, Judged)], facts: &StopFacts) -> StopCall {
     StopCall::Refuse { reason }
 }
 
+fn first_upper(s: &str) -> String {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}
+
 /// One claim's evidence and the one command that settles it.
 pub fn why(claim: &Claim, judged: &Judged) -> String {
     let settle = claim.settle();
-    let named = claim.named();
-    let mut first = named.chars();
-    let what = format!(
-        "{}{} is claimed complete",
-        first
-            .next()
-            .map(|c| c.to_uppercase().to_string())
-            .unwrap_or_default(),
-        first.as_str()
-    );
+    let named = first_upper(&claim.named());
+    let what = format!("{named} is claimed complete");
     match judged {
         Judged::Verified => format!("{what} and verified."),
         Judged::Failed(l) => format!(
@@ -471,6 +519,10 @@ pub fn why(claim: &Claim, judged: &Judged) -> String {
         Judged::Unverified(Unverified::CommitsOffHead) => format!(
             "{what}, but its last commit {} is not on HEAD: check out the work, then run {settle}.",
             esc(&claim.to)
+        ),
+        Judged::Unverified(Unverified::NotRecorded) => format!(
+            "{named} is the session's goal, but it is not recorded complete: finish it, record it with {}, then run {settle}.",
+            claim.reclaim()
         ),
         Judged::Unverified(Unverified::GatesChanged(changes)) => format!(
             "{what}, but its declared gates changed since the claim ({}): a weaker gate verifies nothing; ask a person, and claim it again with {} once they agree.",
@@ -513,6 +565,44 @@ mod tests {
             id: TREE.into(),
             head: Some("abc1234".into()),
             changed: 2,
+        }
+    }
+
+    #[test]
+    fn a_goal_names_the_work_of_its_verdict_command() {
+        let phase = |plan: &str, phase: &str| {
+            Some(NamedWork::Phase {
+                plan: plan.into(),
+                phase: phase.into(),
+            })
+        };
+        assert_eq!(
+            named_in_goal(
+                "Phase 2 of plans/a is complete: the output of `baton verdict plans/a --phase 2` starts with `verified:`."
+            ),
+            phase("plans/a", "2")
+        );
+        assert_eq!(
+            named_in_goal("`baton verdict --phase 2b 'plans/my plan'`"),
+            phase("plans/my plan", "2b")
+        );
+        assert_eq!(
+            named_in_goal("run `baton ledger complete x`, then `baton verdict --ticket 'PROJ-1'`"),
+            Some(NamedWork::Ticket("PROJ-1".into()))
+        );
+        assert_eq!(
+            named_in_goal("`baton verdict --run r-1`"),
+            Some(NamedWork::Run("r-1".into()))
+        );
+        for none in [
+            "all tests pass",
+            "`baton verdict` says verified",
+            "`baton verdict plans/a`",
+            "`baton verdict --phase 2 --ticket T`",
+            "`baton verdict 'plans/a --phase 2`",
+            "baton verdict plans/a --phase 2",
+        ] {
+            assert_eq!(named_in_goal(none), None, "{none}");
         }
     }
 

@@ -9,14 +9,13 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 
 use crate::env::Settings;
-use baton_core::client::{Definition, Evidence, TranscriptEnd, UserDir};
+use baton_core::client::{ClientGoal, Definition, Evidence, GoalSource, TranscriptEnd, UserDir};
 use baton_core::hook::{HOOK_STDIN_CAP, TRANSCRIPT_TAIL_BYTES};
 use baton_store::Layout;
-use baton_store::sessions::{read_tail, recent_reports};
+use baton_store::sessions::{last_line_where, read_tail, recent_reports};
 
 /// The session's transcript where the client keeps it when its payload names none
-/// (`Definition::session_transcript`, under the client's user directory; a relative directory
-/// is taken from `dir`).
+/// (`Definition::session_transcript`, under the client's user directory).
 pub fn session_transcript(
     def: &dyn Definition,
     settings: &Settings,
@@ -24,7 +23,16 @@ pub fn session_transcript(
     session: &str,
 ) -> Option<PathBuf> {
     let rel = def.session_transcript()?;
-    let user = match def.user_dir() {
+    // A session id is one path component, never a way out of the directory.
+    if session.contains('/') || session == ".." || session == "." {
+        return None;
+    }
+    Some(user_dir(def, settings, dir)?.join(rel.replace("{session}", session)))
+}
+
+/// The client's user directory (`Definition::user_dir`; a relative one is taken from `dir`).
+pub fn user_dir(def: &dyn Definition, settings: &Settings, dir: &Path) -> Option<PathBuf> {
+    match def.user_dir() {
         UserDir::Variable { variable, default } => settings
             .client_dirs
             .iter()
@@ -39,12 +47,41 @@ pub fn session_transcript(
             .as_ref()
             .filter(|h| !h.is_empty())
             .map(PathBuf::from),
-    }?;
-    // A session id is one path component, never a way out of the directory.
-    if session.contains('/') || session == ".." || session == "." {
-        return None;
     }
-    Some(user.join(rel.replace("{session}", session)))
+}
+
+/// The goal the session works toward, as its client records it (`Definition::goal_source`):
+/// the last record of it in the session's transcript, read from the end, or the session's row
+/// of the client's goal table.
+pub fn client_goal(
+    def: &dyn Definition,
+    settings: &Settings,
+    dir: &Path,
+    session: &str,
+    transcript: Option<&Path>,
+) -> Result<Option<ClientGoal>, baton_store::StoreError> {
+    match def.goal_source() {
+        GoalSource::None => Ok(None),
+        // A transcript not written yet holds no goal.
+        GoalSource::Transcript { marker } => match transcript {
+            Some(path) => match last_line_where(path, marker.as_bytes(), |line| def.goal(line)) {
+                Err(baton_store::StoreError::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::NotFound =>
+                {
+                    Ok(None)
+                }
+                found => Ok(found?.flatten()),
+            },
+            None => Ok(None),
+        },
+        GoalSource::ThreadGoals { file } => {
+            let Some(user) = user_dir(def, settings, dir) else {
+                return Ok(None);
+            };
+            Ok(baton_store::goals::thread_goal(&user.join(file), session)?
+                .and_then(|row| def.goal_row(&row.id, &row.objective, &row.status)))
+        }
+    }
 }
 
 /// What the transcript's tail says of the dead turn, read again for up to `wait` while the

@@ -3,16 +3,19 @@
 //! tree as it is now by the gate results `gate run` recorded and the gates that govern the work
 //! (the phase file's, or the project's `[judge.gates]`); and the call a stop hook makes on
 //! them. Nothing here runs a gate at a stop: it costs one failed `open` with nothing claimed,
-//! and one `git status` with a claim.
+//! and one `git status` with a claim. A goal the session names (`StopContext::goal`) that
+//! asks for a `baton verdict` is a claim of that work too.
 
 use std::path::Path;
 
 use crate::env::Ctx;
 use crate::error::OpError;
 use crate::ledgers::{GateResult, Plan, declared_gates};
+use baton_core::client::ClientGoal;
 use baton_core::judge::{
-    Claim, ClaimKind, Confirm, DEFAULT_BLOCK_CAP, JudgeRecord, Judged, Refusals, StopCall,
-    StopFacts, TreeShown, decide_stop, judge_phase, tree_parts,
+    Claim, ClaimKind, Confirm, DEFAULT_BLOCK_CAP, JudgeRecord, Judged, NamedWork, Refusals,
+    StopCall, StopFacts, TreeShown, Unverified, decide_stop, judge_phase, named_in_goal,
+    tree_parts,
 };
 use baton_core::ledger::{Event, Ledger, parse_ledger};
 use baton_store::git::{self, TreeId};
@@ -131,6 +134,9 @@ pub fn judge(ctx: &Ctx, claim: &Claim, tree: &TreeId) -> Result<Judged, OpError>
 
 /// The verdict on one phase claim, and whether its commits were found on HEAD.
 fn judge_checked(ctx: &Ctx, claim: &Claim, tree: &TreeId) -> Result<(Judged, bool), OpError> {
+    if claim.unrecorded {
+        return Ok((Judged::Unverified(Unverified::NotRecorded), false));
+    }
     let root = ctx.layout()?.root;
     let declared = declared_for(ctx, claim)?;
     // The claimed commits are on HEAD when HEAD is the last of them, or is the HEAD they were
@@ -200,6 +206,10 @@ pub struct Claimed {
 /// What the judge journals at a stop: one event for a piece of work (`JournalTarget::Judge` of
 /// its `Claim::evidence_key`), handed to the caller, which opens the store only then.
 pub type Journal<'a> = &'a mut dyn FnMut(&str, serde_json::Value);
+
+/// Opens the store, for a judge that needs it only sometimes (a goal that names a loop or a
+/// run): a stop that does not need it opens nothing.
+pub type Opener<'a> = &'a dyn Fn() -> Result<&'a dyn StateStore, OpError>;
 
 /// The journal event of a claim's verdict: `event` is `claimed`, `refused`, `handed-over` or
 /// `verified`.
@@ -363,6 +373,8 @@ pub struct StopContext {
     /// The turn did not end on its own: the user stopped it, or the client reports its failure
     /// on the stop itself (Cursor's `status: aborted|error`).
     pub interrupted: bool,
+    /// The goal the session works toward, as its client records it.
+    pub goal: Option<ClientGoal>,
 }
 
 /// What a stop hook does, and what the judge recorded.
@@ -416,22 +428,59 @@ pub fn at_stop(
     ctx: &Ctx,
     session: &str,
     stop: &StopContext,
+    store: Opener,
     journal: Journal,
 ) -> Result<AtStop, OpError> {
     let layout = ctx.layout()?;
-    let Some(mut record) = sessions::judge_record(&layout, session) else {
-        return Ok(AtStop::Unjudged);
-    };
-    if record.claims.iter().all(|c| c.confirm.is_some())
-        || stop.plan_mode
-        || stop.background
-        || stop.interrupted
+    let record = sessions::judge_record(&layout, session);
+    // A goal is taken up once each time the client records it anew, and only one that names
+    // baton's work.
+    let goal = stop.goal.as_ref().filter(|g| {
+        record.as_ref().and_then(|r| r.goal.as_ref()) != Some(&g.mark)
+            && named_in_goal(&g.condition).is_some()
+    });
+    if (record.is_none() && goal.is_none()) || stop.plan_mode || stop.background || stop.interrupted
     {
         return Ok(AtStop::Unjudged);
     }
     let settings = judge_settings(ctx)?;
     if !settings.enabled {
         return Ok(AtStop::Unjudged);
+    }
+    let mut record = record.unwrap_or_else(|| JudgeRecord {
+        session: session.to_string(),
+        ..JudgeRecord::default()
+    });
+    if let Some(goal) = goal {
+        record.goal = Some(goal.mark.clone());
+        if let Some(claim) = goal_claim(ctx, goal)?
+            && !record.claims.iter().any(|c| c.same_work(&claim))
+        {
+            journal(
+                &claim.evidence_key(),
+                serde_json::json!({
+                    "ts": baton_core::time::format_ts_ms(ctx.now),
+                    "event": "claimed",
+                    "work": claim.named(),
+                    "session": session,
+                    "phase": claim.phase,
+                    "by": "goal",
+                }),
+            );
+            record.claims.push(claim);
+        }
+        if record.claims.iter().all(|c| c.confirm.is_some()) {
+            sessions::write_judge_record(&layout, &record)?;
+            return Ok(AtStop::Unjudged);
+        }
+    } else if record.claims.iter().all(|c| c.confirm.is_some()) {
+        return Ok(AtStop::Unjudged);
+    }
+    // A goal's claim becomes the work's recorded completion once there is one.
+    for claim in record.claims.iter_mut().filter(|c| c.unrecorded) {
+        if let Some(found) = recorded(ctx, claim, store)? {
+            *claim = found;
+        }
     }
     let tree = tree_now(ctx)?;
     let mut found_on_head = Vec::new();
@@ -529,24 +578,87 @@ pub fn judge_plan_phase(
     plan: &Path,
     phase: &str,
 ) -> Result<(TreeShown, Option<(Claim, Judged)>), OpError> {
+    let resolved = Plan::resolve(ctx, plan)?;
+    if baton_store::ledger::read(&resolved.ledger)?.is_none() {
+        return Err(crate::ledgers::missing(&resolved));
+    }
+    let claim = recorded_phase(ctx, plan, phase)?;
+    let tree = tree_now(ctx)?;
+    let Some(claim) = claim else {
+        return Ok((shown(&tree), None));
+    };
+    let judged = judge(ctx, &claim, &tree)?;
+    Ok((shown(&tree), Some((claim, judged))))
+}
+
+/// The claim a plan's ledger makes of a phase: its last `complete` line, or `None` (with no
+/// ledger too).
+fn recorded_phase(ctx: &Ctx, plan: &Path, phase: &str) -> Result<Option<Claim>, OpError> {
     let plan = Plan::resolve(ctx, plan)?;
-    let text =
-        baton_store::ledger::read(&plan.ledger)?.ok_or_else(|| crate::ledgers::missing(&plan))?;
-    let complete = parse_ledger(&text)
+    let Some(text) = baton_store::ledger::read(&plan.ledger)? else {
+        return Ok(None);
+    };
+    Ok(parse_ledger(&text)
         .events
         .into_iter()
         .rev()
         .find_map(|(_, line)| match line.event {
             Event::Complete { phase: p, to, .. } if p == phase => Some((to, line.at)),
             _ => None,
-        });
-    let tree = tree_now(ctx)?;
-    let Some((to, at)) = complete else {
-        return Ok((shown(&tree), None));
+        })
+        .map(|(to, at)| Claim::phase(&plan.rel, phase, at.unwrap_or_default(), to, Vec::new())))
+}
+
+/// The claim the session's goal makes of the work it names, before any completion of it is
+/// found (`recorded`): unverified until the work is recorded complete. `None` for a goal that
+/// names no work of baton's. A plan is named from the project root, as `baton goal` names it.
+fn goal_claim(ctx: &Ctx, goal: &ClientGoal) -> Result<Option<Claim>, OpError> {
+    let Some(named) = named_in_goal(&goal.condition) else {
+        return Ok(None);
     };
-    let claim = Claim::phase(&plan.rel, phase, at.unwrap_or_default(), to, Vec::new());
-    let judged = judge(ctx, &claim, &tree)?;
-    Ok((shown(&tree), Some((claim, judged))))
+    let at = baton_core::time::format_ts(ctx.now);
+    let claim = match named {
+        NamedWork::Phase { plan, phase } => {
+            let plan = Plan::resolve(ctx, &ctx.layout()?.root.join(plan))?;
+            Claim::phase(&plan.rel, &phase, at, String::new(), Vec::new())
+        }
+        NamedWork::Ticket(ticket) => {
+            let key = crate::ticket_loop::Target::derive(ctx, std::ffi::OsStr::new(&ticket)).key;
+            Claim::of_loop(&ticket, &key, at, String::new(), Vec::new())
+        }
+        NamedWork::Run(id) => Claim::of_run(run_id(&id)?.as_str(), at, String::new(), Vec::new()),
+    };
+    Ok(Some(Claim {
+        unrecorded: true,
+        ..claim
+    }))
+}
+
+fn run_id(id: &str) -> Result<baton_core::run_id::RunId, OpError> {
+    baton_core::run_id::RunId::parse(id)
+        .map_err(|e| OpError::usage(format!("the session's goal names run {id}: {e}")))
+}
+
+/// The completion recorded of the work a goal alone claims (`Claim::unrecorded`), whoever
+/// recorded it: the ledger's last `complete` line of the phase, or the loop or the run finished
+/// complete. `None` while there is none.
+fn recorded(ctx: &Ctx, claim: &Claim, store: Opener) -> Result<Option<Claim>, OpError> {
+    let finished = match claim.kind {
+        ClaimKind::Phase => {
+            let plan = ctx.layout()?.root.join(&claim.plan);
+            return recorded_phase(ctx, &plan, &claim.phase);
+        }
+        ClaimKind::Loop => store()?
+            .read_loop(&claim.key)?
+            .is_some_and(|l| l.state.status == baton_core::model::LoopStatus::Complete),
+        ClaimKind::Run => store()?
+            .read_run(&run_id(&claim.key)?)?
+            .is_some_and(|r| r.state.status == baton_core::model::RunStatus::Complete),
+    };
+    Ok(finished.then(|| Claim {
+        unrecorded: false,
+        ..claim.clone()
+    }))
 }
 
 /// Runs the project's gates (`[judge.gates]`) for the loop of `ticket` (key `key`), or the one

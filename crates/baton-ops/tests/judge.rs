@@ -7,6 +7,7 @@ use support::git;
 use std::path::Path;
 
 use baton_core::Rule;
+use baton_core::client::ClientGoal;
 use baton_core::judge::{Judged, StopCall, Unverified};
 use baton_core::ledger::{Event, Review};
 use baton_ops::env::Ctx;
@@ -41,6 +42,24 @@ fn session(dir: &Path, store: &MemStore, session: &str) -> Ctx {
 
 /// Starts phase 1, commits work and claims the phase complete, as `ledger complete` does.
 fn claim(ctx: &Ctx) -> Judged {
+    let to = record_complete(ctx);
+    let resolved = Plan::resolve(ctx, Path::new("plans/auth")).unwrap();
+    let store = ctx.store().unwrap();
+    let claimed = claim_phase(ctx, &resolved, "1", &to, &*store).unwrap();
+    let events = store
+        .read_journal(JournalTarget::Judge("plans/auth"))
+        .unwrap()
+        .events;
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0]["event"], "claimed");
+    assert_eq!(events[0]["verdict"], claimed.judged.word());
+    assert_eq!(claimed.warning, None);
+    assert!(claimed.kept);
+    claimed.judged
+}
+
+/// Starts phase 1, commits work and records the phase complete in the ledger; the last commit.
+fn record_complete(ctx: &Ctx) -> String {
     let root = ctx.dir.clone();
     let plan = Path::new("plans/auth");
     assert!(matches!(
@@ -72,19 +91,7 @@ fn claim(ctx: &Ctx) -> Judged {
         },
     )
     .unwrap();
-    let resolved = Plan::resolve(ctx, plan).unwrap();
-    let store = ctx.store().unwrap();
-    let claimed = claim_phase(ctx, &resolved, "1", &to, &*store).unwrap();
-    let events = store
-        .read_journal(JournalTarget::Judge("plans/auth"))
-        .unwrap()
-        .events;
-    assert_eq!(events.len(), 1);
-    assert_eq!(events[0]["event"], "claimed");
-    assert_eq!(events[0]["verdict"], claimed.judged.word());
-    assert_eq!(claimed.warning, None);
-    assert!(claimed.kept);
-    claimed.judged
+    to
 }
 
 fn gate_run(ctx: &Ctx) {
@@ -115,24 +122,36 @@ fn stop(ctx: &Ctx, again: bool) -> AtStop {
 
 /// A stop, and the events it journaled (`<event> <verdict>`, with the rule when one).
 fn stop_journaled(ctx: &Ctx, again: bool) -> (AtStop, Vec<String>) {
-    let mut events = Vec::new();
-    let call = at_stop(
+    stop_with(
         ctx,
-        ctx.session().unwrap(),
-        &StopContext {
+        StopContext {
             again,
             ..StopContext::default()
         },
+    )
+}
+
+/// A stop as the client describes it, and the events it journaled (`<event> <verdict>`, with
+/// the rule when one; `claimed by goal` for a goal taken up).
+fn stop_with(ctx: &Ctx, stop: StopContext) -> (AtStop, Vec<String>) {
+    let mut events = Vec::new();
+    let store = ctx.store().unwrap();
+    let call = at_stop(
+        ctx,
+        ctx.session().unwrap(),
+        &stop,
+        &|| Ok(&*store),
         &mut |plan, e| {
             assert_eq!(plan, "plans/auth");
             let rule = e["rule"]
                 .as_str()
+                .or(e["by"].as_str())
                 .map(|r| format!(" {r}"))
                 .unwrap_or_default();
             events.push(format!(
                 "{} {}{rule}",
                 e["event"].as_str().unwrap(),
-                e["verdict"].as_str().unwrap()
+                e["verdict"].as_str().unwrap_or("by")
             ));
         },
     )
@@ -337,6 +356,92 @@ fn verified_work_passes_and_is_done_with() {
     );
 }
 
+/// The condition `baton goal plans/auth --phase 1` prints.
+const GOAL: &str = "Phase 1 of plans/auth is complete: after the last change to the files, the output of `baton verdict plans/auth --phase 1` starts with `verified:`. Nothing else meets this goal.";
+
+fn with_goal(condition: &str, mark: &str) -> StopContext {
+    StopContext {
+        goal: Some(ClientGoal {
+            condition: condition.into(),
+            mark: mark.into(),
+        }),
+        ..StopContext::default()
+    }
+}
+
+fn refused(call: AtStop) -> String {
+    match call {
+        AtStop::Judged(StopCall::Refuse { reason }) => reason,
+        other => panic!("not refused: {other:?}"),
+    }
+}
+
+/// A goal the session names is a claim of the work its `baton verdict` names: unverified while
+/// nothing is recorded, then the recorded completion (whoever recorded it), judged as any
+/// claim, and done with once verified.
+#[test]
+fn a_goal_that_names_a_phase_is_the_sessions_claim() {
+    let (dir, store) = project();
+    let root = dir.path();
+    let a = session(root, &store, "A");
+    // A goal that names no work of baton's is not its to judge, and leaves nothing behind.
+    let other = with_goal("all tests pass", "x");
+    assert_eq!(stop_with(&a, other).0, AtStop::Unjudged);
+    assert!(baton_ops::judge::verdicts(&a, "A").unwrap().is_none());
+    // Nor is one in plan mode, which is not taken up either.
+    let planning = StopContext {
+        plan_mode: true,
+        ..with_goal(GOAL, "g1")
+    };
+    assert_eq!(stop_with(&a, planning), (AtStop::Unjudged, vec![]));
+    assert!(baton_ops::judge::verdicts(&a, "A").unwrap().is_none());
+
+    // Named, with nothing recorded: refused, and told how to record it.
+    let (call, events) = stop_with(&a, with_goal(GOAL, "g1"));
+    let reason = refused(call);
+    assert!(
+        reason.contains(
+            "Phase 1 of plans/auth is the session's goal, but it is not recorded complete: finish it, record it with `baton ledger complete plans/auth --phase 1 --tests <passed>/<run>`, then run `baton gate run plans/auth --phase 1`."
+        ),
+        "{reason}"
+    );
+    assert_eq!(events, ["claimed by goal", "refused unverified"]);
+    // The same goal is taken up once; its claim stands.
+    let (call, events) = stop_with(&a, with_goal(GOAL, "g1"));
+    refused(call);
+    assert_eq!(events, ["refused unverified"]);
+
+    // Recorded complete, by no session at all: the goal's claim is that completion now.
+    let nobody = Ctx::in_memory(
+        root.to_path_buf(),
+        None,
+        "2026-03-01T10:05:00Z".parse().unwrap(),
+        store.handle(),
+    );
+    record_complete(&nobody);
+    let reason = refused(stop_with(&a, with_goal(GOAL, "g1")).0);
+    assert!(
+        reason.contains(
+            "Phase 1 of plans/auth is claimed complete, but gate unit has no result on this tree"
+        ),
+        "{reason}"
+    );
+    std::fs::write(root.join("ok.txt"), "").unwrap();
+    gate_run(&a);
+    let (call, events) = stop_with(&a, with_goal(GOAL, "g1"));
+    assert_eq!(call, AtStop::Judged(StopCall::Pass));
+    assert_eq!(events, ["verified verified"]);
+    // Done with: the goal as it was taken up does not come back, a goal set anew does.
+    std::fs::write(root.join("src.txt"), "changed after\n").unwrap();
+    assert_eq!(
+        stop_with(&a, with_goal(GOAL, "g1")),
+        (AtStop::Unjudged, vec![])
+    );
+    let (call, events) = stop_with(&a, with_goal(GOAL, "g2"));
+    refused(call);
+    assert_eq!(events, ["claimed by goal", "refused unverified"]);
+}
+
 #[test]
 fn the_guards_let_a_stop_through_unjudged() {
     let (dir, store) = project();
@@ -360,7 +465,14 @@ fn the_guards_let_a_stop_through_unjudged() {
         },
     ] {
         assert_eq!(
-            at_stop(&a, "A", &guard, &mut |_, e| panic!("journaled {e}")).unwrap(),
+            at_stop(
+                &a,
+                "A",
+                &guard,
+                &|| panic!("opened the store"),
+                &mut |_, e| panic!("journaled {e}")
+            )
+            .unwrap(),
             AtStop::Unjudged,
             "{guard:?}"
         );
@@ -378,7 +490,14 @@ fn the_guards_let_a_stop_through_unjudged() {
         "[judge]\nenabled = \"no\"\n",
     )
     .unwrap();
-    let err = at_stop(&a, "A", &StopContext::default(), &mut |_, _| {}).unwrap_err();
+    let err = at_stop(
+        &a,
+        "A",
+        &StopContext::default(),
+        &|| panic!("opened the store"),
+        &mut |_, _| {},
+    )
+    .unwrap_err();
     assert!(err.message.contains(".baton.toml"), "{}", err.message);
     // Nothing was refused through all of it.
     std::fs::remove_file(dir.path().join(".baton.toml")).unwrap();

@@ -70,6 +70,9 @@ pub enum StoreError {
         expected: String,
         found: String,
     },
+    /// An agent client's own SQLite file that could not be read (baton only ever reads one).
+    #[error("cannot read {path}, the agent client's own database: {detail}")]
+    ClientDb { path: PathBuf, detail: String },
     #[error("cannot {action} the PostgreSQL server {server}: {message}")]
     Db {
         action: &'static str,
@@ -191,6 +194,9 @@ impl StoreError {
                 "check that the server runs and the URL (BATON_STORE or --store), PGHOST, PGPORT, PGUSER and the password (PGPASSWORD or ~/.pgpass) name it".into(),
             ),
             StoreError::Db { .. } => None,
+            StoreError::ClientDb { .. } => Some(
+                "baton only reads it, for the session's goal; check it with the client's own commands (its goal, its status)".into(),
+            ),
             StoreError::WriteLost { .. } => {
                 Some("nothing was changed; run the command again when the server answers".into())
             }

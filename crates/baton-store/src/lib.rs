@@ -9,6 +9,7 @@ pub mod faults;
 pub mod feature;
 pub mod gate;
 pub mod git;
+pub mod goals;
 pub mod journal;
 pub mod layout;
 pub mod ledger;

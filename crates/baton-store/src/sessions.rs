@@ -635,13 +635,64 @@ pub fn recent_reports(
         .collect()
 }
 
-/// The last `max` bytes of a file, from the start of the first whole line in them: enough of a
-/// transcript to see how its last turn ended without reading the whole of it.
-pub fn read_tail(path: &Path, max: u64) -> Result<String, StoreError> {
+/// Reads a file's lines backwards, from its end, in blocks, and gives `take` each line that holds
+/// `needle` until it returns `Some`: the last record of a kind in a transcript of any length,
+/// without reading more than the lines after it (nor keeping more than one block and the line
+/// in hand). `None` when no line is taken.
+pub fn last_line_where<T>(
+    path: &Path,
+    needle: &[u8],
+    mut take: impl FnMut(&str) -> Option<T>,
+) -> Result<Option<T>, StoreError> {
+    const BLOCK: u64 = 256 * 1024;
+    let mut file = open_regular(path)?;
+    let mut end = file.metadata().map_err(StoreError::io("stat", path))?.len();
+    let finder = memchr::memmem::FinderRev::new(needle);
+    // The bytes after the last newline seen so far: the end of a line whose start is earlier.
+    let mut carry: Vec<u8> = Vec::new();
+    while end > 0 {
+        let start = end.saturating_sub(BLOCK);
+        let mut block = vec![0; (end - start) as usize];
+        file.seek(SeekFrom::Start(start))
+            .map_err(StoreError::io("seek", path))?;
+        file.read_exact(&mut block)
+            .map_err(StoreError::io("read", path))?;
+        block.extend_from_slice(&carry);
+        // Whole lines are those after the block's first newline (all of it at the file's start).
+        let whole_from = if start == 0 {
+            0
+        } else {
+            match memchr::memchr(b'\n', &block) {
+                Some(i) => i + 1,
+                None => {
+                    carry = block;
+                    end = start;
+                    continue;
+                }
+            }
+        };
+        let mut upto = block.len();
+        while let Some(at) = finder.rfind(&block[whole_from..upto]) {
+            let at = whole_from + at;
+            let line_start = memchr::memrchr(b'\n', &block[..at]).map_or(0, |i| i + 1);
+            let line_end = memchr::memchr(b'\n', &block[at..upto]).map_or(upto, |i| at + i);
+            if let Some(found) = take(&String::from_utf8_lossy(&block[line_start..line_end])) {
+                return Ok(Some(found));
+            }
+            upto = line_start;
+        }
+        block.truncate(whole_from);
+        carry = block;
+        end = start;
+    }
+    Ok(None)
+}
+
+/// Opens a file for reading, non-blocking, and only a regular file: a FIFO or a device named as
+/// the transcript must not hang a hook the client waits for.
+fn open_regular(path: &Path) -> Result<std::fs::File, StoreError> {
     use std::os::unix::fs::OpenOptionsExt;
-    // Non-blocking, and only a regular file: a FIFO or a device named as the transcript must
-    // not hang a hook the client waits for.
-    let mut file = std::fs::File::options()
+    let file = std::fs::File::options()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(path)
@@ -650,7 +701,14 @@ pub fn read_tail(path: &Path, max: u64) -> Result<String, StoreError> {
     if !meta.is_file() {
         return Err(StoreError::NotRegular { path: path.into() });
     }
-    let len = meta.len();
+    Ok(file)
+}
+
+/// The last `max` bytes of a file, from the start of the first whole line in them: enough of a
+/// transcript to see how its last turn ended without reading the whole of it.
+pub fn read_tail(path: &Path, max: u64) -> Result<String, StoreError> {
+    let mut file = open_regular(path)?;
+    let len = file.metadata().map_err(StoreError::io("stat", path))?.len();
     let from = len.saturating_sub(max);
     file.seek(SeekFrom::Start(from))
         .map_err(StoreError::io("seek", path))?;
@@ -766,6 +824,54 @@ mod tests {
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
         assert!(read_tail(&fifo, 100).is_err());
         assert!(read_tail(Path::new("/dev/zero"), 100).is_err());
+        assert!(last_line_where(&fifo, b"x", |_| Some(())).is_err());
+    }
+
+    /// The last line holding the needle that `take` accepts, found from the end, in a file of
+    /// many blocks, with lines that span blocks, and with or without a final newline.
+    #[test]
+    fn the_last_line_of_a_kind_is_found_from_the_end() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("t.jsonl");
+        let filler = "f".repeat(100_000);
+        let mut text = String::new();
+        for i in 0..20 {
+            text.push_str(&format!("{filler} {i}\n"));
+            if i % 7 == 0 {
+                text.push_str(&format!("mark {i}\n"));
+            }
+        }
+        // A line of a million bytes holding the needle, which `take` turns down.
+        text.push_str(&format!("mark {} no\n", "m".repeat(1_000_000)));
+        text.push_str("tail");
+        std::fs::write(&path, &text).unwrap();
+        let take = |l: &str| (!l.ends_with("no")).then(|| l.to_string());
+        assert_eq!(
+            last_line_where(&path, b"mark", take).unwrap().as_deref(),
+            Some("mark 14")
+        );
+        assert_eq!(
+            last_line_where(&path, b"tail", |l| Some(l.to_string())).unwrap(),
+            Some("tail".to_string())
+        );
+        assert_eq!(
+            last_line_where(&path, b"mark 0", |l| Some(l.to_string())).unwrap(),
+            Some("mark 0".to_string())
+        );
+        let mut seen = Vec::new();
+        let none: Option<()> = last_line_where(&path, b"mark", |l| {
+            seen.push(l.len());
+            None
+        })
+        .unwrap();
+        assert_eq!(none, None);
+        assert_eq!(seen, [1_000_008, 7, 6, 6]);
+        assert_eq!(
+            last_line_where(&path, b"absent", |_| Some(())).unwrap(),
+            None
+        );
+        std::fs::write(&path, "").unwrap();
+        assert_eq!(last_line_where(&path, b"x", |_| Some(())).unwrap(), None);
     }
 
     #[test]

@@ -10,8 +10,8 @@ use serde_json::{Map, Value};
 
 use super::argv::{Grammar, Takes, TaskAt, Word, given_task, needs_task, session_words};
 use super::definition::{
-    Action, AgentCommandError, Definition, Disabling, Files, HookSwitch, Instructions,
-    SessionSource, SwitchFile, TranscriptEnd, field,
+    Action, AgentCommandError, ClientGoal, Definition, Disabling, Files, GoalSource, HookSwitch,
+    Instructions, SessionSource, SwitchFile, TranscriptEnd, field,
 };
 
 pub struct ClaudeCode;
@@ -113,6 +113,39 @@ impl Definition for ClaudeCode {
 
     fn pid_variable(&self) -> Option<&'static str> {
         Some("CLAUDE_PID")
+    }
+
+    /// `/goal` (2.1.332) keeps its goal in the transcript: an attachment line
+    /// `{"type":"attachment","attachment":{"type":"goal_status","met":…,"condition":…}}` written
+    /// when the goal is set (`sentinel: true, met: false`) or cleared by the user (`sentinel:
+    /// true, met: true`), and after each check at a stop: not met (`met: false`), met (`met:
+    /// true`), or given up as impossible (`failed: true`). The last one says what stands, as the
+    /// client itself reads it. The check runs beside the stop hooks on the transcript as the
+    /// stop found it, so a stop hook reads the goal as it stood before that check: the goal is
+    /// judged at every stop while it stands, and a goal met is over.
+    fn goal_source(&self) -> GoalSource {
+        GoalSource::Transcript {
+            marker: "\"goal_status\"",
+        }
+    }
+
+    fn goal(&self, line: &str) -> Option<Option<ClientGoal>> {
+        let entry: Value = serde_json::from_str(line).ok()?;
+        let a = entry.get("attachment")?;
+        if entry.get("type")?.as_str()? != "attachment" || a.get("type")?.as_str()? != "goal_status"
+        {
+            return None;
+        }
+        let flag = |k: &str| a.get(k).and_then(Value::as_bool).unwrap_or(false);
+        let condition = a.get("condition").and_then(Value::as_str).unwrap_or("");
+        if flag("met") || flag("failed") || condition.is_empty() {
+            return Some(None);
+        }
+        // Each check writes a line of its own: the goal is the same while its condition is.
+        Some(Some(ClientGoal {
+            condition: condition.to_string(),
+            mark: condition.to_string(),
+        }))
     }
 
     /// An assistant line with `"isApiErrorMessage": true` and `"error": "rate_limit"`, or whose

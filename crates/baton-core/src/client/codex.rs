@@ -12,8 +12,8 @@ use serde_json::{Map, Value};
 
 use super::argv::{Grammar, Takes, TaskAt, Word, given_task};
 use super::definition::{
-    Action, AgentCommandError, Definition, Disabling, Files, HookSwitch, SessionSource,
-    SettingsScope, SwitchFile, TranscriptEnd, UserDir, field,
+    Action, AgentCommandError, ClientGoal, Definition, Disabling, Files, GoalSource, HookSwitch,
+    SessionSource, SettingsScope, SwitchFile, TranscriptEnd, UserDir, field,
 };
 
 pub struct Codex;
@@ -23,6 +23,27 @@ const USAGE: &str = "codex exec [OPTIONS] \"<task>\"";
 impl Definition for Codex {
     fn stop_refusal(&self, event: &str, reason: &str) -> Option<String> {
         (event == "Stop").then(|| super::definition::block_stop(reason))
+    }
+
+    /// 0.171.0 keeps a thread's goal (set by the user's `/goal`, or by the model's
+    /// `create_goal`, and marked `complete` by the model's `update_goal`) in one row per thread
+    /// of `thread_goals` in `$CODEX_HOME/goals_1.sqlite`, keyed by the session id. The
+    /// transcript records only some of its changes (never the model's), and the stop payload
+    /// none.
+    fn goal_source(&self) -> GoalSource {
+        GoalSource::ThreadGoals {
+            file: "goals_1.sqlite",
+        }
+    }
+
+    /// A goal is pursued while `active`, and claimed by the model alone when `complete`; one
+    /// `paused`, `blocked`, `usage_limited` or `budget_limited` is not pursued. Its mark is its
+    /// id and status: each change of status is taken up once.
+    fn goal_row(&self, id: &str, objective: &str, status: &str) -> Option<ClientGoal> {
+        matches!(status, "active" | "complete").then(|| ClientGoal {
+            condition: objective.to_string(),
+            mark: format!("{id} {status}"),
+        })
     }
 
     /// `[features] hooks = false` (developers.openai.com/codex/hooks: "Hooks are enabled by

@@ -93,6 +93,21 @@ pub trait Definition: Sync {
     fn transcript_end(&self, _tail: &str, _now: Timestamp, _zone: &TimeZone) -> TranscriptEnd {
         TranscriptEnd::Unknown
     }
+    /// Where the client keeps the goal its session works toward (Claude Code's `/goal`, Codex's
+    /// goal), which the stop hook reads.
+    fn goal_source(&self) -> GoalSource {
+        GoalSource::None
+    }
+    /// The goal a transcript line records (`GoalSource::Transcript`): `Some(None)` when the line
+    /// says no goal stands (cleared, met, given up), `None` when the line is no goal record.
+    fn goal(&self, _line: &str) -> Option<Option<ClientGoal>> {
+        None
+    }
+    /// The goal a row of the client's goal table records (`GoalSource::ThreadGoals`): its id,
+    /// objective and status; `None` when it is not pursued.
+    fn goal_row(&self, _id: &str, _objective: &str, _status: &str) -> Option<ClientGoal> {
+        None
+    }
     /// Where the session's transcript is when the payload names none (Copilot CLI's session
     /// end): a path under the client's user directory (`user_dir`), with `{session}` for the
     /// session's id.
@@ -265,6 +280,34 @@ pub enum TranscriptEnd {
     PersonStopped,
     /// Nothing in the tail says the turn failed.
     Unknown,
+}
+
+/// Where a client keeps its session's goal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GoalSource {
+    None,
+    /// In the session's transcript: the last line holding `marker` that `Definition::goal`
+    /// reads, read from the end.
+    Transcript {
+        marker: &'static str,
+    },
+    /// In a SQLite file under the client's user directory (`user_dir`), table `thread_goals`,
+    /// one row per session (`thread_id`) that `Definition::goal_row` reads.
+    ThreadGoals {
+        file: &'static str,
+    },
+}
+
+/// The goal a session works toward, as its client records it (Claude Code's `/goal`, Codex's
+/// goal), while it stands: pursued, or held met by the model alone, before any check of the
+/// client's own that baton's judge does not precede.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientGoal {
+    /// The condition (the objective) as the user gave it.
+    pub condition: String,
+    /// What changes each time the client records the goal anew (the record's id or time): a
+    /// goal the judge has taken up once is not taken up again until it changes.
+    pub mark: String,
 }
 
 /// A setting that switches all of a client's hooks off (`Definition::hook_switches`).

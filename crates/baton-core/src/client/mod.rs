@@ -16,9 +16,9 @@ pub mod gemini;
 pub mod opencode;
 
 pub use definition::{
-    Action, AgentCommandError, Definition, Dialect, Disabling, Evidence, Files, HookSwitch,
-    Instructions, PayloadKeys, SessionSource, SettingsScope, SettingsShape, SwitchFile,
-    TranscriptEnd, UserDir,
+    Action, AgentCommandError, ClientGoal, Definition, Dialect, Disabling, Evidence, Files,
+    GoalSource, HookSwitch, Instructions, PayloadKeys, SessionSource, SettingsScope, SettingsShape,
+    SwitchFile, TranscriptEnd, UserDir,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

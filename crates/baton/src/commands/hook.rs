@@ -332,6 +332,7 @@ impl Session<'_> {
             plan_mode: signals.plan_mode,
             background: signals.background,
             interrupted: signals.interrupted,
+            goal: self.goal(),
         };
         // Every verdict the stop acts on goes to the plan's journal, the store opened only then.
         let mut journal = |plan: &str, event: serde_json::Value| {
@@ -347,7 +348,18 @@ impl Session<'_> {
                 self.warn(format!("judge: the verdict was not journaled: {e}"));
             }
         };
-        match at_stop(self.ctx, &self.event.session_id, &stop, &mut journal) {
+        let store = || {
+            self.connected()
+                .map(|(_, store)| store)
+                .map_err(|e| baton_ops::error::OpError::broken(e.message))
+        };
+        match at_stop(
+            self.ctx,
+            &self.event.session_id,
+            &stop,
+            &store,
+            &mut journal,
+        ) {
             Ok(AtStop::Judged(StopCall::Refuse { reason })) => {
                 self.def().stop_refusal(event, &reason)
             }
@@ -358,6 +370,28 @@ impl Session<'_> {
             Ok(_) => None,
             Err(e) => {
                 self.warn(format!("judge: {} (the stop was let through)", e.message));
+                None
+            }
+        }
+    }
+
+    /// The goal the session works toward, as its client records it; a transcript that cannot
+    /// be read is one stderr line, and no goal.
+    fn goal(&self) -> Option<baton_core::client::ClientGoal> {
+        if self.def().goal_source() == baton_core::client::GoalSource::None {
+            return None;
+        }
+        let transcript = self.transcript();
+        match baton_ops::evidence::client_goal(
+            self.def(),
+            &self.ctx.settings,
+            &self.ctx.dir,
+            &self.event.session_id,
+            transcript.as_deref().map(std::path::Path::new),
+        ) {
+            Ok(goal) => goal,
+            Err(e) => {
+                self.warn(format!("judge: the session's goal was not read: {e}"));
                 None
             }
         }

@@ -26,6 +26,9 @@ pub enum Reply {
     Text(String),
     /// A tool call that makes the client run this command with its own shell tool.
     Shell(String),
+    /// A call of one of the client's own tools by its name, with these arguments (Codex's
+    /// `create_goal`, `update_goal`): for the Anthropic and OpenAI Responses APIs.
+    Tool(&'static str, Value),
     /// HTTP 429 with the API's own rate-limit error body.
     RateLimit,
     /// HTTP 429 whose message says when to try again: "Please try again in <n>s."
@@ -125,6 +128,12 @@ impl FakeApi {
     /// `/goal`) with `answer`'s text, where it gives one, instead of "ok".
     pub fn answer_others(&self, answer: impl Fn(&Value) -> Option<String> + Send + 'static) {
         self.state.lock().unwrap().others = Some(Box::new(answer));
+    }
+
+    /// Adds `replies` to the end of the script (replies that name what the project gives only
+    /// once it is set up).
+    pub fn push_script(&self, replies: Vec<Reply>) {
+        self.state.lock().unwrap().script.extend(replies);
     }
 
     /// How many scripted replies are still unused.
@@ -384,6 +393,11 @@ fn anthropic(reply: &Reply, req: &Value, n: u64) -> Answer {
                 "input": {"command": command, "description": "Run a command"}}),
             "tool_use",
         ),
+        Reply::Tool(name, input) => (
+            json!({"type": "tool_use", "id": format!("toolu_fake{n}"), "name": name,
+                "input": input}),
+            "tool_use",
+        ),
     };
     let usage = json!({"input_tokens": 10, "output_tokens": 5,
         "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0});
@@ -403,7 +417,7 @@ fn anthropic(reply: &Reply, req: &Value, n: u64) -> Answer {
             "usage": {"input_tokens": 10, "output_tokens": 1}}}),
     );
     let (start, delta) = match reply {
-        Reply::Shell(_) => {
+        Reply::Shell(_) | Reply::Tool(..) => {
             let mut start = block.clone();
             start["input"] = json!({});
             let partial = block["input"].to_string();
@@ -490,6 +504,9 @@ fn openai(reply: &Reply, req: &Value, n: u64) -> Answer {
                 "call_id": format!("call_fake{n}"), "name": name,
                 "arguments": args.to_string(), "status": "completed"})
         }
+        Reply::Tool(name, args) => json!({"type": "function_call", "id": format!("fc_fake{n}"),
+            "call_id": format!("call_fake{n}"), "name": name,
+            "arguments": args.to_string(), "status": "completed"}),
     };
     let id = format!("resp_fake{n}");
     let mut out = event(
@@ -575,6 +592,7 @@ fn chat_completions(reply: &Reply, req: &Value, n: u64) -> Answer {
                     .to_string()}}]}),
             "tool_calls",
         ),
+        Reply::Tool(name, _) => panic!("the fake chat completions API calls no tool {name}"),
     };
     let base = json!({"id": format!("chatcmpl-fake{n}"), "object": "chat.completion.chunk",
         "created": 0, "model": model});
@@ -627,6 +645,7 @@ fn gemini(reply: &Reply, _req: &Value, _n: u64, stream: bool) -> Answer {
         Reply::Text(text) => json!({"text": text}),
         Reply::Shell(command) => json!({"functionCall": {"name": "run_shell_command",
             "args": {"command": command, "description": "Run a command"}}}),
+        Reply::Tool(name, _) => panic!("the fake Gemini API calls no tool {name}"),
     };
     let chunk = json!({"candidates": [{"content": {"role": "model", "parts": [part]},
             "finishReason": "STOP", "index": 0}],

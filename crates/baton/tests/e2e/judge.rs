@@ -4,7 +4,9 @@
 //! next model request carries baton's reason; once the gate passed on the tree, the stop goes
 //! through and the session ends. With Claude Code's `/goal` set to `baton goal`'s condition,
 //! the goal's evaluator (a model request of its own) reads baton's refusal and the verdict in
-//! the transcript, and the goal clears only once the verdict is verified. A model that says
+//! the transcript, and the goal clears only once the verdict is verified; the goal alone, with
+//! nothing recorded, is a claim too (read from Claude Code's transcript, and from Codex's goal
+//! table when its model marks the goal complete by itself). A model that says
 //! "Done." again without changing anything is let through once refused, and the claim is handed
 //! to a person (`judge.unchanged`).
 //!
@@ -390,4 +392,146 @@ fn claude_done_again_on_an_unchanged_tree_is_let_through_for_a_person() {
         "claude_done_again_on_an_unchanged_tree_is_let_through_for_a_person: {:.1?}",
         run.elapsed
     );
+}
+
+/// Claude Code's `/goal` set to `baton goal`'s condition, and a model that answers "Done." with
+/// nothing done: the stop is refused from the goal alone (read from the transcript, where
+/// Claude Code keeps it), before its evaluator's check; once the work is recorded and its gate
+/// passed, the stop passes and the goal clears.
+#[test]
+fn claude_goal_alone_is_a_claim_that_refuses_the_stop() {
+    let script = vec![
+        Reply::Text("Done.".into()),
+        Reply::Shell(format!("{CLAIM}; {FIX} && baton verdict plans/x --phase 1")),
+        Reply::Text("Done.".into()),
+    ];
+    let Some(h) = Harness::new(
+        Client::Claude,
+        "claude_goal_alone_is_a_claim_that_refuses_the_stop",
+        script,
+    ) else {
+        return;
+    };
+    h.api.answer_others(move |body| {
+        if !body["system"].to_string().contains(EVALUATOR) {
+            return None;
+        }
+        let texts = strings(&body["messages"]);
+        Some(
+            match last_verdict(&texts) {
+                Some(v) if v.starts_with("verified: ") => json!({"ok": true, "reason": v}),
+                _ => json!({"ok": false, "reason": "no verified verdict"}),
+            }
+            .to_string(),
+        )
+    });
+    project(&h);
+    let (code, goal, err) = baton(&h, &["goal", PLAN, "--phase", "1"]);
+    assert_eq!(code, 0, "baton goal: {goal}\n{err}");
+    let run = h.run(&format!("/goal {}", goal.trim()));
+    let context = || format!("{run}\n{}", h.api.summary());
+    assert_eq!(run.code, Some(0), "{}", context());
+    let main = h.api.main_requests();
+    assert_eq!(main.len(), 3, "{}", context());
+    assert_eq!(refusal_in(&main[0]), None, "{}", context());
+    let reason = refusal_in(&main[1])
+        .unwrap_or_else(|| panic!("the stop on the goal alone was not refused: {}", context()));
+    assert!(
+        reason
+            .contains("Phase 1 of plans/x is the session's goal, but it is not recorded complete")
+            && reason.contains(SETTLE),
+        "{reason}"
+    );
+    let verdict = phase_verdict(&h);
+    assert!(verdict.starts_with("verified: "), "{verdict}");
+    eprintln!(
+        "claude_goal_alone_is_a_claim_that_refuses_the_stop: {:.1?}",
+        run.elapsed
+    );
+}
+
+/// Codex's goal, set by the model (`create_goal`) to `baton goal`'s condition and marked
+/// complete by the model alone (`update_goal`) with nothing done: its Stop is refused, since the
+/// goal names phase 1 and nothing records it complete. The model records the work and makes the
+/// gate pass; the next stop is let through. Codex's own record of the goal (its
+/// `goals_1.sqlite`) says complete throughout: only baton's verdict checked it.
+#[test]
+fn codex_goal_marked_complete_by_the_model_is_judged_by_the_verdict() {
+    let Some(h) = Harness::new(
+        Client::Codex,
+        "codex_goal_marked_complete_by_the_model_is_judged_by_the_verdict",
+        Vec::new(),
+    ) else {
+        return;
+    };
+    project(&h);
+    let (code, goal, err) = baton(&h, &["goal", PLAN, "--phase", "1"]);
+    assert_eq!(code, 0, "baton goal: {goal}\n{err}");
+    let condition = goal.trim().to_string();
+    h.api.push_script(vec![
+        Reply::Tool("create_goal", json!({ "objective": condition })),
+        Reply::Tool("update_goal", json!({ "status": "complete" })),
+        Reply::Text("Done.".into()),
+        Reply::Shell(format!("{CLAIM}; {FIX}")),
+        Reply::Text("Done.".into()),
+    ]);
+    let run = h.run("finish phase 1 of plans/x");
+    let main = h.api.main_requests();
+    let context = || format!("{run}\n{}", h.api.summary());
+    assert_eq!(run.code, Some(0), "{}", context());
+    assert_eq!(
+        main.len(),
+        5,
+        "the script's five replies, and no request after the last \"Done.\": {}",
+        context()
+    );
+    assert_eq!(h.api.remaining(), 0, "{}", context());
+    assert!(
+        main[0].body.contains("\"create_goal\""),
+        "Codex offers no goal tool: {}",
+        context()
+    );
+    assert_eq!(refusal_in(&main[2]), None, "{}", context());
+    let reason = refusal_in(&main[3])
+        .unwrap_or_else(|| panic!("the stop after the goal was not refused: {}", context()));
+    assert!(
+        reason
+            .contains("Phase 1 of plans/x is the session's goal, but it is not recorded complete")
+            && reason.contains(SETTLE),
+        "{reason}"
+    );
+    let verdict = phase_verdict(&h);
+    assert!(verdict.starts_with("verified: "), "{verdict}");
+
+    // Codex's own record: the goal, complete, on the session's thread.
+    let sessions = h.home.join(".codex/sessions");
+    let rollout = walk(&sessions)
+        .into_iter()
+        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .unwrap_or_else(|| panic!("no rollout under {}", sessions.display()));
+    let stem = rollout.file_stem().unwrap().to_string_lossy().into_owned();
+    let thread = &stem[stem.len() - 36..];
+    let row = baton_store::goals::thread_goal(&h.home.join(".codex/goals_1.sqlite"), thread)
+        .unwrap()
+        .unwrap_or_else(|| panic!("no goal row for thread {thread}"));
+    assert_eq!(row.status, "complete");
+    assert_eq!(row.objective, condition);
+    eprintln!(
+        "codex_goal_marked_complete_by_the_model_is_judged_by_the_verdict: {:.1?}",
+        run.elapsed
+    );
+}
+
+/// Every file under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(walk(&path));
+        } else {
+            found.push(path);
+        }
+    }
+    found
 }
