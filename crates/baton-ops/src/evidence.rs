@@ -12,7 +12,7 @@ use crate::env::Settings;
 use baton_core::client::{ClientGoal, Definition, Evidence, GoalSource, TranscriptEnd, UserDir};
 use baton_core::hook::{HOOK_STDIN_CAP, TRANSCRIPT_TAIL_BYTES};
 use baton_store::Layout;
-use baton_store::sessions::{last_line_where, read_tail, recent_reports};
+use baton_store::sessions::{GoalScan, SessionFiles, last_line_where, read_tail, recent_reports};
 
 /// The session's transcript where the client keeps it when its payload names none
 /// (`Definition::session_transcript`, under the client's user directory).
@@ -50,28 +50,26 @@ pub fn user_dir(def: &dyn Definition, settings: &Settings, dir: &Path) -> Option
     }
 }
 
+/// How much of a transcript a search for the goal reads before it keeps how far it went
+/// (`SessionFiles::keep_goal_scan`), so that the next stop reads only what is new.
+const GOAL_SCAN_KEPT_AFTER: u64 = 256 * 1024;
+
 /// The goal the session works toward, as its client records it (`Definition::goal_source`):
-/// the last record of it in the session's transcript, read from the end, or the session's row
-/// of the client's goal table.
+/// the last record of it in the session's transcript, read from the end (down to where the
+/// session's last long search stopped, `files`), or the session's row of the client's goal
+/// table.
 pub fn client_goal(
     def: &dyn Definition,
     settings: &Settings,
     dir: &Path,
+    files: &SessionFiles,
     session: &str,
     transcript: Option<&Path>,
 ) -> Result<Option<ClientGoal>, baton_store::StoreError> {
     match def.goal_source() {
         GoalSource::None => Ok(None),
-        // A transcript not written yet holds no goal.
         GoalSource::Transcript { marker } => match transcript {
-            Some(path) => match last_line_where(path, marker.as_bytes(), |line| def.goal(line)) {
-                Err(baton_store::StoreError::Io { source, .. })
-                    if source.kind() == std::io::ErrorKind::NotFound =>
-                {
-                    Ok(None)
-                }
-                found => Ok(found?.flatten()),
-            },
+            Some(path) => transcript_goal(def, marker, files, path),
             None => Ok(None),
         },
         GoalSource::ThreadGoals { file } => {
@@ -82,6 +80,46 @@ pub fn client_goal(
                 .and_then(|row| def.goal_row(&row.id, &row.objective, &row.status)))
         }
     }
+}
+
+fn transcript_goal(
+    def: &dyn Definition,
+    marker: &str,
+    files: &SessionFiles,
+    path: &Path,
+) -> Result<Option<ClientGoal>, baton_store::StoreError> {
+    let len = match std::fs::metadata(path) {
+        Ok(meta) => meta.len(),
+        // A transcript not written yet holds no goal.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(baton_store::StoreError::io("stat", path)(e)),
+    };
+    let name = path.to_string_lossy();
+    let kept = files
+        .goal_scan()
+        .filter(|k| k.transcript == name && k.upto <= len);
+    let from = kept.as_ref().map_or(0, |k| k.upto);
+    let scan = last_line_where(path, marker.as_bytes(), from, |line| {
+        def.goal(line).map(|goal| (line.to_string(), goal))
+    })?;
+    let (line, goal) = match scan.found {
+        Some((line, goal)) => (Some(line), goal),
+        // Nothing new: the goal is the one the kept line records.
+        None => {
+            let line = kept.and_then(|k| k.line);
+            let goal = line.as_deref().and_then(|l| def.goal(l)).flatten();
+            (line, goal)
+        }
+    };
+    if scan.upto - from > GOAL_SCAN_KEPT_AFTER {
+        // A hint: lost, the next stop reads the transcript again.
+        let _ = files.keep_goal_scan(&GoalScan {
+            transcript: name.into_owned(),
+            upto: scan.upto,
+            line,
+        });
+    }
+    Ok(goal)
 }
 
 /// What the transcript's tail says of the dead turn, read again for up to `wait` while the

@@ -534,3 +534,69 @@ fn the_tree_id_sees_what_git_status_sees_and_nested_repositories_but_not_ledgers
     std::fs::write(nested.join("lib.txt"), "two\n").unwrap();
     assert_ne!(id(), before);
 }
+
+/// Claude Code's goal, read from its transcript backwards; after a long read, the next stop
+/// reads only what the client wrote since (what it read before is not read again).
+#[test]
+fn a_claude_goal_is_read_once_from_the_end_of_its_transcript() {
+    use baton_core::client::Client;
+    use baton_ops::evidence::client_goal;
+    use std::io::Write;
+    let (dir, store) = project();
+    let a = session(dir.path(), &store, "A");
+    let files = baton_store::sessions::SessionFiles::new(&a.layout().unwrap(), "claude", "A");
+    let path = dir.path().join("transcript.jsonl");
+    let goal_line = |met: bool| {
+        format!(
+            "{{\"type\":\"attachment\",\"uuid\":\"u\",\"attachment\":{{\"type\":\"goal_status\",\"met\":{met},\"condition\":\"{GOAL}\"}}}}\n"
+        )
+    };
+    let filler = format!(
+        "{{\"type\":\"assistant\",\"message\":{{\"content\":\"{}\"}}}}\n",
+        "x".repeat(1000)
+    );
+    let mut text = goal_line(false);
+    for _ in 0..400 {
+        text.push_str(&filler);
+    }
+    std::fs::write(&path, &text).unwrap();
+    let read = || {
+        client_goal(
+            Client::Claude.def(),
+            &a.settings,
+            &a.dir,
+            &files,
+            "A",
+            Some(&path),
+        )
+        .unwrap()
+    };
+    let first = read().expect("the goal");
+    assert_eq!(first.condition, GOAL);
+    assert!(files.goal_scan().is_some(), "a long read is kept");
+    // The goal's line blanked where it was read: the next stop does not read it again.
+    let blanked = text.replacen("goal_status", "xxxx_status", 1);
+    std::fs::write(&path, &blanked).unwrap();
+    assert_eq!(read(), Some(first.clone()));
+    // Met, as the client writes it after its check: over.
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    f.write_all(goal_line(true).as_bytes()).unwrap();
+    assert_eq!(read(), None);
+    // No transcript yet: no goal, and no error.
+    let missing = dir.path().join("none.jsonl");
+    assert_eq!(
+        client_goal(
+            Client::Claude.def(),
+            &a.settings,
+            &a.dir,
+            &files,
+            "A",
+            Some(&missing)
+        )
+        .unwrap(),
+        None
+    );
+}

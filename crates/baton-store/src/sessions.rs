@@ -190,6 +190,25 @@ impl SessionFiles {
         crate::atomic::replace_hint(&self.turn_path(), text.as_bytes())
     }
 
+    fn goal_scan_path(&self) -> PathBuf {
+        self.dir.join(format!("{}.goal", self.stem))
+    }
+
+    /// How far the last long search of the session's transcript for its goal went, if one was
+    /// kept (a hint: lost, the next search reads the whole transcript again).
+    pub fn goal_scan(&self) -> Option<GoalScan> {
+        let bytes =
+            crate::read::read_state(&self.goal_scan_path(), crate::read::STATE_FILE_CAP).ok()??;
+        serde_json::from_slice(&bytes).ok()
+    }
+
+    /// Keeps how far a search of the transcript for the goal went (no fsync: a hint).
+    pub fn keep_goal_scan(&self, scan: &GoalScan) -> Result<(), StoreError> {
+        ensure_dir(&self.dir)?;
+        let text = serde_json::to_vec(scan).expect("a goal scan serializes");
+        crate::atomic::replace_hint(&self.goal_scan_path(), &text)
+    }
+
     /// Whether a turn is open.
     pub fn turn_open(&self) -> bool {
         std::fs::symlink_metadata(self.turn_path()).is_ok()
@@ -276,10 +295,11 @@ impl SessionFiles {
         out
     }
 
-    /// Removes the session's record, its turn mark, its write mark and the map entry of its
-    /// client process.
+    /// Removes the session's record, its turn mark, its write mark, its goal search and the map
+    /// entry of its client process.
     pub fn remove(&self, record: Option<&SessionRecord>) {
         let _ = std::fs::remove_file(self.turn_path());
+        let _ = std::fs::remove_file(self.goal_scan_path());
         if let Some(id) = record.map(|r| r.session_id.as_str()) {
             let _ = std::fs::remove_file(self.dir.join(write_mark_name(id)));
         }
@@ -635,31 +655,46 @@ pub fn recent_reports(
         .collect()
 }
 
-/// Reads a file's lines backwards, from its end, in blocks, and gives `take` each line that holds
-/// `needle` until it returns `Some`: the last record of a kind in a transcript of any length,
-/// without reading more than the lines after it (nor keeping more than one block and the line
-/// in hand). `None` when no line is taken.
+/// What `last_line_where` found, and how far the file's whole lines went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found<T> {
+    pub found: Option<T>,
+    /// The offset just past the file's last line break (`from` when there is none after it): a
+    /// later search from there sees every line it has not.
+    pub upto: u64,
+}
+
+/// Reads a file's lines backwards, from its end down to the line that starts at `from`, in
+/// blocks, and gives `take` each line that holds `needle` until it returns `Some`: the last
+/// record of a kind in a transcript of any length, without reading more than the lines after
+/// it (nor keeping more than one block and the line in hand).
 pub fn last_line_where<T>(
     path: &Path,
     needle: &[u8],
+    from: u64,
     mut take: impl FnMut(&str) -> Option<T>,
-) -> Result<Option<T>, StoreError> {
+) -> Result<Found<T>, StoreError> {
     const BLOCK: u64 = 256 * 1024;
     let mut file = open_regular(path)?;
     let mut end = file.metadata().map_err(StoreError::io("stat", path))?.len();
+    let from = from.min(end);
     let finder = memchr::memmem::FinderRev::new(needle);
+    let mut upto = None;
     // The bytes after the last newline seen so far: the end of a line whose start is earlier.
     let mut carry: Vec<u8> = Vec::new();
-    while end > 0 {
-        let start = end.saturating_sub(BLOCK);
+    while end > from {
+        let start = end.saturating_sub(BLOCK).max(from);
         let mut block = vec![0; (end - start) as usize];
         file.seek(SeekFrom::Start(start))
             .map_err(StoreError::io("seek", path))?;
         file.read_exact(&mut block)
             .map_err(StoreError::io("read", path))?;
+        if upto.is_none() {
+            upto = memchr::memrchr(b'\n', &block).map(|i| start + i as u64 + 1);
+        }
         block.extend_from_slice(&carry);
-        // Whole lines are those after the block's first newline (all of it at the file's start).
-        let whole_from = if start == 0 {
+        // Whole lines are those after the block's first newline (all of it at `from`).
+        let whole_from = if start == from {
             0
         } else {
             match memchr::memchr(b'\n', &block) {
@@ -671,21 +706,37 @@ pub fn last_line_where<T>(
                 }
             }
         };
-        let mut upto = block.len();
-        while let Some(at) = finder.rfind(&block[whole_from..upto]) {
+        let mut line_end = block.len();
+        while let Some(at) = finder.rfind(&block[whole_from..line_end]) {
             let at = whole_from + at;
             let line_start = memchr::memrchr(b'\n', &block[..at]).map_or(0, |i| i + 1);
-            let line_end = memchr::memchr(b'\n', &block[at..upto]).map_or(upto, |i| at + i);
-            if let Some(found) = take(&String::from_utf8_lossy(&block[line_start..line_end])) {
-                return Ok(Some(found));
+            let stop = memchr::memchr(b'\n', &block[at..line_end]).map_or(line_end, |i| at + i);
+            if let Some(found) = take(&String::from_utf8_lossy(&block[line_start..stop])) {
+                return Ok(Found {
+                    found: Some(found),
+                    upto: upto.unwrap_or(from),
+                });
             }
-            upto = line_start;
+            line_end = line_start;
         }
         block.truncate(whole_from);
         carry = block;
         end = start;
     }
-    Ok(None)
+    Ok(Found {
+        found: None,
+        upto: upto.unwrap_or(from),
+    })
+}
+
+/// How far a search of the session's transcript for its goal went, and the goal's last line up
+/// to there (`SessionFiles::goal_scan`): the next search reads only what the client wrote since.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GoalScan {
+    pub transcript: String,
+    pub upto: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<String>,
 }
 
 /// Opens a file for reading, non-blocking, and only a regular file: a FIFO or a device named as
@@ -824,7 +875,7 @@ mod tests {
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
         assert!(read_tail(&fifo, 100).is_err());
         assert!(read_tail(Path::new("/dev/zero"), 100).is_err());
-        assert!(last_line_where(&fifo, b"x", |_| Some(())).is_err());
+        assert!(last_line_where(&fifo, b"x", 0, |_| Some(())).is_err());
     }
 
     /// The last line holding the needle that `take` accepts, found from the end, in a file of
@@ -843,35 +894,66 @@ mod tests {
         }
         // A line of a million bytes holding the needle, which `take` turns down.
         text.push_str(&format!("mark {} no\n", "m".repeat(1_000_000)));
+        let whole = text.len() as u64;
         text.push_str("tail");
         std::fs::write(&path, &text).unwrap();
+        let all = |needle: &[u8], from: u64| {
+            last_line_where(&path, needle, from, |l| Some(l.to_string())).unwrap()
+        };
         let take = |l: &str| (!l.ends_with("no")).then(|| l.to_string());
         assert_eq!(
-            last_line_where(&path, b"mark", take).unwrap().as_deref(),
-            Some("mark 14")
+            last_line_where(&path, b"mark", 0, take).unwrap(),
+            Found {
+                found: Some("mark 14".to_string()),
+                upto: whole
+            }
         );
-        assert_eq!(
-            last_line_where(&path, b"tail", |l| Some(l.to_string())).unwrap(),
-            Some("tail".to_string())
-        );
-        assert_eq!(
-            last_line_where(&path, b"mark 0", |l| Some(l.to_string())).unwrap(),
-            Some("mark 0".to_string())
-        );
+        assert_eq!(all(b"tail", 0).found.as_deref(), Some("tail"));
+        assert_eq!(all(b"mark 0", 0).found.as_deref(), Some("mark 0"));
         let mut seen = Vec::new();
-        let none: Option<()> = last_line_where(&path, b"mark", |l| {
+        let none: Found<()> = last_line_where(&path, b"mark", 0, |l| {
             seen.push(l.len());
             None
         })
         .unwrap();
-        assert_eq!(none, None);
-        assert_eq!(seen, [1_000_008, 7, 6, 6]);
         assert_eq!(
-            last_line_where(&path, b"absent", |_| Some(())).unwrap(),
-            None
+            none,
+            Found {
+                found: None,
+                upto: whole
+            }
+        );
+        assert_eq!(seen, [1_000_008, 7, 6, 6]);
+        assert_eq!(all(b"absent", 0).found, None);
+        // From a line's start on, the lines before it are not read.
+        let at_14 = text.find("mark 14").unwrap() as u64;
+        assert_eq!(all(b"mark 7", at_14).found, None);
+        assert_eq!(all(b"mark 14", at_14).found.as_deref(), Some("mark 14"));
+        assert_eq!(all(b"mark", whole).found, None);
+        assert_eq!(
+            all(b"tail", whole),
+            Found {
+                found: Some("tail".into()),
+                upto: whole
+            }
         );
         std::fs::write(&path, "").unwrap();
-        assert_eq!(last_line_where(&path, b"x", |_| Some(())).unwrap(), None);
+        assert_eq!(
+            all(b"x", 0),
+            Found {
+                found: None,
+                upto: 0
+            }
+        );
+        // Past the end (a file rewritten shorter): nothing, from its end.
+        std::fs::write(&path, "x\n").unwrap();
+        assert_eq!(
+            all(b"x", 9),
+            Found {
+                found: None,
+                upto: 2
+            }
+        );
     }
 
     #[test]

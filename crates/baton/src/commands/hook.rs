@@ -386,6 +386,7 @@ impl Session<'_> {
             self.def(),
             &self.ctx.settings,
             &self.ctx.dir,
+            &self.files,
             &self.event.session_id,
             transcript.as_deref().map(std::path::Path::new),
         ) {
