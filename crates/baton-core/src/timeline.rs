@@ -271,6 +271,9 @@ fn mark_of(fields: &Value) -> (MarkKind, String) {
             let work = text(&fields["work"]).unwrap_or("the work");
             let verdict = text(&fields["verdict"]).unwrap_or("unverified");
             let label = match name {
+                "claimed" if fields["by"] == "goal" => {
+                    format!("{work} claimed by the session's goal: {verdict}")
+                }
                 "claimed" => format!("{work} claimed: {verdict}"),
                 "refused" => format!("stop refused: {work} {verdict}"),
                 "handed-over" => format!("{work} {verdict}: a person confirms"),

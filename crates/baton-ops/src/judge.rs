@@ -451,22 +451,14 @@ pub fn at_stop(
         session: session.to_string(),
         ..JudgeRecord::default()
     });
+    // The work a goal claims, journaled as claimed with its verdict at this stop.
+    let mut by_goal = None;
     if let Some(goal) = goal {
         record.goal = Some(goal.mark.clone());
         if let Some(claim) = goal_claim(ctx, goal)?
             && !record.claims.iter().any(|c| c.same_work(&claim))
         {
-            journal(
-                &claim.evidence_key(),
-                serde_json::json!({
-                    "ts": baton_core::time::format_ts_ms(ctx.now),
-                    "event": "claimed",
-                    "work": claim.named(),
-                    "session": session,
-                    "phase": claim.phase,
-                    "by": "goal",
-                }),
-            );
+            by_goal = Some(claim.clone());
             record.claims.push(claim);
         }
         if record.claims.iter().all(|c| c.confirm.is_some()) {
@@ -509,6 +501,11 @@ pub fn at_stop(
     let id = tree.id();
     let open = |c: &Claim, v: &Judged| c.confirm.is_none() && *v != Judged::Verified;
     for (claim, judged) in &judged {
+        if by_goal.as_ref().is_some_and(|g| g.same_work(claim)) {
+            let mut event = judge_event(ctx, "claimed", claim, judged, &id, None);
+            event["by"] = "goal".into();
+            journal(&claim.evidence_key(), event);
+        }
         let event = match &call {
             StopCall::Pass if *judged == Judged::Verified => Some(("verified", None)),
             StopCall::Refuse { .. } if open(claim, judged) => Some(("refused", None)),

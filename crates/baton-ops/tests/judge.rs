@@ -405,7 +405,7 @@ fn a_goal_that_names_a_phase_is_the_sessions_claim() {
         ),
         "{reason}"
     );
-    assert_eq!(events, ["claimed by goal", "refused unverified"]);
+    assert_eq!(events, ["claimed unverified goal", "refused unverified"]);
     // The same goal is taken up once; its claim stands.
     let (call, events) = stop_with(&a, with_goal(GOAL, "g1"));
     refused(call);
@@ -439,7 +439,7 @@ fn a_goal_that_names_a_phase_is_the_sessions_claim() {
     );
     let (call, events) = stop_with(&a, with_goal(GOAL, "g2"));
     refused(call);
-    assert_eq!(events, ["claimed by goal", "refused unverified"]);
+    assert_eq!(events, ["claimed unverified goal", "refused unverified"]);
 }
 
 #[test]

@@ -542,6 +542,9 @@ pub fn judge_line(event: &Value, when: &dyn Fn(&Value) -> String) -> String {
     if let Some(rule) = event["rule"].as_str() {
         line.push_str(&format!(" [{rule}]"));
     }
+    if event["by"] == "goal" {
+        line.push_str(" by the session's goal");
+    }
     if let Some(why) = event["why"].as_str() {
         line.push_str(&format!(": {}", baton_core::text::esc(why)));
     }

@@ -203,6 +203,60 @@ fn a_goal_names_the_verdict_that_meets_it() {
     assert!(bad.stderr.contains("no phase 9"), "{}", bad.stderr);
 }
 
+/// A goal set to `baton goal`'s condition, with nothing recorded: Claude Code's stop is refused
+/// from the goal alone, read from the transcript the payload names; `verdict` shows the claim
+/// and `log` the goal's claim among the plan's lines.
+#[test]
+fn a_goal_alone_claims_its_work_at_the_stop() {
+    let env = TestEnv::new();
+    env.write("plans/x/plan.md", "# X\n## Phase 1\n");
+    env.write(
+        "plans/x/phase-1.md",
+        "# Phase 1\n```gates\nunit: test -f ok.txt → exit 0\n```\n",
+    );
+    env.baton("S-1", 0, &["ledger", "init", PLAN])
+        .assert_code(0);
+    env.git(&["add", "-A"]);
+    env.git(&["commit", "--quiet", "-m", "plan"]);
+    let goal = env.baton("S-1", 1, &["goal", PLAN, "--phase", "1"]);
+    goal.assert_code(0);
+    let line = serde_json::json!({"type": "attachment", "uuid": "u-1",
+        "attachment": {"type": "goal_status", "met": false, "sentinel": true,
+            "condition": goal.stdout.trim()}});
+    env.write("transcript.jsonl", &format!("{line}\n"));
+    let transcript = env.repo.join("transcript.jsonl");
+    let (bytes, session) = payload(
+        "claude-code-2.1.332/Stop.json",
+        &[
+            ("cwd", env.repo.to_string_lossy().into_owned().into()),
+            (
+                "transcript_path",
+                transcript.to_string_lossy().into_owned().into(),
+            ),
+        ],
+    );
+    let run = stop(&env, "claude", "Stop", &bytes);
+    let out: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(out["decision"], "block", "{}", run.stdout);
+    let reason = out["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("Phase 1 of plans/x is the session's goal, but it is not recorded complete: finish it, record it with `baton ledger complete plans/x --phase 1 --tests <passed>/<run>`, then run `baton gate run plans/x --phase 1`."),
+        "{reason}"
+    );
+    let v = verdict(&env, &session);
+    assert_eq!(v["verdict"], "unverified", "{v}");
+    assert_eq!(v["claims"][0]["plan"], PLAN, "{v}");
+    let log = env.baton("S-1", 4, &["log", PLAN]);
+    log.assert_code(0);
+    assert!(
+        log.stdout
+            .contains("claimed  phase 1 of plans/x unverified on tree")
+            && log.stdout.contains("by the session's goal"),
+        "{}",
+        log.stdout
+    );
+}
+
 /// A client whose stop cannot be refused (Copilot CLI) hears the verdict at its next prompt;
 /// one that can (Claude Code) is not told twice.
 #[test]
