@@ -6,6 +6,7 @@ pub mod client;
 pub mod decide;
 pub mod feature;
 pub mod glob;
+pub mod guard;
 pub mod hook;
 pub mod install;
 pub mod journal;
