@@ -381,6 +381,7 @@ mod tests {
                     (_, "StopFailure") => "failure",
                     (_, "SessionEnd" | "sessionEnd") => "session-end",
                     (_, "PreCompact" | "PreCompress") => "checkpoint",
+                    (Client::Claude | Client::Codex, "PreToolUse") => "tool",
                     (Client::OpenCode, "session.status") if file.contains("busy") => "open",
                     (Client::OpenCode, "session.error" | "session.execution.failed") => "failure",
                     (Client::OpenCode, "session.idle") => "end",
@@ -393,6 +394,7 @@ mod tests {
                     Action::Failure { .. } => "failure",
                     Action::SessionEnd { .. } => "session-end",
                     Action::Checkpoint => "checkpoint",
+                    Action::ToolCall { .. } => "tool",
                     Action::Ignored => "ignored",
                 };
                 assert_eq!(got, want, "{name}/{file}");

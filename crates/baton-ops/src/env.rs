@@ -46,6 +46,18 @@ pub struct Settings {
     pub claude_config_dir: Option<PathBuf>,
     /// The judge of "done" is off for this run: `BATON_JUDGE=off` (or `0`, `false`).
     pub judge_off: bool,
+    /// The guard of shared checkouts is off for this run: `BATON_GUARD=off` (or `0`, `false`).
+    pub guard_off: bool,
+}
+
+/// Whether the variable `name` turns something off (`off`, `0`, `false` or `no`).
+fn switched_off(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| {
+        matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "off" | "0" | "false" | "no"
+        )
+    })
 }
 
 impl Settings {
@@ -76,12 +88,8 @@ impl Settings {
             claude_config_dir: std::env::var_os("CLAUDE_CONFIG_DIR")
                 .filter(|d| !d.is_empty())
                 .map(PathBuf::from),
-            judge_off: std::env::var(crate::judge::JUDGE_VARIABLE).is_ok_and(|v| {
-                matches!(
-                    v.trim().to_ascii_lowercase().as_str(),
-                    "off" | "0" | "false" | "no"
-                )
-            }),
+            judge_off: switched_off(crate::judge::JUDGE_VARIABLE),
+            guard_off: switched_off(crate::guard::GUARD_VARIABLE),
         }
     }
 

@@ -12,6 +12,7 @@ pub mod env;
 pub mod error;
 pub mod evidence;
 pub mod forward;
+pub mod guard;
 pub mod install;
 pub mod journal;
 pub mod judge;

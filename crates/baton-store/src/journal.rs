@@ -39,6 +39,9 @@ pub enum JournalTarget<'a> {
     /// directory, or `loop/<KEY>`): each claim with its verdict, each refused stop, each claim
     /// handed to a person.
     Judge(&'a str),
+    /// The guard of shared checkouts: each command it refused, each refused command a person
+    /// let through once (`baton guard allow`), and each time it was turned off.
+    Guard,
 }
 
 /// What a read found: the events in file order, how many lines were skipped because they were
@@ -56,8 +59,8 @@ impl Layout {
         self.state_dir.join(JOURNAL_DIR)
     }
 
-    /// `journal/loop-<KEY>.jsonl`, `journal/batch.jsonl`, `journal/run-<RUN_ID>.jsonl` or
-    /// `journal/judge-<digest of the work's key>.jsonl`.
+    /// `journal/loop-<KEY>.jsonl`, `journal/batch.jsonl`, `journal/run-<RUN_ID>.jsonl`,
+    /// `journal/judge-<digest of the work's key>.jsonl` or `journal/guard.jsonl`.
     pub fn journal_file(&self, target: JournalTarget) -> Result<PathBuf, StoreError> {
         let name = match target {
             JournalTarget::Loop(key) => {
@@ -78,6 +81,7 @@ impl Layout {
             JournalTarget::Judge(work) => {
                 format!("judge-{}.jsonl", &crate::sha256_hex(work.as_bytes())[..16])
             }
+            JournalTarget::Guard => "guard.jsonl".into(),
         };
         Ok(self.journal_dir().join(name))
     }

@@ -581,7 +581,7 @@ fn read_small(path: &Path) -> Option<String> {
 
 /// A session id as a file name: kept when it is short and plain (the clients send UUIDs),
 /// hashed otherwise, so no id can reach outside the directory.
-fn file_safe(id: &str) -> String {
+pub fn file_safe(id: &str) -> String {
     let plain = !id.is_empty()
         && id.len() <= 80
         && !id.starts_with('.')

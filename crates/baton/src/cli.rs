@@ -110,6 +110,11 @@ enum Command {
     Verdict(crate::commands::verdict::VerdictArgs),
     #[command(about = "Print a goal condition that only a verified verdict meets")]
     Goal(crate::commands::goal::GoalArgs),
+    #[command(
+        subcommand,
+        about = "The guard of shared checkouts: let a refused git command through"
+    )]
+    Guard(crate::commands::guard::GuardCommand),
     #[command(subcommand, about = "Run several tickets as one batch")]
     Batch(batch::BatchCommand),
     #[command(about = "Run by a client's hooks: keeps the state in step with the session")]
@@ -135,7 +140,8 @@ const GROUPS: &[(&str, &[&str])] = &[
     (
         "Everyday work",
         &[
-            "loop", "continue", "run", "ledger", "gate", "verdict", "goal", "batch", "pause",
+            "loop", "continue", "run", "ledger", "gate", "verdict", "goal", "guard", "batch",
+            "pause",
         ],
     ),
     ("Seeing", &["status", "log"]),
@@ -369,6 +375,7 @@ fn dispatch(ctx: &Ctx, command: Command) -> Result<Report, CommandError> {
         Command::Wait(args) => wait::cmd_wait(ctx, args),
         Command::Verdict(args) => crate::commands::verdict::cmd_verdict(ctx, args),
         Command::Goal(args) => crate::commands::goal::cmd_goal(ctx, args),
+        Command::Guard(cmd) => crate::commands::guard::dispatch(ctx, cmd),
         Command::Supervise(args) => supervise::cmd_supervise(ctx, args),
         #[cfg(feature = "postgres")]
         Command::Store(cmd) => crate::commands::store::dispatch(ctx, cmd),

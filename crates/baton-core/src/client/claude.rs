@@ -21,6 +21,15 @@ impl Definition for ClaudeCode {
         (event == "Stop").then(|| super::definition::block_stop(reason))
     }
 
+    /// Only the shell tool, which the pre-tool payload names `Bash`.
+    fn hook_matcher(&self, event: &str) -> Option<&'static str> {
+        (event == "PreToolUse").then_some("Bash")
+    }
+
+    fn tool_refusal(&self, event: &str, reason: &str) -> Option<String> {
+        (event == "PreToolUse").then(|| super::definition::deny_tool(event, reason))
+    }
+
     /// `disableAllHooks` (code.claude.com/docs/en/settings: "Disable all hooks and any custom
     /// status line"), in each settings file Claude Code reads here.
     fn hook_switches(&self) -> &'static [HookSwitch] {
@@ -72,6 +81,7 @@ impl Definition for ClaudeCode {
             "StopFailure",
             "SessionEnd",
             "PreCompact",
+            "PreToolUse",
         ]
     }
 
@@ -102,7 +112,8 @@ impl Definition for ClaudeCode {
                 Action::SessionEnd { reason, terminal }
             }
             "PreCompact" => Action::Checkpoint,
-            "PreToolUse" | "PostToolUse" | "PostToolBatch" | "Notification" => Action::Ignored,
+            "PreToolUse" => shell_call(payload),
+            "PostToolUse" | "PostToolBatch" | "Notification" => Action::Ignored,
             _ => return None,
         })
     }
@@ -521,3 +532,18 @@ pub(super) const CLAUDE_SWITCHES: [HookSwitch; 3] = [
         off: true,
     },
 ];
+
+/// A pre-tool payload's shell command (`tool_name: "Bash"`, `tool_input.command`), as Claude
+/// Code and Codex send it; any other tool is nothing to the guard.
+pub fn shell_call(payload: &Map<String, Value>) -> Action {
+    let command = payload
+        .get("tool_input")
+        .and_then(|i| i.get("command"))
+        .and_then(Value::as_str);
+    match (payload.get("tool_name").and_then(Value::as_str), command) {
+        (Some("Bash"), Some(command)) => Action::ToolCall {
+            command: command.to_string(),
+        },
+        _ => Action::Ignored,
+    }
+}

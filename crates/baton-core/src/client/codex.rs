@@ -25,6 +25,15 @@ impl Definition for Codex {
         (event == "Stop").then(|| super::definition::block_stop(reason))
     }
 
+    /// Only the shell tool, which the pre-tool payload names `Bash` (Codex's `exec_command` too).
+    fn hook_matcher(&self, event: &str) -> Option<&'static str> {
+        (event == "PreToolUse").then_some("Bash")
+    }
+
+    fn tool_refusal(&self, event: &str, reason: &str) -> Option<String> {
+        (event == "PreToolUse").then(|| super::definition::deny_tool(event, reason))
+    }
+
     /// 0.171.0 keeps a thread's goal (set by the user's `/goal`, or by the model's
     /// `create_goal`, and marked `complete` by the model's `update_goal`) in one row per thread
     /// of `thread_goals` in `$CODEX_HOME/goals_1.sqlite`, keyed by the session id. The
@@ -90,6 +99,7 @@ impl Definition for Codex {
             "Stop",
             "SessionEnd",
             "PreCompact",
+            "PreToolUse",
         ]
     }
 
@@ -111,7 +121,8 @@ impl Definition for Codex {
                 terminal: true,
             },
             "PreCompact" => Action::Checkpoint,
-            "PreToolUse" | "PostToolUse" | "PostCompact" => Action::Ignored,
+            "PreToolUse" => super::claude::shell_call(payload),
+            "PostToolUse" | "PostCompact" => Action::Ignored,
             _ => return None,
         })
     }

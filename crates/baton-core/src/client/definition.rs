@@ -56,6 +56,16 @@ pub trait Definition: Sync {
     fn turn_context(&self, event: &str, context: &str) -> String {
         additional_context(event, context)
     }
+    /// The matcher of baton's group for `event` (a pre-tool hook runs only for the shell tool);
+    /// `None`: no matcher, every call.
+    fn hook_matcher(&self, _event: &str) -> Option<&'static str> {
+        None
+    }
+    /// How the client's pre-tool hook refuses a tool call, with `reason` for the model;
+    /// `None` for an event that cannot.
+    fn tool_refusal(&self, _event: &str, _reason: &str) -> Option<String> {
+        None
+    }
     /// What a stop hook (`event`) prints to refuse the stop, so that the client goes on with
     /// `reason` in front of the model; `None` for a client whose stop cannot be refused (the
     /// verdict then reaches the session at its next prompt and start).
@@ -214,6 +224,19 @@ pub fn additional_context(event: &str, context: &str) -> String {
     .to_string()
 }
 
+/// `{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", …}}`:
+/// how Claude Code and Codex refuse a tool call, the reason shown to the model.
+pub fn deny_tool(event: &str, reason: &str) -> String {
+    json!({
+        "hookSpecificOutput": {
+            "hookEventName": event,
+            "permissionDecision": "deny",
+            "permissionDecisionReason": reason,
+        }
+    })
+    .to_string()
+}
+
 /// What a hook event asks of baton, whichever client sent it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
@@ -224,6 +247,9 @@ pub enum Action {
     TurnOpen,
     /// A turn ended normally: heartbeat what this session owns; never an interrupt.
     TurnEnd,
+    /// The agent is about to run this shell command (a pre-tool hook): the guard of shared
+    /// checkouts reads it (`baton_core::guard`).
+    ToolCall { command: String },
     /// An API error ended the turn (Claude Code's StopFailure), with the error it names (a
     /// subscription limit is `rate_limit`, an overloaded API `overloaded`, whatever the client
     /// sent with them) and the message shown for it (which may say when a limit resets).

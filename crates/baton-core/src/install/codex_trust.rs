@@ -127,7 +127,8 @@ pub fn apply(text: Option<&str>, change: &TrustChange) -> Result<Option<String>,
         }
         move_entries(state, change);
         for (p, key) in change.after.iter().zip(&keys_after) {
-            let hash = trusted_hash(&p.event, &p.command, p.timeout.unwrap_or(0), None, None);
+            let matcher = crate::client::Client::Codex.def().hook_matcher(&p.event);
+            let hash = trusted_hash(&p.event, &p.command, p.timeout.unwrap_or(0), matcher, None);
             let already = state
                 .get(key)
                 .and_then(|t| t.get("trusted_hash"))

@@ -297,7 +297,7 @@ mod tests {
             ),
             "{config}"
         );
-        assert_eq!(config.matches("trusted_hash").count(), 5, "{config}");
+        assert_eq!(config.matches("trusted_hash").count(), 6, "{config}");
         assert!(placements(Client::Gemini).is_empty());
     }
 

@@ -68,19 +68,22 @@ pub struct Edited {
     pub handlers: Vec<(String, usize, usize)>,
 }
 
-/// The group baton installs for `event`: no matcher, one command handler (in a flat file,
-/// the handler alone, with no timeout).
+/// The group baton installs for `event`: one command handler, with the client's matcher for
+/// the event (the shell tool, for a pre-tool hook) or none (in a flat file, the handler alone,
+/// with no timeout).
 pub fn baton_group(client: Client, baton: &str, event: &str) -> Value {
     if let SettingsShape::Flat { .. } = client.def().settings_shape() {
         return json!({ "command": hook_command(baton, client, event) });
     }
-    json!({
-        "hooks": [{
-            "type": "command",
-            "command": hook_command(baton, client, event),
-            "timeout": client.def().hook_timeout(event),
-        }]
-    })
+    let handler = json!({
+        "type": "command",
+        "command": hook_command(baton, client, event),
+        "timeout": client.def().hook_timeout(event),
+    });
+    match client.def().hook_matcher(event) {
+        Some(matcher) => json!({ "matcher": matcher, "hooks": [handler] }),
+        None => json!({ "hooks": [handler] }),
+    }
 }
 
 /// Merges baton's hook entries for `client` into `text` (`None`: no file yet).

@@ -155,7 +155,7 @@ impl MemStore {
             JournalTarget::Loop(key) => Some(LockScope::Loop(key)),
             JournalTarget::Batch => Some(LockScope::Batch),
             JournalTarget::Run(_) => Some(LockScope::Runs),
-            JournalTarget::Judge(_) => None,
+            JournalTarget::Judge(_) | JournalTarget::Guard => None,
         }
     }
 }

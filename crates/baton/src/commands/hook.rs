@@ -112,6 +112,9 @@ fn hook(dir: Option<PathBuf>, args: &HookArgs) -> Result<Outcome, String> {
     if event.action == Action::Ignored {
         return Ok(nothing);
     }
+    if let Action::ToolCall { command } = &event.action {
+        return Ok(guard_tool(dir, &event, command));
+    }
     // The session's project: `-C`, else the directory the client says it was started in (the
     // payload's `cwd` follows the agent into a nested repository, where its work is not),
     // else the payload's `cwd`, else where the hook runs.
@@ -145,6 +148,71 @@ fn hook(dir: Option<PathBuf>, args: &HookArgs) -> Result<Outcome, String> {
         stdout: out,
         warning: session.warning.into_inner(),
     })
+}
+
+/// The guard of shared checkouts at a pre-tool hook (docs/guard.md): a command line with no
+/// git command the table names passes on its words alone, reading nothing; one that would
+/// destroy or move another live session's work is refused in the client's own shape. Whatever
+/// goes wrong lets the command run, with one stderr line.
+fn guard_tool(dir: Option<PathBuf>, event: &HookEvent, command: &str) -> Outcome {
+    use baton_ops::guard::{Call, Caller, at_tool, planned};
+    let mut out = Outcome {
+        stdout: None,
+        warning: None,
+    };
+    let Some(cwd) = dir
+        .or_else(|| event.cwd.as_deref().map(PathBuf::from))
+        .or_else(|| std::env::current_dir().ok())
+    else {
+        return out;
+    };
+    let planned = planned(command, &cwd);
+    if planned.is_empty() {
+        return out;
+    }
+    let ctx = match Ctx::from_env(Some(cwd), Some(event.session_id.clone())) {
+        Ok(ctx) => ctx,
+        Err(e) => {
+            out.warning = Some(format!(
+                "guard: {} (the command was let through)",
+                e.message
+            ));
+            return out;
+        }
+    };
+    let mut lost = None;
+    let mut journal = |e: serde_json::Value| {
+        let kept = ctx
+            .clone()
+            .store()
+            .map_err(|e| e.message)
+            .and_then(|store| {
+                store
+                    .append_journal(baton_store::JournalTarget::Guard, &e)
+                    .map_err(|e| e.to_string())
+            });
+        if let Err(e) = kept {
+            lost = Some(format!("guard: the refusal was not journaled: {e}"));
+        }
+    };
+    let caller = Caller {
+        client: event.client.as_str(),
+        session: &event.session_id,
+    };
+    match at_tool(&ctx, &planned, caller, &mut journal) {
+        Ok(Call::Refuse { reason, .. }) => {
+            out.stdout = event.client.def().tool_refusal(&event.event, &reason);
+        }
+        Ok(Call::Pass) => {}
+        Err(e) => {
+            out.warning = Some(format!(
+                "guard: {} (the command was let through)",
+                e.message
+            ));
+        }
+    }
+    out.warning = out.warning.or(lost);
+    out
 }
 
 /// What a hook prints: on stdout for the client, and at most one line on stderr.
@@ -206,12 +274,14 @@ impl Session<'_> {
             }
             Action::TurnEnd => {
                 self.files.close_turn()?;
-                self.sweep()?;
+                let owned = self.sweep()?;
+                self.register_checkout(owned);
                 return Ok(self.judge_stop());
             }
             Action::Failure { .. } | Action::SessionEnd { .. } => self.end()?,
             Action::Checkpoint => self.checkpoint()?,
-            Action::Ignored => {}
+            // A tool call is the guard's, before any session file is read (`guard_tool`).
+            Action::Ignored | Action::ToolCall { .. } => {}
         }
         Ok(None)
     }
@@ -226,6 +296,7 @@ impl Session<'_> {
         if let Err(e) = self.record_start() {
             self.warn(e.message);
         }
+        self.register_checkout(None);
         let source = match &self.event.action {
             Action::SessionStart { source } => source.as_str(),
             _ => "",
@@ -441,7 +512,8 @@ impl Session<'_> {
 
     /// Refreshes what the session owns, at most once per coalescing window (by this machine's
     /// clock, as the session record keeps it: inside the window, no round trip).
-    fn sweep(&self) -> Result<(), CommandError> {
+    /// Returns the keys of what the session owns, when it refreshed them.
+    fn sweep(&self) -> Result<Option<Vec<String>>, CommandError> {
         let swept = self.ctx.now;
         let mut record = self
             .files
@@ -449,7 +521,7 @@ impl Session<'_> {
             .unwrap_or_else(|| self.new_record());
         let window = record.window_secs.unwrap_or(HEARTBEAT_COALESCE_SECS);
         if fresh(record.swept_at.as_deref(), swept, window) {
-            return Ok(());
+            return Ok(None);
         }
         let (ctx, store) = self.connected()?;
         let owned = self.owned()?;
@@ -458,7 +530,46 @@ impl Session<'_> {
         record.window_secs = refreshed.window;
         record.swept_at = Some(format_ts(swept));
         self.files.write_record(&record)?;
-        Ok(owned.outcome(refreshed.error)?)
+        let keys = owned
+            .loops
+            .iter()
+            .map(|(key, _)| key.clone())
+            .chain(owned.runs.iter().map(|r| r.run_id.to_string()))
+            .collect();
+        owned.outcome(refreshed.error)?;
+        Ok(Some(keys))
+    }
+
+    /// Keeps the session in its repository's registry of checkouts (docs/guard.md), with what
+    /// it owns when `owned` says; a failure is the hook's warning.
+    fn register_checkout(&self, owned: Option<Vec<String>>) {
+        let record = self.files.read_record();
+        let checkout = baton_core::guard::Checkout {
+            client: self.event.client.as_str().into(),
+            session: self.event.session_id.clone(),
+            host: process::host(),
+            boot_id: process::boot_id(),
+            pid: record.as_ref().and_then(|r| r.client_pid),
+            pid_start: record.as_ref().and_then(|r| r.client_pid_start),
+            worktree: String::new(),
+            branch: None,
+            head: None,
+            index: String::new(),
+            owned: Vec::new(),
+            refreshed: format_ts(self.ctx.now),
+        };
+        if let Err(e) = baton_ops::guard::keep_registered(
+            &self.ctx.dir,
+            checkout,
+            owned,
+            self.ctx.now,
+            baton_ops::guard::REFRESH_SECS,
+        ) {
+            self.warn(format!(
+                "guard: this session was not registered: {}",
+                e.message
+            ));
+        }
     }
 
     /// A failure or a session end: one record of it first (its class from the evidence the
@@ -551,6 +662,11 @@ impl Session<'_> {
             Action::SessionEnd { terminal: true, .. } => {
                 let record = self.files.read_record();
                 self.files.remove(record.as_ref());
+                baton_ops::guard::forget(
+                    &self.ctx.dir,
+                    self.event.client.as_str(),
+                    &self.event.session_id,
+                );
             }
             Action::Failure { .. } => {
                 self.files.close_turn()?;
@@ -778,7 +894,7 @@ impl Session<'_> {
             record.checkpoint_mark = mark;
             self.files.write_record(&record)?;
         }
-        self.sweep()
+        self.sweep().map(drop)
     }
 
     /// The pause marks (`baton pause`), when there are any and they can be read.

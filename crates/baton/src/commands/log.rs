@@ -16,12 +16,14 @@ use baton_ops::ledgers::Plan;
 use baton_ops::ticket_loop::Target;
 use baton_store::{Journal, JournalTarget};
 
-/// Show the history of a loop, the batch, a run or a plan ledger, oldest first.
+/// Show the history of a loop, the batch, a run, a plan ledger or the guard, oldest first.
 ///
 /// One line per event with its time: every transition, interrupt, takeover (with both owners
 /// and both epochs), resume and gate result.
 ///
-/// TARGET is read as, in this order: `batch` (or a batch id) for the project's batch; a run id
+/// TARGET is read as, in this order: `batch` (or a batch id) for the project's batch; `guard`
+/// for the guard of shared checkouts (each git command it refused, each let through by a
+/// person: docs/guard.md); a run id
 /// (16 hex digits, or a legacy `YYYYMMDD-HHMMSS`) for that run; a plan directory holding a
 /// `STATE.md`, or that `STATE.md`, for the ledger's own events in file order, with the judge's
 /// verdicts on its claims at their times (each claim, refused stop and claim handed to a
@@ -36,7 +38,8 @@ use baton_store::{Journal, JournalTarget};
 /// A target with no history prints `no history for …` and exits 0.
 #[derive(Debug, Args)]
 pub struct LogArgs {
-    /// What to show: `batch`, a run id, a plan directory (or its `STATE.md`), or a ticket id.
+    /// What to show: `batch`, `guard`, a run id, a plan directory (or its `STATE.md`), or a
+    /// ticket id.
     target: OsString,
     /// Show only the last N events.
     #[arg(long, value_name = "N")]
@@ -49,6 +52,7 @@ enum Resolved {
     Batch,
     Run(RunId),
     Ledger(Plan),
+    Guard,
 }
 
 pub fn cmd_log(ctx: &Ctx, args: LogArgs) -> Result<Report, CommandError> {
@@ -79,6 +83,7 @@ pub fn cmd_log(ctx: &Ctx, args: LogArgs) -> Result<Report, CommandError> {
                 Resolved::Loop(t) => ("loop", JournalTarget::Loop(&t.key)),
                 Resolved::Batch => ("batch", JournalTarget::Batch),
                 Resolved::Run(id) => ("run", JournalTarget::Run(id)),
+                Resolved::Guard => ("guard", JournalTarget::Guard),
                 Resolved::Ledger(_) => unreachable!("handled above"),
             };
             let path = store.journal_shown(target)?;
@@ -105,6 +110,7 @@ pub fn cmd_log(ctx: &Ctx, args: LogArgs) -> Result<Report, CommandError> {
     let shown = match &resolved {
         Resolved::Loop(t) => format!("{} (loop {})", t.shown(), t.key),
         Resolved::Batch => "the batch".to_string(),
+        Resolved::Guard => "the guard".to_string(),
         Resolved::Run(id) => format!("run {id}"),
         Resolved::Ledger(plan) => plan.ledger.display().to_string(),
     };
@@ -169,6 +175,9 @@ fn resolve(ctx: &Ctx, raw: &std::ffi::OsStr) -> Result<Resolved, CommandError> {
     let text = raw.to_str();
     if text == Some("batch") {
         return Ok(Resolved::Batch);
+    }
+    if text == Some("guard") {
+        return Ok(Resolved::Guard);
     }
     if let Some(t) = text
         && let Ok(target) = RunTarget::parse(t)

@@ -7,6 +7,7 @@ pub mod demo;
 pub mod doctor;
 pub mod gate;
 pub mod goal;
+pub mod guard;
 pub mod hook;
 pub mod init;
 pub mod ledger;

@@ -16,6 +16,7 @@ mod exit_truth;
 mod failure_record;
 mod faults;
 mod finish;
+mod guard;
 mod hook_sequences;
 mod hooks;
 mod hostile;

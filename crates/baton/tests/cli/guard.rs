@@ -1,0 +1,214 @@
+//! The guard of shared checkouts (docs/guard.md) as the clients' pre-tool hooks meet it: two
+//! sessions in one repository, each registered by its session-start hook; a git command that
+//! would destroy the other's work is refused in the client's own shape, anything else passes;
+//! a dead session never blocks; a person lets one refused command through.
+
+use std::ffi::OsStr;
+
+use serde_json::{Value, json};
+
+use crate::common::{Run, TestEnv, at};
+use crate::hooks::run_hook;
+
+/// A hook of `client` for `session`, whose client process is `pid` (`CLAUDE_PID`; for Codex,
+/// the hook's nearest agent ancestor, which a test has none of).
+fn hook(env: &TestEnv, client: &str, event: &str, payload: Value, pid: u32) -> Run {
+    let pid = pid.to_string();
+    let run = run_hook(
+        env,
+        &["hook", client, event],
+        &serde_json::to_vec(&payload).unwrap(),
+        &at(1),
+        &[("CLAUDE_PID", OsStr::new(&pid))],
+    );
+    run.assert_code(0);
+    run
+}
+
+fn start(env: &TestEnv, client: &str, session: &str, pid: u32) {
+    let payload = json!({
+        "session_id": session,
+        "cwd": env.repo.to_string_lossy(),
+        "hook_event_name": "SessionStart",
+        "source": "startup",
+    });
+    let run = hook(env, client, "SessionStart", payload, pid);
+    assert_eq!(run.stderr, "", "{}", run.stderr);
+}
+
+fn pre_tool(env: &TestEnv, client: &str, session: &str, command: &str) -> Run {
+    let payload = json!({
+        "session_id": session,
+        "cwd": env.repo.to_string_lossy(),
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": { "command": command },
+    });
+    hook(env, client, "PreToolUse", payload, std::process::id())
+}
+
+fn denied(run: &Run) -> String {
+    let v: Value = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("not a refusal ({e}): {:?} {:?}", run.stdout, run.stderr));
+    assert_eq!(
+        v["hookSpecificOutput"]["hookEventName"], "PreToolUse",
+        "{v}"
+    );
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny", "{v}");
+    v["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn repo() -> TestEnv {
+    let env = TestEnv::new();
+    env.write("a.txt", "one\n");
+    env.git(&["add", "-A"]);
+    env.git(&["commit", "--quiet", "-m", "one"]);
+    env
+}
+
+const A: &str = "aaaaaaaa-1111-2222-3333-444444444444";
+const B: &str = "bbbbbbbb-1111-2222-3333-444444444444";
+
+/// Session A is live in the checkout; B's destructive git commands are refused in Claude
+/// Code's and Codex's shape, naming A; what destroys nothing passes with no output.
+#[test]
+fn a_command_that_would_destroy_a_live_sessions_work_is_refused() {
+    let env = repo();
+    start(&env, "claude", A, std::process::id());
+    for client in ["claude", "codex"] {
+        for line in [
+            "git stash",
+            "cd . && git checkout -b x && git reset --hard HEAD~1",
+            "git status; (git clean -fd)",
+            "bash -c 'git stash pop'",
+        ] {
+            let reason = denied(&pre_tool(&env, client, B, line));
+            assert!(
+                reason.contains("session aaaaaaaa… (claude, on branch main, last seen"),
+                "{line}: {reason}"
+            );
+            assert!(reason.contains("guard.shared-tree"), "{reason}");
+            assert!(!reason.contains(line), "the command is echoed: {reason}");
+        }
+        for line in [
+            "git status",
+            "git log --oneline | head",
+            "git commit -am x",
+            "ls",
+        ] {
+            let run = pre_tool(&env, client, B, line);
+            assert_eq!(
+                (run.stdout.as_str(), run.stderr.as_str()),
+                ("", ""),
+                "{line}"
+            );
+        }
+    }
+    // A's own commands are A's: alone with its own work, nothing is refused.
+    assert_eq!(pre_tool(&env, "claude", A, "git stash").stdout, "");
+    // Every refusal is journaled, with the other session and the rule.
+    let refused = guard_events(&env, "refused");
+    assert_eq!(refused.len(), 8, "{refused:?}");
+    assert_eq!(refused[0]["other"], A);
+    assert_eq!(refused[0]["session"], B);
+    assert_eq!(refused[0]["rule"], "guard.shared-tree");
+}
+
+/// The guard's journal events named `name`.
+fn guard_events(env: &TestEnv, name: &str) -> Vec<Value> {
+    let log = env.run(None, &at(2), &["--json", "log", "guard"]);
+    log.assert_code(0);
+    log.json()["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == name)
+        .cloned()
+        .collect()
+}
+
+/// A session whose client process is gone never blocks, and its record goes.
+#[test]
+fn a_dead_sessions_record_never_blocks() {
+    let env = repo();
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    start(&env, "claude", A, child.id());
+    denied(&pre_tool(&env, "claude", B, "git stash"));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let run = pre_tool(&env, "claude", B, "git stash");
+    assert_eq!(run.stdout, "", "{}", run.stderr);
+    let registry = env.repo.join(".git/baton-checkouts");
+    let left: Vec<String> = std::fs::read_dir(&registry)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(left.iter().all(|n| !n.contains(A)), "{left:?}");
+}
+
+/// A person lets one refused command through; the next is refused again. Both are journaled.
+#[test]
+fn a_person_lets_one_refused_command_through() {
+    let env = repo();
+    start(&env, "claude", A, std::process::id());
+    let allow = env.run(None, &at(1), &["--json", "guard", "allow", B]);
+    allow.assert_code(0);
+    assert_eq!(allow.json()["session"], B);
+    let run = pre_tool(&env, "claude", B, "git stash");
+    assert_eq!(run.stdout, "", "allowed once: {}", run.stderr);
+    let reason = denied(&pre_tool(&env, "claude", B, "git stash"));
+    assert!(
+        reason.contains(&format!("`baton guard allow {B}`")),
+        "{reason}"
+    );
+    assert_eq!(guard_events(&env, "allow").len(), 1);
+    assert_eq!(guard_events(&env, "allowed").len(), 1);
+    let none = env.run(None, &at(1), &["guard", "allow"]);
+    none.assert_code(2);
+    assert!(none.stderr.contains("no session named"), "{}", none.stderr);
+}
+
+/// Turned off for the project or for one run, the guard refuses nothing.
+#[test]
+fn the_guard_turned_off_refuses_nothing() {
+    let env = repo();
+    start(&env, "claude", A, std::process::id());
+    let pid = std::process::id().to_string();
+    let payload = serde_json::to_vec(&json!({
+        "session_id": B,
+        "cwd": env.repo.to_string_lossy(),
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": { "command": "git stash" },
+    }))
+    .unwrap();
+    let off = run_hook(
+        &env,
+        &["hook", "claude", "PreToolUse"],
+        &payload,
+        &at(1),
+        &[
+            ("CLAUDE_PID", OsStr::new(&pid)),
+            ("BATON_GUARD", OsStr::new("off")),
+        ],
+    );
+    assert_eq!(off.stdout, "");
+    env.write(".baton.toml", "[guard]\nenabled = false\n");
+    assert_eq!(pre_tool(&env, "claude", B, "git stash").stdout, "");
+    env.write(".baton.toml", "[guard]\nenabled = \"no\"\n");
+    let bad = pre_tool(&env, "claude", B, "git stash");
+    assert_eq!(bad.stdout, "", "an unreadable setting lets the command run");
+    assert!(
+        bad.stderr
+            .contains("[guard] `enabled` is not true or false"),
+        "{}",
+        bad.stderr
+    );
+}
