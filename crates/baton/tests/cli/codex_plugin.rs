@@ -65,7 +65,8 @@ fn codex_plugin_files_are_written_with_hooks_calling_the_plugins_own_baton() {
             "UserPromptSubmit",
             "Stop",
             "SessionEnd",
-            "PreCompact"
+            "PreCompact",
+            "PreToolUse"
         ]
     );
     for (event, groups) in hooks["hooks"].as_object().unwrap() {

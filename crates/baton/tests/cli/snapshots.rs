@@ -922,6 +922,14 @@ fn json_of_a_plan_ledger() {
         0,
     );
     s.json("goal", None, None, 8, &["goal", plan, "--phase", "1"], 0);
+    s.json(
+        "guard allow",
+        None,
+        None,
+        8,
+        &["guard", "allow", "aaaaaaaa-1111-2222-3333-444444444444"],
+        0,
+    );
     s.json("ledger commit", None, l, 9, &["ledger", "commit", plan], 0);
     s.json(
         "ledger commit",

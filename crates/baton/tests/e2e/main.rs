@@ -23,6 +23,7 @@ mod clients;
 mod copilot;
 mod fake_api;
 mod flow;
+mod guard;
 mod judge;
 mod monorepo;
 mod network;
