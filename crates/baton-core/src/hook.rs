@@ -381,7 +381,10 @@ mod tests {
                     (_, "StopFailure") => "failure",
                     (_, "SessionEnd" | "sessionEnd") => "session-end",
                     (_, "PreCompact" | "PreCompress") => "checkpoint",
-                    (Client::Claude | Client::Codex, "PreToolUse") => "tool",
+                    (Client::Claude | Client::Codex | Client::Antigravity, "PreToolUse")
+                    | (Client::Gemini, "BeforeTool")
+                    | (Client::Copilot, "preToolUse")
+                    | (Client::Cursor, "beforeShellExecution") => "tool",
                     (Client::OpenCode, "session.status") if file.contains("busy") => "open",
                     (Client::OpenCode, "session.error" | "session.execution.failed") => "failure",
                     (Client::OpenCode, "session.idle") => "end",

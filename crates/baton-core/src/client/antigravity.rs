@@ -37,7 +37,7 @@ impl Definition for Antigravity {
     }
 
     fn hook_events(&self) -> &'static [&'static str] {
-        &["PreInvocation", "Stop"]
+        &["PreInvocation", "Stop", "PreToolUse"]
     }
 
     /// Whole seconds (a fraction would make Antigravity drop the whole file).
@@ -81,13 +81,37 @@ impl Definition for Antigravity {
                     }
                 }
             }
-            "PostInvocation" | "PreToolUse" | "PostToolUse" | "SessionStart" => Action::Ignored,
+            // `run_command`, with its `CommandLine` and `Cwd`.
+            "PreToolUse" => {
+                let call = payload.get("toolCall");
+                let arg = |k: &str| {
+                    call.and_then(|c| c.get("args"))
+                        .and_then(|a| a.get(k))
+                        .and_then(Value::as_str)
+                };
+                match (
+                    call.and_then(|c| c.get("name")).and_then(Value::as_str),
+                    arg("CommandLine"),
+                ) {
+                    (Some("run_command"), Some(command)) => Action::ToolCall {
+                        command: command.to_string(),
+                        dir: arg("Cwd").map(str::to_string),
+                    },
+                    _ => Action::Ignored,
+                }
+            }
+            "PostInvocation" | "PostToolUse" | "SessionStart" => Action::Ignored,
             _ => return None,
         })
     }
 
     fn session_start_output(&self, context: &str) -> String {
         inject(context)
+    }
+
+    /// `{"decision": "deny", "reason": …}`, as its reference gives the pre-tool hook's refusal.
+    fn tool_refusal(&self, event: &str, reason: &str) -> Option<String> {
+        (event == "PreToolUse").then(|| super::definition::deny_decision(reason))
     }
 
     fn turn_context(&self, _event: &str, context: &str) -> String {

@@ -543,6 +543,7 @@ pub fn shell_call(payload: &Map<String, Value>) -> Action {
     match (payload.get("tool_name").and_then(Value::as_str), command) {
         (Some("Bash"), Some(command)) => Action::ToolCall {
             command: command.to_string(),
+            dir: None,
         },
         _ => Action::Ignored,
     }

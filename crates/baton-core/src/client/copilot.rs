@@ -55,7 +55,20 @@ impl Definition for CopilotCli {
             "userPromptSubmitted",
             "agentStop",
             "sessionEnd",
+            "preToolUse",
         ]
+    }
+
+    /// `{"permissionDecision": "deny", "permissionDecisionReason": …}`, flat: 1.0.102 ignores
+    /// Claude Code's shape and runs the command, and its exit 2 drops the reason.
+    fn tool_refusal(&self, event: &str, reason: &str) -> Option<String> {
+        (event.eq_ignore_ascii_case("preToolUse")).then(|| {
+            serde_json::json!({
+                "permissionDecision": "deny",
+                "permissionDecisionReason": reason,
+            })
+            .to_string()
+        })
     }
 
     /// Seconds (`timeoutSec`). The session end waits for the transcript (`transcript_wait`).
@@ -106,7 +119,25 @@ impl Definition for CopilotCli {
             // last one included: it never says the turn is lost (a retry may succeed), and its
             // error is the provider's body with no status. The session end decides.
             "erroroccurred" => Action::Ignored,
-            "pretooluse" | "posttooluse" | "permissionrequest" | "subagentstop" => Action::Ignored,
+            // The `bash` tool: `toolArgs` an object (1.0.102), or that object as JSON text.
+            "pretooluse" => {
+                let args = match payload.get("toolArgs") {
+                    Some(Value::String(text)) => serde_json::from_str(text).unwrap_or(Value::Null),
+                    Some(other) => other.clone(),
+                    None => Value::Null,
+                };
+                match (
+                    payload.get("toolName").and_then(Value::as_str),
+                    args.get("command").and_then(Value::as_str),
+                ) {
+                    (Some("bash"), Some(command)) => Action::ToolCall {
+                        command: command.to_string(),
+                        dir: None,
+                    },
+                    _ => Action::Ignored,
+                }
+            }
+            "posttooluse" | "permissionrequest" | "subagentstop" => Action::Ignored,
             _ => return None,
         })
     }

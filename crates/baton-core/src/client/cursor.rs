@@ -28,6 +28,19 @@ impl Definition for Cursor {
         (event == "stop").then(|| serde_json::json!({ "followup_message": reason }).to_string())
     }
 
+    /// `{"permission": "deny", "user_message": …, "agent_message": …}` (cursor.com/docs/hooks):
+    /// the agent gets the reason; `deny` holds in every mode, where `ask` does not.
+    fn tool_refusal(&self, event: &str, reason: &str) -> Option<String> {
+        (event == "beforeShellExecution").then(|| {
+            serde_json::json!({
+                "permission": "deny",
+                "user_message": "baton refused a git command that would destroy another live session's work (docs/guard.md)",
+                "agent_message": reason,
+            })
+            .to_string()
+        })
+    }
+
     fn name(&self) -> &'static str {
         "cursor"
     }
@@ -43,7 +56,13 @@ impl Definition for Cursor {
     }
 
     fn hook_events(&self) -> &'static [&'static str] {
-        &["sessionStart", "beforeSubmitPrompt", "stop", "sessionEnd"]
+        &[
+            "sessionStart",
+            "beforeSubmitPrompt",
+            "stop",
+            "sessionEnd",
+            "beforeShellExecution",
+        ]
     }
 
     /// Not written: baton's entries carry no `timeout`, so Cursor's default applies (the
@@ -82,8 +101,14 @@ impl Definition for Cursor {
                 reason: field(payload, "reason"),
                 terminal: true,
             },
-            "beforeShellExecution"
-            | "afterShellExecution"
+            "beforeShellExecution" => match payload.get("command").and_then(Value::as_str) {
+                Some(command) => Action::ToolCall {
+                    command: command.to_string(),
+                    dir: None,
+                },
+                None => Action::Ignored,
+            },
+            "afterShellExecution"
             | "beforeMCPExecution"
             | "afterMCPExecution"
             | "beforeReadFile"

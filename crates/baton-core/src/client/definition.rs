@@ -237,6 +237,12 @@ pub fn deny_tool(event: &str, reason: &str) -> String {
     .to_string()
 }
 
+/// `{"decision": "deny", "reason": …}`: how Gemini CLI's `BeforeTool` and Antigravity's
+/// `PreToolUse` refuse a tool call.
+pub fn deny_decision(reason: &str) -> String {
+    json!({ "decision": "deny", "reason": reason }).to_string()
+}
+
 /// What a hook event asks of baton, whichever client sent it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
@@ -247,9 +253,13 @@ pub enum Action {
     TurnOpen,
     /// A turn ended normally: heartbeat what this session owns; never an interrupt.
     TurnEnd,
-    /// The agent is about to run this shell command (a pre-tool hook): the guard of shared
-    /// checkouts reads it (`baton_core::guard`).
-    ToolCall { command: String },
+    /// The agent is about to run this shell command (a pre-tool hook), in `dir` when the call
+    /// names one (relative to the payload's `cwd`): the guard of shared checkouts reads it
+    /// (`baton_core::guard`).
+    ToolCall {
+        command: String,
+        dir: Option<String>,
+    },
     /// An API error ended the turn (Claude Code's StopFailure), with the error it names (a
     /// subscription limit is `rate_limit`, an overloaded API `overloaded`, whatever the client
     /// sent with them) and the message shown for it (which may say when a limit resets).

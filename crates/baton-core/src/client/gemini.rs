@@ -61,7 +61,19 @@ impl Definition for GeminiCli {
             "AfterAgent",
             "SessionEnd",
             "PreCompress",
+            "BeforeTool",
         ]
+    }
+
+    /// The shell tool only (the matcher is a regular expression of the tool's name).
+    fn hook_matcher(&self, event: &str) -> Option<&'static str> {
+        (event == "BeforeTool").then_some("run_shell_command")
+    }
+
+    /// `{"decision": "deny", "reason": …}`: 0.61.0 ignores Claude Code's
+    /// `hookSpecificOutput.permissionDecision` and runs the command.
+    fn tool_refusal(&self, event: &str, reason: &str) -> Option<String> {
+        (event == "BeforeTool").then(|| super::definition::deny_decision(reason))
     }
 
     /// Milliseconds.
@@ -86,12 +98,24 @@ impl Definition for GeminiCli {
             },
             // Before every model call, not only a compression: a repeat changes nothing.
             "PreCompress" => Action::Checkpoint,
-            "BeforeModel"
-            | "AfterModel"
-            | "BeforeTool"
-            | "AfterTool"
-            | "BeforeToolSelection"
-            | "Notification" => Action::Ignored,
+            // `run_shell_command`, in the project directory or its `dir_path` under it.
+            "BeforeTool" => {
+                let input = payload.get("tool_input");
+                let text = |k: &str| input.and_then(|i| i.get(k)).and_then(Value::as_str);
+                match (
+                    payload.get("tool_name").and_then(Value::as_str),
+                    text("command"),
+                ) {
+                    (Some("run_shell_command"), Some(command)) => Action::ToolCall {
+                        command: command.to_string(),
+                        dir: text("dir_path").map(str::to_string),
+                    },
+                    _ => Action::Ignored,
+                }
+            }
+            "BeforeModel" | "AfterModel" | "AfterTool" | "BeforeToolSelection" | "Notification" => {
+                Action::Ignored
+            }
             _ => return None,
         })
     }

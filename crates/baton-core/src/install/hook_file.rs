@@ -197,6 +197,7 @@ mod tests {
             super::super::settings::installed_events(&text, c).unwrap(),
             [
                 "sessionStart",
+                "preToolUse",
                 "userPromptSubmitted",
                 "agentStop",
                 "sessionEnd"

@@ -810,7 +810,7 @@ mod tests {
         );
         assert_eq!(
             installed_events(&once, Client::Antigravity).unwrap(),
-            ["PreInvocation", "Stop"]
+            ["PreInvocation", "Stop", "PreToolUse"]
         );
         let moved = install(Some(&once), Client::Antigravity, "/opt/bin/baton").unwrap();
         assert!(

@@ -112,8 +112,12 @@ fn hook(dir: Option<PathBuf>, args: &HookArgs) -> Result<Outcome, String> {
     if event.action == Action::Ignored {
         return Ok(nothing);
     }
-    if let Action::ToolCall { command } = &event.action {
-        return Ok(guard_tool(dir, &event, command));
+    if let Action::ToolCall {
+        command,
+        dir: call_dir,
+    } = &event.action
+    {
+        return Ok(guard_tool(dir, &event, command, call_dir.as_deref()));
     }
     // The session's project: `-C`, else the directory the client says it was started in (the
     // payload's `cwd` follows the agent into a nested repository, where its work is not),
@@ -154,17 +158,31 @@ fn hook(dir: Option<PathBuf>, args: &HookArgs) -> Result<Outcome, String> {
 /// git command the table names passes on its words alone, reading nothing; one that would
 /// destroy or move another live session's work is refused in the client's own shape. Whatever
 /// goes wrong lets the command run, with one stderr line.
-fn guard_tool(dir: Option<PathBuf>, event: &HookEvent, command: &str) -> Outcome {
+fn guard_tool(
+    dir: Option<PathBuf>,
+    event: &HookEvent,
+    command: &str,
+    call_dir: Option<&str>,
+) -> Outcome {
     use baton_ops::guard::{Call, Caller, at_tool, planned};
     let mut out = Outcome {
         stdout: None,
         warning: None,
     };
-    let Some(cwd) = dir
-        .or_else(|| event.cwd.as_deref().map(PathBuf::from))
+    // Where the agent's shell is (the payload's `cwd` follows its `cd`), and the directory
+    // the call names under it.
+    let Some(base) = event
+        .cwd
+        .as_deref()
+        .map(PathBuf::from)
+        .or(dir)
         .or_else(|| std::env::current_dir().ok())
     else {
         return out;
+    };
+    let cwd = match call_dir {
+        Some(d) => base.join(d),
+        None => base,
     };
     let planned = planned(command, &cwd);
     if planned.is_empty() {

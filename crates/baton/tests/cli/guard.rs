@@ -212,3 +212,82 @@ fn the_guard_turned_off_refuses_nothing() {
         bad.stderr
     );
 }
+
+/// Each client's pre-tool payload, as it sends it for its shell tool, refused in the client's
+/// own shape: Gemini CLI's and Antigravity's `decision`, Copilot CLI's flat
+/// `permissionDecision`, Cursor's `permission` with the reason for the agent.
+#[test]
+fn each_client_refuses_in_its_own_shape() {
+    let env = repo();
+    std::fs::create_dir_all(env.repo.join("sub")).unwrap();
+    start(&env, "claude", A, std::process::id());
+    let repo = env.repo.to_string_lossy().into_owned();
+    let cases = [
+        (
+            "gemini",
+            "BeforeTool",
+            json!({"session_id": B, "cwd": repo, "hook_event_name": "BeforeTool",
+                "tool_name": "run_shell_command",
+                "tool_input": {"command": "git stash", "dir_path": "sub"}}),
+            "/reason",
+            "/decision",
+            "deny",
+        ),
+        (
+            "copilot",
+            "preToolUse",
+            json!({"sessionId": B, "timestamp": 1, "cwd": repo, "toolName": "bash",
+                "toolArgs": {"command": "git stash", "mode": "sync"}}),
+            "/permissionDecisionReason",
+            "/permissionDecision",
+            "deny",
+        ),
+        (
+            "cursor",
+            "beforeShellExecution",
+            json!({"hook_event_name": "beforeShellExecution", "conversation_id": B,
+                "generation_id": "g", "workspace_roots": [repo], "command": "git stash",
+                "cwd": repo}),
+            "/agent_message",
+            "/permission",
+            "deny",
+        ),
+        (
+            "antigravity",
+            "PreToolUse",
+            json!({"conversationId": B, "workspacePaths": [repo], "stepIdx": 4,
+                "toolCall": {"name": "run_command",
+                    "args": {"CommandLine": "git stash", "Cwd": repo}}}),
+            "/reason",
+            "/decision",
+            "deny",
+        ),
+    ];
+    for (client, event, payload, reason_at, decision_at, decision) in cases {
+        let run = hook(&env, client, event, payload.clone(), std::process::id());
+        let out: Value = serde_json::from_str(&run.stdout)
+            .unwrap_or_else(|e| panic!("{client}: {e}: {:?} {:?}", run.stdout, run.stderr));
+        assert_eq!(
+            out.pointer(decision_at).unwrap(),
+            decision,
+            "{client}: {out}"
+        );
+        let reason = out.pointer(reason_at).unwrap().as_str().unwrap();
+        assert!(reason.contains("session aaaaaaaa…"), "{client}: {reason}");
+        // The same tool with a command that destroys nothing: nothing printed.
+        let mut harmless = payload.to_string();
+        harmless = harmless.replace("git stash", "git status");
+        let run = hook(
+            &env,
+            client,
+            event,
+            serde_json::from_str(&harmless).unwrap(),
+            std::process::id(),
+        );
+        assert_eq!(
+            (run.stdout.as_str(), run.stderr.as_str()),
+            ("", ""),
+            "{client}"
+        );
+    }
+}
