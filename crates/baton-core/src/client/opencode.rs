@@ -94,7 +94,14 @@ impl Definition for OpenCode {
             "session.error",
             "session.execution.failed",
             "session.idle",
+            "tool.execute.before",
         ]
+    }
+
+    /// `{"deny": …}`: the plugin throws it as the tool's error, which is how OpenCode (1.18 and
+    /// 2.x) refuses a tool call from a plugin; the model gets the reason as the call's error.
+    fn tool_refusal(&self, event: &str, reason: &str) -> Option<String> {
+        (event == "tool.execute.before").then(|| serde_json::json!({ "deny": reason }).to_string())
     }
 
     /// Not written anywhere: the plugin waits for each call.
@@ -134,13 +141,20 @@ impl Definition for OpenCode {
             "session.error" => session_error(payload),
             "session.execution.failed" => execution_failed(payload),
             "session.idle" => Action::TurnEnd,
-            "session.created"
-            | "session.updated"
-            | "session.diff"
-            | "message.updated"
-            | "tool.execute.before"
-            | "tool.execute.after"
-            | "shell.env" => Action::Ignored,
+            // The plugin's call for the shell tool (`bash`, 2.x `shell`): its command and
+            // `workdir`.
+            "tool.execute.before" => match payload.get("command").and_then(Value::as_str) {
+                Some(command) => Action::ToolCall {
+                    command: command.to_string(),
+                    dir: payload
+                        .get("workdir")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                },
+                None => Action::Ignored,
+            },
+            "session.created" | "session.updated" | "session.diff" | "message.updated"
+            | "tool.execute.after" | "shell.env" => Action::Ignored,
             _ => return None,
         })
     }

@@ -59,6 +59,19 @@ const caller = (directory, env, log) => (event, payload) =>
     child.stdin.end(JSON.stringify({{ ...payload, cwd: directory, at: Date.now() }}));
   }});
 
+// The guard of shared checkouts (baton's docs/guard.md) for a shell command about to run: the
+// reason baton refuses it with, or nothing. Thrown by the caller as the tool call's error,
+// which is how OpenCode refuses a call; anything gone wrong lets the command run.
+const refusal = async (call, sessionID, command, workdir) => {{
+  if (!sessionID || typeof command !== "string") return "";
+  const out = await call("tool.execute.before", {{ sessionID, command, workdir }});
+  try {{
+    return out ? JSON.parse(out).deny ?? "" : "";
+  }} catch {{
+    return "";
+  }}
+}};
+
 // What the plugin keeps per session: whether this process created it, its packet (asked for
 // once; a promise, so that two requests share it), the note for the turn under way, and
 // whether its last news was a retry.
@@ -151,6 +164,12 @@ const server = async ({{ directory, client }}) => {{
       if (!sessionID || !Array.isArray(output?.system)) return;
       output.system.push(...(await s.system(sessionID)));
     }},
+    "tool.execute.before": async (input, output) => {{
+      if (input?.tool !== "bash") return;
+      const args = output?.args ?? {{}};
+      const denied = await refusal(call, input?.sessionID, args.command, args.workdir);
+      if (denied) throw new Error(denied);
+    }},
     // OpenCode names no session to a tool call: this gives `baton` the session it runs in.
     "shell.env": async (input, output) => {{
       if (input?.sessionID && output?.env) output.env.{variable} = input.sessionID;
@@ -193,13 +212,28 @@ const setup = async (ctx) => {{
     if (!e?.sessionID || !Array.isArray(e.system)) return;
     for (const text of await s.system(e.sessionID)) e.system.push({{ type: "text", text }});
   }});
-  await hook("tool", "execute.before", async (e) => {{
-    const command = e?.input?.command;
-    if (e?.tool !== "shell" || !e?.sessionID || typeof command !== "string") return;
-    const waiting = commands.get(command) ?? [];
-    waiting.push(e.sessionID);
-    commands.set(command, waiting);
-  }});
+  // The guard's refusal is thrown outside `guarded`: a throw is how a tool call is refused.
+  if (typeof ctx?.tool?.hook === "function") {{
+    await ctx.tool.hook("execute.before", async (e) => {{
+      let denied = "";
+      try {{
+        const command = e?.input?.command;
+        if (e?.tool !== "shell" || !e?.sessionID || typeof command !== "string") return;
+        const waiting = commands.get(command) ?? [];
+        waiting.push(e.sessionID);
+        commands.set(command, waiting);
+        denied = await refusal(call, e.sessionID, command, e.input.workdir);
+      }} catch (err) {{
+        log(`${{err?.message ?? err}}`);
+      }}
+      if (denied) {{
+        const waiting = commands.get(e.input.command) ?? [];
+        waiting.splice(waiting.lastIndexOf(e.sessionID), 1);
+        if (!waiting.length) commands.delete(e.input.command);
+        throw new Error(denied);
+      }}
+    }});
+  }}
   // The same command waited for by two sessions is named to neither: a tool call without a
   // session is refused before it writes, where the wrong one would write as another session.
   await hook("shell", "create.before", async (e) => {{
