@@ -330,6 +330,26 @@ pub fn keep_registered(
     Ok(register(&tree, &checkout)?)
 }
 
+/// The live sessions registered in the repository of `dir`, by worktree and session (a dead
+/// one's record goes).
+pub fn live_checkouts(dir: &Path, now: Timestamp) -> Vec<Checkout> {
+    let Some(tree) = Worktree::of(dir) else {
+        return Vec::new();
+    };
+    let mut live: Vec<Checkout> = registered(&tree)
+        .into_iter()
+        .filter(|c| {
+            let alive = is_live(c, now);
+            if !alive {
+                unregister(&tree, &c.client, &c.session);
+            }
+            alive
+        })
+        .collect();
+    live.sort_by(|a, b| (&a.worktree, &a.session).cmp(&(&b.worktree, &b.session)));
+    live
+}
+
 /// Removes the session from the registry of the repository of `dir` (its session ended).
 pub fn forget(dir: &Path, client: &str, session: &str) {
     if let Some(tree) = Worktree::of(dir) {

@@ -77,7 +77,8 @@ fn init_writes_a_hook_file_of_batons_own_and_remove_takes_only_it() {
             "sessionStart",
             "userPromptSubmitted",
             "agentStop",
-            "sessionEnd"
+            "sessionEnd",
+            "preToolUse"
         ]
     );
     for (event, handlers) in written["hooks"].as_object().unwrap() {

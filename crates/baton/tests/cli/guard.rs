@@ -107,6 +107,20 @@ fn a_command_that_would_destroy_a_live_sessions_work_is_refused() {
             );
         }
     }
+    // `status` shows who works where: the JSON as its schema says, a line per session.
+    let status = env.run(Some(B), &at(2), &["--json", "status"]);
+    status.assert_code(0);
+    let v = status.json();
+    assert_eq!(v["checkouts"][0]["session"], A, "{v}");
+    assert_eq!(v["checkouts"][0]["branch"], "main", "{v}");
+    crate::snapshots::assert_matches_schema(&env, "status", &v);
+    let text = env.run(Some(B), &at(2), &["status"]).stdout;
+    assert!(
+        text.contains("checkouts (live sessions of this repository")
+            && text.contains("aaaaaaaa… claude in ")
+            && text.contains(" on main seen "),
+        "{text}"
+    );
     // A's own commands are A's: alone with its own work, nothing is refused.
     assert_eq!(pre_tool(&env, "claude", A, "git stash").stdout, "");
     // Every refusal is journaled, with the other session and the rule.

@@ -212,6 +212,12 @@ fn what_a_transition_and_a_refusal_print() {
 /// Commands whose `--json` is not snapshotted, each with the reason.
 const NO_JSON_SNAPSHOT: &[(&str, &str)] = &[];
 
+/// Checks `value`, the `--json` of `command` run in `env`, against the command's schema in
+/// `baton schema --outputs` (for a test whose output cannot be a snapshot).
+pub(crate) fn assert_matches_schema(env: &TestEnv, command: &str, value: &serde_json::Value) {
+    Schemas::of(env).validate(command, value);
+}
+
 /// A scripted scenario whose `--json` answers become snapshots: the environment, and the values
 /// that differ from one run to the next (run ids, commit hashes, batch ids) with their masks.
 struct Script {

@@ -142,11 +142,14 @@ pub fn cmd_status(ctx: &Ctx, args: StatusArgs) -> Result<Report, CommandError> {
     table(ctx)
 }
 
-/// The table under `--json`: every piece of work, whole, and the pause mark.
+/// The table under `--json`: every piece of work, whole, the pause mark, and the live
+/// sessions of the repository's checkouts (docs/guard.md) when there are any.
 #[derive(Debug, Serialize)]
 struct Table<'a> {
     work: Vec<Row<'a>>,
     pause: Option<&'a Pauses>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    checkouts: Vec<baton_core::guard::Checkout>,
 }
 
 /// The table, as `baton status` prints it.
@@ -184,15 +187,50 @@ fn table(ctx: &Ctx) -> Result<Report, CommandError> {
     for (w, cells) in work.iter().zip(&cells) {
         text.push_str(&row(w, cells, colour, &cols));
     }
+    let checkouts = baton_ops::guard::live_checkouts(&ctx.dir, ctx.now);
+    text.push_str(&checkouts_text(ctx, &checkouts));
     let json = Table {
         work: s.work.iter().map(Row::of).collect(),
         pause: s.pause.as_ref(),
+        checkouts,
     };
     let mut report = Report::of(ExitStatus::Success, &json, text);
     for note in &s.notes {
         report = report.warn(note.trim_start_matches("warning: ").to_string());
     }
     Ok(report)
+}
+
+/// Who works where in the repository (docs/guard.md), when more than this session does: one
+/// line per live session, its worktree, branch and last refresh; nothing when none is
+/// registered.
+fn checkouts_text(ctx: &Ctx, checkouts: &[baton_core::guard::Checkout]) -> String {
+    if checkouts.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "\ncheckouts (live sessions of this repository; `baton log guard` lists what the guard refused):\n",
+    );
+    for c in checkouts {
+        let me = if ctx.session() == Some(c.session.as_str()) {
+            " (me)"
+        } else {
+            ""
+        };
+        let age = parse_ts(Some(&c.refreshed))
+            .map(|t| format!("seen {} ago", human_age(age(ctx.now, t))))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "  {}{me} {} in {} on {} {age}\n",
+            crate::view::short_session(&esc(&c.session)),
+            esc(&c.client),
+            esc(&c.worktree),
+            c.branch
+                .as_deref()
+                .map_or_else(|| "a detached HEAD".into(), |b| esc(b).into_owned()),
+        ));
+    }
+    out
 }
 
 /// One piece of work: its line of the table (`cells` are its key, owner and verdict as
