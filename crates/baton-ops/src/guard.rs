@@ -350,6 +350,153 @@ pub fn live_checkouts(dir: &Path, now: Timestamp) -> Vec<Checkout> {
     live
 }
 
+/// The marker line of baton's `reference-transaction` hook.
+const BACKSTOP_MARK: &str = "# baton: the guard of shared checkouts";
+
+/// Whether a hook's text is baton's backstop.
+pub fn is_backstop(text: &str) -> bool {
+    text.lines()
+        .nth(1)
+        .is_some_and(|l| l.starts_with(BACKSTOP_MARK))
+}
+
+/// baton's `reference-transaction` hook: the hook that was in place runs first (kept beside
+/// it as `reference-transaction.before-baton`), then, for a prepared transaction, `baton guard
+/// ref-update`, whose refusal (exit 1) aborts it. With no `baton` on PATH it does nothing.
+pub fn backstop_script() -> String {
+    format!(
+        r#"#!/bin/sh
+{BACKSTOP_MARK} (docs/guard.md): an agent session's ref update
+# that would move another live session's work is refused; a person's never is. Written by
+# `baton init`; `baton init <client> --remove` takes it out and puts back the hook it ran.
+input=$(cat)
+if [ -x "$0.before-baton" ]; then
+  printf '%s\n' "$input" | "$0.before-baton" "$@" || exit $?
+fi
+[ "$1" = prepared ] || exit 0
+command -v baton >/dev/null 2>&1 || exit 0
+printf '%s\n' "$input" | baton guard ref-update "$1"
+"#
+    )
+}
+
+/// Where git runs the repository's hooks from (`git rev-parse --git-path hooks`, which follows
+/// `core.hooksPath`), from `root`; with no git to ask, the common directory's `hooks`.
+pub fn hooks_dir(root: &Path) -> Option<PathBuf> {
+    let asked = std::process::Command::new("git")
+        .args(["rev-parse", "--git-path", "hooks"])
+        .current_dir(root)
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .output();
+    let out = match asked {
+        Ok(out) if out.status.success() => out,
+        Ok(_) => return None,
+        Err(_) => return Worktree::of(root).map(|t| t.common_dir.join("hooks")),
+    };
+    let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    Some(if path.is_absolute() {
+        path
+    } else {
+        root.join(path)
+    })
+}
+
+/// The backstop's call on a transaction git prepared (`reference-transaction prepared`, its
+/// lines `input`), run in `dir`: the reason an agent session's update is refused, or `None`.
+/// A person (no agent session, no agent among the process's ancestors) is never refused.
+pub fn at_ref_update(
+    ctx: &Ctx,
+    dir: &Path,
+    input: &str,
+    journal: &mut dyn FnMut(serde_json::Value),
+) -> Result<Option<String>, OpError> {
+    use baton_core::guard::backstop::{Facts, decide_refs, updates};
+    let updates = updates(input);
+    let held =
+        |name: &str| name == "HEAD" || name == "refs/stash" || name.starts_with("refs/heads/");
+    if !updates.iter().any(|u| held(&u.name)) {
+        return Ok(None);
+    }
+    let me = ctx.session();
+    let agent = process::agent_ancestor_named();
+    if me.is_none() && agent.is_none() {
+        return Ok(None);
+    }
+    let Some(tree) = Worktree::of(dir) else {
+        return Ok(None);
+    };
+    let others: Vec<Checkout> = registered(&tree)
+        .into_iter()
+        .filter(|c| Some(c.session.as_str()) != me && is_live(c, ctx.now))
+        .collect();
+    if others.is_empty() {
+        return Ok(None);
+    }
+    let root = tree.root.to_string_lossy().into_owned();
+    let (branch, _) = tree.head();
+    let fast_forward = |old: &str, new: &str| {
+        std::process::Command::new("git")
+            .args(["merge-base", "--is-ancestor", old, new])
+            .current_dir(&tree.root)
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let stash_log =
+        std::fs::read_to_string(tree.common_dir.join("logs/refs/stash")).unwrap_or_default();
+    let stash_entry = |id: &str| stash_log.lines().any(|l| l.split(' ').nth(1) == Some(id));
+    let current = |name: &str| {
+        let out = std::process::Command::new("git")
+            .args(["rev-parse", "--verify", "--quiet", name])
+            .current_dir(&tree.root)
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    };
+    let facts = Facts {
+        worktree: &root,
+        branch: branch.as_deref(),
+        fast_forward: &fast_forward,
+        stash_entry: &stash_entry,
+        current: &current,
+    };
+    let Some(refusal) = decide_refs(&updates, &facts, &others) else {
+        return Ok(None);
+    };
+    let session = me.map(str::to_string).unwrap_or_default();
+    let event = |name: &str| {
+        serde_json::json!({
+            "ts": baton_core::time::format_ts_ms(ctx.now),
+            "event": name,
+            "session": session,
+            "client": agent.map(|(_, c)| c.as_str()),
+            "what": "reference-transaction",
+            "rule": refusal.rule.id(),
+            "other": refusal.other.session,
+            "worktree": root,
+        })
+    };
+    if !enabled(ctx, &tree.root)? {
+        journal(event("guard-off"));
+        return Ok(None);
+    }
+    if !session.is_empty() && take_allowance(&tree, &session) {
+        journal(event("allowed"));
+        return Ok(None);
+    }
+    journal(event("refused"));
+    Ok(Some(baton_core::guard::reason(
+        &refusal,
+        if session.is_empty() {
+            "<session>"
+        } else {
+            &session
+        },
+        ctx.now,
+    )))
+}
+
 /// Removes the session from the registry of the repository of `dir` (its session ended).
 pub fn forget(dir: &Path, client: &str, session: &str) {
     if let Some(tree) = Worktree::of(dir) {

@@ -2,6 +2,7 @@
 //! read from its command line with a shell's own grammar (`shell`), what each would do to work
 //! a session holds (`git`), and the call on them given who else works in the repository.
 
+pub mod backstop;
 pub mod git;
 pub mod shell;
 

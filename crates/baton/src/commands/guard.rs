@@ -11,6 +11,18 @@ use baton_ops::env::Ctx;
 pub enum GuardCommand {
     #[command(about = "Let one refused git command of a session through, once")]
     Allow(AllowArgs),
+    /// Run by the `reference-transaction` hook `baton init` installs (not for people).
+    #[command(name = "ref-update", hide = true)]
+    RefUpdate(RefUpdateArgs),
+}
+
+/// Judge a git transaction's ref updates (the hook's stdin) as the guard's backstop; exit 1
+/// refuses it.
+#[derive(Debug, Args)]
+pub struct RefUpdateArgs {
+    /// The transaction's state, as git passes it to the hook (`prepared`, `committed`,
+    /// `aborted`); only a prepared one is judged.
+    state: String,
 }
 
 /// Let the next git command of a session that the guard would refuse run, once (a person's
@@ -31,6 +43,41 @@ pub struct AllowArgs {
 pub fn dispatch(ctx: &Ctx, cmd: GuardCommand) -> Result<Report, CommandError> {
     match cmd {
         GuardCommand::Allow(args) => cmd_allow(ctx, args),
+        GuardCommand::RefUpdate(args) => cmd_ref_update(ctx, args),
+    }
+}
+
+/// The backstop: a prepared transaction that would move another live session's work, by an
+/// agent session, exits 1 with the reason, which git shows as it aborts. Anything gone wrong
+/// lets the transaction through, with one stderr line.
+fn cmd_ref_update(ctx: &Ctx, args: RefUpdateArgs) -> Result<Report, CommandError> {
+    let pass = Report::ok(json!({ "refused": false }), String::new());
+    if args.state != "prepared" {
+        return Ok(pass);
+    }
+    let mut input = String::new();
+    if let Err(e) = std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut input) {
+        return Ok(pass.warn(format!("guard: cannot read the ref updates: {e}")));
+    }
+    let mut lost = None;
+    let mut journal = |e: serde_json::Value| {
+        let kept = ctx.store().map_err(|e| e.message).and_then(|s| {
+            s.append_journal(baton_store::JournalTarget::Guard, &e)
+                .map_err(|e| e.to_string())
+        });
+        if let Err(e) = kept {
+            lost = Some(format!("guard: the refusal was not journaled: {e}"));
+        }
+    };
+    let decided = baton_ops::guard::at_ref_update(ctx, &ctx.dir, &input, &mut journal);
+    let pass = match lost {
+        Some(w) => pass.warn(w),
+        None => pass,
+    };
+    match decided {
+        Ok(Some(reason)) => Err(CommandError::new(crate::error::ExitStatus::Failure, reason)),
+        Ok(None) => Ok(pass),
+        Err(e) => Ok(pass.warn(format!("guard: {} (the update was let through)", e.message))),
     }
 }
 

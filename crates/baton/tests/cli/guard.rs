@@ -316,3 +316,116 @@ fn each_client_refuses_in_its_own_shape() {
         );
     }
 }
+
+/// git itself, whatever ran it, with `vars` set and baton on PATH, in the checkout.
+fn git_as(env: &TestEnv, vars: &[(&str, &str)], args: &[&str]) -> Run {
+    let mut cmd = crate::common::like(&env.command(None, &at(1)), "git");
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_baton"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let path = std::env::join_paths(std::iter::once(bin).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .unwrap();
+    cmd.env("PATH", path).args(args).current_dir(&env.repo);
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    crate::common::to_run(cmd.output().unwrap())
+}
+
+/// The backstop `baton init` installs in git (`reference-transaction`): whatever runs git, an
+/// agent session's ref update that would move A's branch, or a stash that would reset A's files,
+/// is aborted by git itself, A's work intact; a person's never is. The hook that was there runs first, and
+/// `--remove` puts it back.
+#[test]
+fn the_backstop_in_git_refuses_an_agents_ref_updates_and_never_a_persons() {
+    let env = repo();
+    env.write("b.txt", "one\n");
+    env.git(&["add", "-A"]);
+    env.git(&["commit", "--quiet", "-m", "two"]);
+    let hooks = env.repo.join(".git/hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    std::fs::write(
+        hooks.join("reference-transaction"),
+        "#!/bin/sh\necho \"theirs $1\" >> \"$(git rev-parse --git-common-dir)/theirs.log\"\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        hooks.join("reference-transaction"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    env.run(None, &at(1), &["init", "claude"]).assert_code(0);
+    let hook = hooks.join("reference-transaction");
+    assert!(
+        std::fs::read_to_string(&hook)
+            .unwrap()
+            .contains("baton guard ref-update")
+    );
+    assert!(hooks.join("reference-transaction.before-baton").exists());
+    start(&env, "claude", A, std::process::id());
+    let agent = [("CLAUDE_CODE_SESSION_ID", B)];
+    // A's uncommitted work, and an entry of A's in the stash.
+    env.write("a.txt", "A's stash\n");
+    git_as(&env, &[], &["stash", "-q"]).assert_code(0);
+    env.write("a.txt", "A's edit\n");
+    let status = env.git(&["status", "--porcelain"]);
+    // In A's checkout: a stash would reset A's files after it records its entry.
+    let run = git_as(&env, &agent, &["stash"]);
+    assert_ne!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("baton refused this command (guard.shared-tree)"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(env.git(&["status", "--porcelain"]), status);
+    // From a worktree of B's own: moving A's branch back, or deleting it.
+    env.git(&["worktree", "add", "--quiet", "../wt", "-b", "feature"]);
+    let wt = env.repo.with_file_name("wt");
+    let in_wt = |args: &[&str]| {
+        let mut all = vec!["-C", wt.to_str().unwrap()];
+        all.extend_from_slice(args);
+        git_as(&env, &agent, &all)
+    };
+    for args in [
+        &["update-ref", "refs/heads/main", "HEAD~1"][..],
+        &["update-ref", "-d", "refs/heads/main"],
+    ] {
+        let run = in_wt(args);
+        assert_ne!(run.code, 0, "{args:?}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("baton refused this command"),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
+    assert_eq!(env.git(&["stash", "list"]).lines().count(), 1);
+    assert_eq!(
+        env.git(&["rev-parse", "main"]),
+        env.git(&["rev-parse", "HEAD"]),
+        "A's branch moved"
+    );
+    // B's own commits pass; the hook that was there ran first.
+    std::fs::write(wt.join("c.txt"), "B's file\n").unwrap();
+    in_wt(&["add", "c.txt"]).assert_code(0);
+    in_wt(&["commit", "-q", "-m", "B's"]).assert_code(0);
+    let theirs = std::fs::read_to_string(env.repo.join(".git/theirs.log")).unwrap();
+    assert!(theirs.contains("theirs prepared"), "{theirs}");
+    // A person is never refused.
+    let run = git_as(
+        &env,
+        &[],
+        &["-C", wt.to_str().unwrap(), "stash", "drop", "-q"],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    // `--remove` takes it out and puts theirs back.
+    env.run(None, &at(1), &["init", "claude", "--remove"])
+        .assert_code(0);
+    let back = std::fs::read_to_string(&hook).unwrap();
+    assert!(back.contains("theirs"), "{back}");
+    assert!(!hooks.join("reference-transaction.before-baton").exists());
+}

@@ -13,11 +13,26 @@ pub struct Change {
     pub path: PathBuf,
     pub old: Option<String>,
     pub new: Option<String>,
+    /// A program git runs (a hook): written executable.
+    pub executable: bool,
 }
 
 impl Change {
     pub fn new(path: PathBuf, old: Option<String>, new: Option<String>) -> Change {
-        Change { path, old, new }
+        Change {
+            path,
+            old,
+            new,
+            executable: false,
+        }
+    }
+
+    /// A hook git runs, written executable.
+    pub fn program(path: PathBuf, old: Option<String>, new: Option<String>) -> Change {
+        Change {
+            executable: true,
+            ..Change::new(path, old, new)
+        }
     }
 
     pub fn changed(&self) -> bool {
@@ -72,7 +87,8 @@ impl Change {
                 let mode = target
                     .metadata()
                     .map(|m| m.permissions().mode() & 0o7777)
-                    .unwrap_or(0o644);
+                    .unwrap_or(0o644)
+                    | if self.executable { 0o755 } else { 0 };
                 atomic::replace_with_mode(&target, text.as_bytes(), mode)?;
             }
             None => {

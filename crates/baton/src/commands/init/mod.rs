@@ -271,6 +271,31 @@ fn plan(
         changes.push(Change::new(path, old, new));
     }
 
+    // The guard's backstop in git itself (project scope only): the hook that was there runs
+    // first, kept beside it.
+    if let Some(root) = &targets.project
+        && let Some(hooks) = baton_ops::guard::hooks_dir(root)
+    {
+        let path = hooks.join("reference-transaction");
+        let before = hooks.join(format!("reference-transaction{}", BEFORE_BATON));
+        let old = files::read(&path)?;
+        let kept = files::read(&before)?;
+        let ours = |t: &Option<String>| t.as_deref().is_some_and(baton_ops::guard::is_backstop);
+        let (new, new_kept) = match (args.remove, ours(&old)) {
+            (false, true) => (Some(baton_ops::guard::backstop_script()), kept.clone()),
+            (false, false) => (
+                Some(baton_ops::guard::backstop_script()),
+                old.clone().or(kept.clone()),
+            ),
+            (true, true) => (kept.clone(), None),
+            (true, false) => (old.clone(), kept.clone()),
+        };
+        changes.push(Change::program(path, old, new));
+        if kept.is_some() || new_kept.is_some() {
+            changes.push(Change::program(before, kept, new_kept));
+        }
+    }
+
     if let Some(config) = &targets.trust_config {
         let hooks_file = targets.settings.display().to_string();
         let project = targets.project.as_ref().map(|p| p.display().to_string());
@@ -291,6 +316,9 @@ fn plan(
     }
     Ok(changes)
 }
+
+/// The name a hook that was in place gets beside baton's, which runs it first.
+const BEFORE_BATON: &str = ".before-baton";
 
 fn refuse(path: &Path, problem: &str, client: Client, args: &InitArgs) -> CommandError {
     let again = if args.remove {
@@ -317,10 +345,12 @@ fn notes(
         .iter()
         .filter(|c| c.changed() && c.new.is_some())
         .filter(|c| {
-            targets
-                .project
-                .as_ref()
-                .is_some_and(|p| c.path.starts_with(p))
+            // Files in git's own directory (a hook) are no part of the tree.
+            targets.project.as_ref().is_some_and(|p| {
+                c.path
+                    .strip_prefix(p)
+                    .is_ok_and(|rel| !rel.starts_with(".git"))
+            })
         })
         .map(|c| targets.display(&c.path))
         .collect();
