@@ -224,7 +224,14 @@ pub enum NamedWork {
 /// piece of work. A goal that names none (any other text) is not baton's to judge.
 pub fn named_in_goal(condition: &str) -> Option<NamedWork> {
     condition.split('`').skip(1).step_by(2).find_map(|code| {
-        let words = crate::text::shell_words(code)?;
+        let cmds = crate::guard::shell::commands(code).ok()?;
+        let [cmd] = cmds.as_slice() else {
+            return None;
+        };
+        if cmd.words.iter().any(|w| w.dynamic) {
+            return None;
+        }
+        let words: Vec<String> = cmd.words.iter().map(|w| w.text.clone()).collect();
         let rest = match words.as_slice() {
             [baton, verdict, rest @ ..] if baton == "baton" && verdict == "verdict" => rest,
             _ => return None,

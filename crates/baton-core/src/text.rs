@@ -48,54 +48,6 @@ pub fn shell_quote(arg: &str) -> String {
     }
 }
 
-/// The words of a simple command line as a POSIX shell splits them (blanks, single and double
-/// quotes, backslashes; no expansion): the inverse of `shell_quote`. `None` for an unclosed
-/// quote.
-pub fn shell_words(line: &str) -> Option<Vec<String>> {
-    let mut words = Vec::new();
-    let mut word: Option<String> = None;
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            ' ' | '\t' | '\n' => words.extend(word.take()),
-            '\'' => {
-                let w = word.get_or_insert_with(String::new);
-                loop {
-                    match chars.next()? {
-                        '\'' => break,
-                        c => w.push(c),
-                    }
-                }
-            }
-            '"' => {
-                let w = word.get_or_insert_with(String::new);
-                loop {
-                    match chars.next()? {
-                        '"' => break,
-                        '\\' => match chars.next()? {
-                            c @ ('"' | '\\' | '$' | '`') => w.push(c),
-                            '\n' => {}
-                            c => {
-                                w.push('\\');
-                                w.push(c);
-                            }
-                        },
-                        c => w.push(c),
-                    }
-                }
-            }
-            '\\' => {
-                if let Some(c) = chars.next().filter(|c| *c != '\n') {
-                    word.get_or_insert_with(String::new).push(c);
-                }
-            }
-            c => word.get_or_insert_with(String::new).push(c),
-        }
-    }
-    words.extend(word);
-    Some(words)
-}
-
 /// One run of a key: digits or everything else. Digits compare as numbers.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum KeyRun {
@@ -180,30 +132,6 @@ pub fn short_sessions(text: &str) -> Cow<'_, str> {
 
 #[cfg(test)]
 mod tests {
-    use super::{shell_quote, shell_words};
-
-    #[test]
-    fn shell_words_undo_shell_quote() {
-        let args = [
-            "plans/x",
-            "it's",
-            "a b",
-            "",
-            "$HOME",
-            "\"q\"",
-            "back\\slash",
-        ];
-        let line: Vec<String> = args.iter().map(|a| shell_quote(a)).collect();
-        assert_eq!(shell_words(&line.join(" ")).unwrap(), args);
-        assert_eq!(
-            shell_words(r#"a "b \"c\" \d" e\ f  'g'h"#).unwrap(),
-            ["a", r#"b "c" \d"#, "e f", "gh"]
-        );
-        assert_eq!(shell_words("  ").unwrap(), Vec::<String>::new());
-        assert_eq!(shell_words("a 'b"), None);
-        assert_eq!(shell_words("a \"b"), None);
-    }
-
     #[test]
     fn session_ids_are_cut_short_in_text_but_not_in_paths() {
         let id = "3f9c2b1e-7d4a-4c1b-9e2f-8a6b5c4d3e21";

@@ -690,6 +690,25 @@ mod tests {
     }
 
     #[test]
+    fn a_line_of_quoted_arguments_reads_back_as_them() {
+        let args = [
+            "plans/x",
+            "it's",
+            "a b",
+            "",
+            "$HOME",
+            "\"q\"",
+            "back\\slash",
+            "a;b",
+        ];
+        let line: Vec<String> = args.iter().map(|a| crate::text::shell_quote(a)).collect();
+        let cmds = commands(&line.join(" ")).unwrap();
+        let words: Vec<&str> = cmds[0].words.iter().map(|w| w.text.as_str()).collect();
+        assert_eq!(words, args);
+        assert!(cmds[0].words.iter().all(|w| !w.dynamic));
+    }
+
+    #[test]
     fn quoting_is_removed_and_expansions_marked() {
         assert_eq!(
             shown(r#"git "sta"sh 'po'p \-q "$HOME/x" ${A} $'a\tb' "\$x" '$y'"#),
