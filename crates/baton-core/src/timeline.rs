@@ -266,6 +266,17 @@ fn mark_of(fields: &Value) -> (MarkKind, String) {
                 (MarkKind::GateFail, format!("{gate} FAIL"))
             }
         }
+        // The guard of shared checkouts (docs/guard.md): a git command refused, one a person let
+        // through.
+        (None, "refused") if fields.get("work").is_none() => (
+            MarkKind::GateFail,
+            format!(
+                "refused: {} ({})",
+                text(&fields["rule"]).unwrap_or("guard"),
+                text(&fields["what"]).unwrap_or("a git command")
+            ),
+        ),
+        (None, "allow" | "allowed" | "guard-off") => (MarkKind::Takeover, name.to_string()),
         // The judge's verdicts on a plan's claims (docs/judge.md).
         (None, "claimed" | "refused" | "handed-over" | "verified") => {
             let work = text(&fields["work"]).unwrap_or("the work");

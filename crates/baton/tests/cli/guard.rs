@@ -113,14 +113,26 @@ fn a_command_that_would_destroy_a_live_sessions_work_is_refused() {
     let v = status.json();
     assert_eq!(v["checkouts"][0]["session"], A, "{v}");
     assert_eq!(v["checkouts"][0]["branch"], "main", "{v}");
+    assert_eq!(v["guard_refused"], 8, "{v}");
     crate::snapshots::assert_matches_schema(&env, "status", &v);
     let text = env.run(Some(B), &at(2), &["status"]).stdout;
     assert!(
         text.contains("checkouts (live sessions of this repository")
             && text.contains("aaaaaaaa… claude in ")
-            && text.contains(" on main seen "),
+            && text.contains(" on main seen ")
+            && text.contains("the guard refused 8 git command(s)"),
         "{text}"
     );
+    // The timeline draws them on a lane of the guard's own.
+    let page = env
+        .run(Some(B), &at(2), &["--json", "status", "--html"])
+        .json();
+    let html = page["html"].as_str().unwrap();
+    assert!(
+        html.contains("refused: guard.shared-tree"),
+        "no refusal on the page"
+    );
+    assert!(html.contains("8 refused"), "no guard lane");
     // A's own commands are A's: alone with its own work, nothing is refused.
     assert_eq!(pre_tool(&env, "claude", A, "git stash").stdout, "");
     // Every refusal is journaled, with the other session and the rule.

@@ -54,6 +54,15 @@ pub fn cmd_html(ctx: &Ctx, out: Option<&Path>) -> Result<Report, CommandError> {
             esc(&e.message)
         )),
     }
+    // The guard of shared checkouts: who works where, and what it refused, on a lane of its own.
+    match guard_lane(ctx, &*store) {
+        Ok(Some(lane)) => lanes.push(lane),
+        Ok(None) => {}
+        Err(e) => warnings.push(format!(
+            "the guard's journal is unreadable, so its lane is left out: {}",
+            esc(&e.message)
+        )),
+    }
     let title = store
         .layout()
         .root
@@ -255,6 +264,51 @@ fn archived(
         }
     }
     Ok(lanes)
+}
+
+/// The guard's lane (docs/guard.md): its refusals and allowances, labelled with the live
+/// sessions of the repository's checkouts; none when it has neither.
+fn guard_lane(ctx: &Ctx, store: &dyn StateStore) -> Result<Option<LaneIn>, CommandError> {
+    let events = store.read_journal(JournalTarget::Guard)?.events;
+    let checkouts = baton_ops::guard::live_checkouts(&ctx.dir, ctx.now);
+    if events.is_empty() && checkouts.is_empty() {
+        return Ok(None);
+    }
+    let refused = events.iter().filter(|e| e["event"] == "refused").count();
+    let who: Vec<String> = checkouts
+        .iter()
+        .map(|c| {
+            format!(
+                "{} ({}) in {} on {}",
+                crate::view::short_session(&esc(&c.session)),
+                esc(&c.client),
+                esc(&c.worktree),
+                c.branch.as_deref().map_or("a detached HEAD", |b| b)
+            )
+        })
+        .collect();
+    Ok(Some(LaneIn {
+        label: Label {
+            kind: "guard".into(),
+            key: "checkouts".into(),
+            status: format!("{refused} refused"),
+            verdict: String::new(),
+            class: None,
+            next: Some("`baton log guard` lists every refusal".into()),
+            phase: if who.is_empty() {
+                "no live session registered".into()
+            } else {
+                who.join("; ")
+            },
+            owner: None,
+            owner_state: None,
+            urgency: None,
+            command: None,
+        },
+        live: !checkouts.is_empty(),
+        last_write: None,
+        events: events_in(events, |e| journal_line(e, &shown)),
+    }))
 }
 
 /// Events as the timeline takes them, each with the line `baton log` prints for it.

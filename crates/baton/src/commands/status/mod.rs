@@ -150,11 +150,19 @@ struct Table<'a> {
     pause: Option<&'a Pauses>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     checkouts: Vec<baton_core::guard::Checkout>,
+    /// How many git commands the guard refused (`baton log guard`), when any.
+    #[serde(skip_serializing_if = "is_zero")]
+    guard_refused: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// The table, as `baton status` prints it.
 fn table(ctx: &Ctx) -> Result<Report, CommandError> {
-    let s = survey(ctx, &*ctx.store()?)?;
+    let store = ctx.store()?;
+    let s = survey(ctx, &*store)?;
     let colour = crate::output::colour(std::io::stdout().is_terminal());
     let work = crate::view::by_urgency(&s.work);
     let cells: Vec<[String; 3]> = work
@@ -189,10 +197,26 @@ fn table(ctx: &Ctx) -> Result<Report, CommandError> {
     }
     let checkouts = baton_ops::guard::live_checkouts(&ctx.dir, ctx.now);
     text.push_str(&checkouts_text(ctx, &checkouts));
+    let refused: Vec<serde_json::Value> = store
+        .read_journal(baton_store::JournalTarget::Guard)?
+        .events
+        .into_iter()
+        .filter(|e| e["event"] == "refused")
+        .collect();
+    if let Some(last) = refused.last() {
+        text.push_str(&format!(
+            "the guard refused {} git command(s); the last at {}: session {} ({}); `baton log guard` lists them\n",
+            refused.len(),
+            crate::view::local_time(ctx, &last["ts"]),
+            crate::view::short_session(&esc(last["session"].as_str().unwrap_or("?"))),
+            esc(last["rule"].as_str().unwrap_or("?")),
+        ));
+    }
     let json = Table {
         work: s.work.iter().map(Row::of).collect(),
         pause: s.pause.as_ref(),
         checkouts,
+        guard_refused: refused.len(),
     };
     let mut report = Report::of(ExitStatus::Success, &json, text);
     for note in &s.notes {
