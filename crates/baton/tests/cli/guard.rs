@@ -441,3 +441,45 @@ fn the_backstop_in_git_refuses_an_agents_ref_updates_and_never_a_persons() {
     assert!(back.contains("theirs"), "{back}");
     assert!(!hooks.join("reference-transaction.before-baton").exists());
 }
+
+/// A repository whose hooks live elsewhere (`core.hooksPath`, as husky sets it): the backstop
+/// goes where git runs hooks from, after the hook already there, and works from there.
+#[test]
+fn the_backstop_follows_core_hooks_path() {
+    let env = repo();
+    env.git(&["config", "core.hooksPath", ".husky"]);
+    std::fs::create_dir_all(env.repo.join(".husky")).unwrap();
+    env.write(
+        ".husky/reference-transaction",
+        "#!/bin/sh\necho \"husky $1\" >> \"$(git rev-parse --git-common-dir)/husky.log\"\n",
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        env.repo.join(".husky/reference-transaction"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let init = env.run(None, &at(1), &["--json", "init", "claude"]);
+    init.assert_code(0);
+    assert!(!env.repo.join(".git/hooks/reference-transaction").exists());
+    let ours = std::fs::read_to_string(env.repo.join(".husky/reference-transaction")).unwrap();
+    assert!(ours.contains("baton guard ref-update"), "{ours}");
+    assert!(
+        env.repo
+            .join(".husky/reference-transaction.before-baton")
+            .exists()
+    );
+    // In the tree: the note says to commit it.
+    let notes = init.json()["notes"].to_string();
+    assert!(notes.contains(".husky/reference-transaction"), "{notes}");
+    start(&env, "claude", A, std::process::id());
+    env.write("a.txt", "A's edit\n");
+    let run = git_as(&env, &[("CLAUDE_CODE_SESSION_ID", B)], &["stash"]);
+    assert_ne!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        std::fs::read_to_string(env.repo.join("a.txt")).unwrap(),
+        "A's edit\n"
+    );
+    let husky = std::fs::read_to_string(env.repo.join(".git/husky.log")).unwrap();
+    assert!(husky.contains("husky prepared"), "{husky}");
+}
