@@ -416,12 +416,18 @@ impl Session<'_> {
         // A client whose stop cannot be refused hears the verdict at its next prompt and start.
         self.def().stop_refusal(event, "")?;
         let signals = self.event.stop;
+        // A stop the guards let through unjudged reads no goal.
+        let guarded = signals.plan_mode || signals.background || signals.interrupted;
         let stop = StopContext {
             again: signals.again,
             plan_mode: signals.plan_mode,
             background: signals.background,
             interrupted: signals.interrupted,
-            goal: self.goal(),
+            goal: if guarded || self.ctx.settings.judge_off {
+                None
+            } else {
+                self.goal()
+            },
         };
         // Every verdict the stop acts on goes to the plan's journal, the store opened only then.
         let mut journal = |plan: &str, event: serde_json::Value| {

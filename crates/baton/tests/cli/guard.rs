@@ -226,6 +226,8 @@ fn the_guard_turned_off_refuses_nothing() {
         ],
     );
     assert_eq!(off.stdout, "");
+    // What it would have refused is journaled.
+    assert_eq!(guard_events(&env, "guard-off").len(), 1);
     env.write(".baton.toml", "[guard]\nenabled = false\n");
     assert_eq!(pre_tool(&env, "claude", B, "git stash").stdout, "");
     env.write(".baton.toml", "[guard]\nenabled = \"no\"\n");
