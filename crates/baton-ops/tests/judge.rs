@@ -560,17 +560,18 @@ fn a_claude_goal_is_read_once_from_the_end_of_its_transcript() {
         text.push_str(&filler);
     }
     std::fs::write(&path, &text).unwrap();
-    let read = || {
+    let read_from = |transcript: &Path| {
         client_goal(
             Client::Claude.def(),
             &a.settings,
             &a.dir,
             &files,
             "A",
-            Some(&path),
+            Some(transcript),
         )
         .unwrap()
     };
+    let read = || read_from(&path);
     let first = read().expect("the goal");
     assert_eq!(first.condition, GOAL);
     assert!(files.goal_scan().is_some(), "a long read is kept");
@@ -586,17 +587,5 @@ fn a_claude_goal_is_read_once_from_the_end_of_its_transcript() {
     f.write_all(goal_line(true).as_bytes()).unwrap();
     assert_eq!(read(), None);
     // No transcript yet: no goal, and no error.
-    let missing = dir.path().join("none.jsonl");
-    assert_eq!(
-        client_goal(
-            Client::Claude.def(),
-            &a.settings,
-            &a.dir,
-            &files,
-            "A",
-            Some(&missing)
-        )
-        .unwrap(),
-        None
-    );
+    assert_eq!(read_from(&dir.path().join("none.jsonl")), None);
 }

@@ -10,6 +10,17 @@ use serde_json::Value;
 use crate::clients::{Client, Harness, baton_bin};
 use crate::fake_api::Reply;
 
+/// `git <args>` in the project; it must succeed. Its stdout.
+pub fn git(h: &Harness, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(&h.project)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// `baton` run in the project as the user would run it, with the harness's HOME.
 pub fn baton(h: &Harness, args: &[&str]) -> (i32, String, String) {
     let out = Command::new(baton_bin())

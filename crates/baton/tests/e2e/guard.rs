@@ -13,19 +13,9 @@ use serde_json::json;
 
 use crate::clients::{Client, Harness, baton_bin};
 use crate::fake_api::Reply;
-use crate::flow::baton;
+use crate::flow::{baton, git};
 
 const A: &str = "aaaaaaaa-1111-2222-3333-444444444444";
-
-fn git(h: &Harness, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(&h.project)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 /// Session A's start, as Claude Code's hook sends it, its client process `pid`.
 fn register_a(h: &Harness, pid: u32) {

@@ -14,14 +14,13 @@
 //! client's own transcript, or on baton's verdict afterwards.
 
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
 
 use crate::clients::{Client, Harness};
 use crate::fake_api::{Reply, Request};
-use crate::flow::baton;
+use crate::flow::{baton, git};
 
 const PLAN: &str = "plans/x";
 
@@ -37,15 +36,6 @@ const CLAIM: &str = "baton ledger init plans/x && baton ledger start plans/x --p
 
 /// The shell call that makes the gate pass on the tree and records it.
 const FIX: &str = "touch ok.txt && baton gate run plans/x --phase 1";
-
-fn git(h: &Harness, args: &[&str]) {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(&h.project)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-}
 
 /// A project holding plan `plans/x`, whose phase 1 declares one gate (`ok.txt` exists), with
 /// baton installed for the harness's client by `baton init` (Codex: `--trust-project`), all of
@@ -220,6 +210,33 @@ fn last_verdict(texts: &[String]) -> Option<String> {
         .map(str::to_string)
 }
 
+/// Answers Claude Code's evaluator of a `/goal` as a careful one would: met only when the last
+/// `baton verdict` in the transcript starts with `verified:`. A session that never gets there
+/// would be held until the run's timeout: past three evaluations the goal gives up, and the
+/// test's assertions say why.
+fn answer_the_goal_evaluator(h: &Harness) {
+    let counted = AtomicUsize::new(0);
+    h.api.answer_others(move |body| {
+        if !body["system"].to_string().contains(EVALUATOR) {
+            return None;
+        }
+        if counted.fetch_add(1, Ordering::SeqCst) >= 3 {
+            return Some(json!({"ok": true, "reason": "EVALUATOR-GAVE-UP"}).to_string());
+        }
+        let texts = strings(&body["messages"]);
+        Some(
+            match last_verdict(&texts) {
+                Some(v) if v.starts_with("verified: ") => json!({"ok": true, "reason": v}),
+                Some(v) => {
+                    json!({"ok": false, "reason": format!("the last verdict is not verified: {v}")})
+                }
+                None => json!({"ok": false, "reason": "no verdict in the transcript"}),
+            }
+            .to_string(),
+        )
+    });
+}
+
 /// `claude -p "/goal <condition>"` with the condition `baton goal` prints. The goal is a stop
 /// hook whose evaluator is a model request of its own; the fake API answers it as a faithful
 /// evaluator of that condition would: met when the last `baton verdict` output in the transcript
@@ -241,28 +258,7 @@ fn claude_goal_from_baton_clears_only_on_a_verified_verdict() {
     ) else {
         return;
     };
-    let counted = AtomicUsize::new(0);
-    h.api.answer_others(move |body| {
-        if !body["system"].to_string().contains(EVALUATOR) {
-            return None;
-        }
-        // A session that never reaches a verified verdict would be held until the run's
-        // timeout: past three evaluations, the goal gives up and the assertions say why.
-        if counted.fetch_add(1, Ordering::SeqCst) >= 3 {
-            return Some(json!({"ok": true, "reason": "EVALUATOR-GAVE-UP"}).to_string());
-        }
-        let texts = strings(&body["messages"]);
-        Some(
-            match last_verdict(&texts) {
-                Some(v) if v.starts_with("verified: ") => json!({"ok": true, "reason": v}),
-                Some(v) => {
-                    json!({"ok": false, "reason": format!("the last verdict is not verified: {v}")})
-                }
-                None => json!({"ok": false, "reason": "no verdict in the transcript"}),
-            }
-            .to_string(),
-        )
-    });
+    answer_the_goal_evaluator(&h);
     project(&h);
     let (code, goal, err) = baton(&h, &["goal", PLAN, "--phase", "1"]);
     assert_eq!(code, 0, "baton goal: {goal}\n{err}");
@@ -412,19 +408,7 @@ fn claude_goal_alone_is_a_claim_that_refuses_the_stop() {
     ) else {
         return;
     };
-    h.api.answer_others(move |body| {
-        if !body["system"].to_string().contains(EVALUATOR) {
-            return None;
-        }
-        let texts = strings(&body["messages"]);
-        Some(
-            match last_verdict(&texts) {
-                Some(v) if v.starts_with("verified: ") => json!({"ok": true, "reason": v}),
-                _ => json!({"ok": false, "reason": "no verified verdict"}),
-            }
-            .to_string(),
-        )
-    });
+    answer_the_goal_evaluator(&h);
     project(&h);
     let (code, goal, err) = baton(&h, &["goal", PLAN, "--phase", "1"]);
     assert_eq!(code, 0, "baton goal: {goal}\n{err}");

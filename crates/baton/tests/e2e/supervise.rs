@@ -3,14 +3,13 @@
 //! resume form, the session-start hook hands the model the packet, and the agent takes the loop
 //! back and finishes it, with no human input. A crash is not retried.
 
-use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::clients::{Client, Harness};
 use crate::fake_api::Reply;
-use crate::flow::{baton, journal, loop_state};
+use crate::flow::{baton, git, journal, loop_state};
 
 const SUPERVISE_TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -35,12 +34,7 @@ fn installed(h: &Harness) {
             "baton hooks",
         ][..],
     ] {
-        let out = Command::new("git")
-            .args(args)
-            .current_dir(&h.project)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {out:?}");
+        git(h, args);
     }
 }
 
