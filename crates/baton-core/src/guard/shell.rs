@@ -377,12 +377,36 @@ fn expansion(chars: &[char], i: usize) -> Result<(usize, Option<String>), ParseE
     }
 }
 
-/// The index of the `close` that balances the `open` at `i`, quotes inside skipped.
+/// The index of the `close` that balances the `open` at `i`, quotes and here-documents inside
+/// skipped (`$(cat <<'EOF' … EOF)`, the way Claude Code writes a commit message: an apostrophe
+/// in its text is no quote).
 fn balanced(chars: &[char], i: usize, open: char, close: char) -> Option<usize> {
     let mut depth = 0;
     let mut k = i;
+    let mut heredocs: Vec<(String, bool)> = Vec::new();
     while k < chars.len() {
         match chars[k] {
+            '<' if chars.get(k + 1) == Some(&'<') && chars.get(k + 2) != Some(&'<') => {
+                k += 2;
+                let strip = chars.get(k) == Some(&'-');
+                if strip {
+                    k += 1;
+                }
+                while matches!(chars.get(k), Some(' ' | '\t')) {
+                    k += 1;
+                }
+                let (word, _, _, next) = read_word(chars, k).ok()?;
+                heredocs.push((word.text, strip));
+                k = next;
+                continue;
+            }
+            '\n' if !heredocs.is_empty() => {
+                k += 1;
+                for (delimiter, strip) in std::mem::take(&mut heredocs) {
+                    k = skip_heredoc(chars, k, &delimiter, strip);
+                }
+                continue;
+            }
             '\\' => k += 1,
             '\'' => k = find(chars, k + 1, '\'')?,
             '"' => {
@@ -726,6 +750,16 @@ mod tests {
         );
         assert_eq!(commands("echo $(git"), Err(ParseError::Unclosed("$(…)")));
         assert_eq!(commands("echo `git"), Err(ParseError::Unclosed("backtick")));
+    }
+
+    /// The commit Claude Code writes: its message a here-document inside a substitution, an
+    /// apostrophe and parentheses in the text.
+    #[test]
+    fn a_heredoc_inside_a_substitution_is_its_text() {
+        let line = "git commit -m \"$(cat <<'EOF'\nFix the thing\n\nIt's done (finally).\nEOF\n)\" && git stash";
+        assert_eq!(shown(line), ["cat", "git commit -m {}", "git stash"]);
+        let line = "x=$(cat <<-END\n\tit's ) here\n\tEND\n); git reset --hard";
+        assert_eq!(shown(line), ["cat", "git reset --hard"]);
     }
 
     #[test]
