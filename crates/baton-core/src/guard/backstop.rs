@@ -54,10 +54,13 @@ pub struct Facts<'a> {
 /// - a branch deleted or moved other than forward where another session has it checked out
 ///   and git runs in another worktree (`update-ref`, a script's `branch -f`);
 /// - a new stash entry pushed (its ref is written before its files are reset) in a worktree
-///   another session works in.
+///   another session works in;
+/// - HEAD of a worktree another session works in switched to another branch at the commit HEAD
+///   is at (`checkout -b`, `switch -c`): no file changes, so refusing leaves the worktree on
+///   the other session's branch.
 ///
 /// Git rewrites the files of the worktree it runs in before it moves that worktree's HEAD and
-/// branch (`checkout`, `reset --hard`), and takes an entry out of the stash's log before it
+/// branch (`checkout` of another commit, `reset --hard`), and takes an entry out of the stash's log before it
 /// moves the stash's ref (`stash drop`, `pop`), so refusing those updates would leave the files
 /// of one commit under the HEAD of another, or an entry hidden: they pass here, and the
 /// pre-tool hooks refuse the commands before they run. A branch made, a commit added, anything
@@ -77,6 +80,12 @@ pub fn decide_refs(updates: &[RefUpdate], facts: &Facts, others: &[Checkout]) ->
                 };
                 let moved = zero(&u.new) || !(facts.fast_forward)(&old, &u.new);
                 return moved.then(|| Target::Branch(branch.to_string()));
+            }
+            if u.name == "HEAD" {
+                let to = u.new.strip_prefix("ref:")?.trim();
+                let switch = Some(to.trim_start_matches("refs/heads/")) != facts.branch
+                    && (facts.current)("HEAD").is_some_and(|at| (facts.current)(to) == Some(at));
+                return switch.then(|| Target::Tree(facts.worktree.to_string()));
             }
             if u.name == "refs/stash" {
                 let push = !zero(&u.new) && !(facts.stash_entry)(&u.new);
@@ -123,7 +132,11 @@ mod tests {
             // C1 is the parent of C2.
             fast_forward: &|old, new| old == C1 && new == C2,
             stash_entry: &|id| id == C1,
-            current: &|name| (name == "refs/heads/main").then(|| C2.to_string()),
+            current: &|name| match name {
+                "refs/heads/main" | "HEAD" | "refs/heads/x" => Some(C2.to_string()),
+                "refs/heads/y" => Some(C1.to_string()),
+                _ => None,
+            },
         };
         decide_refs(&updates(input), &facts, &[other("/r", "main")]).map(|r| r.rule)
     }
@@ -139,7 +152,15 @@ mod tests {
         // already, so the refs pass (the pre-tool hooks refuse the commands).
         let back = format!("{Z} {C1} HEAD\n{C2} {C1} refs/heads/main\n");
         assert_eq!(shared(&back), None);
-        assert_eq!(shared(&format!("{Z} ref:refs/heads/x HEAD\n")), None);
+        // A new branch at HEAD's commit: nothing rewritten yet. Another branch's commit: the
+        // files are rewritten already.
+        assert_eq!(
+            shared(&format!("{Z} ref:refs/heads/x HEAD\n")),
+            Some(Rule::GuardSharedTree)
+        );
+        assert_eq!(shared(&format!("{Z} ref:refs/heads/y HEAD\n")), None);
+        assert_eq!(shared(&format!("{Z} ref:refs/heads/main HEAD\n")), None);
+        assert_eq!(own(&format!("{Z} ref:refs/heads/x HEAD\n")), None);
         assert_eq!(shared(&format!("{Z} {C2} refs/heads/x\n")), None);
         // Deleting or moving main, held by A, from another worktree.
         assert_eq!(own(&back), Some(Rule::GuardHeldBranch));

@@ -350,8 +350,8 @@ fn git_as(env: &TestEnv, vars: &[(&str, &str)], args: &[&str]) -> Run {
 }
 
 /// The backstop `baton init` installs in git (`reference-transaction`): whatever runs git, an
-/// agent session's ref update that would move A's branch, or a stash that would reset A's files,
-/// is aborted by git itself, A's work intact; a person's never is. The hook that was there runs first, and
+/// agent session's ref update that would move A's branch or A's HEAD, or a stash that would
+/// reset A's files, is aborted by git itself, A's work intact; a person's never is. The hook that was there runs first, and
 /// `--remove` puts it back.
 #[test]
 fn the_backstop_in_git_refuses_an_agents_ref_updates_and_never_a_persons() {
@@ -397,6 +397,20 @@ fn the_backstop_in_git_refuses_an_agents_ref_updates_and_never_a_persons() {
         run.stderr
     );
     assert_eq!(env.git(&["status", "--porcelain"]), status);
+    // A branch of B's own made in A's checkout would carry A's work under it (the first half of
+    // `git checkout -b x && git reset --hard HEAD~1`): refused before HEAD moves.
+    for args in [&["checkout", "-b", "x"][..], &["switch", "-c", "y"]] {
+        let run = git_as(&env, &agent, args);
+        assert_ne!(run.code, 0, "{args:?}: {}", run.stderr);
+        assert!(
+            run.stderr
+                .contains("baton refused this command (guard.shared-tree)"),
+            "{args:?}: {}",
+            run.stderr
+        );
+        assert_eq!(env.git(&["branch", "--show-current"]).trim(), "main");
+        assert_eq!(env.git(&["status", "--porcelain"]), status);
+    }
     // From a worktree of B's own: moving A's branch back, or deleting it.
     env.git(&["worktree", "add", "--quiet", "../wt", "-b", "feature"]);
     let wt = env.repo.with_file_name("wt");
