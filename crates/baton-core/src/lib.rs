@@ -2,6 +2,7 @@
 //! protocols make, as functions of facts. Nothing here touches a disk, a clock, a process or
 //! the environment; the shell in `baton-store` gathers the facts and carries out the verdicts.
 
+pub mod breaker;
 pub mod client;
 pub mod decide;
 pub mod feature;

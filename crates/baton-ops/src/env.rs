@@ -48,6 +48,16 @@ pub struct Settings {
     pub judge_off: bool,
     /// The guard of shared checkouts is off for this run: `BATON_GUARD=off` (or `0`, `false`).
     pub guard_off: bool,
+    /// The machine's own directory, which every project on it shares (the accounts'
+    /// breakers): `$XDG_STATE_HOME/baton`, else `~/.local/state/baton`.
+    pub machine_dir: Option<PathBuf>,
+    /// The account the person names for every client (`BATON_ACCOUNT`), over what the
+    /// clients' files say: for a client whose files identify none.
+    pub account: Option<String>,
+    /// The one-way digests of the API keys set for the clients (`ANTHROPIC_API_KEY`,
+    /// `OPENAI_API_KEY`/`CODEX_API_KEY`, `GEMINI_API_KEY`), by client: the key itself is never
+    /// kept.
+    pub key_digests: Vec<(&'static str, String)>,
 }
 
 /// Whether the variable `name` turns something off (`off`, `0`, `false` or `no`).
@@ -90,6 +100,26 @@ impl Settings {
                 .map(PathBuf::from),
             judge_off: switched_off(crate::judge::JUDGE_VARIABLE),
             guard_off: switched_off(crate::guard::GUARD_VARIABLE),
+            machine_dir: std::env::var_os("XDG_STATE_HOME")
+                .filter(|d| !d.is_empty() && std::path::Path::new(d).is_absolute())
+                .map(|d| PathBuf::from(d).join("baton"))
+                .or_else(|| {
+                    std::env::var_os("HOME")
+                        .filter(|h| !h.is_empty())
+                        .map(|h| PathBuf::from(h).join(".local/state/baton"))
+                }),
+            account: text("BATON_ACCOUNT").map(|a| a.trim().to_string()),
+            key_digests: [
+                ("claude", "ANTHROPIC_API_KEY"),
+                ("codex", "OPENAI_API_KEY"),
+                ("codex", "CODEX_API_KEY"),
+                ("gemini", "GEMINI_API_KEY"),
+            ]
+            .into_iter()
+            .filter_map(|(client, name)| {
+                text(name).map(|key| (client, baton_core::breaker::key_digest(&key)))
+            })
+            .collect(),
         }
     }
 
@@ -262,6 +292,9 @@ impl Ctx {
         }
         let mut store = FileStore::new(layout);
         store.lock_wait = self.lock_wait;
+        if let Some(dir) = &self.settings.machine_dir {
+            store.machine_dir = dir.clone();
+        }
         Ok(Box::new(store))
     }
 

@@ -60,6 +60,19 @@ pub fn interrupt_session(
     let mut ctx = ctx.clone();
     ctx.session = Some(stop.session.clone());
     let mut done = Stopped::default();
+    // A limit that names its reset closes the account's window for everyone on it, whether or
+    // not this session owned any work.
+    if let (InterruptReason::RateLimit, Some(reset), Some(client)) = (
+        stop.reason,
+        stop.resume_after,
+        baton_core::client::Client::parse(&stop.client),
+    ) {
+        let account = crate::window::ctx_account(&ctx, client);
+        let by = crate::window::who(&stop.session, ctx.now);
+        if let Err(e) = crate::window::trip(store, &account, &stop.evidence, reset, by, ctx.now) {
+            done.warnings.push(format!("the account's window was not recorded closed: {}", e.message));
+        }
+    }
     let mut held = match owned(store, &stop.session) {
         Ok(held) => held,
         Err(e) => return (done, Err(e)),

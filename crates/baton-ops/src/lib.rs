@@ -30,3 +30,4 @@ pub mod ticket_loop;
 
 pub use env::Ctx;
 pub use error::{Kind, OpError};
+pub mod window;

@@ -4,6 +4,7 @@
 
 pub mod append;
 pub mod atomic;
+pub mod breakers;
 pub mod checkouts;
 pub mod error;
 pub mod faults;

@@ -13,7 +13,7 @@ use crate::text::esc;
 
 /// A session as the repository's registry of checkouts keeps it: who it is, where it works,
 /// and how to tell it still runs. Every linked worktree of the repository sees the same
-/// registry (it lives in the git common directory, or on the server of a shared store).
+/// registry (it lives in the git common directory).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Checkout {
     pub client: String,

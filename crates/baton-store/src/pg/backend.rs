@@ -179,6 +179,23 @@ impl Db {
         })
     }
 
+    /// The accounts' breakers (every project's on this server).
+    pub fn breakers(&self) -> Result<Vec<baton_core::breaker::Breaker>, StoreError> {
+        self.records.breakers()
+    }
+
+    /// Changes the breakers in one transaction holding their row.
+    pub fn change_breakers(
+        &self,
+        change: &mut dyn FnMut(&mut Vec<baton_core::breaker::Breaker>) -> bool,
+    ) -> Result<(), StoreError> {
+        self.records.change_breakers(change)
+    }
+
+    pub fn breakers_shown(&self) -> String {
+        self.records.breakers_shown()
+    }
+
     /// A record: its document, revision and the host that wrote it last.
     pub fn read(&self, kind: RecordKind, key: &str) -> Result<Option<Record>, StoreError> {
         self.records.read(kind, key)

@@ -162,6 +162,55 @@ impl Records {
         })
     }
 
+    /// The accounts' breakers, as the server keeps them for every project.
+    pub fn breakers(&self) -> Result<Vec<baton_core::breaker::Breaker>, StoreError> {
+        let rows = self.run(
+            "read the breakers from",
+            "SELECT doc FROM baton_breakers WHERE id = 1",
+            &[],
+        )?;
+        match rows.first() {
+            Some(row) => crate::breakers::parse(row.get::<_, &str>(0).as_bytes(), std::path::Path::new(&self.breakers_shown())),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// Runs `change` on the breakers with their row locked (`FOR UPDATE`) and writes them
+    /// back in the same transaction when it says they changed.
+    pub fn change_breakers(
+        &self,
+        change: &mut dyn FnMut(&mut Vec<baton_core::breaker::Breaker>) -> bool,
+    ) -> Result<(), StoreError> {
+        let shown = self.breakers_shown();
+        self.guarded("write the breakers to", None, |client| {
+            let err = || super::db_error(&self.settings, "write the breakers to");
+            let mut tx = client.transaction().map_err(err())?;
+            let rows = tx
+                .query("SELECT doc FROM baton_breakers WHERE id = 1 FOR UPDATE", &[])
+                .map_err(err())?;
+            let mut book = match rows.first() {
+                Some(row) => crate::breakers::parse(row.get::<_, &str>(0).as_bytes(), std::path::Path::new(&shown))?,
+                None => Vec::new(),
+            };
+            if !change(&mut book) {
+                return Ok(());
+            }
+            let doc = crate::breakers::render(&book);
+            tx.execute(
+                "INSERT INTO baton_breakers (id, doc, host, written_at) VALUES (1, $1, $2, now()) \
+                 ON CONFLICT (id) DO UPDATE SET doc = $1, host = $2, written_at = now()",
+                &[&doc, &self.host],
+            )
+            .map_err(err())?;
+            tx.commit().map_err(err())
+        })
+    }
+
+    /// How messages name the breakers on the server.
+    pub fn breakers_shown(&self) -> String {
+        format!("{}#breakers", self.settings.shown)
+    }
+
     /// The server's clock: what every age is measured by, never this machine's.
     pub fn now(&self) -> Result<Timestamp, StoreError> {
         let rows = self.run("read the clock of", "SELECT now()", &[])?;

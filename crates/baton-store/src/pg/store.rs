@@ -309,4 +309,19 @@ impl StateStore for PgStore {
     fn shared_clock(&self) -> Result<Option<Timestamp>, StoreError> {
         self.db.now().map(Some)
     }
+
+    fn breakers(&self) -> Result<Vec<baton_core::breaker::Breaker>, StoreError> {
+        self.db.breakers()
+    }
+
+    fn change_breakers(
+        &self,
+        change: &mut dyn FnMut(&mut Vec<baton_core::breaker::Breaker>) -> bool,
+    ) -> Result<(), StoreError> {
+        self.db.change_breakers(change)
+    }
+
+    fn breakers_shown(&self) -> PathBuf {
+        PathBuf::from(self.db.breakers_shown())
+    }
 }

@@ -27,11 +27,15 @@ pub struct FileStore {
     pub layout: Layout,
     /// How long to wait for a lock before giving up.
     pub lock_wait: Duration,
+    /// The machine's own directory, shared by its projects: the accounts' breakers are kept
+    /// there (`crate::breakers`). The state directory until told otherwise.
+    pub machine_dir: PathBuf,
 }
 
 impl FileStore {
     pub fn new(layout: Layout) -> FileStore {
         FileStore {
+            machine_dir: layout.state_dir.clone(),
             layout,
             lock_wait: DEFAULT_LOCK_WAIT,
         }
@@ -326,6 +330,21 @@ impl StateStore for FileStore {
 
     fn shared_clock(&self) -> Result<Option<Timestamp>, StoreError> {
         Ok(None)
+    }
+
+    fn breakers(&self) -> Result<Vec<baton_core::breaker::Breaker>, StoreError> {
+        crate::breakers::read(&self.machine_dir)
+    }
+
+    fn change_breakers(
+        &self,
+        change: &mut dyn FnMut(&mut Vec<baton_core::breaker::Breaker>) -> bool,
+    ) -> Result<(), StoreError> {
+        crate::breakers::change(&self.machine_dir, self.lock_wait, change)
+    }
+
+    fn breakers_shown(&self) -> PathBuf {
+        crate::breakers::file(&self.machine_dir)
     }
 }
 

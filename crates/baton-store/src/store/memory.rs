@@ -26,6 +26,7 @@ struct Records {
     /// The last revision given: revisions are never reused, as a server's rows are not.
     last: i64,
     journals: BTreeMap<String, Vec<serde_json::Value>>,
+    breakers: Vec<baton_core::breaker::Breaker>,
     archived: BTreeMap<String, Vec<u8>>,
     /// Each held lock's scope, with the handle that holds it.
     held: HashMap<String, u64>,
@@ -345,5 +346,25 @@ impl StateStore for MemStore {
 
     fn shared_clock(&self) -> Result<Option<Timestamp>, StoreError> {
         Ok(None)
+    }
+
+    fn breakers(&self) -> Result<Vec<baton_core::breaker::Breaker>, StoreError> {
+        Ok(lock(&self.shared).breakers.clone())
+    }
+
+    fn change_breakers(
+        &self,
+        change: &mut dyn FnMut(&mut Vec<baton_core::breaker::Breaker>) -> bool,
+    ) -> Result<(), StoreError> {
+        let mut records = lock(&self.shared);
+        let mut book = records.breakers.clone();
+        if change(&mut book) {
+            records.breakers = book;
+        }
+        Ok(())
+    }
+
+    fn breakers_shown(&self) -> PathBuf {
+        PathBuf::from("memory#breakers")
     }
 }

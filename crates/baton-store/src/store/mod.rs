@@ -430,6 +430,17 @@ pub trait StateStore {
     /// The clock every decision reads when machines share the store (the server's); `None`:
     /// this machine's clock is the only one.
     fn shared_clock(&self) -> Result<Option<Timestamp>, StoreError>;
+    /// The accounts' breakers (SPEC section 11): this machine's with the files (every project
+    /// on it shares them), the fleet's on a server (every project on it shares them).
+    fn breakers(&self) -> Result<Vec<baton_core::breaker::Breaker>, StoreError>;
+    /// Runs `change` on the breakers under the store's exclusive lock of them and keeps them
+    /// when it says they changed: on a server, one transaction holding their row.
+    fn change_breakers(
+        &self,
+        change: &mut dyn FnMut(&mut Vec<baton_core::breaker::Breaker>) -> bool,
+    ) -> Result<(), StoreError>;
+    /// How messages name where the breakers are kept.
+    fn breakers_shown(&self) -> PathBuf;
 
     fn read_loop(&self, key: &str) -> Result<Option<Versioned<LoopState>>, StoreError> {
         read_as(self, &RecordKey::Loop(key.to_string()))

@@ -294,6 +294,7 @@ impl Session<'_> {
                 self.files.close_turn()?;
                 let owned = self.sweep()?;
                 self.register_checkout(owned);
+                self.turn_ran();
                 return Ok(self.judge_stop());
             }
             Action::Failure { .. } | Action::SessionEnd { .. } => self.end()?,
@@ -593,6 +594,42 @@ impl Session<'_> {
                 "guard: this session was not registered: {}",
                 e.message
             ));
+        }
+    }
+
+    /// A turn ended without a limit: an account window of this client whose reset has passed
+    /// is open again, and whoever waits on it follows (`baton_ops::window::turn_ran`). With
+    /// the files, a look at the machine's breakers (a `stat` when there are none) decides
+    /// whether to open the store; with a server, it is asked only when this hook connected
+    /// already (the refresh, once per coalescing window).
+    fn turn_ran(&self) {
+        let client = self.event.client.as_str();
+        let server = forward::shared_server(self.ctx, &self.layout).ok().flatten();
+        if server.is_none() {
+            let Some(dir) = &self.ctx.settings.machine_dir else {
+                return;
+            };
+            let now = self.ctx.now;
+            let waiting = baton_store::breakers::read(dir).is_ok_and(|book| {
+                book.iter().any(|b| {
+                    b.client == client
+                        && b.reset_at().is_some_and(|r| r <= now)
+                        && b.probe.as_ref().is_none_or(|p| p.ok.is_none())
+                })
+            });
+            if !waiting {
+                return;
+            }
+        } else if self.connected.get().is_none() {
+            return;
+        }
+        let result = self.connected().and_then(|(ctx, store)| {
+            let account = baton_ops::window::ctx_account(ctx, self.event.client);
+            let me = baton_ops::window::who(&self.event.session_id, ctx.now);
+            Ok(baton_ops::window::turn_ran(store, &account, &me, ctx.now)?)
+        });
+        if let Err(e) = result {
+            self.warn(format!("the account's window was not recorded open: {}", e.message));
         }
     }
 

@@ -1,0 +1,566 @@
+//! The account's window (SPEC section 11): when a session meets its account's usage limit and
+//! the limit names a reset, every session and supervisor on that account waits for the reset
+//! instead of spending into the closed window; at the reset one of them probes, and the rest
+//! follow once the probe ran a turn without a limit.
+//!
+//! A breaker is one account's window of one client (`5h`, `weekly`, …), open until its reset.
+//! The breakers live in the store (the machine's directory with the files, the server with a
+//! PostgreSQL store), and every change to them is made under the store's lock of them by the
+//! functions here: that is what makes exactly one waiter the probe.
+
+use jiff::{SignedDuration, Timestamp};
+use serde::{Deserialize, Serialize};
+
+use crate::time::{format_ts, parse_ts};
+
+/// A probe that has reported nothing for this long is given up, and the next waiter probes.
+pub const PROBE_LEASE: SignedDuration = SignedDuration::from_mins(15);
+/// The gap between the waiters that follow a good probe, in the order they began to wait.
+pub const STAGGER: SignedDuration = SignedDuration::from_secs(10);
+/// How long a breaker is kept once its probe went well (its followers read it to stagger).
+pub const KEPT_SETTLED: SignedDuration = SignedDuration::from_hours(1);
+/// How long a breaker is kept past its reset when no one probed it (no one waited).
+pub const KEPT_UNPROBED: SignedDuration = SignedDuration::from_hours(24);
+
+/// What identifies the account a client is logged in with, never a secret.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Basis {
+    /// The client's own account (and organization) identifiers.
+    Account,
+    /// A pool of usage shared by a team (a workspace), which its members' windows draw on.
+    Pool,
+    /// A one-way digest of the API key the client uses.
+    ApiKey,
+    /// Nothing identifies the account: the breaker is this machine's.
+    Machine,
+}
+
+/// One client's account, as baton keys its window.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Account {
+    pub client: String,
+    /// The key the breakers are kept under: the basis and its identifier (`account:<id>`,
+    /// `key:<digest>`, `machine:<host>`).
+    pub key: String,
+    /// A short label for people: never the identifier in full.
+    pub label: String,
+    pub basis: Basis,
+}
+
+impl Account {
+    /// The account identified by `id` (already free of any secret) on `basis`.
+    pub fn new(client: &str, basis: Basis, id: &str) -> Account {
+        let short: String = id.chars().filter(|c| *c != '-').take(8).collect();
+        let (prefix, label) = match basis {
+            Basis::Account => ("account", format!("{client} account {short}")),
+            Basis::Pool => ("pool", format!("{client} workspace {short}")),
+            Basis::ApiKey => ("key", format!("{client} API key {short}")),
+            Basis::Machine => ("machine", format!("{client} on {id}")),
+        };
+        Account {
+            client: client.to_string(),
+            key: format!("{prefix}:{id}"),
+            label,
+            basis,
+        }
+    }
+}
+
+/// Claude Code's account, from its `.claude.json`: `oauthAccount.accountUuid`, with the
+/// organization's `organizationUuid` when there is one (a seat of a team plan has its own
+/// window). Nothing else of the file is kept.
+pub fn claude_account_id(json: &[u8]) -> Option<String> {
+    #[derive(Deserialize)]
+    struct File {
+        #[serde(rename = "oauthAccount")]
+        oauth: Option<Oauth>,
+    }
+    #[derive(Deserialize)]
+    struct Oauth {
+        #[serde(rename = "accountUuid")]
+        account: Option<String>,
+        #[serde(rename = "organizationUuid")]
+        organization: Option<String>,
+    }
+    let oauth = serde_json::from_slice::<File>(json).ok()?.oauth?;
+    let account = oauth.account.filter(|a| !a.trim().is_empty())?;
+    Some(match oauth.organization.filter(|o| !o.trim().is_empty()) {
+        Some(org) => format!("{account}@{org}"),
+        None => account,
+    })
+}
+
+/// What Codex's `auth.json` says of the account: `tokens.account_id` (the ChatGPT account the
+/// login belongs to), or, for an API-key login, the key, which the caller only ever digests.
+pub enum CodexLogin {
+    Account(String),
+    ApiKey(String),
+}
+
+pub fn codex_login(json: &[u8]) -> Option<CodexLogin> {
+    #[derive(Deserialize)]
+    struct File {
+        #[serde(rename = "OPENAI_API_KEY")]
+        key: Option<String>,
+        tokens: Option<Tokens>,
+    }
+    #[derive(Deserialize)]
+    struct Tokens {
+        account_id: Option<String>,
+    }
+    let file = serde_json::from_slice::<File>(json).ok()?;
+    if let Some(id) = file
+        .tokens
+        .and_then(|t| t.account_id)
+        .filter(|a| !a.trim().is_empty())
+    {
+        return Some(CodexLogin::Account(id));
+    }
+    file.key
+        .filter(|k| !k.trim().is_empty())
+        .map(CodexLogin::ApiKey)
+}
+
+/// The one-way digest an API key is known by: the first 16 hex digits of a SHA-256 of it, with
+/// baton's own prefix so the digest matches no other tool's.
+pub fn key_digest(key: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(format!("baton-account:{}", key.trim()).as_bytes())
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Who tripped a breaker, waits on it or probes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Who {
+    /// A session's id, or a supervisor's (`supervise:<host>:<pid>`), or a check's.
+    pub id: String,
+    pub host: String,
+    /// When it began (to wait, to probe).
+    pub since: String,
+}
+
+/// The waiter that relaunches first after the reset.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Probe {
+    pub by: Who,
+    /// When a turn ran without a limit after the reset: the window is open again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ok: Option<String>,
+}
+
+/// One open window of one account.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Breaker {
+    pub client: String,
+    pub account: String,
+    pub label: String,
+    pub basis: Basis,
+    /// `5h`, `weekly`, `weekly-opus`, …, or `limit` when nothing says which.
+    pub window: String,
+    pub reset: String,
+    pub opened: String,
+    pub tripped_by: Who,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<Probe>,
+    /// Who waits for the reset, in the order they began to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waiters: Vec<Who>,
+}
+
+impl Breaker {
+    /// A breaker of `account`'s `window`, open until `reset`.
+    pub fn new(account: &Account, window: &str, reset: Timestamp, tripped_by: Who) -> Breaker {
+        Breaker {
+            client: account.client.clone(),
+            account: account.key.clone(),
+            label: account.label.clone(),
+            basis: account.basis,
+            window: window.to_string(),
+            reset: format_ts(reset),
+            opened: tripped_by.since.clone(),
+            tripped_by,
+            probe: None,
+            waiters: Vec::new(),
+        }
+    }
+
+    pub fn reset_at(&self) -> Option<Timestamp> {
+        parse_ts(Some(&self.reset))
+    }
+
+    fn of(&self, account: &Account) -> bool {
+        self.client == account.client && self.account == account.key
+    }
+
+    /// Whether it holds one window of one account (the same breaker as `other`).
+    fn same(&self, other: &Breaker) -> bool {
+        self.client == other.client && self.account == other.account && self.window == other.window
+    }
+}
+
+/// The window a limit is of, from what its message says and how far off its reset is: a
+/// weekly limit (or one whose reset is more than 6 hours off), a 5-hour one (or one whose reset
+/// is within 6 hours); a model named in a weekly limit's message makes it that model's.
+pub fn window_of(text: &str, reset: Timestamp, now: Timestamp) -> String {
+    let lower = text.to_ascii_lowercase();
+    let far = reset.duration_since(now) > SignedDuration::from_hours(6);
+    let weekly = lower.contains("weekly") || lower.contains("week") || (!lower.contains("5-hour") && far);
+    if !weekly {
+        return "5h".to_string();
+    }
+    match ["opus", "sonnet", "haiku"].iter().find(|m| lower.contains(*m)) {
+        Some(model) => format!("weekly-{model}"),
+        None => "weekly".to_string(),
+    }
+}
+
+/// Opens `new` in `book`: a window already open keeps the later of the two resets; one whose
+/// reset has passed (its probe met the limit again) opens anew with the new reset and no probe.
+/// Its waiters stay. Returns whether anything changed.
+pub fn open(book: &mut Vec<Breaker>, new: Breaker, now: Timestamp) -> bool {
+    let Some(old) = book.iter_mut().find(|b| b.same(&new)) else {
+        book.push(new);
+        return true;
+    };
+    let old_reset = old.reset_at();
+    let new_reset = new.reset_at();
+    if old_reset.is_some_and(|r| r > now) {
+        if new_reset > old_reset {
+            old.reset = new.reset;
+            return true;
+        }
+        return false;
+    }
+    let waiters = std::mem::take(&mut old.waiters);
+    *old = Breaker { waiters, ..new };
+    true
+}
+
+/// Drops the breakers no one needs any more: settled ones an hour after their probe went well,
+/// and ones no one probed a day after their reset.
+pub fn prune(book: &mut Vec<Breaker>, now: Timestamp) -> bool {
+    let before = book.len();
+    book.retain(|b| {
+        let ok = b
+            .probe
+            .as_ref()
+            .and_then(|p| parse_ts(p.ok.as_deref()))
+            .map(|ok| ok + KEPT_SETTLED);
+        let unprobed = b.reset_at().map(|r| r + KEPT_UNPROBED);
+        match (ok, unprobed) {
+            (Some(until), _) => until > now,
+            (None, Some(until)) => until > now,
+            (None, None) => false,
+        }
+    });
+    book.len() != before
+}
+
+/// What one waiter on an account may do now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Gate {
+    /// No window of the account is closed: go.
+    Open,
+    /// A window is closed until its reset.
+    Closed {
+        until: Timestamp,
+        window: String,
+        label: String,
+    },
+    /// The reset has passed and no one probes: the next change makes this waiter the probe.
+    Unprobed,
+    /// The reset has passed and a waiter probes the window (`me`: this one).
+    Probing { by: Who, me: bool },
+    /// The probe went well: this waiter follows at `at`, its place in the stagger.
+    Follow { at: Timestamp },
+}
+
+impl Gate {
+    /// Whether the waiter may launch now.
+    pub fn go(&self) -> bool {
+        matches!(self, Gate::Open | Gate::Probing { me: true, .. })
+    }
+}
+
+/// The gate of `account` for the waiter `me` at `now`.
+pub fn gate(book: &[Breaker], account: &Account, me: &str, now: Timestamp) -> Gate {
+    let mine: Vec<&Breaker> = book.iter().filter(|b| b.of(account)).collect();
+    if let Some(closed) = mine
+        .iter()
+        .filter(|b| b.reset_at().is_some_and(|r| r > now))
+        .max_by_key(|b| b.reset_at())
+    {
+        return Gate::Closed {
+            until: closed.reset_at().expect("filtered on it"),
+            window: closed.window.clone(),
+            label: closed.label.clone(),
+        };
+    }
+    let mut follow: Option<Timestamp> = None;
+    for b in &mine {
+        let Some(probe) = &b.probe else {
+            return Gate::Unprobed;
+        };
+        match parse_ts(probe.ok.as_deref()) {
+            Some(_) if probe.by.id == me => {}
+            Some(ok) => {
+                let others = || b.waiters.iter().filter(|w| w.id != probe.by.id);
+                let slot = others()
+                    .position(|w| w.id == me)
+                    .unwrap_or_else(|| others().count());
+                let at = ok + STAGGER * (slot as i32 + 1);
+                follow = follow.max(Some(at));
+            }
+            None if probe.by.id == me => {
+                return Gate::Probing {
+                    by: probe.by.clone(),
+                    me: true,
+                };
+            }
+            None if parse_ts(Some(&probe.by.since)).is_none_or(|s| s + PROBE_LEASE <= now) => {
+                return Gate::Unprobed;
+            }
+            None => {
+                return Gate::Probing {
+                    by: probe.by.clone(),
+                    me: false,
+                };
+            }
+        }
+    }
+    match follow {
+        Some(at) if at > now => Gate::Follow { at },
+        _ => Gate::Open,
+    }
+}
+
+/// `gate`, making `me` the probe of each window of the account that has none (or a stale one):
+/// called under the store's lock of the breakers, so exactly one waiter becomes the probe.
+/// Returns the gate and whether the book changed.
+pub fn claim(book: &mut [Breaker], account: &Account, me: &Who, now: Timestamp) -> (Gate, bool) {
+    let mut changed = false;
+    loop {
+        match gate(book, account, &me.id, now) {
+            Gate::Unprobed => {
+                let b = book
+                    .iter_mut()
+                    .find(|b| {
+                        b.of(account)
+                            && b.probe.as_ref().is_none_or(|p| {
+                                p.ok.is_none()
+                                    && p.by.id != me.id
+                                    && parse_ts(Some(&p.by.since))
+                                        .is_none_or(|s| s + PROBE_LEASE <= now)
+                            })
+                    })
+                    .expect("an unprobed window is there");
+                b.probe = Some(Probe {
+                    by: Who {
+                        since: format_ts(now),
+                        ..me.clone()
+                    },
+                    ok: None,
+                });
+                changed = true;
+            }
+            gate => return (gate, changed),
+        }
+    }
+}
+
+/// Records that a turn on `account` ran without a limit at `now`: every window of it whose
+/// reset has passed is open again (its probe, whoever it was, went well). Returns whether
+/// anything changed.
+pub fn turn_ran(book: &mut [Breaker], account: &Account, me: &Who, now: Timestamp) -> bool {
+    let mut changed = false;
+    for b in book.iter_mut().filter(|b| b.of(account)) {
+        if b.reset_at().is_none_or(|r| r > now) {
+            continue;
+        }
+        match &mut b.probe {
+            Some(p) if p.ok.is_some() => {}
+            Some(p) => {
+                p.ok = Some(format_ts(now));
+                changed = true;
+            }
+            None => {
+                b.probe = Some(Probe {
+                    by: me.clone(),
+                    ok: Some(format_ts(now)),
+                });
+                changed = true;
+            }
+        }
+    }
+    changed
+}
+
+/// Adds `me` to the waiters of each window of `account` it does not wait on yet.
+pub fn join(book: &mut [Breaker], account: &Account, me: &Who) -> bool {
+    let mut changed = false;
+    for b in book.iter_mut().filter(|b| b.of(account)) {
+        if !b.waiters.iter().any(|w| w.id == me.id) {
+            b.waiters.push(me.clone());
+            changed = true;
+        }
+    }
+    changed
+}
+
+/// Takes `me` off every waiter list (it launched, or stopped waiting).
+pub fn leave(book: &mut [Breaker], me: &str) -> bool {
+    let mut changed = false;
+    for b in book.iter_mut() {
+        let before = b.waiters.len();
+        b.waiters.retain(|w| w.id != me);
+        changed |= b.waiters.len() != before;
+    }
+    changed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(s: &str) -> Timestamp {
+        s.parse().unwrap()
+    }
+
+    fn who(id: &str, at: &str) -> Who {
+        Who {
+            id: id.into(),
+            host: "h".into(),
+            since: at.into(),
+        }
+    }
+
+    fn claude() -> Account {
+        Account::new("claude", Basis::Account, "3f1c2a9b-0000-4000-8000-000000000001")
+    }
+
+    #[test]
+    fn an_account_is_labelled_without_its_identifier_in_full() {
+        let a = claude();
+        assert_eq!(a.key, "account:3f1c2a9b-0000-4000-8000-000000000001");
+        assert_eq!(a.label, "claude account 3f1c2a9b");
+        let m = Account::new("gemini", Basis::Machine, "box");
+        assert_eq!((m.key.as_str(), m.label.as_str()), ("machine:box", "gemini on box"));
+    }
+
+    #[test]
+    fn an_account_is_read_from_the_clients_files_keeping_no_secret() {
+        let claude = br#"{"numStartups":3,"oauthAccount":{"accountUuid":"a-1","emailAddress":"x@y","organizationUuid":"o-2"},"primaryApiKey":null}"#;
+        assert_eq!(claude_account_id(claude).as_deref(), Some("a-1@o-2"));
+        assert_eq!(claude_account_id(br#"{"oauthAccount":{"accountUuid":"a-1"}}"#).as_deref(), Some("a-1"));
+        assert_eq!(claude_account_id(br#"{"numStartups":3}"#), None);
+        assert_eq!(claude_account_id(b"not json"), None);
+        let codex = br#"{"OPENAI_API_KEY":null,"tokens":{"id_token":"e.y.j","access_token":"t","refresh_token":"r","account_id":"acct-9"},"last_refresh":"2026-12-01T00:00:00Z"}"#;
+        assert!(matches!(codex_login(codex), Some(CodexLogin::Account(id)) if id == "acct-9"));
+        let keyed = br#"{"OPENAI_API_KEY":"sk-secret"}"#;
+        assert!(matches!(codex_login(keyed), Some(CodexLogin::ApiKey(k)) if k == "sk-secret"));
+        let digest = key_digest("sk-secret");
+        assert_eq!(digest.len(), 16);
+        assert!(!digest.contains("secret"));
+        assert_eq!(digest, key_digest(" sk-secret\n"));
+        assert_ne!(digest, key_digest("sk-other"));
+    }
+
+    #[test]
+    fn the_window_comes_from_the_message_then_from_how_far_the_reset_is() {
+        let now = t("2026-12-05T10:00:00Z");
+        let soon = t("2026-12-05T13:00:00Z");
+        let days = t("2026-12-08T13:00:00Z");
+        assert_eq!(window_of("5-hour limit reached ∙ resets 1pm", soon, now), "5h");
+        assert_eq!(window_of("usage limit reached", soon, now), "5h");
+        assert_eq!(window_of("Weekly limit reached ∙ resets Dec 8", days, now), "weekly");
+        assert_eq!(window_of("Opus weekly limit reached", days, now), "weekly-opus");
+        assert_eq!(window_of("You've hit your usage limit", days, now), "weekly");
+    }
+
+    #[test]
+    fn one_waiter_probes_the_rest_follow_staggered_and_a_new_limit_reopens() {
+        let a = claude();
+        let opened = "2026-12-05T10:00:00Z";
+        let mut book = Vec::new();
+        let reset = t("2026-12-05T15:00:00Z");
+        assert!(open(&mut book, Breaker::new(&a, "5h", reset, who("s1", opened)), t(opened)));
+        // The same window seen again by another session: one breaker, the later reset.
+        let later = t("2026-12-05T15:00:30Z");
+        assert!(open(&mut book, Breaker::new(&a, "5h", later, who("s2", opened)), t(opened)));
+        assert!(!open(&mut book, Breaker::new(&a, "5h", reset, who("s3", opened)), t(opened)));
+        assert_eq!(book.len(), 1);
+        let (p, q, r) = (who("p", opened), who("q", opened), who("r", opened));
+        for w in [&p, &q, &r] {
+            assert!(join(&mut book, &a, w));
+        }
+        let before = t("2026-12-05T12:00:00Z");
+        assert_eq!(
+            claim(&mut book, &a, &p, before).0,
+            Gate::Closed {
+                until: later,
+                window: "5h".into(),
+                label: "claude account 3f1c2a9b".into()
+            }
+        );
+        // Another account is not held.
+        let other = Account::new("claude", Basis::Account, "other");
+        assert_eq!(gate(&book, &other, "x", before), Gate::Open);
+        // At the reset the first to look probes; the others wait for it.
+        let at = t("2026-12-05T15:01:00Z");
+        let (gate_q, changed) = claim(&mut book, &a, &q, at);
+        assert!(changed && gate_q.go(), "{gate_q:?}");
+        let (gate_p, changed) = claim(&mut book, &a, &p, at);
+        assert!(!changed);
+        assert!(matches!(gate_p, Gate::Probing { ref by, me: false } if by.id == "q"));
+        assert!(claim(&mut book, &a, &q, at).0.go());
+        // The probe met the limit again: the window closes until the new reset.
+        let next = t("2026-12-05T20:00:00Z");
+        assert!(open(&mut book, Breaker::new(&a, "5h", next, who("q", "2026-12-05T15:02:00Z")), at));
+        assert!(matches!(gate(&book, &a, "p", at), Gate::Closed { until, .. } if until == next));
+        assert_eq!(book[0].waiters.len(), 3, "the waiters stay");
+        // The next probe ran a turn: the rest follow in the order they began to wait.
+        let after = t("2026-12-05T20:01:00Z");
+        assert!(claim(&mut book, &a, &r, after).0.go());
+        assert!(turn_ran(&mut book, &a, &r, after));
+        assert_eq!(gate(&book, &a, "p", after), Gate::Follow { at: after + STAGGER });
+        assert_eq!(gate(&book, &a, "q", after), Gate::Follow { at: after + STAGGER * 2 });
+        assert_eq!(gate(&book, &a, "r", after), Gate::Open, "the probe runs on");
+        assert_eq!(gate(&book, &a, "new", after), Gate::Follow { at: after + STAGGER * 3 });
+        assert_eq!(gate(&book, &a, "p", after + STAGGER), Gate::Open);
+        assert!(leave(&mut book, "p"));
+        // Settled and an hour on, the breaker is gone.
+        assert!(!prune(&mut book, after + STAGGER));
+        assert!(prune(&mut book, after + KEPT_SETTLED));
+        assert!(book.is_empty());
+    }
+
+    #[test]
+    fn a_probe_that_reports_nothing_is_given_up() {
+        let a = claude();
+        let mut book = vec![Breaker::new(
+            &a,
+            "5h",
+            t("2026-12-05T15:00:00Z"),
+            who("s", "2026-12-05T10:00:00Z"),
+        )];
+        let at = t("2026-12-05T15:00:00Z");
+        assert!(claim(&mut book, &a, &who("p", ""), at).0.go());
+        let q = who("q", "");
+        assert!(!claim(&mut book, &a, &q, at + PROBE_LEASE - SignedDuration::from_secs(1)).0.go());
+        let (taken, changed) = claim(&mut book, &a, &q, at + PROBE_LEASE);
+        assert!(changed && taken.go(), "{taken:?}");
+        // A turn with no probe at all (a person's session) opens it too.
+        let mut book = vec![Breaker::new(&a, "5h", at, who("s", ""))];
+        assert_eq!(gate(&book, &a, "x", at), Gate::Unprobed);
+        assert!(turn_ran(&mut book, &a, &who("person", ""), at));
+        assert_eq!(gate(&book, &a, "x", at), Gate::Follow { at: at + STAGGER });
+        // A breaker no one probed is dropped a day after its reset.
+        let mut book = vec![Breaker::new(&a, "5h", at, who("s", ""))];
+        assert!(!prune(&mut book, at + KEPT_UNPROBED - SignedDuration::from_secs(1)));
+        assert!(prune(&mut book, at + KEPT_UNPROBED));
+    }
+}

@@ -1,0 +1,193 @@
+//! The account's window (SPEC section 11, `baton_core::breaker`): which account a client is
+//! logged in with, read from the client's own files without keeping a credential, and the
+//! breaker operations every hook, supervisor and conductor calls on the store's breakers.
+
+use std::path::Path;
+
+use baton_core::breaker::{self, Account, Basis, Breaker, CodexLogin, Gate, Who};
+use baton_core::client::Client;
+use baton_core::time::format_ts;
+use baton_store::StateStore;
+use jiff::Timestamp;
+
+use crate::env::{Ctx, Settings};
+use crate::error::OpError;
+
+/// The account `client` is logged in with on this machine: `BATON_ACCOUNT` when set, else what
+/// the client's files say (Claude Code's `oauthAccount`, Codex's `tokens.account_id`), else
+/// the digest of the API key set for it, else this machine (`host`).
+pub fn account_of(settings: &Settings, client: Client, dir: &Path, host: &str) -> Account {
+    let name = client.as_str();
+    if let Some(named) = &settings.account {
+        return Account::new(name, Basis::Account, named);
+    }
+    let read = |path: &Path| {
+        baton_store::read::read_capped(path, 64 * 1024 * 1024)
+            .ok()
+            .flatten()
+    };
+    let from_files = match client {
+        Client::Claude => {
+            let file = match &settings.claude_config_dir {
+                Some(dir) => Some(dir.join(".claude.json")),
+                None => settings
+                    .home
+                    .as_ref()
+                    .filter(|h| !h.is_empty())
+                    .map(|h| Path::new(h).join(".claude.json")),
+            };
+            file.and_then(|f| read(&f))
+                .and_then(|bytes| breaker::claude_account_id(&bytes))
+                .map(|id| Account::new(name, Basis::Account, &id))
+        }
+        Client::Codex => crate::evidence::user_dir(client.def(), settings, dir)
+            .and_then(|d| read(&d.join("auth.json")))
+            .and_then(|bytes| breaker::codex_login(&bytes))
+            .map(|login| match login {
+                CodexLogin::Account(id) => Account::new(name, Basis::Account, &id),
+                CodexLogin::ApiKey(key) => {
+                    Account::new(name, Basis::ApiKey, &breaker::key_digest(&key))
+                }
+            }),
+        _ => None,
+    };
+    from_files
+        .or_else(|| {
+            settings
+                .key_digests
+                .iter()
+                .find(|(c, _)| *c == name)
+                .map(|(_, digest)| Account::new(name, Basis::ApiKey, digest))
+        })
+        .unwrap_or_else(|| Account::new(name, Basis::Machine, host))
+}
+
+/// One who waits, probes or trips, on this machine.
+pub fn who(id: &str, now: Timestamp) -> Who {
+    Who {
+        id: id.to_string(),
+        host: baton_store::process::host(),
+        since: format_ts(now),
+    }
+}
+
+/// Opens the breaker of `account`'s window for a limit that resets at `reset`, seen at `now`
+/// by `by`; `text` is what the limit said (its window is read from it). Settled breakers are
+/// dropped at the same time. Returns the breaker as it now stands.
+pub fn trip(
+    store: &dyn StateStore,
+    account: &Account,
+    text: &str,
+    reset: Timestamp,
+    by: Who,
+    now: Timestamp,
+) -> Result<Option<Breaker>, OpError> {
+    let window = breaker::window_of(text, reset, now);
+    let new = Breaker::new(account, &window, reset, by);
+    let mut now_open = None;
+    store.change_breakers(&mut |book| {
+        let pruned = breaker::prune(book, now);
+        let opened = breaker::open(book, new.clone(), now);
+        now_open = book
+            .iter()
+            .find(|b| b.client == new.client && b.account == new.account && b.window == new.window)
+            .cloned();
+        pruned || opened
+    })?;
+    Ok(now_open)
+}
+
+/// The gate of `account` for `me` at `now`. A waiter (`wait`) joins the breakers' waiters,
+/// and becomes the probe where no one probes; a look (`!wait`) changes nothing but the probe
+/// it takes when `probe` is set.
+pub fn gate(
+    store: &dyn StateStore,
+    account: &Account,
+    me: &Who,
+    now: Timestamp,
+    wait: bool,
+    probe: bool,
+) -> Result<Gate, OpError> {
+    let book = store.breakers()?;
+    let looked = breaker::gate(&book, account, &me.id, now);
+    let needs_change = match &looked {
+        Gate::Open => false,
+        Gate::Unprobed => probe,
+        _ => wait && !book.iter().any(|b| b.waiters.iter().any(|w| w.id == me.id)),
+    };
+    if !needs_change {
+        return Ok(looked);
+    }
+    let mut out = looked;
+    store.change_breakers(&mut |book| {
+        let mut changed = breaker::prune(book, now);
+        if wait {
+            changed |= breaker::join(book, account, me);
+        }
+        let (gate, claimed) = if probe {
+            breaker::claim(book, account, me, now)
+        } else {
+            (breaker::gate(book, account, &me.id, now), false)
+        };
+        out = gate;
+        changed || claimed
+    })?;
+    Ok(out)
+}
+
+/// A turn on `account` ran without a limit at `now`: each of its windows whose reset has
+/// passed is open again. Reads the breakers first and changes them only when one needs it.
+pub fn turn_ran(
+    store: &dyn StateStore,
+    account: &Account,
+    me: &Who,
+    now: Timestamp,
+) -> Result<bool, OpError> {
+    let book = store.breakers()?;
+    let waiting = book.iter().any(|b| {
+        b.client == account.client
+            && b.account == account.key
+            && b.reset_at().is_some_and(|r| r <= now)
+            && b.probe.as_ref().is_none_or(|p| p.ok.is_none())
+    });
+    if !waiting {
+        return Ok(false);
+    }
+    let mut changed = false;
+    store.change_breakers(&mut |book| {
+        changed = breaker::turn_ran(book, account, me, now);
+        changed
+    })?;
+    Ok(changed)
+}
+
+/// `me` no longer waits (it launched, or stopped).
+pub fn leave(store: &dyn StateStore, me: &str) -> Result<(), OpError> {
+    if !store
+        .breakers()?
+        .iter()
+        .any(|b| b.waiters.iter().any(|w| w.id == me))
+    {
+        return Ok(());
+    }
+    store.change_breakers(&mut |book| breaker::leave(book, me))?;
+    Ok(())
+}
+
+/// A person says the account's window is open again (more usage bought, a reset the client
+/// misreported): every breaker of `account` is removed. Returns how many there were.
+pub fn reopen(store: &dyn StateStore, account: &Account) -> Result<usize, OpError> {
+    let mut removed = 0;
+    store.change_breakers(&mut |book| {
+        let before = book.len();
+        book.retain(|b| !(b.client == account.client && b.account == account.key));
+        removed = before - book.len();
+        removed > 0
+    })?;
+    Ok(removed)
+}
+
+/// The account of the client `ctx`'s session runs in, when the session says which client.
+pub fn ctx_account(ctx: &Ctx, client: Client) -> Account {
+    account_of(&ctx.settings, client, &ctx.dir, &baton_store::process::host())
+}
