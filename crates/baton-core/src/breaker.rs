@@ -208,11 +208,15 @@ impl Breaker {
 pub fn window_of(text: &str, reset: Timestamp, now: Timestamp) -> String {
     let lower = text.to_ascii_lowercase();
     let far = reset.duration_since(now) > SignedDuration::from_hours(6);
-    let weekly = lower.contains("weekly") || lower.contains("week") || (!lower.contains("5-hour") && far);
+    let weekly =
+        lower.contains("weekly") || lower.contains("week") || (!lower.contains("5-hour") && far);
     if !weekly {
         return "5h".to_string();
     }
-    match ["opus", "sonnet", "haiku"].iter().find(|m| lower.contains(*m)) {
+    match ["opus", "sonnet", "haiku"]
+        .iter()
+        .find(|m| lower.contains(*m))
+    {
         Some(model) => format!("weekly-{model}"),
         None => "weekly".to_string(),
     }
@@ -439,7 +443,11 @@ mod tests {
     }
 
     fn claude() -> Account {
-        Account::new("claude", Basis::Account, "3f1c2a9b-0000-4000-8000-000000000001")
+        Account::new(
+            "claude",
+            Basis::Account,
+            "3f1c2a9b-0000-4000-8000-000000000001",
+        )
     }
 
     #[test]
@@ -448,14 +456,20 @@ mod tests {
         assert_eq!(a.key, "account:3f1c2a9b-0000-4000-8000-000000000001");
         assert_eq!(a.label, "claude account 3f1c2a9b");
         let m = Account::new("gemini", Basis::Machine, "box");
-        assert_eq!((m.key.as_str(), m.label.as_str()), ("machine:box", "gemini on box"));
+        assert_eq!(
+            (m.key.as_str(), m.label.as_str()),
+            ("machine:box", "gemini on box")
+        );
     }
 
     #[test]
     fn an_account_is_read_from_the_clients_files_keeping_no_secret() {
         let claude = br#"{"numStartups":3,"oauthAccount":{"accountUuid":"a-1","emailAddress":"x@y","organizationUuid":"o-2"},"primaryApiKey":null}"#;
         assert_eq!(claude_account_id(claude).as_deref(), Some("a-1@o-2"));
-        assert_eq!(claude_account_id(br#"{"oauthAccount":{"accountUuid":"a-1"}}"#).as_deref(), Some("a-1"));
+        assert_eq!(
+            claude_account_id(br#"{"oauthAccount":{"accountUuid":"a-1"}}"#).as_deref(),
+            Some("a-1")
+        );
         assert_eq!(claude_account_id(br#"{"numStartups":3}"#), None);
         assert_eq!(claude_account_id(b"not json"), None);
         let codex = br#"{"OPENAI_API_KEY":null,"tokens":{"id_token":"e.y.j","access_token":"t","refresh_token":"r","account_id":"acct-9"},"last_refresh":"2026-12-01T00:00:00Z"}"#;
@@ -474,11 +488,23 @@ mod tests {
         let now = t("2026-12-05T10:00:00Z");
         let soon = t("2026-12-05T13:00:00Z");
         let days = t("2026-12-08T13:00:00Z");
-        assert_eq!(window_of("5-hour limit reached ∙ resets 1pm", soon, now), "5h");
+        assert_eq!(
+            window_of("5-hour limit reached ∙ resets 1pm", soon, now),
+            "5h"
+        );
         assert_eq!(window_of("usage limit reached", soon, now), "5h");
-        assert_eq!(window_of("Weekly limit reached ∙ resets Dec 8", days, now), "weekly");
-        assert_eq!(window_of("Opus weekly limit reached", days, now), "weekly-opus");
-        assert_eq!(window_of("You've hit your usage limit", days, now), "weekly");
+        assert_eq!(
+            window_of("Weekly limit reached ∙ resets Dec 8", days, now),
+            "weekly"
+        );
+        assert_eq!(
+            window_of("Opus weekly limit reached", days, now),
+            "weekly-opus"
+        );
+        assert_eq!(
+            window_of("You've hit your usage limit", days, now),
+            "weekly"
+        );
     }
 
     #[test]
@@ -487,11 +513,23 @@ mod tests {
         let opened = "2026-12-05T10:00:00Z";
         let mut book = Vec::new();
         let reset = t("2026-12-05T15:00:00Z");
-        assert!(open(&mut book, Breaker::new(&a, "5h", reset, who("s1", opened)), t(opened)));
+        assert!(open(
+            &mut book,
+            Breaker::new(&a, "5h", reset, who("s1", opened)),
+            t(opened)
+        ));
         // The same window seen again by another session: one breaker, the later reset.
         let later = t("2026-12-05T15:00:30Z");
-        assert!(open(&mut book, Breaker::new(&a, "5h", later, who("s2", opened)), t(opened)));
-        assert!(!open(&mut book, Breaker::new(&a, "5h", reset, who("s3", opened)), t(opened)));
+        assert!(open(
+            &mut book,
+            Breaker::new(&a, "5h", later, who("s2", opened)),
+            t(opened)
+        ));
+        assert!(!open(
+            &mut book,
+            Breaker::new(&a, "5h", reset, who("s3", opened)),
+            t(opened)
+        ));
         assert_eq!(book.len(), 1);
         let (p, q, r) = (who("p", opened), who("q", opened), who("r", opened));
         for w in [&p, &q, &r] {
@@ -519,17 +557,36 @@ mod tests {
         assert!(claim(&mut book, &a, &q, at).0.go());
         // The probe met the limit again: the window closes until the new reset.
         let next = t("2026-12-05T20:00:00Z");
-        assert!(open(&mut book, Breaker::new(&a, "5h", next, who("q", "2026-12-05T15:02:00Z")), at));
+        assert!(open(
+            &mut book,
+            Breaker::new(&a, "5h", next, who("q", "2026-12-05T15:02:00Z")),
+            at
+        ));
         assert!(matches!(gate(&book, &a, "p", at), Gate::Closed { until, .. } if until == next));
         assert_eq!(book[0].waiters.len(), 3, "the waiters stay");
         // The next probe ran a turn: the rest follow in the order they began to wait.
         let after = t("2026-12-05T20:01:00Z");
         assert!(claim(&mut book, &a, &r, after).0.go());
         assert!(turn_ran(&mut book, &a, &r, after));
-        assert_eq!(gate(&book, &a, "p", after), Gate::Follow { at: after + STAGGER });
-        assert_eq!(gate(&book, &a, "q", after), Gate::Follow { at: after + STAGGER * 2 });
+        assert_eq!(
+            gate(&book, &a, "p", after),
+            Gate::Follow {
+                at: after + STAGGER
+            }
+        );
+        assert_eq!(
+            gate(&book, &a, "q", after),
+            Gate::Follow {
+                at: after + STAGGER * 2
+            }
+        );
         assert_eq!(gate(&book, &a, "r", after), Gate::Open, "the probe runs on");
-        assert_eq!(gate(&book, &a, "new", after), Gate::Follow { at: after + STAGGER * 3 });
+        assert_eq!(
+            gate(&book, &a, "new", after),
+            Gate::Follow {
+                at: after + STAGGER * 3
+            }
+        );
         assert_eq!(gate(&book, &a, "p", after + STAGGER), Gate::Open);
         assert!(leave(&mut book, "p"));
         // Settled and an hour on, the breaker is gone.
@@ -550,7 +607,16 @@ mod tests {
         let at = t("2026-12-05T15:00:00Z");
         assert!(claim(&mut book, &a, &who("p", ""), at).0.go());
         let q = who("q", "");
-        assert!(!claim(&mut book, &a, &q, at + PROBE_LEASE - SignedDuration::from_secs(1)).0.go());
+        assert!(
+            !claim(
+                &mut book,
+                &a,
+                &q,
+                at + PROBE_LEASE - SignedDuration::from_secs(1)
+            )
+            .0
+            .go()
+        );
         let (taken, changed) = claim(&mut book, &a, &q, at + PROBE_LEASE);
         assert!(changed && taken.go(), "{taken:?}");
         // A turn with no probe at all (a person's session) opens it too.
@@ -560,7 +626,10 @@ mod tests {
         assert_eq!(gate(&book, &a, "x", at), Gate::Follow { at: at + STAGGER });
         // A breaker no one probed is dropped a day after its reset.
         let mut book = vec![Breaker::new(&a, "5h", at, who("s", ""))];
-        assert!(!prune(&mut book, at + KEPT_UNPROBED - SignedDuration::from_secs(1)));
+        assert!(!prune(
+            &mut book,
+            at + KEPT_UNPROBED - SignedDuration::from_secs(1)
+        ));
         assert!(prune(&mut book, at + KEPT_UNPROBED));
     }
 }

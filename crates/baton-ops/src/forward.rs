@@ -70,7 +70,10 @@ pub fn interrupt_session(
         let account = crate::window::ctx_account(&ctx, client);
         let by = crate::window::who(&stop.session, ctx.now);
         if let Err(e) = crate::window::trip(store, &account, &stop.evidence, reset, by, ctx.now) {
-            done.warnings.push(format!("the account's window was not recorded closed: {}", e.message));
+            done.warnings.push(format!(
+                "the account's window was not recorded closed: {}",
+                e.message
+            ));
         }
     }
     let mut held = match owned(store, &stop.session) {

@@ -189,5 +189,10 @@ pub fn reopen(store: &dyn StateStore, account: &Account) -> Result<usize, OpErro
 
 /// The account of the client `ctx`'s session runs in, when the session says which client.
 pub fn ctx_account(ctx: &Ctx, client: Client) -> Account {
-    account_of(&ctx.settings, client, &ctx.dir, &baton_store::process::host())
+    account_of(
+        &ctx.settings,
+        client,
+        &ctx.dir,
+        &baton_store::process::host(),
+    )
 }

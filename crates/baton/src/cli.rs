@@ -115,6 +115,11 @@ enum Command {
         about = "The guard of shared checkouts: let a refused git command through"
     )]
     Guard(crate::commands::guard::GuardCommand),
+    #[command(
+        subcommand,
+        about = "The account's window: may an agent launch now, or wait for the reset"
+    )]
+    Window(crate::commands::window::WindowCommand),
     #[command(subcommand, about = "Run several tickets as one batch")]
     Batch(batch::BatchCommand),
     #[command(about = "Run by a client's hooks: keeps the state in step with the session")]
@@ -136,7 +141,7 @@ enum Command {
 /// The commands by what they are for, as the short help lists them; the plumbing is listed
 /// by `--help` only.
 const GROUPS: &[(&str, &[&str])] = &[
-    ("Session start", &["resume", "wait", "supervise"]),
+    ("Session start", &["resume", "wait", "supervise", "window"]),
     (
         "Everyday work",
         &[
@@ -375,6 +380,7 @@ fn dispatch(ctx: &Ctx, command: Command) -> Result<Report, CommandError> {
         Command::Wait(args) => wait::cmd_wait(ctx, args),
         Command::Verdict(args) => crate::commands::verdict::cmd_verdict(ctx, args),
         Command::Goal(args) => crate::commands::goal::cmd_goal(ctx, args),
+        Command::Window(cmd) => crate::commands::window::dispatch(ctx, cmd),
         Command::Guard(cmd) => crate::commands::guard::dispatch(ctx, cmd),
         Command::Supervise(args) => supervise::cmd_supervise(ctx, args),
         #[cfg(feature = "postgres")]

@@ -170,7 +170,10 @@ impl Records {
             &[],
         )?;
         match rows.first() {
-            Some(row) => crate::breakers::parse(row.get::<_, &str>(0).as_bytes(), std::path::Path::new(&self.breakers_shown())),
+            Some(row) => crate::breakers::parse(
+                row.get::<_, &str>(0).as_bytes(),
+                std::path::Path::new(&self.breakers_shown()),
+            ),
             None => Ok(Vec::new()),
         }
     }
@@ -186,10 +189,16 @@ impl Records {
             let err = || super::db_error(&self.settings, "write the breakers to");
             let mut tx = client.transaction().map_err(err())?;
             let rows = tx
-                .query("SELECT doc FROM baton_breakers WHERE id = 1 FOR UPDATE", &[])
+                .query(
+                    "SELECT doc FROM baton_breakers WHERE id = 1 FOR UPDATE",
+                    &[],
+                )
                 .map_err(err())?;
             let mut book = match rows.first() {
-                Some(row) => crate::breakers::parse(row.get::<_, &str>(0).as_bytes(), std::path::Path::new(&shown))?,
+                Some(row) => crate::breakers::parse(
+                    row.get::<_, &str>(0).as_bytes(),
+                    std::path::Path::new(&shown),
+                )?,
                 None => Vec::new(),
             };
             if !change(&mut book) {

@@ -604,7 +604,9 @@ impl Session<'_> {
     /// already (the refresh, once per coalescing window).
     fn turn_ran(&self) {
         let client = self.event.client.as_str();
-        let server = forward::shared_server(self.ctx, &self.layout).ok().flatten();
+        let server = forward::shared_server(self.ctx, &self.layout)
+            .ok()
+            .flatten();
         if server.is_none() {
             let Some(dir) = &self.ctx.settings.machine_dir else {
                 return;
@@ -629,7 +631,10 @@ impl Session<'_> {
             Ok(baton_ops::window::turn_ran(store, &account, &me, ctx.now)?)
         });
         if let Err(e) = result {
-            self.warn(format!("the account's window was not recorded open: {}", e.message));
+            self.warn(format!(
+                "the account's window was not recorded open: {}",
+                e.message
+            ));
         }
     }
 

@@ -24,3 +24,4 @@ pub mod supervise;
 pub mod ticket_loop;
 pub mod verdict;
 pub mod wait;
+pub mod window;

@@ -226,7 +226,12 @@ impl TestEnv {
         let mut cmd = self.base_command(env!("CARGO_BIN_EXE_baton"));
         cmd.env("BATON_NOW", now);
         if let Store::Postgres { url, project, .. } = &self.store {
-            cmd.env("BATON_STORE", url).env("BATON_PROJECT", project);
+            // The accounts' breakers are the server's, shared by every project on it: each
+            // environment spends an account of its own, as it has a HOME of its own with the
+            // files.
+            cmd.env("BATON_STORE", url)
+                .env("BATON_PROJECT", project)
+                .env("BATON_ACCOUNT", project);
         }
         if let Some(session) = session {
             cmd.env("BATON_SESSION", session);

@@ -217,8 +217,13 @@ pub fn cmd_supervise(ctx: &Ctx, args: SuperviseArgs) -> Result<Report, CommandEr
         json: crate::output::wants_json(),
         stdout_resets: Vec::new(),
         stopped: Vec::new(),
+        account: baton_ops::window::ctx_account(ctx, client),
+        me: format!("supervise:{}:{}", process::host(), me.0),
     };
     let result = sup.run(&policy, &mut claim);
+    if let Err(e) = baton_ops::window::leave(&*sup.store, &sup.me) {
+        say(&format!("warning: {}", e.message));
+    }
     if let Err(e) = &result {
         // An error ends supervision too: the journal says so.
         sup.journal(
@@ -254,6 +259,10 @@ struct Supervisor<'a> {
     /// The processes of the last attempt that supervise stopped (`<pid> <name>`): the agent's
     /// tree on a signal, and what the agent left running after it exited.
     stopped: Vec<String>,
+    /// The account the agent spends, whose window every launch waits for.
+    account: baton_core::breaker::Account,
+    /// This supervisor, as the account's breakers name their waiters and probes.
+    me: String,
 }
 
 /// How long supervise waits for a hook still running after its agent exited.
@@ -327,6 +336,9 @@ impl Supervisor<'_> {
                     .collect::<Vec<_>>()
                     .join(" "))
             ));
+            if let Some(stop) = self.wait_for_window(restarts)? {
+                return Ok(stop);
+            }
             let started = self.now();
             self.stopped.clear();
             let exit = self.run_child(&argv)?;
@@ -351,6 +363,7 @@ impl Supervisor<'_> {
             }
             let outcome = outcome(&attempt);
             let now = self.now();
+            self.tell_window(&outcome, now);
             let next = next_step(&outcome, self.tally, policy, now, jitter());
             // The relaunch time is the best word on when the limit resets (a reset named, else
             // the backoff): each rate-limited loop that records an earlier one (or none) takes
@@ -852,6 +865,102 @@ impl Supervisor<'_> {
             crate::output::to_stderr("\n");
         }
         Ok(None)
+    }
+
+    /// Waits until the account's window is open for this supervisor (SPEC section 11): while
+    /// a window of the account is closed, until its reset (journaled, not counted as a
+    /// restart); then while another waiter probes it; then for this supervisor's place among
+    /// those that follow. `Some`: a signal or the work ended the wait.
+    fn wait_for_window(&mut self, restarts: u32) -> Result<Option<Report>, CommandError> {
+        use baton_core::breaker::Gate;
+        let no_attempt = Attempt {
+            exit: Exit::Code(0),
+            heard: false,
+            signalled: None,
+            hook_rate_limit: false,
+            hook_resets: Vec::new(),
+            hook_other: None,
+            hook_overloaded: false,
+            carried: Vec::new(),
+        };
+        let mut said = None;
+        loop {
+            let now = self.now();
+            let me = baton_ops::window::who(&self.me, now);
+            let gate = baton_ops::window::gate(&*self.store, &self.account, &me, now, true, true)?;
+            let (until, line, source) = match &gate {
+                Gate::Open => break,
+                Gate::Probing { me: true, .. } => {
+                    say(&format!(
+                        "{}: the window's reset has passed; this supervisor probes it first",
+                        self.account.label
+                    ));
+                    break;
+                }
+                Gate::Closed {
+                    until,
+                    window,
+                    label,
+                } => (
+                    *until,
+                    format!(
+                        "{label}: the {window} window is closed until {}",
+                        self.ctx.shown(*until)
+                    ),
+                    "account",
+                ),
+                Gate::Probing { by, .. } => (
+                    now + RECHECK,
+                    format!(
+                        "{}: the window's reset has passed; waiting for the probe ({} on {}) to run a turn",
+                        self.account.label, by.id, by.host
+                    ),
+                    "probe",
+                ),
+                Gate::Follow { at } => (
+                    *at,
+                    format!(
+                        "{}: the window is open again; following the probe at {}",
+                        self.account.label,
+                        self.ctx.shown(*at)
+                    ),
+                    "follow",
+                ),
+                Gate::Unprobed => (now + RECHECK, String::new(), "probe"),
+            };
+            if !line.is_empty() && said.as_ref() != Some(&line) {
+                say(&line);
+                if source != "probe" {
+                    self.journal(
+                        JournalEvent::SuperviseWait,
+                        json!({ "until": format_ts(until), "why": line, "attempt": restarts + 1, "source": source, "account": self.account.label, "counted": false }),
+                    );
+                }
+                said = Some(line);
+            }
+            if let Some(stop) = self.wait_until(until, &no_attempt)? {
+                return Ok(Some(stop));
+            }
+        }
+        baton_ops::window::leave(&*self.store, &self.me)?;
+        Ok(None)
+    }
+
+    /// Tells the account's breakers how the attempt ended: a rate limit with a reset closes
+    /// the window (the hooks did already when they saw it; a reset read from the agent's
+    /// stdout only is news), and an attempt with no limit opens a window whose reset passed.
+    fn tell_window(&self, outcome: &Outcome, now: Timestamp) {
+        let me = baton_ops::window::who(&self.me, now);
+        let told = match outcome {
+            Outcome::RateLimited { reset: Some(reset) } if *reset > now => {
+                baton_ops::window::trip(&*self.store, &self.account, "", *reset, me, now).map(drop)
+            }
+            Outcome::RateLimited { .. } | Outcome::Overloaded | Outcome::Signalled => Ok(()),
+            _ => baton_ops::window::turn_ran(&*self.store, &self.account, &me, now).map(drop),
+        };
+        if let Err(e) = told {
+            say(&format!("warning: {}", e.message));
+        }
     }
 
     /// Ends supervision: journals the stop and reports it.
