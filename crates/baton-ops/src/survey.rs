@@ -113,6 +113,8 @@ pub struct Survey {
         String,
         Vec<(baton_core::judge::Claim, baton_core::judge::Judged)>,
     )>,
+    /// The accounts' windows closed now (SPEC section 11): what a launch would spend into.
+    pub windows: Vec<crate::window::Closed>,
 }
 
 impl Work {
@@ -339,12 +341,23 @@ pub fn survey(ctx: &Ctx, store: &dyn StateStore) -> Result<Survey, OpError> {
         work.insert(0, scan.the_feature(f, on_it));
     }
     let claims = scan.open_claims();
+    let windows = match crate::window::closed(ctx, store) {
+        Ok(windows) => windows,
+        Err(e) => {
+            notes.push(format!(
+                "warning: the accounts' windows cannot be read: {}",
+                esc(&e.message)
+            ));
+            Vec::new()
+        }
+    };
     Ok(Survey {
         work,
         notes,
         pause,
         feature,
         claims,
+        windows,
     })
 }
 

@@ -196,3 +196,44 @@ pub fn ctx_account(ctx: &Ctx, client: Client) -> Account {
         &baton_store::process::host(),
     )
 }
+
+/// A window closed now, as the packet, `baton wait` and `status` say it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Closed {
+    pub client: Client,
+    pub label: String,
+    pub window: String,
+    pub until: Timestamp,
+}
+
+/// The windows closed at `ctx.now` of the accounts the clients are logged in with here, one per
+/// client with a breaker (its latest reset): only the clients the breakers name are looked up.
+pub fn closed(ctx: &Ctx, store: &dyn StateStore) -> Result<Vec<Closed>, OpError> {
+    let book = store.breakers()?;
+    let mut clients: Vec<Client> = book
+        .iter()
+        .filter(|b| b.reset_at().is_some_and(|r| r > ctx.now))
+        .filter_map(|b| Client::parse(&b.client))
+        .collect();
+    clients.sort_by_key(|c| c.as_str());
+    clients.dedup();
+    Ok(clients
+        .into_iter()
+        .filter_map(|client| {
+            let account = ctx_account(ctx, client);
+            match breaker::gate(&book, &account, "", ctx.now) {
+                Gate::Closed {
+                    until,
+                    window,
+                    label,
+                } => Some(Closed {
+                    client,
+                    label,
+                    window,
+                    until,
+                }),
+                _ => None,
+            }
+        })
+        .collect())
+}

@@ -140,6 +140,16 @@ pub fn packet_of(s: &Survey) -> (Packet, String) {
             ));
         }
     }
+    // The accounts' windows closed now: a launch spends into them and is refused.
+    for w in &s.windows {
+        packet.constraints.push(format!(
+            "The {} window of {} is closed until {}: an agent or subagent launched on it now is refused by its API. Launch none before then; `baton window check --client {}` says when one may go.",
+            w.window,
+            w.label,
+            baton_core::time::format_ts(w.until),
+            w.client.as_str()
+        ));
+    }
     let markdown = render_markdown(&packet);
     (packet, markdown)
 }

@@ -325,7 +325,11 @@ impl Session<'_> {
         let survey = baton_ops::survey::survey(ctx, store)?;
         let (packet, markdown) = crate::view::packet_of(&survey);
         // Another session's quiet work is told as information; nothing at all, nothing.
-        if packet.items.is_empty() && packet.not_offered.is_empty() && survey.claims.is_none() {
+        if packet.items.is_empty()
+            && packet.not_offered.is_empty()
+            && survey.claims.is_none()
+            && survey.windows.is_empty()
+        {
             return Ok(None);
         }
         Ok(Some(self.def().session_start_output(&markdown)))

@@ -16,6 +16,7 @@ use baton_core::time::{format_ts, human_age, parse_ts, time_left};
 use baton_ops::env::Ctx;
 use baton_ops::survey::{Work, survey};
 use baton_ops::ticket_loop::{Target, gather};
+use baton_ops::window::Closed;
 
 /// Say when interrupted work can resume, and with `--sleep` wait until then.
 ///
@@ -65,14 +66,18 @@ pub fn cmd_wait(ctx: &Ctx, args: WaitArgs) -> Result<Report, CommandError> {
                 |at| {
                     let d = gather(at, &*at.store()?, Target::derive(at, ticket))?.decision;
                     let after = parse_ts(d.resume_after.as_deref());
-                    Ok((
-                        decide_wait(d.decision.verdict, d.mode, after, at.now, deadline),
-                        d,
-                    ))
+                    let wait = decide_wait(d.decision.verdict, d.mode, after, at.now, deadline);
+                    let (wait, window) = held(at, wait, deadline)?;
+                    Ok((wait, (d, window)))
                 },
-                |_, t| format!("waiting for {shown}: the limit resets at {}", ctx.shown(t)),
+                |(_, window), t| match window {
+                    Some(w) => window_line(ctx, w),
+                    None => format!("waiting for {shown}: the limit resets at {}", ctx.shown(t)),
+                },
             )?;
-            Ok(report(ctx, ticket, wait, &d, (ctx.now, now), deadline))
+            let (d, window) = d;
+            let r = report(ctx, ticket, wait, &d, (ctx.now, now), deadline);
+            Ok(with_window(ctx, r, window.as_ref(), now))
         }
         None => {
             let (wait, all, now) = sleep_through(
@@ -80,21 +85,90 @@ pub fn cmd_wait(ctx: &Ctx, args: WaitArgs) -> Result<Report, CommandError> {
                 args.sleep,
                 |at| {
                     let all = every_piece(at, deadline)?;
-                    Ok((combine(all.pieces.iter().map(|p| p.wait)), all))
+                    let wait = combine(all.pieces.iter().map(|p| p.wait));
+                    let (wait, window) = held(at, wait, deadline)?;
+                    Ok((wait, (all, window)))
                 },
-                |all: &All, t| match all.first(Wait::Until(t)) {
-                    Some(p) => format!(
-                        "waiting: the earliest limit resets at {} ({} {})",
-                        ctx.shown(t),
-                        p.kind,
-                        esc(&p.key)
-                    ),
-                    None => format!("waiting: the earliest limit resets at {}", ctx.shown(t)),
+                |(all, window): &(All, Option<Closed>), t| match (window, all.first(Wait::Until(t)))
+                {
+                    (Some(w), _) => window_line(ctx, w),
+                    (None, p) => match p {
+                        Some(p) => format!(
+                            "waiting: the earliest limit resets at {} ({} {})",
+                            ctx.shown(t),
+                            p.kind,
+                            esc(&p.key)
+                        ),
+                        None => format!("waiting: the earliest limit resets at {}", ctx.shown(t)),
+                    },
                 },
             )?;
-            Ok(report_all(ctx, wait, &all, (ctx.now, now), deadline))
+            let (all, window) = all;
+            let r = report_all(ctx, wait, &all, (ctx.now, now), deadline);
+            Ok(with_window(ctx, r, window.as_ref(), now))
         }
     }
+}
+
+/// The verdict once the accounts' windows are counted: while a window is closed, nothing an
+/// agent would run can (work to resume, or none: a script's next launch), so the wait lasts
+/// until its reset at least; past `--max`, a person decides. A verdict of another session's or
+/// a person's stands.
+fn held(
+    at: &Ctx,
+    wait: Wait,
+    deadline: Option<Timestamp>,
+) -> Result<(Wait, Option<Closed>), CommandError> {
+    if matches!(wait, Wait::TakenOver | Wait::HumanFirst) {
+        return Ok((wait, None));
+    }
+    let closed = baton_ops::window::closed(at, &*at.store()?)?;
+    let Some(latest) = closed.into_iter().max_by_key(|c| c.until) else {
+        return Ok((wait, None));
+    };
+    if matches!(wait, Wait::Until(t) if t >= latest.until) {
+        return Ok((wait, None));
+    }
+    if deadline.is_some_and(|max| latest.until > max) {
+        return Ok((Wait::HumanFirst, Some(latest)));
+    }
+    Ok((Wait::Until(latest.until), Some(latest)))
+}
+
+fn window_line(ctx: &Ctx, w: &Closed) -> String {
+    format!(
+        "the {} window of {} is closed until {}",
+        w.window,
+        w.label,
+        ctx.shown(w.until)
+    )
+}
+
+/// `report` with the closed window that held the verdict first in its text, and under
+/// `--json` as `window`.
+fn with_window(ctx: &Ctx, report: Report, window: Option<&Closed>, now: Timestamp) -> Report {
+    let Some(w) = window else {
+        return report;
+    };
+    let line = format!(
+        "{}, in {}: an agent launched before then is refused by its API (`baton window check --client {}`)",
+        window_line(ctx, w),
+        human_age(w.until.duration_since(now)),
+        w.client.as_str()
+    );
+    let mut report = report.with(
+        "window",
+        serde_json::json!({
+            "client": w.client.as_str(),
+            "account": w.label,
+            "window": w.window,
+            "until": format_ts(w.until),
+        }),
+    );
+    // The window's line takes the headline's place; the work's own lines follow.
+    let rest = report.text.split_once('\n').map_or("", |(_, rest)| rest);
+    report.text = format!("{line}\n{rest}");
+    report
 }
 
 /// Decides with `check` on the state as it is at each moment; with `sleep`, sleeps while the

@@ -63,6 +63,14 @@ pub fn cmd_html(ctx: &Ctx, out: Option<&Path>) -> Result<Report, CommandError> {
             esc(&e.message)
         )),
     }
+    // The accounts' windows: each breaker on a lane of its own.
+    match store.breakers() {
+        Ok(book) => lanes.extend(book.iter().map(|b| window_lane(ctx, b))),
+        Err(e) => warnings.push(format!(
+            "the accounts' windows are unreadable, so their lanes are left out: {}",
+            esc(&e.to_string())
+        )),
+    }
     let title = store
         .layout()
         .root
@@ -309,6 +317,77 @@ fn guard_lane(ctx: &Ctx, store: &dyn StateStore) -> Result<Option<LaneIn>, Comma
         last_write: None,
         events: events_in(events, |e| journal_line(e, &shown)),
     }))
+}
+
+/// An account's window (docs/window.md) as a lane: tripped, probed, open again, labelled with
+/// its reset and who waits. Its events come from the breaker itself, which keeps them.
+fn window_lane(ctx: &Ctx, b: &baton_core::breaker::Breaker) -> LaneIn {
+    let reset = parse_ts(Some(&b.reset));
+    let closed = reset.is_some_and(|r| r > ctx.now);
+    let mut events = vec![serde_json::json!({
+        "ts": b.opened,
+        "event": "interrupt",
+        "reason": "rate_limit",
+        "detail": format!("tripped by {} on {}; resets {}", b.tripped_by.id, b.tripped_by.host, b.reset),
+    })];
+    if let Some(p) = &b.probe {
+        events.push(serde_json::json!({
+            "ts": p.by.since,
+            "event": "probe",
+            "detail": format!("{} on {} launches first", p.by.id, p.by.host),
+        }));
+        if let Some(ok) = &p.ok {
+            events.push(serde_json::json!({
+                "ts": ok,
+                "event": "resume",
+                "detail": "a turn ran without a limit: the waiters follow, staggered",
+            }));
+        }
+    }
+    let line = |e: &Value| {
+        format!(
+            "{}  {}  {}",
+            e["ts"].as_str().unwrap_or(""),
+            e["event"].as_str().unwrap_or(""),
+            e["detail"].as_str().unwrap_or("")
+        )
+    };
+    let waiting: Vec<&str> = b.waiters.iter().map(|w| w.id.as_str()).collect();
+    LaneIn {
+        label: Label {
+            kind: "window".into(),
+            key: format!("{} {}", b.label, b.window),
+            status: if closed {
+                "closed".into()
+            } else {
+                "reset passed".into()
+            },
+            verdict: String::new(),
+            class: closed.then(|| "rate_limit".into()),
+            next: Some(format!("`baton window check --client {}`", b.client)),
+            phase: match (closed, waiting.is_empty()) {
+                (true, true) => format!("closed until {}", b.reset),
+                (true, false) => {
+                    format!("closed until {}; waiting: {}", b.reset, waiting.join(", "))
+                }
+                (false, _) => format!("reset {}; waiting: {}", b.reset, waiting.len()),
+            },
+            owner: None,
+            owner_state: None,
+            urgency: None,
+            command: None,
+        },
+        live: closed,
+        last_write: None,
+        events: events
+            .into_iter()
+            .map(|e| EventIn {
+                at: parse_ts(e["ts"].as_str()),
+                line: line(&e),
+                fields: e,
+            })
+            .collect(),
+    }
 }
 
 /// Events as the timeline takes them, each with the line `baton log` prints for it.

@@ -153,6 +153,10 @@ struct Table<'a> {
     /// How many git commands the guard refused (`baton log guard`), when any.
     #[serde(skip_serializing_if = "is_zero")]
     guard_refused: usize,
+    /// The accounts' breakers (docs/window.md): each window closed until its reset, or
+    /// reopened and still kept while its followers launch.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    windows: Vec<baton_core::breaker::Breaker>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -212,17 +216,75 @@ fn table(ctx: &Ctx) -> Result<Report, CommandError> {
             esc(last["rule"].as_str().unwrap_or("?")),
         ));
     }
+    let windows = store.breakers()?;
+    text.push_str(&windows_text(ctx, &windows));
     let json = Table {
         work: s.work.iter().map(Row::of).collect(),
         pause: s.pause.as_ref(),
         checkouts,
         guard_refused: refused.len(),
+        windows,
     };
     let mut report = Report::of(ExitStatus::Success, &json, text);
     for note in &s.notes {
         report = report.warn(note.trim_start_matches("warning: ").to_string());
     }
     Ok(report)
+}
+
+/// The accounts' windows (docs/window.md): one line per breaker, with who tripped it, its
+/// probe and who waits; nothing when there are none.
+fn windows_text(ctx: &Ctx, book: &[baton_core::breaker::Breaker]) -> String {
+    if book.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "
+account windows (`baton window check --client <client>` answers a conductor):
+",
+    );
+    for b in book {
+        let reset = parse_ts(Some(&b.reset));
+        let state = match (reset, &b.probe) {
+            (Some(r), _) if r > ctx.now => format!(
+                "closed until {} (in {})",
+                ctx.shown(r),
+                human_age(r.duration_since(ctx.now))
+            ),
+            (_, Some(p)) if p.ok.is_some() => format!(
+                "open again since {} (probed by {})",
+                crate::view::local_time(ctx, &serde_json::json!(p.ok)),
+                esc(&p.by.id)
+            ),
+            (_, Some(p)) => format!(
+                "reset passed; probed by {} on {} since {}",
+                esc(&p.by.id),
+                esc(&p.by.host),
+                crate::view::local_time(ctx, &serde_json::json!(p.by.since))
+            ),
+            (_, None) => "reset passed; no one has probed it".to_string(),
+        };
+        let waiting = if b.waiters.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; waiting: {}",
+                b.waiters
+                    .iter()
+                    .map(|w| esc(&w.id).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        out.push_str(&format!(
+            "  {}, {} window: {state}; tripped by {} on {}{waiting}\n",
+            esc(&b.label),
+            esc(&b.window),
+            crate::view::short_session(&esc(&b.tripped_by.id)),
+            esc(&b.tripped_by.host),
+        ));
+    }
+    out
 }
 
 /// Who works where in the repository (docs/guard.md), when more than this session does: one
