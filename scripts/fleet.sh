@@ -3,7 +3,8 @@
 # pairs (addresses only inside them), the server in one, baton in two others, each with a host
 # name of its own. Needs root, ip (iproute2), unshare, and the PostgreSQL server binaries.
 #
-#   scripts/fleet.sh [--trials N] [--no-cut] [--no-vanish] [--soak SECONDS] [--debug]
+#   scripts/fleet.sh [--trials N] [--no-cut] [--no-vanish] [--soak SECONDS] [--window SLOTS]
+#                    [--window-before] [--debug]
 #
 # --debug uses the debug build `cargo test` leaves instead of a release build (for CI).
 # 1. Race: N times (default 200), a loop is interrupted, then a session on each machine runs
@@ -21,6 +22,15 @@
 #    init / set / heartbeat / interrupt / accept on 16 shared tickets; then the journal must
 #    hold every acknowledged write, and no ticket two owners at one epoch. Prints operations
 #    per second and latency percentiles (crates/baton/examples/fleet_soak.rs).
+# 5. Window (--window SLOTS, default 16; 0 skips it; takes about 4 minutes, and 3 more with
+#    --window-before): SLOTS supervisors, half on each machine, every other one on account A,
+#    the rest on account B, start 4 s apart, each on a task of its own, with a stand-in client
+#    whose "API" closes account A's window 10 s in, for 140 s, and refuses every launch on A
+#    inside it with Claude Code's 5-hour limit error. Counts the launches into the closed
+#    window. It must be exactly one (the launch that meets the limit); B's supervisors never
+#    wait; at the reset exactly one of A's supervisors launches first, and the rest follow its
+#    first turn. --window-before runs the same fleet first with the wait turned off
+#    (BATON_WINDOW=off: what baton did before), for the figure in docs/performance.md.
 #
 # Prints one line per check and exits non-zero on the first that fails.
 set -euo pipefail
@@ -30,6 +40,8 @@ trials=200
 cut=1
 vanish=1
 soak=120
+window_slots=16
+window_before=0
 profile=release
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -37,8 +49,10 @@ while [ $# -gt 0 ]; do
     --no-cut) cut=0; shift ;;
     --no-vanish) vanish=0; shift ;;
     --soak) soak="$2"; shift 2 ;;
+    --window) window_slots="$2"; shift 2 ;;
+    --window-before) window_before=1; shift ;;
     --debug) profile=dev; shift ;;
-    *) echo "usage: scripts/fleet.sh [--trials N] [--no-cut] [--no-vanish] [--soak SECONDS] [--debug]" >&2; exit 2 ;;
+    *) echo "usage: scripts/fleet.sh [--trials N] [--no-cut] [--no-vanish] [--soak SECONDS] [--window SLOTS] [--window-before] [--debug]" >&2; exit 2 ;;
   esac
 done
 
@@ -170,6 +184,95 @@ if [ "$vanish" = 1 ]; then
   wait "$locker" 2>/dev/null || true
   locker=
   echo "fleet: vanish: the lock of a machine cut off the network was free for another ${freed} s after the cut; its write on return refused by revision"
+fi
+
+# The stand-in client of the window check: it fires Claude Code's hooks, and its "API" refuses
+# a launch on an account inside that account's closed window (`$api/<account>.window`: from
+# and until, in epoch seconds) with the 5-hour limit's error and its reset.
+cat > "$work/claude" <<'STANDIN'
+#!/bin/bash
+set -u
+api="$FLEET_API"
+acct="$BATON_ACCOUNT"
+now=$(date +%s)
+session="$(hostname)-$$-$RANDOM"
+prev=""
+for a in "$@"; do [ "$prev" = "--resume" ] && session="$a"; prev="$a"; done
+hook() { printf '%s' "$2" | baton hook claude "$1" >/dev/null 2>&1; }
+p() { printf '{"session_id":"%s","hook_event_name":"%s","cwd":"%s"%s}' "$session" "$1" "$PWD" "${2:-}"; }
+hook SessionStart "$(p SessionStart ',"source":"startup"')"
+hook UserPromptSubmit "$(p UserPromptSubmit ',"prompt":"task"')"
+read -r from until < "$api/$acct.window" 2>/dev/null || { from=0; until=0; }
+if [ "$now" -ge "$from" ] && [ "$now" -lt "$until" ]; then
+  echo "$now $acct $(hostname) $SLOT refused" >> "$api/launches"
+  hook StopFailure "$(p StopFailure ',"error":"rate_limit","last_assistant_message":"API Error: Request rejected (429) · 5-hour limit reached ∙ try again in '"$((until - now))"'s"')"
+  hook SessionEnd "$(p SessionEnd ',"reason":"other"')"
+  exit 1
+fi
+echo "$now $acct $(hostname) $SLOT ran" >> "$api/launches"
+sleep 2
+hook Stop "$(p Stop ',"stop_hook_active":false')"
+hook SessionEnd "$(p SessionEnd ',"reason":"other"')"
+exit 0
+STANDIN
+chmod 755 "$work/claude"
+mkdir -p "$work/m1/.claude" "$work/m2/.claude"
+
+# `window_fleet MODE`: the fleet of the window check, with the wait on (`after`) or off
+# (`before`); prints the launches into A's closed window and leaves the launches in
+# $work/api-MODE/launches.
+window_fleet() {
+  local mode="$1" api="$work/api-$1" off=""
+  [ "$mode" = before ] && off=off
+  mkdir -p "$api"
+  chmod 777 "$api"
+  on 1 X window reopen --client claude >/dev/null 2>&1 || true
+  local t0 pids=() i m acct
+  t0=$(date +%s)
+  echo "$((t0 + 10)) $((t0 + 150))" > "$api/fleet-A.window"
+  for i in $(seq 0 $((window_slots - 1))); do
+    m=$(( i % 2 + 1 )); acct=fleet-A
+    [ $(( (i / 2) % 2 )) = 1 ] && acct=fleet-B
+    machine "$m" env PATH="$work:$(dirname "$baton"):$PATH" FLEET_API="$api" SLOT="$i" \
+      BATON_ACCOUNT="$acct" BATON_WINDOW="$off" \
+      "$baton" -C "$work/m$m" supervise --ticket "W-$mode-$i" --client claude -- claude -p "task $i" \
+      > "$api/slot-$i.out" 2>&1 &
+    pids+=($!)
+    sleep 4
+  done
+  for pid in "${pids[@]}"; do
+    wait "$pid" || { echo "fleet: FAIL a supervisor of the window check ($mode) failed" >&2; cat "$api"/slot-*.out >&2; exit 1; }
+  done
+  awk '$2 == "fleet-A" && $5 == "refused"' "$api/launches" | wc -l
+}
+
+if [ "$window_slots" -gt 0 ]; then
+  on 1 X init claude >/dev/null 2>&1; on 2 X init claude >/dev/null 2>&1
+  if [ "$window_before" = 1 ]; then
+    before=$(window_fleet before)
+    echo "fleet: window before (BATON_WINDOW=off): $window_slots supervisors on two accounts launched $before agents into account A's closed window"
+  fi
+  after=$(window_fleet after)
+  api="$work/api-after"
+  [ "$after" = 1 ] || {
+    echo "fleet: FAIL $after launches into the closed window, not 1" >&2; cat "$api/launches" >&2; exit 1
+  }
+  # B's supervisors never waited for A's window.
+  for i in $(seq 0 $((window_slots - 1))); do
+    [ $(( (i / 2) % 2 )) = 1 ] || continue
+    if grep -q "window is closed" "$api/slot-$i.out"; then
+      echo "fleet: FAIL supervisor $i, on account B, waited for account A's window" >&2; cat "$api/slot-$i.out" >&2; exit 1
+    fi
+  done
+  # At the reset, exactly one of A's launches comes first; the next one at least 10 s later.
+  until_at=$(awk '{print $2}' "$work/api-after/fleet-A.window")
+  first=$(awk -v u="$until_at" '$2 == "fleet-A" && $1 >= u {print $1}' "$api/launches" | sort -n | head -2 | tr '\n' ' ')
+  set -- $first
+  if [ $# -ge 2 ] && [ $(( $2 - $1 )) -lt 9 ]; then
+    echo "fleet: FAIL two of A's supervisors launched within $(( $2 - $1 )) s of each other at the reset" >&2
+    cat "$api/launches" >&2; exit 1
+  fi
+  echo "fleet: window: $window_slots supervisors on two accounts, two machines: 1 launch into account A's closed window; at the reset one probe, the rest after its first turn; account B never waited"
 fi
 
 [ "$cut" = 1 ] || exit 0

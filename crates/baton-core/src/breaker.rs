@@ -13,6 +13,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::time::{format_ts, parse_ts};
 
+/// The nearest reset an account's window has: a limit that resets sooner (a per-minute 429's
+/// `retry after 30s`) limits requests, not the account, and opens no breaker.
+pub const SHORTEST_WINDOW: SignedDuration = SignedDuration::from_mins(2);
 /// A probe that has reported nothing for this long is given up, and the next waiter probes.
 pub const PROBE_LEASE: SignedDuration = SignedDuration::from_mins(15);
 /// The gap between the waiters that follow a good probe, in the order they began to wait.
@@ -200,6 +203,11 @@ impl Breaker {
     fn same(&self, other: &Breaker) -> bool {
         self.client == other.client && self.account == other.account && self.window == other.window
     }
+}
+
+/// Whether a limit that resets at `reset`, seen at `now`, is an account's window.
+pub fn is_window(reset: Timestamp, now: Timestamp) -> bool {
+    reset.duration_since(now) >= SHORTEST_WINDOW
 }
 
 /// The window a limit is of, from what its message says and how far off its reset is: a
@@ -481,6 +489,14 @@ mod tests {
         assert!(!digest.contains("secret"));
         assert_eq!(digest, key_digest(" sk-secret\n"));
         assert_ne!(digest, key_digest("sk-other"));
+    }
+
+    #[test]
+    fn a_limit_that_resets_within_minutes_is_no_window() {
+        let now = t("2026-12-05T10:00:00Z");
+        assert!(!is_window(t("2026-12-05T10:00:30Z"), now));
+        assert!(!is_window(t("2026-12-05T10:01:59Z"), now));
+        assert!(is_window(t("2026-12-05T10:02:00Z"), now));
     }
 
     #[test]

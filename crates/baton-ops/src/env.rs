@@ -48,6 +48,9 @@ pub struct Settings {
     pub judge_off: bool,
     /// The guard of shared checkouts is off for this run: `BATON_GUARD=off` (or `0`, `false`).
     pub guard_off: bool,
+    /// `baton supervise` launches without waiting for the account's window:
+    /// `BATON_WINDOW=off` (or `0`, `false`).
+    pub window_off: bool,
     /// The machine's own directory, which every project on it shares (the accounts'
     /// breakers): `$XDG_STATE_HOME/baton`, else `~/.local/state/baton`.
     pub machine_dir: Option<PathBuf>,
@@ -100,6 +103,7 @@ impl Settings {
                 .map(PathBuf::from),
             judge_off: switched_off(crate::judge::JUDGE_VARIABLE),
             guard_off: switched_off(crate::guard::GUARD_VARIABLE),
+            window_off: switched_off(crate::window::WINDOW_VARIABLE),
             machine_dir: std::env::var_os("XDG_STATE_HOME")
                 .filter(|d| !d.is_empty() && std::path::Path::new(d).is_absolute())
                 .map(|d| PathBuf::from(d).join("baton"))

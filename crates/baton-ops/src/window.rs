@@ -13,6 +13,9 @@ use jiff::Timestamp;
 use crate::env::{Ctx, Settings};
 use crate::error::OpError;
 
+/// The variable that turns the wait for the account's window off for `baton supervise`.
+pub const WINDOW_VARIABLE: &str = "BATON_WINDOW";
+
 /// The account `client` is logged in with on this machine: `BATON_ACCOUNT` when set, else what
 /// the client's files say (Claude Code's `oauthAccount`, Codex's `tokens.account_id`), else
 /// the digest of the API key set for it, else this machine (`host`).
@@ -73,7 +76,8 @@ pub fn who(id: &str, now: Timestamp) -> Who {
 
 /// Opens the breaker of `account`'s window for a limit that resets at `reset`, seen at `now`
 /// by `by`; `text` is what the limit said (its window is read from it). Settled breakers are
-/// dropped at the same time. Returns the breaker as it now stands.
+/// dropped at the same time. Returns the breaker as it now stands; `None` for a limit that
+/// resets within minutes (`breaker::is_window`), which opens none.
 pub fn trip(
     store: &dyn StateStore,
     account: &Account,
@@ -82,6 +86,9 @@ pub fn trip(
     by: Who,
     now: Timestamp,
 ) -> Result<Option<Breaker>, OpError> {
+    if !breaker::is_window(reset, now) {
+        return Ok(None);
+    }
     let window = breaker::window_of(text, reset, now);
     let new = Breaker::new(account, &window, reset, by);
     let mut now_open = None;

@@ -68,3 +68,59 @@ pub fn change(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baton_core::breaker::{self, Account, Basis, Breaker, Gate, Who};
+
+    /// Eight processes' worth of waiters ask at the reset at once: the lock makes exactly one
+    /// the probe, and the file holds it.
+    #[test]
+    fn at_a_reset_exactly_one_waiter_becomes_the_probe() {
+        let dir = tempfile::tempdir().unwrap();
+        let account = Account::new("claude", Basis::Account, "acct");
+        let reset: jiff::Timestamp = "2026-12-05T15:00:00Z".parse().unwrap();
+        let who = |id: &str| Who {
+            id: id.into(),
+            host: "h".into(),
+            since: "2026-12-05T10:00:00Z".into(),
+        };
+        change(dir.path(), Duration::from_secs(5), &mut |book| {
+            book.push(Breaker::new(&account, "5h", reset, who("tripper")));
+            true
+        })
+        .unwrap();
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(8));
+        let handles: Vec<_> = (0..8)
+            .map(|i| {
+                let (dir, account, barrier) =
+                    (dir.path().to_path_buf(), account.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    let mut gate = Gate::Open;
+                    change(&dir, Duration::from_secs(5), &mut |book| {
+                        let (g, changed) =
+                            breaker::claim(book, &account, &who(&format!("w{i}")), reset);
+                        gate = g;
+                        changed
+                    })
+                    .unwrap();
+                    matches!(gate, Gate::Probing { me: true, .. })
+                })
+            })
+            .collect();
+        let probes = handles
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .filter(|p| *p)
+            .count();
+        assert_eq!(probes, 1);
+        let book = read(dir.path()).unwrap();
+        assert!(book[0].probe.is_some());
+        // A file that is not the breakers' is named, with what is wrong.
+        std::fs::write(file(dir.path()), "{not json").unwrap();
+        let err = read(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("breakers.json"), "{err}");
+    }
+}

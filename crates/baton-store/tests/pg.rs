@@ -397,3 +397,71 @@ fn both_ends_of_a_connection_drop_a_silent_peer_in_seconds() {
     drop(held);
     drop(db.lock("scope", Duration::from_secs(1)).unwrap());
 }
+
+/// The accounts' breakers on the server: sixteen machines ask at the reset at once, over and
+/// over, and exactly one of them becomes the probe each time (the row is held `FOR UPDATE`
+/// for each change).
+#[test]
+fn at_a_reset_exactly_one_machine_becomes_the_probe() {
+    use baton_core::breaker::{self, Account, Basis, Breaker, Gate, Who};
+    let Some(server) = migrated("at_a_reset_exactly_one_machine_becomes_the_probe") else {
+        return;
+    };
+    const RACERS: usize = 16;
+    const TRIALS: usize = 50;
+    let reset: jiff::Timestamp = "2026-12-05T15:00:00Z".parse().unwrap();
+    let at = reset + jiff::SignedDuration::from_secs(1);
+    let account = |t: usize| Account::new("claude", Basis::Account, &format!("acct-{t}"));
+    let who = |id: &str| Who {
+        id: id.into(),
+        host: id.into(),
+        since: "2026-12-05T10:00:00Z".into(),
+    };
+    let setup = records(&server, "setup");
+    setup
+        .change_breakers(&mut |book| {
+            for t in 0..TRIALS {
+                book.push(Breaker::new(&account(t), "5h", reset, who("tripper")));
+            }
+            true
+        })
+        .unwrap();
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(RACERS));
+    let url = server.url();
+    let handles: Vec<_> = (0..RACERS)
+        .map(|r| {
+            let barrier = barrier.clone();
+            let url = url.clone();
+            std::thread::spawn(move || {
+                let settings = resolve(&url, &Process).unwrap();
+                let host = format!("m{r}");
+                let me = Records::new(connect(&settings).unwrap(), settings, "proj", &host);
+                let mut probed = Vec::new();
+                for t in 0..TRIALS {
+                    barrier.wait();
+                    let mut gate = Gate::Open;
+                    me.change_breakers(&mut |book| {
+                        let (g, changed) = breaker::claim(book, &account(t), &who(&host), at);
+                        gate = g;
+                        changed
+                    })
+                    .unwrap();
+                    if matches!(gate, Gate::Probing { me: true, .. }) {
+                        probed.push(t);
+                    }
+                }
+                probed
+            })
+        })
+        .collect();
+    let mut probes = vec![0; TRIALS];
+    for h in handles {
+        for t in h.join().unwrap() {
+            probes[t] += 1;
+        }
+    }
+    assert!(probes.iter().all(|&n| n == 1), "{probes:?}");
+    let book = setup.breakers().unwrap();
+    assert_eq!(book.len(), TRIALS);
+    assert!(book.iter().all(|b| b.probe.is_some()));
+}

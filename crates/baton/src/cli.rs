@@ -117,7 +117,8 @@ enum Command {
     Guard(crate::commands::guard::GuardCommand),
     #[command(
         subcommand,
-        about = "The account's window: may an agent launch now, or wait for the reset"
+        about = "The account's window: may an agent launch now",
+        long_about = "The account's window: may an agent launch now.\n\nA usage limit belongs to the account, not to the session that meets it: when one session hits its account's 5-hour or weekly limit and the limit names its reset, every supervisor, conductor and session on that account waits for the reset instead of launching into the closed window. At the reset one launch probes it, and the rest follow its first turn, staggered. `baton status` shows each closed window; docs/window.md says how the account is read."
     )]
     Window(crate::commands::window::WindowCommand),
     #[command(subcommand, about = "Run several tickets as one batch")]

@@ -29,6 +29,37 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "How long a command waits for a lock held by another (a duration: `5s`, `250ms`; 5s).",
     ),
     (
+        "BATON_JUDGE",
+        "`off` (or `0`, `false`, `no`): the stop hooks judge no claim of \"done\" (docs/judge.md).",
+    ),
+    (
+        "BATON_GUARD",
+        "`off` (or `0`, `false`, `no`): the guard of shared checkouts refuses nothing (docs/guard.md).",
+    ),
+    (
+        "BATON_WINDOW",
+        "`off` (or `0`, `false`, `no`): `baton supervise` launches without waiting for the \
+         account's window (docs/window.md).",
+    ),
+    (
+        "BATON_ACCOUNT",
+        "The account an agent client spends, for the account's window, over what the client's \
+         files say (docs/window.md).",
+    ),
+    (
+        "ANTHROPIC_API_KEY, OPENAI_API_KEY, CODEX_API_KEY, GEMINI_API_KEY",
+        "An API-key login: its account is known by a one-way digest of the key, never the key.",
+    ),
+    (
+        "XDG_STATE_HOME",
+        "The machine's own directory is `$XDG_STATE_HOME/baton` (else ~/.local/state/baton): \
+         the accounts' windows with the files.",
+    ),
+    (
+        "CLAUDE_CONFIG_DIR",
+        "Where Claude Code keeps its settings and `.claude.json` (its account), instead of ~.",
+    ),
+    (
         "BATON_NOW",
         "The time every decision reads, RFC 3339, instead of the clock (for tests and replays).",
     ),

@@ -12,29 +12,27 @@ use baton_ops::env::Ctx;
 
 #[derive(Debug, Subcommand)]
 pub enum WindowCommand {
-    #[command(
-        about = "Exit 0 when an agent may launch now, 3 while its account's window is closed"
-    )]
+    /// Exit 0 when an agent may launch now, 3 while its window is closed
+    ///
+    /// Before each launch of an agent, a conductor asks whether the account the client is
+    /// logged in with may spend now. It prints `open` (exit 0), or one line saying which window
+    /// is closed and until when (exit 3): while a window of the account is closed, until its
+    /// reset; after the reset, while the one launch that probes the window has not run a turn;
+    /// then, for a few seconds each, while the launches before this one in the stagger go. The
+    /// first check after a reset is that probe: it prints `open`, and the launch it allows
+    /// opens the window for the rest with its first turn.
+    ///
+    /// The account is read from the client's own files, never a credential (docs/window.md);
+    /// `BATON_ACCOUNT` names it instead. `baton supervise` asks the same before each launch.
     Check(WindowArgs),
-    #[command(about = "Say the account's window is open again (a person's decision)")]
+    /// Say the account's window is open again (a person's decision)
+    ///
+    /// More usage bought, or a reset misread: the account's breakers are removed, and every
+    /// supervisor and conductor waiting on them launches.
     Reopen(WindowArgs),
 }
 
 /// Which client's account.
-///
-/// `check`: before each launch of an agent, a conductor asks whether the account the client is
-/// logged in with may spend now. It prints `open` (exit 0), or one line saying which window is
-/// closed and until when (exit 3): while a window of the account is closed, until its reset;
-/// after the reset, while the one launch that probes the window has not run a turn; then, for a
-/// few seconds each, while the launches before this one in the stagger go. The first check
-/// after a reset is that probe: it prints `open`, and the launch it allows opens the window for
-/// the rest with its first turn.
-///
-/// `reopen`: a person says the window is open again (more usage bought, a reset misread): the
-/// account's breakers are removed and every waiter launches.
-///
-/// The account is read from the client's own files, never a credential (docs/window.md);
-/// `BATON_ACCOUNT` names it instead.
 #[derive(Debug, Args)]
 pub struct WindowArgs {
     /// The client whose account it is [default: the agent client this runs under].

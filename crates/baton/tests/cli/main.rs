@@ -47,6 +47,7 @@ mod store_races;
 mod supervise;
 mod timeline;
 mod wait;
+mod window;
 
 #[test]
 fn every_test_file_is_listed() {

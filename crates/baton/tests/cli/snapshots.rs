@@ -936,6 +936,18 @@ fn json_of_a_plan_ledger() {
         &["guard", "allow", "aaaaaaaa-1111-2222-3333-444444444444"],
         0,
     );
+    // The account named, so that the object is the same on every machine and store.
+    for (command, args) in [
+        ("window check", ["window", "check", "--client", "claude"]),
+        ("window reopen", ["window", "reopen", "--client", "claude"]),
+    ] {
+        let mut cmd = s.env.command(None, &at(8));
+        cmd.env("BATON_ACCOUNT", "snapshot-account")
+            .arg("--json")
+            .args(args);
+        let run = crate::common::to_run(cmd.output().unwrap());
+        s.record(command, None, &run, 0);
+    }
     s.json("ledger commit", None, l, 9, &["ledger", "commit", plan], 0);
     s.json(
         "ledger commit",

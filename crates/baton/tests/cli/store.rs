@@ -37,14 +37,15 @@ fn migrate_then_status_as_a_user_runs_them() {
     let migrated = run(&["store", "migrate", "--store", &url], None);
     migrated.assert_code(0);
     assert!(
-        migrated.stdout.contains("applied V1 state"),
+        migrated.stdout.contains("applied V1 state")
+            && migrated.stdout.contains("applied V2 breakers"),
         "{}",
         migrated.stdout
     );
     let again = run(&["store", "migrate"], Some(&url));
     again.assert_code(0);
     assert!(
-        again.stdout.contains("up to date (version 1)"),
+        again.stdout.contains("up to date (version 2)"),
         "{}",
         again.stdout
     );
@@ -52,7 +53,7 @@ fn migrate_then_status_as_a_user_runs_them() {
     let after = run(&["--json", "store", "status"], Some(&url));
     after.assert_code(0);
     let j = after.json();
-    assert_eq!(j["version"], 1);
+    assert_eq!(j["version"], 2);
     assert_eq!(j["pending"], serde_json::json!([]));
     assert!(
         j["server_now"]

@@ -107,7 +107,7 @@ fn concurrent_migrations_on_a_fresh_server_all_succeed() {
                 .unwrap(),
         );
         status.assert_code(0);
-        assert_eq!(status.json()["version"], 1);
+        assert_eq!(status.json()["version"], 2);
     }
 }
 

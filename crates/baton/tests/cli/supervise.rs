@@ -18,6 +18,8 @@ set -u
 d="$FAKE_DIR"
 n=$(( $(cat "$d/count" 2>/dev/null || echo 0) + 1 ))
 echo "$n" > "$d/count"
+# When it was launched: the fake clock supervise hands it, and the machine's.
+printf '%s %s\n' "${BATON_NOW:-}" "$(date +%s.%N)" > "$d/launched-$n"
 printf '%s\0' "$@" > "$d/argv-$n"
 session="S$n"
 prev=""
@@ -43,15 +45,17 @@ export BATON_SESSION="$session"
 . "$d/attempt-$n.sh"
 "#;
 
-struct Fake {
-    env: TestEnv,
-    dir: PathBuf,
+pub(crate) struct Fake {
+    pub(crate) env: TestEnv,
+    pub(crate) dir: PathBuf,
     bin: PathBuf,
+    /// Variables every run gets on top of the environment's (`None`: unset).
+    pub(crate) vars: Vec<(String, Option<String>)>,
 }
 
 impl Fake {
     /// A project with baton's Claude Code hooks installed and committed, and the stand-in.
-    fn new() -> Fake {
+    pub(crate) fn new() -> Fake {
         let env = TestEnv::new();
         let dir = env.home().join("fake");
         let bin = dir.join("bin");
@@ -60,19 +64,24 @@ impl Fake {
         std::fs::write(&claude, FAKE_CLAUDE).unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let fake = Fake { env, dir, bin };
+        let fake = Fake {
+            env,
+            dir,
+            bin,
+            vars: Vec::new(),
+        };
         fake.run(&["init", "claude"]).assert_code(0);
         fake.env.git(&["add", "."]);
         fake.env.git(&["commit", "--quiet", "-m", "baton hooks"]);
         fake
     }
 
-    fn attempt(&self, n: u32, script: &str) {
+    pub(crate) fn attempt(&self, n: u32, script: &str) {
         std::fs::write(self.dir.join(format!("attempt-{n}.sh")), script).unwrap();
     }
 
     /// `baton` at minute 0 with the stand-in and baton on PATH, and no session.
-    fn command(&self, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut cmd = self.env.command(None, &at(0));
         let baton_dir = Path::new(env!("CARGO_BIN_EXE_baton")).parent().unwrap();
         let path = format!(
@@ -81,15 +90,22 @@ impl Fake {
             baton_dir.display(),
             std::env::var("PATH").unwrap_or_default()
         );
-        cmd.env("PATH", path).env("FAKE_DIR", &self.dir).args(args);
+        cmd.env("PATH", path).env("FAKE_DIR", &self.dir);
+        for (name, value) in &self.vars {
+            match value {
+                Some(v) => cmd.env(name, v),
+                None => cmd.env_remove(name),
+            };
+        }
+        cmd.args(args);
         cmd
     }
 
-    fn run(&self, args: &[&str]) -> Run {
+    pub(crate) fn run(&self, args: &[&str]) -> Run {
         to_run(self.command(args).output().unwrap())
     }
 
-    fn supervise(&self, extra: &[&str]) -> Run {
+    pub(crate) fn supervise(&self, extra: &[&str]) -> Run {
         self.supervise_command(extra, &["claude", "--allowedTools", "Bash", "-p", "do T-1"])
     }
 
@@ -109,13 +125,13 @@ impl Fake {
             .collect()
     }
 
-    fn launches(&self) -> u32 {
+    pub(crate) fn launches(&self) -> u32 {
         std::fs::read_to_string(self.dir.join("count"))
             .map(|s| s.trim().parse().unwrap())
             .unwrap_or(0)
     }
 
-    fn read(&self, name: &str) -> String {
+    pub(crate) fn read(&self, name: &str) -> String {
         std::fs::read_to_string(self.dir.join(name)).unwrap_or_default()
     }
 
@@ -147,7 +163,7 @@ impl Fake {
     }
 }
 
-const START: &str = "baton loop init T-1 >/dev/null\n\
+pub(crate) const START: &str = "baton loop init T-1 >/dev/null\n\
     baton loop set T-1 --phase skeptic --action spawned >/dev/null\n";
 
 #[test]
