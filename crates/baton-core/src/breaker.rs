@@ -44,21 +44,31 @@ pub enum Basis {
 pub struct Account {
     pub client: String,
     /// The key the breakers are kept under: the basis and its identifier (`account:<id>`,
-    /// `key:<digest>`, `machine:<host>`).
+    /// `pool:<id>`, `key:<digest>`, `machine:<host>`).
     pub key: String,
     /// A short label for people: never the identifier in full.
     pub label: String,
     pub basis: Basis,
+    /// The team pool the account draws on as well, when the client names one (a Claude Code
+    /// organization): a limit of the pool holds every member.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<Box<Account>>,
 }
 
 impl Account {
-    /// The account identified by `id` (already free of any secret) on `basis`.
+    /// The account identified by `id` (already free of any secret) on `basis`, labelled by
+    /// the first 8 characters of `id`.
     pub fn new(client: &str, basis: Basis, id: &str) -> Account {
         let short: String = id.chars().filter(|c| *c != '-').take(8).collect();
+        Account::labelled(client, basis, id, &short)
+    }
+
+    /// `new`, shown as `shown` (a login name: no secret, and what a person knows it by).
+    pub fn labelled(client: &str, basis: Basis, id: &str, shown: &str) -> Account {
         let (prefix, label) = match basis {
-            Basis::Account => ("account", format!("{client} account {short}")),
-            Basis::Pool => ("pool", format!("{client} workspace {short}")),
-            Basis::ApiKey => ("key", format!("{client} API key {short}")),
+            Basis::Account => ("account", format!("{client} account {shown}")),
+            Basis::Pool => ("pool", format!("{client} team pool {shown}")),
+            Basis::ApiKey => ("key", format!("{client} API key {shown}")),
             Basis::Machine => ("machine", format!("{client} on {id}")),
         };
         Account {
@@ -66,6 +76,16 @@ impl Account {
             key: format!("{prefix}:{id}"),
             label,
             basis,
+            pool: None,
+        }
+    }
+
+    /// The account that holds the breaker of a limit whose message is `text`: its team pool
+    /// for a pooled budget (`You've hit your team's pooled group budget`), else itself.
+    pub fn limited_by(&self, text: &str) -> &Account {
+        match &self.pool {
+            Some(pool) if text.to_ascii_lowercase().contains("pooled") => pool,
+            _ => self,
         }
     }
 }
@@ -73,7 +93,7 @@ impl Account {
 /// Claude Code's account, from its `.claude.json`: `oauthAccount.accountUuid`, with the
 /// organization's `organizationUuid` when there is one (a seat of a team plan has its own
 /// window). Nothing else of the file is kept.
-pub fn claude_account_id(json: &[u8]) -> Option<String> {
+pub fn claude_account(json: &[u8]) -> Option<(String, Option<String>)> {
     #[derive(Deserialize)]
     struct File {
         #[serde(rename = "oauthAccount")]
@@ -88,10 +108,63 @@ pub fn claude_account_id(json: &[u8]) -> Option<String> {
     }
     let oauth = serde_json::from_slice::<File>(json).ok()?.oauth?;
     let account = oauth.account.filter(|a| !a.trim().is_empty())?;
-    Some(match oauth.organization.filter(|o| !o.trim().is_empty()) {
-        Some(org) => format!("{account}@{org}"),
-        None => account,
-    })
+    Some((account, oauth.organization.filter(|o| !o.trim().is_empty())))
+}
+
+/// Claude Code's account as baton keys it: the account within its organization, drawing on
+/// the organization's pool.
+pub fn claude_account_of(account: &str, organization: Option<&str>) -> Account {
+    let short: String = account.chars().filter(|c| *c != '-').take(8).collect();
+    match organization {
+        Some(org) => {
+            let id = format!("{account}@{org}");
+            let mut a = Account::labelled("claude", Basis::Account, &id, &short);
+            a.pool = Some(Box::new(Account::new("claude", Basis::Pool, org)));
+            a
+        }
+        None => Account::new("claude", Basis::Account, account),
+    }
+}
+
+/// Gemini CLI's account, from `google_accounts.json`: the digest of its `active` address (an
+/// address is no secret, but it is a person's; its digest keys the window as well).
+pub fn gemini_account_id(json: &[u8]) -> Option<String> {
+    #[derive(Deserialize)]
+    struct File {
+        active: Option<String>,
+    }
+    let active = serde_json::from_slice::<File>(json).ok()?.active?;
+    let active = active.trim();
+    (!active.is_empty()).then(|| key_digest(&active.to_ascii_lowercase()))
+}
+
+/// Copilot CLI's account, from its `config.json` (JSON after `//` comment lines): the GitHub
+/// host and login of `lastLoggedInUser` (`last_logged_in_user` in older builds); only those
+/// two fields are kept, whatever else (tokens) the file holds.
+pub fn copilot_account(text: &[u8]) -> Option<(String, String)> {
+    #[derive(Deserialize)]
+    struct File {
+        #[serde(rename = "lastLoggedInUser", alias = "last_logged_in_user")]
+        last: Option<User>,
+    }
+    #[derive(Deserialize)]
+    struct User {
+        host: Option<String>,
+        login: Option<String>,
+    }
+    let text = std::str::from_utf8(text).ok()?;
+    let json: String = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let user = serde_json::from_str::<File>(&json).ok()?.last?;
+    let login = user.login.filter(|l| !l.trim().is_empty())?;
+    let host = user
+        .host
+        .filter(|h| !h.trim().is_empty())
+        .unwrap_or_else(|| "https://github.com".into());
+    Some((host, login))
 }
 
 /// What Codex's `auth.json` says of the account: `tokens.account_id` (the ChatGPT account the
@@ -195,8 +268,11 @@ impl Breaker {
         parse_ts(Some(&self.reset))
     }
 
+    /// Whether it holds `account`: the account's own, or its team pool's.
     fn of(&self, account: &Account) -> bool {
-        self.client == account.client && self.account == account.key
+        self.client == account.client
+            && (self.account == account.key
+                || account.pool.as_ref().is_some_and(|p| self.account == p.key))
     }
 
     /// Whether it holds one window of one account (the same breaker as `other`).
@@ -215,18 +291,19 @@ pub fn is_window(reset: Timestamp, now: Timestamp) -> bool {
 /// is within 6 hours); a model named in a weekly limit's message makes it that model's.
 pub fn window_of(text: &str, reset: Timestamp, now: Timestamp) -> String {
     let lower = text.to_ascii_lowercase();
-    let far = reset.duration_since(now) > SignedDuration::from_hours(6);
-    let weekly =
-        lower.contains("weekly") || lower.contains("week") || (!lower.contains("5-hour") && far);
-    if !weekly {
-        return "5h".to_string();
-    }
-    match ["opus", "sonnet", "haiku"]
+    // A model's own limit (`You've hit your Opus limit`) is a weekly one.
+    if let Some(model) = ["opus", "sonnet", "haiku", "fable"]
         .iter()
-        .find(|m| lower.contains(*m))
+        .find(|m| lower.contains(&format!("{m} limit")) || lower.contains(&format!("{m} weekly")))
     {
-        Some(model) => format!("weekly-{model}"),
-        None => "weekly".to_string(),
+        return format!("weekly-{model}");
+    }
+    let five_hour = lower.contains("5-hour") || lower.contains("session limit");
+    let far = reset.duration_since(now) > SignedDuration::from_hours(6);
+    if lower.contains("weekly") || (!five_hour && far) {
+        "weekly".to_string()
+    } else {
+        "5h".to_string()
     }
 }
 
@@ -472,14 +549,27 @@ mod tests {
 
     #[test]
     fn an_account_is_read_from_the_clients_files_keeping_no_secret() {
-        let claude = br#"{"numStartups":3,"oauthAccount":{"accountUuid":"a-1","emailAddress":"x@y","organizationUuid":"o-2"},"primaryApiKey":null}"#;
-        assert_eq!(claude_account_id(claude).as_deref(), Some("a-1@o-2"));
+        let claude = br#"{"numStartups":3,"oauthAccount":{"accountUuid":"a-1","emailAddress":"x@y","organizationUuid":"o-2"},"primaryApiKey":"sk-ant-x"}"#;
         assert_eq!(
-            claude_account_id(br#"{"oauthAccount":{"accountUuid":"a-1"}}"#).as_deref(),
-            Some("a-1")
+            claude_account(claude),
+            Some(("a-1".to_string(), Some("o-2".to_string())))
         );
-        assert_eq!(claude_account_id(br#"{"numStartups":3}"#), None);
-        assert_eq!(claude_account_id(b"not json"), None);
+        assert_eq!(
+            claude_account(br#"{"oauthAccount":{"accountUuid":"a-1"}}"#),
+            Some(("a-1".to_string(), None))
+        );
+        assert_eq!(claude_account(br#"{"numStartups":3}"#), None);
+        assert_eq!(claude_account(b"not json"), None);
+        let gemini = br#"{"active":"Dev@Example.invalid","old":[]}"#;
+        let id = gemini_account_id(gemini).unwrap();
+        assert_eq!(id, key_digest("dev@example.invalid"));
+        assert!(!id.contains("example"));
+        let copilot = b"// User settings belong in settings.json.\n// This file is managed automatically.\n{\"firstLaunchAt\":\"2026-01-01\",\"lastLoggedInUser\":{\"host\":\"https://github.com\",\"login\":\"octo\"},\"copilotTokens\":{\"x\":\"gho_secret\"}}";
+        assert_eq!(
+            copilot_account(copilot),
+            Some(("https://github.com".to_string(), "octo".to_string()))
+        );
+        assert_eq!(copilot_account(b"{\"firstLaunchAt\":1}"), None);
         let codex = br#"{"OPENAI_API_KEY":null,"tokens":{"id_token":"e.y.j","access_token":"t","refresh_token":"r","account_id":"acct-9"},"last_refresh":"2026-12-01T00:00:00Z"}"#;
         assert!(matches!(codex_login(codex), Some(CodexLogin::Account(id)) if id == "acct-9"));
         let keyed = br#"{"OPENAI_API_KEY":"sk-secret"}"#;
@@ -517,6 +607,12 @@ mod tests {
             window_of("Opus weekly limit reached", days, now),
             "weekly-opus"
         );
+        let sonnet = window_of("You've hit your Sonnet limit · resets Dec 8", soon, now);
+        assert_eq!(sonnet, "weekly-sonnet");
+        let session = window_of("You've hit your session limit · resets 1pm", soon, now);
+        assert_eq!(session, "5h");
+        let named = window_of("You've hit your 5-hour limit · resets 1pm", days, now);
+        assert_eq!(named, "5h");
         assert_eq!(
             window_of("You've hit your usage limit", days, now),
             "weekly"
@@ -609,6 +705,38 @@ mod tests {
         assert!(!prune(&mut book, after + STAGGER));
         assert!(prune(&mut book, after + KEPT_SETTLED));
         assert!(book.is_empty());
+    }
+
+    #[test]
+    fn a_pooled_limit_holds_every_member_of_the_team() {
+        let now = t("2026-12-05T10:00:00Z");
+        let me = claude_account_of("a-1", Some("org-9"));
+        let colleague = claude_account_of("a-2", Some("org-9"));
+        let elsewhere = claude_account_of("a-3", Some("org-8"));
+        assert_eq!(me.label, "claude account a1");
+        let mut book = Vec::new();
+        // A member's own limit holds that member alone.
+        let own = me.limited_by("You've hit your 5-hour limit");
+        assert_eq!(own.key, me.key);
+        let until = t("2026-12-05T12:00:00Z");
+        open(&mut book, Breaker::new(own, "5h", until, who("s", "")), now);
+        assert!(matches!(gate(&book, &me, "x", now), Gate::Closed { .. }));
+        assert_eq!(gate(&book, &colleague, "x", now), Gate::Open);
+        // The team's pooled budget holds every member of the organization.
+        let pool = colleague.limited_by("You've hit your team's pooled group budget");
+        assert_eq!(pool.key, "pool:org-9");
+        let later = t("2026-12-05T13:00:00Z");
+        open(
+            &mut book,
+            Breaker::new(pool, "5h", later, who("s", "")),
+            now,
+        );
+        assert!(matches!(
+            gate(&book, &colleague, "x", now),
+            Gate::Closed { .. }
+        ));
+        assert!(matches!(gate(&book, &me, "x", now), Gate::Closed { until, .. } if until == later));
+        assert_eq!(gate(&book, &elsewhere, "x", now), Gate::Open);
     }
 
     #[test]

@@ -17,8 +17,9 @@ use crate::error::OpError;
 pub const WINDOW_VARIABLE: &str = "BATON_WINDOW";
 
 /// The account `client` is logged in with on this machine: `BATON_ACCOUNT` when set, else what
-/// the client's files say (Claude Code's `oauthAccount`, Codex's `tokens.account_id`), else
-/// the digest of the API key set for it, else this machine (`host`).
+/// the client's files say (Claude Code's `oauthAccount`, Codex's `tokens.account_id`, Gemini
+/// CLI's active Google account by digest, Copilot CLI's GitHub login), else the digest of the
+/// API key set for it, else this machine (`host`).
 pub fn account_of(settings: &Settings, client: Client, dir: &Path, host: &str) -> Account {
     let name = client.as_str();
     if let Some(named) = &settings.account {
@@ -29,19 +30,30 @@ pub fn account_of(settings: &Settings, client: Client, dir: &Path, host: &str) -
             .ok()
             .flatten()
     };
+    let home = settings
+        .home
+        .as_ref()
+        .filter(|h| !h.is_empty())
+        .map(std::path::PathBuf::from);
     let from_files = match client {
         Client::Claude => {
-            let file = match &settings.claude_config_dir {
-                Some(dir) => Some(dir.join(".claude.json")),
-                None => settings
-                    .home
-                    .as_ref()
-                    .filter(|h| !h.is_empty())
-                    .map(|h| Path::new(h).join(".claude.json")),
+            // `$CLAUDE_CONFIG_DIR/.claude.json`; else the legacy `~/.claude/.config.json` when
+            // it is there (Claude Code reads it first), else `~/.claude.json`.
+            let file = match (&settings.claude_config_dir, &home) {
+                (Some(dir), _) => Some(dir.join(".claude.json")),
+                (None, Some(home)) => {
+                    let legacy = home.join(".claude/.config.json");
+                    Some(if legacy.is_file() {
+                        legacy
+                    } else {
+                        home.join(".claude.json")
+                    })
+                }
+                (None, None) => None,
             };
             file.and_then(|f| read(&f))
-                .and_then(|bytes| breaker::claude_account_id(&bytes))
-                .map(|id| Account::new(name, Basis::Account, &id))
+                .and_then(|bytes| breaker::claude_account(&bytes))
+                .map(|(account, org)| breaker::claude_account_of(&account, org.as_deref()))
         }
         Client::Codex => crate::evidence::user_dir(client.def(), settings, dir)
             .and_then(|d| read(&d.join("auth.json")))
@@ -51,6 +63,16 @@ pub fn account_of(settings: &Settings, client: Client, dir: &Path, host: &str) -
                 CodexLogin::ApiKey(key) => {
                     Account::new(name, Basis::ApiKey, &breaker::key_digest(&key))
                 }
+            }),
+        Client::Gemini => home
+            .and_then(|h| read(&h.join(".gemini/google_accounts.json")))
+            .and_then(|bytes| breaker::gemini_account_id(&bytes))
+            .map(|id| Account::new(name, Basis::Account, &id)),
+        Client::Copilot => crate::evidence::user_dir(client.def(), settings, dir)
+            .and_then(|d| read(&d.join("config.json")))
+            .and_then(|bytes| breaker::copilot_account(&bytes))
+            .map(|(host, login)| {
+                Account::labelled(name, Basis::Account, &format!("{host}/{login}"), &login)
             }),
         _ => None,
     };
@@ -90,7 +112,7 @@ pub fn trip(
         return Ok(None);
     }
     let window = breaker::window_of(text, reset, now);
-    let new = Breaker::new(account, &window, reset, by);
+    let new = Breaker::new(account.limited_by(text), &window, reset, by);
     let mut now_open = None;
     store.change_breakers(&mut |book| {
         let pruned = breaker::prune(book, now);

@@ -236,6 +236,36 @@ fn the_account_is_read_from_the_clients_files_and_keeps_no_secret() {
         crate::common::to_run(cmd.output().unwrap())
     };
     other.assert_code(0);
+    // Gemini CLI's account by the digest of its address; Copilot CLI's by its login.
+    std::fs::create_dir_all(env.home().join(".gemini")).unwrap();
+    std::fs::write(
+        env.home().join(".gemini/google_accounts.json"),
+        r#"{"active":"dev@example.invalid","old":[]}"#,
+    )
+    .unwrap();
+    std::fs::create_dir_all(env.home().join(".copilot")).unwrap();
+    std::fs::write(
+        env.home().join(".copilot/config.json"),
+        "// This file is managed automatically.\n{\"lastLoggedInUser\":{\"host\":\"https://github.com\",\"login\":\"octo\"},\"copilotTokens\":{\"k\":\"gho_do-not-keep\"}}\n",
+    )
+    .unwrap();
+    for (client, label) in [
+        (
+            "gemini",
+            format!(
+                "gemini account {}",
+                &baton_core::breaker::key_digest("dev@example.invalid")[..8]
+            ),
+        ),
+        ("copilot", "copilot account octo".to_string()),
+        ("cursor", "cursor on ".to_string()),
+    ] {
+        let run = unnamed(&["--json", "window", "check", "--client", client], &at(1));
+        run.assert_code(0);
+        let shown = run.json()["account"].as_str().unwrap().to_string();
+        assert!(shown.starts_with(&label), "{client}: {shown}");
+        assert!(!run.stdout.contains("do-not-keep") && !run.stdout.contains("example"));
+    }
     // Text: who tripped it and until when.
     let text = unnamed(&["status"], &at(1));
     assert!(
