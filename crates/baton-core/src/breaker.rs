@@ -180,12 +180,22 @@ pub fn codex_login(json: &[u8]) -> Option<CodexLogin> {
         #[serde(rename = "OPENAI_API_KEY")]
         key: Option<String>,
         tokens: Option<Tokens>,
+        auth_mode: Option<String>,
     }
     #[derive(Deserialize)]
     struct Tokens {
         account_id: Option<String>,
     }
     let file = serde_json::from_slice::<File>(json).ok()?;
+    let key = file.key.filter(|k| !k.trim().is_empty());
+    // A login by key says so (`auth_mode`), whatever tokens an earlier login left.
+    if file
+        .auth_mode
+        .as_deref()
+        .is_some_and(|m| m.eq_ignore_ascii_case("apikey"))
+    {
+        return key.map(CodexLogin::ApiKey);
+    }
     if let Some(id) = file
         .tokens
         .and_then(|t| t.account_id)
@@ -193,9 +203,7 @@ pub fn codex_login(json: &[u8]) -> Option<CodexLogin> {
     {
         return Some(CodexLogin::Account(id));
     }
-    file.key
-        .filter(|k| !k.trim().is_empty())
-        .map(CodexLogin::ApiKey)
+    key.map(CodexLogin::ApiKey)
 }
 
 /// The one-way digest an API key is known by: the first 16 hex digits of a SHA-256 of it, with
@@ -269,7 +277,7 @@ impl Breaker {
     }
 
     /// Whether it holds `account`: the account's own, or its team pool's.
-    fn of(&self, account: &Account) -> bool {
+    pub fn of(&self, account: &Account) -> bool {
         self.client == account.client
             && (self.account == account.key
                 || account.pool.as_ref().is_some_and(|p| self.account == p.key))
@@ -391,6 +399,9 @@ pub fn gate(book: &[Breaker], account: &Account, me: &str, now: Timestamp) -> Ga
     }
     let mut follow: Option<Timestamp> = None;
     for b in &mine {
+        if unprobed(b, me, now) {
+            return Gate::Unprobed;
+        }
         let Some(probe) = &b.probe else {
             return Gate::Unprobed;
         };
@@ -404,19 +415,10 @@ pub fn gate(book: &[Breaker], account: &Account, me: &str, now: Timestamp) -> Ga
                 let at = ok + STAGGER * (slot as i32 + 1);
                 follow = follow.max(Some(at));
             }
-            None if probe.by.id == me => {
-                return Gate::Probing {
-                    by: probe.by.clone(),
-                    me: true,
-                };
-            }
-            None if parse_ts(Some(&probe.by.since)).is_none_or(|s| s + PROBE_LEASE <= now) => {
-                return Gate::Unprobed;
-            }
             None => {
                 return Gate::Probing {
                     by: probe.by.clone(),
-                    me: false,
+                    me: probe.by.id == me,
                 };
             }
         }
@@ -433,30 +435,37 @@ pub fn gate(book: &[Breaker], account: &Account, me: &str, now: Timestamp) -> Ga
 pub fn claim(book: &mut [Breaker], account: &Account, me: &Who, now: Timestamp) -> (Gate, bool) {
     let mut changed = false;
     loop {
-        match gate(book, account, &me.id, now) {
-            Gate::Unprobed => {
-                let b = book
-                    .iter_mut()
-                    .find(|b| {
-                        b.of(account)
-                            && b.probe.as_ref().is_none_or(|p| {
-                                p.ok.is_none()
-                                    && p.by.id != me.id
-                                    && parse_ts(Some(&p.by.since))
-                                        .is_none_or(|s| s + PROBE_LEASE <= now)
-                            })
-                    })
-                    .expect("an unprobed window is there");
-                b.probe = Some(Probe {
-                    by: Who {
-                        since: format_ts(now),
-                        ..me.clone()
-                    },
-                    ok: None,
-                });
-                changed = true;
-            }
-            gate => return (gate, changed),
+        let gate = gate(book, account, &me.id, now);
+        if gate != Gate::Unprobed {
+            return (gate, changed);
+        }
+        let Some(b) = book
+            .iter_mut()
+            .find(|b| b.of(account) && unprobed(b, &me.id, now))
+        else {
+            return (gate, changed);
+        };
+        b.probe = Some(Probe {
+            by: Who {
+                since: format_ts(now),
+                ..me.clone()
+            },
+            ok: None,
+        });
+        changed = true;
+    }
+}
+
+/// Whether a window whose reset has passed waits for a probe at `now`: none took it, or the
+/// one that did (not `me`) has been silent for `PROBE_LEASE`. A time that does not parse is
+/// no time: an `ok` none, a `since` long ago.
+fn unprobed(b: &Breaker, me: &str, now: Timestamp) -> bool {
+    match &b.probe {
+        None => true,
+        Some(p) => {
+            parse_ts(p.ok.as_deref()).is_none()
+                && p.by.id != me
+                && parse_ts(Some(&p.by.since)).is_none_or(|s| s + PROBE_LEASE <= now)
         }
     }
 }
@@ -572,6 +581,8 @@ mod tests {
         assert_eq!(copilot_account(b"{\"firstLaunchAt\":1}"), None);
         let codex = br#"{"OPENAI_API_KEY":null,"tokens":{"id_token":"e.y.j","access_token":"t","refresh_token":"r","account_id":"acct-9"},"last_refresh":"2026-12-01T00:00:00Z"}"#;
         assert!(matches!(codex_login(codex), Some(CodexLogin::Account(id)) if id == "acct-9"));
+        let both = br#"{"auth_mode":"apikey","OPENAI_API_KEY":"sk-secret","tokens":{"account_id":"acct-9"}}"#;
+        assert!(matches!(codex_login(both), Some(CodexLogin::ApiKey(k)) if k == "sk-secret"));
         let keyed = br#"{"OPENAI_API_KEY":"sk-secret"}"#;
         assert!(matches!(codex_login(keyed), Some(CodexLogin::ApiKey(k)) if k == "sk-secret"));
         let digest = key_digest("sk-secret");
@@ -763,6 +774,15 @@ mod tests {
         );
         let (taken, changed) = claim(&mut book, &a, &q, at + PROBE_LEASE);
         assert!(changed && taken.go(), "{taken:?}");
+        // A probe whose times do not parse (a file another hand wrote) is no probe: claimed
+        // anew, never a panic.
+        let mut book = vec![Breaker::new(&a, "5h", at, who("s", ""))];
+        book[0].probe = Some(Probe {
+            by: who("gone", "not a time"),
+            ok: Some("yesterday".into()),
+        });
+        assert_eq!(gate(&book, &a, "x", at), Gate::Unprobed);
+        assert!(claim(&mut book, &a, &who("x", ""), at).0.go());
         // A turn with no probe at all (a person's session) opens it too.
         let mut book = vec![Breaker::new(&a, "5h", at, who("s", ""))];
         assert_eq!(gate(&book, &a, "x", at), Gate::Unprobed);

@@ -34,6 +34,8 @@ pub struct Stop {
     pub reason: InterruptReason,
     pub evidence: String,
     pub resume_after: Option<Timestamp>,
+    /// What the limit said, as the client passed it: the window of the account it closes.
+    pub message: Option<String>,
     /// The failure's time by its evidence, for a failure a reader found (`Pending::before`):
     /// work written after it is not this failure's.
     pub before: Option<Timestamp>,
@@ -60,22 +62,6 @@ pub fn interrupt_session(
     let mut ctx = ctx.clone();
     ctx.session = Some(stop.session.clone());
     let mut done = Stopped::default();
-    // A limit that names its reset closes the account's window for everyone on it, whether or
-    // not this session owned any work.
-    if let (InterruptReason::RateLimit, Some(reset), Some(client)) = (
-        stop.reason,
-        stop.resume_after,
-        baton_core::client::Client::parse(&stop.client),
-    ) {
-        let account = crate::window::ctx_account(&ctx, client);
-        let by = crate::window::who(&stop.session, ctx.now);
-        if let Err(e) = crate::window::trip(store, &account, &stop.evidence, reset, by, ctx.now) {
-            done.warnings.push(format!(
-                "the account's window was not recorded closed: {}",
-                e.message
-            ));
-        }
-    }
     let mut held = match owned(store, &stop.session) {
         Ok(held) => held,
         Err(e) => return (done, Err(e)),
@@ -103,6 +89,25 @@ pub fn interrupt_session(
         &stop.evidence,
         stop.resume_after,
     );
+    // A limit that names its reset closes the account's window for everyone on it, whether or
+    // not this session owned any work: after the work's own interrupt, which the client's
+    // deadline for the hook is for (the account is read from the client's files).
+    if let (InterruptReason::RateLimit, Some(reset), Some(client)) = (
+        stop.reason,
+        stop.resume_after,
+        baton_core::client::Client::parse(&stop.client),
+    ) {
+        // The limit's own words name its window; baton's evidence line is the fallback.
+        let text = stop.message.as_deref().unwrap_or(&stop.evidence);
+        let account = crate::window::ctx_account(&ctx, client);
+        let by = crate::window::who(&stop.session, ctx.now);
+        if let Err(e) = crate::window::trip(store, &account, text, reset, by, ctx.now) {
+            done.warnings.push(format!(
+                "the account's window was not recorded closed: {}",
+                e.message
+            ));
+        }
+    }
     if !stop.end && !interrupted.tickets.is_empty() {
         // The hook makes the note right after its record; one killed in between left none,
         // and the session (its record still there: it has not ended) gets one all the same.
@@ -174,6 +179,7 @@ pub fn record(
         reason: stop.reason.as_str().to_string(),
         evidence: stop.evidence.clone(),
         resume_after: stop.resume_after.map(format_ts),
+        message: stop.message.clone(),
         at: format_ts(ctx.now),
         before: stop.before.map(format_ts),
     };
@@ -264,6 +270,7 @@ pub fn forward(
             reason,
             evidence: pending.evidence.clone(),
             resume_after: parse_ts(pending.resume_after.as_deref()),
+            message: pending.message.clone(),
             before: parse_ts(pending.before.as_deref()),
         };
         let recorded = parse_ts(Some(&pending.at));
@@ -450,6 +457,7 @@ pub fn record_dead_turns(ctx: &Ctx, layout: &Layout) {
                 "the client's process (pid {pid}) is gone with a turn open, and its {whose} {what}; no hook recorded it"
             ),
             resume_after,
+            message: None,
             before: Some(at),
         };
         let mut dated = ctx.clone();

@@ -16,14 +16,19 @@ use crate::error::OpError;
 /// The variable that turns the wait for the account's window off for `baton supervise`.
 pub const WINDOW_VARIABLE: &str = "BATON_WINDOW";
 
-/// The account `client` is logged in with on this machine: `BATON_ACCOUNT` when set, else what
-/// the client's files say (Claude Code's `oauthAccount`, Codex's `tokens.account_id`, Gemini
-/// CLI's active Google account by digest, Copilot CLI's GitHub login), else the digest of the
-/// API key set for it, else this machine (`host`).
+/// The account `client` is logged in with on this machine: `BATON_ACCOUNT` when set, else the
+/// digest of the API key set for it, else what the client's files say (Claude Code's
+/// `oauthAccount`, Codex's `tokens.account_id` or its key, Gemini CLI's active Google account
+/// by digest, Copilot CLI's GitHub login), else this machine (`host`).
 pub fn account_of(settings: &Settings, client: Client, dir: &Path, host: &str) -> Account {
     let name = client.as_str();
     if let Some(named) = &settings.account {
         return Account::new(name, Basis::Account, named);
+    }
+    // A key set for the client is what it spends (Claude Code and Codex take it over a login
+    // their files still remember).
+    if let Some((_, digest)) = settings.key_digests.iter().find(|(c, _)| *c == name) {
+        return Account::new(name, Basis::ApiKey, digest);
     }
     let read = |path: &Path| {
         baton_store::read::read_capped(path, 64 * 1024 * 1024)
@@ -76,15 +81,7 @@ pub fn account_of(settings: &Settings, client: Client, dir: &Path, host: &str) -
             }),
         _ => None,
     };
-    from_files
-        .or_else(|| {
-            settings
-                .key_digests
-                .iter()
-                .find(|(c, _)| *c == name)
-                .map(|(_, digest)| Account::new(name, Basis::ApiKey, digest))
-        })
-        .unwrap_or_else(|| Account::new(name, Basis::Machine, host))
+    from_files.unwrap_or_else(|| Account::new(name, Basis::Machine, host))
 }
 
 /// One who waits, probes or trips, on this machine.
@@ -142,7 +139,11 @@ pub fn gate(
     let needs_change = match &looked {
         Gate::Open => false,
         Gate::Unprobed => probe,
-        _ => wait && !book.iter().any(|b| b.waiters.iter().any(|w| w.id == me.id)),
+        _ => {
+            wait && book
+                .iter()
+                .any(|b| b.of(account) && !b.waiters.iter().any(|w| w.id == me.id))
+        }
     };
     if !needs_change {
         return Ok(looked);
@@ -174,8 +175,7 @@ pub fn turn_ran(
 ) -> Result<bool, OpError> {
     let book = store.breakers()?;
     let waiting = book.iter().any(|b| {
-        b.client == account.client
-            && b.account == account.key
+        b.of(account)
             && b.reset_at().is_some_and(|r| r <= now)
             && b.probe.as_ref().is_none_or(|p| p.ok.is_none())
     });
@@ -209,7 +209,7 @@ pub fn reopen(store: &dyn StateStore, account: &Account) -> Result<usize, OpErro
     let mut removed = 0;
     store.change_breakers(&mut |book| {
         let before = book.len();
-        book.retain(|b| !(b.client == account.client && b.account == account.key));
+        book.retain(|b| !b.of(account));
         removed = before - book.len();
         removed > 0
     })?;

@@ -3,6 +3,11 @@
 //! every project on the machine, since an account's window is the same whichever project spends
 //! it. Every change reads, changes and replaces it under an `flock` on `breakers.lock` beside
 //! it, so exactly one waiter becomes a window's probe.
+//!
+//! A breaker lives hours or days and guards launches, not work: a file that cannot be read as
+//! breakers is read as none (nothing is held by it), and the next change moves it aside to
+//! `breakers.json.bad` before it writes, so one bad file never stops a launch, a hook or a
+//! command of any project on the machine.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -17,6 +22,7 @@ pub const FILE: &str = "breakers.json";
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Book {
+    #[serde(default)]
     breakers: Vec<Breaker>,
 }
 
@@ -25,8 +31,13 @@ pub fn file(dir: &Path) -> PathBuf {
     dir.join(FILE)
 }
 
-/// The breakers kept in `dir` (none when there is no file yet).
+/// The breakers kept in `dir`: none when there is no file yet, or when it cannot be read as
+/// breakers (the next `change` moves it aside).
 pub fn read(dir: &Path) -> Result<Vec<Breaker>, StoreError> {
+    Ok(read_strict(dir).unwrap_or_default())
+}
+
+fn read_strict(dir: &Path) -> Result<Vec<Breaker>, StoreError> {
     let path = file(dir);
     let Some(bytes) = crate::read::read_state(&path, crate::read::STATE_FILE_CAP)? else {
         return Ok(Vec::new());
@@ -62,7 +73,15 @@ pub fn change(
         crate::layout::make_dir(dir)?;
     }
     let _lock = crate::lock::DirLock::acquire(&dir.join("breakers.lock"), wait)?;
-    let mut book = read(dir)?;
+    let mut book = match read_strict(dir) {
+        Ok(book) => book,
+        Err(_) => {
+            // Kept for a look, out of the way: the breakers start again empty.
+            let path = file(dir);
+            let _ = std::fs::rename(&path, path.with_extension("json.bad"));
+            Vec::new()
+        }
+    };
     if change(&mut book) {
         crate::atomic::replace(&file(dir), render(&book).as_bytes())?;
     }
@@ -118,9 +137,18 @@ mod tests {
         assert_eq!(probes, 1);
         let book = read(dir.path()).unwrap();
         assert!(book[0].probe.is_some());
-        // A file that is not the breakers' is named, with what is wrong.
+        // A file that is not breakers holds nothing, and the next change moves it aside.
         std::fs::write(file(dir.path()), "{not json").unwrap();
-        let err = read(dir.path()).unwrap_err().to_string();
-        assert!(err.contains("breakers.json"), "{err}");
+        assert!(read(dir.path()).unwrap().is_empty());
+        change(dir.path(), Duration::from_secs(5), &mut |book| {
+            book.push(Breaker::new(&account, "5h", reset, who("again")));
+            true
+        })
+        .unwrap();
+        assert_eq!(read(dir.path()).unwrap().len(), 1);
+        let bad = std::fs::read_to_string(dir.path().join("breakers.json.bad")).unwrap();
+        assert_eq!(bad, "{not json");
+        std::fs::write(file(dir.path()), "{}").unwrap();
+        assert!(read_strict(dir.path()).unwrap().is_empty());
     }
 }

@@ -48,6 +48,10 @@ pub struct Pending {
     pub evidence: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resume_after: Option<String>,
+    /// What the limit said, as the client passed it (its first KiB): which window of the
+    /// account it closes (`baton_core::breaker::window_of`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
     /// When the hook ran, by this machine's clock.
     pub at: String,
     /// The failure's time by its evidence, when a reader found it rather than a hook (a

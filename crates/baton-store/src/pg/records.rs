@@ -169,13 +169,21 @@ impl Records {
             "SELECT doc FROM baton_breakers WHERE id = 1",
             &[],
         )?;
-        match rows.first() {
-            Some(row) => crate::breakers::parse(
+        Ok(self.book_of(rows.first()))
+    }
+
+    /// The breakers a row holds: none when there is no row, or when its document is not
+    /// breakers (`crate::breakers`: the next change writes over it).
+    fn book_of(&self, row: Option<&postgres::Row>) -> Vec<baton_core::breaker::Breaker> {
+        let shown = self.breakers_shown();
+        row.and_then(|row| {
+            crate::breakers::parse(
                 row.get::<_, &str>(0).as_bytes(),
-                std::path::Path::new(&self.breakers_shown()),
-            ),
-            None => Ok(Vec::new()),
-        }
+                std::path::Path::new(&shown),
+            )
+            .ok()
+        })
+        .unwrap_or_default()
     }
 
     /// Runs `change` on the breakers with their row locked (`FOR UPDATE`) and writes them
@@ -184,30 +192,30 @@ impl Records {
         &self,
         change: &mut dyn FnMut(&mut Vec<baton_core::breaker::Breaker>) -> bool,
     ) -> Result<(), StoreError> {
-        let shown = self.breakers_shown();
         self.guarded("write the breakers to", None, |client| {
             let err = || super::db_error(&self.settings, "write the breakers to");
             let mut tx = client.transaction().map_err(err())?;
+            // The row is made first if it is missing: a missing row cannot be locked, and two
+            // changes would each read none.
+            tx.execute(
+                "INSERT INTO baton_breakers (id, doc) VALUES (1, '{\"breakers\":[]}') \
+                 ON CONFLICT (id) DO NOTHING",
+                &[],
+            )
+            .map_err(err())?;
             let rows = tx
                 .query(
                     "SELECT doc FROM baton_breakers WHERE id = 1 FOR UPDATE",
                     &[],
                 )
                 .map_err(err())?;
-            let mut book = match rows.first() {
-                Some(row) => crate::breakers::parse(
-                    row.get::<_, &str>(0).as_bytes(),
-                    std::path::Path::new(&shown),
-                )?,
-                None => Vec::new(),
-            };
+            let mut book = self.book_of(rows.first());
             if !change(&mut book) {
                 return Ok(());
             }
             let doc = crate::breakers::render(&book);
             tx.execute(
-                "INSERT INTO baton_breakers (id, doc, host, written_at) VALUES (1, $1, $2, now()) \
-                 ON CONFLICT (id) DO UPDATE SET doc = $1, host = $2, written_at = now()",
+                "UPDATE baton_breakers SET doc = $1, host = $2, written_at = now() WHERE id = 1",
                 &[&doc, &self.host],
             )
             .map_err(err())?;

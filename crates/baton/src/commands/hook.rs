@@ -902,6 +902,17 @@ impl Session<'_> {
             reason: interrupt.reason,
             evidence: interrupt.evidence.clone(),
             resume_after,
+            // What the limit said names its window (its first KiB: a message is a line or two).
+            message: match &self.event.action {
+                Action::Failure { message, .. } if !message.is_empty() => {
+                    let end = (0..=message.len().min(1024))
+                        .rev()
+                        .find(|i| message.is_char_boundary(*i))
+                        .unwrap_or(0);
+                    Some(message[..end].to_string())
+                }
+                _ => None,
+            },
             before: None,
         };
         let server = forward::shared_server(self.ctx, &self.layout)?;

@@ -77,11 +77,14 @@ fn cmd_check(ctx: &Ctx, args: WindowArgs) -> Result<Report, CommandError> {
                 "the reset has passed: this launch probes the window, and the rest follow its first turn",
             ),
         ),
-        Gate::Closed { until, window, .. } => (
+        Gate::Closed {
+            until,
+            window,
+            label,
+        } => (
             false,
             format!(
-                "closed: the {window} window of {} until {}",
-                account.label,
+                "closed: the {window} window of {label} until {}",
                 shown(*until)
             ),
             Some(*until),

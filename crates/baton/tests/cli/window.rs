@@ -464,3 +464,118 @@ fn at_the_reset_exactly_one_waiter_probes() {
         .collect();
     assert_eq!(probes.len(), 1, "exactly one probe");
 }
+
+/// The limit's own words, as the failure hook passed them, name the window it closes, and a
+/// team's pooled budget is the organization's; `reopen` lifts the pool's too.
+#[test]
+fn the_limits_words_name_its_window_and_a_pooled_budget_holds_the_team() {
+    let env = TestEnv::new();
+    let uuid = format!("{:08x}-bbbb-4ccc-8ddd-000000000002", std::process::id());
+    std::fs::write(
+        env.home().join(".claude.json"),
+        json!({ "oauthAccount": { "accountUuid": uuid, "organizationUuid": format!("org-{uuid}") } })
+            .to_string(),
+    )
+    .unwrap();
+    let unset: &[(&str, Option<&str>)] = &[("BATON_ACCOUNT", None)];
+    let windows = || {
+        let mut cmd = env.command(None, &at(1));
+        cmd.env_remove("BATON_ACCOUNT").args(["--json", "status"]);
+        let run = crate::common::to_run(cmd.output().unwrap());
+        run.assert_code(0);
+        let mut seen: Vec<(String, String)> = run.json()["windows"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .map(|b| {
+                (
+                    b["window"].as_str().unwrap().to_string(),
+                    b["label"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        seen.sort();
+        seen
+    };
+    // Three hours off would be the 5-hour window by distance; the words say otherwise.
+    limited_as(
+        &env,
+        "S1",
+        "You've hit your Opus limit · try again in 3h",
+        &at(0),
+        unset,
+    );
+    limited_as(
+        &env,
+        "S2",
+        "Weekly limit reached ∙ try again in 3h",
+        &at(0),
+        unset,
+    );
+    let short = &uuid[..8];
+    assert_eq!(
+        windows(),
+        [
+            ("weekly".to_string(), format!("claude account {short}")),
+            ("weekly-opus".to_string(), format!("claude account {short}")),
+        ]
+    );
+    limited_as(
+        &env,
+        "S3",
+        "You've hit your team's pooled group budget · try again in 4h",
+        &at(0),
+        unset,
+    );
+    assert!(
+        windows().contains(&(
+            "5h".to_string(),
+            format!("claude team pool org{}", &uuid[..5])
+        )),
+        "{:?}",
+        windows()
+    );
+    let mut cmd = env.command(None, &at(1));
+    cmd.env_remove("BATON_ACCOUNT")
+        .args(["window", "reopen", "--client", "claude"]);
+    let run = crate::common::to_run(cmd.output().unwrap());
+    run.assert_code(0);
+    assert!(
+        run.stdout.starts_with("reopened 3 windows"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(windows(), []);
+}
+
+/// A breakers file no one can read holds nothing: every command and hook runs on, and the
+/// next limit writes a good one, the bad one kept aside.
+#[test]
+fn a_breakers_file_that_cannot_be_read_stops_nothing() {
+    crate::files_only!("the machine's breakers file");
+    let env = TestEnv::new();
+    let dir = env.home().join(".local/state/baton");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("breakers.json");
+    for bad in [
+        "{not json",
+        r#"{"breakers":[{"client":"claude","account":"machine:x","label":"l","basis":"machine","window":"5h","reset":"2026-03-01T11:00:00Z","opened":"x","tripped_by":{"id":"s","host":"h","since":"x"},"probe":{"by":{"id":"gone","host":"h","since":"never"},"ok":"yesterday"}}]}"#,
+    ] {
+        std::fs::write(&file, bad).unwrap();
+        for args in [
+            &["status"][..],
+            &["wait"],
+            &["window", "check", "--client", "claude"],
+        ] {
+            env.run(None, &at(1), args).assert_code(0);
+        }
+    }
+    std::fs::write(&file, "{not json").unwrap();
+    limited(&env, "S1", "5-hour limit reached ∙ try again in 2h", &at(0));
+    check(&env, &at(1)).assert_code(3);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("breakers.json.bad")).unwrap(),
+        "{not json"
+    );
+}

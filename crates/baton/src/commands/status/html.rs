@@ -357,10 +357,10 @@ fn window_lane(ctx: &Ctx, b: &baton_core::breaker::Breaker) -> LaneIn {
         label: Label {
             kind: "window".into(),
             key: format!("{} {}", b.label, b.window),
-            status: if closed {
-                "closed".into()
-            } else {
-                "reset passed".into()
+            status: match (closed, b.probe.as_ref().and_then(|p| p.ok.as_ref())) {
+                (true, _) => "closed".into(),
+                (false, Some(_)) => "open again".into(),
+                (false, None) => "reset passed".into(),
             },
             verdict: String::new(),
             class: closed.then(|| "rate_limit".into()),

@@ -140,6 +140,11 @@ const LEFTOVER_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
 /// How often the child and the signals are looked at, and how often a wait rereads the state.
 const POLL: Duration = Duration::from_millis(50);
 const RECHECK: SignedDuration = SignedDuration::from_secs(5);
+/// How often a wait for the account's window reads the breakers again.
+const WINDOW_RECHECK: SignedDuration = SignedDuration::from_mins(1);
+/// How long a probe's agent runs with no limit before its window counts as open again, when
+/// no turn of it has ended yet (`claude -p` ends its one turn with the run).
+const PROBE_PROOF: Duration = Duration::from_secs(60);
 
 pub fn cmd_supervise(ctx: &Ctx, args: SuperviseArgs) -> Result<Report, CommandError> {
     let client = client_of(&args)?;
@@ -219,6 +224,7 @@ pub fn cmd_supervise(ctx: &Ctx, args: SuperviseArgs) -> Result<Report, CommandEr
         stopped: Vec::new(),
         account: baton_ops::window::ctx_account(ctx, client),
         me: format!("supervise:{}:{}", process::host(), me.0),
+        probing: false,
     };
     let result = sup.run(&policy, &mut claim);
     if let Err(e) = baton_ops::window::leave(&*sup.store, &sup.me) {
@@ -263,6 +269,8 @@ struct Supervisor<'a> {
     account: baton_core::breaker::Account,
     /// This supervisor, as the account's breakers name their waiters and probes.
     me: String,
+    /// The launch about to run, or running, is its window's probe.
+    probing: bool,
 }
 
 /// How long supervise waits for a hook still running after its agent exited.
@@ -298,6 +306,10 @@ impl Supervisor<'_> {
     fn run(&mut self, policy: &Policy, claim: &mut files::Claim) -> Result<Report, CommandError> {
         let mut restarts = 0;
         loop {
+            // The account's window first: nothing is said of a launch that waits for it.
+            if let Some(stop) = self.wait_for_window(restarts)? {
+                return Ok(stop);
+            }
             let argv = if restarts == 0 {
                 self.args.command.clone()
             } else {
@@ -336,12 +348,10 @@ impl Supervisor<'_> {
                     .collect::<Vec<_>>()
                     .join(" "))
             ));
-            if let Some(stop) = self.wait_for_window(restarts)? {
-                return Ok(stop);
-            }
             let started = self.now();
             self.stopped.clear();
             let exit = self.run_child(&argv)?;
+            self.probing = false;
             let attempt = self.look_back(exit)?;
             let how = exit_json(exit);
             let mut details = json!({
@@ -363,7 +373,7 @@ impl Supervisor<'_> {
             }
             let outcome = outcome(&attempt);
             let now = self.now();
-            self.tell_window(&outcome, now);
+            self.tell_window(&outcome, !attempt.hook_resets.is_empty(), now);
             let next = next_step(&outcome, self.tally, policy, now, jitter());
             // The relaunch time is the best word on when the limit resets (a reset named, else
             // the backoff): each rate-limited loop that records an earlier one (or none) takes
@@ -396,7 +406,7 @@ impl Supervisor<'_> {
                         }),
                     );
                     say(&format!("{why}; relaunching at {}", self.ctx.shown(at)));
-                    if let Some(stop) = self.wait_until(at, &attempt)? {
+                    if let Some(stop) = self.wait_until(at, at, &attempt)? {
                         return Ok(stop);
                     }
                     restarts += 1;
@@ -478,11 +488,22 @@ impl Supervisor<'_> {
             std::thread::spawn(move || pass_through(out, to_stderr, clock, &zone, &found));
         }
         let mut forwarded = 0;
+        let launched = std::time::Instant::now();
         let status = loop {
             if let Some(status) = child.try_wait().map_err(|e| {
                 CommandError::new(ExitStatus::Failure, format!("waiting for the agent: {e}"))
             })? {
                 break status;
+            }
+            // A probe whose agent has run a minute without meeting the limit proved the window
+            // open (a limit ends a run in seconds, and re-opens the window as it does).
+            if self.probing && launched.elapsed() >= PROBE_PROOF {
+                self.probing = false;
+                let now = self.now();
+                let me = baton_ops::window::who(&self.me, now);
+                if let Err(e) = baton_ops::window::turn_ran(&*self.store, &self.account, &me, now) {
+                    say(&format!("warning: {}", e.message));
+                }
             }
             // The first signal is passed on for the agent to end cleanly (its hooks record the
             // interrupt); a second one kills it.
@@ -657,6 +678,7 @@ impl Supervisor<'_> {
                     reason,
                     evidence: why,
                     resume_after: None,
+                    message: None,
                     before: None,
                 };
                 let (stopped, result) =
@@ -799,11 +821,13 @@ impl Supervisor<'_> {
         Ok(Ok(()))
     }
 
-    /// Waits until `at`, reading the work again every few seconds: a takeover or a person's
+    /// Waits until `at` (the countdown counting to `shown`), reading the work again every few
+    /// seconds: a takeover or a person's
     /// decision meanwhile, or a signal, ends the wait with the stop it calls for.
     fn wait_until(
         &mut self,
         at: Timestamp,
+        shown: Timestamp,
         attempt: &Attempt,
     ) -> Result<Option<Report>, CommandError> {
         let progress = std::io::stderr().is_terminal();
@@ -821,7 +845,7 @@ impl Supervisor<'_> {
             }
             if progress {
                 // `\x1b[K` clears what a longer line before left.
-                crate::output::to_stderr(&format!("\r{}\x1b[K", countdown(at, now)));
+                crate::output::to_stderr(&format!("\r{}\x1b[K", countdown(shown, now)));
             }
             if self.fake_clock {
                 self.now = at;
@@ -894,6 +918,7 @@ impl Supervisor<'_> {
             let (until, line, source) = match &gate {
                 Gate::Open => break,
                 Gate::Probing { me: true, .. } => {
+                    self.probing = true;
                     say(&format!(
                         "{}: the window's reset has passed; this supervisor probes it first",
                         self.account.label
@@ -941,7 +966,10 @@ impl Supervisor<'_> {
                 }
                 said = Some(line);
             }
-            if let Some(stop) = self.wait_until(until, &no_attempt)? {
+            // A minute at most between looks: a person's `baton window reopen`, or a probe
+            // that went well, ends the wait before the reset.
+            let step = until.min(now + WINDOW_RECHECK);
+            if let Some(stop) = self.wait_until(step, until, &no_attempt)? {
                 return Ok(Some(stop));
             }
         }
@@ -949,17 +977,25 @@ impl Supervisor<'_> {
         Ok(None)
     }
 
-    /// Tells the account's breakers how the attempt ended: a rate limit with a reset closes
-    /// the window (the hooks did already when they saw it; a reset read from the agent's
-    /// stdout only is news), and an attempt with no limit opens a window whose reset passed.
-    fn tell_window(&self, outcome: &Outcome, now: Timestamp) {
+    /// Tells the account's breakers how the attempt ended: a rate limit whose reset only the
+    /// agent's output named closes the window (one the hooks reported closed it already), and
+    /// a finished run opens a window whose reset passed.
+    fn tell_window(&self, outcome: &Outcome, hook_reported: bool, now: Timestamp) {
         let me = baton_ops::window::who(&self.me, now);
         let told = match outcome {
-            Outcome::RateLimited { reset: Some(reset) } if *reset > now => {
+            // A reset the hooks reported closed the window already, with the limit's own
+            // words; one read from the agent's output alone is news.
+            Outcome::RateLimited { reset: Some(reset) }
+                if *reset > now && !self.stdout_resets.is_empty() && !hook_reported =>
+            {
                 baton_ops::window::trip(&*self.store, &self.account, "", *reset, me, now).map(drop)
             }
-            Outcome::RateLimited { .. } | Outcome::Overloaded | Outcome::Signalled => Ok(()),
-            _ => baton_ops::window::turn_ran(&*self.store, &self.account, &me, now).map(drop),
+            // A run that finished spent the account without a limit. Any other end (a crash,
+            // a person's call) says nothing of the window.
+            Outcome::Finished => {
+                baton_ops::window::turn_ran(&*self.store, &self.account, &me, now).map(drop)
+            }
+            _ => Ok(()),
         };
         if let Err(e) = told {
             say(&format!("warning: {}", e.message));
