@@ -150,7 +150,7 @@ pub fn gate(
     }
     let mut out = looked;
     store.change_breakers(&mut |book| {
-        let mut changed = breaker::prune(book, now);
+        let mut changed = breaker::prune(book, now) | forget_dead_waiters(book);
         if wait {
             changed |= breaker::join(book, account, me);
         }
@@ -163,6 +163,30 @@ pub fn gate(
         changed || claimed
     })?;
     Ok(out)
+}
+
+/// Takes off the waiter lists the supervisors of this machine whose process is gone (killed
+/// while they waited): they would keep a place in the stagger, and be shown as waiting.
+fn forget_dead_waiters(book: &mut [Breaker]) -> bool {
+    let host = baton_store::process::host();
+    let mut changed = false;
+    for b in book.iter_mut() {
+        let before = b.waiters.len();
+        b.waiters.retain(|w| {
+            let Some(rest) = w.id.strip_prefix("supervise:") else {
+                return true;
+            };
+            let Some((on, pid)) = rest.rsplit_once(':') else {
+                return true;
+            };
+            on != host
+                || pid
+                    .parse::<u32>()
+                    .is_ok_and(|pid| baton_store::process::start_time(pid).is_some())
+        });
+        changed |= b.waiters.len() != before;
+    }
+    changed
 }
 
 /// A turn on `account` ran without a limit at `now`: each of its windows whose reset has

@@ -52,6 +52,10 @@ pub struct SessionRecord {
     /// same, no loop of the session was written since, and a checkpoint has nothing to record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint_mark: Option<String>,
+    /// The account the session spends (docs/window.md), once a stop needed it: read from the
+    /// client's files once per start, not at every turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<baton_core::breaker::Account>,
 }
 
 /// A turn left open, as a reader finds it: the session's record (its client and client

@@ -347,6 +347,8 @@ impl Session<'_> {
         let here = self.client_process();
         let mut record = previous.clone().unwrap_or_else(|| self.new_record());
         record.started_at = Some(format_ts(self.ctx.now));
+        // A new start reads the account again (a login may have changed in between).
+        record.account = None;
         // A turn left open by an earlier process of this session, killed before its session
         // end, is not this one's. A compaction happens inside a running turn (Codex and Claude
         // Code start the session again with `source: compact`): that turn stays open, and so
@@ -607,7 +609,6 @@ impl Session<'_> {
     /// whether to open the store; with a server, it is asked only when this hook connected
     /// already (the refresh, once per coalescing window).
     fn turn_ran(&self) {
-        let client = self.event.client.as_str();
         let server = forward::shared_server(self.ctx, &self.layout)
             .ok()
             .flatten();
@@ -616,13 +617,14 @@ impl Session<'_> {
                 return;
             };
             let now = self.ctx.now;
-            let waiting = baton_store::breakers::read(dir).is_ok_and(|book| {
-                book.iter().any(|b| {
-                    b.client == client
-                        && b.reset_at().is_some_and(|r| r <= now)
-                        && b.probe.as_ref().is_none_or(|p| p.ok.is_none())
-                })
-            });
+            let book = baton_store::breakers::read(dir).unwrap_or_default();
+            let account = || self.session_account();
+            // Most turns: no file, or nothing waiting; then the session's own account only.
+            let waiting = book.iter().any(|b| {
+                b.client == self.event.client.as_str()
+                    && b.reset_at().is_some_and(|r| r <= now)
+                    && b.probe.as_ref().is_none_or(|p| p.ok.is_none())
+            }) && book.iter().any(|b| b.of(&account()));
             if !waiting {
                 return;
             }
@@ -630,7 +632,7 @@ impl Session<'_> {
             return;
         }
         let result = self.connected().and_then(|(ctx, store)| {
-            let account = baton_ops::window::ctx_account(ctx, self.event.client);
+            let account = self.session_account();
             let me = baton_ops::window::who(&self.event.session_id, ctx.now);
             Ok(baton_ops::window::turn_ran(store, &account, &me, ctx.now)?)
         });
@@ -640,6 +642,22 @@ impl Session<'_> {
                 e.message
             ));
         }
+    }
+
+    /// The account the session spends: kept in its record once read from the client's files,
+    /// so that a stop reads them once per start at most.
+    fn session_account(&self) -> baton_core::breaker::Account {
+        let record = self.files.read_record();
+        if let Some(account) = record.as_ref().and_then(|r| r.account.clone()) {
+            return account;
+        }
+        let account = baton_ops::window::ctx_account(self.ctx, self.event.client);
+        let mut record = record.unwrap_or_else(|| self.new_record());
+        record.account = Some(account.clone());
+        if let Err(e) = self.files.write_record(&record) {
+            self.warn(e.to_string());
+        }
+        account
     }
 
     /// A failure or a session end: one record of it first (its class from the evidence the
