@@ -250,6 +250,25 @@ pub fn ctx_account(ctx: &Ctx, client: Client) -> Account {
     )
 }
 
+/// The breakers of the accounts the clients are logged in with here (each client the
+/// breakers name is looked up once): what `status` and the timeline show. A server keeps every
+/// account's breakers, a fleet's and other teams' alike; this machine's view is its own
+/// accounts'.
+pub fn ours(ctx: &Ctx, store: &dyn StateStore) -> Result<Vec<Breaker>, OpError> {
+    let book = store.breakers()?;
+    let mut clients: Vec<Client> = book
+        .iter()
+        .filter_map(|b| Client::parse(&b.client))
+        .collect();
+    clients.sort_by_key(|c| c.as_str());
+    clients.dedup();
+    let accounts: Vec<Account> = clients.into_iter().map(|c| ctx_account(ctx, c)).collect();
+    Ok(book
+        .into_iter()
+        .filter(|b| accounts.iter().any(|a| b.of(a)))
+        .collect())
+}
+
 /// A window closed now, as the packet, `baton wait` and `status` say it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Closed {

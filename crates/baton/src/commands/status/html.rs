@@ -64,7 +64,7 @@ pub fn cmd_html(ctx: &Ctx, out: Option<&Path>) -> Result<Report, CommandError> {
         )),
     }
     // The accounts' windows: each breaker on a lane of its own.
-    match store.breakers() {
+    match baton_ops::window::ours(ctx, &*store) {
         Ok(book) => lanes.extend(book.iter().map(|b| window_lane(ctx, b))),
         Err(e) => warnings.push(format!(
             "the accounts' windows are unreadable, so their lanes are left out: {}",

@@ -216,7 +216,7 @@ fn table(ctx: &Ctx) -> Result<Report, CommandError> {
             esc(last["rule"].as_str().unwrap_or("?")),
         ));
     }
-    let windows = store.breakers()?;
+    let windows = baton_ops::window::ours(ctx, &*store)?;
     text.push_str(&windows_text(ctx, &windows));
     let json = Table {
         work: s.work.iter().map(Row::of).collect(),
