@@ -250,19 +250,26 @@ pub fn ctx_account(ctx: &Ctx, client: Client) -> Account {
     )
 }
 
-/// The breakers of the accounts the clients are logged in with here (each client the
-/// breakers name is looked up once): what `status` and the timeline show. A server keeps every
-/// account's breakers, a fleet's and other teams' alike; this machine's view is its own
-/// accounts'.
-pub fn ours(ctx: &Ctx, store: &dyn StateStore) -> Result<Vec<Breaker>, OpError> {
-    let book = store.breakers()?;
+/// The accounts the clients are logged in with here, one for each client the breakers `book`
+/// name (`open_only`: of the breakers still closed at `ctx.now`): a client no breaker names is
+/// not looked up.
+fn accounts_named(ctx: &Ctx, book: &[Breaker], open_only: bool) -> Vec<Account> {
     let mut clients: Vec<Client> = book
         .iter()
+        .filter(|b| !open_only || b.reset_at().is_some_and(|r| r > ctx.now))
         .filter_map(|b| Client::parse(&b.client))
         .collect();
     clients.sort_by_key(|c| c.as_str());
     clients.dedup();
-    let accounts: Vec<Account> = clients.into_iter().map(|c| ctx_account(ctx, c)).collect();
+    clients.into_iter().map(|c| ctx_account(ctx, c)).collect()
+}
+
+/// The breakers of the accounts the clients are logged in with here: what `status` and the
+/// timeline show. A server keeps every account's breakers, a fleet's and other teams' alike;
+/// this machine's view is its own accounts'.
+pub fn ours(ctx: &Ctx, store: &dyn StateStore) -> Result<Vec<Breaker>, OpError> {
+    let book = store.breakers()?;
+    let accounts = accounts_named(ctx, &book, false);
     Ok(book
         .into_iter()
         .filter(|b| accounts.iter().any(|a| b.of(a)))
@@ -282,30 +289,22 @@ pub struct Closed {
 /// client with a breaker (its latest reset): only the clients the breakers name are looked up.
 pub fn closed(ctx: &Ctx, store: &dyn StateStore) -> Result<Vec<Closed>, OpError> {
     let book = store.breakers()?;
-    let mut clients: Vec<Client> = book
-        .iter()
-        .filter(|b| b.reset_at().is_some_and(|r| r > ctx.now))
-        .filter_map(|b| Client::parse(&b.client))
-        .collect();
-    clients.sort_by_key(|c| c.as_str());
-    clients.dedup();
-    Ok(clients
+    Ok(accounts_named(ctx, &book, true)
         .into_iter()
-        .filter_map(|client| {
-            let account = ctx_account(ctx, client);
-            match breaker::gate(&book, &account, "", ctx.now) {
+        .filter_map(
+            |account| match breaker::gate(&book, &account, "", ctx.now) {
                 Gate::Closed {
                     until,
                     window,
                     label,
                 } => Some(Closed {
-                    client,
+                    client: Client::parse(&account.client)?,
                     label,
                     window,
                     until,
                 }),
                 _ => None,
-            }
-        })
+            },
+        )
         .collect())
 }
