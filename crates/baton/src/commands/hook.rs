@@ -322,7 +322,10 @@ impl Session<'_> {
         };
         self.tell_supervisor("start", json!({ "source": source }));
         let (ctx, store) = self.connected()?;
-        let survey = baton_ops::survey::survey(ctx, store)?;
+        let mut survey = baton_ops::survey::survey(ctx, store)?;
+        // The session hears of its own client's windows: another client's account is not what
+        // it spends.
+        survey.windows.retain(|w| w.client == self.event.client);
         let (packet, markdown) = crate::view::packet_of(&survey);
         // Another session's quiet work is told as information; nothing at all, nothing.
         if packet.items.is_empty()

@@ -122,7 +122,11 @@ fn held(
     if matches!(wait, Wait::TakenOver | Wait::HumanFirst) {
         return Ok((wait, None));
     }
-    let closed = baton_ops::window::closed(at, &*at.store()?)?;
+    // Inside an agent, its own client's windows; a script's wait, every client's.
+    let mut closed = baton_ops::window::closed(at, &*at.store()?)?;
+    if let Some((_, client)) = baton_store::process::agent_ancestor_named() {
+        closed.retain(|w| w.client == client);
+    }
     let Some(latest) = closed.into_iter().max_by_key(|c| c.until) else {
         return Ok((wait, None));
     };

@@ -579,3 +579,38 @@ fn a_breakers_file_that_cannot_be_read_stops_nothing() {
         "{not json"
     );
 }
+
+/// A session hears of its own client's windows only; a script's `baton wait` waits for every
+/// client's.
+#[test]
+fn a_session_hears_of_its_own_clients_window_and_a_script_of_every_one() {
+    crate::files_only!("the test seeds the machine's breakers file");
+    let env = TestEnv::new();
+    let dir = env.home().join(".local/state/baton");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("breakers.json"),
+        json!({ "breakers": [{
+            "client": "codex", "account": "account:shared", "label": "codex account shared",
+            "basis": "account", "window": "5h", "reset": at(120), "opened": at(0),
+            "tripped_by": { "id": "C1", "host": "h", "since": at(0) }
+        }]})
+        .to_string(),
+    )
+    .unwrap();
+    let named: &[(&str, Option<&str>)] = &[("BATON_ACCOUNT", Some("shared"))];
+    let start = hook(
+        &env,
+        &at(1),
+        "S1",
+        "SessionStart",
+        json!({ "source": "startup" }),
+        named,
+    );
+    assert!(!start.stdout.contains("codex account"), "{}", start.stdout);
+    let mut cmd = env.command(None, &at(1));
+    cmd.env("BATON_ACCOUNT", "shared").args(["--json", "wait"]);
+    let run = crate::common::to_run(cmd.output().unwrap());
+    run.assert_code(0);
+    assert_eq!(run.json()["window"]["client"], "codex", "{}", run.stdout);
+}
