@@ -276,6 +276,13 @@ impl Breaker {
         parse_ts(Some(&self.reset))
     }
 
+    /// Whether its reset has passed and no turn has shown the window open since: what a turn
+    /// that ran without a limit settles (`turn_ran`).
+    pub fn awaits_turn(&self, now: Timestamp) -> bool {
+        self.reset_at().is_some_and(|r| r <= now)
+            && self.probe.as_ref().is_none_or(|p| p.ok.is_none())
+    }
+
     /// Whether it holds `account`: the account's own, or its team pool's.
     pub fn of(&self, account: &Account) -> bool {
         self.client == account.client
@@ -475,12 +482,11 @@ fn unprobed(b: &Breaker, me: &str, now: Timestamp) -> bool {
 /// anything changed.
 pub fn turn_ran(book: &mut [Breaker], account: &Account, me: &Who, now: Timestamp) -> bool {
     let mut changed = false;
-    for b in book.iter_mut().filter(|b| b.of(account)) {
-        if b.reset_at().is_none_or(|r| r > now) {
-            continue;
-        }
+    for b in book
+        .iter_mut()
+        .filter(|b| b.of(account) && b.awaits_turn(now))
+    {
         match &mut b.probe {
-            Some(p) if p.ok.is_some() => {}
             Some(p) => {
                 p.ok = Some(format_ts(now));
                 changed = true;

@@ -198,12 +198,7 @@ pub fn turn_ran(
     now: Timestamp,
 ) -> Result<bool, OpError> {
     let book = store.breakers()?;
-    let waiting = book.iter().any(|b| {
-        b.of(account)
-            && b.reset_at().is_some_and(|r| r <= now)
-            && b.probe.as_ref().is_none_or(|p| p.ok.is_none())
-    });
-    if !waiting {
+    if !book.iter().any(|b| b.of(account) && b.awaits_turn(now)) {
         return Ok(false);
     }
     let mut changed = false;

@@ -623,11 +623,14 @@ impl Session<'_> {
             let book = baton_store::breakers::read(dir).unwrap_or_default();
             let account = || self.session_account();
             // Most turns: no file, or nothing waiting; then the session's own account only.
-            let waiting = book.iter().any(|b| {
-                b.client == self.event.client.as_str()
-                    && b.reset_at().is_some_and(|r| r <= now)
-                    && b.probe.as_ref().is_none_or(|p| p.ok.is_none())
-            }) && book.iter().any(|b| b.of(&account()));
+            let awaiting: Vec<_> = book
+                .iter()
+                .filter(|b| b.client == self.event.client.as_str() && b.awaits_turn(now))
+                .collect();
+            let waiting = !awaiting.is_empty() && {
+                let account = account();
+                awaiting.iter().any(|b| b.of(&account))
+            };
             if !waiting {
                 return;
             }
