@@ -346,9 +346,29 @@ fn a_supervisor_on_the_account_waits_for_the_reset_and_follows_the_probe() {
     let mut b = Fake::new();
     on(&mut b, &account);
     b.attempt(1, "finish\n");
-    let run = b.supervise(&[]);
+    let run = b.supervise(&["--ticket", "T-2"]);
     run.assert_code(0);
     assert_eq!(b.launches(), 1);
+    // The wait is in the work's journal, for the account, not counted as a restart.
+    let log = b.env.baton("X", 500, &["--json", "log", "T-2"]);
+    log.assert_code(0);
+    let waits: Vec<Value> = log.json()["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == "supervise.wait")
+        .cloned()
+        .collect();
+    let shown: Vec<(&str, &str)> = waits
+        .iter()
+        .map(|w| (w["source"].as_str().unwrap(), w["until"].as_str().unwrap()))
+        .collect();
+    let follow = at_s(5 * 60 + 10);
+    assert_eq!(
+        shown,
+        [("account", at(5).as_str()), ("follow", follow.as_str())]
+    );
+    assert!(waits.iter().all(|w| w["counted"] == false), "{waits:?}");
     let launched = b.read("launched-1");
     assert_eq!(
         launched.split(' ').next(),
